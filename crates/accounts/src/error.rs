@@ -1,0 +1,19 @@
+use sealpost_kernel::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AccountError {
+    /// The account id was used before (by a live or an erased account).
+    #[error("this account id is already registered")]
+    IdTaken,
+    /// Unknown account, wrong proof, used or expired nonce, unknown or revoked token.
+    #[error("authentication failed")]
+    Unauthenticated,
+    #[error("the session has expired; sign in again")]
+    SessionExpired,
+    #[error("this endpoint needs an operator session")]
+    SessionRequired,
+    #[error("no such record")]
+    NotFound,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

@@ -1,0 +1,113 @@
+use sealpost_kernel::{AccountId, ApiKeyId, PlanId, SessionId, Timestamp, WorkerId};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Account {
+    pub id: AccountId,
+    pub plan: PlanId,
+    pub auth_public_key: [u8; 32],
+    pub created_at: Timestamp,
+}
+
+/// `POST /accounts` input, already decoded at the edge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Registration {
+    pub account_id: AccountId,
+    pub auth_verifier: [u8; 32],
+    pub auth_public_key: [u8; 32],
+}
+
+/// A new account as stored: the verifier only as its SHA-256.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewAccount {
+    pub account: Account,
+    pub auth_verifier_hash: [u8; 32],
+}
+
+/// A pending sign-in challenge. Keyed by the SHA-256 of its nonce; holds the
+/// ephemeral secret for the two minutes it lives, never the nonce itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Challenge {
+    pub nonce_hash: [u8; 32],
+    pub account_id: AccountId,
+    pub challenge_secret: [u8; 32],
+    pub expires_at: Timestamp,
+}
+
+/// What `POST /accounts/challenge` answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IssuedChallenge {
+    pub nonce: String,
+    pub expires_at: Timestamp,
+    pub challenge_key: [u8; 32],
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Session {
+    pub id: SessionId,
+    pub account_id: AccountId,
+    pub token_hash: [u8; 32],
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+/// A successful registration or sign-in: the token is shown once, here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignedIn {
+    pub account: Account,
+    pub token: String,
+    pub session: Session,
+}
+
+/// One entry of `GET /accounts/sessions`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionView {
+    pub id: SessionId,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+    pub current: bool,
+}
+
+/// What a bearer token's hash resolves to in the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bearer {
+    Session(Session),
+    Device {
+        account_id: AccountId,
+        worker_id: WorkerId,
+    },
+}
+
+/// The authenticated identity behind a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Caller {
+    Session {
+        account: AccountId,
+        session: SessionId,
+    },
+    Device {
+        account: AccountId,
+        worker: WorkerId,
+    },
+    ApiKey {
+        account: AccountId,
+        key: ApiKeyId,
+    },
+}
+
+impl Caller {
+    pub fn account(&self) -> &AccountId {
+        match self {
+            Caller::Session { account, .. }
+            | Caller::Device { account, .. }
+            | Caller::ApiKey { account, .. } => account,
+        }
+    }
+
+    /// The session behind the call, or `SessionRequired` for a device or API key.
+    pub fn session(&self) -> Result<&SessionId, crate::AccountError> {
+        match self {
+            Caller::Session { session, .. } => Ok(session),
+            _ => Err(crate::AccountError::SessionRequired),
+        }
+    }
+}

@@ -1,0 +1,56 @@
+use async_trait::async_trait;
+use sealpost_kernel::{AccountId, SessionId, StoreError, Timestamp};
+
+use crate::{Account, Bearer, Challenge, NewAccount, Session};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegisterOutcome {
+    Registered,
+    IdTaken,
+}
+
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait AccountRepository: Send + Sync {
+    async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError>;
+
+    /// Stores the account and its first session in one transaction, unless the
+    /// id belongs to a live account or to one that was ever erased.
+    async fn register(
+        &self,
+        account: NewAccount,
+        first_session: Session,
+    ) -> Result<RegisterOutcome, StoreError>;
+
+    async fn save_challenge(&self, challenge: Challenge) -> Result<(), StoreError>;
+
+    /// Removes and returns the challenge: a nonce is consumed by its first use.
+    async fn take_challenge(&self, nonce_hash: [u8; 32]) -> Result<Option<Challenge>, StoreError>;
+
+    async fn create_session(&self, session: Session) -> Result<(), StoreError>;
+
+    /// Resolves a token hash to the session or device credential it belongs to.
+    async fn bearer(&self, token_hash: [u8; 32]) -> Result<Option<Bearer>, StoreError>;
+
+    async fn sessions(&self, account: &AccountId) -> Result<Vec<Session>, StoreError>;
+
+    /// Returns whether a session of this account was removed.
+    async fn delete_session(&self, account: &AccountId, id: &SessionId)
+    -> Result<bool, StoreError>;
+
+    async fn delete_sessions_except(
+        &self,
+        account: &AccountId,
+        keep: &SessionId,
+    ) -> Result<u64, StoreError>;
+
+    /// Erases the account and everything in it, and remembers the id as used.
+    async fn erase(&self, account: &AccountId, at: Timestamp) -> Result<(), StoreError>;
+
+    /// Removes challenges that expired before `now` and sessions that expired before `sessions_before`.
+    async fn sweep_expired(
+        &self,
+        now: Timestamp,
+        sessions_before: Timestamp,
+    ) -> Result<u64, StoreError>;
+}

@@ -1,0 +1,229 @@
+use std::sync::Arc;
+
+use sealpost_kernel::{AccountId, Clock, PlanId, SessionId, Timestamp};
+use sealpost_seal::{
+    ChallengeKeypair, b64, random_bytes, random_token, sha256, verify_handshake_proof,
+};
+
+use crate::{
+    Account, AccountError, AccountRepository, Bearer, CHALLENGE_LIFETIME, Caller, Challenge,
+    EXPIRED_SESSION_GRACE, IssuedChallenge, NewAccount, RegisterOutcome, Registration,
+    SESSION_LIFETIME, Session, SessionView, SignedIn,
+};
+
+/// Length of a base64url token made from 32 random bytes.
+const TOKEN_LEN: usize = 43;
+
+pub struct Accounts {
+    repo: Arc<dyn AccountRepository>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Accounts {
+    pub fn new(repo: Arc<dyn AccountRepository>, clock: Arc<dyn Clock>) -> Self {
+        Self { repo, clock }
+    }
+
+    /// `POST /accounts`: creates the account on the Free plan and signs it in.
+    pub async fn register(&self, input: Registration) -> Result<SignedIn, AccountError> {
+        let now = self.clock.now();
+        let account = Account {
+            id: input.account_id,
+            plan: PlanId::Free,
+            auth_public_key: input.auth_public_key,
+            created_at: now,
+        };
+        let (session, token) = new_session(&account.id, now);
+        let stored = NewAccount {
+            account: account.clone(),
+            auth_verifier_hash: sha256(&input.auth_verifier),
+        };
+        match self.repo.register(stored, session.clone()).await? {
+            RegisterOutcome::Registered => Ok(SignedIn {
+                account,
+                token,
+                session,
+            }),
+            RegisterOutcome::IdTaken => Err(AccountError::IdTaken),
+        }
+    }
+
+    /// `POST /accounts/challenge`. Deliberately never looks the account up, so
+    /// the answer has the same shape and takes the same work whether or not it exists.
+    pub async fn challenge(&self, account_id: AccountId) -> Result<IssuedChallenge, AccountError> {
+        let now = self.clock.now();
+        let keypair = ChallengeKeypair::generate();
+        let nonce = b64::encode(&random_bytes::<32>());
+        let expires_at = now + CHALLENGE_LIFETIME;
+        self.repo
+            .save_challenge(Challenge {
+                nonce_hash: sha256(nonce.as_bytes()),
+                account_id,
+                challenge_secret: keypair.secret,
+                expires_at,
+            })
+            .await?;
+        Ok(IssuedChallenge {
+            nonce,
+            expires_at,
+            challenge_key: keypair.public,
+        })
+    }
+
+    /// `POST /accounts/verify`. The nonce is consumed before anything is
+    /// checked, so a second attempt with it fails whatever the first did.
+    pub async fn verify(
+        &self,
+        account_id: &AccountId,
+        nonce: &str,
+        proof: &[u8],
+    ) -> Result<SignedIn, AccountError> {
+        let now = self.clock.now();
+        let challenge = self
+            .repo
+            .take_challenge(sha256(nonce.as_bytes()))
+            .await?
+            .ok_or(AccountError::Unauthenticated)?;
+        if challenge.account_id != *account_id || challenge.expires_at <= now {
+            return Err(AccountError::Unauthenticated);
+        }
+        let account = self
+            .repo
+            .account(account_id)
+            .await?
+            .ok_or(AccountError::Unauthenticated)?;
+        let proven = verify_handshake_proof(
+            &challenge.challenge_secret,
+            &account.auth_public_key,
+            nonce,
+            account_id.as_str(),
+            proof,
+        );
+        if !proven {
+            return Err(AccountError::Unauthenticated);
+        }
+        let (session, token) = new_session(account_id, now);
+        self.repo.create_session(session.clone()).await?;
+        Ok(SignedIn {
+            account,
+            token,
+            session,
+        })
+    }
+
+    /// Resolves a bearer token to its caller.
+    pub async fn authenticate(&self, token: &str) -> Result<Caller, AccountError> {
+        if token.len() != TOKEN_LEN {
+            return Err(AccountError::Unauthenticated);
+        }
+        let bearer = self
+            .repo
+            .bearer(sha256(token.as_bytes()))
+            .await?
+            .ok_or(AccountError::Unauthenticated)?;
+        match bearer {
+            Bearer::Session(session) if session.expires_at <= self.clock.now() => {
+                Err(AccountError::SessionExpired)
+            }
+            Bearer::Session(session) => Ok(Caller::Session {
+                account: session.account_id,
+                session: session.id,
+            }),
+            Bearer::Device {
+                account_id,
+                worker_id,
+            } => Ok(Caller::Device {
+                account: account_id,
+                worker: worker_id,
+            }),
+        }
+    }
+
+    pub async fn account(&self, id: &AccountId) -> Result<Account, AccountError> {
+        self.repo.account(id).await?.ok_or(AccountError::NotFound)
+    }
+
+    /// Live sessions, newest first, the caller's own marked.
+    pub async fn sessions(&self, caller: &Caller) -> Result<Vec<SessionView>, AccountError> {
+        let current = caller.session()?;
+        let now = self.clock.now();
+        let mut sessions: Vec<SessionView> = self
+            .repo
+            .sessions(caller.account())
+            .await?
+            .into_iter()
+            .filter(|session| session.expires_at > now)
+            .map(|session| SessionView {
+                current: session.id == *current,
+                id: session.id,
+                created_at: session.created_at,
+                expires_at: session.expires_at,
+            })
+            .collect();
+        sessions.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+        Ok(sessions)
+    }
+
+    /// `POST /accounts/signout`.
+    pub async fn sign_out(&self, caller: &Caller) -> Result<(), AccountError> {
+        let current = caller.session()?;
+        self.repo.delete_session(caller.account(), current).await?;
+        Ok(())
+    }
+
+    /// `DELETE /accounts/sessions/:id`: any of the caller's sessions, the current one included.
+    pub async fn revoke_session(
+        &self,
+        caller: &Caller,
+        id: &SessionId,
+    ) -> Result<(), AccountError> {
+        caller.session()?;
+        if self.repo.delete_session(caller.account(), id).await? {
+            Ok(())
+        } else {
+            Err(AccountError::NotFound)
+        }
+    }
+
+    /// `DELETE /accounts/sessions`: every session but the caller's. Returns how many went.
+    pub async fn revoke_other_sessions(&self, caller: &Caller) -> Result<u64, AccountError> {
+        let current = caller.session()?;
+        Ok(self
+            .repo
+            .delete_sessions_except(caller.account(), current)
+            .await?)
+    }
+
+    /// `DELETE /accounts/me`: erases at once.
+    pub async fn erase(&self, caller: &Caller) -> Result<(), AccountError> {
+        caller.session()?;
+        self.repo
+            .erase(caller.account(), self.clock.now())
+            .await
+            .map_err(AccountError::from)
+    }
+
+    /// Removes expired challenges, and sessions long past their expiry.
+    pub async fn sweep(&self) -> Result<u64, AccountError> {
+        let now = self.clock.now();
+        Ok(self
+            .repo
+            .sweep_expired(now, now - EXPIRED_SESSION_GRACE)
+            .await?)
+    }
+}
+
+fn new_session(account_id: &AccountId, now: Timestamp) -> (Session, String) {
+    let token = random_token();
+    let session = Session {
+        id: SessionId::generate(),
+        account_id: account_id.clone(),
+        token_hash: sha256(token.as_bytes()),
+        created_at: now,
+        expires_at: now + SESSION_LIFETIME,
+    };
+    (session, token)
+}
+
+#[cfg(test)]
+mod tests;

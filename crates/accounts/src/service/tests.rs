@@ -1,0 +1,352 @@
+use std::sync::{Arc, Mutex};
+
+use chrono::TimeDelta;
+use sealpost_kernel::{AccountId, Clock, PlanId, SessionId, TestClock, Timestamp, WorkerId};
+use sealpost_seal::{AccountKeys, RecoveryPhrase, b64, sha256};
+
+use crate::repository::MockAccountRepository;
+use crate::*;
+
+const PHRASE: &str =
+    "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about";
+
+fn keys() -> AccountKeys {
+    RecoveryPhrase::parse(PHRASE).unwrap().keys()
+}
+
+fn account_id() -> AccountId {
+    AccountId::parse(&keys().account_id()).unwrap()
+}
+
+/// A token of the real length (43 characters) that names what it stands for.
+fn token(tag: &str) -> String {
+    format!("{tag:a<43}")
+}
+
+fn clock() -> Arc<TestClock> {
+    Arc::new(TestClock::at(
+        Timestamp::parse("2026-11-22T12:00:00Z").unwrap(),
+    ))
+}
+
+fn service(repo: MockAccountRepository, clock: &Arc<TestClock>) -> Accounts {
+    Accounts::new(Arc::new(repo), clock.clone())
+}
+
+fn stored_account(now: Timestamp) -> Account {
+    Account {
+        id: account_id(),
+        plan: PlanId::Free,
+        auth_public_key: keys().auth_public_key(),
+        created_at: now,
+    }
+}
+
+fn session(now: Timestamp, expires_at: Timestamp) -> Session {
+    Session {
+        id: SessionId::generate(),
+        account_id: account_id(),
+        token_hash: [7; 32],
+        created_at: now,
+        expires_at,
+    }
+}
+
+#[tokio::test]
+async fn register_keeps_only_hashes_and_starts_a_30_day_session() {
+    let clock = clock();
+    let now = clock.now();
+    let mut repo = MockAccountRepository::new();
+    let seen = Arc::new(Mutex::new(None));
+    let seen_in_repo = seen.clone();
+    repo.expect_register()
+        .times(1)
+        .returning(move |account, session| {
+            *seen_in_repo.lock().unwrap() = Some((account, session));
+            Ok(RegisterOutcome::Registered)
+        });
+    let signed_in = service(repo, &clock)
+        .register(Registration {
+            account_id: account_id(),
+            auth_verifier: keys().auth_verifier(),
+            auth_public_key: keys().auth_public_key(),
+        })
+        .await
+        .unwrap();
+
+    let (account, session) = seen.lock().unwrap().take().unwrap();
+    assert_eq!(account.auth_verifier_hash, sha256(&keys().auth_verifier()));
+    assert_ne!(account.auth_verifier_hash, keys().auth_verifier());
+    assert_eq!(account.account.plan, PlanId::Free);
+    assert_eq!(session.token_hash, sha256(signed_in.token.as_bytes()));
+    assert_eq!(session.expires_at, now + TimeDelta::days(30));
+    assert_eq!(signed_in.session, session);
+    assert_eq!(b64::decode(&signed_in.token).unwrap().len(), 32);
+}
+
+#[tokio::test]
+async fn register_refuses_a_used_id() {
+    let clock = clock();
+    let mut repo = MockAccountRepository::new();
+    repo.expect_register()
+        .returning(|_, _| Ok(RegisterOutcome::IdTaken));
+    let result = service(repo, &clock)
+        .register(Registration {
+            account_id: account_id(),
+            auth_verifier: [1; 32],
+            auth_public_key: [2; 32],
+        })
+        .await;
+    assert!(matches!(result, Err(AccountError::IdTaken)));
+}
+
+/// Issues a challenge through the service and returns what it stored and answered.
+async fn issue_challenge(
+    clock: &Arc<TestClock>,
+    for_account: AccountId,
+) -> (Challenge, IssuedChallenge) {
+    let mut repo = MockAccountRepository::new();
+    let saved = Arc::new(Mutex::new(None));
+    let saved_in_repo = saved.clone();
+    // No expectation on `account`: looking the account up would panic the mock.
+    repo.expect_save_challenge()
+        .times(1)
+        .returning(move |challenge| {
+            *saved_in_repo.lock().unwrap() = Some(challenge);
+            Ok(())
+        });
+    let issued = service(repo, clock).challenge(for_account).await.unwrap();
+    let challenge = saved.lock().unwrap().take().unwrap();
+    (challenge, issued)
+}
+
+#[tokio::test]
+async fn challenge_never_looks_the_account_up_and_lives_two_minutes() {
+    let clock = clock();
+    let unknown = AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap();
+    let (stored, issued) = issue_challenge(&clock, unknown.clone()).await;
+    assert_eq!(stored.account_id, unknown);
+    assert_eq!(stored.nonce_hash, sha256(issued.nonce.as_bytes()));
+    assert_eq!(issued.expires_at, clock.now() + TimeDelta::minutes(2));
+    assert_eq!(b64::decode(&issued.nonce).unwrap().len(), 32);
+    assert_ne!(issued.challenge_key, [0; 32]);
+}
+
+/// A repository holding one challenge and the vector account.
+fn repo_with(challenge: Challenge, account: Option<Account>) -> MockAccountRepository {
+    let mut repo = MockAccountRepository::new();
+    let slot = Mutex::new(Some(challenge));
+    repo.expect_take_challenge().returning(move |hash| {
+        let mut slot = slot.lock().unwrap();
+        Ok(slot.take_if(|challenge| challenge.nonce_hash == hash))
+    });
+    repo.expect_account()
+        .returning(move |_| Ok(account.clone()));
+    repo
+}
+
+#[tokio::test]
+async fn verify_with_the_right_proof_opens_a_session() {
+    let clock = clock();
+    let (challenge, issued) = issue_challenge(&clock, account_id()).await;
+    let mut repo = repo_with(challenge, Some(stored_account(clock.now())));
+    repo.expect_create_session().times(1).returning(|_| Ok(()));
+    let proof = keys().handshake_proof(&issued.challenge_key, &issued.nonce, account_id().as_str());
+
+    let signed_in = service(repo, &clock)
+        .verify(&account_id(), &issued.nonce, &proof)
+        .await
+        .unwrap();
+    assert_eq!(signed_in.account.id, account_id());
+    assert_eq!(
+        signed_in.session.token_hash,
+        sha256(signed_in.token.as_bytes())
+    );
+}
+
+#[tokio::test]
+async fn a_nonce_is_consumed_by_its_first_attempt_even_a_wrong_one() {
+    let clock = clock();
+    let (challenge, issued) = issue_challenge(&clock, account_id()).await;
+    let mut repo = repo_with(challenge, Some(stored_account(clock.now())));
+    repo.expect_create_session().never();
+    let accounts = service(repo, &clock);
+    let right = keys().handshake_proof(&issued.challenge_key, &issued.nonce, account_id().as_str());
+    let mut wrong = right;
+    wrong[0] ^= 1;
+
+    let first = accounts.verify(&account_id(), &issued.nonce, &wrong).await;
+    assert!(matches!(first, Err(AccountError::Unauthenticated)));
+    let second = accounts.verify(&account_id(), &issued.nonce, &right).await;
+    assert!(matches!(second, Err(AccountError::Unauthenticated)));
+}
+
+#[tokio::test]
+async fn an_expired_nonce_is_refused() {
+    let clock = clock();
+    let (challenge, issued) = issue_challenge(&clock, account_id()).await;
+    let mut repo = repo_with(challenge, Some(stored_account(clock.now())));
+    repo.expect_create_session().never();
+    clock.advance(TimeDelta::minutes(2));
+    let proof = keys().handshake_proof(&issued.challenge_key, &issued.nonce, account_id().as_str());
+    let result = service(repo, &clock)
+        .verify(&account_id(), &issued.nonce, &proof)
+        .await;
+    assert!(matches!(result, Err(AccountError::Unauthenticated)));
+}
+
+#[tokio::test]
+async fn an_unknown_account_is_refused_like_a_wrong_proof() {
+    let clock = clock();
+    let (challenge, issued) = issue_challenge(&clock, account_id()).await;
+    let mut repo = repo_with(challenge, None);
+    repo.expect_create_session().never();
+    let proof = keys().handshake_proof(&issued.challenge_key, &issued.nonce, account_id().as_str());
+    let result = service(repo, &clock)
+        .verify(&account_id(), &issued.nonce, &proof)
+        .await;
+    assert!(matches!(result, Err(AccountError::Unauthenticated)));
+}
+
+#[tokio::test]
+async fn a_challenge_for_another_account_is_refused() {
+    let clock = clock();
+    let other = AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap();
+    let (challenge, issued) = issue_challenge(&clock, other).await;
+    let mut repo = repo_with(challenge, Some(stored_account(clock.now())));
+    repo.expect_create_session().never();
+    let proof = keys().handshake_proof(&issued.challenge_key, &issued.nonce, account_id().as_str());
+    let result = service(repo, &clock)
+        .verify(&account_id(), &issued.nonce, &proof)
+        .await;
+    assert!(matches!(result, Err(AccountError::Unauthenticated)));
+}
+
+#[tokio::test]
+async fn authenticate_tells_live_expired_unknown_and_device_tokens_apart() {
+    let clock = clock();
+    let now = clock.now();
+    let live = session(now, now + TimeDelta::days(1));
+    let expired = session(now - TimeDelta::days(31), now);
+    let worker = WorkerId::parse("wkr_phone01").unwrap();
+    let mut repo = MockAccountRepository::new();
+    let (live_copy, expired_copy, worker_copy) = (live.clone(), expired.clone(), worker.clone());
+    repo.expect_bearer().returning(move |hash| {
+        Ok(match hash {
+            h if h == sha256(token("live").as_bytes()) => Some(Bearer::Session(live_copy.clone())),
+            h if h == sha256(token("expd").as_bytes()) => {
+                Some(Bearer::Session(expired_copy.clone()))
+            }
+            h if h == sha256(token("dev-").as_bytes()) => Some(Bearer::Device {
+                account_id: account_id(),
+                worker_id: worker_copy.clone(),
+            }),
+            _ => None,
+        })
+    });
+    let accounts = service(repo, &clock);
+
+    assert_eq!(
+        accounts.authenticate(&token("live")).await.unwrap(),
+        Caller::Session {
+            account: account_id(),
+            session: live.id
+        }
+    );
+    assert!(matches!(
+        accounts.authenticate(&token("expd")).await,
+        Err(AccountError::SessionExpired)
+    ));
+    let device = accounts.authenticate(&token("dev-")).await.unwrap();
+    assert_eq!(
+        device,
+        Caller::Device {
+            account: account_id(),
+            worker
+        }
+    );
+    assert!(matches!(
+        device.session(),
+        Err(AccountError::SessionRequired)
+    ));
+    assert!(matches!(
+        accounts.authenticate(&token("nope")).await,
+        Err(AccountError::Unauthenticated)
+    ));
+}
+
+#[tokio::test]
+async fn a_token_of_the_wrong_length_never_reaches_the_store() {
+    let clock = clock();
+    let mut repo = MockAccountRepository::new();
+    repo.expect_bearer().never();
+    let result = service(repo, &clock).authenticate("short").await;
+    assert!(matches!(result, Err(AccountError::Unauthenticated)));
+}
+
+#[tokio::test]
+async fn sessions_lists_live_ones_newest_first_with_the_current_marked() {
+    let clock = clock();
+    let now = clock.now();
+    let older = session(now - TimeDelta::days(2), now + TimeDelta::days(28));
+    let newer = session(now - TimeDelta::days(1), now + TimeDelta::days(29));
+    let expired = session(now - TimeDelta::days(40), now - TimeDelta::days(10));
+    let mut repo = MockAccountRepository::new();
+    let rows = vec![older.clone(), expired, newer.clone()];
+    repo.expect_sessions().returning(move |_| Ok(rows.clone()));
+    let caller = Caller::Session {
+        account: account_id(),
+        session: older.id.clone(),
+    };
+    let listed = service(repo, &clock).sessions(&caller).await.unwrap();
+    let ids: Vec<_> = listed.iter().map(|s| (s.id.clone(), s.current)).collect();
+    assert_eq!(ids, vec![(newer.id, false), (older.id, true)]);
+}
+
+#[tokio::test]
+async fn revoking_a_session_that_is_not_the_callers_is_not_found() {
+    let clock = clock();
+    let mut repo = MockAccountRepository::new();
+    repo.expect_delete_session().returning(|_, _| Ok(false));
+    let caller = Caller::Session {
+        account: account_id(),
+        session: SessionId::generate(),
+    };
+    let result = service(repo, &clock)
+        .revoke_session(&caller, &SessionId::generate())
+        .await;
+    assert!(matches!(result, Err(AccountError::NotFound)));
+}
+
+#[tokio::test]
+async fn session_only_operations_refuse_a_device() {
+    let clock = clock();
+    let mut repo = MockAccountRepository::new();
+    repo.expect_erase().never();
+    repo.expect_delete_sessions_except().never();
+    let device = Caller::Device {
+        account: account_id(),
+        worker: WorkerId::parse("wkr_phone01").unwrap(),
+    };
+    let accounts = service(repo, &clock);
+    assert!(matches!(
+        accounts.erase(&device).await,
+        Err(AccountError::SessionRequired)
+    ));
+    assert!(matches!(
+        accounts.revoke_other_sessions(&device).await,
+        Err(AccountError::SessionRequired)
+    ));
+}
+
+#[tokio::test]
+async fn sweep_keeps_expired_sessions_for_a_grace_period() {
+    let clock = clock();
+    let now = clock.now();
+    let mut repo = MockAccountRepository::new();
+    repo.expect_sweep_expired()
+        .withf(move |at, before| *at == now && *before == now - TimeDelta::days(30))
+        .times(1)
+        .returning(|_, _| Ok(3));
+    assert_eq!(service(repo, &clock).sweep().await.unwrap(), 3);
+}

@@ -1,0 +1,187 @@
+//! Cursor pagination (SPEC.md conventions 7 and Limits).
+//!
+//! Lists are newest first, ordered by `(createdAt, id)` descending. A cursor
+//! names the last item of a page; the next page holds what sorts after it.
+//! The cursor is opaque to clients: base64url of `<unix millis>:<id>`.
+
+use data_encoding::BASE64URL_NOPAD;
+
+use crate::Timestamp;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageLimits {
+    pub default: u32,
+    pub max: u32,
+}
+
+impl PageLimits {
+    /// Devices, messages, webhook deliveries.
+    pub const STANDARD: PageLimits = PageLimits {
+        default: 50,
+        max: 200,
+    };
+    /// The activity log.
+    pub const ACTIVITY: PageLimits = PageLimits {
+        default: 20,
+        max: 200,
+    };
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cursor {
+    pub at: Timestamp,
+    pub id: String,
+}
+
+impl Cursor {
+    pub fn encode(&self) -> String {
+        BASE64URL_NOPAD.encode(format!("{}:{}", self.at.unix_millis(), self.id).as_bytes())
+    }
+
+    pub fn decode(text: &str) -> Option<Cursor> {
+        let raw = BASE64URL_NOPAD.decode(text.as_bytes()).ok()?;
+        let raw = String::from_utf8(raw).ok()?;
+        let (millis, id) = raw.split_once(':')?;
+        let at = Timestamp::from_unix_millis(millis.parse().ok()?)?;
+        if id.is_empty() {
+            return None;
+        }
+        Some(Cursor {
+            at,
+            id: id.to_owned(),
+        })
+    }
+}
+
+/// Which query field was out of bounds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PageError {
+    #[error("limit must be a whole number from 1 to {0}")]
+    Limit(u32),
+    #[error("cursor is not one this service handed out")]
+    Cursor,
+}
+
+impl PageError {
+    pub fn field(&self) -> &'static str {
+        match self {
+            PageError::Limit(_) => "limit",
+            PageError::Cursor => "cursor",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PageRequest {
+    pub limit: u32,
+    pub after: Option<Cursor>,
+}
+
+impl PageRequest {
+    pub fn parse(
+        limit: Option<&str>,
+        cursor: Option<&str>,
+        limits: PageLimits,
+    ) -> Result<Self, PageError> {
+        let limit = match limit {
+            None => limits.default,
+            Some(text) => match text.parse::<u32>() {
+                Ok(n) if (1..=limits.max).contains(&n) => n,
+                _ => return Err(PageError::Limit(limits.max)),
+            },
+        };
+        let after = match cursor {
+            None | Some("") => None,
+            Some(text) => Some(Cursor::decode(text).ok_or(PageError::Cursor)?),
+        };
+        Ok(Self { limit, after })
+    }
+
+    /// How many rows to fetch: one more than the page, to know whether another follows.
+    pub fn fetch_limit(&self) -> i64 {
+        i64::from(self.limit) + 1
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+impl<T> Page<T> {
+    /// Builds a page from up to `fetch_limit()` rows in list order.
+    pub fn from_rows(mut rows: Vec<T>, request: &PageRequest, key: impl Fn(&T) -> Cursor) -> Self {
+        let limit = request.limit as usize;
+        let next_cursor = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last().map(|last| key(last).encode())
+        } else {
+            None
+        };
+        Page {
+            items: rows,
+            next_cursor,
+        }
+    }
+
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            items: self.items.into_iter().map(f).collect(),
+            next_cursor: self.next_cursor,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_defaults_and_bounds() {
+        let page = PageRequest::parse(None, None, PageLimits::ACTIVITY).unwrap();
+        assert_eq!(page.limit, 20);
+        assert_eq!(
+            PageRequest::parse(Some("201"), None, PageLimits::STANDARD),
+            Err(PageError::Limit(200))
+        );
+        assert_eq!(
+            PageRequest::parse(Some("0"), None, PageLimits::STANDARD),
+            Err(PageError::Limit(200))
+        );
+        assert_eq!(
+            PageRequest::parse(Some("x"), None, PageLimits::STANDARD),
+            Err(PageError::Limit(200))
+        );
+    }
+
+    #[test]
+    fn cursor_round_trips_and_rejects_garbage() {
+        let cursor = Cursor {
+            at: Timestamp::parse("2026-11-22T01:02:03.004Z").unwrap(),
+            id: "msg_abc".into(),
+        };
+        assert_eq!(Cursor::decode(&cursor.encode()), Some(cursor));
+        assert_eq!(Cursor::decode("%%%"), None);
+        assert_eq!(
+            PageRequest::parse(None, Some("bm9wZQ"), PageLimits::STANDARD),
+            Err(PageError::Cursor)
+        );
+    }
+
+    #[test]
+    fn next_cursor_only_when_more_rows_exist() {
+        let request = PageRequest::parse(Some("2"), None, PageLimits::STANDARD).unwrap();
+        let at = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
+        let key = |id: &&str| Cursor {
+            at,
+            id: id.to_string(),
+        };
+        let full = Page::from_rows(vec!["c", "b", "a"], &request, key);
+        assert_eq!(full.items, vec!["c", "b"]);
+        let next = Cursor::decode(full.next_cursor.as_deref().unwrap()).unwrap();
+        assert_eq!(next.id, "b");
+        let last = Page::from_rows(vec!["a"], &request, key);
+        assert_eq!(last.next_cursor, None);
+    }
+}

@@ -1,0 +1,296 @@
+//! `AccountRepository` over PostgreSQL.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use sealpost_accounts::{
+    Account, AccountRepository, Bearer, Challenge, NewAccount, RegisterOutcome, Session,
+};
+use sealpost_kernel::{AccountId, PlanId, SessionId, StoreError, Timestamp};
+use sealpost_seal::sha256;
+
+use crate::schema::{accounts, auth_challenges, retired_account_ids, sessions};
+use crate::{PgStore, bytes32, db_error};
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = accounts, check_for_backend(diesel::pg::Pg))]
+struct AccountRow {
+    id: String,
+    plan_id: String,
+    auth_public_key: Vec<u8>,
+    created_at: DateTime<Utc>,
+}
+
+impl AccountRow {
+    fn into_account(self) -> Result<Account, StoreError> {
+        Ok(Account {
+            id: AccountId::from_trusted(self.id),
+            plan: self.plan_id.parse::<PlanId>().map_err(StoreError::failed)?,
+            auth_public_key: bytes32(self.auth_public_key)?,
+            created_at: self.created_at.into(),
+        })
+    }
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = accounts)]
+struct NewAccountRow<'a> {
+    id: &'a str,
+    plan_id: &'a str,
+    auth_public_key: &'a [u8],
+    auth_verifier_hash: &'a [u8],
+    created_at: DateTime<Utc>,
+}
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = sessions, check_for_backend(diesel::pg::Pg))]
+struct SessionRow {
+    id: String,
+    account_id: String,
+    token_hash: Vec<u8>,
+    created_at: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+}
+
+impl SessionRow {
+    fn from_session(session: &Session) -> Self {
+        Self {
+            id: session.id.to_string(),
+            account_id: session.account_id.to_string(),
+            token_hash: session.token_hash.to_vec(),
+            created_at: session.created_at.as_datetime(),
+            expires_at: session.expires_at.as_datetime(),
+        }
+    }
+
+    fn into_session(self) -> Result<Session, StoreError> {
+        Ok(Session {
+            id: SessionId::from_trusted(self.id),
+            account_id: AccountId::from_trusted(self.account_id),
+            token_hash: bytes32(self.token_hash)?,
+            created_at: self.created_at.into(),
+            expires_at: self.expires_at.into(),
+        })
+    }
+}
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = auth_challenges, check_for_backend(diesel::pg::Pg))]
+struct ChallengeRow {
+    nonce_hash: Vec<u8>,
+    account_id: String,
+    challenge_secret: Vec<u8>,
+    expires_at: DateTime<Utc>,
+}
+
+#[async_trait]
+impl AccountRepository for PgStore {
+    async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError> {
+        let mut conn = self.conn().await?;
+        accounts::table
+            .find(id.as_str())
+            .select(AccountRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?
+            .map(AccountRow::into_account)
+            .transpose()
+    }
+
+    async fn register(
+        &self,
+        new: NewAccount,
+        first_session: Session,
+    ) -> Result<RegisterOutcome, StoreError> {
+        let mut conn = self.conn().await?;
+        let retired_hash = sha256(new.account.id.as_str().as_bytes());
+        conn.transaction(async |conn| {
+            let retired: i64 = retired_account_ids::table
+                .filter(retired_account_ids::id_hash.eq(retired_hash.as_slice()))
+                .count()
+                .get_result(conn)
+                .await?;
+            if retired > 0 {
+                return Ok(RegisterOutcome::IdTaken);
+            }
+            let inserted = diesel::insert_into(accounts::table)
+                .values(NewAccountRow {
+                    id: new.account.id.as_str(),
+                    plan_id: new.account.plan.as_str(),
+                    auth_public_key: &new.account.auth_public_key,
+                    auth_verifier_hash: &new.auth_verifier_hash,
+                    created_at: new.account.created_at.as_datetime(),
+                })
+                .on_conflict_do_nothing()
+                .execute(conn)
+                .await?;
+            if inserted == 0 {
+                return Ok(RegisterOutcome::IdTaken);
+            }
+            diesel::insert_into(sessions::table)
+                .values(SessionRow::from_session(&first_session))
+                .execute(conn)
+                .await?;
+            Ok::<_, diesel::result::Error>(RegisterOutcome::Registered)
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn save_challenge(&self, challenge: Challenge) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::insert_into(auth_challenges::table)
+            .values(ChallengeRow {
+                nonce_hash: challenge.nonce_hash.to_vec(),
+                account_id: challenge.account_id.into_string(),
+                challenge_secret: challenge.challenge_secret.to_vec(),
+                expires_at: challenge.expires_at.as_datetime(),
+            })
+            .execute(&mut conn)
+            .await
+            .map(|_| ())
+            .map_err(db_error)
+    }
+
+    async fn take_challenge(&self, nonce_hash: [u8; 32]) -> Result<Option<Challenge>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row: Option<ChallengeRow> = diesel::delete(
+            auth_challenges::table.filter(auth_challenges::nonce_hash.eq(nonce_hash.as_slice())),
+        )
+        .returning(ChallengeRow::as_returning())
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db_error)?;
+        row.map(|row| {
+            Ok(Challenge {
+                nonce_hash: bytes32(row.nonce_hash)?,
+                account_id: AccountId::from_trusted(row.account_id),
+                challenge_secret: bytes32(row.challenge_secret)?,
+                expires_at: row.expires_at.into(),
+            })
+        })
+        .transpose()
+    }
+
+    async fn create_session(&self, session: Session) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::insert_into(sessions::table)
+            .values(SessionRow::from_session(&session))
+            .execute(&mut conn)
+            .await
+            .map(|_| ())
+            .map_err(db_error)
+    }
+
+    async fn bearer(&self, token_hash: [u8; 32]) -> Result<Option<Bearer>, StoreError> {
+        let mut conn = self.conn().await?;
+        let session = sessions::table
+            .filter(sessions::token_hash.eq(token_hash.as_slice()))
+            .select(SessionRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        session
+            .map(|row| row.into_session().map(Bearer::Session))
+            .transpose()
+    }
+
+    async fn sessions(&self, account: &AccountId) -> Result<Vec<Session>, StoreError> {
+        let mut conn = self.conn().await?;
+        sessions::table
+            .filter(sessions::account_id.eq(account.as_str()))
+            .select(SessionRow::as_select())
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?
+            .into_iter()
+            .map(SessionRow::into_session)
+            .collect()
+    }
+
+    async fn delete_session(
+        &self,
+        account: &AccountId,
+        id: &SessionId,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let deleted = diesel::delete(
+            sessions::table
+                .filter(sessions::id.eq(id.as_str()))
+                .filter(sessions::account_id.eq(account.as_str())),
+        )
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(deleted > 0)
+    }
+
+    async fn delete_sessions_except(
+        &self,
+        account: &AccountId,
+        keep: &SessionId,
+    ) -> Result<u64, StoreError> {
+        let mut conn = self.conn().await?;
+        let deleted = diesel::delete(
+            sessions::table
+                .filter(sessions::account_id.eq(account.as_str()))
+                .filter(sessions::id.ne(keep.as_str())),
+        )
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(deleted as u64)
+    }
+
+    async fn erase(&self, account: &AccountId, at: Timestamp) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        let id_hash = sha256(account.as_str().as_bytes());
+        conn.transaction(async |conn| {
+            // Everything the account owns hangs off `accounts` with ON DELETE CASCADE.
+            diesel::delete(accounts::table.find(account.as_str()))
+                .execute(conn)
+                .await?;
+            diesel::delete(
+                auth_challenges::table.filter(auth_challenges::account_id.eq(account.as_str())),
+            )
+            .execute(conn)
+            .await?;
+            diesel::insert_into(retired_account_ids::table)
+                .values((
+                    retired_account_ids::id_hash.eq(id_hash.as_slice()),
+                    retired_account_ids::retired_at.eq(at.as_datetime()),
+                ))
+                .on_conflict_do_nothing()
+                .execute(conn)
+                .await?;
+            Ok::<_, diesel::result::Error>(())
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn sweep_expired(
+        &self,
+        now: Timestamp,
+        sessions_before: Timestamp,
+    ) -> Result<u64, StoreError> {
+        let mut conn = self.conn().await?;
+        let challenges = diesel::delete(
+            auth_challenges::table.filter(auth_challenges::expires_at.le(now.as_datetime())),
+        )
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        let sessions = diesel::delete(
+            sessions::table.filter(sessions::expires_at.le(sessions_before.as_datetime())),
+        )
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok((challenges + sessions) as u64)
+    }
+}

@@ -1,0 +1,73 @@
+//! The PostgreSQL store: implements the domain crates' repository traits with
+//! diesel-async over a deadpool pool, and owns the embedded migrations.
+//!
+//! Row structs stay private to this crate; domains only see their own types.
+
+mod accounts;
+mod database;
+mod schema;
+
+use std::time::Duration;
+
+use diesel_async::AsyncPgConnection;
+use diesel_async::pooled_connection::AsyncDieselConnectionManager;
+use diesel_async::pooled_connection::deadpool::{Object, Pool, PoolError};
+use sealpost_kernel::StoreError;
+
+pub use database::{MigrateError, create_database_if_missing, migrate};
+
+/// How long a request waits for a pooled connection before the store reports
+/// itself unavailable (503) instead of queueing without bound.
+const POOL_WAIT: Duration = Duration::from_secs(5);
+
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Pool<AsyncPgConnection>,
+}
+
+impl PgStore {
+    pub fn connect(database_url: &str, max_connections: usize) -> Result<Self, StoreError> {
+        let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(database_url);
+        let pool = Pool::builder(manager)
+            .max_size(max_connections)
+            .wait_timeout(Some(POOL_WAIT))
+            .create_timeout(Some(POOL_WAIT))
+            .runtime(deadpool::Runtime::Tokio1)
+            .build()
+            .map_err(StoreError::failed)?;
+        Ok(Self { pool })
+    }
+
+    async fn conn(&self) -> Result<Object<AsyncPgConnection>, StoreError> {
+        self.pool.get().await.map_err(pool_error)
+    }
+
+    /// For `/readyz`: a round trip to the database.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        use diesel_async::RunQueryDsl;
+        let mut conn = self.conn().await?;
+        diesel::sql_query("SELECT 1")
+            .execute(&mut conn)
+            .await
+            .map(|_| ())
+            .map_err(db_error)
+    }
+}
+
+fn pool_error(error: PoolError) -> StoreError {
+    match error {
+        PoolError::Backend(error) => StoreError::Unavailable(error.to_string()),
+        other => StoreError::Unavailable(other.to_string()),
+    }
+}
+
+fn db_error(error: diesel::result::Error) -> StoreError {
+    StoreError::failed(error)
+}
+
+/// Our own stored bytes back into a fixed array; a wrong length means a corrupt row.
+fn bytes32(bytes: Vec<u8>) -> Result<[u8; 32], StoreError> {
+    bytes
+        .try_into()
+        .map_err(|_| StoreError::Failed("stored value is not 32 bytes".into()))
+}
