@@ -15,3 +15,6 @@ pub use page::{Cursor, Page, PageLimits, PageRequest};
 pub use plan::PlanId;
 pub use store::StoreError;
 pub use time::Timestamp;
+
+#[cfg(feature = "openapi")]
+mod openapi;

@@ -14,7 +14,9 @@ use diesel_async::pooled_connection::AsyncDieselConnectionManager;
 use diesel_async::pooled_connection::deadpool::{Object, Pool, PoolError};
 use sealpost_kernel::StoreError;
 
-pub use database::{MigrateError, create_database_if_missing, migrate};
+pub use database::{
+    MigrateError, create_database_if_missing, migrate, quote_ident, split_database_url,
+};
 
 /// How long a request waits for a pooled connection before the store reports
 /// itself unavailable (503) instead of queueing without bound.
@@ -71,3 +73,6 @@ fn bytes32(bytes: Vec<u8>) -> Result<[u8; 32], StoreError> {
         .try_into()
         .map_err(|_| StoreError::Failed("stored value is not 32 bytes".into()))
 }
+
+/// A fingerprint of every migration file: names template databases in tests.
+pub const MIGRATIONS_FINGERPRINT: &str = env!("SEALPOST_MIGRATIONS_FINGERPRINT");

@@ -1,0 +1,120 @@
+//! Wiring for `sealpost-api`: the PostgreSQL store into the domain services,
+//! the services into the HTTP layer, plus the background sweeps. The binary
+//! and the integration tests start the service through [`start`], so tests
+//! run exactly what production runs.
+
+use std::future::Future;
+use std::net::{SocketAddr, TcpListener};
+use std::num::NonZeroU32;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use sealpost_accounts::Accounts;
+use sealpost_config::Config;
+use sealpost_http_api::rate_limit::EdgeLimiter;
+use sealpost_http_api::{AppState, HealthProbe};
+use sealpost_kernel::{Clock, StoreError};
+use sealpost_store_pg::PgStore;
+use tokio::task::JoinHandle;
+
+/// How often expired challenges and sessions are swept, and idle rate-limit keys forgotten.
+const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);
+
+struct PgHealth(PgStore);
+
+impl HealthProbe for PgHealth {
+    fn ping(&self) -> Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + '_>> {
+        Box::pin(self.0.ping())
+    }
+}
+
+/// A running API: its address and the handles to stop it.
+pub struct Running {
+    pub addr: SocketAddr,
+    server: actix_web::dev::ServerHandle,
+    serving: JoinHandle<std::io::Result<()>>,
+    sweeper: JoinHandle<()>,
+}
+
+impl Running {
+    /// Waits until the server stops by itself (it does not on its own; see `stop`).
+    pub async fn wait(self) -> anyhow::Result<()> {
+        let result = self.serving.await.context("server task failed")?;
+        self.sweeper.abort();
+        result.context("server failed")
+    }
+
+    /// Graceful stop: in-flight requests finish.
+    pub async fn stop(self) {
+        self.server.stop(true).await;
+        self.sweeper.abort();
+        let _ = self.serving.await;
+    }
+}
+
+/// Migrates the database, connects, and serves on `listener`.
+pub async fn start(
+    config: &Config,
+    clock: Arc<dyn Clock>,
+    listener: TcpListener,
+    workers: usize,
+) -> anyhow::Result<Running> {
+    let applied = sealpost_store_pg::migrate(&config.database_url)
+        .await
+        .context("migrating the database")?;
+    tracing::info!(applied, "database migrated");
+    let store = PgStore::connect(&config.database_url, 16).context("connecting to the database")?;
+    let rate = NonZeroU32::new(config.edge_rate_per_minute)
+        .context("SEALPOST_EDGE_RATE must be above 0")?;
+    let limiter = Arc::new(EdgeLimiter::per_minute(rate));
+    let state = AppState {
+        accounts: Accounts::new(Arc::new(store.clone()), clock.clone()),
+        health: Arc::new(PgHealth(store.clone())),
+        limiter: limiter.clone(),
+        clock: clock.clone(),
+        support_key: config.support_key.clone(),
+    };
+    let addr = listener.local_addr().context("reading the bound address")?;
+    let server = sealpost_http_api::serve(listener, state, workers)?;
+    let handle = server.handle();
+    let serving = tokio::spawn(server);
+    let sweeper = tokio::spawn(sweep_forever(
+        Accounts::new(Arc::new(store), clock),
+        limiter,
+    ));
+    tracing::info!(%addr, "serving the API");
+    Ok(Running {
+        addr,
+        server: handle,
+        serving,
+        sweeper,
+    })
+}
+
+async fn sweep_forever(accounts: Accounts, limiter: Arc<EdgeLimiter>) {
+    let mut tick = tokio::time::interval(SWEEP_EVERY);
+    loop {
+        tick.tick().await;
+        match accounts.sweep().await {
+            Ok(removed) => tracing::info!(removed, "swept expired challenges and sessions"),
+            Err(error) => tracing::warn!(%error, "sweep failed; retrying next hour"),
+        }
+        limiter.forget_idle();
+    }
+}
+
+/// Logs to stderr, filtered by `SEALPOST_LOG`, as JSON when `SEALPOST_LOG_JSON` is on.
+pub fn init_tracing(config: &Config) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_new(&config.log_filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if config.log_json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}

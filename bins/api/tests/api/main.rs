@@ -1,0 +1,10 @@
+//! HTTP integration tests: the real API wiring on port 0, a database of its
+//! own per test, requests over real TCP.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+mod support;
+
+mod accounts;
+mod errors;
+mod storage;

@@ -1,0 +1,155 @@
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use sealpost_seal::{AccountKeys, RecoveryPhrase, b64};
+use sealpost_testkit::TestApp;
+use serde_json::{Value, json};
+
+pub struct Api {
+    pub app: TestApp,
+    http: reqwest::Client,
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    /// The `error.code` of an error body.
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("<none>")
+    }
+}
+
+pub struct SignedIn {
+    pub token: String,
+    pub account_id: String,
+}
+
+impl Api {
+    pub async fn spawn() -> Api {
+        Self::with(TestApp::spawn().await)
+    }
+
+    pub fn with(app: TestApp) -> Api {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        Api {
+            app,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<reqwest::Body>,
+    ) -> Reply {
+        let mut request = self.http.request(method, self.app.url(path));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body);
+        }
+        let response = request.send().await.expect("request sent");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response.bytes().await.expect("body read");
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| {
+                panic!(
+                    "non-JSON answer {status}: {}",
+                    String::from_utf8_lossy(&bytes)
+                )
+            })
+        };
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn get(&self, path: &str, token: Option<&str>) -> Reply {
+        self.send(reqwest::Method::GET, path, token, None).await
+    }
+
+    pub async fn delete(&self, path: &str, token: Option<&str>) -> Reply {
+        self.send(reqwest::Method::DELETE, path, token, None).await
+    }
+
+    pub async fn post(&self, path: &str, token: Option<&str>, body: Value) -> Reply {
+        self.send(
+            reqwest::Method::POST,
+            path,
+            token,
+            Some(body.to_string().into()),
+        )
+        .await
+    }
+
+    pub async fn register(&self, keys: &AccountKeys) -> SignedIn {
+        let reply = self
+            .post(
+                "/accounts",
+                None,
+                json!({
+                    "accountId": keys.account_id(),
+                    "authVerifier": b64::encode(&keys.auth_verifier()),
+                    "authPublicKey": b64::encode(&keys.auth_public_key()),
+                }),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+        SignedIn {
+            token: reply.body["token"].as_str().unwrap().to_owned(),
+            account_id: reply.body["account"]["id"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    pub async fn challenge(&self, account_id: &str) -> (String, [u8; 32]) {
+        let reply = self
+            .post(
+                "/accounts/challenge",
+                None,
+                json!({ "accountId": account_id }),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        let nonce = reply.body["nonce"].as_str().unwrap().to_owned();
+        let key = b64::decode_32(reply.body["challengeKey"].as_str().unwrap()).unwrap();
+        (nonce, key)
+    }
+
+    pub async fn verify(&self, account_id: &str, nonce: &str, proof: &[u8]) -> Reply {
+        self.post(
+            "/accounts/verify",
+            None,
+            json!({ "accountId": account_id, "nonce": nonce, "proof": b64::encode(proof) }),
+        )
+        .await
+    }
+
+    /// The full handshake; returns the new session token.
+    pub async fn sign_in(&self, keys: &AccountKeys) -> String {
+        let account_id = keys.account_id();
+        let (nonce, challenge_key) = self.challenge(&account_id).await;
+        let proof = keys.handshake_proof(&challenge_key, &nonce, &account_id);
+        let reply = self.verify(&account_id, &nonce, &proof).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        reply.body["token"].as_str().unwrap().to_owned()
+    }
+}
+
+pub fn new_keys() -> (RecoveryPhrase, AccountKeys) {
+    let phrase = RecoveryPhrase::generate();
+    let keys = phrase.keys();
+    (phrase, keys)
+}

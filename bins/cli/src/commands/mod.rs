@@ -1,0 +1,113 @@
+//! The commands. Each prints its result to stdout and returns errors to
+//! `main`, which reports them.
+
+mod account;
+mod sessions;
+
+use anyhow::{Result, bail};
+use chrono::Utc;
+use sealpost_client::Client;
+use sealpost_kernel::Timestamp;
+
+use crate::cli::{Cli, Command, DEFAULT_API_URL, SessionsCommand};
+use crate::state::{StateDir, StoredSession};
+
+/// What every command gets: the configuration and the state directory.
+pub struct Ctx {
+    /// `--api-url` / `SEALPOST_API_URL`, when given.
+    api_url: Option<String>,
+    state: StateDir,
+}
+
+impl Ctx {
+    /// The URL a new session is opened at.
+    fn api_url(&self) -> String {
+        normalise_url(self.api_url.as_deref().unwrap_or(DEFAULT_API_URL))
+    }
+
+    /// The stored session and a client holding its token, talking to the
+    /// service that issued it. A different explicit API URL is refused
+    /// rather than sending the token elsewhere.
+    fn signed_in(&self) -> Result<(StoredSession, Client)> {
+        let Some(session) = self.state.load_session()? else {
+            bail!("not signed in; run `sealpost login` (or `sealpost init` for a new account)");
+        };
+        if let Some(given) = &self.api_url {
+            let given = normalise_url(given);
+            if given != normalise_url(&session.api_url) {
+                bail!(
+                    "the stored session is for {}, not {given}; run `sealpost login` to sign in there",
+                    session.api_url
+                );
+            }
+        }
+        let client = Client::new(&session.api_url)?.with_token(session.token.clone());
+        Ok((session, client))
+    }
+}
+
+/// Runs the parsed command line.
+pub async fn run(cli: Cli) -> Result<()> {
+    let ctx = Ctx {
+        api_url: cli.api_url,
+        state: StateDir::locate(cli.config_dir)?,
+    };
+    match cli.command {
+        Command::Init => account::init(&ctx).await,
+        Command::Login => account::login(&ctx).await,
+        Command::Whoami => account::whoami(&ctx).await,
+        Command::Logout => account::logout(&ctx).await,
+        Command::Sessions(args) => match (args.command, args.others) {
+            (Some(SessionsCommand::Revoke { id }), _) => sessions::revoke(&ctx, &id).await,
+            (None, true) => sessions::revoke_others(&ctx).await,
+            (None, false) => sessions::list(&ctx).await,
+        },
+    }
+}
+
+fn normalise_url(url: &str) -> String {
+    url.trim().trim_end_matches('/').to_owned()
+}
+
+fn now() -> Timestamp {
+    Timestamp::from(Utc::now())
+}
+
+/// `at` relative to `now`, for people: "in 29 days", "in 5 hours", "expired".
+fn relative(at: Timestamp, now: Timestamp) -> String {
+    let left = at - now;
+    let (count, unit) = if left <= chrono::TimeDelta::zero() {
+        return "expired".to_owned();
+    } else if left.num_days() >= 2 {
+        (left.num_days(), "day")
+    } else if left.num_hours() >= 2 {
+        (left.num_hours(), "hour")
+    } else {
+        (left.num_minutes().max(1), "minute")
+    };
+    let plural = if count == 1 { "" } else { "s" };
+    format!("in {count} {unit}{plural}")
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeDelta;
+
+    use super::*;
+
+    #[test]
+    fn relative_times() {
+        let now = Timestamp::parse("2026-01-01T00:00:00.000Z").unwrap();
+        assert_eq!(relative(now + TimeDelta::days(30), now), "in 30 days");
+        assert_eq!(relative(now + TimeDelta::hours(30), now), "in 30 hours");
+        assert_eq!(relative(now + TimeDelta::seconds(10), now), "in 1 minute");
+        assert_eq!(relative(now + TimeDelta::minutes(90), now), "in 90 minutes");
+        assert_eq!(relative(now, now), "expired");
+        assert_eq!(relative(now - TimeDelta::days(1), now), "expired");
+    }
+
+    #[test]
+    fn urls_compare_without_trailing_slash() {
+        assert_eq!(normalise_url(" http://h:1/ "), "http://h:1");
+    }
+}

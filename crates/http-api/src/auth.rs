@@ -1,0 +1,88 @@
+//! Bearer authentication. One extractor resolves any token to its caller
+//! (session, device credential or API key); `SessionCaller` additionally
+//! refuses anything but an operator session with 403 `session_required`.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::http::header;
+use actix_web::web::Data;
+use actix_web::{FromRequest, HttpRequest, dev::Payload};
+use sealpost_accounts::Caller;
+use sealpost_kernel::{AccountId, SessionId};
+
+use crate::error::{ApiError, ErrorCode};
+use crate::state::AppState;
+
+/// Any authenticated caller.
+pub struct Authenticated(pub Caller);
+
+/// An operator session, for session-only endpoints.
+pub struct SessionCaller {
+    pub account: AccountId,
+    pub session: SessionId,
+    pub caller: Caller,
+}
+
+fn bearer_token(req: &HttpRequest) -> Result<String, ApiError> {
+    let value = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "missing bearer token"))?;
+    let (scheme, token) = value.split_once(' ').ok_or_else(|| {
+        ApiError::new(ErrorCode::Unauthenticated, "malformed Authorization header")
+    })?;
+    if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
+        return Err(ApiError::new(
+            ErrorCode::Unauthenticated,
+            "expected Authorization: Bearer <token>",
+        ));
+    }
+    Ok(token.trim().to_owned())
+}
+
+fn state(req: &HttpRequest) -> Result<Data<AppState>, ApiError> {
+    req.app_data::<Data<AppState>>().cloned().ok_or_else(|| {
+        ApiError::internal(&std::io::Error::other("application state is not installed"))
+    })
+}
+
+async fn authenticate(
+    state: Data<AppState>,
+    token: Result<String, ApiError>,
+) -> Result<Caller, ApiError> {
+    let caller = state.accounts.authenticate(&token?).await?;
+    state.limiter.check_account(caller.account())?;
+    Ok(caller)
+}
+
+impl FromRequest for Authenticated {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let token = bearer_token(req);
+        let state = state(req);
+        Box::pin(async move { Ok(Authenticated(authenticate(state?, token).await?)) })
+    }
+}
+
+impl FromRequest for SessionCaller {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let token = bearer_token(req);
+        let state = state(req);
+        Box::pin(async move {
+            let caller = authenticate(state?, token).await?;
+            let session = caller.session()?.clone();
+            Ok(SessionCaller {
+                account: caller.account().clone(),
+                session,
+                caller,
+            })
+        })
+    }
+}

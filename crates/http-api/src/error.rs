@@ -1,0 +1,323 @@
+//! The error body of CONTRACT.md section 1 and the one table that maps every
+//! SPEC.md error code to its HTTP status.
+
+use std::fmt;
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, ResponseError};
+use sealpost_accounts::AccountError;
+use sealpost_kernel::page::PageError;
+use sealpost_kernel::{InvalidId, StoreError};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// Every machine-readable code the API answers with (SPEC.md "Errors").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorCode {
+    InvalidJson,
+    InvalidField,
+    InvalidUrl,
+    InvalidBox,
+    InvalidKey,
+    InvalidId,
+    Unauthenticated,
+    SessionExpired,
+    AllocationExhausted,
+    WorkerLimitReached,
+    PaymentRequired,
+    PlanCapabilityRequired,
+    PlanRequired,
+    NotYourAddress,
+    AccountSuspended,
+    SessionRequired,
+    NotFound,
+    DowngradeBlocked,
+    AlreadyUsed,
+    AddressTaken,
+    LimitReached,
+    WebhookDisabled,
+    AlreadyMember,
+    TeamLimitReached,
+    EpochConflict,
+    StaffKeyChanged,
+    TooManyOpen,
+    TooManyTickets,
+    TicketClosed,
+    TicketFull,
+    SupportStorageFull,
+    IdTaken,
+    DomainInUse,
+    TooLarge,
+    RateLimited,
+    Internal,
+    SendFailed,
+    ProviderUnavailable,
+    FeatureDisabled,
+    SupportUnavailable,
+    Unavailable,
+}
+
+impl ErrorCode {
+    /// The one status table. A code never changes its status.
+    pub fn status(self) -> StatusCode {
+        use ErrorCode::*;
+        match self {
+            InvalidJson | InvalidField | InvalidUrl | InvalidBox | InvalidKey | InvalidId => {
+                StatusCode::BAD_REQUEST
+            }
+            Unauthenticated | SessionExpired => StatusCode::UNAUTHORIZED,
+            AllocationExhausted | WorkerLimitReached | PaymentRequired | PlanCapabilityRequired => {
+                StatusCode::PAYMENT_REQUIRED
+            }
+            PlanRequired | NotYourAddress | AccountSuspended | SessionRequired => {
+                StatusCode::FORBIDDEN
+            }
+            NotFound => StatusCode::NOT_FOUND,
+            DowngradeBlocked | AlreadyUsed | AddressTaken | LimitReached | WebhookDisabled
+            | AlreadyMember | TeamLimitReached | EpochConflict | StaffKeyChanged | TooManyOpen
+            | TooManyTickets | TicketClosed | TicketFull | SupportStorageFull | IdTaken
+            | DomainInUse => StatusCode::CONFLICT,
+            TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            SendFailed => StatusCode::BAD_GATEWAY,
+            ProviderUnavailable | FeatureDisabled | SupportUnavailable | Unavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        use ErrorCode::*;
+        match self {
+            InvalidJson => "invalid_json",
+            InvalidField => "invalid_field",
+            InvalidUrl => "invalid_url",
+            InvalidBox => "invalid_box",
+            InvalidKey => "invalid_key",
+            InvalidId => "invalid_id",
+            Unauthenticated => "unauthenticated",
+            SessionExpired => "session_expired",
+            AllocationExhausted => "allocation_exhausted",
+            WorkerLimitReached => "worker_limit_reached",
+            PaymentRequired => "payment_required",
+            PlanCapabilityRequired => "plan_capability_required",
+            PlanRequired => "plan_required",
+            NotYourAddress => "not_your_address",
+            AccountSuspended => "account_suspended",
+            SessionRequired => "session_required",
+            NotFound => "not_found",
+            DowngradeBlocked => "downgrade_blocked",
+            AlreadyUsed => "already_used",
+            AddressTaken => "address_taken",
+            LimitReached => "limit_reached",
+            WebhookDisabled => "webhook_disabled",
+            AlreadyMember => "already_member",
+            TeamLimitReached => "team_limit_reached",
+            EpochConflict => "epoch_conflict",
+            StaffKeyChanged => "staff_key_changed",
+            TooManyOpen => "too_many_open",
+            TooManyTickets => "too_many_tickets",
+            TicketClosed => "ticket_closed",
+            TicketFull => "ticket_full",
+            SupportStorageFull => "support_storage_full",
+            IdTaken => "id_taken",
+            DomainInUse => "domain_in_use",
+            TooLarge => "too_large",
+            RateLimited => "rate_limited",
+            Internal => "internal",
+            SendFailed => "send_failed",
+            ProviderUnavailable => "provider_unavailable",
+            FeatureDisabled => "feature_disabled",
+            SupportUnavailable => "support_unavailable",
+            Unavailable => "unavailable",
+        }
+    }
+}
+
+/// An error as the API answers it.
+#[derive(Debug)]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+    /// Seconds, sent as `Retry-After` with 429.
+    pub retry_after: Option<u64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable machine-readable code from SPEC.md; match on this, never the message.
+    pub code: String,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    pub fn invalid_json(detail: impl fmt::Display) -> Self {
+        Self::new(
+            ErrorCode::InvalidJson,
+            format!("request body is not valid JSON: {detail}"),
+        )
+    }
+
+    /// A field of the wrong type, length or range; the message names the field.
+    pub fn invalid_field(field: &str, reason: impl fmt::Display) -> Self {
+        Self::new(ErrorCode::InvalidField, format!("{field}: {reason}"))
+    }
+
+    pub fn invalid_id(field: &str, error: InvalidId) -> Self {
+        Self::new(ErrorCode::InvalidId, format!("{field}: {error}"))
+    }
+
+    pub fn invalid_key(field: &str) -> Self {
+        Self::new(
+            ErrorCode::InvalidKey,
+            format!("{field}: expected a 32-byte X25519 public key in base64url"),
+        )
+    }
+
+    pub fn not_found() -> Self {
+        Self::new(ErrorCode::NotFound, "no such record")
+    }
+
+    pub fn too_large(limit_bytes: usize) -> Self {
+        Self::new(
+            ErrorCode::TooLarge,
+            format!("request body is over the {limit_bytes}-byte limit"),
+        )
+    }
+
+    pub fn rate_limited(retry_after_seconds: u64) -> Self {
+        Self {
+            retry_after: Some(retry_after_seconds.max(1)),
+            ..Self::new(ErrorCode::RateLimited, "too many requests; retry later")
+        }
+    }
+
+    /// A failure on our side. The cause is logged once here; the client sees no detail.
+    pub fn internal(cause: &(dyn std::error::Error + 'static)) -> Self {
+        tracing::error!(error = %error_chain(cause), "request failed");
+        Self::new(ErrorCode::Internal, "internal error; retry with backoff")
+    }
+}
+
+/// `error: cause: cause` on one line.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.code.status()
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut response = HttpResponse::build(self.status_code());
+        if let Some(seconds) = self.retry_after {
+            response.insert_header((header::RETRY_AFTER, HeaderValue::from(seconds)));
+        }
+        response.json(ErrorBody {
+            error: ErrorDetail {
+                code: self.code.as_str().to_owned(),
+                message: self.message.clone(),
+            },
+        })
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(reason) => {
+                tracing::warn!(%reason, "store unavailable");
+                Self::new(
+                    ErrorCode::Unavailable,
+                    "service temporarily unavailable; retry with backoff",
+                )
+            }
+            failed => Self::internal(&failed),
+        }
+    }
+}
+
+impl From<PageError> for ApiError {
+    fn from(error: PageError) -> Self {
+        Self::invalid_field(error.field(), &error)
+    }
+}
+
+impl From<AccountError> for ApiError {
+    fn from(error: AccountError) -> Self {
+        match error {
+            AccountError::IdTaken => Self::new(ErrorCode::IdTaken, error.to_string()),
+            AccountError::Unauthenticated => {
+                Self::new(ErrorCode::Unauthenticated, error.to_string())
+            }
+            AccountError::SessionExpired => Self::new(ErrorCode::SessionExpired, error.to_string()),
+            AccountError::SessionRequired => {
+                Self::new(ErrorCode::SessionRequired, error.to_string())
+            }
+            AccountError::NotFound => Self::not_found(),
+            AccountError::Store(store) => store.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_follow_the_spec_table() {
+        assert_eq!(ErrorCode::InvalidId.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(ErrorCode::SessionExpired.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            ErrorCode::WorkerLimitReached.status(),
+            StatusCode::PAYMENT_REQUIRED
+        );
+        assert_eq!(ErrorCode::SessionRequired.status(), StatusCode::FORBIDDEN);
+        assert_eq!(ErrorCode::IdTaken.status(), StatusCode::CONFLICT);
+        assert_eq!(ErrorCode::TooLarge.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(
+            ErrorCode::RateLimited.status(),
+            StatusCode::TOO_MANY_REQUESTS
+        );
+        assert_eq!(
+            ErrorCode::FeatureDisabled.status(),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+    }
+
+    #[test]
+    fn rate_limited_sends_retry_after() {
+        let response = ApiError::rate_limited(0).error_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers().get(header::RETRY_AFTER).unwrap(), "1");
+    }
+}

@@ -1,0 +1,108 @@
+//! The HTTP layer (actix-web): thin handlers that parse, call a domain
+//! service, and answer. Errors leave through one mapping ([`error`]).
+
+pub mod auth;
+pub mod error;
+pub mod json;
+pub mod rate_limit;
+pub mod routes;
+pub mod state;
+
+mod openapi;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{Server, ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::middleware::{Next, from_fn};
+use actix_web::web::{self, Data, PayloadConfig};
+use actix_web::{App, HttpMessage, HttpResponse, HttpServer};
+use tracing_actix_web::{RequestId, TracingLogger};
+
+pub use error::{ApiError, ErrorCode};
+pub use openapi::openapi_json;
+pub use state::{AppState, HealthProbe};
+
+/// Starts serving on an already bound listener (port 0 in tests).
+pub fn serve(
+    listener: std::net::TcpListener,
+    state: AppState,
+    workers: usize,
+) -> std::io::Result<Server> {
+    let state = Data::new(state);
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .app_data(PayloadConfig::new(json::DEFAULT_BODY_LIMIT))
+            .app_data(web::QueryConfig::default().error_handler(|error, _| {
+                ApiError::new(ErrorCode::InvalidField, format!("query: {error}")).into()
+            }))
+            .app_data(web::PathConfig::default().error_handler(|_, _| ApiError::not_found().into()))
+            .configure(routes)
+            .default_service(web::to(|| async {
+                Err::<HttpResponse, _>(ApiError::not_found())
+            }))
+            .wrap(from_fn(limit_by_ip))
+            .wrap(from_fn(request_id_header))
+            .wrap(TracingLogger::default())
+    })
+    .workers(workers)
+    .listen(listener)?
+    .disable_signals()
+    .run();
+    Ok(server)
+}
+
+fn routes(config: &mut web::ServiceConfig) {
+    use routes::{accounts, health};
+    config
+        .service(health::healthz)
+        .service(health::readyz)
+        .route(
+            "/openapi.json",
+            web::get().to(|| async {
+                HttpResponse::Ok()
+                    .content_type("application/json")
+                    .body(openapi_json())
+            }),
+        )
+        .service(accounts::register)
+        .service(accounts::challenge)
+        .service(accounts::verify)
+        .service(accounts::me)
+        .service(accounts::sign_out)
+        .service(accounts::sessions)
+        .service(accounts::revoke_other_sessions)
+        .service(accounts::revoke_session)
+        .service(accounts::erase);
+}
+
+/// Per-IP edge limit, before any handler work. Probes are exempt.
+async fn limit_by_ip(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let probe = matches!(req.path(), "/healthz" | "/readyz");
+    if let (false, Some(state), Some(peer)) =
+        (probe, req.app_data::<Data<AppState>>(), req.peer_addr())
+    {
+        state.limiter.check_ip(peer.ip())?;
+    }
+    next.call(req).await
+}
+
+/// Echoes the request id the tracing span carries, so a user can quote it.
+async fn request_id_header(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let request_id = req.extensions().get::<RequestId>().copied();
+    let mut response = next.call(req).await?;
+    if let Some(id) = request_id
+        && let Ok(value) = HeaderValue::from_str(&id.to_string())
+    {
+        response
+            .headers_mut()
+            .insert(HeaderName::from_static("x-request-id"), value);
+    }
+    Ok(response)
+}

@@ -1,0 +1,46 @@
+//! The OpenAPI document, generated from the handlers' annotations and served
+//! at `/openapi.json`. `docs/openapi.json` is a copy kept equal by a test.
+
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::routes::{accounts, health};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Sealpost API", description = "End-to-end encrypted disposable email. See SPEC.md and docs/."),
+    paths(
+        health::healthz,
+        health::readyz,
+        accounts::register,
+        accounts::challenge,
+        accounts::verify,
+        accounts::me,
+        accounts::sign_out,
+        accounts::sessions,
+        accounts::revoke_other_sessions,
+        accounts::revoke_session,
+        accounts::erase,
+    ),
+    modifiers(&BearerAuth),
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The document as pretty JSON.
+pub fn openapi_json() -> String {
+    ApiDoc::openapi()
+        .to_pretty_json()
+        .unwrap_or_else(|error| format!("{{\"error\": \"{error}\"}}"))
+}

@@ -1,0 +1,75 @@
+//! Edge rate limits: requests per minute per client IP and per account
+//! (`SEALPOST_EDGE_RATE`). Tighter limits (pairing-code lookups, quotas)
+//! live with the rules they protect.
+
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use sealpost_kernel::AccountId;
+
+use crate::error::ApiError;
+
+pub struct EdgeLimiter {
+    per_ip: DefaultKeyedRateLimiter<IpAddr>,
+    per_account: DefaultKeyedRateLimiter<AccountId>,
+    clock: DefaultClock,
+}
+
+impl EdgeLimiter {
+    pub fn per_minute(rate: NonZeroU32) -> Self {
+        let quota = Quota::per_minute(rate);
+        Self {
+            per_ip: RateLimiter::keyed(quota),
+            per_account: RateLimiter::keyed(quota),
+            clock: DefaultClock::default(),
+        }
+    }
+
+    pub fn check_ip(&self, ip: IpAddr) -> Result<(), ApiError> {
+        self.per_ip
+            .check_key(&ip)
+            .map_err(|not_until| self.refuse(not_until.wait_time_from(self.clock.now())))
+    }
+
+    pub fn check_account(&self, account: &AccountId) -> Result<(), ApiError> {
+        self.per_account
+            .check_key(account)
+            .map_err(|not_until| self.refuse(not_until.wait_time_from(self.clock.now())))
+    }
+
+    fn refuse(&self, wait: std::time::Duration) -> ApiError {
+        // Whole seconds, rounded up so a client that waits exactly this long gets through.
+        ApiError::rate_limited(wait.as_secs() + u64::from(wait.subsec_nanos() > 0))
+    }
+
+    /// Drops the state of keys that are back at full allowance, so memory
+    /// stays bounded by recent clients.
+    pub fn forget_idle(&self) {
+        self.per_ip.retain_recent();
+        self.per_ip.shrink_to_fit();
+        self.per_account.retain_recent();
+        self.per_account.shrink_to_fit();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+
+    #[test]
+    fn refuses_past_the_rate_with_a_retry_after() {
+        let limiter = EdgeLimiter::per_minute(NonZeroU32::new(2).unwrap());
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        assert!(limiter.check_ip(ip).is_ok());
+        assert!(limiter.check_ip(ip).is_ok());
+        let refused = limiter.check_ip(ip).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::RateLimited);
+        let wait = refused.retry_after.unwrap();
+        assert!((1..=30).contains(&wait), "{wait}");
+        // Another client is unaffected.
+        assert!(limiter.check_ip("192.0.2.2".parse().unwrap()).is_ok());
+    }
+}

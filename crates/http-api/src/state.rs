@@ -1,0 +1,23 @@
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use sealpost_accounts::Accounts;
+use sealpost_kernel::{Clock, StoreError};
+
+use crate::rate_limit::EdgeLimiter;
+
+/// What `/readyz` asks: can the service reach its database right now?
+pub trait HealthProbe: Send + Sync {
+    fn ping(&self) -> Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + '_>>;
+}
+
+/// Everything handlers share, built once by the binary.
+pub struct AppState {
+    pub accounts: Accounts,
+    pub health: Arc<dyn HealthProbe>,
+    pub limiter: Arc<EdgeLimiter>,
+    pub clock: Arc<dyn Clock>,
+    /// The support team's public key, shown on `GET /accounts/me`.
+    pub support_key: Option<String>,
+}

@@ -1,0 +1,216 @@
+//! Test support. Each test gets its own database, cloned from a template that
+//! was migrated once per migration set, so tests run in parallel and never see
+//! each other's rows. `TestApp` starts the real API wiring on port 0.
+//!
+//! The PostgreSQL server comes from `SEALPOST_TEST_DATABASE_URL` (set by
+//! `cargo xtask test`), else 127.0.0.1:5432.
+
+#![allow(
+    clippy::expect_used,
+    reason = "test support: a failed set-up should stop the test loudly"
+)]
+
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use sealpost_api::Running;
+use sealpost_config::Config;
+use sealpost_kernel::{TestClock, Timestamp};
+use sealpost_store_pg::{MIGRATIONS_FINGERPRINT, migrate, quote_ident};
+
+/// Serialises template creation across test processes.
+const TEMPLATE_LOCK: i64 = 0x5ea1_7e57;
+
+pub fn server_url() -> String {
+    std::env::var("SEALPOST_TEST_DATABASE_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432".to_owned())
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// A database of its own, dropped when this value is.
+pub struct TestDb {
+    pub url: String,
+    name: String,
+    server: String,
+}
+
+impl TestDb {
+    pub async fn create() -> TestDb {
+        let server = server_url();
+        let template = ensure_template(&server).await;
+        let name = format!(
+            "sealpost_test_{}_{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let mut admin = admin_connection(&server).await;
+        diesel::sql_query(format!(
+            "CREATE DATABASE {} TEMPLATE {}",
+            quote_ident(&name),
+            quote_ident(&template)
+        ))
+        .execute(&mut admin)
+        .await
+        .expect("creating the test database from the template");
+        TestDb {
+            url: format!("{server}/{name}"),
+            name,
+            server,
+        }
+    }
+
+    /// A plain connection, for tests that inspect tables directly.
+    pub async fn connect(&self) -> AsyncPgConnection {
+        AsyncPgConnection::establish(&self.url)
+            .await
+            .expect("connecting to the test database")
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        // Drop cannot await; a short-lived thread with its own runtime can.
+        let (server, name) = (self.server.clone(), self.name.clone());
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async {
+                let mut admin = AsyncPgConnection::establish(&format!("{server}/postgres"))
+                    .await
+                    .ok()?;
+                diesel::sql_query(format!(
+                    "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                    quote_ident(&name)
+                ))
+                .execute(&mut admin)
+                .await
+                .ok()
+            })
+        });
+        // Leftovers are harmless: `cargo xtask test` drops them before each run.
+        let _ = dropped.join();
+    }
+}
+
+async fn admin_connection(server: &str) -> AsyncPgConnection {
+    AsyncPgConnection::establish(&format!("{server}/postgres"))
+        .await
+        .unwrap_or_else(|error| {
+            panic!(
+                "cannot reach PostgreSQL at {server} ({error}); run the tests with `cargo xtask test`"
+            )
+        })
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+/// The migrated template for the current migrations, made once under a lock.
+async fn ensure_template(server: &str) -> String {
+    let template = format!("sealpost_tpl_{MIGRATIONS_FINGERPRINT}");
+    let mut admin = admin_connection(server).await;
+    diesel::sql_query(format!("SELECT pg_advisory_lock({TEMPLATE_LOCK})"))
+        .execute(&mut admin)
+        .await
+        .expect("taking the template lock");
+    let exists: Count =
+        diesel::sql_query("SELECT count(*) AS n FROM pg_database WHERE datname = $1")
+            .bind::<diesel::sql_types::Text, _>(&template)
+            .get_result(&mut admin)
+            .await
+            .expect("looking for the template");
+    if exists.n == 0 {
+        // Build under another name and rename when complete, so no test ever
+        // copies a half-migrated template.
+        let building = format!("{template}_building");
+        for statement in [
+            format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                quote_ident(&building)
+            ),
+            format!("CREATE DATABASE {}", quote_ident(&building)),
+        ] {
+            diesel::sql_query(statement)
+                .execute(&mut admin)
+                .await
+                .expect("preparing the template");
+        }
+        migrate(&format!("{server}/{building}"))
+            .await
+            .expect("migrating the template");
+        diesel::sql_query(format!(
+            "ALTER DATABASE {} RENAME TO {}",
+            quote_ident(&building),
+            quote_ident(&template)
+        ))
+        .execute(&mut admin)
+        .await
+        .expect("publishing the template");
+    }
+    diesel::sql_query(format!("SELECT pg_advisory_unlock({TEMPLATE_LOCK})"))
+        .execute(&mut admin)
+        .await
+        .expect("releasing the template lock");
+    template
+}
+
+/// The API, started through the same wiring as `sealpost-api`, on port 0.
+pub struct TestApp {
+    pub base_url: String,
+    pub clock: Arc<TestClock>,
+    pub config: Config,
+    pub db: TestDb,
+    running: Option<Running>,
+}
+
+impl TestApp {
+    pub async fn spawn() -> TestApp {
+        Self::spawn_with(|_| {}).await
+    }
+
+    /// Starts with the test defaults, adjusted by `adjust`.
+    pub async fn spawn_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
+        let db = TestDb::create().await;
+        let mut config = Config::from_vars(&HashMap::new()).expect("default configuration");
+        config.database_url = db.url.clone();
+        config.http_addr = "127.0.0.1:0".to_owned();
+        config.edge_rate_per_minute = 100_000;
+        config.blob_dir =
+            std::env::temp_dir().join(format!("sealpost-blobs-{}", uuid::Uuid::new_v4().simple()));
+        adjust(&mut config);
+        let clock = Arc::new(TestClock::at(
+            Timestamp::parse("2026-11-22T12:00:00Z").expect("a valid start time"),
+        ));
+        let listener = TcpListener::bind(&config.http_addr).expect("binding port 0");
+        let running = sealpost_api::start(&config, clock.clone(), listener, 2)
+            .await
+            .expect("starting the API");
+        TestApp {
+            base_url: format!("http://{}", running.addr),
+            clock,
+            config,
+            db,
+            running: Some(running),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base_url, path)
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(running) = self.running.take() {
+            running.stop().await;
+        }
+    }
+}

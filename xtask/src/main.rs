@@ -1,0 +1,415 @@
+#![allow(clippy::print_stdout, reason = "a command-line tool reports on stdout")]
+
+//! `cargo xtask`: developer tasks for the Sealpost workspace.
+
+mod postgres;
+
+use std::path::Path;
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use diesel::QueryableByName;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use tokio::runtime::Runtime;
+
+const ENV_HELP: &str = "\
+Environment:
+  DATABASE_URL                      use this PostgreSQL server/database instead of finding one
+  SEALPOST_XTASK_SKIP_DEFAULT_PG=1  ignore a server on 127.0.0.1:5432 and use the private
+                                    cluster in target/pg/ (port 55432); to test that path
+  SEALPOST_HTTP_ADDR                address the API listens on in `dev` (default 127.0.0.1:8080)
+
+PostgreSQL is found in this order: DATABASE_URL, a server on 127.0.0.1:5432 (user
+postgres, trust auth), else a private cluster started from the local binaries in target/pg/.
+Stop that cluster with `pg_ctl -D target/pg/data stop` (through `runuser -u postgres --` as root).";
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Sealpost developer tasks", after_help = ENV_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Find (or start) a PostgreSQL server and print its URL, without a database name.
+    Postgres,
+    /// Create the dev database (`sealpost_dev` or DATABASE_URL) if missing and run migrations.
+    Migrate,
+    /// Migrate the dev database, then run the API (`cargo run -p sealpost-api`).
+    Dev,
+    /// Drop leftover test databases, then run the workspace tests against PostgreSQL.
+    Test {
+        /// Passed on to `cargo nextest run` (or `cargo test`), after `--`.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+    /// `cargo fmt --check`, `cargo clippy -D warnings`, then the tests; stops at the first failure.
+    Ci,
+    /// Write the API's OpenAPI document to docs/openapi.json (a test keeps the two equal).
+    Openapi,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.task) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("xtask: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(task: Task) -> Result<ExitCode> {
+    // Multi-thread: the migration harness blocks in place.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot build the tokio runtime")?;
+    match task {
+        Task::Postgres => {
+            println!("{}", postgres::ensure_server()?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::Migrate => {
+            migrate_dev_database(&runtime)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::Dev => dev(&runtime),
+        Task::Openapi => {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/openapi.json");
+            std::fs::write(&path, sealpost_http_api::openapi_json() + "\n")
+                .with_context(|| format!("writing {}", path.display()))?;
+            println!("wrote docs/openapi.json");
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::Test { args } => test(&runtime, &args),
+        Task::Ci => ci(&runtime),
+    }
+}
+
+/// Creates and migrates `DATABASE_URL` or `<server>/sealpost_dev`; returns its URL.
+fn migrate_dev_database(runtime: &Runtime) -> Result<String> {
+    let url = match postgres::database_url_env() {
+        Some(url) => url,
+        None => format!("{}/sealpost_dev", postgres::ensure_server()?),
+    };
+    let shown = redact(&url);
+    let (created, applied) = runtime.block_on(async {
+        let created = sealpost_store_pg::create_database_if_missing(&url)
+            .await
+            .with_context(|| {
+                format!("cannot create the database {shown} (DATABASE_URL must name a database)")
+            })?;
+        let applied = sealpost_store_pg::migrate(&url)
+            .await
+            .with_context(|| format!("migrating {shown} failed"))?;
+        anyhow::Ok((created, applied))
+    })?;
+    if created {
+        println!("created database {shown}");
+    }
+    println!("{applied} migration(s) applied to {shown}");
+    Ok(url)
+}
+
+fn dev(runtime: &Runtime) -> Result<ExitCode> {
+    let url = migrate_dev_database(runtime)?;
+    let root = postgres::workspace_root();
+    let mut command = cargo(&root);
+    command
+        .args(["run", "-p", "sealpost-api", "--bin", "sealpost-api"])
+        .env("DATABASE_URL", &url);
+    if std::env::var_os("SEALPOST_BILLING_SANDBOX").is_none() {
+        command.env("SEALPOST_BILLING_SANDBOX", "true");
+    }
+    if std::env::var_os("SEALPOST_BLOB_DIR").is_none() {
+        command.env(
+            "SEALPOST_BLOB_DIR",
+            root.join("target").join("dev").join("blobs"),
+        );
+    }
+    let addr = std::env::var("SEALPOST_HTTP_ADDR").unwrap_or_else(|_| "127.0.0.1:8080".to_owned());
+    println!(
+        "Sealpost API will listen on http://{addr} once built; \
+         `cargo run -p sealpost-cli --bin sealpost -- init` talks to it (Ctrl-C stops it)"
+    );
+    let status = run_child(runtime, &mut command)?;
+    Ok(exit_code(status))
+}
+
+fn test(runtime: &Runtime, extra: &[String]) -> Result<ExitCode> {
+    let status = run_tests(runtime, extra)?;
+    Ok(exit_code(status))
+}
+
+fn run_tests(runtime: &Runtime, extra: &[String]) -> Result<ExitStatus> {
+    let server = postgres::ensure_server()?;
+    drop_test_databases(runtime, &server)?;
+    let root = postgres::workspace_root();
+    let nextest = cargo(&root)
+        .args(["nextest", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    let mut args: Vec<&str> = if nextest {
+        vec!["nextest", "run"]
+    } else {
+        eprintln!("xtask: cargo-nextest not found, using cargo test");
+        vec!["test"]
+    };
+    // `--workspace` would override a `-p` given by the caller.
+    if !selects_packages(extra) {
+        args.push("--workspace");
+    }
+    if nextest {
+        args.push("--no-fail-fast");
+    }
+    args.extend(extra.iter().map(String::as_str));
+    eprintln!("xtask: running `cargo {}`", args.join(" "));
+    let mut command = cargo(&root);
+    command
+        .args(&args)
+        .env("SEALPOST_TEST_DATABASE_URL", &server);
+    run_child(runtime, &mut command)
+}
+
+/// Whether cargo's own arguments (before any `--`) pick packages.
+fn selects_packages(extra: &[String]) -> bool {
+    extra.iter().take_while(|arg| *arg != "--").any(|arg| {
+        arg == "-p" || arg == "--package" || arg.starts_with("--package=") || arg.starts_with("-p")
+    })
+}
+
+#[derive(QueryableByName)]
+struct Leftover {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    datname: String,
+}
+
+#[derive(QueryableByName)]
+struct Locked {
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    locked: bool,
+}
+
+/// Serialises template creation across test processes (as in sealpost-testkit).
+const TEMPLATE_LOCK: i64 = 0x5ea1_7e57;
+
+/// Drops `sealpost_test_%` databases and `sealpost_tpl_%` templates left by
+/// earlier runs (tests recreate their template once). Test databases are
+/// named `sealpost_test_<pid>_<uuid>`: those of a process still alive here
+/// belong to a concurrent run and are kept, and so are the templates then.
+fn drop_test_databases(runtime: &Runtime, server: &str) -> Result<()> {
+    let shown = redact(server);
+    let (dropped, kept, templates_dropped) = runtime.block_on(async {
+        let mut conn = AsyncPgConnection::establish(&format!("{server}/postgres"))
+            .await
+            .with_context(|| format!("cannot connect to {shown}/postgres"))?;
+        let list = |pattern: &'static str| {
+            diesel::sql_query(format!(
+                "SELECT datname FROM pg_database WHERE datname LIKE '{pattern}' ORDER BY datname"
+            ))
+        };
+        let tests: Vec<Leftover> = list(r"sealpost\_test\_%")
+            .load(&mut conn)
+            .await
+            .context("cannot list leftover test databases")?;
+        let (live, leftovers): (Vec<Leftover>, Vec<Leftover>) =
+            tests.into_iter().partition(|db| owner_alive(&db.datname));
+        let mut dropped = drop_databases(&mut conn, leftovers).await;
+        // Hold the testkit's lock so no template is being built meanwhile.
+        let locked = live.is_empty()
+            && diesel::sql_query(format!(
+                "SELECT pg_try_advisory_lock({TEMPLATE_LOCK}) AS locked"
+            ))
+            .get_result::<Locked>(&mut conn)
+            .await
+            .context("cannot take the template lock")?
+            .locked;
+        if locked {
+            let templates: Vec<Leftover> = list(r"sealpost\_tpl\_%")
+                .load(&mut conn)
+                .await
+                .context("cannot list test templates")?;
+            dropped += drop_databases(&mut conn, templates).await;
+        }
+        anyhow::Ok((dropped, live.len(), locked))
+    })?;
+    if dropped > 0 {
+        eprintln!("xtask: dropped {dropped} leftover test database(s) and template(s)");
+    }
+    if kept > 0 {
+        eprintln!("xtask: kept {kept} test database(s) of test processes still running");
+    }
+    if !templates_dropped {
+        eprintln!("xtask: kept the test templates: another test run is using them");
+    }
+    Ok(())
+}
+
+/// Whether `sealpost_test_<pid>_<uuid>` belongs to a process alive on this machine.
+fn owner_alive(datname: &str) -> bool {
+    datname
+        .strip_prefix("sealpost_test_")
+        .and_then(|rest| rest.split('_').next())
+        .and_then(|pid| pid.parse::<u32>().ok())
+        .is_some_and(|pid| {
+            pid != std::process::id() && Path::new("/proc").join(pid.to_string()).exists()
+        })
+}
+
+async fn drop_databases(conn: &mut AsyncPgConnection, names: Vec<Leftover>) -> usize {
+    let mut dropped = 0;
+    for Leftover { datname } in names {
+        let name = postgres::quote_ident(&datname);
+        // A template cannot be dropped while marked as one.
+        let result = async {
+            diesel::sql_query(format!("ALTER DATABASE {name} IS_TEMPLATE false"))
+                .execute(&mut *conn)
+                .await?;
+            diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut *conn)
+                .await
+        }
+        .await;
+        match result {
+            Ok(_) => dropped += 1,
+            Err(error) => eprintln!("xtask: cannot drop database {datname}: {error}"),
+        }
+    }
+    dropped
+}
+
+fn ci(runtime: &Runtime) -> Result<ExitCode> {
+    let root = postgres::workspace_root();
+    let steps: [(&str, &[&str]); 2] = [
+        (
+            "cargo fmt --all -- --check",
+            &["fmt", "--all", "--", "--check"],
+        ),
+        (
+            "cargo clippy --workspace --all-targets -- -D warnings",
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ),
+    ];
+    for (name, args) in steps {
+        eprintln!("xtask ci: running `{name}`");
+        let status = run_child(runtime, cargo(&root).args(args))
+            .with_context(|| format!("ci step `{name}`"))?;
+        if !status.success() {
+            eprintln!("xtask ci: step `{name}` FAILED ({status})");
+            return Ok(exit_code(status));
+        }
+    }
+    eprintln!("xtask ci: running the tests");
+    let status = run_tests(runtime, &[]).context("ci step `test`")?;
+    if !status.success() {
+        eprintln!("xtask ci: step `test` FAILED ({status})");
+        return Ok(exit_code(status));
+    }
+    eprintln!("xtask ci: all steps passed");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cargo(root: &Path) -> Command {
+    let mut command = Command::new("cargo");
+    command.current_dir(root);
+    command
+}
+
+/// Runs a child that inherits the terminal and waits for it. Ctrl-C reaches
+/// the child through the terminal; xtask itself keeps waiting for it.
+fn run_child(runtime: &Runtime, command: &mut Command) -> Result<ExitStatus> {
+    #[cfg(unix)]
+    let _sigint = {
+        let _guard = runtime.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+            .context("cannot handle SIGINT")?
+    };
+    #[cfg(not(unix))]
+    let _ = runtime;
+    command
+        .status()
+        .with_context(|| format!("cannot run {:?}", command.get_program()))
+}
+
+fn exit_code(status: ExitStatus) -> ExitCode {
+    if let Some(code) = status.code() {
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return ExitCode::from(u8::try_from(128 + signal).unwrap_or(1));
+        }
+    }
+    ExitCode::FAILURE
+}
+
+/// Masks the password in `scheme://user:password@host/...`.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(
+            redact("postgres://u:secret@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(
+            redact("postgres://postgres@h:5432/db"),
+            "postgres://postgres@h:5432/db"
+        );
+    }
+
+    #[test]
+    fn spots_package_selection() {
+        let args = |list: &[&str]| list.iter().map(|arg| (*arg).to_owned()).collect::<Vec<_>>();
+        assert!(selects_packages(&args(&["-p", "sealpost-seal"])));
+        assert!(selects_packages(&args(&["--package=x"])));
+        assert!(!selects_packages(&args(&["--", "-p"])));
+        assert!(!selects_packages(&args(&["--lib"])));
+    }
+
+    #[test]
+    fn tells_live_test_databases() {
+        assert!(owner_alive("sealpost_test_1_0123abcd"));
+        assert!(!owner_alive("sealpost_test_4000000000_0123abcd"));
+        assert!(!owner_alive("sealpost_test_xyz"));
+    }
+
+    #[test]
+    fn cli_parses() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}
