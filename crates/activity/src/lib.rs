@@ -1,0 +1,437 @@
+//! Activity entries and outbox events.
+//!
+//! Every state change a domain decides comes with the activity entries and
+//! events it causes, collected in a [`Records`] value that the store writes
+//! in the same transaction as the change. The webhook sender and push read
+//! the event outbox later, so they neither miss nor invent an event.
+//! Entries and events carry ids and timestamps only: never content, senders
+//! or subjects.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::TimeDelta;
+use sealpost_kernel::{
+    AccountId, ActivityId, Clock, Cursor, EventId, InboxId, MessageId, Page, PageRequest,
+    StoreError, Timestamp, WorkerId,
+};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// SPEC.md Limits: activity retention.
+pub const ACTIVITY_RETENTION: TimeDelta = TimeDelta::days(90);
+
+macro_rules! string_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name { $($variant),* }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),* }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownKind;
+            fn from_str(text: &str) -> Result<Self, UnknownKind> {
+                Self::ALL.iter().copied().find(|k| k.as_str() == text).ok_or_else(|| UnknownKind(text.to_owned()))
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+    };
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown kind {0:?}")]
+pub struct UnknownKind(pub String);
+
+string_enum!(
+    /// SPEC.md "Activity entry" kinds.
+    ActivityKind {
+        WorkerPaired => "worker.paired",
+        WorkerRemoved => "worker.removed",
+        InboxCreated => "inbox.created",
+        InboxDeleted => "inbox.deleted",
+        InboxAssigned => "inbox.assigned",
+        InboxRemoved => "inbox.removed",
+        SubscriptionUpdated => "subscription.updated",
+        MessageReceived => "message.received",
+        MailReceived => "mail.received",
+        MailSent => "mail.sent",
+    }
+);
+
+string_enum!(
+    /// SPEC.md "Events" types.
+    EventType {
+        WorkerPaired => "worker.paired",
+        WorkerConnected => "worker.connected",
+        WorkerDisconnected => "worker.disconnected",
+        WorkerRemoved => "worker.removed",
+        InboxCreated => "inbox.created",
+        InboxDeleted => "inbox.deleted",
+        InboxAssigned => "inbox.assigned",
+        InboxRemoved => "inbox.removed",
+        MessageReceived => "message.received",
+        MessageSent => "message.sent",
+        SubscriptionUpdated => "subscription.updated",
+        WebhookTest => "webhook.test",
+    }
+);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActivityEntry {
+    pub id: ActivityId,
+    pub account: AccountId,
+    pub kind: ActivityKind,
+    pub inbox: Option<InboxId>,
+    pub worker: Option<WorkerId>,
+    pub at: Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub id: EventId,
+    pub account: AccountId,
+    pub kind: EventType,
+    /// Ids only (SPEC.md Events table).
+    pub payload: Value,
+    pub at: Timestamp,
+}
+
+/// The activity entries and events one decision causes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Records {
+    pub activity: Vec<ActivityEntry>,
+    pub events: Vec<Event>,
+}
+
+impl Records {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn extend(&mut self, other: Records) {
+        self.activity.extend(other.activity);
+        self.events.extend(other.events);
+    }
+
+    fn activity(
+        &mut self,
+        account: &AccountId,
+        kind: ActivityKind,
+        inbox: Option<&InboxId>,
+        worker: Option<&WorkerId>,
+        at: Timestamp,
+    ) {
+        self.activity.push(ActivityEntry {
+            id: ActivityId::generate(),
+            account: account.clone(),
+            kind,
+            inbox: inbox.cloned(),
+            worker: worker.cloned(),
+            at,
+        });
+    }
+
+    fn event(&mut self, account: &AccountId, kind: EventType, payload: Value, at: Timestamp) {
+        self.events.push(Event {
+            id: EventId::generate(),
+            account: account.clone(),
+            kind,
+            payload,
+            at,
+        });
+    }
+
+    /// `worker.paired`; `kind` is `device` or `agent`.
+    pub fn worker_paired(
+        &mut self,
+        account: &AccountId,
+        worker: &WorkerId,
+        kind: &str,
+        at: Timestamp,
+    ) {
+        self.activity(account, ActivityKind::WorkerPaired, None, Some(worker), at);
+        self.event(
+            account,
+            EventType::WorkerPaired,
+            json!({ "workerId": worker, "kind": kind }),
+            at,
+        );
+    }
+
+    pub fn worker_removed(&mut self, account: &AccountId, worker: &WorkerId, at: Timestamp) {
+        self.activity(account, ActivityKind::WorkerRemoved, None, Some(worker), at);
+        self.event(
+            account,
+            EventType::WorkerRemoved,
+            json!({ "workerId": worker }),
+            at,
+        );
+    }
+
+    /// Connection changes are events only; the activity log does not list them.
+    pub fn worker_connected(&mut self, account: &AccountId, worker: &WorkerId, at: Timestamp) {
+        self.event(
+            account,
+            EventType::WorkerConnected,
+            json!({ "workerId": worker }),
+            at,
+        );
+    }
+
+    pub fn worker_disconnected(&mut self, account: &AccountId, worker: &WorkerId, at: Timestamp) {
+        self.event(
+            account,
+            EventType::WorkerDisconnected,
+            json!({ "workerId": worker }),
+            at,
+        );
+    }
+
+    pub fn inbox_created(&mut self, account: &AccountId, inbox: &InboxId, at: Timestamp) {
+        self.activity(account, ActivityKind::InboxCreated, Some(inbox), None, at);
+        self.event(
+            account,
+            EventType::InboxCreated,
+            json!({ "inboxId": inbox }),
+            at,
+        );
+    }
+
+    pub fn inbox_deleted(&mut self, account: &AccountId, inbox: &InboxId, at: Timestamp) {
+        self.activity(account, ActivityKind::InboxDeleted, Some(inbox), None, at);
+        self.event(
+            account,
+            EventType::InboxDeleted,
+            json!({ "inboxId": inbox }),
+            at,
+        );
+    }
+
+    pub fn inbox_assigned(
+        &mut self,
+        account: &AccountId,
+        inbox: &InboxId,
+        worker: &WorkerId,
+        at: Timestamp,
+    ) {
+        self.activity(
+            account,
+            ActivityKind::InboxAssigned,
+            Some(inbox),
+            Some(worker),
+            at,
+        );
+        self.event(
+            account,
+            EventType::InboxAssigned,
+            json!({ "workerId": worker, "inboxId": inbox }),
+            at,
+        );
+    }
+
+    pub fn inbox_removed(
+        &mut self,
+        account: &AccountId,
+        inbox: &InboxId,
+        worker: &WorkerId,
+        at: Timestamp,
+    ) {
+        self.activity(
+            account,
+            ActivityKind::InboxRemoved,
+            Some(inbox),
+            Some(worker),
+            at,
+        );
+        self.event(
+            account,
+            EventType::InboxRemoved,
+            json!({ "workerId": worker, "inboxId": inbox }),
+            at,
+        );
+    }
+
+    /// Mail that arrived by SMTP: activity `mail.received`, event `message.received`.
+    pub fn mail_received(
+        &mut self,
+        account: &AccountId,
+        inbox: &InboxId,
+        message: &MessageId,
+        at: Timestamp,
+    ) {
+        self.activity(account, ActivityKind::MailReceived, Some(inbox), None, at);
+        self.event(
+            account,
+            EventType::MessageReceived,
+            json!({ "messageId": message, "inboxId": inbox }),
+            at,
+        );
+    }
+
+    /// Mail delivered through `POST /messages`: activity and event `message.received`.
+    pub fn message_received(
+        &mut self,
+        account: &AccountId,
+        inbox: &InboxId,
+        message: &MessageId,
+        at: Timestamp,
+    ) {
+        self.activity(
+            account,
+            ActivityKind::MessageReceived,
+            Some(inbox),
+            None,
+            at,
+        );
+        self.event(
+            account,
+            EventType::MessageReceived,
+            json!({ "messageId": message, "inboxId": inbox }),
+            at,
+        );
+    }
+}
+
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait ActivityRepository: Send + Sync {
+    /// Newest first, after the request's cursor, up to `fetch_limit()` rows.
+    async fn activity_page(
+        &self,
+        account: &AccountId,
+        page: &PageRequest,
+    ) -> Result<Vec<ActivityEntry>, StoreError>;
+    async fn delete_activity_before(&self, before: Timestamp) -> Result<u64, StoreError>;
+}
+
+/// `GET /activity` and its retention sweep.
+pub struct ActivityLog {
+    repo: Arc<dyn ActivityRepository>,
+    clock: Arc<dyn Clock>,
+}
+
+impl ActivityLog {
+    pub fn new(repo: Arc<dyn ActivityRepository>, clock: Arc<dyn Clock>) -> Self {
+        Self { repo, clock }
+    }
+
+    pub async fn page(
+        &self,
+        account: &AccountId,
+        request: &PageRequest,
+    ) -> Result<Page<ActivityEntry>, StoreError> {
+        let rows = self.repo.activity_page(account, request).await?;
+        Ok(Page::from_rows(rows, request, |entry| Cursor {
+            at: entry.at,
+            id: entry.id.to_string(),
+        }))
+    }
+
+    /// Removes entries older than 90 days.
+    pub async fn sweep(&self) -> Result<u64, StoreError> {
+        self.repo
+            .delete_activity_before(self.clock.now() - ACTIVITY_RETENTION)
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sealpost_kernel::{PageLimits, TestClock};
+
+    fn account() -> AccountId {
+        AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap()
+    }
+
+    #[test]
+    fn kinds_round_trip_and_match_the_spec_names() {
+        for kind in ActivityKind::ALL {
+            assert_eq!(kind.as_str().parse::<ActivityKind>().unwrap(), *kind);
+        }
+        assert_eq!(ActivityKind::ALL.len(), 10);
+        assert_eq!(EventType::ALL.len(), 12);
+        assert!("worker.exploded".parse::<EventType>().is_err());
+    }
+
+    #[test]
+    fn smtp_mail_is_mail_received_in_activity_and_message_received_as_event() {
+        let mut records = Records::new();
+        let inbox = InboxId::parse("ibx_abcd").unwrap();
+        let message = MessageId::generate();
+        let at = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
+        records.mail_received(&account(), &inbox, &message, at);
+        assert_eq!(records.activity[0].kind, ActivityKind::MailReceived);
+        assert_eq!(records.events[0].kind, EventType::MessageReceived);
+        assert_eq!(
+            records.events[0].payload,
+            json!({ "messageId": message.as_str(), "inboxId": "ibx_abcd" })
+        );
+    }
+
+    #[test]
+    fn connection_changes_are_events_only() {
+        let mut records = Records::new();
+        let worker = WorkerId::parse("wkr_abcd").unwrap();
+        let at = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
+        records.worker_disconnected(&account(), &worker, at);
+        records.worker_connected(&account(), &worker, at);
+        assert!(records.activity.is_empty());
+        assert_eq!(records.events.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn sweep_removes_entries_older_than_90_days() {
+        let clock = Arc::new(TestClock::at(
+            Timestamp::parse("2026-11-22T00:00:00Z").unwrap(),
+        ));
+        let cutoff = clock.now() - TimeDelta::days(90);
+        let mut repo = MockActivityRepository::new();
+        repo.expect_delete_activity_before()
+            .withf(move |before| *before == cutoff)
+            .times(1)
+            .returning(|_| Ok(4));
+        let log = ActivityLog::new(Arc::new(repo), clock);
+        assert_eq!(log.sweep().await.unwrap(), 4);
+    }
+
+    #[tokio::test]
+    async fn pages_carry_a_cursor_when_more_rows_exist() {
+        let clock = Arc::new(TestClock::starting_now());
+        let request = PageRequest::parse(Some("1"), None, PageLimits::ACTIVITY).unwrap();
+        let mut repo = MockActivityRepository::new();
+        let at = clock.now();
+        repo.expect_activity_page().returning(move |account, page| {
+            assert_eq!(page.fetch_limit(), 2);
+            let mut records = Records::new();
+            let inbox = InboxId::parse("ibx_abcd").unwrap();
+            records.inbox_created(account, &inbox, at);
+            records.inbox_deleted(account, &inbox, at);
+            Ok(records.activity)
+        });
+        let log = ActivityLog::new(Arc::new(repo), clock);
+        let page = log.page(&account(), &request).await.unwrap();
+        assert_eq!(page.items.len(), 1);
+        assert!(page.next_cursor.is_some());
+    }
+}

@@ -1,0 +1,204 @@
+use std::sync::{Arc, Mutex};
+
+use sealpost_kernel::{AccountId, InboxId, PlanId, TestClock, Timestamp, WorkerId};
+use sealpost_plans::LimitError;
+
+use crate::*;
+
+fn account() -> AccountId {
+    AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap()
+}
+
+fn service(repo: MockAddressRepository) -> Addresses {
+    let clock = Arc::new(TestClock::at(
+        Timestamp::parse("2026-11-22T12:00:00Z").unwrap(),
+    ));
+    Addresses::new(Arc::new(repo), clock, vec!["mail.localhost".into()])
+}
+
+fn input(id: &str) -> NewAddress {
+    NewAddress {
+        id: Some(InboxId::parse(id).unwrap()),
+        domain: Some("mail.localhost".into()),
+        ..NewAddress::default()
+    }
+}
+
+#[tokio::test]
+async fn a_prefix_gets_a_random_ending_and_defaults_apply() {
+    let mut repo = MockAddressRepository::new();
+    repo.expect_create()
+        .withf(|_, max, records| *max == 3 && records.events.len() == 1)
+        .returning(|_, _, _| Ok(CreateOutcome::Created));
+    let mut new = input("ibx_shop01");
+    new.prefix = Some("Shop".into());
+    let address = service(repo)
+        .create(&account(), PlanId::Free, new)
+        .await
+        .unwrap();
+    let (local, domain) = address.email_address.split_once('@').unwrap();
+    assert_eq!(domain, "mail.localhost");
+    assert!(
+        local.starts_with("shop.") && local.len() == "shop.".len() + 6,
+        "{local}"
+    );
+    assert_eq!(address.retention_days, 7);
+    assert_eq!(address.status(), "unassigned");
+}
+
+#[tokio::test]
+async fn exact_names_need_scale() {
+    let mut repo = MockAddressRepository::new();
+    repo.expect_create().never();
+    let mut new = input("ibx_exact1");
+    new.local_part = Some("hello".into());
+    let result = service(repo)
+        .create(&account(), PlanId::Operator, new)
+        .await;
+    assert!(matches!(
+        result,
+        Err(AddressError::Limit(LimitError::CustomAddressNeedsScale))
+    ));
+}
+
+#[tokio::test]
+async fn an_exact_name_that_is_taken_is_address_taken_but_a_random_one_retries() {
+    let mut repo = MockAddressRepository::new();
+    repo.expect_create()
+        .returning(|_, _, _| Ok(CreateOutcome::AddressTaken));
+    let mut new = input("ibx_exact1");
+    new.email_address = Some("Hello@Mail.Localhost".into());
+    new.domain = None;
+    let result = service(repo).create(&account(), PlanId::Scale, new).await;
+    assert!(matches!(result, Err(AddressError::AddressTaken)));
+
+    let mut repo = MockAddressRepository::new();
+    let attempts = Arc::new(Mutex::new(Vec::new()));
+    let seen = attempts.clone();
+    repo.expect_create().returning(move |address, _, _| {
+        let mut seen = seen.lock().unwrap();
+        seen.push(address.email_address);
+        Ok(if seen.len() < 3 {
+            CreateOutcome::AddressTaken
+        } else {
+            CreateOutcome::Created
+        })
+    });
+    service(repo)
+        .create(&account(), PlanId::Free, input("ibx_rand01"))
+        .await
+        .unwrap();
+    assert_eq!(attempts.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn the_plan_limit_is_allocation_exhausted() {
+    let mut repo = MockAddressRepository::new();
+    repo.expect_create()
+        .returning(|_, _, _| Ok(CreateOutcome::LimitReached));
+    let result = service(repo)
+        .create(&account(), PlanId::Free, input("ibx_four04"))
+        .await;
+    assert!(matches!(
+        result,
+        Err(AddressError::Limit(LimitError::AllocationExhausted {
+            limit: 3
+        }))
+    ));
+}
+
+#[tokio::test]
+async fn field_rules() {
+    let cases: Vec<(NewAddress, &str)> = vec![
+        (
+            NewAddress {
+                retention_days: Some(91),
+                ..input("ibx_abcd")
+            },
+            "retentionDays",
+        ),
+        (
+            NewAddress {
+                retention_days: Some(0),
+                ..input("ibx_abcd")
+            },
+            "retentionDays",
+        ),
+        (
+            NewAddress {
+                domain: Some("gmail.com".into()),
+                ..input("ibx_abcd")
+            },
+            "domain",
+        ),
+        (
+            NewAddress {
+                domain: None,
+                ..input("ibx_abcd")
+            },
+            "domain",
+        ),
+        (
+            NewAddress {
+                prefix: Some("no spaces".into()),
+                ..input("ibx_abcd")
+            },
+            "prefix",
+        ),
+    ];
+    for (new, field) in cases {
+        let mut repo = MockAddressRepository::new();
+        repo.expect_create().never();
+        match service(repo).create(&account(), PlanId::Scale, new).await {
+            Err(AddressError::InvalidField { field: got, .. }) => assert_eq!(got, field),
+            other => panic!("expected invalid {field}, got {other:?}"),
+        }
+    }
+    assert!(local_part("a..b", "localPart").is_err());
+    assert!(local_part(".ab", "localPart").is_err());
+    assert_eq!(
+        local_part("First.Last+tag", "localPart").unwrap(),
+        "first.last+tag"
+    );
+}
+
+#[tokio::test]
+async fn free_devices_hold_one_address_and_moves_emit_both_events() {
+    let worker = WorkerId::parse("wkr_phone01").unwrap();
+    let other = WorkerId::parse("wkr_phone02").unwrap();
+    let mut repo = MockAddressRepository::new();
+    let held_by = other.clone();
+    repo.expect_address().returning(move |account, id| {
+        Ok(Some(Address {
+            id: id.clone(),
+            account: account.clone(),
+            email_address: "x@mail.localhost".into(),
+            domain: "mail.localhost".into(),
+            worker: Some(held_by.clone()),
+            retention_days: 7,
+            paused_at: None,
+            meta: None,
+            public_key: None,
+            key_epoch: 0,
+            created_at: Timestamp::parse("2026-11-22T00:00:00Z").unwrap(),
+        }))
+    });
+    let expected = other.clone();
+    repo.expect_assign()
+        .withf(move |_, _, _, previous, max, records| {
+            previous.as_ref() == Some(&expected) && *max == Some(1) && records.events.len() == 2
+        })
+        .returning(|_, _, _, _, _, _| Ok(AssignOutcome::DeviceFull));
+    let result = service(repo)
+        .assign(
+            &account(),
+            PlanId::Free,
+            &InboxId::parse("ibx_abcd").unwrap(),
+            &worker,
+        )
+        .await;
+    assert!(matches!(
+        result,
+        Err(AddressError::Limit(LimitError::OneAddressPerDevice))
+    ));
+}

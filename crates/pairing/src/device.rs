@@ -1,0 +1,62 @@
+use chrono::TimeDelta;
+use sealpost_kernel::{AccountId, Timestamp, WorkerId};
+use sealpost_seal::SealedBox;
+
+use crate::Platform;
+
+/// SPEC.md: a device not active for two hours is reported disconnected (checked hourly).
+/// `lastActiveAt` is kept only to the hour, so the sweep waits one hour more
+/// to be sure two full hours have passed.
+pub const DISCONNECT_AFTER: TimeDelta = TimeDelta::hours(3);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkerKind {
+    Device,
+    Agent,
+}
+
+impl WorkerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerKind::Device => "device",
+            WorkerKind::Agent => "agent",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Device {
+    pub id: WorkerId,
+    pub account: AccountId,
+    pub kind: WorkerKind,
+    pub platform: Platform,
+    pub disabled: bool,
+    /// False after the sweep reported it disconnected, until it is active again.
+    pub connected: bool,
+    pub created_at: Timestamp,
+    /// Truncated to the hour.
+    pub last_active_at: Option<Timestamp>,
+    pub paused_at: Option<Timestamp>,
+    /// Sealed name, tags and notes.
+    pub profile: Option<SealedBox>,
+}
+
+impl Device {
+    /// SPEC.md's status: `disabled`, else `online` or `offline` by the last sweep.
+    pub fn status(&self) -> &'static str {
+        if self.disabled {
+            "disabled"
+        } else if self.connected {
+            "online"
+        } else {
+            "offline"
+        }
+    }
+}
+
+/// A device's sealed key bundle (CONTRACT.md context `worker-keys:<id>`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyBundle {
+    pub keys: SealedBox,
+    pub updated_at: Timestamp,
+}

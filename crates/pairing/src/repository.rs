@@ -1,0 +1,143 @@
+use async_trait::async_trait;
+use sealpost_activity::Records;
+use sealpost_kernel::{
+    AccountId, InboxId, PageRequest, PairingSessionId, StoreError, Timestamp, WorkerId,
+};
+use sealpost_seal::SealedBox;
+
+use crate::{Device, KeyBundle, PairingSession};
+
+/// Everything a claim writes, in one transaction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claim {
+    pub session: PairingSessionId,
+    pub device: Device,
+    pub credential_hash: [u8; 32],
+    pub handoff: SealedBox,
+    /// The plan's device limit; `None` is unlimited.
+    pub max_devices: Option<u32>,
+    pub records: Records,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    Claimed,
+    /// Claimed before, by anyone.
+    AlreadyUsed,
+    /// Gone, or not looked up by this account.
+    NotFound,
+    /// The account already holds its plan's devices.
+    LimitReached,
+    /// The device id was used before.
+    IdTaken,
+}
+
+/// Guarded writes answer `Changed` only when the record was the caller's and
+/// still in the state the decision was made on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    Changed,
+    NotFound,
+    /// The record changed since it was read; decide again.
+    Stale,
+}
+
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait DeviceRepository: Send + Sync {
+    /// Inserts the session; `false` when its code collides with a live session's.
+    async fn insert_pairing(&self, session: PairingSession) -> Result<bool, StoreError>;
+    async fn pairing_by_token(
+        &self,
+        token_hash: [u8; 32],
+    ) -> Result<Option<PairingSession>, StoreError>;
+    async fn pairing_by_id(
+        &self,
+        id: &PairingSessionId,
+    ) -> Result<Option<PairingSession>, StoreError>;
+    /// Only sessions nobody claimed yet.
+    async fn live_pairing_by_code(&self, code: &str) -> Result<Option<PairingSession>, StoreError>;
+    async fn mark_detected(&self, id: &PairingSessionId, by: &AccountId) -> Result<(), StoreError>;
+    /// Deletes the session if it is still unclaimed; `false` otherwise.
+    async fn delete_unclaimed_pairing(&self, id: &PairingSessionId) -> Result<bool, StoreError>;
+    /// Removes and returns the waiting credential (first poll after the claim).
+    async fn take_handoff(&self, id: &PairingSessionId) -> Result<Option<SealedBox>, StoreError>;
+    async fn lookup_failures(
+        &self,
+        key: &str,
+        since: Timestamp,
+    ) -> Result<Vec<Timestamp>, StoreError>;
+    async fn record_lookup_failure(
+        &self,
+        keys: Vec<String>,
+        at: Timestamp,
+    ) -> Result<(), StoreError>;
+    async fn claim(&self, claim: Claim) -> Result<ClaimOutcome, StoreError>;
+
+    async fn devices(
+        &self,
+        account: &AccountId,
+        page: &PageRequest,
+    ) -> Result<Vec<Device>, StoreError>;
+    async fn device(
+        &self,
+        account: &AccountId,
+        id: &WorkerId,
+    ) -> Result<Option<Device>, StoreError>;
+    async fn assigned_inboxes(
+        &self,
+        account: &AccountId,
+        id: &WorkerId,
+    ) -> Result<Vec<InboxId>, StoreError>;
+    async fn update_profile(
+        &self,
+        account: &AccountId,
+        id: &WorkerId,
+        profile: SealedBox,
+    ) -> Result<bool, StoreError>;
+    /// Marks the device disabled and deletes its credential.
+    async fn disable(&self, account: &AccountId, id: &WorkerId) -> Result<bool, StoreError>;
+    /// Deletes the device and its credential and retires its id, provided its
+    /// assigned addresses are still `assigned` (they become unassigned).
+    async fn remove(
+        &self,
+        account: &AccountId,
+        id: &WorkerId,
+        assigned: Vec<InboxId>,
+        records: Records,
+    ) -> Result<WriteOutcome, StoreError>;
+    /// Sets `lastActiveAt` and `connected`; writes `records` with it.
+    async fn record_activity(
+        &self,
+        account: &AccountId,
+        id: &WorkerId,
+        at_hour: Timestamp,
+        records: Records,
+    ) -> Result<(), StoreError>;
+    async fn set_keys(
+        &self,
+        account: &AccountId,
+        id: &WorkerId,
+        bundle: KeyBundle,
+    ) -> Result<bool, StoreError>;
+    async fn keys(
+        &self,
+        account: &AccountId,
+        id: &WorkerId,
+    ) -> Result<Option<KeyBundle>, StoreError>;
+    /// Connected, enabled devices last active before `before`.
+    async fn stale_devices(&self, before: Timestamp) -> Result<Vec<Device>, StoreError>;
+    /// Marks the device disconnected, with its records, if it is still stale.
+    async fn mark_disconnected(
+        &self,
+        id: &WorkerId,
+        before: Timestamp,
+        records: Records,
+    ) -> Result<bool, StoreError>;
+    /// Removes unclaimed sessions created before `created_before` and lookup failures before `failures_before`.
+    async fn sweep_pairing(
+        &self,
+        created_before: Timestamp,
+        failures_before: Timestamp,
+    ) -> Result<u64, StoreError>;
+}

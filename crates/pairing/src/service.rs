@@ -1,0 +1,344 @@
+use std::sync::Arc;
+
+use sealpost_activity::Records;
+use sealpost_kernel::{
+    AccountId, Clock, Cursor, Page, PageRequest, PairingSessionId, PlanId, WorkerId,
+};
+use sealpost_seal::{SealedBox, random_token, sha256};
+
+use crate::*;
+
+/// What the device sees when it creates or polls its session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PairingView {
+    pub state: PairingState,
+    pub code: String,
+    /// Present once: on the first poll after the claim.
+    pub handed_over: Option<(WorkerId, String)>,
+}
+
+/// A new session, with the token shown to the device once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenedPairing {
+    pub token: String,
+    pub code: String,
+    pub state: PairingState,
+}
+
+pub struct Devices {
+    repo: Arc<dyn DeviceRepository>,
+    clock: Arc<dyn Clock>,
+}
+
+/// Attempts at a unique live code before giving up (10^8 codes: a collision is rare).
+const CODE_ATTEMPTS: usize = 8;
+/// Attempts at a guarded write whose input changed under it.
+const STALE_RETRIES: usize = 3;
+
+impl Devices {
+    pub fn new(repo: Arc<dyn DeviceRepository>, clock: Arc<dyn Clock>) -> Self {
+        Self { repo, clock }
+    }
+
+    /// `POST /workers/pairing-session` (device, no auth).
+    pub async fn open_pairing(
+        &self,
+        platform: Platform,
+        device_name: String,
+        public_key: [u8; 32],
+    ) -> Result<OpenedPairing, DeviceError> {
+        if device_name.chars().count() > 100 {
+            return Err(DeviceError::InvalidField {
+                field: "deviceName",
+                reason: "at most 100 characters".into(),
+            });
+        }
+        let now = self.clock.now();
+        for _ in 0..CODE_ATTEMPTS {
+            let token = random_token();
+            let session = PairingSession {
+                id: PairingSessionId::generate(),
+                token_hash: sha256(token.as_bytes()),
+                code: generate_code(),
+                state: PairingState::Waiting,
+                platform,
+                device_name: device_name.clone(),
+                public_key,
+                handoff_key: HandoffKey::for_token(&token),
+                created_at: now,
+                detected_by: None,
+                claimed_by: None,
+                worker_id: None,
+                handoff: None,
+            };
+            let code = session.code.clone();
+            if self.repo.insert_pairing(session).await? {
+                return Ok(OpenedPairing {
+                    token,
+                    code,
+                    state: PairingState::Waiting,
+                });
+            }
+        }
+        Err(DeviceError::Store(
+            sealpost_kernel::StoreError::Unavailable("no free pairing code".into()),
+        ))
+    }
+
+    /// `GET /workers/pairing-session/:token`: the credential appears on the first poll after the claim.
+    pub async fn poll_pairing(&self, token: &str) -> Result<PairingView, DeviceError> {
+        let session = self
+            .repo
+            .pairing_by_token(sha256(token.as_bytes()))
+            .await?
+            .ok_or(DeviceError::NotFound)?;
+        let mut handed_over = None;
+        if session.state.is_claimed()
+            && let Some(worker) = session.worker_id.clone()
+            && let Some(sealed) = self.repo.take_handoff(&session.id).await?
+        {
+            let credential =
+                open_handoff(token, &session.id, &sealed).ok_or(DeviceError::NotFound)?;
+            handed_over = Some((worker, credential));
+        }
+        Ok(PairingView {
+            state: session.state,
+            code: session.code,
+            handed_over,
+        })
+    }
+
+    /// `DELETE /workers/pairing-session/:token`: only while nobody claimed it.
+    pub async fn cancel_pairing(&self, token: &str) -> Result<(), DeviceError> {
+        let session = self
+            .repo
+            .pairing_by_token(sha256(token.as_bytes()))
+            .await?
+            .ok_or(DeviceError::NotFound)?;
+        if session.state.is_claimed() || !self.repo.delete_unclaimed_pairing(&session.id).await? {
+            return Err(DeviceError::AlreadyUsed);
+        }
+        Ok(())
+    }
+
+    /// `POST /workers/pair/lookup`. Failures count per account and per IP.
+    pub async fn lookup(
+        &self,
+        account: &AccountId,
+        client_ip: &str,
+        code: &str,
+    ) -> Result<PairingSession, DeviceError> {
+        let now = self.clock.now();
+        let keys = [format!("account:{account}"), format!("ip:{client_ip}")];
+        for key in &keys {
+            let failures = self.repo.lookup_failures(key, now - LOOKUP_WINDOW).await?;
+            if let Some(retry_after_seconds) = lookup_retry_after(&failures, now) {
+                return Err(DeviceError::TooManyLookups {
+                    retry_after_seconds,
+                });
+            }
+        }
+        let found = if is_code(code) {
+            self.repo.live_pairing_by_code(code).await?
+        } else {
+            None
+        };
+        let Some(mut session) = found else {
+            self.repo.record_lookup_failure(keys.to_vec(), now).await?;
+            return Err(DeviceError::NotFound);
+        };
+        self.repo.mark_detected(&session.id, account).await?;
+        session.state = PairingState::OperatorDetected;
+        session.detected_by = Some(account.clone());
+        Ok(session)
+    }
+
+    /// `POST /workers/pair`: mints the credential and creates the device.
+    pub async fn claim(
+        &self,
+        account: &AccountId,
+        plan: PlanId,
+        session_id: &PairingSessionId,
+        worker_id: WorkerId,
+        profile: SealedBox,
+    ) -> Result<Device, DeviceError> {
+        let now = self.clock.now();
+        let session = self
+            .repo
+            .pairing_by_id(session_id)
+            .await?
+            .filter(|session| session.detected_by.as_ref() == Some(account))
+            .ok_or(DeviceError::NotFound)?;
+        if session.state.is_claimed() {
+            return Err(DeviceError::AlreadyUsed);
+        }
+        let limits = sealpost_plans::plan(plan);
+        let device = Device {
+            id: worker_id,
+            account: account.clone(),
+            kind: WorkerKind::Device,
+            platform: session.platform,
+            disabled: false,
+            connected: true,
+            created_at: now,
+            last_active_at: Some(now.start_of_hour()),
+            paused_at: None,
+            profile: Some(profile),
+        };
+        let credential = random_token();
+        let mut records = Records::new();
+        records.worker_paired(account, &device.id, device.kind.as_str(), now);
+        let outcome = self
+            .repo
+            .claim(Claim {
+                session: session.id.clone(),
+                device: device.clone(),
+                credential_hash: sha256(credential.as_bytes()),
+                handoff: seal_handoff(&session.handoff_key, &session.id, &credential),
+                max_devices: limits.devices,
+                records,
+            })
+            .await?;
+        match outcome {
+            ClaimOutcome::Claimed => Ok(device),
+            ClaimOutcome::AlreadyUsed => Err(DeviceError::AlreadyUsed),
+            ClaimOutcome::NotFound => Err(DeviceError::NotFound),
+            ClaimOutcome::IdTaken => Err(DeviceError::IdTaken),
+            ClaimOutcome::LimitReached => Err(DeviceError::Limit(
+                sealpost_plans::LimitError::WorkerLimitReached {
+                    limit: limits.devices.unwrap_or(u32::MAX),
+                },
+            )),
+        }
+    }
+
+    pub async fn list(
+        &self,
+        account: &AccountId,
+        page: &PageRequest,
+    ) -> Result<Page<Device>, DeviceError> {
+        let rows = self.repo.devices(account, page).await?;
+        Ok(Page::from_rows(rows, page, |device| Cursor {
+            at: device.created_at,
+            id: device.id.to_string(),
+        }))
+    }
+
+    pub async fn get(&self, account: &AccountId, id: &WorkerId) -> Result<Device, DeviceError> {
+        self.repo
+            .device(account, id)
+            .await?
+            .ok_or(DeviceError::NotFound)
+    }
+
+    pub async fn update_profile(
+        &self,
+        account: &AccountId,
+        id: &WorkerId,
+        profile: SealedBox,
+    ) -> Result<(), DeviceError> {
+        found(self.repo.update_profile(account, id, profile).await?)
+    }
+
+    /// `status=disabled`: the credential stops working at once.
+    pub async fn disable(&self, account: &AccountId, id: &WorkerId) -> Result<(), DeviceError> {
+        found(self.repo.disable(account, id).await?)
+    }
+
+    /// `DELETE /workers/:id`: credential gone, addresses unassigned, with their events.
+    pub async fn remove(&self, account: &AccountId, id: &WorkerId) -> Result<(), DeviceError> {
+        for _ in 0..STALE_RETRIES {
+            let now = self.clock.now();
+            let assigned = self.repo.assigned_inboxes(account, id).await?;
+            let mut records = Records::new();
+            for inbox in &assigned {
+                records.inbox_removed(account, inbox, id, now);
+            }
+            records.worker_removed(account, id, now);
+            match self.repo.remove(account, id, assigned, records).await? {
+                WriteOutcome::Changed => return Ok(()),
+                WriteOutcome::NotFound => return Err(DeviceError::NotFound),
+                WriteOutcome::Stale => continue,
+            }
+        }
+        Err(DeviceError::Store(
+            sealpost_kernel::StoreError::Unavailable("device kept changing; retry".into()),
+        ))
+    }
+
+    /// `POST /workers/heartbeat`: active now; reconnects a disconnected device.
+    pub async fn heartbeat(
+        &self,
+        account: &AccountId,
+        id: &WorkerId,
+    ) -> Result<Device, DeviceError> {
+        let now = self.clock.now();
+        let mut device = self.get(account, id).await?;
+        let mut records = Records::new();
+        if !device.connected {
+            records.worker_connected(account, id, now);
+        }
+        self.repo
+            .record_activity(account, id, now.start_of_hour(), records)
+            .await?;
+        device.connected = true;
+        device.last_active_at = Some(now.start_of_hour());
+        Ok(device)
+    }
+
+    pub async fn set_keys(
+        &self,
+        account: &AccountId,
+        id: &WorkerId,
+        keys: SealedBox,
+    ) -> Result<KeyBundle, DeviceError> {
+        let bundle = KeyBundle {
+            keys,
+            updated_at: self.clock.now(),
+        };
+        found(self.repo.set_keys(account, id, bundle.clone()).await?)?;
+        Ok(bundle)
+    }
+
+    pub async fn keys(&self, account: &AccountId, id: &WorkerId) -> Result<KeyBundle, DeviceError> {
+        self.get(account, id).await?;
+        self.repo
+            .keys(account, id)
+            .await?
+            .ok_or(DeviceError::NotFound)
+    }
+
+    /// The hourly sweep: reports stale devices disconnected and removes
+    /// unclaimed sessions past 14 days. Returns how many devices disconnected.
+    pub async fn sweep(&self) -> Result<u64, DeviceError> {
+        let now = self.clock.now();
+        let before = now - DISCONNECT_AFTER;
+        let mut disconnected = 0;
+        for device in self.repo.stale_devices(before).await? {
+            let mut records = Records::new();
+            records.worker_disconnected(&device.account, &device.id, now);
+            if self
+                .repo
+                .mark_disconnected(&device.id, before, records)
+                .await?
+            {
+                disconnected += 1;
+            }
+        }
+        self.repo
+            .sweep_pairing(now - UNCLAIMED_LIFETIME, now - LOOKUP_WINDOW)
+            .await?;
+        Ok(disconnected)
+    }
+}
+
+fn found(changed: bool) -> Result<(), DeviceError> {
+    if changed {
+        Ok(())
+    } else {
+        Err(DeviceError::NotFound)
+    }
+}
+
+#[cfg(test)]
+mod tests;

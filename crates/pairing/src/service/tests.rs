@@ -1,0 +1,291 @@
+use std::sync::{Arc, Mutex};
+
+use chrono::TimeDelta;
+use sealpost_activity::{EventType, Records};
+use sealpost_kernel::{
+    AccountId, Clock, InboxId, PairingSessionId, PlanId, TestClock, Timestamp, WorkerId,
+};
+use sealpost_plans::LimitError;
+use sealpost_seal::SealedBox;
+
+use crate::*;
+
+fn clock() -> Arc<TestClock> {
+    Arc::new(TestClock::at(
+        Timestamp::parse("2026-11-22T12:30:00Z").unwrap(),
+    ))
+}
+
+fn account() -> AccountId {
+    AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap()
+}
+
+fn worker() -> WorkerId {
+    WorkerId::parse("wkr_phone01").unwrap()
+}
+
+fn profile() -> SealedBox {
+    SealedBox::seal(&[9; 32], "service/v1/worker-profile:wkr_phone01", b"{}")
+}
+
+fn device(connected: bool) -> Device {
+    Device {
+        id: worker(),
+        account: account(),
+        kind: WorkerKind::Device,
+        platform: Platform::Ios,
+        disabled: false,
+        connected,
+        created_at: Timestamp::parse("2026-11-01T00:00:00Z").unwrap(),
+        last_active_at: None,
+        paused_at: None,
+        profile: None,
+    }
+}
+
+/// Opens a session through the service and returns the token and what was stored.
+async fn open(clock: &Arc<TestClock>) -> (String, PairingSession) {
+    let mut repo = MockDeviceRepository::new();
+    let stored = Arc::new(Mutex::new(None));
+    let slot = stored.clone();
+    repo.expect_insert_pairing().returning(move |session| {
+        *slot.lock().unwrap() = Some(session);
+        Ok(true)
+    });
+    let opened = Devices::new(Arc::new(repo), clock.clone())
+        .open_pairing(Platform::Android, "Pixel".into(), [5; 32])
+        .await
+        .unwrap();
+    let session = stored.lock().unwrap().take().unwrap();
+    assert_eq!(opened.code, session.code);
+    assert_eq!(
+        session.token_hash,
+        sealpost_seal::sha256(opened.token.as_bytes())
+    );
+    (opened.token, session)
+}
+
+#[tokio::test]
+async fn the_credential_is_minted_at_the_claim_and_handed_over_once() {
+    let clock = clock();
+    let (token, mut session) = open(&clock).await;
+    session.detected_by = Some(account());
+    session.state = PairingState::OperatorDetected;
+
+    let claimed = Arc::new(Mutex::new(None));
+    let mut repo = MockDeviceRepository::new();
+    let for_claim = session.clone();
+    repo.expect_pairing_by_id()
+        .returning(move |_| Ok(Some(for_claim.clone())));
+    let slot = claimed.clone();
+    repo.expect_claim().times(1).returning(move |claim| {
+        assert_eq!(claim.max_devices, Some(1), "Free plan: one device");
+        assert_eq!(claim.records.events[0].kind, EventType::WorkerPaired);
+        *slot.lock().unwrap() = Some(claim);
+        Ok(ClaimOutcome::Claimed)
+    });
+    let devices = Devices::new(Arc::new(repo), clock.clone());
+    let device = devices
+        .claim(&account(), PlanId::Free, &session.id, worker(), profile())
+        .await
+        .unwrap();
+    assert_eq!(
+        device.last_active_at.unwrap().to_string(),
+        "2026-11-22T12:00:00.000Z"
+    );
+    let claim = claimed.lock().unwrap().take().unwrap();
+
+    // The device polls: the first poll after the claim gets the credential, later ones do not.
+    let mut after = session.clone();
+    after.state = PairingState::AwaitingInbox;
+    after.worker_id = Some(worker());
+    let mut repo = MockDeviceRepository::new();
+    repo.expect_pairing_by_token()
+        .returning(move |_| Ok(Some(after.clone())));
+    let handoff = Mutex::new(Some(claim.handoff.clone()));
+    repo.expect_take_handoff()
+        .returning(move |_| Ok(handoff.lock().unwrap().take()));
+    let devices = Devices::new(Arc::new(repo), clock.clone());
+    let first = devices.poll_pairing(&token).await.unwrap();
+    let (worker_id, credential) = first.handed_over.unwrap();
+    assert_eq!(worker_id, worker());
+    assert_eq!(
+        sealpost_seal::sha256(credential.as_bytes()),
+        claim.credential_hash
+    );
+    let second = devices.poll_pairing(&token).await.unwrap();
+    assert_eq!(second.handed_over, None);
+    assert_eq!(second.state, PairingState::AwaitingInbox);
+}
+
+#[tokio::test]
+async fn a_session_looked_up_by_another_account_cannot_be_claimed() {
+    let clock = clock();
+    let (_, mut session) = open(&clock).await;
+    session.detected_by = Some(AccountId::parse("acct_bbbbbbbbbbbbbbbbbbbbbbbb").unwrap());
+    let mut repo = MockDeviceRepository::new();
+    repo.expect_pairing_by_id()
+        .returning(move |_| Ok(Some(session.clone())));
+    repo.expect_claim().never();
+    let result = Devices::new(Arc::new(repo), clock)
+        .claim(
+            &account(),
+            PlanId::Free,
+            &PairingSessionId::generate(),
+            worker(),
+            profile(),
+        )
+        .await;
+    assert!(matches!(result, Err(DeviceError::NotFound)));
+}
+
+#[tokio::test]
+async fn a_second_device_on_free_is_worker_limit_reached() {
+    let clock = clock();
+    let (_, mut session) = open(&clock).await;
+    session.detected_by = Some(account());
+    let mut repo = MockDeviceRepository::new();
+    repo.expect_pairing_by_id()
+        .returning(move |_| Ok(Some(session.clone())));
+    repo.expect_claim()
+        .returning(|_| Ok(ClaimOutcome::LimitReached));
+    let result = Devices::new(Arc::new(repo), clock)
+        .claim(
+            &account(),
+            PlanId::Free,
+            &PairingSessionId::generate(),
+            worker(),
+            profile(),
+        )
+        .await;
+    assert!(matches!(
+        result,
+        Err(DeviceError::Limit(LimitError::WorkerLimitReached {
+            limit: 1
+        }))
+    ));
+}
+
+#[tokio::test]
+async fn a_claimed_session_cannot_be_cancelled() {
+    let clock = clock();
+    let (token, mut session) = open(&clock).await;
+    session.state = PairingState::AwaitingInbox;
+    let mut repo = MockDeviceRepository::new();
+    repo.expect_pairing_by_token()
+        .returning(move |_| Ok(Some(session.clone())));
+    repo.expect_delete_unclaimed_pairing().never();
+    let result = Devices::new(Arc::new(repo), clock)
+        .cancel_pairing(&token)
+        .await;
+    assert!(matches!(result, Err(DeviceError::AlreadyUsed)));
+}
+
+#[tokio::test]
+async fn failed_lookups_are_counted_and_then_refused() {
+    let clock = clock();
+    let now = Timestamp::parse("2026-11-22T12:30:00Z").unwrap();
+    let failures: Vec<Timestamp> = (0..10).map(|i| now - TimeDelta::seconds(10 + i)).collect();
+    let mut repo = MockDeviceRepository::new();
+    repo.expect_lookup_failures().returning(move |key, _| {
+        Ok(if key.starts_with("ip:") {
+            failures.clone()
+        } else {
+            vec![]
+        })
+    });
+    repo.expect_live_pairing_by_code().never();
+    let result = Devices::new(Arc::new(repo), clock.clone())
+        .lookup(&account(), "192.0.2.7", "12345678")
+        .await;
+    assert!(matches!(
+        result,
+        Err(DeviceError::TooManyLookups {
+            retry_after_seconds: 281
+        })
+    ));
+
+    let mut repo = MockDeviceRepository::new();
+    repo.expect_lookup_failures().returning(|_, _| Ok(vec![]));
+    repo.expect_live_pairing_by_code().returning(|_| Ok(None));
+    repo.expect_record_lookup_failure()
+        .withf(|keys, _| {
+            keys.len() == 2 && keys[0].starts_with("account:") && keys[1] == "ip:192.0.2.7"
+        })
+        .times(1)
+        .returning(|_, _| Ok(()));
+    let result = Devices::new(Arc::new(repo), clock)
+        .lookup(&account(), "192.0.2.7", "12345678")
+        .await;
+    assert!(matches!(result, Err(DeviceError::NotFound)));
+}
+
+#[tokio::test]
+async fn removing_a_device_unassigns_its_addresses_with_events() {
+    let clock = clock();
+    let inboxes = vec![
+        InboxId::parse("ibx_one1").unwrap(),
+        InboxId::parse("ibx_two2").unwrap(),
+    ];
+    let mut repo = MockDeviceRepository::new();
+    let listed = inboxes.clone();
+    repo.expect_assigned_inboxes()
+        .returning(move |_, _| Ok(listed.clone()));
+    repo.expect_remove()
+        .withf(|_, _, assigned, records: &Records| {
+            let kinds: Vec<_> = records.events.iter().map(|e| e.kind).collect();
+            assigned.len() == 2
+                && kinds
+                    == vec![
+                        EventType::InboxRemoved,
+                        EventType::InboxRemoved,
+                        EventType::WorkerRemoved,
+                    ]
+        })
+        .times(1)
+        .returning(|_, _, _, _| Ok(WriteOutcome::Changed));
+    Devices::new(Arc::new(repo), clock)
+        .remove(&account(), &worker())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn heartbeat_reconnects_a_disconnected_device() {
+    let clock = clock();
+    let mut repo = MockDeviceRepository::new();
+    repo.expect_device()
+        .returning(|_, _| Ok(Some(device(false))));
+    repo.expect_record_activity()
+        .withf(|_, _, hour, records| {
+            hour.to_string() == "2026-11-22T12:00:00.000Z"
+                && records.events.len() == 1
+                && records.events[0].kind == EventType::WorkerConnected
+        })
+        .times(1)
+        .returning(|_, _, _, _| Ok(()));
+    let device = Devices::new(Arc::new(repo), clock)
+        .heartbeat(&account(), &worker())
+        .await
+        .unwrap();
+    assert_eq!(device.status(), "online");
+}
+
+#[tokio::test]
+async fn the_sweep_reports_stale_devices_disconnected() {
+    let clock = clock();
+    let mut repo = MockDeviceRepository::new();
+    let cutoff = clock.now() - TimeDelta::hours(3);
+    repo.expect_stale_devices()
+        .withf(move |before| *before == cutoff)
+        .returning(|_| Ok(vec![device(true)]));
+    repo.expect_mark_disconnected()
+        .withf(|_, _, records| records.events[0].kind == EventType::WorkerDisconnected)
+        .times(1)
+        .returning(|_, _, _| Ok(true));
+    repo.expect_sweep_pairing().times(1).returning(|_, _| Ok(0));
+    assert_eq!(
+        Devices::new(Arc::new(repo), clock).sweep().await.unwrap(),
+        1
+    );
+}

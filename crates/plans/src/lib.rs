@@ -1,0 +1,231 @@
+//! Plans: the one table of prices and limits (CONTRACT.md section 7) and the
+//! limit rules every other crate asks instead of hard-coding numbers.
+
+use sealpost_kernel::PlanId;
+
+/// A plan's price and limits. `None` means unlimited (or, for the price, by contract).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub id: PlanId,
+    /// USD cents per 30 days; `None` for Enterprise (by contract).
+    pub price_cents: Option<u32>,
+    pub addresses: u32,
+    pub devices: Option<u32>,
+    pub received_per_30_days: u64,
+    pub sends_per_hour: u32,
+    pub sends_per_day: u32,
+    pub object_reads_per_hour: u32,
+    pub own_domains: u32,
+    /// Webhook endpoints; 0 means the plan has no webhooks.
+    pub webhooks: u32,
+    /// Team members; 0 means the plan has no teams.
+    pub team_members: u32,
+    pub api_keys_and_agents: bool,
+}
+
+pub const PLANS: [Plan; 5] = [
+    Plan {
+        id: PlanId::Free,
+        price_cents: Some(0),
+        addresses: 3,
+        devices: Some(1),
+        received_per_30_days: 3_000,
+        sends_per_hour: 60,
+        sends_per_day: 200,
+        object_reads_per_hour: 1_000,
+        own_domains: 0,
+        webhooks: 0,
+        team_members: 0,
+        api_keys_and_agents: false,
+    },
+    Plan {
+        id: PlanId::Operator,
+        price_cents: Some(900),
+        addresses: 100,
+        devices: Some(10),
+        received_per_30_days: 100_000,
+        sends_per_hour: 60,
+        sends_per_day: 1_000,
+        object_reads_per_hour: 10_000,
+        own_domains: 0,
+        webhooks: 10,
+        team_members: 0,
+        api_keys_and_agents: true,
+    },
+    Plan {
+        id: PlanId::Scale,
+        price_cents: Some(4_900),
+        addresses: 1_000,
+        devices: Some(50),
+        received_per_30_days: 1_000_000,
+        sends_per_hour: 60,
+        sends_per_day: 5_000,
+        object_reads_per_hour: 50_000,
+        own_domains: 10,
+        webhooks: 10,
+        team_members: 0,
+        api_keys_and_agents: true,
+    },
+    Plan {
+        id: PlanId::Fleet,
+        price_cents: Some(19_900),
+        addresses: 10_000,
+        devices: None,
+        received_per_30_days: 20_000_000,
+        sends_per_hour: 600,
+        sends_per_day: 20_000,
+        object_reads_per_hour: 200_000,
+        own_domains: 50,
+        webhooks: 10,
+        team_members: 25,
+        api_keys_and_agents: true,
+    },
+    Plan {
+        id: PlanId::Enterprise,
+        price_cents: None,
+        addresses: 100_000,
+        devices: None,
+        received_per_30_days: 100_000_000,
+        sends_per_hour: 3_600,
+        sends_per_day: 100_000,
+        object_reads_per_hour: 1_000_000,
+        own_domains: 50,
+        webhooks: 10,
+        team_members: 100,
+        api_keys_and_agents: true,
+    },
+];
+
+pub fn plan(id: PlanId) -> &'static Plan {
+    match id {
+        PlanId::Free => &PLANS[0],
+        PlanId::Operator => &PLANS[1],
+        PlanId::Scale => &PLANS[2],
+        PlanId::Fleet => &PLANS[3],
+        PlanId::Enterprise => &PLANS[4],
+    }
+}
+
+/// A plan limit that refuses an action. Each maps to one SPEC.md code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LimitError {
+    #[error("the plan allows {limit} addresses; delete one or upgrade")]
+    AllocationExhausted { limit: u32 },
+    #[error("on the Free plan a device holds one address")]
+    OneAddressPerDevice,
+    #[error("the plan allows {limit} devices; remove one or upgrade")]
+    WorkerLimitReached { limit: u32 },
+    #[error("choosing the exact address needs the Scale plan or higher")]
+    CustomAddressNeedsScale,
+}
+
+impl Plan {
+    pub fn is_free(&self) -> bool {
+        self.id == PlanId::Free
+    }
+
+    /// Creating one more address when the account holds `current`.
+    pub fn check_new_address(&self, current: u64) -> Result<(), LimitError> {
+        if current >= u64::from(self.addresses) {
+            return Err(LimitError::AllocationExhausted {
+                limit: self.addresses,
+            });
+        }
+        Ok(())
+    }
+
+    /// Pairing one more device when `paired` devices and agents exist.
+    pub fn check_new_device(&self, paired: u64) -> Result<(), LimitError> {
+        match self.devices {
+            Some(limit) if paired >= u64::from(limit) => {
+                Err(LimitError::WorkerLimitReached { limit })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Assigning one more address to a device that holds `held`.
+    pub fn check_assignment(&self, held: u64) -> Result<(), LimitError> {
+        if self.is_free() && held >= 1 {
+            return Err(LimitError::OneAddressPerDevice);
+        }
+        Ok(())
+    }
+
+    /// `localPart` / `emailAddress` on address creation.
+    pub fn check_custom_address(&self) -> Result<(), LimitError> {
+        if matches!(self.id, PlanId::Free | PlanId::Operator) {
+            return Err(LimitError::CustomAddressNeedsScale);
+        }
+        Ok(())
+    }
+
+    pub fn has_webhooks(&self) -> bool {
+        self.webhooks > 0
+    }
+
+    pub fn has_teams(&self) -> bool {
+        self.team_members > 0
+    }
+
+    /// Enterprise is arranged by contract, never through checkout.
+    pub fn sold_through_checkout(&self) -> bool {
+        self.price_cents.is_some() && self.id != PlanId::Free
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_indexed_by_id() {
+        for id in PlanId::ALL {
+            assert_eq!(plan(id).id, id);
+        }
+    }
+
+    #[test]
+    fn prices_rise_with_the_plans() {
+        let prices: Vec<u32> = PLANS.iter().filter_map(|p| p.price_cents).collect();
+        assert_eq!(prices, vec![0, 900, 4_900, 19_900]);
+    }
+
+    #[test]
+    fn address_limit() {
+        let free = plan(PlanId::Free);
+        assert_eq!(free.check_new_address(2), Ok(()));
+        assert_eq!(
+            free.check_new_address(3),
+            Err(LimitError::AllocationExhausted { limit: 3 })
+        );
+    }
+
+    #[test]
+    fn device_limits() {
+        let free = plan(PlanId::Free);
+        assert_eq!(free.check_new_device(0), Ok(()));
+        assert_eq!(
+            free.check_new_device(1),
+            Err(LimitError::WorkerLimitReached { limit: 1 })
+        );
+        assert_eq!(plan(PlanId::Fleet).check_new_device(1_000_000), Ok(()));
+        assert_eq!(free.check_assignment(0), Ok(()));
+        assert_eq!(free.check_assignment(1), Err(LimitError::OneAddressPerDevice));
+        assert_eq!(plan(PlanId::Operator).check_assignment(5), Ok(()));
+    }
+
+    #[test]
+    fn capabilities() {
+        assert!(plan(PlanId::Free).check_custom_address().is_err());
+        assert!(plan(PlanId::Operator).check_custom_address().is_err());
+        assert!(plan(PlanId::Scale).check_custom_address().is_ok());
+        assert!(!plan(PlanId::Free).has_webhooks());
+        assert!(plan(PlanId::Operator).has_webhooks());
+        assert!(!plan(PlanId::Scale).has_teams());
+        assert!(plan(PlanId::Fleet).has_teams());
+        assert!(!plan(PlanId::Enterprise).sold_through_checkout());
+        assert!(!plan(PlanId::Free).sold_through_checkout());
+        assert!(plan(PlanId::Scale).sold_through_checkout());
+    }
+}
