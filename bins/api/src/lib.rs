@@ -12,10 +12,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use sealpost_accounts::Accounts;
+use sealpost_activity::ActivityLog;
+use sealpost_addresses::Addresses;
 use sealpost_config::Config;
 use sealpost_http_api::rate_limit::EdgeLimiter;
 use sealpost_http_api::{AppState, HealthProbe};
 use sealpost_kernel::{Clock, StoreError};
+use sealpost_pairing::Devices;
 use sealpost_store_pg::PgStore;
 use tokio::task::JoinHandle;
 
@@ -71,6 +74,13 @@ pub async fn start(
     let limiter = Arc::new(EdgeLimiter::per_minute(rate));
     let state = AppState {
         accounts: Accounts::new(Arc::new(store.clone()), clock.clone()),
+        devices: Devices::new(Arc::new(store.clone()), clock.clone()),
+        addresses: Addresses::new(
+            Arc::new(store.clone()),
+            clock.clone(),
+            config.domains.clone(),
+        ),
+        activity: ActivityLog::new(Arc::new(store.clone()), clock.clone()),
         health: Arc::new(PgHealth(store.clone())),
         limiter: limiter.clone(),
         clock: clock.clone(),
@@ -80,10 +90,7 @@ pub async fn start(
     let server = sealpost_http_api::serve(listener, state, workers)?;
     let handle = server.handle();
     let serving = tokio::spawn(server);
-    let sweeper = tokio::spawn(sweep_forever(
-        Accounts::new(Arc::new(store), clock),
-        limiter,
-    ));
+    let sweeper = tokio::spawn(sweep_forever(Sweeps::new(&store, &clock), limiter));
     tracing::info!(%addr, "serving the API");
     Ok(Running {
         addr,
@@ -93,14 +100,44 @@ pub async fn start(
     })
 }
 
-async fn sweep_forever(accounts: Accounts, limiter: Arc<EdgeLimiter>) {
+/// The hourly housekeeping every domain asks for.
+pub struct Sweeps {
+    accounts: Accounts,
+    devices: Devices,
+    activity: ActivityLog,
+}
+
+impl Sweeps {
+    pub fn new(store: &PgStore, clock: &Arc<dyn Clock>) -> Self {
+        Self {
+            accounts: Accounts::new(Arc::new(store.clone()), clock.clone()),
+            devices: Devices::new(Arc::new(store.clone()), clock.clone()),
+            activity: ActivityLog::new(Arc::new(store.clone()), clock.clone()),
+        }
+    }
+
+    /// One pass; each sweep's failure is logged and the others still run.
+    pub async fn run_once(&self) {
+        match self.accounts.sweep().await {
+            Ok(removed) => tracing::info!(removed, "swept expired challenges and sessions"),
+            Err(error) => tracing::warn!(%error, "session sweep failed"),
+        }
+        match self.devices.sweep().await {
+            Ok(disconnected) => tracing::info!(disconnected, "swept devices and pairing sessions"),
+            Err(error) => tracing::warn!(%error, "device sweep failed"),
+        }
+        match self.activity.sweep().await {
+            Ok(removed) => tracing::info!(removed, "swept old activity"),
+            Err(error) => tracing::warn!(%error, "activity sweep failed"),
+        }
+    }
+}
+
+async fn sweep_forever(sweeps: Sweeps, limiter: Arc<EdgeLimiter>) {
     let mut tick = tokio::time::interval(SWEEP_EVERY);
     loop {
         tick.tick().await;
-        match accounts.sweep().await {
-            Ok(removed) => tracing::info!(removed, "swept expired challenges and sessions"),
-            Err(error) => tracing::warn!(%error, "sweep failed; retrying next hour"),
-        }
+        sweeps.run_once().await;
         limiter.forget_idle();
     }
 }

@@ -319,6 +319,7 @@ pub trait ActivityRepository: Send + Sync {
     async fn activity_page(
         &self,
         account: &AccountId,
+        worker: Option<WorkerId>,
         page: &PageRequest,
     ) -> Result<Vec<ActivityEntry>, StoreError>;
     async fn delete_activity_before(&self, before: Timestamp) -> Result<u64, StoreError>;
@@ -335,12 +336,14 @@ impl ActivityLog {
         Self { repo, clock }
     }
 
+    /// The account's log; for a device, only the entries about it.
     pub async fn page(
         &self,
         account: &AccountId,
+        worker: Option<WorkerId>,
         request: &PageRequest,
     ) -> Result<Page<ActivityEntry>, StoreError> {
-        let rows = self.repo.activity_page(account, request).await?;
+        let rows = self.repo.activity_page(account, worker, request).await?;
         Ok(Page::from_rows(rows, request, |entry| Cursor {
             at: entry.at,
             id: entry.id.to_string(),
@@ -421,16 +424,17 @@ mod tests {
         let request = PageRequest::parse(Some("1"), None, PageLimits::ACTIVITY).unwrap();
         let mut repo = MockActivityRepository::new();
         let at = clock.now();
-        repo.expect_activity_page().returning(move |account, page| {
-            assert_eq!(page.fetch_limit(), 2);
-            let mut records = Records::new();
-            let inbox = InboxId::parse("ibx_abcd").unwrap();
-            records.inbox_created(account, &inbox, at);
-            records.inbox_deleted(account, &inbox, at);
-            Ok(records.activity)
-        });
+        repo.expect_activity_page()
+            .returning(move |account, _, page| {
+                assert_eq!(page.fetch_limit(), 2);
+                let mut records = Records::new();
+                let inbox = InboxId::parse("ibx_abcd").unwrap();
+                records.inbox_created(account, &inbox, at);
+                records.inbox_deleted(account, &inbox, at);
+                Ok(records.activity)
+            });
         let log = ActivityLog::new(Arc::new(repo), clock);
-        let page = log.page(&account(), &request).await.unwrap();
+        let page = log.page(&account(), None, &request).await.unwrap();
         assert_eq!(page.items.len(), 1);
         assert!(page.next_cursor.is_some());
     }

@@ -22,6 +22,7 @@
 
 mod error;
 pub mod types;
+pub mod webhook;
 
 use std::fmt;
 use std::time::Duration;
@@ -36,6 +37,7 @@ use types::{
     Challenge, ChallengeRequest, Health, Me, RegisterRequest, Revoked, SessionList, SignedIn,
     VerifyRequest,
 };
+pub use webhook::{VerifiedEvent, WebhookVerifyError, verify_webhook};
 
 /// Result of every SDK call.
 pub type Result<T, E = ClientError> = std::result::Result<T, E>;

@@ -9,7 +9,7 @@ use actix_web::http::header;
 use actix_web::web::Data;
 use actix_web::{FromRequest, HttpRequest, dev::Payload};
 use sealpost_accounts::Caller;
-use sealpost_kernel::{AccountId, SessionId};
+use sealpost_kernel::{AccountId, SessionId, WorkerId};
 
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
@@ -84,5 +84,32 @@ impl FromRequest for SessionCaller {
                 caller,
             })
         })
+    }
+}
+
+impl Authenticated {
+    pub fn account(&self) -> &AccountId {
+        self.0.account()
+    }
+
+    /// The device a device credential is limited to; `None` for account-wide callers.
+    pub fn worker(&self) -> Option<&WorkerId> {
+        match &self.0 {
+            Caller::Device { worker, .. } => Some(worker),
+            _ => None,
+        }
+    }
+
+    /// A device credential reaches only its own device; anything else looks missing.
+    pub fn check_worker(&self, id: &WorkerId) -> Result<(), ApiError> {
+        match self.worker() {
+            Some(own) if own != id => Err(ApiError::not_found()),
+            _ => Ok(()),
+        }
+    }
+
+    /// For device-only endpoints. Other callers have no device: 404.
+    pub fn device(&self) -> Result<&WorkerId, ApiError> {
+        self.worker().ok_or_else(ApiError::not_found)
     }
 }

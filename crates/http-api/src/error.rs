@@ -7,8 +7,12 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use sealpost_accounts::AccountError;
+use sealpost_addresses::AddressError;
 use sealpost_kernel::page::PageError;
 use sealpost_kernel::{InvalidId, StoreError};
+use sealpost_pairing::DeviceError;
+use sealpost_plans::LimitError;
+use sealpost_seal::BoxShapeError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -287,6 +291,68 @@ impl From<AccountError> for ApiError {
             AccountError::Store(store) => store.into(),
         }
     }
+}
+
+impl From<LimitError> for ApiError {
+    fn from(error: LimitError) -> Self {
+        let code = match error {
+            LimitError::AllocationExhausted { .. } | LimitError::OneAddressPerDevice => {
+                ErrorCode::AllocationExhausted
+            }
+            LimitError::WorkerLimitReached { .. } => ErrorCode::WorkerLimitReached,
+            LimitError::CustomAddressNeedsScale => ErrorCode::PlanCapabilityRequired,
+        };
+        Self::new(code, error.to_string())
+    }
+}
+
+impl From<DeviceError> for ApiError {
+    fn from(error: DeviceError) -> Self {
+        match error {
+            DeviceError::NotFound => Self::not_found(),
+            DeviceError::AlreadyUsed => Self::new(ErrorCode::AlreadyUsed, error.to_string()),
+            DeviceError::IdTaken => Self::new(ErrorCode::IdTaken, error.to_string()),
+            DeviceError::TooManyLookups {
+                retry_after_seconds,
+            } => Self {
+                retry_after: Some(retry_after_seconds),
+                ..Self::new(ErrorCode::RateLimited, error.to_string())
+            },
+            DeviceError::Limit(limit) => limit.into(),
+            DeviceError::InvalidField { field, reason } => Self::invalid_field(field, reason),
+            DeviceError::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<AddressError> for ApiError {
+    fn from(error: AddressError) -> Self {
+        match error {
+            AddressError::InvalidField { field, reason } => Self::invalid_field(field, reason),
+            AddressError::AddressTaken => Self::new(ErrorCode::AddressTaken, error.to_string()),
+            AddressError::IdTaken => Self::new(ErrorCode::IdTaken, error.to_string()),
+            AddressError::Limit(limit) => limit.into(),
+            AddressError::NotFound => Self::not_found(),
+            AddressError::Store(store) => store.into(),
+        }
+    }
+}
+
+/// A client box field: shape checked (400 `invalid_box`), size capped (413 `too_large`).
+pub fn check_box_field(
+    field: &str,
+    value: &serde_json::Value,
+    max_encoded_len: usize,
+) -> Result<sealpost_seal::SealedBox, ApiError> {
+    sealpost_seal::check_box(value, max_encoded_len).map_err(|error| match error {
+        BoxShapeError::TooLarge => ApiError::new(
+            ErrorCode::TooLarge,
+            format!("{field}: over the {max_encoded_len}-byte limit"),
+        ),
+        BoxShapeError::Invalid(reason) => {
+            ApiError::new(ErrorCode::InvalidBox, format!("{field}: {reason}"))
+        }
+    })
 }
 
 #[cfg(test)]

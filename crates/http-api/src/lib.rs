@@ -53,7 +53,7 @@ pub fn serve(
 }
 
 fn routes(config: &mut web::ServiceConfig) {
-    use routes::{accounts, health};
+    use routes::{accounts, activity, addresses, devices, health};
     config
         .service(health::healthz)
         .service(health::readyz)
@@ -73,7 +73,29 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(accounts::sessions)
         .service(accounts::revoke_other_sessions)
         .service(accounts::revoke_session)
-        .service(accounts::erase);
+        .service(accounts::erase)
+        .service(activity::list)
+        // Fixed paths before `/workers/{id}` and `/inboxes/{id}`.
+        .service(devices::open_pairing)
+        .service(devices::poll_pairing)
+        .service(devices::cancel_pairing)
+        .service(devices::lookup)
+        .service(devices::claim)
+        .service(devices::heartbeat)
+        .service(devices::list)
+        .service(devices::get_one)
+        .service(devices::update)
+        .service(devices::remove)
+        .service(devices::set_keys)
+        .service(devices::get_keys)
+        .service(addresses::domains)
+        .service(addresses::allocation)
+        .service(addresses::list)
+        .service(addresses::create)
+        .service(addresses::update)
+        .service(addresses::remove)
+        .service(addresses::assign)
+        .service(addresses::unassign);
 }
 
 /// Per-IP edge limit, before any handler work. Probes are exempt.

@@ -4,7 +4,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{accounts, health};
+use crate::routes::{accounts, activity, addresses, devices, health};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -21,6 +21,27 @@ use crate::routes::{accounts, health};
         accounts::revoke_other_sessions,
         accounts::revoke_session,
         accounts::erase,
+        activity::list,
+        devices::open_pairing,
+        devices::poll_pairing,
+        devices::cancel_pairing,
+        devices::lookup,
+        devices::claim,
+        devices::heartbeat,
+        devices::list,
+        devices::get_one,
+        devices::update,
+        devices::remove,
+        devices::set_keys,
+        devices::get_keys,
+        addresses::domains,
+        addresses::allocation,
+        addresses::list,
+        addresses::create,
+        addresses::update,
+        addresses::remove,
+        addresses::assign,
+        addresses::unassign,
     ),
     modifiers(&BearerAuth),
 )]

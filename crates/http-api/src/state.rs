@@ -3,7 +3,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use sealpost_accounts::Accounts;
+use sealpost_activity::ActivityLog;
+use sealpost_addresses::Addresses;
 use sealpost_kernel::{Clock, StoreError};
+use sealpost_pairing::Devices;
 
 use crate::rate_limit::EdgeLimiter;
 
@@ -15,6 +18,9 @@ pub trait HealthProbe: Send + Sync {
 /// Everything handlers share, built once by the binary.
 pub struct AppState {
     pub accounts: Accounts,
+    pub devices: Devices,
+    pub addresses: Addresses,
+    pub activity: ActivityLog,
     pub health: Arc<dyn HealthProbe>,
     pub limiter: Arc<EdgeLimiter>,
     pub clock: Arc<dyn Clock>,

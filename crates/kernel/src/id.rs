@@ -9,11 +9,12 @@
 //! - `tkt_`: prefix + exactly 20 lowercase letters or digits;
 //! - `acct_`: prefix + 24 lowercase base32 characters (derived from the phrase);
 //! - server-made (`msg_`, `evt_`, `whd_`, `act_`, `ses_`, `pay_`, `pst_`): prefix + 26
-//!   lowercase base32 characters of a UUIDv7, so they sort by creation time.
+//!   lowercase base32hex characters (`0-9a-v`) of a UUIDv7, so as text they sort
+//!   in creation order.
 
 use std::fmt;
 
-use data_encoding::BASE32_NOPAD;
+use data_encoding::BASE32HEX_NOPAD;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -35,7 +36,7 @@ fn account_shape(body: &str) -> bool {
 }
 
 fn server_shape(body: &str) -> bool {
-    lower_base32(body, 26)
+    body.len() == 26 && body.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'v'))
 }
 
 fn ticket_shape(body: &str) -> bool {
@@ -45,9 +46,10 @@ fn ticket_shape(body: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
 }
 
-/// A fresh time-ordered body for server-made ids.
+/// A fresh time-ordered body for server-made ids. base32hex keeps the
+/// alphabet in ASCII order, so ids compare as text in creation order.
 fn server_body() -> String {
-    BASE32_NOPAD
+    BASE32HEX_NOPAD
         .encode(uuid::Uuid::now_v7().as_bytes())
         .to_ascii_lowercase()
 }
@@ -221,10 +223,12 @@ mod tests {
 
     #[test]
     fn server_ids_parse_back_and_sort_by_time() {
-        let first = MessageId::generate();
-        let second = MessageId::generate();
-        assert_eq!(MessageId::parse(first.as_str()).unwrap(), first);
-        assert!(first < second);
+        let ids: Vec<MessageId> = (0..1000).map(|_| MessageId::generate()).collect();
+        assert_eq!(MessageId::parse(ids[0].as_str()).unwrap(), ids[0]);
+        assert!(
+            ids.windows(2).all(|pair| pair[0] < pair[1]),
+            "text order is creation order"
+        );
     }
 
     #[test]

@@ -125,7 +125,7 @@ pub trait DeviceRepository: Send + Sync {
         account: &AccountId,
         id: &WorkerId,
     ) -> Result<Option<KeyBundle>, StoreError>;
-    /// Connected, enabled devices last active before `before`.
+    /// Connected, enabled devices last active at or before `before`.
     async fn stale_devices(&self, before: Timestamp) -> Result<Vec<Device>, StoreError>;
     /// Marks the device disconnected, with its records, if it is still stale.
     async fn mark_disconnected(

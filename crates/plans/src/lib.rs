@@ -211,7 +211,10 @@ mod tests {
         );
         assert_eq!(plan(PlanId::Fleet).check_new_device(1_000_000), Ok(()));
         assert_eq!(free.check_assignment(0), Ok(()));
-        assert_eq!(free.check_assignment(1), Err(LimitError::OneAddressPerDevice));
+        assert_eq!(
+            free.check_assignment(1),
+            Err(LimitError::OneAddressPerDevice)
+        );
         assert_eq!(plan(PlanId::Operator).check_assignment(5), Ok(()));
     }
 

@@ -7,10 +7,16 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_accounts::{
     Account, AccountRepository, Bearer, Challenge, NewAccount, RegisterOutcome, Session,
 };
-use sealpost_kernel::{AccountId, PlanId, SessionId, StoreError, Timestamp};
+use sealpost_kernel::{AccountId, PlanId, SessionId, StoreError, Timestamp, WorkerId};
 use sealpost_seal::sha256;
 
-use crate::schema::{accounts, auth_challenges, retired_account_ids, sessions};
+use crate::addresses::retire_address;
+use crate::devices::WORKER_ID_KIND;
+use crate::records::retire_id;
+use crate::schema::{
+    accounts, addresses, auth_challenges, device_credentials, devices, retired_account_ids,
+    sessions,
+};
 use crate::{PgStore, bytes32, db_error};
 
 #[derive(Queryable, Selectable)]
@@ -194,9 +200,27 @@ impl AccountRepository for PgStore {
             .await
             .optional()
             .map_err(db_error)?;
-        session
-            .map(|row| row.into_session().map(Bearer::Session))
-            .transpose()
+        if let Some(row) = session {
+            return row
+                .into_session()
+                .map(|session| Some(Bearer::Session(session)));
+        }
+        // Disabling or removing a device deletes its credential row, so a
+        // match here is a live credential.
+        let device: Option<(String, String)> = device_credentials::table
+            .filter(device_credentials::token_hash.eq(token_hash.as_slice()))
+            .select((
+                device_credentials::account_id,
+                device_credentials::device_id,
+            ))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        Ok(device.map(|(account_id, worker_id)| Bearer::Device {
+            account_id: AccountId::from_trusted(account_id),
+            worker_id: WorkerId::from_trusted(worker_id),
+        }))
     }
 
     async fn sessions(&self, account: &AccountId) -> Result<Vec<Session>, StoreError> {
@@ -250,7 +274,25 @@ impl AccountRepository for PgStore {
         let mut conn = self.conn().await?;
         let id_hash = sha256(account.as_str().as_bytes());
         conn.transaction(async |conn| {
-            // Everything the account owns hangs off `accounts` with ON DELETE CASCADE.
+            // Addresses and client ids are retired before they go: never issued again.
+            let owned: Vec<(String, String)> = addresses::table
+                .filter(addresses::account_id.eq(account.as_str()))
+                .select((addresses::id, addresses::email_address))
+                .load(conn)
+                .await?;
+            for (id, email_address) in &owned {
+                retire_address(conn, id, email_address, at).await?;
+            }
+            let workers: Vec<String> = devices::table
+                .filter(devices::account_id.eq(account.as_str()))
+                .select(devices::id)
+                .load(conn)
+                .await?;
+            for id in &workers {
+                retire_id(conn, WORKER_ID_KIND, id, at).await?;
+            }
+            // Everything the account owns hangs off `accounts` with ON DELETE CASCADE:
+            // devices, credentials, addresses, activity, events, pairing claims.
             diesel::delete(accounts::table.find(account.as_str()))
                 .execute(conn)
                 .await?;

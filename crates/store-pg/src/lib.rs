@@ -4,7 +4,11 @@
 //! Row structs stay private to this crate; domains only see their own types.
 
 mod accounts;
+mod activity;
+mod addresses;
 mod database;
+mod devices;
+mod records;
 mod schema;
 
 use std::time::Duration;

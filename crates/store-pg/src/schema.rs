@@ -44,3 +44,116 @@ diesel::allow_tables_to_appear_in_same_query!(
     auth_challenges,
     sessions
 );
+
+diesel::table! {
+    retired_ids (kind, id_hash) {
+        kind -> Text,
+        id_hash -> Bytea,
+        retired_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    devices (id) {
+        id -> Text,
+        account_id -> Text,
+        kind -> Text,
+        platform -> Text,
+        disabled -> Bool,
+        connected -> Bool,
+        created_at -> Timestamptz,
+        last_active_at -> Nullable<Timestamptz>,
+        paused_at -> Nullable<Timestamptz>,
+        profile -> Nullable<Jsonb>,
+        key_bundle -> Nullable<Jsonb>,
+        keys_updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    device_credentials (token_hash) {
+        token_hash -> Bytea,
+        device_id -> Text,
+        account_id -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    pairing_sessions (id) {
+        id -> Text,
+        token_hash -> Bytea,
+        code -> Text,
+        state -> Text,
+        platform -> Text,
+        device_name -> Text,
+        public_key -> Bytea,
+        handoff_key -> Bytea,
+        created_at -> Timestamptz,
+        detected_by -> Nullable<Text>,
+        claimed_by -> Nullable<Text>,
+        worker_id -> Nullable<Text>,
+        handoff -> Nullable<Jsonb>,
+    }
+}
+
+diesel::table! {
+    pairing_lookup_failures (key, at) {
+        key -> Text,
+        at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    addresses (id) {
+        id -> Text,
+        account_id -> Text,
+        email_address -> Text,
+        domain -> Text,
+        worker_id -> Nullable<Text>,
+        retention_days -> Int2,
+        paused_at -> Nullable<Timestamptz>,
+        meta -> Nullable<Jsonb>,
+        public_key -> Nullable<Bytea>,
+        key_epoch -> Int4,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    retired_addresses (address_hash) {
+        address_hash -> Bytea,
+        retired_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    activity (id) {
+        id -> Text,
+        account_id -> Text,
+        kind -> Text,
+        inbox_id -> Nullable<Text>,
+        worker_id -> Nullable<Text>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    events (id) {
+        seq -> Int8,
+        id -> Text,
+        account_id -> Text,
+        #[sql_name = "type"]
+        event_type -> Text,
+        payload -> Jsonb,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(
+    devices,
+    device_credentials,
+    addresses,
+    pairing_sessions,
+    accounts
+);

@@ -6,5 +6,8 @@
 mod support;
 
 mod accounts;
+mod addresses;
+mod devices;
 mod errors;
+mod ownership;
 mod storage;

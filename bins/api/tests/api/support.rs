@@ -153,3 +153,114 @@ pub fn new_keys() -> (RecoveryPhrase, AccountKeys) {
     let keys = phrase.keys();
     (phrase, keys)
 }
+
+/// A paired device as the tests hold it.
+pub struct Paired {
+    pub credential: String,
+}
+
+impl Api {
+    pub async fn patch(&self, path: &str, token: Option<&str>, body: Value) -> Reply {
+        self.send(
+            reqwest::Method::PATCH,
+            path,
+            token,
+            Some(body.to_string().into()),
+        )
+        .await
+    }
+
+    /// Moves an account to a plan directly in the database (billing is another issue).
+    pub async fn set_plan(&self, account_id: &str, plan: &str) {
+        use diesel_async::RunQueryDsl;
+        let mut conn = self.app.db.connect().await;
+        diesel::sql_query("UPDATE accounts SET plan_id = $1 WHERE id = $2")
+            .bind::<diesel::sql_types::Text, _>(plan)
+            .bind::<diesel::sql_types::Text, _>(account_id)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+
+    /// Opens a pairing session as a device would; returns (token, code).
+    pub async fn open_pairing(&self) -> (String, String) {
+        let reply = self
+            .post(
+                "/workers/pairing-session",
+                None,
+                json!({ "platform": "android", "deviceName": "Test phone", "publicKey": b64::encode(&[7u8; 32]) }),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+        (
+            reply.body["token"].as_str().unwrap().to_owned(),
+            reply.body["code"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// The whole pairing flow for `owner`, claiming as `worker_id`.
+    pub async fn pair(&self, owner: &str, worker_id: &str) -> Paired {
+        let (token, code) = self.open_pairing().await;
+        let looked_up = self
+            .post("/workers/pair/lookup", Some(owner), json!({ "code": code }))
+            .await;
+        assert_eq!(looked_up.status, StatusCode::OK, "{}", looked_up.body);
+        let session_id = looked_up.body["session"]["id"].as_str().unwrap();
+        let claimed = self
+            .post(
+                "/workers/pair",
+                Some(owner),
+                json!({ "sessionId": session_id, "workerId": worker_id, "profile": profile_box(worker_id) }),
+            )
+            .await;
+        assert_eq!(claimed.status, StatusCode::CREATED, "{}", claimed.body);
+        let polled = self
+            .get(&format!("/workers/pairing-session/{token}"), None)
+            .await;
+        assert_eq!(polled.body["workerId"], worker_id);
+        Paired {
+            credential: polled.body["credential"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    /// Creates an address on the default shared domain; returns its JSON.
+    pub async fn create_inbox(&self, owner: &str, id: &str) -> Value {
+        let reply = self
+            .post(
+                "/inboxes",
+                Some(owner),
+                json!({ "id": id, "domain": "mail.localhost", "prefix": "test" }),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+        reply.body["inbox"].clone()
+    }
+
+    /// Event types in the outbox for an account, oldest first.
+    pub async fn event_types(&self, account_id: &str) -> Vec<String> {
+        use diesel_async::RunQueryDsl;
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            kind: String,
+        }
+        let mut conn = self.app.db.connect().await;
+        let rows: Vec<Row> =
+            diesel::sql_query("SELECT type AS kind FROM events WHERE account_id = $1 ORDER BY seq")
+                .bind::<diesel::sql_types::Text, _>(account_id)
+                .load(&mut conn)
+                .await
+                .unwrap();
+        rows.into_iter().map(|row| row.kind).collect()
+    }
+}
+
+/// A well-formed sealed profile for a device (sealed to a throwaway key).
+pub fn profile_box(worker_id: &str) -> Value {
+    serde_json::to_value(sealpost_seal::SealedBox::seal(
+        &[3u8; 32],
+        &sealpost_seal::context::worker_profile(worker_id),
+        br#"{"name":"phone"}"#,
+    ))
+    .unwrap()
+}

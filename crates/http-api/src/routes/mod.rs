@@ -1,2 +1,5 @@
 pub mod accounts;
+pub mod activity;
+pub mod addresses;
+pub mod devices;
 pub mod health;

@@ -1,0 +1,123 @@
+//! The session's byte stream: an input buffer, batched replies, and a
+//! timeout on every read and write.
+
+use std::io;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::{Instant, timeout};
+
+const READ_CHUNK: usize = 16 * 1024;
+
+/// What a read brought.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Filled {
+    Data,
+    Eof,
+    IdleTimeout,
+    SessionTimeout,
+}
+
+pub(crate) struct Conn<S> {
+    pub(crate) stream: S,
+    /// Unread input is `input[pos..]`.
+    input: Vec<u8>,
+    pos: usize,
+    /// Replies not yet written: flushed before every read (RFC 2920: the
+    /// server may batch replies but must send them before it waits).
+    output: Vec<u8>,
+    idle: Duration,
+    deadline: Instant,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
+    pub(crate) fn new(stream: S, idle: Duration, deadline: Instant) -> Self {
+        Self {
+            stream,
+            input: Vec::with_capacity(READ_CHUNK),
+            pos: 0,
+            output: Vec::with_capacity(512),
+            idle,
+            deadline,
+        }
+    }
+
+    /// Bytes received and not yet consumed.
+    pub(crate) fn unread(&self) -> &[u8] {
+        self.input.get(self.pos..).unwrap_or_default()
+    }
+
+    /// Marks `n` unread bytes as consumed.
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.pos = self.pos.saturating_add(n).min(self.input.len());
+    }
+
+    /// Drops everything received and not consumed.
+    pub(crate) fn discard_unread(&mut self) {
+        self.input.clear();
+        self.pos = 0;
+    }
+
+    pub(crate) fn queue(&mut self, reply: &[u8]) {
+        self.output.extend_from_slice(reply);
+    }
+
+    /// Writes the queued replies.
+    pub(crate) async fn flush(&mut self) -> io::Result<()> {
+        if self.output.is_empty() {
+            return Ok(());
+        }
+        let wait = self.idle.min(self.time_left()).max(Duration::from_secs(1));
+        let write = async {
+            self.stream.write_all(&self.output).await?;
+            self.stream.flush().await
+        };
+        match timeout(wait, write).await {
+            Ok(result) => {
+                self.output.clear();
+                result
+            }
+            Err(_) => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "smtp write timed out",
+            )),
+        }
+    }
+
+    /// Flushes the replies, then waits for more input.
+    pub(crate) async fn fill(&mut self) -> io::Result<Filled> {
+        self.flush().await?;
+        if self.pos > 0 {
+            self.input.drain(..self.pos);
+            self.pos = 0;
+        }
+        let left = self.time_left();
+        if left.is_zero() {
+            return Ok(Filled::SessionTimeout);
+        }
+        self.input.reserve(READ_CHUNK);
+        let read = self.stream.read_buf(&mut self.input);
+        match timeout(self.idle.min(left), read).await {
+            Ok(Ok(0)) => Ok(Filled::Eof),
+            Ok(Ok(_)) => Ok(Filled::Data),
+            Ok(Err(error)) => Err(error),
+            Err(_) if self.time_left().is_zero() => Ok(Filled::SessionTimeout),
+            Err(_) => Ok(Filled::IdleTimeout),
+        }
+    }
+
+    /// Writes what is queued and closes our side, ignoring errors: the
+    /// client may be gone already.
+    pub(crate) async fn close(&mut self) {
+        let _ = self.flush().await;
+        let _ = timeout(Duration::from_secs(1), self.stream.shutdown()).await;
+    }
+
+    pub(crate) fn time_left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    pub(crate) fn into_stream(self) -> S {
+        self.stream
+    }
+}

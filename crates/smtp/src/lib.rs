@@ -1,0 +1,196 @@
+//! Inbound ESMTP for Sealpost: a server session over any async byte stream,
+//! in the manner of Stalwart's, with commands parsed and DATA dot-unstuffed
+//! by `smtp-proto`.
+//!
+//! The crate knows nothing of addresses, storage or sealing: the binary
+//! answers [`Delivery::check_recipient`] for every `RCPT TO` and takes the
+//! message in [`Delivery::deliver`]; the client is told 250 only after that
+//! returned [`DeliveryOutcome::Accepted`].
+//!
+//! What the session does (RFC 5321, 1870, 2920, 3207, 6152, 6531, 2034):
+//! - EHLO advertises PIPELINING, SIZE, 8BITMIME, SMTPUTF8,
+//!   ENHANCEDSTATUSCODES, and STARTTLS when an acceptor is configured and the
+//!   session is still plain text. Every 2xx/4xx/5xx reply after the greeting
+//!   carries an enhanced status code.
+//! - Limits: a command line of 512 octets (500 5.5.2, and the session goes
+//!   on), a text line of 1000 octets in DATA (554 5.6.0 at the end of DATA),
+//!   the message size (552 5.3.4 at `MAIL ... SIZE=` or at the end of DATA;
+//!   the rest of an oversized message is read and dropped so the session
+//!   stays in step), the accepted recipients per message (452 4.5.3), an idle
+//!   timeout per read and a total session time (421 4.4.2, then close), and
+//!   50 failed commands per session (421 4.7.0, then close).
+//! - After STARTTLS the session starts over inside TLS with no state carried
+//!   across (RFC 3207); bytes the client pipelined after STARTTLS in plain
+//!   text are dropped.
+//! - Logs carry counts and reply codes only: no addresses, no content.
+
+mod io;
+mod session;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+pub use tokio_rustls::TlsAcceptor;
+
+/// Longest command line, CRLF included (RFC 5321 4.5.3.1.4).
+pub const MAX_COMMAND_LINE: usize = 512;
+/// Longest line of message text, CRLF included (RFC 5321 4.5.3.1.6). One
+/// more octet is let through for a line that arrived dot-stuffed.
+pub const MAX_TEXT_LINE: usize = 1000;
+/// Failed commands (syntax, sequence, refused recipients) after which the
+/// session is closed with 421 4.7.0.
+pub const MAX_ERRORS: u32 = 50;
+
+/// The binary's side of the session.
+#[async_trait]
+pub trait Delivery: Send + Sync {
+    /// Asked once per `RCPT TO`, with the address as the client gave it
+    /// (without angle brackets).
+    async fn check_recipient(&self, address: &str) -> RecipientDecision;
+    /// Called once per message with the accepted recipients and the raw
+    /// bytes (dot-unstuffed, final CRLF kept). The client gets 250 only
+    /// after [`DeliveryOutcome::Accepted`].
+    async fn deliver(&self, envelope: &Envelope, data: &[u8]) -> DeliveryOutcome;
+}
+
+/// The answer to one `RCPT TO`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecipientDecision {
+    /// 250 2.1.5.
+    Accept,
+    /// 550 5.1.1: no such address.
+    UnknownAddress,
+    /// 550 5.7.1 with the text: the address exists but takes no mail (no
+    /// public key, account suspended, quota used up for good...).
+    Refused(String),
+    /// 452 4.2.2 with the text: try again later (quota window, storage
+    /// busy...).
+    TryLater(String),
+}
+
+/// The envelope of one message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    /// Reverse-path without angle brackets; empty for the null sender `<>`.
+    pub mail_from: String,
+    /// Accepted recipients, as the client gave them, duplicates removed.
+    pub recipients: Vec<String>,
+    pub client_ip: IpAddr,
+    /// The name the client gave in EHLO or HELO.
+    pub helo: String,
+}
+
+/// What became of a message handed to [`Delivery::deliver`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeliveryOutcome {
+    /// 250 2.0.0.
+    Accepted,
+    /// 451 4.3.0 with the text.
+    TryLater(String),
+    /// 554 5.6.0 with the text.
+    Rejected(String),
+}
+
+/// Server settings.
+#[derive(Clone)]
+pub struct SmtpConfig {
+    /// Our name in the greeting and the EHLO reply.
+    pub hostname: String,
+    /// Largest message accepted, in octets after dot-unstuffing; advertised
+    /// as `SIZE`.
+    pub max_message_size: usize,
+    /// Accepted recipients per message.
+    pub max_recipients: usize,
+    /// Longest wait for the client's next bytes (and for a write to go out).
+    pub idle_timeout: Duration,
+    /// Longest session, STARTTLS included.
+    pub session_timeout: Duration,
+    /// Offers STARTTLS when set.
+    pub tls: Option<TlsAcceptor>,
+}
+
+impl SmtpConfig {
+    /// Defaults: 50 MiB messages (room for an attachment over the 20 MB
+    /// storage limit, base64 included), 100 recipients, 5 minutes idle
+    /// (RFC 5321 4.5.3.2.7), 30 minutes per session, no TLS.
+    pub fn new(hostname: impl Into<String>) -> Self {
+        Self {
+            hostname: hostname.into(),
+            max_message_size: 50 * 1024 * 1024,
+            max_recipients: 100,
+            idle_timeout: Duration::from_secs(5 * 60),
+            session_timeout: Duration::from_secs(30 * 60),
+            tls: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for SmtpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmtpConfig")
+            .field("hostname", &self.hostname)
+            .field("max_message_size", &self.max_message_size)
+            .field("max_recipients", &self.max_recipients)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("session_timeout", &self.session_timeout)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
+}
+
+/// Runs one SMTP session on `stream` until the client quits, the connection
+/// drops or a timeout closes it. Errors are I/O errors of the stream (or of
+/// the TLS handshake); protocol errors are answered on the wire instead.
+pub async fn serve_session<S>(
+    stream: S,
+    client_ip: IpAddr,
+    config: &SmtpConfig,
+    delivery: &dyn Delivery,
+) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    session::run(stream, client_ip, config, delivery).await
+}
+
+/// Accepts connections for ever, one task per connection. A failing client
+/// or a failed `accept` is logged and never stops the loop; each session is
+/// also cut off a little after `session_timeout` should it hang anywhere.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    config: Arc<SmtpConfig>,
+    delivery: Arc<dyn Delivery>,
+) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // Out of file descriptors and the like: back off, go on.
+                tracing::warn!(kind = ?error.kind(), "smtp accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let config = Arc::clone(&config);
+        let delivery = Arc::clone(&delivery);
+        tokio::spawn(async move {
+            // Nagle would hold back the pipelined replies.
+            let _ = stream.set_nodelay(true);
+            let hard_limit = config
+                .session_timeout
+                .saturating_add(config.idle_timeout)
+                .saturating_add(Duration::from_secs(30));
+            let session =
+                serve_session(stream, peer.ip().to_canonical(), &config, delivery.as_ref());
+            match tokio::time::timeout(hard_limit, session).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::debug!(kind = ?error.kind(), "smtp session i/o error"),
+                Err(_) => tracing::debug!("smtp session cut off at the hard time limit"),
+            }
+        });
+    }
+}

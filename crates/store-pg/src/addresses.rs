@@ -1,0 +1,342 @@
+//! `AddressRepository` over PostgreSQL.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use sealpost_activity::Records;
+use sealpost_addresses::{Address, AddressRepository, AssignOutcome, CreateOutcome, address_hash};
+use sealpost_kernel::{AccountId, InboxId, StoreError, Timestamp, WorkerId};
+use sealpost_pairing::PairingState;
+use sealpost_seal::SealedBox;
+
+use crate::records::{box_from_json, box_to_json, id_retired, retire_id, write_records};
+use crate::schema::{accounts, addresses, devices, pairing_sessions, retired_addresses};
+use crate::{PgStore, bytes32, db_error};
+
+pub(crate) const INBOX_ID_KIND: &str = "inbox";
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = addresses, check_for_backend(diesel::pg::Pg))]
+struct AddressRow {
+    id: String,
+    account_id: String,
+    email_address: String,
+    domain: String,
+    worker_id: Option<String>,
+    retention_days: i16,
+    paused_at: Option<DateTime<Utc>>,
+    meta: Option<serde_json::Value>,
+    public_key: Option<Vec<u8>>,
+    key_epoch: i32,
+    created_at: DateTime<Utc>,
+}
+
+impl AddressRow {
+    fn into_address(self) -> Result<Address, StoreError> {
+        Ok(Address {
+            id: InboxId::from_trusted(self.id),
+            account: AccountId::from_trusted(self.account_id),
+            email_address: self.email_address,
+            domain: self.domain,
+            worker: self.worker_id.map(WorkerId::from_trusted),
+            retention_days: u8::try_from(self.retention_days).map_err(StoreError::failed)?,
+            paused_at: self.paused_at.map(Into::into),
+            meta: self.meta.map(box_from_json).transpose()?,
+            public_key: self.public_key.map(bytes32).transpose()?,
+            key_epoch: u32::try_from(self.key_epoch).map_err(StoreError::failed)?,
+            created_at: self.created_at.into(),
+        })
+    }
+}
+
+/// Remembers an address's name and id as used, forever.
+pub(crate) async fn retire_address(
+    conn: &mut diesel_async::AsyncPgConnection,
+    id: &str,
+    email_address: &str,
+    at: Timestamp,
+) -> Result<(), diesel::result::Error> {
+    diesel::insert_into(retired_addresses::table)
+        .values((
+            retired_addresses::address_hash.eq(address_hash(email_address).to_vec()),
+            retired_addresses::retired_at.eq(at.as_datetime()),
+        ))
+        .on_conflict_do_nothing()
+        .execute(conn)
+        .await?;
+    retire_id(conn, INBOX_ID_KIND, id, at).await
+}
+
+#[async_trait]
+impl AddressRepository for PgStore {
+    async fn create(
+        &self,
+        address: Address,
+        max_addresses: u32,
+        records: Records,
+    ) -> Result<CreateOutcome, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            accounts::table
+                .find(address.account.as_str())
+                .select(accounts::id)
+                .for_update()
+                .first::<String>(conn)
+                .await?;
+            let id = address.id.as_str();
+            let id_used: i64 = addresses::table.find(id).count().get_result(conn).await?;
+            if id_used > 0 || id_retired(conn, INBOX_ID_KIND, id).await? {
+                return Ok(CreateOutcome::IdTaken);
+            }
+            let live: i64 = addresses::table
+                .filter(addresses::email_address.eq(&address.email_address))
+                .count()
+                .get_result(conn)
+                .await?;
+            let retired: i64 = retired_addresses::table
+                .find(address_hash(&address.email_address).to_vec())
+                .count()
+                .get_result(conn)
+                .await?;
+            if live > 0 || retired > 0 {
+                return Ok(CreateOutcome::AddressTaken);
+            }
+            let held: i64 = addresses::table
+                .filter(addresses::account_id.eq(address.account.as_str()))
+                .count()
+                .get_result(conn)
+                .await?;
+            if held >= i64::from(max_addresses) {
+                return Ok(CreateOutcome::LimitReached);
+            }
+            diesel::insert_into(addresses::table)
+                .values((
+                    addresses::id.eq(id),
+                    addresses::account_id.eq(address.account.as_str()),
+                    addresses::email_address.eq(&address.email_address),
+                    addresses::domain.eq(&address.domain),
+                    addresses::retention_days.eq(i16::from(address.retention_days)),
+                    addresses::meta.eq(address.meta.as_ref().map(box_to_json)),
+                    addresses::public_key.eq(address.public_key.map(|key| key.to_vec())),
+                    addresses::key_epoch.eq(0),
+                    addresses::created_at.eq(address.created_at.as_datetime()),
+                ))
+                .execute(conn)
+                .await?;
+            write_records(conn, &records).await?;
+            Ok::<_, diesel::result::Error>(CreateOutcome::Created)
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn addresses(
+        &self,
+        account: &AccountId,
+        worker: Option<WorkerId>,
+    ) -> Result<Vec<Address>, StoreError> {
+        let mut conn = self.conn().await?;
+        let mut query = addresses::table
+            .filter(addresses::account_id.eq(account.as_str()))
+            .select(AddressRow::as_select())
+            .order((addresses::created_at.desc(), addresses::id.desc()))
+            .into_boxed();
+        if let Some(worker) = worker {
+            query = query.filter(addresses::worker_id.eq(worker.into_string()));
+        }
+        query
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?
+            .into_iter()
+            .map(AddressRow::into_address)
+            .collect()
+    }
+
+    async fn address(
+        &self,
+        account: &AccountId,
+        id: &InboxId,
+    ) -> Result<Option<Address>, StoreError> {
+        let mut conn = self.conn().await?;
+        addresses::table
+            .filter(addresses::id.eq(id.as_str()))
+            .filter(addresses::account_id.eq(account.as_str()))
+            .select(AddressRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?
+            .map(AddressRow::into_address)
+            .transpose()
+    }
+
+    async fn count(&self, account: &AccountId) -> Result<(u64, u64), StoreError> {
+        let mut conn = self.conn().await?;
+        let mine = addresses::table.filter(addresses::account_id.eq(account.as_str()));
+        let total: i64 = mine.count().get_result(&mut conn).await.map_err(db_error)?;
+        let assigned: i64 = mine
+            .filter(addresses::worker_id.is_not_null())
+            .count()
+            .get_result(&mut conn)
+            .await
+            .map_err(db_error)?;
+        Ok((total as u64, assigned as u64))
+    }
+
+    async fn update(
+        &self,
+        account: &AccountId,
+        id: &InboxId,
+        meta: Option<SealedBox>,
+        retention_days: Option<u8>,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let target = addresses::table
+            .filter(addresses::id.eq(id.as_str()))
+            .filter(addresses::account_id.eq(account.as_str()));
+        conn.transaction(async |conn| {
+            let exists: i64 = target.count().get_result(conn).await?;
+            if exists == 0 {
+                return Ok(false);
+            }
+            if let Some(meta) = &meta {
+                diesel::update(target)
+                    .set(addresses::meta.eq(box_to_json(meta)))
+                    .execute(conn)
+                    .await?;
+            }
+            if let Some(days) = retention_days {
+                diesel::update(target)
+                    .set(addresses::retention_days.eq(i16::from(days)))
+                    .execute(conn)
+                    .await?;
+            }
+            Ok::<_, diesel::result::Error>(true)
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn delete(
+        &self,
+        account: &AccountId,
+        id: &InboxId,
+        records: Records,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let at = records.events.as_slice().first().map(|event| event.at);
+        conn.transaction(async |conn| {
+            let deleted: Option<String> = diesel::delete(
+                addresses::table
+                    .filter(addresses::id.eq(id.as_str()))
+                    .filter(addresses::account_id.eq(account.as_str())),
+            )
+            .returning(addresses::email_address)
+            .get_result(conn)
+            .await
+            .optional()?;
+            let Some(email_address) = deleted else {
+                return Ok(false);
+            };
+            if let Some(at) = at {
+                retire_address(conn, id.as_str(), &email_address, at).await?;
+            }
+            write_records(conn, &records).await?;
+            Ok::<_, diesel::result::Error>(true)
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn assign(
+        &self,
+        account: &AccountId,
+        id: &InboxId,
+        worker: &WorkerId,
+        expected_worker: Option<WorkerId>,
+        max_per_device: Option<u32>,
+        records: Records,
+    ) -> Result<AssignOutcome, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            let device: Option<String> = devices::table
+                .filter(devices::id.eq(worker.as_str()))
+                .filter(devices::account_id.eq(account.as_str()))
+                .select(devices::id)
+                .for_update()
+                .first(conn)
+                .await
+                .optional()?;
+            let current: Option<Option<String>> = addresses::table
+                .filter(addresses::id.eq(id.as_str()))
+                .filter(addresses::account_id.eq(account.as_str()))
+                .select(addresses::worker_id)
+                .for_update()
+                .first(conn)
+                .await
+                .optional()?;
+            let (Some(_), Some(current)) = (device, current) else {
+                return Ok(AssignOutcome::NotFound);
+            };
+            if current.as_deref() != expected_worker.as_ref().map(WorkerId::as_str) {
+                return Ok(AssignOutcome::Stale);
+            }
+            if let Some(max) = max_per_device {
+                let held: i64 = addresses::table
+                    .filter(addresses::worker_id.eq(worker.as_str()))
+                    .count()
+                    .get_result(conn)
+                    .await?;
+                if held >= i64::from(max) {
+                    return Ok(AssignOutcome::DeviceFull);
+                }
+            }
+            diesel::update(addresses::table.find(id.as_str()))
+                .set(addresses::worker_id.eq(worker.as_str()))
+                .execute(conn)
+                .await?;
+            // The pairing state machine: a new device's first address.
+            diesel::update(
+                pairing_sessions::table
+                    .filter(pairing_sessions::worker_id.eq(worker.as_str()))
+                    .filter(pairing_sessions::state.eq(PairingState::AwaitingInbox.as_str())),
+            )
+            .set(pairing_sessions::state.eq(PairingState::InboxAssigned.as_str()))
+            .execute(conn)
+            .await?;
+            write_records(conn, &records).await?;
+            Ok::<_, diesel::result::Error>(AssignOutcome::Assigned)
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn unassign(
+        &self,
+        account: &AccountId,
+        id: &InboxId,
+        worker: &WorkerId,
+        records: Records,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            let changed = diesel::update(
+                addresses::table
+                    .filter(addresses::id.eq(id.as_str()))
+                    .filter(addresses::account_id.eq(account.as_str()))
+                    .filter(addresses::worker_id.eq(worker.as_str())),
+            )
+            .set(addresses::worker_id.eq(None::<String>))
+            .execute(conn)
+            .await?;
+            if changed > 0 {
+                write_records(conn, &records).await?;
+            }
+            Ok::<_, diesel::result::Error>(changed > 0)
+        })
+        .await
+        .map_err(db_error)
+    }
+}

@@ -1,0 +1,101 @@
+//! Writing activity entries and outbox events inside a change's transaction,
+//! and remembering retired ids.
+
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use sealpost_activity::Records;
+use sealpost_kernel::{StoreError, Timestamp};
+use sealpost_seal::{SealedBox, sha256};
+
+use crate::schema::{activity, events, retired_ids};
+
+pub(crate) async fn write_records(
+    conn: &mut AsyncPgConnection,
+    records: &Records,
+) -> Result<(), diesel::result::Error> {
+    if !records.activity.is_empty() {
+        let rows: Vec<_> = records
+            .activity
+            .iter()
+            .map(|entry| {
+                (
+                    activity::id.eq(entry.id.as_str()),
+                    activity::account_id.eq(entry.account.as_str()),
+                    activity::kind.eq(entry.kind.as_str()),
+                    activity::inbox_id.eq(entry.inbox.as_ref().map(|id| id.as_str())),
+                    activity::worker_id.eq(entry.worker.as_ref().map(|id| id.as_str())),
+                    activity::created_at.eq(entry.at.as_datetime()),
+                )
+            })
+            .collect();
+        diesel::insert_into(activity::table)
+            .values(rows)
+            .execute(conn)
+            .await?;
+    }
+    if !records.events.is_empty() {
+        let rows: Vec<_> = records
+            .events
+            .iter()
+            .map(|event| {
+                (
+                    events::id.eq(event.id.as_str()),
+                    events::account_id.eq(event.account.as_str()),
+                    events::event_type.eq(event.kind.as_str()),
+                    events::payload.eq(&event.payload),
+                    events::created_at.eq(event.at.as_datetime()),
+                )
+            })
+            .collect();
+        diesel::insert_into(events::table)
+            .values(rows)
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
+}
+
+pub(crate) fn id_hash(id: &str) -> Vec<u8> {
+    sha256(id.as_bytes()).to_vec()
+}
+
+/// Remembers a client id as used, forever.
+pub(crate) async fn retire_id(
+    conn: &mut AsyncPgConnection,
+    kind: &str,
+    id: &str,
+    at: Timestamp,
+) -> Result<(), diesel::result::Error> {
+    diesel::insert_into(retired_ids::table)
+        .values((
+            retired_ids::kind.eq(kind),
+            retired_ids::id_hash.eq(id_hash(id)),
+            retired_ids::retired_at.eq(at.as_datetime()),
+        ))
+        .on_conflict_do_nothing()
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub(crate) async fn id_retired(
+    conn: &mut AsyncPgConnection,
+    kind: &str,
+    id: &str,
+) -> Result<bool, diesel::result::Error> {
+    let count: i64 = retired_ids::table
+        .filter(retired_ids::kind.eq(kind))
+        .filter(retired_ids::id_hash.eq(id_hash(id)))
+        .count()
+        .get_result(conn)
+        .await?;
+    Ok(count > 0)
+}
+
+pub(crate) fn box_to_json(sealed: &SealedBox) -> serde_json::Value {
+    serde_json::to_value(sealed).unwrap_or(serde_json::Value::Null)
+}
+
+pub(crate) fn box_from_json(value: serde_json::Value) -> Result<SealedBox, StoreError> {
+    serde_json::from_value(value).map_err(StoreError::failed)
+}

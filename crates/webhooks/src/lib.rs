@@ -1,0 +1,32 @@
+//! Webhooks (SPEC.md "Webhook", "Webhook delivery", "Events", Limits;
+//! CONTRACT.md section 9): the rules, as pure functions and types.
+//!
+//! - [`url`]: which URLs may be registered (400 `invalid_url`).
+//! - [`events`]: the event types and the endpoint's event filter.
+//! - [`endpoint`]: per-plan and per-account limits, endpoint status and
+//!   failure record, secrets, the hourly allowance of tests and redeliveries.
+//! - [`delivery`]: the delivery state machine (retry schedule, auto-disable,
+//!   the plan rule, redelivery) and the body and headers a delivery sends.
+//! - [`signature`]: the `Service-Signature` header, signing and verifying.
+//!
+//! No I/O: no sockets, no database, no system time. Every rule that needs the
+//! time takes `now`; the sender and the HTTP handlers that apply these
+//! decisions live in adapter crates.
+
+pub mod delivery;
+pub mod endpoint;
+pub mod events;
+pub mod signature;
+pub mod url;
+
+pub use delivery::{
+    AttemptDecision, AttemptOutcome, Delivery, DeliveryState, DeliveryStatus, PlanEffect,
+    RETRY_SCHEDULE, WebhookEvent, after_attempt, on_plan_change,
+};
+pub use endpoint::{
+    DisabledReason, EndpointError, EndpointHealth, EndpointStatus, HourlyAllowance,
+    MAX_ENDPOINTS_PER_ACCOUNT, SIGNATURE_TOLERANCE, check_can_create, generate_secret,
+};
+pub use events::{EventFilter, EventFilterError, EventType};
+pub use signature::{SignatureError, sign, verify};
+pub use url::{UrlError, WebhookUrl, validate_url};

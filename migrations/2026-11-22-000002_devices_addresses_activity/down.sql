@@ -1,0 +1,9 @@
+DROP TABLE events;
+DROP TABLE activity;
+DROP TABLE retired_addresses;
+DROP TABLE addresses;
+DROP TABLE pairing_lookup_failures;
+DROP TABLE pairing_sessions;
+DROP TABLE device_credentials;
+DROP TABLE devices;
+DROP TABLE retired_ids;
