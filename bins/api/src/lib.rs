@@ -14,12 +14,16 @@ use anyhow::Context;
 use sealpost_accounts::Accounts;
 use sealpost_activity::ActivityLog;
 use sealpost_addresses::Addresses;
+use sealpost_blobs_fs::FsBlobStore;
 use sealpost_config::Config;
 use sealpost_http_api::rate_limit::EdgeLimiter;
 use sealpost_http_api::{AppState, HealthProbe};
 use sealpost_kernel::{Clock, StoreError};
+use sealpost_messages::ingest::Ingest;
+use sealpost_messages::mailbox::Mailbox;
+use sealpost_messages::store::BlobStore;
 use sealpost_pairing::Devices;
-use sealpost_store_pg::PgStore;
+use sealpost_store_pg::{MailNotifier, PgStore};
 use tokio::task::JoinHandle;
 
 /// How often expired challenges and sessions are swept, and idle rate-limit keys forgotten.
@@ -72,6 +76,12 @@ pub async fn start(
     let rate = NonZeroU32::new(config.edge_rate_per_minute)
         .context("SEALPOST_EDGE_RATE must be above 0")?;
     let limiter = Arc::new(EdgeLimiter::per_minute(rate));
+    let blobs: Arc<dyn BlobStore> = Arc::new(
+        FsBlobStore::open(&config.blob_dir)
+            .await
+            .with_context(|| format!("opening SEALPOST_BLOB_DIR {}", config.blob_dir.display()))?,
+    );
+    let notifier = MailNotifier::start(config.database_url.clone());
     let state = AppState {
         accounts: Accounts::new(Arc::new(store.clone()), clock.clone()),
         devices: Devices::new(Arc::new(store.clone()), clock.clone()),
@@ -81,6 +91,14 @@ pub async fn start(
             config.domains.clone(),
         ),
         activity: ActivityLog::new(Arc::new(store.clone()), clock.clone()),
+        mailbox: Mailbox::new(Arc::new(store.clone()), blobs.clone(), clock.clone()),
+        ingest: Ingest::new(
+            Arc::new(store.clone()),
+            blobs.clone(),
+            clock.clone(),
+            config.domains.clone(),
+        ),
+        new_mail: notifier.sender(),
         health: Arc::new(PgHealth(store.clone())),
         limiter: limiter.clone(),
         clock: clock.clone(),
@@ -90,7 +108,7 @@ pub async fn start(
     let server = sealpost_http_api::serve(listener, state, workers)?;
     let handle = server.handle();
     let serving = tokio::spawn(server);
-    let sweeper = tokio::spawn(sweep_forever(Sweeps::new(&store, &clock), limiter));
+    let sweeper = tokio::spawn(sweep_forever(Sweeps::new(&store, &blobs, &clock), limiter));
     tracing::info!(%addr, "serving the API");
     Ok(Running {
         addr,
@@ -105,14 +123,23 @@ pub struct Sweeps {
     accounts: Accounts,
     devices: Devices,
     activity: ActivityLog,
+    mailbox: Mailbox,
+    ingest: Ingest,
 }
 
 impl Sweeps {
-    pub fn new(store: &PgStore, clock: &Arc<dyn Clock>) -> Self {
+    pub fn new(store: &PgStore, blobs: &Arc<dyn BlobStore>, clock: &Arc<dyn Clock>) -> Self {
         Self {
             accounts: Accounts::new(Arc::new(store.clone()), clock.clone()),
             devices: Devices::new(Arc::new(store.clone()), clock.clone()),
             activity: ActivityLog::new(Arc::new(store.clone()), clock.clone()),
+            mailbox: Mailbox::new(Arc::new(store.clone()), blobs.clone(), clock.clone()),
+            ingest: Ingest::new(
+                Arc::new(store.clone()),
+                blobs.clone(),
+                clock.clone(),
+                Vec::new(),
+            ),
         }
     }
 
@@ -130,6 +157,17 @@ impl Sweeps {
             Ok(removed) => tracing::info!(removed, "swept old activity"),
             Err(error) => tracing::warn!(%error, "activity sweep failed"),
         }
+        match self.mailbox.sweep().await {
+            Ok((expired, blobs)) => tracing::info!(expired, blobs, "swept expired mail and blobs"),
+            Err(error) => tracing::warn!(%error, "mail sweep failed"),
+        }
+        match self.ingest.recover().await {
+            Ok(recovered) => tracing::info!(
+                recovered,
+                "removed blobs of deliveries that never committed"
+            ),
+            Err(error) => tracing::warn!(%error, "pending blob recovery failed"),
+        }
     }
 }
 
@@ -139,19 +177,5 @@ async fn sweep_forever(sweeps: Sweeps, limiter: Arc<EdgeLimiter>) {
         tick.tick().await;
         sweeps.run_once().await;
         limiter.forget_idle();
-    }
-}
-
-/// Logs to stderr, filtered by `SEALPOST_LOG`, as JSON when `SEALPOST_LOG_JSON` is on.
-pub fn init_tracing(config: &Config) {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_new(&config.log_filter).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if config.log_json {
-        builder.json().init();
-    } else {
-        builder.init();
     }
 }

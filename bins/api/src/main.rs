@@ -11,7 +11,7 @@ use sealpost_kernel::SystemClock;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::from_env()?;
-    sealpost_api::init_tracing(&config);
+    sealpost_config::init_tracing(&config);
     let listener = TcpListener::bind(&config.http_addr)
         .with_context(|| format!("binding SEALPOST_HTTP_ADDR {}", config.http_addr))?;
     let workers = std::thread::available_parallelism().map_or(2, usize::from);

@@ -122,12 +122,14 @@ pub trait AddressRepository: Send + Sync {
     ) -> Result<Option<Address>, StoreError>;
     /// Counts every address of the account, and those assigned.
     async fn count(&self, account: &AccountId) -> Result<(u64, u64), StoreError>;
+    /// Changes label and retention; a shorter retention deletes mail already past it at `now`.
     async fn update(
         &self,
         account: &AccountId,
         id: &InboxId,
         meta: Option<SealedBox>,
         retention_days: Option<u8>,
+        now: Timestamp,
     ) -> Result<bool, StoreError>;
     /// Deletes the address, its mail and blobs; retires its id and name.
     async fn delete(
@@ -328,7 +330,11 @@ impl Addresses {
         let retention_days = retention_days
             .map(|days| retention(Some(days)))
             .transpose()?;
-        if !self.repo.update(account, id, meta, retention_days).await? {
+        if !self
+            .repo
+            .update(account, id, meta, retention_days, self.clock.now())
+            .await?
+        {
             return Err(AddressError::NotFound);
         }
         self.get(account, id).await

@@ -85,6 +85,21 @@ impl Config {
     }
 }
 
+/// Logs to stderr, filtered by `SEALPOST_LOG`, as JSON when `SEALPOST_LOG_JSON` is on.
+#[cfg(feature = "logging")]
+pub fn init_tracing(config: &Config) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_new(&config.log_filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if config.log_json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
 fn flag(value: Option<&str>, name: &'static str) -> Result<bool, ConfigError> {
     match value.map(str::to_ascii_lowercase).as_deref() {
         None | Some("false" | "0" | "no" | "off") => Ok(false),

@@ -10,6 +10,8 @@ use sealpost_accounts::AccountError;
 use sealpost_addresses::AddressError;
 use sealpost_kernel::page::PageError;
 use sealpost_kernel::{InvalidId, StoreError};
+use sealpost_messages::ingest::IngestError;
+use sealpost_messages::mailbox::MailError;
 use sealpost_pairing::DeviceError;
 use sealpost_plans::LimitError;
 use sealpost_seal::BoxShapeError;
@@ -334,6 +336,42 @@ impl From<AddressError> for ApiError {
             AddressError::Limit(limit) => limit.into(),
             AddressError::NotFound => Self::not_found(),
             AddressError::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<MailError> for ApiError {
+    fn from(error: MailError) -> Self {
+        match error {
+            MailError::NotFound => Self::not_found(),
+            MailError::ReadsExhausted {
+                retry_after_seconds,
+            } => Self {
+                retry_after: Some(retry_after_seconds),
+                ..Self::new(ErrorCode::RateLimited, error.to_string())
+            },
+            MailError::Store(store) => store.into(),
+            MailError::Blob(blob) => Self::internal(&blob),
+        }
+    }
+}
+
+impl From<IngestError> for ApiError {
+    fn from(error: IngestError) -> Self {
+        match error {
+            IngestError::Unknown => Self::not_found(),
+            IngestError::NoKey => Self::new(
+                ErrorCode::InvalidKey,
+                "the address has no publicKey, so it refuses mail",
+            ),
+            IngestError::OverAllowance {
+                retry_after_seconds,
+            } => Self {
+                retry_after: Some(retry_after_seconds),
+                ..Self::new(ErrorCode::RateLimited, error.to_string())
+            },
+            IngestError::Store(store) => store.into(),
+            IngestError::Blob(blob) => Self::internal(&blob),
         }
     }
 }

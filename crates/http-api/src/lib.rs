@@ -53,7 +53,7 @@ pub fn serve(
 }
 
 fn routes(config: &mut web::ServiceConfig) {
-    use routes::{accounts, activity, addresses, devices, health};
+    use routes::{accounts, activity, addresses, devices, health, messages};
     config
         .service(health::healthz)
         .service(health::readyz)
@@ -82,6 +82,7 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(devices::lookup)
         .service(devices::claim)
         .service(devices::heartbeat)
+        .service(messages::worker_messages)
         .service(devices::list)
         .service(devices::get_one)
         .service(devices::update)
@@ -95,7 +96,17 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(addresses::update)
         .service(addresses::remove)
         .service(addresses::assign)
-        .service(addresses::unassign);
+        .service(addresses::unassign)
+        .service(messages::list)
+        .service(messages::wait)
+        .service(messages::get_one)
+        .service(messages::attachment)
+        .service(messages::mark_read)
+        .service(
+            web::resource("/messages")
+                .app_data(PayloadConfig::new(messages::INBOUND_BODY_LIMIT))
+                .route(web::post().to(messages::inbound)),
+        );
 }
 
 /// Per-IP edge limit, before any handler work. Probes are exempt.

@@ -4,7 +4,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{accounts, activity, addresses, devices, health};
+use crate::routes::{accounts, activity, addresses, devices, health, messages};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -42,6 +42,13 @@ use crate::routes::{accounts, activity, addresses, devices, health};
         addresses::remove,
         addresses::assign,
         addresses::unassign,
+        messages::list,
+        messages::wait,
+        messages::get_one,
+        messages::attachment,
+        messages::mark_read,
+        messages::worker_messages,
+        messages::inbound,
     ),
     modifiers(&BearerAuth),
 )]

@@ -6,6 +6,8 @@ use sealpost_accounts::Accounts;
 use sealpost_activity::ActivityLog;
 use sealpost_addresses::Addresses;
 use sealpost_kernel::{Clock, StoreError};
+use sealpost_messages::ingest::Ingest;
+use sealpost_messages::mailbox::Mailbox;
 use sealpost_pairing::Devices;
 
 use crate::rate_limit::EdgeLimiter;
@@ -21,6 +23,11 @@ pub struct AppState {
     pub devices: Devices,
     pub addresses: Addresses,
     pub activity: ActivityLog,
+    pub mailbox: Mailbox,
+    /// `POST /messages`: the same sealing path SMTP takes.
+    pub ingest: Ingest,
+    /// Address ids with newly committed mail (PostgreSQL NOTIFY, fanned out).
+    pub new_mail: tokio::sync::broadcast::Sender<String>,
     pub health: Arc<dyn HealthProbe>,
     pub limiter: Arc<EdgeLimiter>,
     pub clock: Arc<dyn Clock>,

@@ -1,11 +1,14 @@
 //! Inbound mail, parsed once: the JSON that CONTRACT.md section 5 seals to the
 //! address's key, and the attachment parts stored beside it.
 //!
-//! Pure: no I/O, no logging. The SMTP side hands the raw message in, and gets
-//! back [`content::ParsedMail`]; nothing here fails, a malformed message still
-//! yields whatever can be read from it.
+//! Pure: no I/O, no logging. Storage and blobs sit behind the traits in
+//! [`store`]; [`ingest`] turns a raw message into sealed rows and blobs, and
+//! [`mailbox`] serves them back to the account's clients.
 
 pub mod content;
+pub mod ingest;
+pub mod mailbox;
+pub mod store;
 
 pub use content::{
     ATTACHMENT_STORE_LIMIT, AttachmentInfo, AttachmentPart, MessageContent, ParsedMail, parse_mail,

@@ -1,7 +1,21 @@
 //! Plans: the one table of prices and limits (CONTRACT.md section 7) and the
 //! limit rules every other crate asks instead of hard-coding numbers.
 
-use sealpost_kernel::PlanId;
+use chrono::TimeDelta;
+use sealpost_kernel::{PlanId, Timestamp};
+
+/// SPEC.md: received mail counts in a fixed, non-rolling 30-day window.
+pub const RECEIVED_WINDOW: TimeDelta = TimeDelta::days(30);
+
+/// The 30-day window holding `now`, counted from the account's creation:
+/// `[created + 30k days, created + 30(k+1) days)`.
+pub fn received_window(account_created: Timestamp, now: Timestamp) -> (Timestamp, Timestamp) {
+    let elapsed = (now - account_created).num_milliseconds().max(0);
+    let periods = elapsed / RECEIVED_WINDOW.num_milliseconds();
+    let start =
+        account_created + TimeDelta::milliseconds(periods * RECEIVED_WINDOW.num_milliseconds());
+    (start, start + RECEIVED_WINDOW)
+}
 
 /// A plan's price and limits. `None` means unlimited (or, for the price, by contract).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,6 +191,17 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_received_window_is_fixed_from_account_creation() {
+        let created = Timestamp::parse("2026-01-01T10:00:00Z").unwrap();
+        let (start, end) = received_window(created, created);
+        assert_eq!((start, end), (created, created + TimeDelta::days(30)));
+        let later = Timestamp::parse("2026-02-15T00:00:00Z").unwrap();
+        let (start, end) = received_window(created, later);
+        assert_eq!(start.to_string(), "2026-01-31T10:00:00.000Z");
+        assert_eq!(end.to_string(), "2026-03-02T10:00:00.000Z");
+    }
 
     #[test]
     fn the_table_is_indexed_by_id() {

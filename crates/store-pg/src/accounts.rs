@@ -12,7 +12,7 @@ use sealpost_seal::sha256;
 
 use crate::addresses::retire_address;
 use crate::devices::WORKER_ID_KIND;
-use crate::records::retire_id;
+use crate::records::{queue_blobs_of, retire_id};
 use crate::schema::{
     accounts, addresses, auth_challenges, device_credentials, devices, retired_account_ids,
     sessions,
@@ -291,6 +291,7 @@ impl AccountRepository for PgStore {
             for id in &workers {
                 retire_id(conn, WORKER_ID_KIND, id, at).await?;
             }
+            queue_blobs_of(conn, "m.account_id = $1", account.as_str(), at).await?;
             // Everything the account owns hangs off `accounts` with ON DELETE CASCADE:
             // devices, credentials, addresses, activity, events, pairing claims.
             diesel::delete(accounts::table.find(account.as_str()))

@@ -10,7 +10,9 @@ use sealpost_kernel::{AccountId, InboxId, StoreError, Timestamp, WorkerId};
 use sealpost_pairing::PairingState;
 use sealpost_seal::SealedBox;
 
-use crate::records::{box_from_json, box_to_json, id_retired, retire_id, write_records};
+use crate::records::{
+    box_from_json, box_to_json, id_retired, queue_blobs_of, retire_id, write_records,
+};
 use crate::schema::{accounts, addresses, devices, pairing_sessions, retired_addresses};
 use crate::{PgStore, bytes32, db_error};
 
@@ -191,6 +193,7 @@ impl AddressRepository for PgStore {
         id: &InboxId,
         meta: Option<SealedBox>,
         retention_days: Option<u8>,
+        now: Timestamp,
     ) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
         let target = addresses::table
@@ -212,6 +215,26 @@ impl AddressRepository for PgStore {
                     .set(addresses::retention_days.eq(i16::from(days)))
                     .execute(conn)
                     .await?;
+                // A shorter retention applies to mail already stored, at once.
+                let cutoff = now - chrono::TimeDelta::days(i64::from(days));
+                diesel::sql_query(
+                    "INSERT INTO blob_garbage (blob_key, queued_at) \
+                     SELECT t.blob_key, $3 FROM attachments t JOIN messages m ON m.id = t.message_id \
+                     WHERE t.blob_key IS NOT NULL AND m.inbox_id = $1 AND m.received_at <= $2 \
+                     ON CONFLICT DO NOTHING",
+                )
+                .bind::<diesel::sql_types::Text, _>(id.as_str())
+                .bind::<diesel::sql_types::Timestamptz, _>(cutoff.as_datetime())
+                .bind::<diesel::sql_types::Timestamptz, _>(now.as_datetime())
+                .execute(conn)
+                .await?;
+                diesel::delete(
+                    crate::schema::messages::table
+                        .filter(crate::schema::messages::inbox_id.eq(id.as_str()))
+                        .filter(crate::schema::messages::received_at.le(cutoff.as_datetime())),
+                )
+                .execute(conn)
+                .await?;
             }
             Ok::<_, diesel::result::Error>(true)
         })
@@ -228,6 +251,18 @@ impl AddressRepository for PgStore {
         let mut conn = self.conn().await?;
         let at = records.events.as_slice().first().map(|event| event.at);
         conn.transaction(async |conn| {
+            if let Some(at) = at {
+                // Only the caller's address: the condition also pins the account.
+                let owned: i64 = addresses::table
+                    .filter(addresses::id.eq(id.as_str()))
+                    .filter(addresses::account_id.eq(account.as_str()))
+                    .count()
+                    .get_result(conn)
+                    .await?;
+                if owned > 0 {
+                    queue_blobs_of(conn, "m.inbox_id = $1", id.as_str(), at).await?;
+                }
+            }
             let deleted: Option<String> = diesel::delete(
                 addresses::table
                     .filter(addresses::id.eq(id.as_str()))

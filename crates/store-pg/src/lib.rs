@@ -8,6 +8,8 @@ mod activity;
 mod addresses;
 mod database;
 mod devices;
+mod messages;
+mod notify;
 mod records;
 mod schema;
 
@@ -21,6 +23,7 @@ use sealpost_kernel::StoreError;
 pub use database::{
     MigrateError, create_database_if_missing, migrate, quote_ident, split_database_url,
 };
+pub use notify::MailNotifier;
 
 /// How long a request waits for a pooled connection before the store reports
 /// itself unavailable (503) instead of queueing without bound.

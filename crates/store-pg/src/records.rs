@@ -99,3 +99,24 @@ pub(crate) fn box_to_json(sealed: &SealedBox) -> serde_json::Value {
 pub(crate) fn box_from_json(value: serde_json::Value) -> Result<SealedBox, StoreError> {
     serde_json::from_value(value).map_err(StoreError::failed)
 }
+
+/// Queues the blobs of the messages matching `condition` (SQL over `m`, with
+/// `$1` bound to `value`) for deletion once the transaction commits.
+pub(crate) async fn queue_blobs_of(
+    conn: &mut AsyncPgConnection,
+    condition: &str,
+    value: &str,
+    at: Timestamp,
+) -> Result<(), diesel::result::Error> {
+    use diesel::sql_types::{Text, Timestamptz};
+    diesel::sql_query(format!(
+        "INSERT INTO blob_garbage (blob_key, queued_at) \
+         SELECT t.blob_key, $2 FROM attachments t JOIN messages m ON m.id = t.message_id \
+         WHERE t.blob_key IS NOT NULL AND {condition} ON CONFLICT DO NOTHING"
+    ))
+    .bind::<Text, _>(value)
+    .bind::<Timestamptz, _>(at.as_datetime())
+    .execute(conn)
+    .await?;
+    Ok(())
+}

@@ -157,3 +157,57 @@ diesel::allow_tables_to_appear_in_same_query!(
     pairing_sessions,
     accounts
 );
+
+diesel::table! {
+    messages (id) {
+        id -> Text,
+        account_id -> Text,
+        inbox_id -> Text,
+        received_at -> Timestamptz,
+        read -> Bool,
+        size_bytes -> Int8,
+        key_epoch -> Int4,
+        content -> Jsonb,
+        held -> Bool,
+    }
+}
+
+diesel::table! {
+    attachments (message_id, index) {
+        message_id -> Text,
+        index -> Int4,
+        blob_key -> Nullable<Text>,
+        size_bytes -> Int8,
+    }
+}
+
+diesel::table! {
+    usage_counters (account_id, counter, window_start) {
+        account_id -> Text,
+        counter -> Text,
+        window_start -> Timestamptz,
+        used -> Int8,
+    }
+}
+
+diesel::table! {
+    pending_blobs (blob_key) {
+        blob_key -> Text,
+        written_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    blob_garbage (blob_key) {
+        blob_key -> Text,
+        queued_at -> Timestamptz,
+    }
+}
+
+diesel::joinable!(messages -> addresses (inbox_id));
+diesel::joinable!(attachments -> messages (message_id));
+diesel::allow_tables_to_appear_in_same_query!(messages, attachments);
+diesel::allow_tables_to_appear_in_same_query!(messages, addresses);
+diesel::allow_tables_to_appear_in_same_query!(messages, devices);
+diesel::allow_tables_to_appear_in_same_query!(attachments, addresses);
+diesel::joinable!(addresses -> accounts (account_id));

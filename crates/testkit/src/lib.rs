@@ -171,6 +171,7 @@ pub struct TestApp {
     pub config: Config,
     pub db: TestDb,
     running: Option<Running>,
+    smtp: Vec<sealpost_smtp_ingest::Running>,
 }
 
 impl TestApp {
@@ -201,7 +202,22 @@ impl TestApp {
             config,
             db,
             running: Some(running),
+            smtp: Vec::new(),
         }
+    }
+
+    /// Starts `sealpost-smtp`'s wiring on port 0 against the same database,
+    /// blob directory and clock; returns its address.
+    pub async fn spawn_smtp(&mut self) -> std::net::SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("binding port 0");
+        let running = sealpost_smtp_ingest::start(&self.config, self.clock.clone(), listener)
+            .await
+            .expect("starting the SMTP ingest");
+        let addr = running.addr;
+        self.smtp.push(running);
+        addr
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -209,6 +225,9 @@ impl TestApp {
     }
 
     pub async fn stop(mut self) {
+        for smtp in self.smtp.drain(..) {
+            smtp.stop();
+        }
         if let Some(running) = self.running.take() {
             running.stop().await;
         }

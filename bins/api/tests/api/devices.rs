@@ -284,7 +284,12 @@ async fn two_quiet_hours_disconnect_and_activity_reconnects() {
     let device = api.pair(&owner.token, "wkr_phone01").await;
     let store = sealpost_store_pg::PgStore::connect(&api.app.db.url, 2).unwrap();
     let clock: std::sync::Arc<dyn sealpost_kernel::Clock> = api.app.clock.clone();
-    let sweeps = sealpost_api::Sweeps::new(&store, &clock);
+    let blobs: std::sync::Arc<dyn sealpost_messages::store::BlobStore> = std::sync::Arc::new(
+        sealpost_blobs_fs::FsBlobStore::open(&api.app.config.blob_dir)
+            .await
+            .unwrap(),
+    );
+    let sweeps = sealpost_api::Sweeps::new(&store, &blobs, &clock);
 
     api.app.clock.advance(TimeDelta::hours(2));
     sweeps.run_once().await;

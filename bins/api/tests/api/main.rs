@@ -9,5 +9,6 @@ mod accounts;
 mod addresses;
 mod devices;
 mod errors;
+mod messages;
 mod ownership;
 mod storage;

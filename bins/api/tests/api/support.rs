@@ -264,3 +264,61 @@ pub fn profile_box(worker_id: &str) -> Value {
     ))
     .unwrap()
 }
+
+/// A minimal SMTP client over real TCP, answering each step's reply code.
+pub struct SmtpClient {
+    reader: tokio::io::BufReader<tokio::net::tcp::OwnedReadHalf>,
+    writer: tokio::net::tcp::OwnedWriteHalf,
+}
+
+impl SmtpClient {
+    pub async fn connect(addr: std::net::SocketAddr) -> (SmtpClient, u16) {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (read, writer) = stream.into_split();
+        let mut client = SmtpClient {
+            reader: tokio::io::BufReader::new(read),
+            writer,
+        };
+        let greeting = client.reply().await;
+        (client, greeting)
+    }
+
+    /// Reads one (possibly multi-line) reply; returns its code.
+    pub async fn reply(&mut self) -> u16 {
+        use tokio::io::AsyncBufReadExt;
+        loop {
+            let mut line = String::new();
+            self.reader.read_line(&mut line).await.unwrap();
+            assert!(line.len() >= 4, "short reply {line:?}");
+            if line.as_bytes()[3] == b' ' {
+                return line[..3].parse().unwrap();
+            }
+        }
+    }
+
+    pub async fn command(&mut self, line: &str) -> u16 {
+        use tokio::io::AsyncWriteExt;
+        self.writer
+            .write_all(format!("{line}\r\n").as_bytes())
+            .await
+            .unwrap();
+        self.reply().await
+    }
+
+    /// DATA, the message (dot-stuffed here), and the final reply.
+    pub async fn data(&mut self, message: &str) -> u16 {
+        use tokio::io::AsyncWriteExt;
+        assert_eq!(self.command("DATA").await, 354);
+        let mut body = String::new();
+        for line in message.split("\r\n") {
+            if line.starts_with('.') {
+                body.push('.');
+            }
+            body.push_str(line);
+            body.push_str("\r\n");
+        }
+        body.push_str(".\r\n");
+        self.writer.write_all(body.as_bytes()).await.unwrap();
+        self.reply().await
+    }
+}

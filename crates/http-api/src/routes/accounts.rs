@@ -288,5 +288,9 @@ pub async fn revoke_session(
 #[delete("/accounts/me")]
 pub async fn erase(state: Data<AppState>, caller: SessionCaller) -> Result<HttpResponse, ApiError> {
     state.accounts.erase(&caller.caller).await?;
+    // The rows are gone; their sealed blobs follow now (the hourly sweep retries failures).
+    if let Err(error) = state.mailbox.collect_garbage().await {
+        tracing::warn!(%error, "blob clean-up deferred to the sweep");
+    }
     Ok(HttpResponse::NoContent().finish())
 }

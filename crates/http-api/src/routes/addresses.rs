@@ -256,6 +256,10 @@ pub async fn remove(
 ) -> Result<HttpResponse, ApiError> {
     let id = parse_inbox_path(&id)?;
     state.addresses.delete(&caller.account, &id).await?;
+    // The rows are gone; their sealed blobs follow now (the hourly sweep retries failures).
+    if let Err(error) = state.mailbox.collect_garbage().await {
+        tracing::warn!(%error, "blob clean-up deferred to the sweep");
+    }
     Ok(HttpResponse::NoContent().finish())
 }
 

@@ -3,3 +3,4 @@ pub mod activity;
 pub mod addresses;
 pub mod devices;
 pub mod health;
+pub mod messages;

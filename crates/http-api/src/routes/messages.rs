@@ -1,0 +1,321 @@
+//! SPEC.md "Messages" endpoints, `POST /messages`, and the long-poll wait.
+
+use std::time::Duration;
+
+use actix_web::http::header;
+use actix_web::web::{Bytes, Data, Path, Query};
+use actix_web::{HttpResponse, get, post};
+use sealpost_kernel::{Cursor, InboxId, MessageId, PageLimits, PlanId, Timestamp};
+use sealpost_messages::store::{Message, Reader};
+use sealpost_seal::{SealedBox, b64};
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast::error::RecvError;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::{Authenticated, SessionCaller};
+use crate::error::{ApiError, ErrorBody};
+use crate::json::{Json, parse};
+use crate::routes::activity::PageQuery;
+use crate::state::AppState;
+
+/// `POST /messages` bodies: a raw message of up to 25 MB, base64url-encoded.
+pub const INBOUND_BODY_LIMIT: usize = 35 * 1024 * 1024;
+/// SPEC: the wait answers within 60 seconds at most.
+const MAX_WAIT_SECONDS: u64 = 60;
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageBody {
+    id: MessageId,
+    inbox_id: InboxId,
+    received_at: Timestamp,
+    read: bool,
+    size_bytes: u64,
+    /// The address key epoch the content is sealed under.
+    key_epoch: u32,
+    /// Sealed CONTRACT.md section 5 JSON; context `service/v1/message:<inboxId>:<id>`.
+    #[schema(value_type = Object)]
+    content: SealedBox,
+}
+
+impl From<Message> for MessageBody {
+    fn from(message: Message) -> Self {
+        Self {
+            id: message.id,
+            inbox_id: message.inbox,
+            received_at: message.received_at,
+            read: message.read,
+            size_bytes: message.size_bytes,
+            key_epoch: message.key_epoch,
+            content: message.content,
+        }
+    }
+}
+
+fn reader(caller: &Authenticated) -> Reader {
+    Reader {
+        account: caller.account().clone(),
+        worker: caller.worker().cloned(),
+    }
+}
+
+async fn plan_of(state: &AppState, caller: &Authenticated) -> Result<PlanId, ApiError> {
+    Ok(state.accounts.account(caller.account()).await?.plan)
+}
+
+fn inbox_path(text: &str) -> Result<InboxId, ApiError> {
+    InboxId::parse(text).map_err(|_| ApiError::not_found())
+}
+
+fn message_path(text: &str) -> Result<MessageId, ApiError> {
+    MessageId::parse(text).map_err(|_| ApiError::not_found())
+}
+
+fn cursor_of(message: &Message) -> String {
+    Cursor {
+        at: message.received_at,
+        id: message.id.to_string(),
+    }
+    .encode()
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessagesPage {
+    messages: Vec<MessageBody>,
+    next_cursor: Option<String>,
+}
+
+/// An address's mail, newest first. Mail past the address's retention is never returned.
+#[utoipa::path(get, path = "/inboxes/{id}/messages", tag = "messages", security(("bearer" = [])),
+    params(("id" = String, Path), PageQuery),
+    responses((status = 200, body = MessagesPage), (status = 404, body = ErrorBody)))]
+#[get("/inboxes/{id}/messages")]
+pub async fn list(
+    state: Data<AppState>,
+    caller: Authenticated,
+    id: Path<String>,
+    query: Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let inbox = inbox_path(&id)?;
+    let request = query.request(PageLimits::STANDARD)?;
+    let page = state
+        .mailbox
+        .list(&reader(&caller), &inbox, &request)
+        .await?;
+    Ok(HttpResponse::Ok().json(MessagesPage {
+        messages: page.items.into_iter().map(MessageBody::from).collect(),
+        next_cursor: page.next_cursor,
+    }))
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct WaitQuery {
+    /// A cursor: only mail newer than it counts. Use `cursor` from the previous
+    /// answer, or a list's first message; absent means any mail in the address.
+    after: Option<String>,
+    /// Seconds to wait, 1 to 60 (default 30).
+    timeout: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitBody {
+    /// Oldest first.
+    messages: Vec<MessageBody>,
+    /// Pass as `after` to wait for the next mail.
+    cursor: String,
+}
+
+/// Waits for mail newer than `after`: answers as soon as it lands, or 204 at the timeout.
+#[utoipa::path(get, path = "/inboxes/{id}/messages/wait", tag = "messages", security(("bearer" = [])),
+    params(("id" = String, Path), WaitQuery),
+    responses((status = 200, body = WaitBody), (status = 204, description = "nothing arrived in time"),
+        (status = 404, body = ErrorBody)))]
+#[get("/inboxes/{id}/messages/wait")]
+pub async fn wait(
+    state: Data<AppState>,
+    caller: Authenticated,
+    id: Path<String>,
+    query: Query<WaitQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let inbox = inbox_path(&id)?;
+    let seconds = match query.timeout.as_deref() {
+        None => 30,
+        Some(text) => match text.parse::<u64>() {
+            Ok(n) if (1..=MAX_WAIT_SECONDS).contains(&n) => n,
+            _ => {
+                return Err(ApiError::invalid_field(
+                    "timeout",
+                    "a whole number of seconds from 1 to 60",
+                ));
+            }
+        },
+    };
+    let after = match query.after.as_deref() {
+        None | Some("") => None,
+        Some(text) => Some(Cursor::decode(text).ok_or_else(|| {
+            ApiError::invalid_field("after", "not a cursor this service handed out")
+        })?),
+    };
+    let reader = reader(&caller);
+    // Subscribe before looking, so mail committed in between still wakes us.
+    let mut new_mail = state.new_mail.subscribe();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
+    loop {
+        let newer = state.mailbox.newer(&reader, &inbox, after.as_ref()).await?;
+        if let Some(last) = newer.last() {
+            let cursor = cursor_of(last);
+            return Ok(HttpResponse::Ok().json(WaitBody {
+                messages: newer.into_iter().map(MessageBody::from).collect(),
+                cursor,
+            }));
+        }
+        let woken = tokio::time::timeout_at(deadline, async {
+            loop {
+                match new_mail.recv().await {
+                    Ok(id) if id == inbox.as_str() => return,
+                    Ok(_) => continue,
+                    // Missed some: look again rather than risk missing ours.
+                    Err(RecvError::Lagged(_)) => return,
+                    Err(RecvError::Closed) => std::future::pending::<()>().await,
+                }
+            }
+        })
+        .await;
+        if woken.is_err() {
+            return Ok(HttpResponse::NoContent().finish());
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct MessageEnvelope {
+    message: MessageBody,
+}
+
+/// One message. Counts against the plan's hourly object reads.
+#[utoipa::path(get, path = "/messages/{id}", tag = "messages", security(("bearer" = [])),
+    params(("id" = String, Path)),
+    responses((status = 200, body = MessageEnvelope), (status = 404, body = ErrorBody), (status = 429, body = ErrorBody)))]
+#[get("/messages/{id}")]
+pub async fn get_one(
+    state: Data<AppState>,
+    caller: Authenticated,
+    id: Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = message_path(&id)?;
+    let plan = plan_of(&state, &caller).await?;
+    let message = state.mailbox.get(&reader(&caller), plan, &id).await?;
+    Ok(HttpResponse::Ok().json(MessageEnvelope {
+        message: message.into(),
+    }))
+}
+
+/// An attachment's sealed bytes (binary box). Counts against the hourly object reads.
+#[utoipa::path(get, path = "/messages/{id}/attachments/{index}", tag = "messages", security(("bearer" = [])),
+    params(("id" = String, Path), ("index" = u32, Path)),
+    responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 404, body = ErrorBody, description = "no such attachment, or over 20 MB and not stored"),
+        (status = 429, body = ErrorBody)))]
+#[get("/messages/{id}/attachments/{index}")]
+pub async fn attachment(
+    state: Data<AppState>,
+    caller: Authenticated,
+    path: Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, index) = path.into_inner();
+    let id = message_path(&id)?;
+    let index: u32 = index.parse().map_err(|_| ApiError::not_found())?;
+    let plan = plan_of(&state, &caller).await?;
+    let bytes = state
+        .mailbox
+        .attachment(&reader(&caller), plan, &id, index)
+        .await?;
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "application/octet-stream"))
+        .body(bytes))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct ReadRequest {
+    /// Default true; false marks unread.
+    read: Option<bool>,
+}
+
+/// Marks a message read (or unread with `read: false`). The body is optional.
+#[utoipa::path(post, path = "/messages/{id}/read", tag = "messages", security(("bearer" = [])),
+    params(("id" = String, Path)), request_body(content = Option<ReadRequest>),
+    responses((status = 204), (status = 404, body = ErrorBody)))]
+#[post("/messages/{id}/read")]
+pub async fn mark_read(
+    state: Data<AppState>,
+    caller: Authenticated,
+    id: Path<String>,
+    body: Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let id = message_path(&id)?;
+    let read = if body.iter().all(u8::is_ascii_whitespace) {
+        true
+    } else {
+        parse::<ReadRequest>(&body)?.read.unwrap_or(true)
+    };
+    state.mailbox.mark_read(&reader(&caller), &id, read).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct MessagesBody {
+    messages: Vec<MessageBody>,
+}
+
+/// The 200 newest messages across the calling device's addresses (device credential only).
+#[utoipa::path(get, path = "/workers/messages", tag = "messages", security(("bearer" = [])),
+    responses((status = 200, body = MessagesBody), (status = 404, body = ErrorBody, description = "the caller is not a device")))]
+#[get("/workers/messages")]
+pub async fn worker_messages(
+    state: Data<AppState>,
+    caller: Authenticated,
+) -> Result<HttpResponse, ApiError> {
+    caller.device()?;
+    let messages = state.mailbox.worker_messages(&reader(&caller)).await?;
+    Ok(HttpResponse::Ok().json(MessagesBody {
+        messages: messages.into_iter().map(MessageBody::from).collect(),
+    }))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InboundRequest {
+    /// One of the caller's addresses; it must have a publicKey.
+    inbox_id: String,
+    /// The whole RFC 5322 message, base64url without padding.
+    raw: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InboundBody {
+    message_id: MessageId,
+}
+
+/// Delivers a message outside SMTP: parsed and sealed exactly as SMTP mail is,
+/// counted against the received-mail allowance, recorded as `message.received`.
+#[utoipa::path(post, path = "/messages", tag = "messages", security(("bearer" = [])), request_body = InboundRequest,
+    responses((status = 201, body = InboundBody), (status = 400, body = ErrorBody, description = "invalid_field, invalid_key (address without publicKey)"),
+        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody), (status = 429, body = ErrorBody, description = "allowance used up")))]
+pub async fn inbound(
+    state: Data<AppState>,
+    caller: SessionCaller,
+    Json(body): Json<InboundRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let inbox =
+        InboxId::parse(&body.inbox_id).map_err(|error| ApiError::invalid_id("inboxId", error))?;
+    let raw = b64::decode(&body.raw)
+        .map_err(|_| ApiError::invalid_field("raw", "expected base64url without padding"))?;
+    let id = state
+        .ingest
+        .deliver_to_inbox(&caller.account, &inbox, &raw)
+        .await?;
+    Ok(HttpResponse::Created().json(InboundBody { message_id: id }))
+}

@@ -1,0 +1,471 @@
+//! Mail in: which recipients are accepted, and how one message becomes sealed
+//! rows and blobs, committed before anyone is told it arrived.
+
+use std::sync::Arc;
+
+use chrono::TimeDelta;
+use sealpost_activity::Records;
+use sealpost_kernel::{AccountId, Clock, InboxId, MessageId, StoreError, Timestamp};
+use sealpost_plans::{plan, received_window};
+use sealpost_seal::{SealedBox, context, seal_binary};
+
+use crate::content::{ParsedMail, parse_mail};
+use crate::store::{
+    BlobError, BlobStore, Message, MessageRepository, NewMessage, RECEIVED_COUNTER,
+    RecipientRecord, StoredAttachment,
+};
+
+/// Pending blobs older than this at recovery belong to a delivery that died:
+/// a live delivery seals, writes and commits within seconds of its DATA.
+pub const PENDING_BLOB_GRACE: TimeDelta = TimeDelta::minutes(10);
+
+/// The answer to RCPT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecipientCheck {
+    Accept,
+    /// No live address by that name on a served domain.
+    Unknown,
+    /// The address exists but has no public key: it refuses mail.
+    NoKey,
+    /// The account has used its received-mail allowance for this window.
+    OverAllowance,
+}
+
+/// How the mail came in; decides the activity kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// SMTP: activity `mail.received`.
+    Smtp,
+    /// `POST /messages`: activity `message.received`.
+    Api,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("no such address")]
+    Unknown,
+    #[error("the address has no public key and refuses mail")]
+    NoKey,
+    #[error(
+        "the monthly received-mail allowance is used up; it renews in {retry_after_seconds} seconds"
+    )]
+    OverAllowance { retry_after_seconds: u64 },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Blob(#[from] BlobError),
+}
+
+pub struct Ingest {
+    repo: Arc<dyn MessageRepository>,
+    blobs: Arc<dyn BlobStore>,
+    clock: Arc<dyn Clock>,
+    domains: Vec<String>,
+}
+
+pub fn blob_key(message: &MessageId, index: u32) -> String {
+    format!("{message}/{index}")
+}
+
+impl Ingest {
+    pub fn new(
+        repo: Arc<dyn MessageRepository>,
+        blobs: Arc<dyn BlobStore>,
+        clock: Arc<dyn Clock>,
+        domains: Vec<String>,
+    ) -> Self {
+        Self {
+            repo,
+            blobs,
+            clock,
+            domains,
+        }
+    }
+
+    /// RCPT: accepted only for a live address on a served domain, with a key,
+    /// whose account is under its allowance.
+    pub async fn check_recipient(&self, address: &str) -> Result<RecipientCheck, StoreError> {
+        let address = address.trim().to_ascii_lowercase();
+        let served = address
+            .rsplit_once('@')
+            .is_some_and(|(_, domain)| self.domains.iter().any(|d| d == domain));
+        if !served {
+            return Ok(RecipientCheck::Unknown);
+        }
+        let Some(recipient) = self.repo.recipient(&address).await? else {
+            return Ok(RecipientCheck::Unknown);
+        };
+        self.admit(&recipient).await
+    }
+
+    async fn admit(&self, recipient: &RecipientRecord) -> Result<RecipientCheck, StoreError> {
+        if recipient.public_key.is_none() {
+            return Ok(RecipientCheck::NoKey);
+        }
+        let (window_start, _) = received_window(recipient.account_created_at, self.clock.now());
+        let used = self
+            .repo
+            .counter(&recipient.account, RECEIVED_COUNTER, window_start)
+            .await?;
+        if used >= plan(recipient.plan).received_per_30_days {
+            return Ok(RecipientCheck::OverAllowance);
+        }
+        Ok(RecipientCheck::Accept)
+    }
+
+    /// DATA: parses once, then seals and commits one copy per distinct address.
+    /// Returns only when every copy is durably committed. Recipients that
+    /// stopped qualifying since RCPT (deleted meanwhile) are skipped.
+    pub async fn deliver(
+        &self,
+        recipients: &[String],
+        raw: &[u8],
+    ) -> Result<Vec<MessageId>, IngestError> {
+        let parsed = parse_mail(raw);
+        let mut seen: Vec<InboxId> = Vec::new();
+        let mut delivered = Vec::new();
+        for address in recipients {
+            let Some(recipient) = self
+                .repo
+                .recipient(&address.trim().to_ascii_lowercase())
+                .await?
+            else {
+                continue;
+            };
+            if seen.contains(&recipient.inbox) {
+                continue;
+            }
+            seen.push(recipient.inbox.clone());
+            if recipient.public_key.is_none() {
+                continue;
+            }
+            let id = self
+                .seal_and_commit(&recipient, &parsed, raw.len(), Via::Smtp)
+                .await?;
+            delivered.push(id);
+        }
+        Ok(delivered)
+    }
+
+    /// `POST /messages`: one raw message into one of the account's addresses.
+    pub async fn deliver_to_inbox(
+        &self,
+        account: &AccountId,
+        inbox: &InboxId,
+        raw: &[u8],
+    ) -> Result<MessageId, IngestError> {
+        let recipient = self
+            .repo
+            .recipient_by_id(account, inbox)
+            .await?
+            .ok_or(IngestError::Unknown)?;
+        match self.admit(&recipient).await? {
+            RecipientCheck::Accept => {}
+            RecipientCheck::Unknown => return Err(IngestError::Unknown),
+            RecipientCheck::NoKey => return Err(IngestError::NoKey),
+            RecipientCheck::OverAllowance => {
+                let (_, window_end) =
+                    received_window(recipient.account_created_at, self.clock.now());
+                let wait = (window_end - self.clock.now()).num_seconds().max(1) as u64;
+                return Err(IngestError::OverAllowance {
+                    retry_after_seconds: wait,
+                });
+            }
+        }
+        let parsed = parse_mail(raw);
+        self.seal_and_commit(&recipient, &parsed, raw.len(), Via::Api)
+            .await
+    }
+
+    async fn seal_and_commit(
+        &self,
+        recipient: &RecipientRecord,
+        parsed: &ParsedMail,
+        size: usize,
+        via: Via,
+    ) -> Result<MessageId, IngestError> {
+        // Sealed per recipient: each address has its own key.
+        let content = parsed.content.to_json();
+        let attachments = &parsed.attachments;
+        let public_key = recipient.public_key.ok_or(IngestError::NoKey)?;
+        let now = self.clock.now();
+        let id = MessageId::generate();
+        let sealed = SealedBox::seal(
+            &public_key,
+            &context::message(recipient.inbox.as_str(), id.as_str()),
+            &content,
+        );
+
+        let keys: Vec<String> = attachments
+            .iter()
+            .filter(|part| part.bytes.is_some())
+            .map(|part| blob_key(&id, part.index))
+            .collect();
+        if !keys.is_empty() {
+            self.repo.register_pending_blobs(keys, now).await?;
+        }
+        let mut stored = Vec::with_capacity(attachments.len());
+        for part in attachments {
+            let Some(bytes) = &part.bytes else {
+                let listed = parsed
+                    .content
+                    .attachments
+                    .iter()
+                    .find(|info| info.index == part.index);
+                stored.push(StoredAttachment {
+                    index: part.index,
+                    blob_key: None,
+                    size_bytes: listed.map_or(0, |info| info.size_bytes),
+                });
+                continue;
+            };
+            let key = blob_key(&id, part.index);
+            let ciphertext = seal_binary(
+                &public_key,
+                &context::attachment(id.as_str(), part.index),
+                bytes,
+            );
+            self.blobs.put(&key, ciphertext).await?;
+            stored.push(StoredAttachment {
+                index: part.index,
+                blob_key: Some(key),
+                size_bytes: bytes.len() as u64,
+            });
+        }
+
+        let mut records = Records::new();
+        if !recipient.paused {
+            match via {
+                Via::Smtp => records.mail_received(&recipient.account, &recipient.inbox, &id, now),
+                Via::Api => {
+                    records.message_received(&recipient.account, &recipient.inbox, &id, now)
+                }
+            }
+        }
+        let (window_start, _) = received_window(recipient.account_created_at, now);
+        self.repo
+            .commit(NewMessage {
+                message: Message {
+                    id: id.clone(),
+                    account: recipient.account.clone(),
+                    inbox: recipient.inbox.clone(),
+                    received_at: now,
+                    read: false,
+                    size_bytes: size as u64,
+                    key_epoch: recipient.key_epoch,
+                    content: sealed,
+                },
+                attachments: stored,
+                held: recipient.paused,
+                window_start,
+                records,
+            })
+            .await?;
+        Ok(id)
+    }
+
+    /// Deletes blobs of deliveries that died before committing (start-up and hourly).
+    pub async fn recover(&self) -> Result<usize, IngestError> {
+        let keys = self
+            .repo
+            .pending_blobs(self.clock.now() - PENDING_BLOB_GRACE)
+            .await?;
+        for key in &keys {
+            self.blobs.delete(key).await?;
+        }
+        let count = keys.len();
+        // Forgotten only once deleted: a crash here leaves them to the next pass.
+        self.repo.forget_pending_blobs(keys).await?;
+        Ok(count)
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use sealpost_activity::{ActivityKind, EventType};
+    use sealpost_kernel::{PlanId, TestClock};
+    use sealpost_seal::{AccountKeys, RecoveryPhrase, open_binary};
+
+    use super::*;
+    use crate::store::{MockBlobStore, MockMessageRepository};
+
+    const RAW: &[u8] = b"From: a@example.com\r\nTo: shop@mail.localhost\r\nSubject: Your code\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\ncode 123456\r\n--b\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=a.bin\r\n\r\nATTACHED\r\n--b--\r\n";
+
+    fn keys() -> AccountKeys {
+        RecoveryPhrase::parse("abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about")
+            .unwrap()
+            .keys()
+    }
+
+    fn recipient(paused: bool, with_key: bool) -> RecipientRecord {
+        RecipientRecord {
+            inbox: InboxId::parse("ibx_shop01").unwrap(),
+            account: AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap(),
+            plan: PlanId::Free,
+            account_created_at: Timestamp::parse("2026-11-01T00:00:00Z").unwrap(),
+            domain: "mail.localhost".into(),
+            public_key: with_key.then(|| keys().inbox_public_key("ibx_shop01", 0)),
+            key_epoch: 0,
+            paused,
+        }
+    }
+
+    fn ingest(repo: MockMessageRepository, blobs: MockBlobStore) -> Ingest {
+        let clock = Arc::new(TestClock::at(
+            Timestamp::parse("2026-11-22T12:00:00Z").unwrap(),
+        ));
+        Ingest::new(
+            Arc::new(repo),
+            Arc::new(blobs),
+            clock,
+            vec!["mail.localhost".into()],
+        )
+    }
+
+    #[tokio::test]
+    async fn recipients_are_checked_in_order() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient().returning(|address| {
+            Ok(match address {
+                "nokey@mail.localhost" => Some(recipient(false, false)),
+                "full@mail.localhost" | "ok@mail.localhost" => Some(recipient(false, true)),
+                _ => None,
+            })
+        });
+        repo.expect_counter().returning(|_, _, window| {
+            assert_eq!(window.to_string(), "2026-11-01T00:00:00.000Z");
+            Ok(3_000)
+        });
+        let ingest = ingest(repo, MockBlobStore::new());
+        assert_eq!(
+            ingest.check_recipient("x@gmail.com").await.unwrap(),
+            RecipientCheck::Unknown
+        );
+        assert_eq!(
+            ingest.check_recipient("gone@mail.localhost").await.unwrap(),
+            RecipientCheck::Unknown
+        );
+        assert_eq!(
+            ingest
+                .check_recipient("NoKey@Mail.Localhost")
+                .await
+                .unwrap(),
+            RecipientCheck::NoKey
+        );
+        assert_eq!(
+            ingest.check_recipient("full@mail.localhost").await.unwrap(),
+            RecipientCheck::OverAllowance
+        );
+    }
+
+    #[tokio::test]
+    async fn a_message_is_sealed_to_the_address_key_and_committed_with_its_records() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient()
+            .returning(|_| Ok(Some(recipient(false, true))));
+        repo.expect_register_pending_blobs()
+            .withf(|keys, _| keys.len() == 1 && keys[0].ends_with("/0"))
+            .times(1)
+            .returning(|_, _| Ok(()));
+        let committed = Arc::new(Mutex::new(None));
+        let slot = committed.clone();
+        repo.expect_commit().times(1).returning(move |message| {
+            *slot.lock().unwrap() = Some(message);
+            Ok(())
+        });
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let blobs_seen = written.clone();
+        let mut blobs = MockBlobStore::new();
+        blobs.expect_put().returning(move |key, bytes| {
+            blobs_seen.lock().unwrap().push((key.to_owned(), bytes));
+            Ok(())
+        });
+        let ids = ingest(repo, blobs)
+            // The same address twice is delivered once.
+            .deliver(
+                &["shop@mail.localhost".into(), "SHOP@mail.localhost".into()],
+                RAW,
+            )
+            .await
+            .unwrap();
+        assert_eq!(ids.len(), 1);
+
+        let message = committed.lock().unwrap().take().unwrap();
+        assert!(!message.held);
+        assert_eq!(message.records.activity[0].kind, ActivityKind::MailReceived);
+        assert_eq!(message.records.events[0].kind, EventType::MessageReceived);
+        let secret = keys().inbox_secret("ibx_shop01", 0);
+        let plaintext = message
+            .message
+            .content
+            .open(
+                &secret,
+                &context::message("ibx_shop01", message.message.id.as_str()),
+            )
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&plaintext).unwrap();
+        assert_eq!(json["subject"], "Your code");
+        assert_eq!(json["attachments"][0]["filename"], "a.bin");
+
+        let (key, ciphertext) = written.lock().unwrap().remove(0);
+        assert_eq!(key, blob_key(&message.message.id, 0));
+        assert!(
+            !ciphertext.windows(8).any(|w| w == b"ATTACHED"),
+            "only ciphertext is written"
+        );
+        let opened = open_binary(
+            &secret,
+            &context::attachment(message.message.id.as_str(), 0),
+            &ciphertext,
+        )
+        .unwrap();
+        assert_eq!(opened, b"ATTACHED");
+    }
+
+    #[tokio::test]
+    async fn mail_for_a_paused_address_is_held_without_events() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient()
+            .returning(|_| Ok(Some(recipient(true, true))));
+        repo.expect_register_pending_blobs()
+            .returning(|_, _| Ok(()));
+        repo.expect_commit()
+            .withf(|message| {
+                message.held
+                    && message.records.events.is_empty()
+                    && message.records.activity.is_empty()
+            })
+            .times(1)
+            .returning(|_| Ok(()));
+        let mut blobs = MockBlobStore::new();
+        blobs.expect_put().returning(|_, _| Ok(()));
+        ingest(repo, blobs)
+            .deliver(&["shop@mail.localhost".into()], RAW)
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn recovery_deletes_stale_pending_blobs_before_forgetting_them() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_pending_blobs()
+            .withf(|before| before.to_string() == "2026-11-22T11:50:00.000Z")
+            .returning(|_| Ok(vec!["msg_x/0".into()]));
+        repo.expect_forget_pending_blobs()
+            .times(1)
+            .returning(|_| Ok(()));
+        let mut blobs = MockBlobStore::new();
+        blobs
+            .expect_delete()
+            .withf(|key| key == "msg_x/0")
+            .times(1)
+            .returning(|_| Ok(()));
+        assert_eq!(ingest(repo, blobs).recover().await.unwrap(), 1);
+    }
+}

@@ -1,0 +1,167 @@
+//! What the message rules need from storage, and the blob store.
+
+use async_trait::async_trait;
+use sealpost_activity::Records;
+use sealpost_kernel::{
+    AccountId, InboxId, MessageId, PageRequest, PlanId, StoreError, Timestamp, WorkerId,
+};
+use sealpost_seal::SealedBox;
+
+/// A stored message as clients see it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Message {
+    pub id: MessageId,
+    pub account: AccountId,
+    pub inbox: InboxId,
+    pub received_at: Timestamp,
+    pub read: bool,
+    pub size_bytes: u64,
+    pub key_epoch: u32,
+    pub content: SealedBox,
+}
+
+/// One attachment row: `blob_key` is `None` for attachments over 20 MB.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredAttachment {
+    pub index: u32,
+    pub blob_key: Option<String>,
+    pub size_bytes: u64,
+}
+
+/// A message ready to commit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewMessage {
+    pub message: Message,
+    pub attachments: Vec<StoredAttachment>,
+    /// Held (paused address): stored but not listed, no event until released.
+    pub held: bool,
+    /// Start of the account's received-mail window, for the counter.
+    pub window_start: Timestamp,
+    pub records: Records,
+}
+
+/// What RCPT needs to know about an address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecipientRecord {
+    pub inbox: InboxId,
+    pub account: AccountId,
+    pub plan: PlanId,
+    pub account_created_at: Timestamp,
+    pub domain: String,
+    pub public_key: Option<[u8; 32]>,
+    pub key_epoch: u32,
+    pub paused: bool,
+}
+
+/// Who is reading: the whole account, or one device (only its addresses).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reader {
+    pub account: AccountId,
+    pub worker: Option<WorkerId>,
+}
+
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait MessageRepository: Send + Sync {
+    /// The live address with this name (lowercased), if any.
+    async fn recipient(&self, email_address: &str) -> Result<Option<RecipientRecord>, StoreError>;
+    async fn recipient_by_id(
+        &self,
+        account: &AccountId,
+        inbox: &InboxId,
+    ) -> Result<Option<RecipientRecord>, StoreError>;
+    async fn counter(
+        &self,
+        account: &AccountId,
+        counter: &str,
+        window_start: Timestamp,
+    ) -> Result<u64, StoreError>;
+    /// Remembers blobs about to be written for a message not committed yet.
+    async fn register_pending_blobs(
+        &self,
+        keys: Vec<String>,
+        at: Timestamp,
+    ) -> Result<(), StoreError>;
+    /// Commits the message rows, its counter, records and clears its pending blobs, in one transaction.
+    async fn commit(&self, message: NewMessage) -> Result<(), StoreError>;
+    /// Pending blobs registered before `before` and never committed.
+    async fn pending_blobs(&self, before: Timestamp) -> Result<Vec<String>, StoreError>;
+    async fn forget_pending_blobs(&self, keys: Vec<String>) -> Result<(), StoreError>;
+
+    /// Whether the reader may read this address (a device: only its own).
+    async fn can_read_inbox(&self, reader: &Reader, inbox: &InboxId) -> Result<bool, StoreError>;
+    /// Newest first, listed (not held) and within retention at `now`.
+    async fn page(
+        &self,
+        reader: &Reader,
+        inbox: &InboxId,
+        now: Timestamp,
+        page: &PageRequest,
+    ) -> Result<Vec<Message>, StoreError>;
+    /// Messages newer than `after` (a cursor position) in the address, oldest first, up to `limit`.
+    async fn newer_than(
+        &self,
+        reader: &Reader,
+        inbox: &InboxId,
+        now: Timestamp,
+        after: Option<(Timestamp, String)>,
+        limit: i64,
+    ) -> Result<Vec<Message>, StoreError>;
+    async fn message(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        now: Timestamp,
+    ) -> Result<Option<Message>, StoreError>;
+    /// The newest messages across the device's addresses.
+    async fn worker_messages(
+        &self,
+        reader: &Reader,
+        now: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<Message>, StoreError>;
+    async fn attachment(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        index: u32,
+        now: Timestamp,
+    ) -> Result<Option<StoredAttachment>, StoreError>;
+    async fn set_read(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        read: bool,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+    /// Adds one to the hourly object-read counter unless it is at `limit`; false when refused.
+    async fn spend_object_read(
+        &self,
+        account: &AccountId,
+        hour: Timestamp,
+        limit: u64,
+    ) -> Result<bool, StoreError>;
+    /// Deletes messages past their address's retention; their blobs go to the garbage queue.
+    async fn delete_expired(&self, now: Timestamp) -> Result<u64, StoreError>;
+    /// Blob keys queued for deletion (up to `limit`).
+    async fn garbage(&self, limit: i64) -> Result<Vec<String>, StoreError>;
+    async fn forget_garbage(&self, keys: Vec<String>) -> Result<(), StoreError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("blob store: {0}")]
+pub struct BlobError(pub String);
+
+/// Where sealed attachment bytes live. Only ciphertext is ever written.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait BlobStore: Send + Sync {
+    /// Writes durably (synced) before returning.
+    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BlobError>;
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, BlobError>;
+    /// Deleting a missing blob is not an error.
+    async fn delete(&self, key: &str) -> Result<(), BlobError>;
+}
+
+pub const RECEIVED_COUNTER: &str = "received";
+pub const OBJECT_READS_COUNTER: &str = "object_reads";

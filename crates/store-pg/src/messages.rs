@@ -1,0 +1,530 @@
+//! `MessageRepository` over PostgreSQL.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Bool, Nullable, Text, Timestamptz};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use sealpost_kernel::{
+    AccountId, InboxId, MessageId, PageRequest, PlanId, StoreError, Timestamp, WorkerId,
+};
+use sealpost_messages::store::{
+    Message, MessageRepository, NewMessage, Reader, RecipientRecord, StoredAttachment,
+};
+
+use crate::notify::MAIL_CHANNEL;
+use crate::records::{box_from_json, box_to_json, write_records};
+use crate::schema::{
+    accounts, addresses, attachments, blob_garbage, messages, pending_blobs, usage_counters,
+};
+use crate::{PgStore, bytes32, db_error};
+
+#[derive(Queryable, Selectable, QueryableByName)]
+#[diesel(table_name = messages, check_for_backend(diesel::pg::Pg))]
+struct MessageRow {
+    id: String,
+    account_id: String,
+    inbox_id: String,
+    received_at: DateTime<Utc>,
+    read: bool,
+    size_bytes: i64,
+    key_epoch: i32,
+    content: serde_json::Value,
+}
+
+impl MessageRow {
+    fn into_message(self) -> Result<Message, StoreError> {
+        Ok(Message {
+            id: MessageId::from_trusted(self.id),
+            account: AccountId::from_trusted(self.account_id),
+            inbox: InboxId::from_trusted(self.inbox_id),
+            received_at: self.received_at.into(),
+            read: self.read,
+            size_bytes: u64::try_from(self.size_bytes).map_err(StoreError::failed)?,
+            key_epoch: u32::try_from(self.key_epoch).map_err(StoreError::failed)?,
+            content: box_from_json(self.content)?,
+        })
+    }
+}
+
+fn rows_into_messages(rows: Vec<MessageRow>) -> Result<Vec<Message>, StoreError> {
+    rows.into_iter().map(MessageRow::into_message).collect()
+}
+
+type RecipientColumns = (
+    String,
+    String,
+    String,
+    DateTime<Utc>,
+    String,
+    Option<Vec<u8>>,
+    i32,
+    Option<DateTime<Utc>>,
+);
+
+fn into_recipient(row: RecipientColumns) -> Result<RecipientRecord, StoreError> {
+    let (inbox, account, plan, created, domain, public_key, key_epoch, paused_at) = row;
+    Ok(RecipientRecord {
+        inbox: InboxId::from_trusted(inbox),
+        account: AccountId::from_trusted(account),
+        plan: plan.parse::<PlanId>().map_err(StoreError::failed)?,
+        account_created_at: created.into(),
+        domain,
+        public_key: public_key.map(bytes32).transpose()?,
+        key_epoch: u32::try_from(key_epoch).map_err(StoreError::failed)?,
+        paused: paused_at.is_some(),
+    })
+}
+
+/// Messages of `inbox` still inside its retention at `now`.
+const RETAINED: &str = "m.received_at > $2 - make_interval(days => a.retention_days::int)";
+
+impl PgStore {
+    /// The retention cutoff of one readable address, or `None` when the reader may not read it.
+    async fn readable_cutoff(
+        &self,
+        reader: &Reader,
+        inbox: &InboxId,
+        now: Timestamp,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let mut conn = self.conn().await?;
+        let mut query = addresses::table
+            .filter(addresses::id.eq(inbox.as_str()))
+            .filter(addresses::account_id.eq(reader.account.as_str()))
+            .select(addresses::retention_days)
+            .into_boxed();
+        if let Some(worker) = &reader.worker {
+            query = query.filter(addresses::worker_id.eq(worker.to_string()));
+        }
+        let days: Option<i16> = query.first(&mut conn).await.optional().map_err(db_error)?;
+        Ok(days.map(|days| (now - chrono::TimeDelta::days(i64::from(days))).as_datetime()))
+    }
+}
+
+#[async_trait]
+impl MessageRepository for PgStore {
+    async fn recipient(&self, email_address: &str) -> Result<Option<RecipientRecord>, StoreError> {
+        let mut conn = self.conn().await?;
+        addresses::table
+            .inner_join(accounts::table)
+            .filter(addresses::email_address.eq(email_address))
+            .select((
+                addresses::id,
+                addresses::account_id,
+                accounts::plan_id,
+                accounts::created_at,
+                addresses::domain,
+                addresses::public_key,
+                addresses::key_epoch,
+                addresses::paused_at,
+            ))
+            .first::<RecipientColumns>(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?
+            .map(into_recipient)
+            .transpose()
+    }
+
+    async fn recipient_by_id(
+        &self,
+        account: &AccountId,
+        inbox: &InboxId,
+    ) -> Result<Option<RecipientRecord>, StoreError> {
+        let mut conn = self.conn().await?;
+        addresses::table
+            .inner_join(accounts::table)
+            .filter(addresses::id.eq(inbox.as_str()))
+            .filter(addresses::account_id.eq(account.as_str()))
+            .select((
+                addresses::id,
+                addresses::account_id,
+                accounts::plan_id,
+                accounts::created_at,
+                addresses::domain,
+                addresses::public_key,
+                addresses::key_epoch,
+                addresses::paused_at,
+            ))
+            .first::<RecipientColumns>(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?
+            .map(into_recipient)
+            .transpose()
+    }
+
+    async fn counter(
+        &self,
+        account: &AccountId,
+        counter: &str,
+        window_start: Timestamp,
+    ) -> Result<u64, StoreError> {
+        let mut conn = self.conn().await?;
+        let used: Option<i64> = usage_counters::table
+            .find((account.as_str(), counter, window_start.as_datetime()))
+            .select(usage_counters::used)
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        Ok(used.unwrap_or(0).max(0) as u64)
+    }
+
+    async fn register_pending_blobs(
+        &self,
+        keys: Vec<String>,
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<_> = keys
+            .iter()
+            .map(|key| {
+                (
+                    pending_blobs::blob_key.eq(key),
+                    pending_blobs::written_at.eq(at.as_datetime()),
+                )
+            })
+            .collect();
+        diesel::insert_into(pending_blobs::table)
+            .values(rows)
+            .execute(&mut conn)
+            .await
+            .map(|_| ())
+            .map_err(db_error)
+    }
+
+    async fn commit(&self, new: NewMessage) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            let message = &new.message;
+            diesel::insert_into(messages::table)
+                .values((
+                    messages::id.eq(message.id.as_str()),
+                    messages::account_id.eq(message.account.as_str()),
+                    messages::inbox_id.eq(message.inbox.as_str()),
+                    messages::received_at.eq(message.received_at.as_datetime()),
+                    messages::size_bytes.eq(message.size_bytes as i64),
+                    messages::key_epoch.eq(message.key_epoch as i32),
+                    messages::content.eq(box_to_json(&message.content)),
+                    messages::held.eq(new.held),
+                ))
+                .execute(conn)
+                .await?;
+            if !new.attachments.is_empty() {
+                let rows: Vec<_> = new
+                    .attachments
+                    .iter()
+                    .map(|attachment| {
+                        (
+                            attachments::message_id.eq(message.id.as_str()),
+                            attachments::index.eq(attachment.index as i32),
+                            attachments::blob_key.eq(attachment.blob_key.as_deref()),
+                            attachments::size_bytes.eq(attachment.size_bytes as i64),
+                        )
+                    })
+                    .collect();
+                diesel::insert_into(attachments::table)
+                    .values(rows)
+                    .execute(conn)
+                    .await?;
+                let keys: Vec<&str> = new
+                    .attachments
+                    .iter()
+                    .filter_map(|a| a.blob_key.as_deref())
+                    .collect();
+                diesel::delete(pending_blobs::table.filter(pending_blobs::blob_key.eq_any(keys)))
+                    .execute(conn)
+                    .await?;
+            }
+            diesel::insert_into(usage_counters::table)
+                .values((
+                    usage_counters::account_id.eq(message.account.as_str()),
+                    usage_counters::counter.eq(sealpost_messages::store::RECEIVED_COUNTER),
+                    usage_counters::window_start.eq(new.window_start.as_datetime()),
+                    usage_counters::used.eq(1_i64),
+                ))
+                .on_conflict((
+                    usage_counters::account_id,
+                    usage_counters::counter,
+                    usage_counters::window_start,
+                ))
+                .do_update()
+                .set(usage_counters::used.eq(usage_counters::used + 1_i64))
+                .execute(conn)
+                .await?;
+            write_records(conn, &new.records).await?;
+            if !new.held {
+                // Delivered at commit: waiters on this address wake up.
+                diesel::sql_query("SELECT pg_notify($1, $2)")
+                    .bind::<Text, _>(MAIL_CHANNEL)
+                    .bind::<Text, _>(message.inbox.as_str())
+                    .execute(conn)
+                    .await?;
+            }
+            Ok::<_, diesel::result::Error>(())
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn pending_blobs(&self, before: Timestamp) -> Result<Vec<String>, StoreError> {
+        let mut conn = self.conn().await?;
+        pending_blobs::table
+            .filter(pending_blobs::written_at.lt(before.as_datetime()))
+            .select(pending_blobs::blob_key)
+            .load(&mut conn)
+            .await
+            .map_err(db_error)
+    }
+
+    async fn forget_pending_blobs(&self, keys: Vec<String>) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::delete(pending_blobs::table.filter(pending_blobs::blob_key.eq_any(keys)))
+            .execute(&mut conn)
+            .await
+            .map(|_| ())
+            .map_err(db_error)
+    }
+
+    async fn can_read_inbox(&self, reader: &Reader, inbox: &InboxId) -> Result<bool, StoreError> {
+        Ok(self
+            .readable_cutoff(reader, inbox, epoch())
+            .await?
+            .is_some())
+    }
+
+    async fn page(
+        &self,
+        reader: &Reader,
+        inbox: &InboxId,
+        now: Timestamp,
+        page: &PageRequest,
+    ) -> Result<Vec<Message>, StoreError> {
+        let Some(cutoff) = self.readable_cutoff(reader, inbox, now).await? else {
+            return Ok(Vec::new());
+        };
+        let mut conn = self.conn().await?;
+        let mut query = messages::table
+            .filter(messages::inbox_id.eq(inbox.as_str()))
+            .filter(messages::held.eq(false))
+            .filter(messages::received_at.gt(cutoff))
+            .select(MessageRow::as_select())
+            .order((messages::received_at.desc(), messages::id.desc()))
+            .limit(page.fetch_limit())
+            .into_boxed();
+        if let Some(after) = &page.after {
+            let at = after.at.as_datetime();
+            query = query.filter(
+                messages::received_at.lt(at).or(messages::received_at
+                    .eq(at)
+                    .and(messages::id.lt(after.id.clone()))),
+            );
+        }
+        rows_into_messages(query.load(&mut conn).await.map_err(db_error)?)
+    }
+
+    async fn newer_than(
+        &self,
+        reader: &Reader,
+        inbox: &InboxId,
+        now: Timestamp,
+        after: Option<(Timestamp, String)>,
+        limit: i64,
+    ) -> Result<Vec<Message>, StoreError> {
+        let Some(cutoff) = self.readable_cutoff(reader, inbox, now).await? else {
+            return Ok(Vec::new());
+        };
+        let mut conn = self.conn().await?;
+        let mut query = messages::table
+            .filter(messages::inbox_id.eq(inbox.as_str()))
+            .filter(messages::held.eq(false))
+            .filter(messages::received_at.gt(cutoff))
+            .select(MessageRow::as_select())
+            .order((messages::received_at.asc(), messages::id.asc()))
+            .limit(limit)
+            .into_boxed();
+        if let Some((at, id)) = after {
+            let at = at.as_datetime();
+            query = query.filter(
+                messages::received_at
+                    .gt(at)
+                    .or(messages::received_at.eq(at).and(messages::id.gt(id))),
+            );
+        }
+        rows_into_messages(query.load(&mut conn).await.map_err(db_error)?)
+    }
+
+    async fn message(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        now: Timestamp,
+    ) -> Result<Option<Message>, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<MessageRow> = diesel::sql_query(format!(
+            "SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.read, m.size_bytes, m.key_epoch, m.content \
+             FROM messages m JOIN addresses a ON a.id = m.inbox_id \
+             WHERE m.id = $1 AND m.account_id = $3 AND NOT m.held AND {RETAINED} \
+             AND ($4::text IS NULL OR a.worker_id = $4)"
+        ))
+        .bind::<Text, _>(id.as_str())
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .bind::<Text, _>(reader.account.as_str())
+        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(WorkerId::as_str))
+        .load(&mut conn)
+        .await
+        .map_err(db_error)?;
+        rows_into_messages(rows).map(|mut messages| messages.pop())
+    }
+
+    async fn worker_messages(
+        &self,
+        reader: &Reader,
+        now: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<Message>, StoreError> {
+        let Some(worker) = &reader.worker else {
+            return Ok(Vec::new());
+        };
+        let mut conn = self.conn().await?;
+        let rows: Vec<MessageRow> = diesel::sql_query(format!(
+            "SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.read, m.size_bytes, m.key_epoch, m.content \
+             FROM messages m JOIN addresses a ON a.id = m.inbox_id \
+             WHERE a.worker_id = $1 AND a.account_id = $3 AND NOT m.held AND {RETAINED} \
+             ORDER BY m.received_at DESC, m.id DESC LIMIT $4"
+        ))
+        .bind::<Text, _>(worker.as_str())
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .bind::<Text, _>(reader.account.as_str())
+        .bind::<BigInt, _>(limit)
+        .load(&mut conn)
+        .await
+        .map_err(db_error)?;
+        rows_into_messages(rows)
+    }
+
+    async fn attachment(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        index: u32,
+        now: Timestamp,
+    ) -> Result<Option<StoredAttachment>, StoreError> {
+        if self.message(reader, id, now).await?.is_none() {
+            return Ok(None);
+        }
+        let mut conn = self.conn().await?;
+        let row: Option<(Option<String>, i64)> = attachments::table
+            .find((id.as_str(), index as i32))
+            .select((attachments::blob_key, attachments::size_bytes))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        Ok(row.map(|(blob_key, size)| StoredAttachment {
+            index,
+            blob_key,
+            size_bytes: size.max(0) as u64,
+        }))
+    }
+
+    async fn set_read(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        read: bool,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        if self.message(reader, id, now).await?.is_none() {
+            return Ok(false);
+        }
+        let mut conn = self.conn().await?;
+        diesel::update(messages::table.find(id.as_str()))
+            .set(messages::read.eq(read))
+            .execute(&mut conn)
+            .await
+            .map(|changed| changed > 0)
+            .map_err(db_error)
+    }
+
+    async fn spend_object_read(
+        &self,
+        account: &AccountId,
+        hour: Timestamp,
+        limit: u64,
+    ) -> Result<bool, StoreError> {
+        #[derive(QueryableByName)]
+        struct Used {
+            #[diesel(sql_type = BigInt)]
+            #[expect(dead_code, reason = "only whether a row came back matters")]
+            used: i64,
+        }
+        let mut conn = self.conn().await?;
+        let spent: Option<Used> = diesel::sql_query(
+            "INSERT INTO usage_counters (account_id, counter, window_start, used) VALUES ($1, $2, $3, 1) \
+             ON CONFLICT (account_id, counter, window_start) \
+             DO UPDATE SET used = usage_counters.used + 1 WHERE usage_counters.used < $4 \
+             RETURNING used",
+        )
+        .bind::<Text, _>(account.as_str())
+        .bind::<Text, _>(sealpost_messages::store::OBJECT_READS_COUNTER)
+        .bind::<Timestamptz, _>(hour.as_datetime())
+        .bind::<BigInt, _>(i64::try_from(limit).unwrap_or(i64::MAX))
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db_error)?;
+        Ok(spent.is_some())
+    }
+
+    async fn delete_expired(&self, now: Timestamp) -> Result<u64, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            diesel::sql_query(format!(
+                "INSERT INTO blob_garbage (blob_key, queued_at) \
+                 SELECT t.blob_key, $1 FROM attachments t \
+                 JOIN messages m ON m.id = t.message_id JOIN addresses a ON a.id = m.inbox_id \
+                 WHERE t.blob_key IS NOT NULL AND NOT ({RETAINED}) ON CONFLICT DO NOTHING"
+            ))
+            .bind::<Timestamptz, _>(now.as_datetime())
+            .bind::<Timestamptz, _>(now.as_datetime())
+            .execute(conn)
+            .await?;
+            let deleted = diesel::sql_query(format!(
+                "DELETE FROM messages m USING addresses a WHERE a.id = m.inbox_id AND $1::bool AND NOT ({RETAINED})"
+            ))
+            .bind::<Bool, _>(true)
+            .bind::<Timestamptz, _>(now.as_datetime())
+            .execute(conn)
+            .await?;
+            Ok::<_, diesel::result::Error>(deleted as u64)
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn garbage(&self, limit: i64) -> Result<Vec<String>, StoreError> {
+        let mut conn = self.conn().await?;
+        blob_garbage::table
+            .select(blob_garbage::blob_key)
+            .limit(limit)
+            .load(&mut conn)
+            .await
+            .map_err(db_error)
+    }
+
+    async fn forget_garbage(&self, keys: Vec<String>) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::delete(blob_garbage::table.filter(blob_garbage::blob_key.eq_any(keys)))
+            .execute(&mut conn)
+            .await
+            .map(|_| ())
+            .map_err(db_error)
+    }
+}
+
+/// Any instant serves when only the address's existence matters.
+fn epoch() -> Timestamp {
+    Timestamp::from_datetime(DateTime::<Utc>::UNIX_EPOCH)
+}
