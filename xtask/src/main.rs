@@ -37,7 +37,7 @@ enum Task {
     Postgres,
     /// Create the dev database (`sealpost_dev` or DATABASE_URL) if missing and run migrations.
     Migrate,
-    /// Migrate the dev database, then run the API (`cargo run -p sealpost-api`).
+    /// Migrate the dev database, then run the API and the SMTP ingest.
     Dev,
     /// Drop leftover test databases, then run the workspace tests against PostgreSQL.
     Test {
@@ -119,26 +119,45 @@ fn migrate_dev_database(runtime: &Runtime) -> Result<String> {
 fn dev(runtime: &Runtime) -> Result<ExitCode> {
     let url = migrate_dev_database(runtime)?;
     let root = postgres::workspace_root();
-    let mut command = cargo(&root);
-    command
-        .args(["run", "-p", "sealpost-api", "--bin", "sealpost-api"])
-        .env("DATABASE_URL", &url);
-    if std::env::var_os("SEALPOST_BILLING_SANDBOX").is_none() {
-        command.env("SEALPOST_BILLING_SANDBOX", "true");
+    let built = cargo(&root)
+        .args(["build", "-p", "sealpost-api", "-p", "sealpost-smtp-ingest"])
+        .status()
+        .context("running cargo build")?;
+    if !built.success() {
+        return Ok(exit_code(built));
     }
-    if std::env::var_os("SEALPOST_BLOB_DIR").is_none() {
-        command.env(
-            "SEALPOST_BLOB_DIR",
-            root.join("target").join("dev").join("blobs"),
-        );
-    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let configure = |command: &mut Command| {
+        command.env("DATABASE_URL", &url);
+        if std::env::var_os("SEALPOST_BILLING_SANDBOX").is_none() {
+            command.env("SEALPOST_BILLING_SANDBOX", "true");
+        }
+        if std::env::var_os("SEALPOST_BLOB_DIR").is_none() {
+            command.env(
+                "SEALPOST_BLOB_DIR",
+                root.join("target").join("dev").join("blobs"),
+            );
+        }
+    };
+    // The SMTP ingest runs beside the API and stops with it.
+    let mut smtp = Command::new(target.join("debug").join("sealpost-smtp"));
+    configure(&mut smtp);
+    let mut smtp = smtp.spawn().context("starting sealpost-smtp")?;
+    let mut api = Command::new(target.join("debug").join("sealpost-api"));
+    configure(&mut api);
     let addr = std::env::var("SEALPOST_HTTP_ADDR").unwrap_or_else(|_| "127.0.0.1:8080".to_owned());
+    let smtp_addr =
+        std::env::var("SEALPOST_SMTP_ADDR").unwrap_or_else(|_| "127.0.0.1:2525".to_owned());
     println!(
-        "Sealpost API will listen on http://{addr} once built; \
-         `cargo run -p sealpost-cli --bin sealpost -- init` talks to it (Ctrl-C stops it)"
+        "Sealpost API on http://{addr}, SMTP on {smtp_addr}; \
+         `cargo run -p sealpost-cli --bin sealpost -- init` talks to it (Ctrl-C stops both)"
     );
-    let status = run_child(runtime, &mut command)?;
-    Ok(exit_code(status))
+    let status = run_child(runtime, &mut api);
+    let _ = smtp.kill();
+    let _ = smtp.wait();
+    Ok(exit_code(status?))
 }
 
 fn test(runtime: &Runtime, extra: &[String]) -> Result<ExitCode> {
