@@ -26,7 +26,7 @@ pub const ACTIVITY_RETENTION: TimeDelta = TimeDelta::days(90);
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),* $(,)? }) => {
         $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum $name { $($variant),* }
 
         impl $name {
@@ -53,6 +53,13 @@ macro_rules! string_enum {
         impl Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(deserializer)?;
+                text.parse().map_err(serde::de::Error::custom)
             }
         }
     };
@@ -95,6 +102,13 @@ string_enum!(
         WebhookTest => "webhook.test",
     }
 );
+
+impl EventType {
+    /// The one type sent only on request (`POST .../test`), never by fan-out.
+    pub fn is_test(self) -> bool {
+        self == EventType::WebhookTest
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ActivityEntry {

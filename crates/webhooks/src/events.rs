@@ -5,107 +5,14 @@
 //! [`EventFilter::matches`] is true for it. Naming it in a filter is allowed
 //! (it is listed in `eventTypes`) and changes nothing.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The wildcard entry: `["*"]` subscribes to every event type.
 pub const WILDCARD: &str = "*";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum EventType {
-    WorkerPaired,
-    WorkerConnected,
-    WorkerDisconnected,
-    WorkerRemoved,
-    InboxCreated,
-    InboxDeleted,
-    InboxAssigned,
-    InboxRemoved,
-    MessageReceived,
-    MessageSent,
-    SubscriptionUpdated,
-    WebhookTest,
-}
-
-impl EventType {
-    /// Every type, in SPEC.md order: what `GET /webhook-endpoints` lists as
-    /// `eventTypes` and what a filter may name.
-    pub const ALL: [EventType; 12] = [
-        EventType::WorkerPaired,
-        EventType::WorkerConnected,
-        EventType::WorkerDisconnected,
-        EventType::WorkerRemoved,
-        EventType::InboxCreated,
-        EventType::InboxDeleted,
-        EventType::InboxAssigned,
-        EventType::InboxRemoved,
-        EventType::MessageReceived,
-        EventType::MessageSent,
-        EventType::SubscriptionUpdated,
-        EventType::WebhookTest,
-    ];
-
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::WorkerPaired => "worker.paired",
-            EventType::WorkerConnected => "worker.connected",
-            EventType::WorkerDisconnected => "worker.disconnected",
-            EventType::WorkerRemoved => "worker.removed",
-            EventType::InboxCreated => "inbox.created",
-            EventType::InboxDeleted => "inbox.deleted",
-            EventType::InboxAssigned => "inbox.assigned",
-            EventType::InboxRemoved => "inbox.removed",
-            EventType::MessageReceived => "message.received",
-            EventType::MessageSent => "message.sent",
-            EventType::SubscriptionUpdated => "subscription.updated",
-            EventType::WebhookTest => "webhook.test",
-        }
-    }
-
-    /// True for the one type sent only on request, never by fan-out.
-    #[must_use]
-    pub fn is_test(self) -> bool {
-        self == EventType::WebhookTest
-    }
-}
-
-impl fmt::Display for EventType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The name was not one of [`EventType::ALL`].
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event type {0:?}")]
-pub struct UnknownEventType(pub String);
-
-impl FromStr for EventType {
-    type Err = UnknownEventType;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        EventType::ALL
-            .into_iter()
-            .find(|t| t.as_str() == text)
-            .ok_or_else(|| UnknownEventType(text.to_owned()))
-    }
-}
-
-impl Serialize for EventType {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for EventType {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
+/// The event types are the outbox's own (`sealpost-activity`): one list for
+/// activity, webhooks and push.
+pub use sealpost_activity::{EventType, UnknownKind as UnknownEventType};
 
 /// Why an `events` list was refused: 400 `invalid_field` naming `events`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -210,7 +117,7 @@ mod tests {
     #[test]
     fn names_round_trip() {
         assert_eq!(EventType::ALL.len(), 12);
-        for t in EventType::ALL {
+        for &t in EventType::ALL {
             assert_eq!(t.as_str().parse::<EventType>(), Ok(t));
             assert_eq!(t.to_string(), t.as_str());
             let json = serde_json::to_string(&t).unwrap();
