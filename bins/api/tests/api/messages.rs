@@ -122,10 +122,7 @@ fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[tokio::test(flavor = "multi_thread")]
 async fn smtp_mail_is_sealed_on_arrival_and_nothing_of_it_is_kept_in_the_clear() {
     let logs = captured_logs();
-    let (mut api, owner, keys, address) = {
-        let (api, owner, keys, address) = mailbox().await;
-        (api, owner, keys, address)
-    };
+    let (mut api, owner, keys, address) = mailbox().await;
     let smtp = api.app.spawn_smtp().await;
     let marker = "MARKER7f3a9c";
 
@@ -216,7 +213,6 @@ async fn smtp_mail_is_sealed_on_arrival_and_nothing_of_it_is_kept_in_the_clear()
     let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
     assert!(!logs.contains(marker), "marker in the logs");
     assert!(!logs.contains("sender@example.com"), "sender in the logs");
-    let _ = &mut api;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -427,10 +423,13 @@ async fn mail_past_retention_is_never_returned_and_is_swept_with_its_blobs() {
     let listed_rows = {
         use diesel_async::RunQueryDsl;
         let mut conn = api.app.db.connect().await;
-        diesel::sql_query("SELECT id FROM messages").execute(&mut conn).await.unwrap()
+        diesel::sql_query("SELECT id FROM messages WHERE id = $1")
+            .bind::<diesel::sql_types::Text, _>(&id)
+            .execute(&mut conn)
+            .await
+            .unwrap()
     };
     assert_eq!(listed_rows, 0, "the message row is gone");
-    let _ = id;
 }
 
 #[tokio::test(flavor = "multi_thread")]
