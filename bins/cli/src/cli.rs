@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-/// Where `init` and `login` connect when neither `--api-url` nor
-/// `SEALPOST_API_URL` is given.
+/// Where `init`, `login` and `agent pair` connect when neither `--api-url`
+/// nor `SEALPOST_API_URL` is given.
 pub const DEFAULT_API_URL: &str = "http://127.0.0.1:8080";
 
 /// Sealpost: end-to-end encrypted disposable email, from the command line.
@@ -16,8 +16,8 @@ pub struct Cli {
     #[arg(long, env = "SEALPOST_API_URL", global = true, value_name = "URL")]
     pub api_url: Option<String>,
 
-    /// Directory holding the stored session [default: the platform's
-    /// configuration directory + /sealpost]
+    /// Directory holding the stored session and device [default: the
+    /// platform's configuration directory + /sealpost]
     #[arg(long, env = "SEALPOST_CONFIG_DIR", global = true, value_name = "DIR")]
     pub config_dir: Option<PathBuf>,
 
@@ -39,14 +39,161 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// Sign out and delete the stored session.
     Logout,
+    /// Pair devices and manage them (needs the recovery phrase where names
+    /// or keys are involved).
+    #[command(subcommand)]
+    Device(DeviceCommand),
+    /// Create addresses and manage them (needs the recovery phrase where
+    /// labels or keys are involved).
+    #[command(subcommand)]
+    Inbox(InboxCommand),
+    /// This machine as a device: pair it with an account, check it, list the
+    /// address keys it holds.
+    #[command(subcommand)]
+    Agent(AgentCommand),
+}
+
+/// The stored credential a command works with; a 401 means it has ended,
+/// and the way out depends on which one it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoredCredential {
+    None,
+    /// `session.json`: `sealpost login` again.
+    Session,
+    /// `device.json`: `sealpost agent pair --force` again.
+    Device,
 }
 
 impl Command {
-    /// Whether the command works with the stored session (a 401 then means
-    /// it has ended and `sealpost login` is the way out).
-    pub fn uses_stored_session(&self) -> bool {
-        matches!(self, Self::Whoami | Self::Sessions(_) | Self::Logout)
+    pub fn stored_credential(&self) -> StoredCredential {
+        match self {
+            Self::Whoami | Self::Sessions(_) | Self::Logout | Self::Device(_) | Self::Inbox(_) => {
+                StoredCredential::Session
+            }
+            Self::Agent(AgentCommand::Status | AgentCommand::Keys) => StoredCredential::Device,
+            Self::Init | Self::Login | Self::Agent(AgentCommand::Pair { .. }) => {
+                StoredCredential::None
+            }
+        }
     }
+}
+
+/// Operator side: the account's devices.
+#[derive(Debug, Subcommand)]
+pub enum DeviceCommand {
+    /// Pair the device showing CODE (`sealpost agent pair` on the device
+    /// prints one) and send it its key bundle.
+    Pair {
+        /// The 8-digit pairing code; spaces and dashes are ignored.
+        code: String,
+        /// The name to give the device [default: the name it reports].
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// List the devices with their names.
+    List,
+    /// Rename a device.
+    Rename {
+        /// The device id (wkr_...).
+        id: String,
+        name: String,
+    },
+    /// Disable a device: its credential stops working at once.
+    Disable {
+        /// The device id (wkr_...).
+        id: String,
+    },
+    /// Remove a device: its credential goes, its addresses become unassigned.
+    Remove {
+        /// The device id (wkr_...).
+        id: String,
+    },
+}
+
+/// Days an address keeps mail: 1 to 90.
+fn retention_days() -> clap::builder::RangedI64ValueParser<u8> {
+    clap::value_parser!(u8).range(1..=90)
+}
+
+/// Operator side: the account's addresses.
+#[derive(Debug, Subcommand)]
+pub enum InboxCommand {
+    /// Create an address that can receive mail.
+    Create {
+        /// Start of the address; the service appends a random ending.
+        #[arg(long, conflicts_with = "local_part")]
+        prefix: Option<String>,
+        /// The exact name before the @ (Scale plan and up).
+        #[arg(long)]
+        local_part: Option<String>,
+        /// The domain [default: the first one the service offers].
+        #[arg(long)]
+        domain: Option<String>,
+        /// Days mail is kept, 1 to 90 [default: 7].
+        #[arg(long, value_name = "DAYS", value_parser = retention_days())]
+        retention: Option<u8>,
+        /// A label only you can read.
+        #[arg(long, value_name = "TEXT")]
+        label: Option<String>,
+    },
+    /// List the addresses with their labels, devices and retention.
+    List,
+    /// Change an address's label.
+    Label {
+        /// The address id (ibx_...).
+        id: String,
+        text: String,
+    },
+    /// Change how many days an address keeps mail; a shorter retention
+    /// deletes stored mail past it.
+    Retention {
+        /// The address id (ibx_...).
+        id: String,
+        #[arg(value_parser = retention_days())]
+        days: u8,
+    },
+    /// Give an address to a device and send the device its keys.
+    Assign {
+        /// The address id (ibx_...).
+        id: String,
+        /// The device id (wkr_...).
+        device_id: String,
+    },
+    /// Take an address off a device and send the device its remaining keys.
+    Unassign {
+        /// The address id (ibx_...).
+        id: String,
+        /// The device id (wkr_...).
+        device_id: String,
+    },
+    /// Delete an address with its mail; it is never issued again.
+    Delete {
+        /// The address id (ibx_...).
+        id: String,
+    },
+}
+
+/// Device side: this machine as a device of an account.
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Pair this machine: prints a code for the operator's
+    /// `sealpost device pair`, waits for it and stores the credential.
+    Pair {
+        /// The name the operator sees [default: this machine's host name].
+        #[arg(long)]
+        name: Option<String>,
+        /// The platform reported to the service.
+        #[arg(long, default_value = "unknown",
+              value_parser = ["ios", "android", "web", "unknown"])]
+        platform: String,
+        /// Replace an existing pairing (its credential is discarded).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show this device as the service sees it, and report it active.
+    Status,
+    /// List the addresses this device holds keys for.
+    Keys,
 }
 
 #[derive(Debug, Args)]
@@ -96,6 +243,68 @@ mod tests {
             Command::Sessions(SessionsArgs { others: false, command: Some(SessionsCommand::Revoke { ref id }) }) if id == "ses_x"
         ));
         assert!(Cli::try_parse_from(["sealpost", "sessions", "--others", "revoke", "x"]).is_err());
+    }
+
+    #[test]
+    fn device_inbox_and_agent_forms_parse() {
+        let cli =
+            Cli::try_parse_from(["sealpost", "device", "pair", "1234 5678", "--name", "Phone"])
+                .unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Device(DeviceCommand::Pair { ref code, name: Some(ref name) })
+                if code == "1234 5678" && name == "Phone"
+        ));
+        assert_eq!(cli.command.stored_credential(), StoredCredential::Session);
+
+        let cli = Cli::try_parse_from([
+            "sealpost",
+            "inbox",
+            "create",
+            "--prefix",
+            "shop",
+            "--retention",
+            "30",
+            "--label",
+            "x",
+        ])
+        .unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Inbox(InboxCommand::Create {
+                retention: Some(30),
+                local_part: None,
+                ..
+            })
+        ));
+        for refused in [
+            &["sealpost", "inbox", "create", "--retention", "0"][..],
+            &["sealpost", "inbox", "create", "--retention", "91"],
+            &[
+                "sealpost",
+                "inbox",
+                "create",
+                "--prefix",
+                "a",
+                "--local-part",
+                "b",
+            ],
+            &["sealpost", "inbox", "retention", "ibx_x", "100"],
+            &["sealpost", "agent", "pair", "--platform", "windows"],
+            &["sealpost", "device"],
+        ] {
+            assert!(Cli::try_parse_from(refused).is_err(), "{refused:?}");
+        }
+
+        let cli = Cli::try_parse_from(["sealpost", "agent", "pair"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Agent(AgentCommand::Pair { ref platform, force: false, name: None })
+                if platform == "unknown"
+        ));
+        assert_eq!(cli.command.stored_credential(), StoredCredential::None);
+        let cli = Cli::try_parse_from(["sealpost", "agent", "status"]).unwrap();
+        assert_eq!(cli.command.stored_credential(), StoredCredential::Device);
     }
 
     #[test]

@@ -14,28 +14,37 @@ use std::process::ExitCode;
 use clap::Parser;
 use sealpost_client::ClientError;
 
-use crate::cli::Cli;
+use crate::cli::{Cli, StoredCredential};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let uses_stored_session = cli.command.uses_stored_session();
+    let credential = cli.command.stored_credential();
     match commands::run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("{}", report(&err, uses_stored_session));
+            eprintln!("{}", report(&err, credential));
             ExitCode::FAILURE
         }
     }
 }
 
 /// `error: <message> (<code>)`, plus a hint where one helps.
-fn report(err: &anyhow::Error, uses_stored_session: bool) -> String {
+fn report(err: &anyhow::Error, credential: StoredCredential) -> String {
     let mut out = format!("error: {err:#}");
     if let Some(client_err) = err.downcast_ref::<ClientError>() {
         out.push_str(&format!(" ({})", client_err.code()));
-        if client_err.status() == Some(401) && uses_stored_session {
-            out.push_str("\nhint: the session has ended; run `sealpost login` to sign in again");
+        if client_err.status() == Some(401) {
+            match credential {
+                StoredCredential::Session => out.push_str(
+                    "\nhint: the session has ended; run `sealpost login` to sign in again",
+                ),
+                StoredCredential::Device => out.push_str(
+                    "\nhint: this device's credential no longer works (the device was disabled or removed); \
+                     pair it again with `sealpost agent pair --force`",
+                ),
+                StoredCredential::None => {}
+            }
         }
         if let Some(seconds) = client_err.retry_after() {
             out.push_str(&format!("\nhint: rate limited; try again in {seconds} s"));
@@ -61,25 +70,39 @@ mod tests {
     #[test]
     fn api_errors_show_code_and_hint() {
         assert_eq!(
-            report(&api(401, "session_expired"), true),
+            report(&api(401, "session_expired"), StoredCredential::Session),
             "error: nope (session_expired)\nhint: the session has ended; run `sealpost login` to sign in again"
         );
         assert_eq!(
             report(
                 &api(401, "unauthenticated").context("sign-in refused"),
-                false
+                StoredCredential::None
             ),
             "error: sign-in refused: nope (unauthenticated)"
         );
         assert_eq!(
-            report(&api(404, "not_found"), true),
+            report(&api(404, "not_found"), StoredCredential::Session),
             "error: nope (not_found)"
         );
     }
 
     #[test]
+    fn revoked_device_credentials_point_at_pairing() {
+        let shown = report(&api(401, "unauthenticated"), StoredCredential::Device);
+        assert!(
+            shown.starts_with("error: nope (unauthenticated)\nhint: "),
+            "{shown}"
+        );
+        assert!(shown.contains("sealpost agent pair --force"), "{shown}");
+        assert!(!shown.contains("sealpost login"), "{shown}");
+    }
+
+    #[test]
     fn other_errors_show_the_chain() {
         let err = anyhow::anyhow!("inner").context("outer");
-        assert_eq!(report(&err, true), "error: outer: inner");
+        assert_eq!(
+            report(&err, StoredCredential::Session),
+            "error: outer: inner"
+        );
     }
 }

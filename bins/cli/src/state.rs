@@ -1,8 +1,13 @@
-//! The CLI's state directory and the session file in it.
+//! The CLI's state directory and the files in it, readable by the owner
+//! only (0600, in a 0700 directory):
 //!
-//! `session.json` holds `{apiUrl, accountId, token, expiresAt}`: the bearer
-//! token of one operator session, readable by the owner only (0600, in a
-//! 0700 directory). The recovery phrase is never written anywhere.
+//! - `session.json`, `{apiUrl, accountId, token, expiresAt}`: the bearer
+//!   token of one operator session;
+//! - `device.json`, `{apiUrl, workerId, credential, secretKey}`: this machine
+//!   as a paired device, with its credential and the X25519 secret its key
+//!   bundle is sealed to.
+//!
+//! The recovery phrase is never written anywhere.
 
 use std::fs::{self, DirBuilder, OpenOptions};
 use std::io::{self, Write};
@@ -11,10 +16,12 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow};
-use sealpost_kernel::{AccountId, Timestamp};
+use sealpost_kernel::{AccountId, Timestamp, WorkerId};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 const SESSION_FILE: &str = "session.json";
+const DEVICE_FILE: &str = "device.json";
 
 /// The stored operator session. `Debug` does not show the token.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +40,31 @@ impl std::fmt::Debug for StoredSession {
             .field("account_id", &self.account_id)
             .field("token", &"<redacted>")
             .field("expires_at", &self.expires_at)
+            .finish()
+    }
+}
+
+/// This machine as a paired device. `Debug` shows neither the credential
+/// nor the secret key.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceState {
+    pub api_url: String,
+    pub worker_id: WorkerId,
+    /// The device's bearer token.
+    pub credential: String,
+    /// The X25519 secret generated for pairing, base64url: opens the key
+    /// bundle.
+    pub secret_key: String,
+}
+
+impl std::fmt::Debug for DeviceState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceState")
+            .field("api_url", &self.api_url)
+            .field("worker_id", &self.worker_id)
+            .field("credential", &"<redacted>")
+            .field("secret_key", &"<redacted>")
             .finish()
     }
 }
@@ -65,34 +97,66 @@ impl StateDir {
         self.dir.join(SESSION_FILE)
     }
 
+    pub fn device_path(&self) -> PathBuf {
+        self.dir.join(DEVICE_FILE)
+    }
+
     /// The stored session, `None` when there is none.
     pub fn load_session(&self) -> Result<Option<StoredSession>> {
+        self.load(SESSION_FILE, "run `sealpost login`")
+    }
+
+    /// Stores `session`, replacing any stored one.
+    pub fn save_session(&self, session: &StoredSession) -> Result<()> {
+        self.save(SESSION_FILE, session)
+    }
+
+    /// Deletes the stored session; whether there was one.
+    pub fn delete_session(&self) -> Result<bool> {
         let path = self.session_path();
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e).with_context(|| format!("cannot delete {}", path.display())),
+        }
+    }
+
+    /// This machine as a paired device, `None` when it is not one.
+    pub fn load_device(&self) -> Result<Option<DeviceState>> {
+        self.load(DEVICE_FILE, "run `sealpost agent pair --force`")
+    }
+
+    /// Stores the device state, replacing any stored one (callers check
+    /// first: `agent pair` replaces it only with `--force`).
+    pub fn save_device(&self, device: &DeviceState) -> Result<()> {
+        self.save(DEVICE_FILE, device)
+    }
+
+    /// The JSON file `name`, `None` when it does not exist. `fix` tells
+    /// what to do when it is damaged.
+    fn load<T: DeserializeOwned>(&self, name: &str, fix: &str) -> Result<Option<T>> {
+        let path = self.dir.join(name);
         let text = match fs::read(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
         };
-        let session = serde_json::from_slice(&text).with_context(|| {
-            format!(
-                "{} is damaged; delete it and run `sealpost login`",
-                path.display()
-            )
-        })?;
-        Ok(Some(session))
+        let value = serde_json::from_slice(&text)
+            .with_context(|| format!("{} is damaged; delete it and {fix}", path.display()))?;
+        Ok(Some(value))
     }
 
-    /// Stores `session` atomically: written to a 0600 temporary file in the
-    /// same directory, flushed, then renamed over `session.json`.
-    pub fn save_session(&self, session: &StoredSession) -> Result<()> {
+    /// Stores `value` as the JSON file `name` atomically: written to a 0600
+    /// temporary file in the same directory, flushed, then renamed over it.
+    fn save<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
         DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&self.dir)
             .with_context(|| format!("cannot create {}", self.dir.display()))?;
-        let body = serde_json::to_vec_pretty(session)?;
-        let path = self.session_path();
-        let tmp = self.dir.join(temp_name());
+        let body = serde_json::to_vec_pretty(value)?;
+        let path = self.dir.join(name);
+        let tmp = self.dir.join(temp_name(name));
         write_private(&tmp, &body)
             .and_then(|()| fs::rename(&tmp, &path))
             .inspect_err(|_| {
@@ -106,24 +170,14 @@ impl StateDir {
         }
         Ok(())
     }
-
-    /// Deletes the stored session; whether there was one.
-    pub fn delete_session(&self) -> Result<bool> {
-        let path = self.session_path();
-        match fs::remove_file(&path) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(e).with_context(|| format!("cannot delete {}", path.display())),
-        }
-    }
 }
 
 /// A temporary file name no other process uses at the same time.
-fn temp_name() -> String {
+fn temp_name(name: &str) -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    format!(".{SESSION_FILE}.{}.{nanos}.tmp", std::process::id())
+    format!(".{name}.{}.{nanos}.tmp", std::process::id())
 }
 
 /// Creates `path` (which must not exist) with mode 0600 and writes `body`.
@@ -214,5 +268,45 @@ mod tests {
     #[test]
     fn debug_hides_token() {
         assert!(!format!("{:?}", session()).contains("token-value"));
+    }
+
+    fn device() -> DeviceState {
+        DeviceState {
+            api_url: "http://127.0.0.1:8080".to_owned(),
+            worker_id: WorkerId::parse("wkr_abcdefghijklmnop").unwrap(),
+            credential: "credential-value".to_owned(),
+            secret_key: "secret-value".to_owned(),
+        }
+    }
+
+    #[test]
+    fn device_file_is_private_camel_case_and_separate() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::new(tmp.path().join("sealpost"));
+        assert_eq!(state.load_device().unwrap(), None);
+        state.save_device(&device()).unwrap();
+        state.save_session(&session()).unwrap();
+        assert_eq!(state.load_device().unwrap(), Some(device()));
+        assert_eq!(mode(&state.device_path()), 0o600);
+        let json: serde_json::Value =
+            serde_json::from_slice(&fs::read(state.device_path()).unwrap()).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "apiUrl": "http://127.0.0.1:8080",
+                "workerId": "wkr_abcdefghijklmnop",
+                "credential": "credential-value",
+                "secretKey": "secret-value",
+            })
+        );
+        // Signing out leaves the device alone.
+        assert!(state.delete_session().unwrap());
+        assert_eq!(state.load_device().unwrap(), Some(device()));
+        let shown = format!("{:?}", device());
+        assert!(!shown.contains("credential-value") && !shown.contains("secret-value"));
+
+        fs::write(state.device_path(), b"[").unwrap();
+        let err = state.load_device().unwrap_err();
+        assert!(format!("{err}").contains("agent pair"), "{err}");
     }
 }

@@ -18,6 +18,8 @@ use tokio::process::Command;
 struct Cli {
     api_url: String,
     dir: PathBuf,
+    /// Sent as SEALPOST_PHRASE when set.
+    phrase: Option<String>,
 }
 
 struct Run {
@@ -41,6 +43,7 @@ impl Cli {
         Cli {
             api_url: app.base_url.clone(),
             dir: dir.to_owned(),
+            phrase: None,
         }
     }
 
@@ -53,6 +56,9 @@ impl Cli {
             .env_remove("SEALPOST_PHRASE")
             .stdin(Stdio::null())
             .kill_on_drop(true);
+        if let Some(phrase) = &self.phrase {
+            command.env("SEALPOST_PHRASE", phrase);
+        }
         command
     }
 
@@ -269,4 +275,309 @@ async fn unreachable_service_is_reported() {
     // Nothing was registered, so no phrase was shown and nothing stored.
     assert!(run.stdout.is_empty(), "{}", run.stdout);
     assert!(!tmp.path().join("session.json").exists());
+}
+
+/// `sealpost agent pair` running in the background, as in a second
+/// terminal: its stdout arrives line by line.
+struct Background {
+    child: std::process::Child,
+    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+    seen: Vec<String>,
+}
+
+/// Long enough for a slow machine; the pairing poll runs every 2 s.
+const WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl Background {
+    fn agent_pair(cli: &Cli, args: &[&str]) -> Background {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sealpost"))
+            .args(["agent", "pair"])
+            .args(args)
+            .env("SEALPOST_API_URL", &cli.api_url)
+            .env("SEALPOST_CONFIG_DIR", &cli.dir)
+            .env_remove("SEALPOST_PHRASE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (sender, lines) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Background {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Reads stdout until a line satisfies `wanted`; returns that line.
+    async fn line_where(&mut self, wanted: impl Fn(&str) -> bool) -> String {
+        loop {
+            let line = tokio::time::timeout(WAIT, self.lines.recv())
+                .await
+                .unwrap_or_else(|_| panic!("timed out; output so far:\n{}", self.seen.join("\n")))
+                .unwrap_or_else(|| panic!("output ended:\n{}", self.seen.join("\n")));
+            println!("[agent pair] {line}");
+            self.seen.push(line.clone());
+            if wanted(&line) {
+                return line;
+            }
+        }
+    }
+
+    /// Waits for the process to exit; its success, remaining stdout and
+    /// stderr.
+    async fn exit(mut self) -> Run {
+        let mut child = self.child;
+        let output = tokio::time::timeout(
+            WAIT,
+            tokio::task::spawn_blocking(move || {
+                let status = child.wait().unwrap();
+                let mut stderr = String::new();
+                std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr)
+                    .unwrap();
+                (status, stderr)
+            }),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("agent pair did not exit"))
+        .unwrap();
+        let mut stdout = String::new();
+        while let Some(line) = self.lines.recv().await {
+            println!("[agent pair] {line}");
+            stdout.push_str(&line);
+            stdout.push('\n');
+        }
+        println!("[agent pair] {}", output.1);
+        Run {
+            ok: output.0.success(),
+            stdout,
+            stderr: output.1,
+        }
+    }
+
+    /// The code from the `Pairing code: 1234 5678` line.
+    async fn code(&mut self) -> String {
+        let line = self
+            .line_where(|line| line.trim_start().starts_with("Pairing code:"))
+            .await;
+        let code: String = line
+            .trim_start()
+            .trim_start_matches("Pairing code:")
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        assert_eq!(code.len(), 8, "{line}");
+        assert!(code.bytes().all(|b| b.is_ascii_digit()), "{line}");
+        code
+    }
+}
+
+/// The first whitespace-separated word of `out` starting with `prefix`.
+fn word_starting(out: &str, prefix: &str) -> String {
+    out.split(|c: char| c.is_whitespace() || c == ':' || c == '.' || c == '"')
+        .find(|word| word.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix}... in:\n{out}"))
+        .to_owned()
+}
+
+/// The 19-character fingerprint on a `Fingerprint  ...` line.
+fn fingerprint(line: &str) -> String {
+    let value = line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_else(|| panic!("no fingerprint in {line}"));
+    assert_eq!(value.len(), 19, "{line}");
+    value.to_owned()
+}
+
+/// The line of `out` that mentions `id`.
+fn line_of<'a>(out: &'a str, id: &str) -> &'a str {
+    out.lines()
+        .find(|line| line.contains(id))
+        .unwrap_or_else(|| panic!("{id} not listed in:\n{out}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_terminals_pair_a_device_and_hand_it_an_address() {
+    let app = TestApp::spawn().await;
+    let tmp = tempfile::tempdir().unwrap();
+    // Terminal A: the operator. Terminal B: the machine becoming a device.
+    let mut a = Cli::new(&app, &tmp.path().join("operator"));
+    let b = Cli::new(&app, &tmp.path().join("device"));
+    let phrase = printed_phrase(&a.ok(&["init"]).await);
+
+    // Commands that need keys ask for the phrase; a wrong one is refused.
+    let err = a.fails(&["inbox", "list"]).await;
+    assert!(err.contains("SEALPOST_PHRASE"), "{err}");
+    a.phrase = Some(
+        "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about"
+            .to_owned(),
+    );
+    let err = a.fails(&["device", "list"]).await;
+    assert!(err.contains("another account"), "{err}");
+    a.phrase = Some(phrase.clone());
+    assert!(a.ok(&["device", "list"]).await.contains("No devices"));
+    assert!(a.ok(&["inbox", "list"]).await.contains("No addresses"));
+    let err = b.fails(&["agent", "status"]).await;
+    assert!(err.contains("not paired"), "{err}");
+
+    // B waits for the operator in the background and shows a code.
+    let mut agent = Background::agent_pair(&b, &["--name", "Build box"]);
+    let code = agent.code().await;
+    let shown_by_device = fingerprint(&agent.line_where(|l| l.starts_with("Fingerprint")).await);
+    agent.line_where(|l| l.starts_with("Waiting")).await;
+
+    // A pairs it: sees its name and the same fingerprint.
+    let out = a.ok(&["device", "pair", &code]).await;
+    assert!(out.contains("Build box (unknown)"), "{out}");
+    let fingerprint_line = out.lines().find(|l| l.starts_with("Fingerprint")).unwrap();
+    assert_eq!(fingerprint(fingerprint_line), shown_by_device);
+    let worker_id = word_starting(&out, "wkr_");
+
+    // B stores the credential and exits.
+    let run = agent.exit().await;
+    assert!(run.ok, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(&format!("Paired as {worker_id}.")),
+        "{}",
+        run.stdout
+    );
+    let device_file = b.dir.join("device.json");
+    assert_eq!(mode(&device_file), 0o600);
+    let device: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&device_file).unwrap()).unwrap();
+    assert_eq!(device["workerId"], worker_id.as_str());
+    assert_eq!(device["apiUrl"], app.base_url.as_str());
+    assert!(device["credential"].as_str().is_some_and(|c| !c.is_empty()));
+    assert!(device["secretKey"].as_str().is_some_and(|k| k.len() == 43));
+    assert!(!b.dir.join("session.json").exists());
+    // Pairing again would discard the credential: only with --force.
+    let err = b.fails(&["agent", "pair"]).await;
+    assert!(err.contains("--force"), "{err}");
+
+    // B: its status works; its bundle holds no address yet.
+    let out = b.ok(&["agent", "status"]).await;
+    assert!(out.contains(&worker_id), "{out}");
+    assert!(out.contains("online"), "{out}");
+    let out = b.ok(&["agent", "keys"]).await;
+    assert!(out.contains("Keys of 0 addresses"), "{out}");
+
+    // A: the list shows the decrypted name; a rename re-seals it.
+    let out = a.ok(&["device", "list"]).await;
+    assert!(line_of(&out, &worker_id).contains("Build box"), "{out}");
+    a.ok(&["device", "rename", &worker_id, "Builder"]).await;
+    let out = a.ok(&["device", "list"]).await;
+    assert!(line_of(&out, &worker_id).contains("Builder"), "{out}");
+
+    // A creates a labelled address; the list decrypts the label.
+    let out = a.ok(&["inbox", "create", "--label", "shop"]).await;
+    let inbox_id = word_starting(&out, "ibx_");
+    let email = out
+        .split_whitespace()
+        .find(|w| w.contains('@'))
+        .unwrap_or_else(|| panic!("no address in:\n{out}"))
+        .to_owned();
+    assert!(email.ends_with("@mail.localhost"), "{out}");
+    let out = a.ok(&["inbox", "list"]).await;
+    let line = line_of(&out, &inbox_id);
+    assert!(
+        line.contains(&email) && line.contains("unassigned"),
+        "{line}"
+    );
+    assert!(line.contains("7 days") && line.ends_with("shop"), "{line}");
+
+    // A assigns it; B can open its new key bundle.
+    let out = a.ok(&["inbox", "assign", &inbox_id, &worker_id]).await;
+    assert!(out.contains("keys of 1 address"), "{out}");
+    let out = b.ok(&["agent", "keys"]).await;
+    assert!(out.contains("Keys of 1 address"), "{out}");
+    let line = line_of(&out, &inbox_id);
+    assert!(
+        line.contains(&email) && !line.contains("MISMATCH"),
+        "{line}"
+    );
+    let out = a.ok(&["inbox", "list"]).await;
+    let line = line_of(&out, &inbox_id);
+    assert!(
+        line.contains("active") && line.contains(&worker_id),
+        "{line}"
+    );
+
+    // Retention and label changes show in the list.
+    a.ok(&["inbox", "retention", &inbox_id, "30"]).await;
+    a.ok(&["inbox", "label", &inbox_id, "shopping"]).await;
+    let out = a.ok(&["inbox", "list"]).await;
+    let line = line_of(&out, &inbox_id);
+    assert!(
+        line.contains("30 days") && line.ends_with("shopping"),
+        "{line}"
+    );
+
+    // Unassigning re-sends the bundle without it; assigning again restores it.
+    let out = a.ok(&["inbox", "unassign", &inbox_id, &worker_id]).await;
+    assert!(out.contains("keys of 0 addresses"), "{out}");
+    assert!(!b.ok(&["agent", "keys"]).await.contains(&inbox_id));
+    a.ok(&["inbox", "assign", &inbox_id, &worker_id]).await;
+    assert!(b.ok(&["agent", "keys"]).await.contains(&inbox_id));
+
+    // Disabling the device ends B's credential.
+    let out = a.ok(&["device", "disable", &worker_id]).await;
+    assert!(out.contains("Disabled"), "{out}");
+    let out = a.ok(&["device", "list"]).await;
+    assert!(line_of(&out, &worker_id).contains("disabled"), "{out}");
+    let err = b.fails(&["agent", "status"]).await;
+    assert!(err.contains("(unauthenticated)"), "{err}");
+    assert!(err.contains("agent pair --force"), "{err}");
+    assert!(!err.contains("sealpost login"), "{err}");
+
+    // Deleting the address removes it from the list.
+    a.phrase = None;
+    a.ok(&["inbox", "delete", &inbox_id]).await;
+    a.phrase = Some(phrase);
+    assert!(!a.ok(&["inbox", "list"]).await.contains(&inbox_id));
+    let err = a.fails(&["inbox", "delete", &inbox_id]).await;
+    assert!(err.contains("(not_found)"), "{err}");
+
+    // Removing the device.
+    a.ok(&["device", "remove", &worker_id]).await;
+    assert!(a.ok(&["device", "list"]).await.contains("No devices"));
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_cancels_a_waiting_pairing() {
+    let app = TestApp::spawn().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Cli::new(&app, &tmp.path().join("operator"));
+    let b = Cli::new(&app, &tmp.path().join("device"));
+    a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
+
+    let mut agent = Background::agent_pair(&b, &["--platform", "web"]);
+    let code = agent.code().await;
+    agent.line_where(|l| l.starts_with("Waiting")).await;
+    let interrupted = std::process::Command::new("kill")
+        .args(["-INT", &agent.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let run = agent.exit().await;
+    assert!(!run.ok);
+    assert!(run.stderr.contains("pairing cancelled"), "{}", run.stderr);
+    assert!(!b.dir.join("device.json").exists());
+
+    // The session is gone: the code finds nothing.
+    let err = a.fails(&["device", "pair", &code]).await;
+    assert!(err.contains("no device is waiting"), "{err}");
+    assert!(err.contains("(not_found)"), "{err}");
+    app.stop().await;
 }

@@ -21,6 +21,7 @@
 //! public key, and sign-in answers the service's challenge with a proof.
 
 mod error;
+pub mod sealing;
 pub mod types;
 pub mod webhook;
 
@@ -28,14 +29,17 @@ use std::fmt;
 use std::time::Duration;
 
 use reqwest::{Method, RequestBuilder, header};
-use sealpost_kernel::{AccountId, SessionId};
-use sealpost_seal::AccountKeys;
+use sealpost_kernel::{AccountId, InboxId, PairingSessionId, SessionId, WorkerId};
+use sealpost_seal::{AccountKeys, SealedBox};
 use serde::de::DeserializeOwned;
 
 pub use error::ClientError;
 use types::{
-    Challenge, ChallengeRequest, Health, Me, RegisterRequest, Revoked, SessionList, SignedIn,
-    VerifyRequest,
+    ActivityPage, Allocation, AssignRequest, Challenge, ChallengeRequest, ClaimRequest,
+    CreateInboxRequest, DomainList, Health, Inbox, InboxList, InboxReply, KeysRequest, LookupReply,
+    LookupRequest, Me, OpenPairingRequest, OpenedPairing, PageParams, PairingPoll, PairingSession,
+    Platform, RegisterRequest, Revoked, SessionList, SignedIn, UpdateInboxRequest,
+    UpdateWorkerRequest, VerifyRequest, Worker, WorkerKeys, WorkerPage, WorkerReply,
 };
 pub use webhook::{VerifiedEvent, WebhookVerifyError, verify_webhook};
 
@@ -174,6 +178,214 @@ impl Client {
     pub async fn erase_account(&self) -> Result<()> {
         self.empty(self.authed(Method::DELETE, "/accounts/me"))
             .await
+    }
+
+    // ---- Devices: pairing --------------------------------------------------
+
+    /// `POST /workers/pairing-session` (the device, no token): opens a
+    /// session; show its code to the operator and poll with its token.
+    pub async fn open_pairing(
+        &self,
+        platform: Platform,
+        device_name: &str,
+        public_key: &[u8; 32],
+    ) -> Result<OpenedPairing> {
+        let body = OpenPairingRequest {
+            platform,
+            device_name: device_name.to_owned(),
+            public_key: *public_key,
+        };
+        self.json(
+            self.public(Method::POST, "/workers/pairing-session")
+                .json(&body),
+        )
+        .await
+    }
+
+    /// `GET /workers/pairing-session/{token}` (the device, no token): the
+    /// session's state; `workerId` and the credential come once, on the
+    /// first poll after the claim.
+    pub async fn poll_pairing(&self, token: &str) -> Result<PairingPoll> {
+        let path = format!("/workers/pairing-session/{token}");
+        self.json(self.public(Method::GET, &path)).await
+    }
+
+    /// `DELETE /workers/pairing-session/{token}` (the device, no token):
+    /// cancels a session nobody claimed; `already_used` once claimed.
+    pub async fn cancel_pairing(&self, token: &str) -> Result<()> {
+        let path = format!("/workers/pairing-session/{token}");
+        self.empty(self.public(Method::DELETE, &path)).await
+    }
+
+    /// `POST /workers/pair/lookup` (session): the waiting session with this
+    /// code. Ten failed lookups in five minutes give `rate_limited`.
+    pub async fn lookup_pairing(&self, code: &str) -> Result<PairingSession> {
+        let body = LookupRequest {
+            code: code.to_owned(),
+        };
+        let reply: LookupReply = self
+            .json(
+                self.authed(Method::POST, "/workers/pair/lookup")
+                    .json(&body),
+            )
+            .await?;
+        Ok(reply.session)
+    }
+
+    /// `POST /workers/pair` (session): claims a looked-up session as device
+    /// `worker_id` with its sealed profile; the device receives its
+    /// credential on its next poll.
+    pub async fn claim_device(
+        &self,
+        session_id: &PairingSessionId,
+        worker_id: &WorkerId,
+        profile: &SealedBox,
+    ) -> Result<Worker> {
+        let body = ClaimRequest {
+            session_id: session_id.clone(),
+            worker_id: worker_id.clone(),
+            profile: profile.clone(),
+        };
+        let reply: WorkerReply = self
+            .json(self.authed(Method::POST, "/workers/pair").json(&body))
+            .await?;
+        Ok(reply.worker)
+    }
+
+    // ---- Devices -----------------------------------------------------------
+
+    /// `GET /workers`: one page of the account's devices, newest first (a
+    /// device credential sees only its own device).
+    pub async fn list_workers(&self, page: &PageParams) -> Result<WorkerPage> {
+        let path = format!("/workers{}", page.query());
+        self.json(self.authed(Method::GET, &path)).await
+    }
+
+    /// `GET /workers/{id}`: one device.
+    pub async fn get_worker(&self, id: &WorkerId) -> Result<Worker> {
+        let path = format!("/workers/{id}");
+        let reply: WorkerReply = self.json(self.authed(Method::GET, &path)).await?;
+        Ok(reply.worker)
+    }
+
+    /// `PATCH /workers/{id}` (session): a new sealed profile, or disabling
+    /// ([`UpdateWorkerRequest::disable`]).
+    pub async fn update_worker(
+        &self,
+        id: &WorkerId,
+        update: &UpdateWorkerRequest,
+    ) -> Result<Worker> {
+        let path = format!("/workers/{id}");
+        let reply: WorkerReply = self
+            .json(self.authed(Method::PATCH, &path).json(update))
+            .await?;
+        Ok(reply.worker)
+    }
+
+    /// `DELETE /workers/{id}` (session): removes the device and its
+    /// credential; its addresses become unassigned.
+    pub async fn remove_worker(&self, id: &WorkerId) -> Result<()> {
+        let path = format!("/workers/{id}");
+        self.empty(self.authed(Method::DELETE, &path)).await
+    }
+
+    /// `POST /workers/heartbeat` (device credential only): reports the
+    /// device active; answers the device.
+    pub async fn heartbeat(&self) -> Result<Worker> {
+        let reply: WorkerReply = self
+            .json(self.authed(Method::POST, "/workers/heartbeat"))
+            .await?;
+        Ok(reply.worker)
+    }
+
+    /// `POST /workers/{id}/keys` (session): replaces the device's sealed key
+    /// bundle (see [`sealing::KeyBundle`]).
+    pub async fn set_worker_keys(&self, id: &WorkerId, keys: &SealedBox) -> Result<WorkerKeys> {
+        let path = format!("/workers/{id}/keys");
+        let body = KeysRequest { keys: keys.clone() };
+        self.json(self.authed(Method::POST, &path).json(&body))
+            .await
+    }
+
+    /// `GET /workers/{id}/keys`: the device's sealed key bundle; `not_found`
+    /// until one was sent.
+    pub async fn get_worker_keys(&self, id: &WorkerId) -> Result<WorkerKeys> {
+        let path = format!("/workers/{id}/keys");
+        self.json(self.authed(Method::GET, &path)).await
+    }
+
+    // ---- Addresses and domains ---------------------------------------------
+
+    /// `GET /domains`: the domains addresses can be created on.
+    pub async fn domains(&self) -> Result<DomainList> {
+        self.json(self.authed(Method::GET, "/domains")).await
+    }
+
+    /// `GET /inboxes`: every address on the account (a device credential
+    /// sees the ones assigned to it).
+    pub async fn list_inboxes(&self) -> Result<InboxList> {
+        self.json(self.authed(Method::GET, "/inboxes")).await
+    }
+
+    /// `POST /inboxes` (session): creates an address; `allocation_exhausted`
+    /// past the plan's limit.
+    pub async fn create_inbox(&self, request: &CreateInboxRequest) -> Result<Inbox> {
+        let reply: InboxReply = self
+            .json(self.authed(Method::POST, "/inboxes").json(request))
+            .await?;
+        Ok(reply.inbox)
+    }
+
+    /// `GET /inboxes/allocation`: the plan's address allowance and its use.
+    pub async fn allocation(&self) -> Result<Allocation> {
+        self.json(self.authed(Method::GET, "/inboxes/allocation"))
+            .await
+    }
+
+    /// `PATCH /inboxes/{id}` (session): a new sealed label and/or retention.
+    pub async fn update_inbox(&self, id: &InboxId, update: &UpdateInboxRequest) -> Result<Inbox> {
+        let path = format!("/inboxes/{id}");
+        let reply: InboxReply = self
+            .json(self.authed(Method::PATCH, &path).json(update))
+            .await?;
+        Ok(reply.inbox)
+    }
+
+    /// `DELETE /inboxes/{id}` (session): deletes the address and its mail;
+    /// the address is never issued again.
+    pub async fn delete_inbox(&self, id: &InboxId) -> Result<()> {
+        let path = format!("/inboxes/{id}");
+        self.empty(self.authed(Method::DELETE, &path)).await
+    }
+
+    /// `POST /workers/{worker_id}/inboxes` (session): assigns an address to
+    /// a device, moving it off another device if needed. Answers the
+    /// address. Re-send the key bundles of the devices involved afterwards.
+    pub async fn assign_inbox(&self, worker_id: &WorkerId, inbox_id: &InboxId) -> Result<Inbox> {
+        let path = format!("/workers/{worker_id}/inboxes");
+        let body = AssignRequest {
+            inbox_id: inbox_id.clone(),
+        };
+        let reply: InboxReply = self
+            .json(self.authed(Method::POST, &path).json(&body))
+            .await?;
+        Ok(reply.inbox)
+    }
+
+    /// `DELETE /workers/{worker_id}/inboxes/{inbox_id}` (session): takes an
+    /// address off a device; it stays on the account.
+    pub async fn unassign_inbox(&self, worker_id: &WorkerId, inbox_id: &InboxId) -> Result<()> {
+        let path = format!("/workers/{worker_id}/inboxes/{inbox_id}");
+        self.empty(self.authed(Method::DELETE, &path)).await
+    }
+
+    // ---- Activity ----------------------------------------------------------
+
+    /// `GET /activity`: one page of the activity log, newest first (a device
+    /// credential sees the entries about itself).
+    pub async fn activity(&self, page: &PageParams) -> Result<ActivityPage> {
+        let path = format!("/activity{}", page.query());
+        self.json(self.authed(Method::GET, &path)).await
     }
 
     // ---- Service -----------------------------------------------------------

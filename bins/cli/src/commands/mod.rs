@@ -2,15 +2,21 @@
 //! `main`, which reports them.
 
 mod account;
+mod agent;
+mod devices;
+mod inboxes;
 mod sessions;
+mod vault;
 
 use anyhow::{Result, bail};
 use chrono::Utc;
 use sealpost_client::Client;
 use sealpost_kernel::Timestamp;
 
-use crate::cli::{Cli, Command, DEFAULT_API_URL, SessionsCommand};
-use crate::state::{StateDir, StoredSession};
+use crate::cli::{
+    AgentCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand, InboxCommand, SessionsCommand,
+};
+use crate::state::{DeviceState, StateDir, StoredSession};
 
 /// What every command gets: the configuration and the state directory.
 pub struct Ctx {
@@ -44,6 +50,26 @@ impl Ctx {
         let client = Client::new(&session.api_url)?.with_token(session.token.clone());
         Ok((session, client))
     }
+
+    /// This machine's device state and a client holding its credential,
+    /// talking to the service that issued it (a different explicit API URL
+    /// is refused, as for the session).
+    fn device(&self) -> Result<(DeviceState, Client)> {
+        let Some(device) = self.state.load_device()? else {
+            bail!("this machine is not paired as a device; run `sealpost agent pair`");
+        };
+        if let Some(given) = &self.api_url {
+            let given = normalise_url(given);
+            if given != normalise_url(&device.api_url) {
+                bail!(
+                    "this device is paired with {}, not {given}; run `sealpost agent pair --force` to pair it there",
+                    device.api_url
+                );
+            }
+        }
+        let client = Client::new(&device.api_url)?.with_token(device.credential.clone());
+        Ok((device, client))
+    }
 }
 
 /// Runs the parsed command line.
@@ -61,6 +87,48 @@ pub async fn run(cli: Cli) -> Result<()> {
             (Some(SessionsCommand::Revoke { id }), _) => sessions::revoke(&ctx, &id).await,
             (None, true) => sessions::revoke_others(&ctx).await,
             (None, false) => sessions::list(&ctx).await,
+        },
+        Command::Device(command) => match command {
+            DeviceCommand::Pair { code, name } => devices::pair(&ctx, &code, name).await,
+            DeviceCommand::List => devices::list(&ctx).await,
+            DeviceCommand::Rename { id, name } => devices::rename(&ctx, &id, &name).await,
+            DeviceCommand::Disable { id } => devices::disable(&ctx, &id).await,
+            DeviceCommand::Remove { id } => devices::remove(&ctx, &id).await,
+        },
+        Command::Inbox(command) => match command {
+            InboxCommand::Create {
+                prefix,
+                local_part,
+                domain,
+                retention,
+                label,
+            } => {
+                let new = inboxes::NewInbox {
+                    prefix,
+                    local_part,
+                    domain,
+                    retention,
+                    label,
+                };
+                inboxes::create(&ctx, new).await
+            }
+            InboxCommand::List => inboxes::list(&ctx).await,
+            InboxCommand::Label { id, text } => inboxes::label(&ctx, &id, &text).await,
+            InboxCommand::Retention { id, days } => inboxes::retention(&ctx, &id, days).await,
+            InboxCommand::Assign { id, device_id } => inboxes::assign(&ctx, &id, &device_id).await,
+            InboxCommand::Unassign { id, device_id } => {
+                inboxes::unassign(&ctx, &id, &device_id).await
+            }
+            InboxCommand::Delete { id } => inboxes::delete(&ctx, &id).await,
+        },
+        Command::Agent(command) => match command {
+            AgentCommand::Pair {
+                name,
+                platform,
+                force,
+            } => agent::pair(&ctx, name, &platform, force).await,
+            AgentCommand::Status => agent::status(&ctx).await,
+            AgentCommand::Keys => agent::keys(&ctx).await,
         },
     }
 }

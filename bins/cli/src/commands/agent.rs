@@ -1,0 +1,231 @@
+//! `agent pair`, `agent status`, `agent keys`: this machine as a device.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use sealpost_client::sealing::{self, KeyBundle};
+use sealpost_client::types::{PairingState, Platform};
+use sealpost_client::{Client, ClientError};
+use sealpost_kernel::WorkerId;
+use sealpost_seal::{PublicKey, StaticSecret, b64, random_bytes};
+use tokio::signal::unix::{SignalKind, signal};
+
+use super::Ctx;
+use super::vault::addresses;
+use crate::state::DeviceState;
+
+/// How often a waiting device polls its pairing session.
+const POLL_EVERY: Duration = Duration::from_secs(2);
+
+/// The name a device reports when `--name` is not given.
+fn default_name() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "sealpost agent".to_owned())
+}
+
+/// `12345678` as `1234 5678`.
+fn spaced(code: &str) -> String {
+    if code.len() == 8 && code.is_ascii() {
+        format!("{} {}", &code[..4], &code[4..])
+    } else {
+        code.to_owned()
+    }
+}
+
+/// A failure worth polling again after: the network, a rate limit, the
+/// service's side.
+fn is_transient(err: &ClientError) -> bool {
+    match err {
+        ClientError::Transport(_) => true,
+        ClientError::Api { status, .. } => *status == 429 || *status >= 500,
+        ClientError::Decode(_) => false,
+    }
+}
+
+/// Opens a pairing session with a new X25519 key, shows the code, waits for
+/// the operator's claim and stores the credential. Ctrl-C cancels the
+/// session.
+pub async fn pair(ctx: &Ctx, name: Option<String>, platform: &str, force: bool) -> Result<()> {
+    if !force && let Some(existing) = ctx.state.load_device()? {
+        bail!(
+            "this machine is already paired as {} with {}; `sealpost agent pair --force` pairs it again and discards that credential",
+            existing.worker_id,
+            existing.api_url
+        );
+    }
+    let api_url = ctx.api_url();
+    let client = Client::new(&api_url)?;
+    let secret = random_bytes::<32>();
+    let public = PublicKey::from(&StaticSecret::from(secret)).to_bytes();
+    let name = name.unwrap_or_else(default_name);
+    // Listening from before the code is shown, so no Ctrl-C goes unhandled.
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot watch for Ctrl-C")?;
+    let opened = client
+        .open_pairing(Platform::from(platform), &name, &public)
+        .await
+        .context("cannot open a pairing session")?;
+
+    println!();
+    println!("    Pairing code:  {}", spaced(&opened.code));
+    println!();
+    println!("On the operator's machine, run:");
+    println!("    sealpost device pair {}", opened.code);
+    println!(
+        "Fingerprint  {}  (the operator sees the same)",
+        sealing::key_fingerprint(&public)
+    );
+    println!("Waiting for the operator; Ctrl-C cancels.");
+
+    let (worker_id, credential) = tokio::select! {
+        claimed = wait_for_claim(&client, &opened.token) => claimed?,
+        _ = interrupt.recv() => {
+            return Err(match client.cancel_pairing(&opened.token).await {
+                Ok(()) => anyhow!("pairing cancelled"),
+                Err(e) if e.status() == Some(409) => anyhow!(
+                    "pairing interrupted after the operator claimed this device; \
+                     remove it with `sealpost device remove` and pair again"
+                ),
+                Err(e) => anyhow::Error::new(e).context("pairing interrupted; the session could not be cancelled"),
+            });
+        }
+    };
+
+    ctx.state
+        .save_device(&DeviceState {
+            api_url,
+            worker_id: worker_id.clone(),
+            credential,
+            secret_key: b64::encode(&secret),
+        })
+        .context(
+            "paired, but the credential could not be stored; remove the device and pair again",
+        )?;
+    println!("Paired as {worker_id}.");
+    println!(
+        "The credential is stored in {}.",
+        ctx.state.device_path().display()
+    );
+    Ok(())
+}
+
+/// Polls every two seconds until the claim hands the credential over.
+async fn wait_for_claim(client: &Client, token: &str) -> Result<(WorkerId, String)> {
+    let mut detected = false;
+    loop {
+        tokio::time::sleep(POLL_EVERY).await;
+        let poll = match client.poll_pairing(token).await {
+            Ok(poll) => poll,
+            Err(e) if is_transient(&e) => continue,
+            Err(e) if e.status() == Some(404) => {
+                return Err(anyhow::Error::new(e).context("the pairing session is gone"));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if let (Some(worker_id), Some(credential)) = (poll.worker_id, poll.credential) {
+            return Ok((worker_id, credential));
+        }
+        match poll.state {
+            PairingState::OperatorDetected if !detected => {
+                println!("The operator found this device; waiting for the claim.");
+                detected = true;
+            }
+            PairingState::AwaitingInbox | PairingState::InboxAssigned => {
+                bail!("the session was claimed, but its credential was already collected");
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Reports the device active, then shows it as the service sees it.
+pub async fn status(ctx: &Ctx) -> Result<()> {
+    let (device, client) = ctx.device()?;
+    client.heartbeat().await?;
+    let worker = client.get_worker(&device.worker_id).await?;
+    println!("Device       {}", worker.id);
+    println!("Status       {}", worker.status);
+    println!("Platform     {}", worker.platform);
+    println!("Paired       {}", worker.created_at);
+    if let Some(at) = worker.last_active_at {
+        println!("Last active  {at}");
+    }
+    if let Some(at) = worker.paused_at {
+        println!("Paused       since {at}");
+    }
+    println!("Server       {}", device.api_url);
+    Ok(())
+}
+
+/// Opens the key bundle and lists the addresses it holds keys for, checked
+/// against the addresses the service says this device holds.
+pub async fn keys(ctx: &Ctx) -> Result<()> {
+    let (device, client) = ctx.device()?;
+    let secret = b64::decode_32(&device.secret_key).map_err(|_| {
+        anyhow!(
+            "{} is damaged (secretKey); pair again with `sealpost agent pair --force`",
+            ctx.state.device_path().display()
+        )
+    })?;
+    let sealed = match client.get_worker_keys(&device.worker_id).await {
+        Ok(keys) => keys,
+        Err(e) if e.status() == Some(404) => {
+            println!("No key bundle yet: the operator has not sent one.");
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let bundle = KeyBundle::open(&StaticSecret::from(secret), &device.worker_id, &sealed.keys)
+        .context("the key bundle cannot be opened with this device's key")?;
+    let assigned = client.list_inboxes().await?.inboxes;
+    let colon = if bundle.inboxes.is_empty() { "." } else { ":" };
+    println!(
+        "Keys of {} (bundle sent {}){colon}",
+        addresses(bundle.inboxes.len()),
+        sealed.updated_at
+    );
+    for entry in &bundle.inboxes {
+        let note = match assigned.iter().find(|inbox| inbox.id == entry.inbox_id) {
+            None => "(not assigned to this device)".to_owned(),
+            Some(inbox) if inbox.public_key.is_none() => {
+                format!("{}  (has no public key: refuses mail)", inbox.email_address)
+            }
+            Some(inbox) if inbox.public_key != Some(entry.public_key()) => {
+                format!(
+                    "{}  (KEY MISMATCH: mail to it cannot be read)",
+                    inbox.email_address
+                )
+            }
+            Some(inbox) => inbox.email_address.clone(),
+        };
+        println!("{}  epoch {}  {note}", entry.inbox_id, entry.epoch);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_shown_in_two_groups() {
+        assert_eq!(spaced("12345678"), "1234 5678");
+        assert_eq!(spaced("123"), "123");
+    }
+
+    #[test]
+    fn only_passing_failures_are_retried() {
+        let api = |status: u16| ClientError::Api {
+            status,
+            code: String::new(),
+            message: String::new(),
+            retry_after: None,
+        };
+        assert!(is_transient(&api(429)));
+        assert!(is_transient(&api(503)));
+        assert!(!is_transient(&api(404)));
+        assert!(!is_transient(&api(401)));
+    }
+}

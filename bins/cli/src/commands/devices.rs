@@ -1,0 +1,132 @@
+//! `device pair CODE`, `device list`, `device rename`, `device disable`,
+//! `device remove` (operator side).
+
+use anyhow::{Context, Result, bail};
+use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
+use sealpost_client::types::UpdateWorkerRequest;
+
+use super::Ctx;
+use super::vault::{self, parse_worker_id};
+
+/// Digits in a pairing code.
+const CODE_LEN: usize = 8;
+
+/// The code as the service expects it: 8 digits, with the spaces and
+/// dashes people type between groups removed.
+fn normalise_code(code: &str) -> Result<String> {
+    let digits: String = code
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '-')
+        .collect();
+    if digits.len() != CODE_LEN || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        bail!("a pairing code is {CODE_LEN} digits, as `sealpost agent pair` shows it");
+    }
+    Ok(digits)
+}
+
+/// Looks the code up, claims the device with a new id and a sealed profile
+/// (holding the device's key), and sends it an empty key bundle.
+pub async fn pair(ctx: &Ctx, code: &str, name: Option<String>) -> Result<()> {
+    let code = normalise_code(code)?;
+    let (session, client) = ctx.signed_in()?;
+    let keys = vault::unlock(&session)?;
+    let found = client.lookup_pairing(&code).await.map_err(|e| {
+        if e.status() == Some(404) {
+            anyhow::Error::new(e).context("no device is waiting with that code")
+        } else {
+            e.into()
+        }
+    })?;
+    println!("Device       {} ({})", found.device_name, found.platform);
+    println!(
+        "Fingerprint  {}  (the device shows the same; if not, remove the device)",
+        sealing::key_fingerprint(&found.public_key)
+    );
+
+    let id = sealing::new_worker_id();
+    let name = name.unwrap_or_else(|| found.device_name.clone());
+    let profile = DeviceProfile::new(name.clone(), found.public_key);
+    client
+        .claim_device(&found.id, &id, &profile.seal(&keys, &id))
+        .await?;
+    // No address yet: an empty bundle, so the device finds one at once.
+    client
+        .set_worker_keys(&id, &KeyBundle::default().seal(&found.public_key, &id))
+        .await
+        .context("paired, but the key bundle could not be sent")?;
+    println!("Paired {id} \"{name}\".");
+    println!("Give it an address with `sealpost inbox assign ADDRESS_ID {id}`.");
+    Ok(())
+}
+
+/// Lists the devices, newest first, with their names.
+pub async fn list(ctx: &Ctx) -> Result<()> {
+    let (session, client) = ctx.signed_in()?;
+    let keys = vault::unlock(&session)?;
+    let workers = vault::all_workers(&client).await?;
+    if workers.is_empty() {
+        println!("No devices. Pair one with `sealpost device pair CODE`.");
+        return Ok(());
+    }
+    for worker in &workers {
+        let last_active = worker
+            .last_active_at
+            .map_or_else(|| "never".to_owned(), |at| at.to_string());
+        println!(
+            "{}  {:<8}  {:<7}  {}  (last active {last_active})",
+            worker.id,
+            worker.status.as_str(),
+            worker.platform.as_str(),
+            vault::device_name(&keys, worker),
+        );
+    }
+    Ok(())
+}
+
+/// Re-seals the profile with a new name, keeping everything else in it.
+pub async fn rename(ctx: &Ctx, id: &str, name: &str) -> Result<()> {
+    let id = parse_worker_id(id)?;
+    let (session, client) = ctx.signed_in()?;
+    let keys = vault::unlock(&session)?;
+    let worker = client.get_worker(&id).await?;
+    let mut profile = vault::profile(&keys, &worker)?;
+    name.clone_into(&mut profile.name);
+    client
+        .update_worker(&id, &UpdateWorkerRequest::profile(profile.seal(&keys, &id)))
+        .await?;
+    println!("Renamed {id} to \"{name}\".");
+    Ok(())
+}
+
+pub async fn disable(ctx: &Ctx, id: &str) -> Result<()> {
+    let id = parse_worker_id(id)?;
+    let (_, client) = ctx.signed_in()?;
+    client
+        .update_worker(&id, &UpdateWorkerRequest::disable())
+        .await?;
+    println!("Disabled {id}; its credential no longer works.");
+    Ok(())
+}
+
+pub async fn remove(ctx: &Ctx, id: &str) -> Result<()> {
+    let id = parse_worker_id(id)?;
+    let (_, client) = ctx.signed_in()?;
+    client.remove_worker(&id).await?;
+    println!("Removed {id}; its addresses are unassigned.");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_eight_digits_typed_loosely() {
+        assert_eq!(normalise_code("12345678").unwrap(), "12345678");
+        assert_eq!(normalise_code(" 1234 5678 ").unwrap(), "12345678");
+        assert_eq!(normalise_code("1234-5678").unwrap(), "12345678");
+        assert!(normalise_code("1234567").is_err());
+        assert!(normalise_code("1234567a").is_err());
+        assert!(normalise_code("123456789").is_err());
+    }
+}

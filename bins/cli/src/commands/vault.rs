@@ -1,0 +1,120 @@
+//! What the operator commands share: the account's keys from the recovery
+//! phrase, reading sealed names and labels, parsing ids, and re-sending a
+//! device's key bundle. The sealing itself follows the conventions in
+//! `sealpost_client::sealing` (docs/cli.md).
+
+use anyhow::{Context, Result, anyhow, bail};
+use sealpost_client::Client;
+use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
+use sealpost_client::types::{Inbox, PageParams, Worker};
+use sealpost_kernel::{InboxId, WorkerId};
+use sealpost_seal::AccountKeys;
+
+use crate::phrase;
+use crate::state::StoredSession;
+
+/// The largest page `GET /workers` allows.
+const WORKERS_PAGE: u32 = 200;
+
+/// The account's keys, from the phrase (SEALPOST_PHRASE, the prompt or
+/// stdin), checked to be the signed-in account's: a wrong phrase would seal
+/// labels nobody can read and create addresses whose mail nobody can open.
+pub fn unlock(session: &StoredSession) -> Result<AccountKeys> {
+    let keys = phrase::read_from_process()?.keys();
+    if keys.account_id() != session.account_id.as_str() {
+        bail!(
+            "that recovery phrase belongs to another account, not {}",
+            session.account_id
+        );
+    }
+    Ok(keys)
+}
+
+pub fn parse_worker_id(text: &str) -> Result<WorkerId> {
+    WorkerId::parse(text.trim()).with_context(|| format!("{text:?} is not a device id (wkr_...)"))
+}
+
+pub fn parse_inbox_id(text: &str) -> Result<InboxId> {
+    InboxId::parse(text.trim()).with_context(|| format!("{text:?} is not an address id (ibx_...)"))
+}
+
+/// Every device on the account, newest first.
+pub async fn all_workers(client: &Client) -> Result<Vec<Worker>> {
+    let mut workers = Vec::new();
+    let mut page = PageParams::first(WORKERS_PAGE);
+    loop {
+        let answer = client.list_workers(&page).await?;
+        workers.extend(answer.workers);
+        match page.next(answer.next_cursor.as_deref()) {
+            Some(next) => page = next,
+            None => return Ok(workers),
+        }
+    }
+}
+
+/// A device's opened profile.
+pub fn profile(keys: &AccountKeys, worker: &Worker) -> Result<DeviceProfile> {
+    let sealed = worker
+        .profile
+        .as_ref()
+        .ok_or_else(|| anyhow!("device {} has no profile", worker.id))?;
+    DeviceProfile::open(keys, &worker.id, sealed)
+        .with_context(|| format!("the profile of device {} cannot be read", worker.id))
+}
+
+/// A device's name for display: `(no name)` or `(unreadable)` when there is
+/// none to show.
+pub fn device_name(keys: &AccountKeys, worker: &Worker) -> String {
+    match profile(keys, worker) {
+        Ok(profile) if profile.name.is_empty() => "(no name)".to_owned(),
+        Ok(profile) => profile.name,
+        Err(_) => "(unreadable)".to_owned(),
+    }
+}
+
+/// An address's label for display: `-` without one, `(unreadable)` when it
+/// does not open.
+pub fn inbox_label(keys: &AccountKeys, inbox: &Inbox) -> String {
+    match &inbox.meta {
+        None => "-".to_owned(),
+        Some(meta) => {
+            sealing::open_label(keys, &inbox.id, meta).unwrap_or_else(|_| "(unreadable)".to_owned())
+        }
+    }
+}
+
+/// Seals the keys of every address assigned to `worker_id` to the device's
+/// pairing key (kept in its profile) and sends them, replacing its bundle.
+/// Returns how many addresses the bundle holds.
+pub async fn send_key_bundle(
+    client: &Client,
+    keys: &AccountKeys,
+    worker_id: &WorkerId,
+) -> Result<usize> {
+    let worker = client.get_worker(worker_id).await?;
+    let device_key = profile(keys, &worker)?.device_public_key().ok_or_else(|| {
+        anyhow!("the profile of device {worker_id} holds no device key; pair the device again")
+    })?;
+    let assigned: Vec<InboxId> = client
+        .list_inboxes()
+        .await?
+        .inboxes
+        .into_iter()
+        .filter(|inbox| inbox.assigned_worker_id.as_ref() == Some(worker_id))
+        .map(|inbox| inbox.id)
+        .collect();
+    let bundle = KeyBundle::for_inboxes(keys, &assigned);
+    client
+        .set_worker_keys(worker_id, &bundle.seal(&device_key, worker_id))
+        .await?;
+    Ok(assigned.len())
+}
+
+/// "1 address", "2 addresses".
+pub fn addresses(count: usize) -> String {
+    if count == 1 {
+        "1 address".to_owned()
+    } else {
+        format!("{count} addresses")
+    }
+}

@@ -1,0 +1,431 @@
+//! The client-side conventions for what the service stores sealed: address
+//! labels, device profiles and device key bundles, and client-made ids
+//! (`docs/cli.md` "Client-side crypto conventions"). Every client that
+//! follows them can read what the others wrote.
+//!
+//! Nothing here talks to the service; the service sees only the boxes.
+//!
+//! ```
+//! use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
+//! use sealpost_seal::{PublicKey, RecoveryPhrase, StaticSecret, random_bytes};
+//!
+//! let keys = RecoveryPhrase::generate().keys();
+//! let inbox = sealing::new_inbox_id();
+//! let meta = sealing::seal_label(&keys, &inbox, "shopping");
+//! assert_eq!(sealing::open_label(&keys, &inbox, &meta).unwrap(), "shopping");
+//!
+//! // The device's pairing key; the operator learns the public half from the
+//! // pairing lookup and seals the device's key bundle to it.
+//! let device_secret = StaticSecret::from(random_bytes::<32>());
+//! let device_public = PublicKey::from(&device_secret).to_bytes();
+//! let worker = sealing::new_worker_id();
+//! let bundle = KeyBundle::for_inboxes(&keys, [&inbox]).seal(&device_public, &worker);
+//! let opened = KeyBundle::open(&device_secret, &worker, &bundle).unwrap();
+//! assert_eq!(opened.inboxes[0].inbox_id, inbox);
+//! # let _ = DeviceProfile::new("phone", device_public);
+//! ```
+
+use std::fmt;
+
+use sealpost_kernel::{InboxId, WorkerId};
+use sealpost_seal::{
+    AccountKeys, PublicKey, SealError, SealedBox, StaticSecret, b64, context, random_bytes, sha256,
+};
+use serde::{Deserialize, Serialize};
+
+/// Why a sealed record could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The box did not open: another key (another account's phrase, another
+    /// device), another record's box, or tampering.
+    #[error(transparent)]
+    Seal(#[from] SealError),
+    /// The box opened but its content is not what the convention says.
+    #[error("the sealed content is malformed: {0}")]
+    Content(String),
+}
+
+// ---- Ids ------------------------------------------------------------------
+
+/// Characters of the random part of client-made ids.
+const ID_ALPHABET: &[u8; 36] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+/// Length of the random part: 16 characters, about 82 bits.
+const ID_LEN: usize = 16;
+
+/// 16 random lowercase letters and digits, without modulo bias.
+fn random_id_body() -> String {
+    // 252 = 7 * 36: bytes at or above it are dropped so each character is
+    // equally likely.
+    let mut body = String::with_capacity(ID_LEN);
+    while body.len() < ID_LEN {
+        for byte in random_bytes::<32>() {
+            if byte < 252 && body.len() < ID_LEN {
+                body.push(char::from(ID_ALPHABET[usize::from(byte % 36)]));
+            }
+        }
+    }
+    body
+}
+
+/// A new device id: `wkr_` + 16 random lowercase letters and digits.
+#[must_use]
+pub fn new_worker_id() -> WorkerId {
+    WorkerId::from_trusted(format!("{}{}", WorkerId::PREFIX, random_id_body()))
+}
+
+/// A new address id: `ibx_` + 16 random lowercase letters and digits.
+#[must_use]
+pub fn new_inbox_id() -> InboxId {
+    InboxId::from_trusted(format!("{}{}", InboxId::PREFIX, random_id_body()))
+}
+
+// ---- Address labels -------------------------------------------------------
+
+/// An address label (`meta`): the UTF-8 text sealed to the account's vault
+/// key, context `service/v1/inbox-meta:<inboxId>`.
+#[must_use]
+pub fn seal_label(keys: &AccountKeys, inbox_id: &InboxId, label: &str) -> SealedBox {
+    SealedBox::seal(
+        &keys.vault_public_key(),
+        &context::inbox_meta(inbox_id.as_str()),
+        label.as_bytes(),
+    )
+}
+
+/// Opens an address label with the account's vault key.
+pub fn open_label(
+    keys: &AccountKeys,
+    inbox_id: &InboxId,
+    meta: &SealedBox,
+) -> Result<String, OpenError> {
+    let bytes = meta.open(
+        &keys.vault_secret(),
+        &context::inbox_meta(inbox_id.as_str()),
+    )?;
+    String::from_utf8(bytes).map_err(|_| OpenError::Content("the label is not UTF-8".to_owned()))
+}
+
+// ---- Device profiles ------------------------------------------------------
+
+/// A device's profile: JSON `{"name", "tags": [], "notes": "", "publicKey"}`
+/// sealed to the account's vault key, context
+/// `service/v1/worker-profile:<workerId>`.
+///
+/// `publicKey` is the device's pairing key, kept here because the service
+/// does not return it after pairing and the operator needs it to re-seal the
+/// key bundle. Fields this version does not know are kept in `extra` and
+/// written back, so re-sealing never drops another client's data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceProfile {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub notes: String,
+    /// The device's X25519 pairing public key, base64url.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl DeviceProfile {
+    /// A profile with a name and the device's pairing key, no tags or notes.
+    #[must_use]
+    pub fn new(name: impl Into<String>, device_public_key: [u8; 32]) -> Self {
+        Self {
+            name: name.into(),
+            tags: Vec::new(),
+            notes: String::new(),
+            public_key: Some(b64::encode(&device_public_key)),
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// The device's pairing key, when the profile holds a well-formed one.
+    #[must_use]
+    pub fn device_public_key(&self) -> Option<[u8; 32]> {
+        self.public_key
+            .as_deref()
+            .and_then(|text| b64::decode_32(text).ok())
+    }
+
+    /// Seals the profile of device `worker_id` to the account's vault key.
+    #[must_use]
+    pub fn seal(&self, keys: &AccountKeys, worker_id: &WorkerId) -> SealedBox {
+        // Serialising strings and a string-keyed map cannot fail.
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        SealedBox::seal(
+            &keys.vault_public_key(),
+            &context::worker_profile(worker_id.as_str()),
+            &json,
+        )
+    }
+
+    /// Opens the profile of device `worker_id` with the account's vault key.
+    pub fn open(
+        keys: &AccountKeys,
+        worker_id: &WorkerId,
+        profile: &SealedBox,
+    ) -> Result<Self, OpenError> {
+        let json = profile.open(
+            &keys.vault_secret(),
+            &context::worker_profile(worker_id.as_str()),
+        )?;
+        serde_json::from_slice(&json).map_err(|e| OpenError::Content(e.to_string()))
+    }
+}
+
+// ---- Device key bundles ---------------------------------------------------
+
+/// The keys of one address at one key epoch. `Debug` shows no key.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxKeys {
+    pub inbox_id: InboxId,
+    pub epoch: u32,
+    /// The X25519 secret mail to the address is sealed to.
+    #[serde(with = "b64::serde_32")]
+    pub inbox_key: [u8; 32],
+    /// The address's sealing key.
+    #[serde(with = "b64::serde_32")]
+    pub sealing_key: [u8; 32],
+}
+
+impl fmt::Debug for InboxKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InboxKeys")
+            .field("inbox_id", &self.inbox_id)
+            .field("epoch", &self.epoch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InboxKeys {
+    /// The epoch 0 keys of `inbox_id`, derived from the account's phrase.
+    #[must_use]
+    pub fn derive(keys: &AccountKeys, inbox_id: &InboxId) -> Self {
+        Self {
+            inbox_id: inbox_id.clone(),
+            epoch: 0,
+            inbox_key: keys.inbox_secret(inbox_id.as_str(), 0).to_bytes(),
+            sealing_key: keys.inbox_sealing_key(inbox_id.as_str(), 0),
+        }
+    }
+
+    /// The secret that opens the address's mail.
+    #[must_use]
+    pub fn inbox_secret(&self) -> StaticSecret {
+        StaticSecret::from(self.inbox_key)
+    }
+
+    /// The public key mail is sealed to: compare it with the address's
+    /// `publicKey`.
+    #[must_use]
+    pub fn public_key(&self) -> [u8; 32] {
+        PublicKey::from(&self.inbox_secret()).to_bytes()
+    }
+}
+
+/// Everything a device needs to read its addresses: JSON
+/// `{"inboxes": [{"inboxId", "epoch", "inboxKey", "sealingKey"}]}` sealed to
+/// the device's pairing key, context `service/v1/worker-keys:<workerId>`.
+/// The operator re-sends the whole bundle whenever the device's addresses
+/// change.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyBundle {
+    pub inboxes: Vec<InboxKeys>,
+}
+
+impl KeyBundle {
+    /// The epoch 0 keys of `inbox_ids`.
+    #[must_use]
+    pub fn for_inboxes<'a>(
+        keys: &AccountKeys,
+        inbox_ids: impl IntoIterator<Item = &'a InboxId>,
+    ) -> Self {
+        Self {
+            inboxes: inbox_ids
+                .into_iter()
+                .map(|id| InboxKeys::derive(keys, id))
+                .collect(),
+        }
+    }
+
+    /// Seals the bundle for device `worker_id` to its pairing key.
+    #[must_use]
+    pub fn seal(&self, device_public_key: &[u8; 32], worker_id: &WorkerId) -> SealedBox {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        SealedBox::seal(
+            device_public_key,
+            &context::worker_keys(worker_id.as_str()),
+            &json,
+        )
+    }
+
+    /// Opens device `worker_id`'s bundle with its pairing secret.
+    pub fn open(
+        device_secret: &StaticSecret,
+        worker_id: &WorkerId,
+        sealed: &SealedBox,
+    ) -> Result<Self, OpenError> {
+        let json = sealed.open(device_secret, &context::worker_keys(worker_id.as_str()))?;
+        serde_json::from_slice(&json).map_err(|e| OpenError::Content(e.to_string()))
+    }
+}
+
+// ---- Key fingerprints -----------------------------------------------------
+
+/// A short fingerprint of a device's pairing key, for people to compare:
+/// the first 8 bytes of its SHA-256 as four groups of four hex digits
+/// (`1a2b-3c4d-5e6f-7a8b`). Both sides of a pairing show it; when they
+/// differ, someone in between substituted the key and the pairing must be
+/// abandoned.
+#[must_use]
+pub fn key_fingerprint(public_key: &[u8; 32]) -> String {
+    let digest = sha256(public_key);
+    digest[..8]
+        .chunks(2)
+        .map(|pair| format!("{:02x}{:02x}", pair[0], pair[1]))
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+#[cfg(test)]
+mod tests {
+    use sealpost_seal::RecoveryPhrase;
+    use serde_json::json;
+
+    use super::*;
+
+    fn keys() -> AccountKeys {
+        AccountKeys::from_seed([5u8; 64])
+    }
+
+    fn device() -> (StaticSecret, [u8; 32]) {
+        let secret = StaticSecret::from([9u8; 32]);
+        let public = PublicKey::from(&secret).to_bytes();
+        (secret, public)
+    }
+
+    #[test]
+    fn ids_have_the_documented_shape() {
+        let worker = new_worker_id();
+        let body = worker.as_str().strip_prefix("wkr_").unwrap();
+        assert_eq!(body.len(), 16);
+        assert!(
+            body.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        );
+        assert!(WorkerId::parse(worker.as_str()).is_ok());
+        let inbox = new_inbox_id();
+        assert!(InboxId::parse(inbox.as_str()).is_ok());
+        assert_ne!(new_inbox_id(), inbox);
+    }
+
+    #[test]
+    fn labels_are_bound_to_their_address_and_account() {
+        let keys = keys();
+        let a = InboxId::parse("ibx_aaaa").unwrap();
+        let b = InboxId::parse("ibx_bbbb").unwrap();
+        let meta = seal_label(&keys, &a, "shop ✓");
+        assert_eq!(open_label(&keys, &a, &meta).unwrap(), "shop ✓");
+        assert!(matches!(
+            open_label(&keys, &b, &meta),
+            Err(OpenError::Seal(_))
+        ));
+        let other = RecoveryPhrase::generate().keys();
+        assert!(open_label(&other, &a, &meta).is_err());
+        // Interoperates with a box sealed directly as the convention says.
+        let direct = SealedBox::seal(
+            &keys.vault_public_key(),
+            &context::inbox_meta("ibx_aaaa"),
+            b"x",
+        );
+        assert_eq!(open_label(&keys, &a, &direct).unwrap(), "x");
+    }
+
+    #[test]
+    fn profiles_round_trip_and_keep_unknown_fields() {
+        let keys = keys();
+        let worker = WorkerId::parse("wkr_phone01").unwrap();
+        let (_, public) = device();
+        let profile = DeviceProfile::new("Phone", public);
+        let sealed = profile.seal(&keys, &worker);
+        let opened = DeviceProfile::open(&keys, &worker, &sealed).unwrap();
+        assert_eq!(opened, profile);
+        assert_eq!(opened.device_public_key(), Some(public));
+
+        // Another client's profile: only a name, plus a field of its own.
+        let foreign = SealedBox::seal(
+            &keys.vault_public_key(),
+            &context::worker_profile("wkr_phone01"),
+            br#"{"name":"Tablet","colour":"red"}"#,
+        );
+        let mut opened = DeviceProfile::open(&keys, &worker, &foreign).unwrap();
+        assert_eq!((opened.name.as_str(), opened.tags.len()), ("Tablet", 0));
+        assert_eq!(opened.device_public_key(), None);
+        opened.name = "Renamed".to_owned();
+        let json = opened
+            .seal(&keys, &worker)
+            .open(
+                &keys.vault_secret(),
+                &context::worker_profile("wkr_phone01"),
+            )
+            .unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(
+            value,
+            json!({"name": "Renamed", "tags": [], "notes": "", "colour": "red"})
+        );
+    }
+
+    #[test]
+    fn bundles_open_only_on_their_device() {
+        let keys = keys();
+        let (secret, public) = device();
+        let worker = WorkerId::parse("wkr_phone01").unwrap();
+        let inbox = InboxId::parse("ibx_first01").unwrap();
+        let bundle = KeyBundle::for_inboxes(&keys, [&inbox]);
+        let sealed = bundle.seal(&public, &worker);
+
+        let opened = KeyBundle::open(&secret, &worker, &sealed).unwrap();
+        assert_eq!(opened, bundle);
+        let entry = &opened.inboxes[0];
+        assert_eq!(entry.epoch, 0);
+        assert_eq!(entry.public_key(), keys.inbox_public_key("ibx_first01", 0));
+        assert_eq!(entry.sealing_key, keys.inbox_sealing_key("ibx_first01", 0));
+        assert!(!format!("{entry:?}").contains(&format!("{:?}", entry.inbox_key)));
+
+        let other_worker = WorkerId::parse("wkr_other1").unwrap();
+        assert!(KeyBundle::open(&secret, &other_worker, &sealed).is_err());
+        assert!(KeyBundle::open(&StaticSecret::from([1u8; 32]), &worker, &sealed).is_err());
+
+        // The wire form is the documented JSON.
+        let json = sealed
+            .open(&secret, &context::worker_keys("wkr_phone01"))
+            .unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(
+            value,
+            json!({"inboxes": [{
+                "inboxId": "ibx_first01",
+                "epoch": 0,
+                "inboxKey": b64::encode(&keys.inbox_secret("ibx_first01", 0).to_bytes()),
+                "sealingKey": b64::encode(&keys.inbox_sealing_key("ibx_first01", 0)),
+            }]})
+        );
+    }
+
+    #[test]
+    fn fingerprints_are_short_and_stable() {
+        let fingerprint = key_fingerprint(&[0u8; 32]);
+        assert_eq!(fingerprint.len(), 19);
+        assert_eq!(fingerprint, key_fingerprint(&[0u8; 32]));
+        assert_ne!(fingerprint, key_fingerprint(&[1u8; 32]));
+        assert_eq!(fingerprint.matches('-').count(), 3);
+    }
+}

@@ -1,0 +1,536 @@
+//! The device, pairing, address, domain and activity methods against the
+//! real API (`TestApp`), with the sealing conventions of `sealing`.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a failed step stops the test loudly"
+)]
+
+use chrono::TimeDelta;
+use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
+use sealpost_client::types::{
+    CreateInboxRequest, InboxStatus, PageParams, PairingState, Platform, UpdateInboxRequest,
+    UpdateWorkerRequest, WorkerKind, WorkerStatus,
+};
+use sealpost_client::{Client, ClientError};
+use sealpost_kernel::{InboxId, PlanId, WorkerId};
+use sealpost_seal::{AccountKeys, PublicKey, RecoveryPhrase, StaticSecret, random_bytes};
+use sealpost_testkit::TestApp;
+
+fn assert_api(result: Result<impl std::fmt::Debug, ClientError>, status: u16, code: &str) {
+    match result {
+        Err(err @ ClientError::Api { .. }) => {
+            assert_eq!((err.status(), err.code()), (Some(status), code), "{err:?}");
+        }
+        other => panic!("expected {status} {code}, got {other:?}"),
+    }
+}
+
+/// A registered account: its keys and a client holding its session.
+struct Operator {
+    keys: AccountKeys,
+    client: Client,
+}
+
+async fn operator(app: &TestApp) -> Operator {
+    let keys = RecoveryPhrase::generate().keys();
+    let anonymous = Client::new(&app.base_url).unwrap();
+    let token = anonymous.register(&keys).await.unwrap().token;
+    Operator {
+        keys,
+        client: anonymous.with_token(token),
+    }
+}
+
+/// Moves an account to another plan directly in the database (billing is
+/// not what these tests are about).
+async fn set_plan(app: &TestApp, keys: &AccountKeys, plan: &str) {
+    use diesel_async::RunQueryDsl;
+    let mut conn = app.db.connect().await;
+    diesel::sql_query("UPDATE accounts SET plan_id = $1 WHERE id = $2")
+        .bind::<diesel::sql_types::Text, _>(plan)
+        .bind::<diesel::sql_types::Text, _>(keys.account_id())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+}
+
+/// A paired device: its id, pairing secret and a client holding its
+/// credential.
+struct Device {
+    id: WorkerId,
+    secret: StaticSecret,
+    client: Client,
+}
+
+/// The whole pairing flow, as a device and its operator run it.
+async fn pair(app: &TestApp, owner: &Operator, name: &str) -> Device {
+    let anonymous = Client::new(&app.base_url).unwrap();
+    let secret = StaticSecret::from(random_bytes::<32>());
+    let public = PublicKey::from(&secret).to_bytes();
+    let opened = anonymous
+        .open_pairing(Platform::Unknown, name, &public)
+        .await
+        .unwrap();
+    let session = owner.client.lookup_pairing(&opened.code).await.unwrap();
+    let id = sealing::new_worker_id();
+    let profile = DeviceProfile::new(name, session.public_key).seal(&owner.keys, &id);
+    owner
+        .client
+        .claim_device(&session.id, &id, &profile)
+        .await
+        .unwrap();
+    let credential = anonymous
+        .poll_pairing(&opened.token)
+        .await
+        .unwrap()
+        .credential
+        .unwrap();
+    Device {
+        id,
+        secret,
+        client: anonymous.with_token(credential),
+    }
+}
+
+/// Creates an address on the first domain with a label and its public key.
+async fn create_inbox(owner: &Operator, label: &str) -> InboxId {
+    let domain = owner.client.domains().await.unwrap().domains[0]
+        .domain
+        .clone();
+    let id = sealing::new_inbox_id();
+    let mut request = CreateInboxRequest::new(id.clone(), domain);
+    request.meta = Some(sealing::seal_label(&owner.keys, &id, label));
+    request.public_key = Some(owner.keys.inbox_public_key(id.as_str(), 0));
+    owner.client.create_inbox(&request).await.unwrap();
+    id
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pairing_from_both_sides() {
+    let app = TestApp::spawn().await;
+    let owner = operator(&app).await;
+    let device = Client::new(&app.base_url).unwrap();
+    let secret = StaticSecret::from(random_bytes::<32>());
+    let public = PublicKey::from(&secret).to_bytes();
+
+    // The device opens a session and polls it.
+    let opened = device
+        .open_pairing(Platform::Android, "Test phone", &public)
+        .await
+        .unwrap();
+    assert_eq!(opened.code.len(), 8);
+    assert_eq!(opened.state, PairingState::Waiting);
+    assert!(!format!("{opened:?}").contains(&opened.token));
+    let poll = device.poll_pairing(&opened.token).await.unwrap();
+    assert_eq!(
+        (poll.state, poll.code.as_str()),
+        (PairingState::Waiting, opened.code.as_str())
+    );
+    assert_eq!(poll.credential, None);
+
+    // The operator looks the code up and sees the device's key.
+    assert_api(
+        owner.client.lookup_pairing("00000000").await,
+        404,
+        "not_found",
+    );
+    let session = owner.client.lookup_pairing(&opened.code).await.unwrap();
+    assert_eq!(session.device_name, "Test phone");
+    assert_eq!(session.platform, Platform::Android);
+    assert_eq!(session.public_key, public);
+    assert_eq!(session.state, PairingState::OperatorDetected);
+    let poll = device.poll_pairing(&opened.token).await.unwrap();
+    assert_eq!(poll.state, PairingState::OperatorDetected);
+
+    // Claiming needs a session token.
+    let id = sealing::new_worker_id();
+    let profile = DeviceProfile::new("Phone", session.public_key).seal(&owner.keys, &id);
+    assert_api(
+        device.claim_device(&session.id, &id, &profile).await,
+        401,
+        "unauthenticated",
+    );
+    let worker = owner
+        .client
+        .claim_device(&session.id, &id, &profile)
+        .await
+        .unwrap();
+    assert_eq!(worker.id, id);
+    assert_eq!(worker.kind, WorkerKind::Device);
+    assert_eq!(worker.platform, Platform::Android);
+    assert_eq!(worker.status, WorkerStatus::Online);
+    assert_eq!(worker.operator_id.as_str(), owner.keys.account_id());
+    assert_eq!(worker.profile.as_ref(), Some(&profile));
+
+    // The credential comes once.
+    let first = device.poll_pairing(&opened.token).await.unwrap();
+    assert_eq!(first.state, PairingState::AwaitingInbox);
+    assert_eq!(first.worker_id.as_ref(), Some(&id));
+    let credential = first.credential.clone().unwrap();
+    assert!(!format!("{first:?}").contains(&credential));
+    let second = device.poll_pairing(&opened.token).await.unwrap();
+    assert_eq!((second.worker_id, second.credential), (None, None));
+
+    // The session is used up.
+    let again = sealing::new_worker_id();
+    assert_api(
+        owner
+            .client
+            .claim_device(&session.id, &again, &profile)
+            .await,
+        409,
+        "already_used",
+    );
+    assert_api(
+        device.cancel_pairing(&opened.token).await,
+        409,
+        "already_used",
+    );
+
+    // The device with its credential.
+    let paired = device.clone().with_token(credential);
+    let own = paired.get_worker(&id).await.unwrap();
+    assert_eq!(own.id, id);
+    let beat = paired.heartbeat().await.unwrap();
+    assert_eq!(beat.status, WorkerStatus::Online);
+    let seen = paired.list_workers(&PageParams::default()).await.unwrap();
+    assert_eq!(seen.workers.len(), 1);
+    assert_eq!(seen.next_cursor, None);
+    // An operator session has no device to report active.
+    assert_api(owner.client.heartbeat().await, 404, "not_found");
+    // A device credential is not an operator session.
+    assert_api(paired.remove_worker(&id).await, 403, "session_required");
+
+    // The operator reads the profile back.
+    let listed = owner
+        .client
+        .list_workers(&PageParams::first(10))
+        .await
+        .unwrap();
+    assert_eq!(listed.workers.len(), 1);
+    let opened_profile = DeviceProfile::open(
+        &owner.keys,
+        &id,
+        listed.workers[0].profile.as_ref().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(opened_profile.name, "Phone");
+    assert_eq!(opened_profile.device_public_key(), Some(public));
+
+    // Disabling revokes the credential at once.
+    let disabled = owner
+        .client
+        .update_worker(&id, &UpdateWorkerRequest::disable())
+        .await
+        .unwrap();
+    assert_eq!(disabled.status, WorkerStatus::Disabled);
+    assert_api(paired.get_worker(&id).await, 401, "unauthenticated");
+    assert_api(paired.heartbeat().await, 401, "unauthenticated");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unclaimed_session_can_be_cancelled() {
+    let app = TestApp::spawn().await;
+    let owner = operator(&app).await;
+    let device = Client::new(&app.base_url).unwrap();
+    let opened = device
+        .open_pairing(Platform::Web, "Browser", &[7u8; 32])
+        .await
+        .unwrap();
+    device.cancel_pairing(&opened.token).await.unwrap();
+    assert_api(device.poll_pairing(&opened.token).await, 404, "not_found");
+    assert_api(
+        owner.client.lookup_pairing(&opened.code).await,
+        404,
+        "not_found",
+    );
+    assert_api(device.cancel_pairing(&opened.token).await, 404, "not_found");
+    assert_api(
+        device
+            .open_pairing(Platform::Unknown, &"x".repeat(101), &[7u8; 32])
+            .await,
+        400,
+        "invalid_field",
+    );
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn profiles_keys_and_removal() {
+    let app = TestApp::spawn().await;
+    let owner = operator(&app).await;
+    set_plan(&app, &owner.keys, "operator").await;
+    // Lists are newest first by time, then id: let time pass between steps.
+    let tick = || app.clock.advance(TimeDelta::minutes(1));
+    let phone = pair(&app, &owner, "Phone").await;
+    tick();
+    let tablet = pair(&app, &owner, "Tablet").await;
+    tick();
+
+    // Paging through the devices, newest first.
+    let first = owner
+        .client
+        .list_workers(&PageParams::first(1))
+        .await
+        .unwrap();
+    assert_eq!(first.workers[0].id, tablet.id);
+    let next = PageParams::first(1)
+        .next(first.next_cursor.as_deref())
+        .unwrap();
+    let second = owner.client.list_workers(&next).await.unwrap();
+    assert_eq!(second.workers[0].id, phone.id);
+    assert_api(
+        owner.client.list_workers(&PageParams::first(500)).await,
+        400,
+        "invalid_field",
+    );
+
+    // Renaming re-seals the profile and keeps the device's key.
+    let worker = owner.client.get_worker(&phone.id).await.unwrap();
+    let mut profile =
+        DeviceProfile::open(&owner.keys, &phone.id, worker.profile.as_ref().unwrap()).unwrap();
+    profile.name = "Work phone".to_owned();
+    let updated = owner
+        .client
+        .update_worker(
+            &phone.id,
+            &UpdateWorkerRequest::profile(profile.seal(&owner.keys, &phone.id)),
+        )
+        .await
+        .unwrap();
+    let reopened =
+        DeviceProfile::open(&owner.keys, &phone.id, updated.profile.as_ref().unwrap()).unwrap();
+    assert_eq!(reopened.name, "Work phone");
+    assert_eq!(reopened.public_key, profile.public_key);
+
+    // A key bundle goes to the device, which alone can open it.
+    assert_api(
+        phone.client.get_worker_keys(&phone.id).await,
+        404,
+        "not_found",
+    );
+    let inbox = create_inbox(&owner, "shop").await;
+    tick();
+    let assigned = owner.client.assign_inbox(&phone.id, &inbox).await.unwrap();
+    tick();
+    assert_eq!(assigned.status, InboxStatus::Active);
+    assert_eq!(assigned.assigned_worker_id.as_ref(), Some(&phone.id));
+    let device_key = reopened.device_public_key().unwrap();
+    let sealed = KeyBundle::for_inboxes(&owner.keys, [&inbox]).seal(&device_key, &phone.id);
+    let stored = owner
+        .client
+        .set_worker_keys(&phone.id, &sealed)
+        .await
+        .unwrap();
+    assert_eq!(stored.keys, sealed);
+    let fetched = phone.client.get_worker_keys(&phone.id).await.unwrap();
+    assert_eq!(fetched.keys, sealed);
+    let bundle = KeyBundle::open(&phone.secret, &phone.id, &fetched.keys).unwrap();
+    assert_eq!(bundle.inboxes.len(), 1);
+    assert_eq!(bundle.inboxes[0].inbox_id, inbox);
+    let mine = phone.client.list_inboxes().await.unwrap().inboxes;
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0].public_key, Some(bundle.inboxes[0].public_key()));
+    // Another device cannot read it, nor open it.
+    assert_api(
+        tablet.client.get_worker_keys(&phone.id).await,
+        404,
+        "not_found",
+    );
+    assert!(KeyBundle::open(&tablet.secret, &phone.id, &fetched.keys).is_err());
+
+    // Removing the device unassigns its address.
+    owner.client.remove_worker(&phone.id).await.unwrap();
+    assert_api(phone.client.heartbeat().await, 401, "unauthenticated");
+    assert_api(owner.client.get_worker(&phone.id).await, 404, "not_found");
+    assert_api(
+        owner.client.remove_worker(&phone.id).await,
+        404,
+        "not_found",
+    );
+    let inboxes = owner.client.list_inboxes().await.unwrap().inboxes;
+    assert_eq!(inboxes[0].status, InboxStatus::Unassigned);
+    assert_eq!(inboxes[0].assigned_worker_id, None);
+
+    // The activity log, a page at a time.
+    let page = owner.client.activity(&PageParams::first(2)).await.unwrap();
+    let kinds: Vec<_> = page.activity.iter().map(|a| a.kind.as_str()).collect();
+    assert_eq!(kinds, ["worker.removed", "inbox.removed"]);
+    assert_eq!(page.activity[0].worker_id.as_ref(), Some(&phone.id));
+    assert_eq!(page.activity[1].inbox_id.as_ref(), Some(&inbox));
+    let rest = owner
+        .client
+        .activity(
+            &PageParams::first(2)
+                .next(page.next_cursor.as_deref())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let kinds: Vec<_> = rest.activity.iter().map(|a| a.kind.as_str()).collect();
+    assert_eq!(kinds, ["inbox.assigned", "inbox.created"]);
+    let all = owner.client.activity(&PageParams::default()).await.unwrap();
+    assert_eq!(all.activity.len(), 6);
+    assert_eq!(all.next_cursor, None);
+    // The tablet sees the entries about itself.
+    let own = tablet
+        .client
+        .activity(&PageParams::default())
+        .await
+        .unwrap();
+    assert_eq!(own.activity.len(), 1);
+    assert_eq!(own.activity[0].kind, "worker.paired");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn addresses_labels_and_limits() {
+    let app = TestApp::spawn().await;
+    let owner = operator(&app).await;
+
+    let domains = owner.client.domains().await.unwrap().domains;
+    assert_eq!(domains.len(), 1);
+    assert_eq!(domains[0].domain, "mail.localhost");
+    assert!(!domains[0].reserved);
+
+    // Created with a prefix, a label, a retention and the public key.
+    let id = sealing::new_inbox_id();
+    let mut request = CreateInboxRequest::new(id.clone(), "mail.localhost");
+    request.prefix = Some("Shop".to_owned());
+    request.retention_days = Some(14);
+    request.meta = Some(sealing::seal_label(&owner.keys, &id, "shopping"));
+    request.public_key = Some(owner.keys.inbox_public_key(id.as_str(), 0));
+    let inbox = owner.client.create_inbox(&request).await.unwrap();
+    assert_eq!(inbox.id, id);
+    assert!(
+        inbox.email_address.starts_with("shop."),
+        "{}",
+        inbox.email_address
+    );
+    assert!(inbox.email_address.ends_with("@mail.localhost"));
+    assert_eq!(inbox.status, InboxStatus::Unassigned);
+    assert_eq!(inbox.assigned_worker_id, None);
+    assert_eq!((inbox.retention_days, inbox.key_epoch), (14, 0));
+    assert_eq!(inbox.public_key, request.public_key);
+    let label = sealing::open_label(&owner.keys, &id, inbox.meta.as_ref().unwrap()).unwrap();
+    assert_eq!(label, "shopping");
+    assert_api(owner.client.create_inbox(&request).await, 409, "id_taken");
+
+    // Field errors keep their codes.
+    let mut bad = CreateInboxRequest::new(sealing::new_inbox_id(), "mail.localhost");
+    bad.retention_days = Some(91);
+    assert_api(owner.client.create_inbox(&bad).await, 400, "invalid_field");
+    let mut scale_only = CreateInboxRequest::new(sealing::new_inbox_id(), "mail.localhost");
+    scale_only.local_part = Some("hello".to_owned());
+    assert_api(
+        owner.client.create_inbox(&scale_only).await,
+        402,
+        "plan_capability_required",
+    );
+
+    // Label and retention change.
+    let updated = owner
+        .client
+        .update_inbox(
+            &id,
+            &UpdateInboxRequest {
+                meta: Some(sealing::seal_label(&owner.keys, &id, "groceries")),
+                retention_days: Some(30),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated.retention_days, 30);
+    let label = sealing::open_label(&owner.keys, &id, updated.meta.as_ref().unwrap()).unwrap();
+    assert_eq!(label, "groceries");
+    let only_retention = owner
+        .client
+        .update_inbox(
+            &id,
+            &UpdateInboxRequest {
+                meta: None,
+                retention_days: Some(1),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(only_retention.meta, updated.meta, "the label stays");
+
+    // Free: three addresses; a device holds one.
+    let second = create_inbox(&owner, "two").await;
+    create_inbox(&owner, "three").await;
+    let mut fourth = CreateInboxRequest::new(sealing::new_inbox_id(), "mail.localhost");
+    fourth.prefix = Some("four".to_owned());
+    assert_api(
+        owner.client.create_inbox(&fourth).await,
+        402,
+        "allocation_exhausted",
+    );
+    let allocation = owner.client.allocation().await.unwrap();
+    assert_eq!(allocation.plan_id, PlanId::Free);
+    assert_eq!(
+        (
+            allocation.limit,
+            allocation.used,
+            allocation.assigned,
+            allocation.remaining
+        ),
+        (3, 3, 0, 0)
+    );
+
+    let device = pair(&app, &owner, "Phone").await;
+    owner.client.assign_inbox(&device.id, &id).await.unwrap();
+    assert_api(
+        owner.client.assign_inbox(&device.id, &second).await,
+        402,
+        "allocation_exhausted",
+    );
+    assert_eq!(owner.client.allocation().await.unwrap().assigned, 1);
+    let seen: Vec<_> = device
+        .client
+        .list_inboxes()
+        .await
+        .unwrap()
+        .inboxes
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(seen, vec![id.clone()]);
+    // A device credential cannot manage addresses.
+    assert_api(
+        device.client.delete_inbox(&id).await,
+        403,
+        "session_required",
+    );
+
+    owner.client.unassign_inbox(&device.id, &id).await.unwrap();
+    assert_api(
+        owner.client.unassign_inbox(&device.id, &id).await,
+        404,
+        "not_found",
+    );
+    owner
+        .client
+        .assign_inbox(&device.id, &second)
+        .await
+        .unwrap();
+
+    // Deleting frees the place on the plan, never the id.
+    owner.client.delete_inbox(&id).await.unwrap();
+    assert_api(owner.client.delete_inbox(&id).await, 404, "not_found");
+    assert_eq!(owner.client.allocation().await.unwrap().remaining, 1);
+    assert_eq!(owner.client.list_inboxes().await.unwrap().inboxes.len(), 2);
+    let reuse = CreateInboxRequest::new(id.clone(), "mail.localhost");
+    assert_api(owner.client.create_inbox(&reuse).await, 409, "id_taken");
+
+    // Scale and up choose the exact address.
+    set_plan(&app, &owner.keys, "scale").await;
+    let mut exact = CreateInboxRequest::new(sealing::new_inbox_id(), "mail.localhost");
+    exact.local_part = Some("hello".to_owned());
+    let created = owner.client.create_inbox(&exact).await.unwrap();
+    assert_eq!(created.email_address, "hello@mail.localhost");
+    assert_eq!(created.public_key, None, "sent without a key: refuses mail");
+    app.stop().await;
+}
