@@ -2,6 +2,7 @@
 
 //! `cargo xtask`: developer tasks for the Sealpost workspace.
 
+mod bench;
 mod postgres;
 
 use std::path::Path;
@@ -49,6 +50,18 @@ enum Task {
     Ci,
     /// Write the API's OpenAPI document to docs/openapi.json (a test keeps the two equal).
     Openapi,
+    /// Benchmarks on a fresh database (dropped at the end); see docs/benchmarks.md.
+    Bench {
+        #[command(subcommand)]
+        what: Bench,
+    },
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// The SMTP ingest under Postfix's smtp-source and our own client, next to
+    /// Postfix's smtp-sink: msg/s, DATA-to-250 p50/p99, peak memory.
+    Smtp,
 }
 
 fn main() -> ExitCode {
@@ -88,6 +101,7 @@ fn run(task: Task) -> Result<ExitCode> {
         }
         Task::Test { args } => test(&runtime, &args),
         Task::Ci => ci(&runtime),
+        Task::Bench { what: Bench::Smtp } => bench::smtp(&runtime),
     }
 }
 

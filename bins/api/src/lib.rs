@@ -24,6 +24,9 @@ use sealpost_messages::mailbox::Mailbox;
 use sealpost_messages::store::BlobStore;
 use sealpost_pairing::Devices;
 use sealpost_store_pg::{MailNotifier, PgStore};
+use sealpost_webhook_http::{WebhookHttp, WebhookHttpConfig};
+use sealpost_webhooks::delivery::AttemptOutcome;
+use sealpost_webhooks::service::{Sender, WebhookAlerts, WebhookTransport, Webhooks};
 use tokio::task::JoinHandle;
 
 /// How often expired challenges and sessions are swept, and idle rate-limit keys forgotten.
@@ -42,31 +45,39 @@ pub struct Running {
     pub addr: SocketAddr,
     server: actix_web::dev::ServerHandle,
     serving: JoinHandle<std::io::Result<()>>,
-    sweeper: JoinHandle<()>,
+    jobs: Vec<JoinHandle<()>>,
 }
 
 impl Running {
     /// Waits until the server stops by itself (it does not on its own; see `stop`).
     pub async fn wait(self) -> anyhow::Result<()> {
         let result = self.serving.await.context("server task failed")?;
-        self.sweeper.abort();
+        self.jobs.iter().for_each(JoinHandle::abort);
         result.context("server failed")
     }
 
     /// Graceful stop: in-flight requests finish.
     pub async fn stop(self) {
         self.server.stop(true).await;
-        self.sweeper.abort();
+        self.jobs.iter().for_each(JoinHandle::abort);
         let _ = self.serving.await;
     }
 }
 
 /// Migrates the database, connects, and serves on `listener`.
+/// How to run: HTTP worker threads, and whether the background jobs (hourly
+/// sweeps, the webhook sender) run. Tests drive the jobs themselves.
+#[derive(Clone, Copy, Debug)]
+pub struct StartOptions {
+    pub workers: usize,
+    pub background_jobs: bool,
+}
+
 pub async fn start(
     config: &Config,
     clock: Arc<dyn Clock>,
     listener: TcpListener,
-    workers: usize,
+    options: StartOptions,
 ) -> anyhow::Result<Running> {
     let applied = sealpost_store_pg::migrate(&config.database_url)
         .await
@@ -99,22 +110,32 @@ pub async fn start(
             config.domains.clone(),
         ),
         new_mail: notifier.sender(),
+        webhooks: Webhooks::new(Arc::new(store.clone()), clock.clone()),
+        service_domains: config.domains.clone(),
         health: Arc::new(PgHealth(store.clone())),
         limiter: limiter.clone(),
         clock: clock.clone(),
         support_key: config.support_key.clone(),
     };
     let addr = listener.local_addr().context("reading the bound address")?;
-    let server = sealpost_http_api::serve(listener, state, workers)?;
+    let server = sealpost_http_api::serve(listener, state, options.workers)?;
     let handle = server.handle();
     let serving = tokio::spawn(server);
-    let sweeper = tokio::spawn(sweep_forever(Sweeps::new(&store, &blobs, &clock), limiter));
+    let mut jobs = Vec::new();
+    if options.background_jobs {
+        jobs.push(tokio::spawn(sweep_forever(
+            Sweeps::new(&store, &blobs, &clock),
+            limiter,
+        )));
+        let sender = webhook_sender(&store, config, clock.clone())?;
+        jobs.push(tokio::spawn(send_forever(sender)));
+    }
     tracing::info!(%addr, "serving the API");
     Ok(Running {
         addr,
         server: handle,
         serving,
-        sweeper,
+        jobs,
     })
 }
 
@@ -177,5 +198,81 @@ async fn sweep_forever(sweeps: Sweeps, limiter: Arc<EdgeLimiter>) {
         tick.tick().await;
         sweeps.run_once().await;
         limiter.forget_idle();
+    }
+}
+
+/// Attempts in flight per sender round.
+const SEND_BATCH: i64 = 64;
+/// Pause between rounds when there was nothing to do.
+const SEND_IDLE: Duration = Duration::from_millis(500);
+
+/// The webhook sender over HTTPS, configured from `SEALPOST_WEBHOOK_*`.
+pub fn webhook_sender(
+    store: &PgStore,
+    config: &Config,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Sender> {
+    let http = WebhookHttpConfig::from_env_values(
+        config.webhook_resolve.as_deref(),
+        config.webhook_ca_file.as_deref(),
+    )
+    .context("reading SEALPOST_WEBHOOK_RESOLVE / SEALPOST_WEBHOOK_CA_FILE")?;
+    let transport =
+        HttpTransport(WebhookHttp::new(http).context("building the webhook HTTP client")?);
+    Ok(Sender::new(
+        Arc::new(store.clone()),
+        Arc::new(transport),
+        Arc::new(LoggedAlerts),
+        clock,
+    ))
+}
+
+struct HttpTransport(WebhookHttp);
+
+#[async_trait::async_trait]
+impl WebhookTransport for HttpTransport {
+    async fn send(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: String,
+    ) -> AttemptOutcome {
+        self.0.send(url, headers, body).await
+    }
+}
+
+/// The push adapter is not built yet; until it is, an auto-disabled webhook
+/// is reported in the log (ids only) and on the endpoint's own status.
+struct LoggedAlerts;
+
+#[async_trait::async_trait]
+impl WebhookAlerts for LoggedAlerts {
+    async fn webhook_disabled(
+        &self,
+        account: &sealpost_kernel::AccountId,
+        webhook: &sealpost_kernel::WebhookId,
+    ) {
+        tracing::warn!(%account, %webhook, "webhook switched off after three days of failures");
+    }
+}
+
+async fn send_forever(sender: Sender) {
+    let mut sweep = tokio::time::interval(SWEEP_EVERY);
+    loop {
+        tokio::select! {
+            _ = sweep.tick() => {
+                if let Err(error) = sender.sweep().await {
+                    tracing::warn!(%error, "delivery log sweep failed");
+                }
+            }
+            round = sender.run_once(SEND_BATCH) => match round {
+                Ok((0, 0)) => tokio::time::sleep(SEND_IDLE).await,
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "webhook sender round failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            },
+        }
     }
 }

@@ -15,7 +15,11 @@ async fn main() -> anyhow::Result<()> {
     let listener = TcpListener::bind(&config.http_addr)
         .with_context(|| format!("binding SEALPOST_HTTP_ADDR {}", config.http_addr))?;
     let workers = std::thread::available_parallelism().map_or(2, usize::from);
-    let running = sealpost_api::start(&config, Arc::new(SystemClock), listener, workers).await?;
+    let options = sealpost_api::StartOptions {
+        workers,
+        background_jobs: true,
+    };
+    let running = sealpost_api::start(&config, Arc::new(SystemClock), listener, options).await?;
 
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("installing the SIGTERM handler")?;

@@ -51,6 +51,10 @@ pub enum Command {
     /// address keys it holds.
     #[command(subcommand)]
     Agent(AgentCommand),
+    /// Read the mail of an address: list, read, wait for new mail, save
+    /// attachments (as the operator with the recovery phrase, or as this
+    /// machine's paired device).
+    Mail(MailArgs),
 }
 
 /// The stored credential a command works with; a 401 means it has ended,
@@ -62,6 +66,9 @@ pub enum StoredCredential {
     Session,
     /// `device.json`: `sealpost agent pair --force` again.
     Device,
+    /// `session.json` when there is one, else `device.json` (the `mail`
+    /// commands without `--device`); resolved against the state directory.
+    SessionElseDevice,
 }
 
 impl Command {
@@ -71,6 +78,8 @@ impl Command {
                 StoredCredential::Session
             }
             Self::Agent(AgentCommand::Status | AgentCommand::Keys) => StoredCredential::Device,
+            Self::Mail(MailArgs { device: true, .. }) => StoredCredential::Device,
+            Self::Mail(MailArgs { device: false, .. }) => StoredCredential::SessionElseDevice,
             Self::Init | Self::Login | Self::Agent(AgentCommand::Pair { .. }) => {
                 StoredCredential::None
             }
@@ -196,6 +205,98 @@ pub enum AgentCommand {
     Keys,
 }
 
+/// Messages a list page holds: 1 to 200.
+fn page_size() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=200)
+}
+
+/// `mail`: who reads, and what.
+#[derive(Debug, Args)]
+pub struct MailArgs {
+    /// Read as this machine's paired device (`device.json`, keys from its
+    /// key bundle) even when an operator session is stored. Without it the
+    /// operator session is used, or the device when there is no session.
+    #[arg(long, global = true)]
+    pub device: bool,
+
+    #[command(subcommand)]
+    pub command: MailCommand,
+}
+
+/// The mail of an address, decrypted on this machine.
+#[derive(Debug, Subcommand)]
+pub enum MailCommand {
+    /// List an address's mail, newest first: id, time, read flag, sender,
+    /// subject and attachment count.
+    List {
+        /// The address id (ibx_...).
+        inbox_id: String,
+        /// Messages to show (1 to 200) [default: 50; with --all, the page
+        /// size]
+        #[arg(long, value_name = "N", value_parser = page_size())]
+        limit: Option<u32>,
+        /// Every message, following the pages to the end.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show a message: its headers, attachments and text body; then mark it
+    /// read.
+    Read {
+        /// The message id (msg_...).
+        message_id: String,
+        #[command(flatten)]
+        show: ShowArgs,
+    },
+    /// Wait for mail and show it as `read` does: unread mail already in the
+    /// address at once, else the next to arrive. Fails when nothing comes
+    /// within the timeout.
+    Wait {
+        /// The address id (ibx_...).
+        inbox_id: String,
+        /// Seconds to wait in all.
+        #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+        timeout: u64,
+        #[command(flatten)]
+        show: ShowArgs,
+    },
+    /// Decrypt an attachment to a file.
+    Attachment {
+        /// The message id (msg_...).
+        message_id: String,
+        /// The attachment's index, as `mail read` lists it (from 0).
+        index: u32,
+        /// Where to write it; `-` for stdout [default: the attachment's own
+        /// file name, in the current directory]. An existing file is never
+        /// overwritten.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Mark a message read or unread.
+    Mark {
+        /// The message id (msg_...).
+        message_id: String,
+        #[arg(long, conflicts_with = "unread", required_unless_present = "unread")]
+        read: bool,
+        #[arg(long)]
+        unread: bool,
+    },
+}
+
+/// How `mail read` and `mail wait` show a message.
+#[derive(Clone, Copy, Debug, Args)]
+pub struct ShowArgs {
+    /// Show the HTML body as it came, instead of the text body.
+    #[arg(long, conflicts_with = "codes")]
+    pub html: bool,
+    /// Print only the one-time codes, then the links, found in the message,
+    /// one per line.
+    #[arg(long)]
+    pub codes: bool,
+    /// Leave the message unread.
+    #[arg(long)]
+    pub keep_unread: bool,
+}
+
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct SessionsArgs {
@@ -305,6 +406,81 @@ mod tests {
         assert_eq!(cli.command.stored_credential(), StoredCredential::None);
         let cli = Cli::try_parse_from(["sealpost", "agent", "status"]).unwrap();
         assert_eq!(cli.command.stored_credential(), StoredCredential::Device);
+    }
+
+    #[test]
+    fn mail_forms_parse() {
+        let cli =
+            Cli::try_parse_from(["sealpost", "mail", "list", "ibx_x", "--limit", "5"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Mail(MailArgs {
+                device: false,
+                command: MailCommand::List {
+                    limit: Some(5),
+                    all: false,
+                    ..
+                }
+            })
+        ));
+        assert_eq!(
+            cli.command.stored_credential(),
+            StoredCredential::SessionElseDevice
+        );
+        let cli = Cli::try_parse_from(["sealpost", "mail", "read", "msg_x", "--codes", "--device"])
+            .unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Mail(MailArgs {
+                device: true,
+                command: MailCommand::Read {
+                    show: ShowArgs {
+                        codes: true,
+                        html: false,
+                        keep_unread: false
+                    },
+                    ..
+                }
+            })
+        ));
+        assert_eq!(cli.command.stored_credential(), StoredCredential::Device);
+        let cli = Cli::try_parse_from(["sealpost", "mail", "--device", "wait", "ibx_x"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Mail(MailArgs {
+                device: true,
+                command: MailCommand::Wait { timeout: 60, .. }
+            })
+        ));
+        let cli = Cli::try_parse_from(["sealpost", "mail", "attachment", "msg_x", "1", "-o", "-"])
+            .unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Mail(MailArgs { command: MailCommand::Attachment { index: 1, output: Some(ref path), .. }, .. })
+                if path.as_os_str() == "-"
+        ));
+        let cli = Cli::try_parse_from(["sealpost", "mail", "mark", "msg_x", "--unread"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Mail(MailArgs {
+                command: MailCommand::Mark {
+                    read: false,
+                    unread: true,
+                    ..
+                },
+                ..
+            })
+        ));
+        for refused in [
+            &["sealpost", "mail", "mark", "msg_x"][..],
+            &["sealpost", "mail", "mark", "msg_x", "--read", "--unread"],
+            &["sealpost", "mail", "list", "ibx_x", "--limit", "0"],
+            &["sealpost", "mail", "list", "ibx_x", "--limit", "201"],
+            &["sealpost", "mail", "read", "msg_x", "--html", "--codes"],
+            &["sealpost", "mail", "attachment", "msg_x"],
+        ] {
+            assert!(Cli::try_parse_from(refused).is_err(), "{refused:?}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 mod cli;
 mod commands;
+mod mailtext;
 mod phrase;
 mod state;
 
@@ -19,7 +20,8 @@ use crate::cli::{Cli, StoredCredential};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let credential = cli.command.stored_credential();
+    let credential =
+        commands::resolve_credential(cli.command.stored_credential(), cli.config_dir.clone());
     match commands::run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -43,7 +45,7 @@ fn report(err: &anyhow::Error, credential: StoredCredential) -> String {
                     "\nhint: this device's credential no longer works (the device was disabled or removed); \
                      pair it again with `sealpost agent pair --force`",
                 ),
-                StoredCredential::None => {}
+                StoredCredential::None | StoredCredential::SessionElseDevice => {}
             }
         }
         if let Some(seconds) = client_err.retry_after() {

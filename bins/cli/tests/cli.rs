@@ -581,3 +581,372 @@ async fn ctrl_c_cancels_a_waiting_pairing() {
     assert!(err.contains("(not_found)"), "{err}");
     app.stop().await;
 }
+
+/// Sends one message with Python's smtplib, as any standard client would:
+/// argv is host, port, to, subject, text, html ("" for none), attachment
+/// path ("" for none).
+const SEND_MAIL: &str = r#"
+import smtplib, sys
+from email.message import EmailMessage
+host, port, to, subject, text, html, attachment = sys.argv[1:8]
+msg = EmailMessage()
+msg["From"] = "Example Shop <noreply@example.com>"
+msg["To"] = to
+msg["Subject"] = subject
+msg.set_content(text)
+if html:
+    msg.add_alternative(html, subtype="html")
+if attachment:
+    with open(attachment, "rb") as f:
+        data = f.read()
+    msg.add_attachment(data, maintype="application", subtype="octet-stream",
+                       filename="report.bin")
+with smtplib.SMTP(host, int(port), timeout=30) as smtp:
+    smtp.send_message(msg)
+"#;
+
+/// Whether `python3` with `smtplib` is there to send mail with.
+fn python_can_send() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "import smtplib, email.message"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+struct Mail<'a> {
+    subject: &'a str,
+    text: &'a str,
+    html: &'a str,
+    attachment: Option<&'a Path>,
+}
+
+async fn send_by_smtp(smtp: std::net::SocketAddr, to: &str, mail: Mail<'_>) {
+    let attachment = mail
+        .attachment
+        .map(|path| path.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let output = Command::new("python3")
+        .args(["-c", SEND_MAIL])
+        .args([
+            &smtp.ip().to_string(),
+            &smtp.port().to_string(),
+            to,
+            mail.subject,
+            mail.text,
+            mail.html,
+            &attachment,
+        ])
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "smtplib failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The non-empty lines of `out`.
+fn lines(out: &str) -> Vec<&str> {
+    out.lines().filter(|line| !line.trim().is_empty()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mail_sent_with_smtplib_is_listed_read_decoded_saved_and_waited_for() {
+    if !python_can_send() {
+        println!("SKIPPED: python3 with smtplib is not installed; it sends the test mail");
+        return;
+    }
+    let mut app = TestApp::spawn().await;
+    let smtp = app.spawn_smtp().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Cli::new(&app, &tmp.path().join("operator"));
+    a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
+    let out = a.ok(&["inbox", "create", "--prefix", "signup"]).await;
+    let inbox_id = word_starting(&out, "ibx_");
+    let email = out
+        .split_whitespace()
+        .find(|w| w.contains('@'))
+        .unwrap_or_else(|| panic!("no address in:\n{out}"))
+        .to_owned();
+    assert!(a.ok(&["mail", "list", &inbox_id]).await.contains("No mail"));
+
+    // A signup mail with a code, a link, an HTML part and a binary attachment.
+    let attachment: Vec<u8> = (0..3000u32)
+        .map(|i| u8::try_from((i * 7 + i / 13) % 256).unwrap())
+        .collect();
+    let attachment_path = tmp.path().join("sent.bin");
+    std::fs::write(&attachment_path, &attachment).unwrap();
+    send_by_smtp(
+        smtp,
+        &email,
+        Mail {
+            subject: "Welcome to Example",
+            text: "Hello!\n\nYour verification code is 482913.\n\
+                   Or confirm here: https://example.com/confirm?token=abc123\n\nOrder ref 2026-11-22.\n",
+            html: "<html><body><p>Your code is <b>482913</b>.</p>\
+                   <p><a href=\"https://example.com/confirm?token=abc123&amp;src=html\">Confirm</a></p>\
+                   </body></html>",
+            attachment: Some(&attachment_path),
+        },
+    )
+    .await;
+
+    // list: decrypted sender and subject, attachment count, unread.
+    let out = a.ok(&["mail", "list", &inbox_id]).await;
+    assert_eq!(lines(&out).len(), 1, "{out}");
+    let message_id = word_starting(&out, "msg_");
+    let line = line_of(&out, &message_id);
+    for expected in [
+        "Example Shop <noreply@example.com>",
+        "Welcome to Example",
+        "(1 attachment)",
+        "unread",
+    ] {
+        assert!(line.contains(expected), "{expected:?} not in {line}");
+    }
+
+    // read: headers, attachment and text body; then it is read.
+    let out = a.ok(&["mail", "read", &message_id]).await;
+    assert!(out.contains("Subject     Welcome to Example"), "{out}");
+    assert!(out.contains(&format!("To          {email}")), "{out}");
+    assert!(
+        out.contains("Attachment  0  report.bin  application/octet-stream  2.9 KiB"),
+        "{out}"
+    );
+    assert!(out.contains("Your verification code is 482913."), "{out}");
+    assert!(!out.contains("<b>"), "the text body, not the HTML: {out}");
+    let line = line_of(&a.ok(&["mail", "list", &inbox_id]).await, &message_id).to_owned();
+    assert!(!line.contains("unread"), "{line}");
+    let out = a.ok(&["mail", "read", &message_id, "--html"]).await;
+    assert!(out.contains("<b>482913</b>"), "{out}");
+
+    // --codes: the code first, then the links of the text and of the HTML.
+    a.ok(&["mail", "mark", &message_id, "--unread"]).await;
+    let out = a
+        .ok(&["mail", "read", &message_id, "--codes", "--keep-unread"])
+        .await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        vec![
+            "482913",
+            "https://example.com/confirm?token=abc123",
+            "https://example.com/confirm?token=abc123&src=html",
+        ]
+    );
+    let line = line_of(&a.ok(&["mail", "list", &inbox_id]).await, &message_id).to_owned();
+    assert!(line.contains("unread"), "--keep-unread: {line}");
+    a.ok(&["mail", "mark", &message_id, "--read"]).await;
+
+    // attachment: the very bytes sent, under the sealed file name, in the
+    // current directory; never over an existing file.
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let in_work = |args: &[&str]| {
+        let mut command = a.command(args);
+        command.current_dir(&work);
+        command
+    };
+    let run: Run = in_work(&["mail", "attachment", &message_id, "0"])
+        .output()
+        .await
+        .unwrap()
+        .into();
+    assert!(run.ok, "{}", run.stderr);
+    assert!(run.stdout.contains("report.bin"), "{}", run.stdout);
+    assert_eq!(std::fs::read(work.join("report.bin")).unwrap(), attachment);
+    assert_eq!(mode(&work.join("report.bin")), 0o600);
+    let run: Run = in_work(&["mail", "attachment", &message_id, "0"])
+        .output()
+        .await
+        .unwrap()
+        .into();
+    assert!(
+        !run.ok && run.stderr.contains("already exists"),
+        "{}",
+        run.stderr
+    );
+    let copy = tmp.path().join("copy.bin");
+    a.ok(&[
+        "mail",
+        "attachment",
+        &message_id,
+        "0",
+        "-o",
+        copy.to_str().unwrap(),
+    ])
+    .await;
+    assert_eq!(std::fs::read(&copy).unwrap(), attachment);
+    let output = in_work(&["mail", "attachment", &message_id, "0", "-o", "-"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.stdout, attachment);
+    let err = a.fails(&["mail", "attachment", &message_id, "1"]).await;
+    assert!(err.contains("has no attachment 1"), "{err}");
+
+    // wait: nothing unread, so it waits, and returns the code of the next
+    // mail, sent in the background.
+    let mut waiting = a.command(&["mail", "wait", &inbox_id, "--codes", "--timeout", "60"]);
+    let started = std::time::Instant::now();
+    let waiter = tokio::spawn(async move { waiting.output().await.unwrap() });
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert!(
+        !waiter.is_finished(),
+        "wait returned before the mail was sent"
+    );
+    send_by_smtp(
+        smtp,
+        &email,
+        Mail {
+            subject: "Your login code",
+            text: "Use 771234 to sign in. https://example.com/login",
+            html: "",
+            attachment: None,
+        },
+    )
+    .await;
+    let run: Run = waiter.await.unwrap().into();
+    assert!(run.ok, "{}", run.stderr);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert_eq!(run.stdout, "771234\nhttps://example.com/login\n");
+    let out = a.ok(&["mail", "list", &inbox_id]).await;
+    assert_eq!(lines(&out).len(), 2, "{out}");
+    assert!(
+        !out.contains("unread"),
+        "wait marks what it shows read: {out}"
+    );
+
+    // The one-liner of test-mail users, in a shell: the first line is the
+    // code, and the mail is marked read though `head` stops reading early.
+    let mut one_liner = Command::new("bash");
+    one_liner
+        .args([
+            "-c",
+            r#"set -o pipefail; CODE=$("$0" mail wait "$1" --codes | head -1) && echo "code=$CODE""#,
+            env!("CARGO_BIN_EXE_sealpost"),
+            &inbox_id,
+        ])
+        .env("SEALPOST_API_URL", &a.api_url)
+        .env("SEALPOST_CONFIG_DIR", &a.dir)
+        .env("SEALPOST_PHRASE", a.phrase.as_deref().unwrap())
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let waiter = tokio::spawn(async move { one_liner.output().await.unwrap() });
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    send_by_smtp(
+        smtp,
+        &email,
+        Mail {
+            subject: "Reset your password",
+            text: "Links: https://example.com/a https://example.com/b\nCode: QX7K-29PL",
+            html: "",
+            attachment: None,
+        },
+    )
+    .await;
+    let run: Run = waiter.await.unwrap().into();
+    assert!(run.ok, "{}", run.stderr);
+    assert_eq!(run.stdout, "code=QX7K-29PL\n");
+    let out = a.ok(&["mail", "list", &inbox_id]).await;
+    assert_eq!(lines(&out).len(), 3, "{out}");
+    assert!(!out.contains("unread"), "{out}");
+
+    // Nothing new: the wait ends with an error at its timeout.
+    let err = a
+        .fails(&["mail", "wait", &inbox_id, "--timeout", "1"])
+        .await;
+    assert!(err.contains("no new mail"), "{err}");
+
+    // Unread mail already there is returned at once, in full.
+    a.ok(&["mail", "mark", &message_id, "--unread"]).await;
+    let out = a.ok(&["mail", "wait", &inbox_id, "--timeout", "5"]).await;
+    assert!(out.contains(&format!("Message     {message_id}")), "{out}");
+    assert!(out.contains("Your verification code is 482913."), "{out}");
+
+    // --all follows the pages.
+    let out = a.ok(&["mail", "list", &inbox_id, "--limit", "2"]).await;
+    assert_eq!(lines(&out).len(), 3, "{out}");
+    assert!(out.contains("--all"), "{out}");
+    let out = a
+        .ok(&["mail", "list", &inbox_id, "--limit", "2", "--all"])
+        .await;
+    assert_eq!(lines(&out).len(), 3, "{out}");
+    assert!(!out.contains("--all"), "{out}");
+
+    // Not a device here: --device is refused; the phrase is checked.
+    let err = a.fails(&["mail", "list", &inbox_id, "--device"]).await;
+    assert!(err.contains("not paired"), "{err}");
+    a.phrase = None;
+    let err = a.fails(&["mail", "list", &inbox_id]).await;
+    assert!(err.contains("SEALPOST_PHRASE"), "{err}");
+    a.ok(&["mail", "mark", &message_id, "--read"]).await;
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paired_device_reads_the_mail_of_its_address_without_the_phrase() {
+    let app = TestApp::spawn().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Cli::new(&app, &tmp.path().join("operator"));
+    let b = Cli::new(&app, &tmp.path().join("device"));
+    let phrase = printed_phrase(&a.ok(&["init"]).await);
+    a.phrase = Some(phrase.clone());
+
+    let mut agent = Background::agent_pair(&b, &[]);
+    let code = agent.code().await;
+    agent.line_where(|l| l.starts_with("Waiting")).await;
+    let worker_id = word_starting(&a.ok(&["device", "pair", &code]).await, "wkr_");
+    assert!(agent.exit().await.ok);
+    let inbox_id = word_starting(&a.ok(&["inbox", "create"]).await, "ibx_");
+    let err = b.fails(&["mail", "list", &inbox_id]).await;
+    assert!(err.contains("not_found"), "not assigned yet: {err}");
+    a.ok(&["inbox", "assign", &inbox_id, &worker_id]).await;
+
+    // Delivered through the API, with the operator's session.
+    let keys = sealpost_seal::RecoveryPhrase::parse(&phrase)
+        .unwrap()
+        .keys();
+    let client = sealpost_client::Client::new(&app.base_url).unwrap();
+    let token = client.sign_in(&keys).await.unwrap().token;
+    let inbox = sealpost_kernel::InboxId::parse(&inbox_id).unwrap();
+    let message_id = client
+        .with_token(token)
+        .deliver_raw(
+            &inbox,
+            b"From: a@example.com\r\nSubject: For the device\r\n\r\nYour code is 5566.\r\n",
+        )
+        .await
+        .unwrap();
+
+    // Only device.json on B: the mail commands read as the device, with
+    // the keys from its bundle and no phrase.
+    assert!(!b.dir.join("session.json").exists());
+    let out = b.ok(&["mail", "list", &inbox_id]).await;
+    assert!(
+        line_of(&out, message_id.as_str()).contains("For the device"),
+        "{out}"
+    );
+    let out = b
+        .ok(&["mail", "read", message_id.as_str(), "--codes"])
+        .await;
+    assert_eq!(out, "5566\n");
+    let out = b.ok(&["mail", "list", &inbox_id, "--device"]).await;
+    assert!(line_of(&out, message_id.as_str()).contains("read"), "{out}");
+
+    // Taken off the device: its keys go, and so does its access.
+    a.ok(&["inbox", "unassign", &inbox_id, &worker_id]).await;
+    let err = b.fails(&["mail", "read", message_id.as_str()]).await;
+    assert!(err.contains("not_found"), "{err}");
+
+    // A disabled device is pointed at pairing again.
+    a.ok(&["device", "disable", &worker_id]).await;
+    let err = b.fails(&["mail", "list", &inbox_id]).await;
+    assert!(err.contains("(unauthenticated)"), "{err}");
+    assert!(err.contains("agent pair --force"), "{err}");
+    app.stop().await;
+}

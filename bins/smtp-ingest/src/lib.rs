@@ -87,7 +87,17 @@ pub async fn start(
             .await
             .with_context(|| format!("opening SEALPOST_BLOB_DIR {}", config.blob_dir.display()))?,
     );
-    let ingest = Ingest::new(Arc::new(store), blobs, clock, config.domains.clone());
+    let ingest = Ingest::new(
+        Arc::new(store.clone()),
+        blobs,
+        clock,
+        config.domains.clone(),
+    );
+    // Held while serving: other processes' recovery leaves our deliveries be.
+    let instance_lock = store
+        .hold_instance_lock(ingest.instance())
+        .await
+        .context("taking the ingest instance lock")?;
     let recovered = ingest.recover().await.context("recovering pending blobs")?;
     if recovered > 0 {
         tracing::info!(
@@ -103,7 +113,10 @@ pub async fn start(
     let smtp = Arc::new(SmtpConfig::new(hostname));
     let addr = listener.local_addr().context("reading the bound address")?;
     let delivery: Arc<dyn Delivery> = Arc::new(SealingDelivery { ingest });
-    let serving = tokio::spawn(sealpost_smtp::serve(listener, smtp, delivery));
+    let serving = tokio::spawn(async move {
+        let _alive = instance_lock;
+        sealpost_smtp::serve(listener, smtp, delivery).await;
+    });
     tracing::info!(%addr, "accepting SMTP");
     Ok(Running { addr, serving })
 }

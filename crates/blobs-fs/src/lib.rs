@@ -3,16 +3,36 @@
 //! Writes go to a temporary file in the same directory tree, are synced, then
 //! renamed into place and the directory synced: a blob is either whole or
 //! absent after a crash. Only ciphertext ever reaches this store.
+//!
+//! Several processes share the directory. Each open store writes its
+//! temporary files in a directory of its own, `tmp/<random>/`, whose `lock`
+//! file it holds locked (`flock`) while it lives; the kernel releases that
+//! lock when the process dies, however it dies. Opening a store removes the
+//! temporary directories whose lock is free (their writer is gone), and
+//! loose files in `tmp/` older than [`LOOSE_TEMP_GRACE`].
 
+use std::fs::{File, TryLockError};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use sealpost_messages::store::{BlobError, BlobStore};
 use tokio::io::AsyncWriteExt;
 
+/// Loose files in `tmp/` (not in a store's own directory) are removed once
+/// this old: no write takes that long.
+pub const LOOSE_TEMP_GRACE: Duration = Duration::from_secs(10 * 60);
+
+/// The file each store holds locked in its own temporary directory.
+const LOCK_FILE: &str = "lock";
+
 pub struct FsBlobStore {
     root: PathBuf,
+    /// `tmp/<random>/`: this store's temporary files.
+    scratch: PathBuf,
+    /// Held locked while the store lives: its scratch directory is in use.
+    _lock: File,
 }
 
 fn io_error(error: std::io::Error) -> BlobError {
@@ -22,10 +42,20 @@ fn io_error(error: std::io::Error) -> BlobError {
 impl FsBlobStore {
     pub async fn open(root: impl Into<PathBuf>) -> Result<Self, BlobError> {
         let root = root.into();
-        tokio::fs::create_dir_all(root.join("tmp"))
-            .await
-            .map_err(io_error)?;
-        Ok(Self { root })
+        let tmp = root.join("tmp");
+        let (scratch, lock) = tokio::task::spawn_blocking(move || {
+            std::fs::create_dir_all(&tmp)?;
+            clear_abandoned(&tmp)?;
+            claim_scratch(&tmp)
+        })
+        .await
+        .map_err(|error| BlobError(error.to_string()))?
+        .map_err(io_error)?;
+        Ok(Self {
+            root,
+            scratch,
+            _lock: lock,
+        })
     }
 
     /// Keys are `<message id>/<index>`: letters, digits, `_` and one `/`.
@@ -41,6 +71,97 @@ impl FsBlobStore {
         }
         Ok(self.root.join("blobs").join(key))
     }
+}
+
+impl Drop for FsBlobStore {
+    fn drop(&mut self) {
+        // Best effort: a later open clears it anyway once the lock is free.
+        let _ = std::fs::remove_dir_all(&self.scratch);
+    }
+}
+
+/// A fresh `tmp/<random>/` with its lock file created and held.
+fn claim_scratch(tmp: &Path) -> std::io::Result<(PathBuf, File)> {
+    loop {
+        let scratch = tmp.join(uuid::Uuid::new_v4().simple().to_string());
+        std::fs::create_dir(&scratch)?;
+        let path = scratch.join(LOCK_FILE);
+        let lock = File::create(&path)?;
+        // Another store opening right now may take it for abandoned before we
+        // lock it: it then holds the lock or has removed the directory. Only
+        // a lock on the file still in place counts; else start over.
+        if lock.try_lock().is_ok() && same_file(&lock, &path) {
+            return Ok((scratch, lock));
+        }
+    }
+}
+
+#[cfg(unix)]
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(held), Ok(named)) => held.dev() == named.dev() && held.ino() == named.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_file: &File, path: &Path) -> bool {
+    path.exists()
+}
+
+/// Removes the temporary directories of stores that are gone (lock free) and
+/// loose temporary files older than [`LOOSE_TEMP_GRACE`].
+fn clear_abandoned(tmp: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(tmp)? {
+        let entry = entry?;
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        // Gone meanwhile (another store cleared it): nothing to do.
+        let result = if kind.is_dir() {
+            clear_if_abandoned(&path)
+        } else if older_than(&path, LOOSE_TEMP_GRACE) {
+            std::fs::remove_file(&path)
+        } else {
+            Ok(())
+        };
+        if let Err(error) = result
+            && error.kind() != ErrorKind::NotFound
+        {
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+fn clear_if_abandoned(dir: &Path) -> std::io::Result<()> {
+    let lock = match File::open(dir.join(LOCK_FILE)) {
+        Ok(lock) => lock,
+        // Not a store's directory, or one being set up: only by age.
+        Err(error) if error.kind() == ErrorKind::NotFound => {
+            if older_than(dir, LOOSE_TEMP_GRACE) {
+                std::fs::remove_dir_all(dir)?;
+            }
+            return Ok(());
+        }
+        Err(error) => return Err(error),
+    };
+    match lock.try_lock() {
+        // Removed while holding the lock, so its store cannot be mid-open.
+        Ok(()) => std::fs::remove_dir_all(dir),
+        Err(TryLockError::WouldBlock) => Ok(()),
+        Err(TryLockError::Error(error)) => Err(error),
+    }
+}
+
+fn older_than(path: &Path, age: Duration) -> bool {
+    std::fs::symlink_metadata(path)
+        .and_then(|meta| meta.modified())
+        .ok()
+        .and_then(|modified| SystemTime::now().duration_since(modified).ok())
+        .is_some_and(|elapsed| elapsed > age)
 }
 
 async fn sync_dir(dir: &Path) -> Result<(), BlobError> {
@@ -60,10 +181,7 @@ impl BlobStore for FsBlobStore {
             .parent()
             .ok_or_else(|| BlobError("blob key has no parent".into()))?;
         tokio::fs::create_dir_all(parent).await.map_err(io_error)?;
-        let temporary = self
-            .root
-            .join("tmp")
-            .join(uuid::Uuid::new_v4().simple().to_string());
+        let temporary = self.scratch.join(uuid::Uuid::new_v4().simple().to_string());
         let mut file = tokio::fs::File::create(&temporary)
             .await
             .map_err(io_error)?;
@@ -120,8 +238,63 @@ mod tests {
             "empty message directory removed"
         );
         assert!(store.put("../escape", vec![]).await.is_err());
-        let leftovers = std::fs::read_dir(root.join("tmp")).unwrap().count();
-        assert_eq!(leftovers, 0);
+        let leftovers: Vec<_> = std::fs::read_dir(&store.scratch)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(leftovers, [LOCK_FILE], "only the lock file stays");
+        drop(store);
+        assert_eq!(std::fs::read_dir(root.join("tmp")).unwrap().count(), 0);
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    fn temp_root() -> PathBuf {
+        std::env::temp_dir().join(format!(
+            "sealpost-blob-test-{}",
+            uuid::Uuid::new_v4().simple()
+        ))
+    }
+
+    fn write_aged(path: &Path, age: Duration) {
+        let file = File::create(path).unwrap();
+        file.set_modified(SystemTime::now() - age).unwrap();
+    }
+
+    #[tokio::test]
+    async fn opening_clears_what_dead_writers_left_and_nothing_of_live_ones() {
+        let root = temp_root();
+        let tmp = root.join("tmp");
+        // A writer that died mid-write: its lock file is there, unlocked.
+        let dead = tmp.join("deadwriter");
+        std::fs::create_dir_all(&dead).unwrap();
+        File::create(dead.join(LOCK_FILE)).unwrap();
+        std::fs::write(dead.join("half-written"), b"sealed").unwrap();
+        // A live store (another process, as far as the lock goes) mid-write.
+        let live = FsBlobStore::open(&root).await.unwrap();
+        let writing = live.scratch.join("being-written");
+        std::fs::write(&writing, b"sealed").unwrap();
+        // Loose files from before per-store directories: by age only.
+        let old_loose = tmp.join("old");
+        let new_loose = tmp.join("new");
+        write_aged(&old_loose, LOOSE_TEMP_GRACE + Duration::from_secs(60));
+        write_aged(&new_loose, Duration::from_secs(60));
+
+        assert!(
+            !dead.exists(),
+            "the first open already cleared the dead writer"
+        );
+        std::fs::create_dir_all(&dead).unwrap();
+        File::create(dead.join(LOCK_FILE)).unwrap();
+        let second = FsBlobStore::open(&root).await.unwrap();
+        assert!(!dead.exists(), "a dead writer's directory goes at open");
+        assert!(writing.exists(), "a live store's temporary file stays");
+        assert!(!old_loose.exists(), "an old loose file goes");
+        assert!(new_loose.exists(), "a recent loose file stays");
+
+        // Both stores still write (their directories were left alone).
+        live.put("msg_a/0", b"a".to_vec()).await.unwrap();
+        second.put("msg_b/0", b"b".to_vec()).await.unwrap();
+        drop((live, second));
         std::fs::remove_dir_all(root).unwrap();
     }
 }

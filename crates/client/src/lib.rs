@@ -29,17 +29,18 @@ use std::fmt;
 use std::time::Duration;
 
 use reqwest::{Method, RequestBuilder, header};
-use sealpost_kernel::{AccountId, InboxId, PairingSessionId, SessionId, WorkerId};
-use sealpost_seal::{AccountKeys, SealedBox};
+use sealpost_kernel::{AccountId, InboxId, MessageId, PairingSessionId, SessionId, WorkerId};
+use sealpost_seal::{AccountKeys, SealedBox, b64};
 use serde::de::DeserializeOwned;
 
 pub use error::ClientError;
 use types::{
     ActivityPage, Allocation, AssignRequest, Challenge, ChallengeRequest, ClaimRequest,
-    CreateInboxRequest, DomainList, Health, Inbox, InboxList, InboxReply, KeysRequest, LookupReply,
-    LookupRequest, Me, OpenPairingRequest, OpenedPairing, PageParams, PairingPoll, PairingSession,
-    Platform, RegisterRequest, Revoked, SessionList, SignedIn, UpdateInboxRequest,
-    UpdateWorkerRequest, VerifyRequest, Worker, WorkerKeys, WorkerPage, WorkerReply,
+    CreateInboxRequest, DeliverRequest, Delivered, DomainList, Health, Inbox, InboxList,
+    InboxReply, KeysRequest, LookupReply, LookupRequest, Me, Message, MessageList, MessagePage,
+    MessageReply, OpenPairingRequest, OpenedPairing, PageParams, PairingPoll, PairingSession,
+    Platform, ReadRequest, RegisterRequest, Revoked, SessionList, SignedIn, UpdateInboxRequest,
+    UpdateWorkerRequest, VerifyRequest, WaitBody, Worker, WorkerKeys, WorkerPage, WorkerReply,
 };
 pub use webhook::{VerifiedEvent, WebhookVerifyError, verify_webhook};
 
@@ -49,6 +50,10 @@ pub type Result<T, E = ClientError> = std::result::Result<T, E>;
 /// How long one request may take, connection included.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest a `/wait` may be asked to wait (SPEC.md: 1 to 60 seconds).
+pub const MAX_WAIT_SECONDS: u32 = 60;
+/// How much longer than the wait itself its request may take.
+const WAIT_GRACE: Duration = Duration::from_secs(15);
 
 /// A handle on one Sealpost service, optionally holding a bearer token.
 /// Cheap to clone. `Debug` does not show the token.
@@ -379,6 +384,90 @@ impl Client {
         self.empty(self.authed(Method::DELETE, &path)).await
     }
 
+    // ---- Messages ----------------------------------------------------------
+
+    /// `GET /inboxes/{id}/messages`: one page of an address's mail, newest
+    /// first (lists spend no object reads).
+    pub async fn list_messages(
+        &self,
+        inbox_id: &InboxId,
+        page: &PageParams,
+    ) -> Result<MessagePage> {
+        let path = format!("/inboxes/{inbox_id}/messages{}", page.query());
+        self.json(self.authed(Method::GET, &path)).await
+    }
+
+    /// `GET /inboxes/{id}/messages/wait`: the mail newer than `after` (a
+    /// previous answer's `cursor`; `None` counts every message in the
+    /// address), oldest first, as soon as there is some; `None` when
+    /// nothing arrived within `timeout_secs` (clamped to 1 to 60).
+    pub async fn wait_for_messages(
+        &self,
+        inbox_id: &InboxId,
+        after: Option<&str>,
+        timeout_secs: u32,
+    ) -> Result<Option<WaitBody>> {
+        let timeout = timeout_secs.clamp(1, MAX_WAIT_SECONDS);
+        let mut path = format!("/inboxes/{inbox_id}/messages/wait?timeout={timeout}");
+        if let Some(after) = after {
+            path.push_str(&format!("&after={}", types::percent_encode(after)));
+        }
+        let request = self
+            .authed(Method::GET, &path)
+            .timeout(Duration::from_secs(u64::from(timeout)) + WAIT_GRACE);
+        let (status, body) = self.send_with_status(request).await?;
+        if status == reqwest::StatusCode::NO_CONTENT {
+            return Ok(None);
+        }
+        Ok(Some(serde_json::from_slice(&body)?))
+    }
+
+    /// `GET /messages/{id}`: one message. Spends one of the plan's hourly
+    /// object reads (`rate_limited` past them).
+    pub async fn get_message(&self, id: &MessageId) -> Result<Message> {
+        let path = format!("/messages/{id}");
+        let reply: MessageReply = self.json(self.authed(Method::GET, &path)).await?;
+        Ok(reply.message)
+    }
+
+    /// `GET /messages/{id}/attachments/{index}`: the attachment's sealed
+    /// bytes (binary box; open them with `sealing::open_attachment`).
+    /// Spends one object read; `not_found` for an attachment listed with
+    /// `stored: false`.
+    pub async fn get_attachment(&self, id: &MessageId, index: u32) -> Result<Vec<u8>> {
+        let path = format!("/messages/{id}/attachments/{index}");
+        self.send(self.authed(Method::GET, &path)).await
+    }
+
+    /// `POST /messages/{id}/read`: marks the message read, or unread with
+    /// `read: false`.
+    pub async fn mark_read(&self, id: &MessageId, read: bool) -> Result<()> {
+        let path = format!("/messages/{id}/read");
+        self.empty(self.authed(Method::POST, &path).json(&ReadRequest { read }))
+            .await
+    }
+
+    /// `GET /workers/messages` (device credential only): the newest mail
+    /// across the device's addresses.
+    pub async fn worker_messages(&self) -> Result<MessageList> {
+        self.json(self.authed(Method::GET, "/workers/messages"))
+            .await
+    }
+
+    /// `POST /messages` (session): delivers a raw RFC 5322 message to one of
+    /// the account's addresses without SMTP; it is parsed, sealed and
+    /// counted exactly like SMTP mail. Answers the new message's id.
+    pub async fn deliver_raw(&self, inbox_id: &InboxId, raw: &[u8]) -> Result<MessageId> {
+        let body = DeliverRequest {
+            inbox_id: inbox_id.clone(),
+            raw: b64::encode(raw),
+        };
+        let delivered: Delivered = self
+            .json(self.authed(Method::POST, "/messages").json(&body))
+            .await?;
+        Ok(delivered.message_id)
+    }
+
     // ---- Activity ----------------------------------------------------------
 
     /// `GET /activity`: one page of the activity log, newest first (a device
@@ -417,6 +506,14 @@ impl Client {
     /// Sends `request`, turning a non-2xx answer into [`ClientError::Api`];
     /// returns the body of a 2xx answer.
     async fn send(&self, request: RequestBuilder) -> Result<Vec<u8>> {
+        self.send_with_status(request).await.map(|(_, body)| body)
+    }
+
+    /// [`Self::send`], also answering which 2xx status came back.
+    async fn send_with_status(
+        &self,
+        request: RequestBuilder,
+    ) -> Result<(reqwest::StatusCode, Vec<u8>)> {
         let response = request.send().await?;
         let status = response.status();
         let retry_after = response
@@ -426,7 +523,7 @@ impl Client {
             .map(str::to_owned);
         let body = response.bytes().await?;
         if status.is_success() {
-            Ok(body.to_vec())
+            Ok((status, body.to_vec()))
         } else {
             Err(ClientError::from_response(
                 status.as_u16(),

@@ -1,7 +1,9 @@
 //! The client-side conventions for what the service stores sealed: address
 //! labels, device profiles and device key bundles, and client-made ids
 //! (`docs/cli.md` "Client-side crypto conventions"). Every client that
-//! follows them can read what the others wrote.
+//! follows them can read what the others wrote. Also opening what the
+//! service seals: received mail ([`open_message`], [`open_attachment`]),
+//! with the operator's keys or a device's key bundle ([`InboxSecrets`]).
 //!
 //! Nothing here talks to the service; the service sees only the boxes.
 //!
@@ -29,9 +31,12 @@ use std::fmt;
 
 use sealpost_kernel::{InboxId, WorkerId};
 use sealpost_seal::{
-    AccountKeys, PublicKey, SealError, SealedBox, StaticSecret, b64, context, random_bytes, sha256,
+    AccountKeys, PublicKey, SealError, SealedBox, StaticSecret, b64, context, open_binary,
+    random_bytes, sha256,
 };
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::types::Message;
 
 /// Why a sealed record could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +48,10 @@ pub enum OpenError {
     /// The box opened but its content is not what the convention says.
     #[error("the sealed content is malformed: {0}")]
     Content(String),
+    /// The keys at hand do not include this address at this key epoch (a
+    /// device whose bundle lacks the address, for example).
+    #[error("no key for address {inbox_id} at key epoch {epoch}")]
+    NoKey { inbox_id: InboxId, epoch: u32 },
 }
 
 // ---- Ids ------------------------------------------------------------------
@@ -277,6 +286,158 @@ impl KeyBundle {
     }
 }
 
+// ---- Received mail --------------------------------------------------------
+
+/// Where the secret keys of addresses come from when opening mail: the
+/// operator's [`AccountKeys`] (every address, every epoch, derived from the
+/// phrase), a device's [`KeyBundle`] (its addresses, at the epochs the
+/// operator sent), or one address's [`InboxKeys`].
+pub trait InboxSecrets {
+    /// The X25519 secret mail to `inbox_id` under key epoch `epoch` is
+    /// sealed to; `None` when these keys do not hold it.
+    fn secret_for(&self, inbox_id: &InboxId, epoch: u32) -> Option<StaticSecret>;
+}
+
+impl InboxSecrets for AccountKeys {
+    fn secret_for(&self, inbox_id: &InboxId, epoch: u32) -> Option<StaticSecret> {
+        Some(self.inbox_secret(inbox_id.as_str(), epoch))
+    }
+}
+
+impl InboxSecrets for InboxKeys {
+    fn secret_for(&self, inbox_id: &InboxId, epoch: u32) -> Option<StaticSecret> {
+        (self.inbox_id == *inbox_id && self.epoch == epoch).then(|| self.inbox_secret())
+    }
+}
+
+impl InboxSecrets for KeyBundle {
+    fn secret_for(&self, inbox_id: &InboxId, epoch: u32) -> Option<StaticSecret> {
+        self.inboxes
+            .iter()
+            .find_map(|entry| entry.secret_for(inbox_id, epoch))
+    }
+}
+
+/// `null` read as the type's default (an empty list or string).
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+fn stored_by_default() -> bool {
+    true
+}
+
+/// A message's sealed content (CONTRACT.md section 5). The service writes
+/// every field, absent values as `null`; missing fields and `null` lists
+/// read as empty, and fields this version does not know are ignored.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageContent {
+    /// `Name <addr>` or `addr`; several mailboxes joined with `, `.
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub to: Vec<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub cc: Vec<String>,
+    #[serde(default)]
+    pub reply_to: Option<String>,
+    #[serde(default)]
+    pub subject: Option<String>,
+    /// The `Date:` header, RFC 3339 UTC.
+    #[serde(default)]
+    pub date: Option<String>,
+    /// The `Message-ID:` header in angle brackets.
+    #[serde(default)]
+    pub message_id_header: Option<String>,
+    /// The text/plain body parts, joined by a newline.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// The text/html body parts, joined by a newline.
+    #[serde(default)]
+    pub html: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub attachments: Vec<AttachmentInfo>,
+}
+
+impl MessageContent {
+    /// The attachment listed with `index`.
+    #[must_use]
+    pub fn attachment(&self, index: u32) -> Option<&AttachmentInfo> {
+        self.attachments.iter().find(|a| a.index == index)
+    }
+}
+
+/// An attachment as listed in [`MessageContent`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachmentInfo {
+    /// Zero-based, in the order the parts appear in the message: the
+    /// `index` of `GET /messages/{id}/attachments/{index}`.
+    pub index: u32,
+    /// As the sender named it: may hold directories or be absent; never use
+    /// it as a path unchecked.
+    #[serde(default)]
+    pub filename: Option<String>,
+    /// `type/subtype`, lower case.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub content_type: String,
+    /// Decoded size.
+    #[serde(default)]
+    pub size_bytes: u64,
+    /// False for an attachment over 20 MB: listed, but its bytes were not
+    /// kept.
+    #[serde(default = "stored_by_default")]
+    pub stored: bool,
+}
+
+/// The secret `message` is sealed to, from `keys`.
+fn message_secret(
+    keys: &(impl InboxSecrets + ?Sized),
+    message: &Message,
+) -> Result<StaticSecret, OpenError> {
+    keys.secret_for(&message.inbox_id, message.key_epoch)
+        .ok_or_else(|| OpenError::NoKey {
+            inbox_id: message.inbox_id.clone(),
+            epoch: message.key_epoch,
+        })
+}
+
+/// Opens a message's content with the key of its address at its key epoch
+/// (context `service/v1/message:<inboxId>:<messageId>`).
+pub fn open_message(
+    keys: &(impl InboxSecrets + ?Sized),
+    message: &Message,
+) -> Result<MessageContent, OpenError> {
+    let secret = message_secret(keys, message)?;
+    let json = message.content.open(
+        &secret,
+        &context::message(message.inbox_id.as_str(), message.id.as_str()),
+    )?;
+    serde_json::from_slice(&json).map_err(|e| OpenError::Content(e.to_string()))
+}
+
+/// Opens the sealed bytes of `message`'s attachment `index`, as
+/// `Client::get_attachment` answers them (binary box, context
+/// `service/v1/attachment:<messageId>:<index>`).
+pub fn open_attachment(
+    keys: &(impl InboxSecrets + ?Sized),
+    message: &Message,
+    index: u32,
+    sealed: &[u8],
+) -> Result<Vec<u8>, OpenError> {
+    let secret = message_secret(keys, message)?;
+    Ok(open_binary(
+        &secret,
+        &context::attachment(message.id.as_str(), index),
+        sealed,
+    )?)
+}
+
 // ---- Key fingerprints -----------------------------------------------------
 
 /// A short fingerprint of a device's pairing key, for people to compare:
@@ -418,6 +579,100 @@ mod tests {
                 "sealingKey": b64::encode(&keys.inbox_sealing_key("ibx_first01", 0)),
             }]})
         );
+    }
+
+    /// A message to `inbox` sealed the way the service seals SMTP mail.
+    fn sealed_message(keys: &AccountKeys, inbox: &str, epoch: u32, json: &[u8]) -> Message {
+        let id = "msg_0000000000000000000000000a";
+        let content = SealedBox::seal(
+            &keys.inbox_public_key(inbox, epoch),
+            &context::message(inbox, id),
+            json,
+        );
+        serde_json::from_value(json!({
+            "id": id,
+            "inboxId": inbox,
+            "receivedAt": "2026-11-22T12:00:00.000Z",
+            "read": false,
+            "sizeBytes": 10,
+            "keyEpoch": epoch,
+            "content": content,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn messages_open_for_the_operator_and_for_a_device_holding_the_address() {
+        let keys = keys();
+        let json = br#"{"from":"A <a@example.com>","to":["b@mail.localhost"],"cc":null,
+            "replyTo":null,"subject":"Code","date":null,"messageIdHeader":null,"text":"123456",
+            "html":null,"attachments":[{"index":0,"filename":"a.bin","contentType":
+            "application/octet-stream","sizeBytes":3,"stored":true}],"newField":1}"#;
+        let message = sealed_message(&keys, "ibx_first01", 0, json);
+        let content = open_message(&keys, &message).unwrap();
+        assert_eq!(content.subject.as_deref(), Some("Code"));
+        assert_eq!(content.to, vec!["b@mail.localhost".to_owned()]);
+        assert!(content.cc.is_empty());
+        assert_eq!(
+            content.attachment(0).unwrap().filename.as_deref(),
+            Some("a.bin")
+        );
+        assert!(content.attachment(1).is_none());
+
+        let inbox = InboxId::parse("ibx_first01").unwrap();
+        let other = InboxId::parse("ibx_other01").unwrap();
+        let bundle = KeyBundle::for_inboxes(&keys, [&inbox]);
+        assert_eq!(open_message(&bundle, &message).unwrap(), content);
+        assert_eq!(open_message(&bundle.inboxes[0], &message).unwrap(), content);
+        let without = KeyBundle::for_inboxes(&keys, [&other]);
+        assert!(matches!(
+            open_message(&without, &message),
+            Err(OpenError::NoKey { epoch: 0, .. })
+        ));
+
+        // Sealed under epoch 1: the epoch 0 bundle has no key for it.
+        let later = sealed_message(&keys, "ibx_first01", 1, json);
+        assert_eq!(open_message(&keys, &later).unwrap(), content);
+        assert!(matches!(
+            open_message(&bundle, &later),
+            Err(OpenError::NoKey { epoch: 1, .. })
+        ));
+
+        // Bound to its message: another id does not open.
+        let mut moved = message.clone();
+        moved.id = sealpost_kernel::MessageId::parse("msg_0000000000000000000000000b").unwrap();
+        assert!(matches!(
+            open_message(&keys, &moved),
+            Err(OpenError::Seal(_))
+        ));
+
+        let bytes = sealpost_seal::seal_binary(
+            &keys.inbox_public_key("ibx_first01", 0),
+            &context::attachment(message.id.as_str(), 0),
+            b"abc",
+        );
+        assert_eq!(open_attachment(&keys, &message, 0, &bytes).unwrap(), b"abc");
+        assert_eq!(
+            open_attachment(&bundle, &message, 0, &bytes).unwrap(),
+            b"abc"
+        );
+        assert!(open_attachment(&keys, &message, 1, &bytes).is_err());
+        assert!(open_attachment(&without, &message, 0, &bytes).is_err());
+    }
+
+    #[test]
+    fn sparse_content_reads_as_empty() {
+        let keys = keys();
+        let message = sealed_message(&keys, "ibx_first01", 0, br#"{"subject":null}"#);
+        assert_eq!(
+            open_message(&keys, &message).unwrap(),
+            MessageContent::default()
+        );
+        let broken = sealed_message(&keys, "ibx_first01", 0, b"not json");
+        assert!(matches!(
+            open_message(&keys, &broken),
+            Err(OpenError::Content(_))
+        ));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Request and response bodies, exactly as they travel on the wire
-//! (SPEC.md "Account", "Devices", "Addresses and domains" and "Activity
-//! entry"; CONTRACT.md sections 1, 3, 6 and 9; `docs/openapi.json`).
+//! (SPEC.md "Account", "Devices", "Addresses and domains", "Messages" and
+//! "Activity entry"; CONTRACT.md sections 1, 3, 6 and 9; `docs/openapi.json`).
 //!
 //! Field names are camelCase; binary values are base64url without padding;
 //! timestamps are RFC 3339 UTC with milliseconds. Unknown fields in
@@ -10,7 +10,8 @@
 use std::fmt;
 
 use sealpost_kernel::{
-    AccountId, ActivityId, InboxId, PairingSessionId, PlanId, SessionId, Timestamp, WorkerId,
+    AccountId, ActivityId, InboxId, MessageId, PairingSessionId, PlanId, SessionId, Timestamp,
+    WorkerId,
 };
 use sealpost_seal::{AccountKeys, SealedBox, b64};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -353,7 +354,7 @@ impl PageParams {
 
 /// Percent-encodes everything but RFC 3986 unreserved characters. Cursors
 /// are base64url today, which passes unchanged, but they are opaque.
-fn percent_encode(text: &str) -> String {
+pub(crate) fn percent_encode(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for byte in text.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
@@ -695,6 +696,85 @@ pub struct Allocation {
 #[serde(rename_all = "camelCase")]
 pub struct AssignRequest {
     pub inbox_id: InboxId,
+}
+
+// ---- Messages -------------------------------------------------------------
+
+/// A received message. Its content is sealed to the address's key of epoch
+/// `key_epoch`; open it with `sealing::open_message`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    pub id: MessageId,
+    pub inbox_id: InboxId,
+    pub received_at: Timestamp,
+    pub read: bool,
+    /// Size of the raw message as received.
+    pub size_bytes: u64,
+    /// The address key epoch the content and attachments are sealed under.
+    pub key_epoch: u32,
+    /// CONTRACT.md section 5 JSON, context
+    /// `service/v1/message:<inboxId>:<id>`.
+    pub content: SealedBox,
+}
+
+/// A single message as the service wraps it: `{"message": ...}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageReply {
+    pub message: Message,
+}
+
+/// Answer of `GET /inboxes/{id}/messages`: newest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessagePage {
+    pub messages: Vec<Message>,
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+/// Answer 200 of `GET /inboxes/{id}/messages/wait`: the mail newer than
+/// `after`, oldest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitBody {
+    pub messages: Vec<Message>,
+    /// Pass as `after` to wait for the mail after these.
+    pub cursor: String,
+}
+
+/// Answer of `GET /workers/messages`: the newest mail across the calling
+/// device's addresses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageList {
+    pub messages: Vec<Message>,
+}
+
+/// `POST /messages/{id}/read`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadRequest {
+    /// False marks the message unread.
+    pub read: bool,
+}
+
+/// `POST /messages`: a raw RFC 5322 message for one of the account's
+/// addresses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliverRequest {
+    pub inbox_id: InboxId,
+    /// The whole message, base64url without padding.
+    pub raw: String,
+}
+
+/// Answer of `POST /messages`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivered {
+    pub message_id: MessageId,
 }
 
 // ---- Activity -------------------------------------------------------------

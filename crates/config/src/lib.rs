@@ -23,6 +23,10 @@ pub struct Config {
     pub log_filter: String,
     /// Log lines as JSON (`SEALPOST_LOG_JSON=true`) for collectors.
     pub log_json: bool,
+    /// `host=ip:port,...`: webhook hosts pinned to an address (tests).
+    pub webhook_resolve: Option<String>,
+    /// A PEM file of extra trusted roots for webhook delivery (tests).
+    pub webhook_ca_file: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -81,6 +85,8 @@ impl Config {
             support_key: get("SEALPOST_SUPPORT_KEY").map(str::to_owned),
             log_filter: get("SEALPOST_LOG").unwrap_or("info").to_owned(),
             log_json: flag(get("SEALPOST_LOG_JSON"), "SEALPOST_LOG_JSON")?,
+            webhook_resolve: get("SEALPOST_WEBHOOK_RESOLVE").map(str::to_owned),
+            webhook_ca_file: get("SEALPOST_WEBHOOK_CA_FILE").map(PathBuf::from),
         })
     }
 }

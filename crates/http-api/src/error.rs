@@ -15,6 +15,8 @@ use sealpost_messages::mailbox::MailError;
 use sealpost_pairing::DeviceError;
 use sealpost_plans::LimitError;
 use sealpost_seal::BoxShapeError;
+use sealpost_webhooks::endpoint::EndpointError;
+use sealpost_webhooks::service::WebhookError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -372,6 +374,32 @@ impl From<IngestError> for ApiError {
             },
             IngestError::Store(store) => store.into(),
             IngestError::Blob(blob) => Self::internal(&blob),
+        }
+    }
+}
+
+impl From<WebhookError> for ApiError {
+    fn from(error: WebhookError) -> Self {
+        match error {
+            WebhookError::Rule(rule) => {
+                let code = match rule {
+                    EndpointError::PlanRequired => ErrorCode::PlanRequired,
+                    EndpointError::LimitReached { .. } => ErrorCode::LimitReached,
+                    EndpointError::Disabled => ErrorCode::WebhookDisabled,
+                    EndpointError::RateLimited {
+                        retry_after_seconds,
+                    } => {
+                        return Self {
+                            retry_after: Some(retry_after_seconds),
+                            ..Self::new(ErrorCode::RateLimited, rule.to_string())
+                        };
+                    }
+                };
+                Self::new(code, rule.to_string())
+            }
+            WebhookError::IdTaken => Self::new(ErrorCode::IdTaken, error.to_string()),
+            WebhookError::NotFound => Self::not_found(),
+            WebhookError::Store(store) => store.into(),
         }
     }
 }

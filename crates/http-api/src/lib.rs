@@ -53,7 +53,7 @@ pub fn serve(
 }
 
 fn routes(config: &mut web::ServiceConfig) {
-    use routes::{accounts, activity, addresses, devices, health, messages};
+    use routes::{accounts, activity, addresses, devices, health, messages, webhooks};
     config
         .service(health::healthz)
         .service(health::readyz)
@@ -102,6 +102,14 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(messages::get_one)
         .service(messages::attachment)
         .service(messages::mark_read)
+        .service(webhooks::list)
+        .service(webhooks::create)
+        .service(webhooks::update)
+        .service(webhooks::remove)
+        .service(webhooks::rotate_secret)
+        .service(webhooks::test)
+        .service(webhooks::deliveries)
+        .service(webhooks::redeliver)
         .service(
             web::resource("/messages")
                 .app_data(PayloadConfig::new(messages::INBOUND_BODY_LIMIT))

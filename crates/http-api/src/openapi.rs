@@ -4,7 +4,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{accounts, activity, addresses, devices, health, messages};
+use crate::routes::{accounts, activity, addresses, devices, health, messages, webhooks};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -49,6 +49,14 @@ use crate::routes::{accounts, activity, addresses, devices, health, messages};
         messages::mark_read,
         messages::worker_messages,
         messages::inbound,
+        webhooks::list,
+        webhooks::create,
+        webhooks::update,
+        webhooks::remove,
+        webhooks::rotate_secret,
+        webhooks::test,
+        webhooks::deliveries,
+        webhooks::redeliver,
     ),
     modifiers(&BearerAuth),
 )]

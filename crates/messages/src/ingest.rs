@@ -7,16 +7,17 @@ use chrono::TimeDelta;
 use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, Clock, InboxId, MessageId, StoreError, Timestamp};
 use sealpost_plans::{plan, received_window};
-use sealpost_seal::{SealedBox, context, seal_binary};
+use sealpost_seal::{SealedBox, context, random_bytes, seal_binary};
 
 use crate::content::{ParsedMail, parse_mail};
 use crate::store::{
-    BlobError, BlobStore, Message, MessageRepository, NewMessage, RECEIVED_COUNTER,
-    RecipientRecord, StoredAttachment,
+    BlobError, BlobStore, Commit, Message, MessageRepository, NewMessage, PendingBlob,
+    RECEIVED_COUNTER, RecipientRecord, StoredAttachment,
 };
 
-/// Pending blobs older than this at recovery belong to a delivery that died:
-/// a live delivery seals, writes and commits within seconds of its DATA.
+/// Pending blobs without an owner (registered before owners were recorded,
+/// or taken over by a recovery that did not finish) are abandoned once older
+/// than this: a live delivery seals, writes and commits within seconds.
 pub const PENDING_BLOB_GRACE: TimeDelta = TimeDelta::minutes(10);
 
 /// The answer to RCPT.
@@ -61,6 +62,9 @@ pub struct Ingest {
     blobs: Arc<dyn BlobStore>,
     clock: Arc<dyn Clock>,
     domains: Vec<String>,
+    /// Random per `Ingest`: owns the pending blobs of its deliveries. The
+    /// process running it keeps it alive in the store for its lifetime.
+    instance: String,
 }
 
 pub fn blob_key(message: &MessageId, index: u32) -> String {
@@ -74,12 +78,26 @@ impl Ingest {
         clock: Arc<dyn Clock>,
         domains: Vec<String>,
     ) -> Self {
+        let instance = random_bytes::<16>()
+            .iter()
+            .fold(String::from("ing_"), |mut id, byte| {
+                id.push_str(&format!("{byte:02x}"));
+                id
+            });
         Self {
             repo,
             blobs,
             clock,
             domains,
+            instance,
         }
+    }
+
+    /// This ingest's instance id: the owner of its pending blobs. The process
+    /// must keep it alive in the store (an instance lock) while it delivers,
+    /// or another process's recovery may take its deliveries over.
+    pub fn instance(&self) -> &str {
+        &self.instance
     }
 
     /// RCPT: accepted only for a live address on a served domain, with a key,
@@ -202,7 +220,9 @@ impl Ingest {
             .map(|part| blob_key(&id, part.index))
             .collect();
         if !keys.is_empty() {
-            self.repo.register_pending_blobs(keys, now).await?;
+            self.repo
+                .register_pending_blobs(keys, &self.instance, now)
+                .await?;
         }
         let mut stored = Vec::with_capacity(attachments.len());
         for part in attachments {
@@ -243,7 +263,12 @@ impl Ingest {
             }
         }
         let (window_start, _) = received_window(recipient.account_created_at, now);
-        self.repo
+        let written: Vec<String> = stored
+            .iter()
+            .filter_map(|attachment| attachment.blob_key.clone())
+            .collect();
+        let outcome = self
+            .repo
             .commit(NewMessage {
                 message: Message {
                     id: id.clone(),
@@ -259,22 +284,58 @@ impl Ingest {
                 held: recipient.paused,
                 window_start,
                 records,
+                owner: self.instance.clone(),
             })
             .await?;
-        Ok(id)
+        match outcome {
+            Commit::Done => Ok(id),
+            Commit::TakenOver => {
+                // Recovery deleted what it found; what was written after is
+                // ours to delete. A failure leaves an unreferenced blob only.
+                for key in &written {
+                    let _ = self.blobs.delete(key).await;
+                }
+                Err(IngestError::Store(StoreError::Unavailable(
+                    "recovery took this delivery over; try again".into(),
+                )))
+            }
+        }
     }
 
-    /// Deletes blobs of deliveries that died before committing (start-up and hourly).
+    /// Deletes blobs of deliveries that died before committing (start-up and
+    /// hourly): those whose owning instance no longer runs, at once, and those
+    /// without an owner once older than [`PENDING_BLOB_GRACE`].
     pub async fn recover(&self) -> Result<usize, IngestError> {
-        let keys = self
-            .repo
-            .pending_blobs(self.clock.now() - PENDING_BLOB_GRACE)
-            .await?;
+        let pending = self.repo.pending_blobs().await?;
+        let mut owners: Vec<String> = pending
+            .iter()
+            .filter_map(|blob| blob.owner.clone())
+            .filter(|owner| *owner != self.instance)
+            .collect();
+        owners.sort_unstable();
+        owners.dedup();
+        let alive = if owners.is_empty() {
+            Vec::new()
+        } else {
+            self.repo.alive_owners(owners).await?
+        };
+        let abandoned = abandoned_blobs(
+            pending,
+            &self.instance,
+            &alive,
+            self.clock.now() - PENDING_BLOB_GRACE,
+        );
+        if abandoned.is_empty() {
+            return Ok(0);
+        }
+        // Taken from their owners first: were one wrongly believed dead, its
+        // commit now fails rather than keeping a message whose blob is gone.
+        let keys = self.repo.disown_pending_blobs(abandoned).await?;
         for key in &keys {
             self.blobs.delete(key).await?;
         }
         let count = keys.len();
-        // Forgotten only once deleted: a crash here leaves them to the next pass.
+        // Forgotten only once deleted: a crash here leaves them, ownerless, to a later pass.
         self.repo.forget_pending_blobs(keys).await?;
         Ok(count)
     }
@@ -282,6 +343,24 @@ impl Ingest {
     pub fn now(&self) -> Timestamp {
         self.clock.now()
     }
+}
+
+/// The keys recovery deletes: owned by an instance other than `me` that is
+/// not alive, or ownerless and registered before `ownerless_before`.
+fn abandoned_blobs(
+    pending: Vec<PendingBlob>,
+    me: &str,
+    alive: &[String],
+    ownerless_before: Timestamp,
+) -> Vec<String> {
+    pending
+        .into_iter()
+        .filter(|blob| match &blob.owner {
+            Some(owner) => owner != me && !alive.contains(owner),
+            None => blob.written_at < ownerless_before,
+        })
+        .map(|blob| blob.key)
+        .collect()
 }
 
 #[cfg(test)]
@@ -369,15 +448,22 @@ mod tests {
         let mut repo = MockMessageRepository::new();
         repo.expect_recipient()
             .returning(|_| Ok(Some(recipient(false, true))));
+        let registered_by = Arc::new(Mutex::new(String::new()));
+        let owner_slot = registered_by.clone();
         repo.expect_register_pending_blobs()
-            .withf(|keys, _| keys.len() == 1 && keys[0].ends_with("/0"))
+            .withf(|keys, owner, _| {
+                keys.len() == 1 && keys[0].ends_with("/0") && owner.starts_with("ing_")
+            })
             .times(1)
-            .returning(|_, _| Ok(()));
+            .returning(move |_, owner, _| {
+                *owner_slot.lock().unwrap() = owner.to_owned();
+                Ok(())
+            });
         let committed = Arc::new(Mutex::new(None));
         let slot = committed.clone();
         repo.expect_commit().times(1).returning(move |message| {
             *slot.lock().unwrap() = Some(message);
-            Ok(())
+            Ok(Commit::Done)
         });
         let written = Arc::new(Mutex::new(Vec::new()));
         let blobs_seen = written.clone();
@@ -398,6 +484,11 @@ mod tests {
 
         let message = committed.lock().unwrap().take().unwrap();
         assert!(!message.held);
+        assert_eq!(
+            message.owner,
+            *registered_by.lock().unwrap(),
+            "committed by the instance that registered its blobs"
+        );
         assert_eq!(message.records.activity[0].kind, ActivityKind::MailReceived);
         assert_eq!(message.records.events[0].kind, EventType::MessageReceived);
         let secret = keys().inbox_secret("ibx_shop01", 0);
@@ -434,7 +525,7 @@ mod tests {
         repo.expect_recipient()
             .returning(|_| Ok(Some(recipient(true, true))));
         repo.expect_register_pending_blobs()
-            .returning(|_, _| Ok(()));
+            .returning(|_, _, _| Ok(()));
         repo.expect_commit()
             .withf(|message| {
                 message.held
@@ -442,7 +533,7 @@ mod tests {
                     && message.records.activity.is_empty()
             })
             .times(1)
-            .returning(|_| Ok(()));
+            .returning(|_| Ok(Commit::Done));
         let mut blobs = MockBlobStore::new();
         blobs.expect_put().returning(|_, _| Ok(()));
         ingest(repo, blobs)
@@ -452,20 +543,126 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn recovery_deletes_stale_pending_blobs_before_forgetting_them() {
+    async fn a_delivery_taken_over_by_recovery_deletes_what_it_wrote_and_fails() {
+        let mut seq = mockall::Sequence::new();
         let mut repo = MockMessageRepository::new();
-        repo.expect_pending_blobs()
-            .withf(|before| before.to_string() == "2026-11-22T11:50:00.000Z")
-            .returning(|_| Ok(vec!["msg_x/0".into()]));
-        repo.expect_forget_pending_blobs()
+        repo.expect_recipient()
+            .returning(|_| Ok(Some(recipient(false, true))));
+        repo.expect_register_pending_blobs()
+            .returning(|_, _, _| Ok(()));
+        let mut blobs = MockBlobStore::new();
+        blobs
+            .expect_put()
             .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| Ok(()));
+        repo.expect_commit()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_| Ok(Commit::TakenOver));
+        blobs
+            .expect_delete()
+            .withf(|key| key.ends_with("/0"))
+            .times(1)
+            .in_sequence(&mut seq)
             .returning(|_| Ok(()));
+        let result = ingest(repo, blobs)
+            .deliver(&["shop@mail.localhost".into()], RAW)
+            .await;
+        assert!(
+            matches!(result, Err(IngestError::Store(StoreError::Unavailable(_)))),
+            "the client is told to try again"
+        );
+    }
+
+    fn pending(key: &str, owner: Option<&str>, written_at: &str) -> PendingBlob {
+        PendingBlob {
+            key: key.into(),
+            owner: owner.map(str::to_owned),
+            written_at: Timestamp::parse(written_at).unwrap(),
+        }
+    }
+
+    fn strings(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[tokio::test]
+    async fn recovery_takes_over_blobs_of_dead_owners_and_old_ownerless_ones_only() {
+        let mut seq = mockall::Sequence::new();
+        let mut repo = MockMessageRepository::new();
+        repo.expect_pending_blobs().times(1).returning(|| {
+            Ok(vec![
+                // Its owner died: taken over at once, however recent.
+                pending("msg_dead/0", Some("ing_dead"), "2026-11-22T11:59:59Z"),
+                pending("msg_dead/1", Some("ing_dead"), "2026-11-22T11:59:59Z"),
+                // Its owner still runs: a delivery in flight, however old.
+                pending("msg_live/0", Some("ing_live"), "2026-11-22T10:00:00Z"),
+                // No owner: only once older than the grace period.
+                pending("msg_old/0", None, "2026-11-22T11:49:59Z"),
+                pending("msg_new/0", None, "2026-11-22T11:50:01Z"),
+            ])
+        });
+        repo.expect_alive_owners()
+            .withf(|owners| *owners == strings(&["ing_dead", "ing_live"]))
+            .times(1)
+            .returning(|_| Ok(strings(&["ing_live"])));
+        repo.expect_disown_pending_blobs()
+            .withf(|keys| *keys == strings(&["msg_dead/0", "msg_dead/1", "msg_old/0"]))
+            .times(1)
+            .in_sequence(&mut seq)
+            // msg_dead/1 was committed meanwhile after all: its blob stays.
+            .returning(|_| Ok(strings(&["msg_dead/0", "msg_old/0"])));
         let mut blobs = MockBlobStore::new();
         blobs
             .expect_delete()
-            .withf(|key| key == "msg_x/0")
+            .withf(|key| key == "msg_dead/0")
             .times(1)
+            .in_sequence(&mut seq)
             .returning(|_| Ok(()));
-        assert_eq!(ingest(repo, blobs).recover().await.unwrap(), 1);
+        blobs
+            .expect_delete()
+            .withf(|key| key == "msg_old/0")
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_| Ok(()));
+        repo.expect_forget_pending_blobs()
+            .withf(|keys| *keys == strings(&["msg_dead/0", "msg_old/0"]))
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_| Ok(()));
+        assert_eq!(ingest(repo, blobs).recover().await.unwrap(), 2);
+    }
+
+    #[tokio::test]
+    async fn recovery_never_takes_over_its_own_deliveries() {
+        let me = Arc::new(Mutex::new(String::new()));
+        let mine = me.clone();
+        let mut repo = MockMessageRepository::new();
+        repo.expect_pending_blobs().times(1).returning(move || {
+            // Older than any grace period, and this instance holds no lock in
+            // this test: still its own delivery in flight.
+            Ok(vec![pending(
+                "msg_mine/0",
+                Some(&mine.lock().unwrap()),
+                "2026-11-22T09:00:00Z",
+            )])
+        });
+        repo.expect_alive_owners().never();
+        repo.expect_disown_pending_blobs().never();
+        repo.expect_forget_pending_blobs().never();
+        let mut blobs = MockBlobStore::new();
+        blobs.expect_delete().never();
+        let ingest = ingest(repo, blobs);
+        *me.lock().unwrap() = ingest.instance().to_owned();
+        assert_eq!(ingest.recover().await.unwrap(), 0);
+    }
+
+    #[test]
+    fn each_ingest_is_its_own_instance() {
+        let a = ingest(MockMessageRepository::new(), MockBlobStore::new());
+        let b = ingest(MockMessageRepository::new(), MockBlobStore::new());
+        assert_ne!(a.instance(), b.instance());
+        assert_eq!(a.instance().len(), "ing_".len() + 32);
     }
 }

@@ -38,6 +38,28 @@ pub struct NewMessage {
     /// Start of the account's received-mail window, for the counter.
     pub window_start: Timestamp,
     pub records: Records,
+    /// The ingest instance that registered the attachment blobs as pending:
+    /// the commit only succeeds while they are all still registered to it.
+    pub owner: String,
+}
+
+/// What became of a commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Commit {
+    Done,
+    /// Nothing was committed: recovery took the delivery's pending blobs
+    /// over, believing its instance dead, and deletes them.
+    TakenOver,
+}
+
+/// A blob registered before it is written, for a message not committed yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingBlob {
+    pub key: String,
+    /// The ingest instance delivering it; `None` for rows from before owners
+    /// were recorded and for rows recovery has taken over.
+    pub owner: Option<String>,
+    pub written_at: Timestamp,
 }
 
 /// What RCPT needs to know about an address.
@@ -76,16 +98,27 @@ pub trait MessageRepository: Send + Sync {
         counter: &str,
         window_start: Timestamp,
     ) -> Result<u64, StoreError>;
-    /// Remembers blobs about to be written for a message not committed yet.
+    /// Remembers blobs about to be written for a message not committed yet,
+    /// as delivered by the ingest instance `owner`.
     async fn register_pending_blobs(
         &self,
         keys: Vec<String>,
+        owner: &str,
         at: Timestamp,
     ) -> Result<(), StoreError>;
-    /// Commits the message rows, its counter, records and clears its pending blobs, in one transaction.
-    async fn commit(&self, message: NewMessage) -> Result<(), StoreError>;
-    /// Pending blobs registered before `before` and never committed.
-    async fn pending_blobs(&self, before: Timestamp) -> Result<Vec<String>, StoreError>;
+    /// Commits the message rows, its counter, records and clears its pending
+    /// blobs, in one transaction. Commits nothing and answers
+    /// [`Commit::TakenOver`] when any of those blobs is no longer pending for
+    /// `message.owner`.
+    async fn commit(&self, message: NewMessage) -> Result<Commit, StoreError>;
+    /// Every pending blob: registered, never committed, never forgotten.
+    async fn pending_blobs(&self) -> Result<Vec<PendingBlob>, StoreError>;
+    /// Of these ingest instances, the ones whose process still runs.
+    async fn alive_owners(&self, owners: Vec<String>) -> Result<Vec<String>, StoreError>;
+    /// Takes these pending blobs away from their owners, so that a late commit
+    /// by a delivery believed dead fails instead of pointing at a deleted
+    /// blob; returns the keys still pending (a commit may have won).
+    async fn disown_pending_blobs(&self, keys: Vec<String>) -> Result<Vec<String>, StoreError>;
     async fn forget_pending_blobs(&self, keys: Vec<String>) -> Result<(), StoreError>;
 
     /// Whether the reader may read this address (a device: only its own).

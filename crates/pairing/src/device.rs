@@ -39,6 +39,8 @@ pub struct Device {
     pub paused_at: Option<Timestamp>,
     /// Sealed name, tags and notes.
     pub profile: Option<SealedBox>,
+    /// The X25519 key the device paired with: key bundles are sealed to it.
+    pub public_key: Option<[u8; 32]>,
 }
 
 impl Device {

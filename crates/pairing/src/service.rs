@@ -184,6 +184,7 @@ impl Devices {
             last_active_at: Some(now.start_of_hour()),
             paused_at: None,
             profile: Some(profile),
+            public_key: Some(session.public_key),
         };
         let credential = random_token();
         let mut records = Records::new();

@@ -296,9 +296,11 @@ impl AddressRepository for PgStore {
     ) -> Result<AssignOutcome, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
+            // A disabled device takes no new addresses: it can no longer read them.
             let device: Option<String> = devices::table
                 .filter(devices::id.eq(worker.as_str()))
                 .filter(devices::account_id.eq(account.as_str()))
+                .filter(devices::disabled.eq(false))
                 .select(devices::id)
                 .for_update()
                 .first(conn)

@@ -35,6 +35,7 @@ pub(crate) struct DeviceRow {
     last_active_at: Option<DateTime<Utc>>,
     paused_at: Option<DateTime<Utc>>,
     profile: Option<serde_json::Value>,
+    public_key: Option<Vec<u8>>,
 }
 
 impl DeviceRow {
@@ -54,6 +55,7 @@ impl DeviceRow {
             last_active_at: self.last_active_at.map(Into::into),
             paused_at: self.paused_at.map(Into::into),
             profile: self.profile.map(box_from_json).transpose()?,
+            public_key: self.public_key.map(bytes32).transpose()?,
         })
     }
 }
@@ -323,6 +325,7 @@ impl DeviceRepository for PgStore {
                     devices::created_at.eq(device.created_at.as_datetime()),
                     devices::last_active_at.eq(device.last_active_at.map(|t| t.as_datetime())),
                     devices::profile.eq(device.profile.as_ref().map(box_to_json)),
+                    devices::public_key.eq(device.public_key.map(|key| key.to_vec())),
                 ))
                 .execute(conn)
                 .await?;

@@ -1,16 +1,21 @@
 //! `MessageRepository` over PostgreSQL.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Nullable, Text, Timestamptz};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::pooled_connection::deadpool::Object;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_kernel::{
     AccountId, InboxId, MessageId, PageRequest, PlanId, StoreError, Timestamp, WorkerId,
 };
 use sealpost_messages::store::{
-    Message, MessageRepository, NewMessage, Reader, RecipientRecord, StoredAttachment,
+    Commit, Message, MessageRepository, NewMessage, PendingBlob, Reader, RecipientRecord,
+    StoredAttachment,
 };
+use tokio::task::JoinHandle;
 
 use crate::notify::MAIL_CHANNEL;
 use crate::records::{box_from_json, box_to_json, write_records};
@@ -74,6 +79,94 @@ fn into_recipient(row: RecipientColumns) -> Result<RecipientRecord, StoreError> 
         key_epoch: u32::try_from(key_epoch).map_err(StoreError::failed)?,
         paused: paused_at.is_some(),
     })
+}
+
+/// The advisory lock key of an ingest instance. The same expression takes the
+/// lock and tests it, so the two always agree.
+const INSTANCE_LOCK_KEY: &str = "hashtextextended($1, 0)";
+
+/// How often the instance lock's connection is checked while held.
+const INSTANCE_LOCK_CHECK: Duration = Duration::from_secs(5);
+
+/// Longest wait to take (or take back) the instance lock. Only another
+/// process's liveness test ever holds it, for one statement.
+const INSTANCE_LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Keeps an ingest instance alive in the eyes of every process's recovery: a
+/// session-level advisory lock on a connection of its own, out of the pool,
+/// held for as long as this value lives and taken again should that
+/// connection drop. Dropping it (or the process dying) releases the lock.
+#[must_use = "the instance counts as dead as soon as this is dropped"]
+pub struct InstanceLock {
+    keeper: JoinHandle<()>,
+}
+
+impl Drop for InstanceLock {
+    fn drop(&mut self) {
+        // The keeper owns the connection; ending it closes the session.
+        self.keeper.abort();
+    }
+}
+
+#[derive(QueryableByName)]
+struct Locked {
+    #[diesel(sql_type = Bool)]
+    locked: bool,
+}
+
+impl PgStore {
+    /// Takes the instance lock of `instance` (see [`InstanceLock`]); returns
+    /// once it is held. Call before the ingest of that instance delivers.
+    pub async fn hold_instance_lock(&self, instance: &str) -> Result<InstanceLock, StoreError> {
+        let conn = self.lock_instance(instance).await?;
+        let keeper = tokio::spawn(keep_instance_lock(self.clone(), instance.to_owned(), conn));
+        Ok(InstanceLock { keeper })
+    }
+
+    /// A connection of its own (taken out of the pool) holding the lock.
+    async fn lock_instance(&self, instance: &str) -> Result<AsyncPgConnection, StoreError> {
+        let mut conn = Object::take(self.conn().await?);
+        let take = diesel::sql_query(format!("SELECT pg_advisory_lock({INSTANCE_LOCK_KEY})"))
+            .bind::<Text, _>(instance)
+            .execute(&mut conn);
+        match tokio::time::timeout(INSTANCE_LOCK_WAIT, take).await {
+            Ok(Ok(_)) => Ok(conn),
+            Ok(Err(error)) => Err(db_error(error)),
+            Err(_) => Err(StoreError::Unavailable(
+                "timed out taking the ingest instance lock".into(),
+            )),
+        }
+    }
+}
+
+async fn keep_instance_lock(store: PgStore, instance: String, mut conn: AsyncPgConnection) {
+    loop {
+        loop {
+            tokio::time::sleep(INSTANCE_LOCK_CHECK).await;
+            if diesel::sql_query("SELECT 1")
+                .execute(&mut conn)
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+        // Until taken back, other processes may believe this instance dead and
+        // take its pending blobs over; its commits then fail instead of
+        // keeping messages whose blobs were deleted.
+        tracing::warn!("the ingest instance lock's connection failed; taking the lock again");
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            match store.lock_instance(&instance).await {
+                Ok(fresh) => {
+                    conn = fresh;
+                    tracing::info!("ingest instance lock held again");
+                    break;
+                }
+                Err(error) => tracing::warn!(%error, "cannot take the ingest instance lock yet"),
+            }
+        }
+    }
 }
 
 /// Messages of `inbox` still inside its retention at `now`.
@@ -174,6 +267,7 @@ impl MessageRepository for PgStore {
     async fn register_pending_blobs(
         &self,
         keys: Vec<String>,
+        owner: &str,
         at: Timestamp,
     ) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
@@ -183,6 +277,7 @@ impl MessageRepository for PgStore {
                 (
                     pending_blobs::blob_key.eq(key),
                     pending_blobs::written_at.eq(at.as_datetime()),
+                    pending_blobs::owner.eq(Some(owner)),
                 )
             })
             .collect();
@@ -194,7 +289,7 @@ impl MessageRepository for PgStore {
             .map_err(db_error)
     }
 
-    async fn commit(&self, new: NewMessage) -> Result<(), StoreError> {
+    async fn commit(&self, new: NewMessage) -> Result<Commit, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
             let message = &new.message;
@@ -233,9 +328,18 @@ impl MessageRepository for PgStore {
                     .iter()
                     .filter_map(|a| a.blob_key.as_deref())
                     .collect();
-                diesel::delete(pending_blobs::table.filter(pending_blobs::blob_key.eq_any(keys)))
-                    .execute(conn)
-                    .await?;
+                let cleared = diesel::delete(
+                    pending_blobs::table
+                        .filter(pending_blobs::blob_key.eq_any(&keys))
+                        .filter(pending_blobs::owner.eq(&new.owner)),
+                )
+                .execute(conn)
+                .await?;
+                if cleared != keys.len() {
+                    // Recovery took them over (this instance was believed
+                    // dead) and deletes their blobs: keep nothing.
+                    return Err(diesel::result::Error::RollbackTransaction);
+                }
             }
             diesel::insert_into(usage_counters::table)
                 .values((
@@ -262,18 +366,80 @@ impl MessageRepository for PgStore {
                     .execute(conn)
                     .await?;
             }
-            Ok::<_, diesel::result::Error>(())
+            Ok::<_, diesel::result::Error>(Commit::Done)
         })
         .await
-        .map_err(db_error)
+        .or_else(|error| match error {
+            // Rolled back above: recovery took the pending blobs over.
+            diesel::result::Error::RollbackTransaction => Ok(Commit::TakenOver),
+            error => Err(db_error(error)),
+        })
     }
 
-    async fn pending_blobs(&self, before: Timestamp) -> Result<Vec<String>, StoreError> {
+    async fn pending_blobs(&self) -> Result<Vec<PendingBlob>, StoreError> {
         let mut conn = self.conn().await?;
-        pending_blobs::table
-            .filter(pending_blobs::written_at.lt(before.as_datetime()))
-            .select(pending_blobs::blob_key)
+        let rows: Vec<(String, Option<String>, DateTime<Utc>)> = pending_blobs::table
+            .select((
+                pending_blobs::blob_key,
+                pending_blobs::owner,
+                pending_blobs::written_at,
+            ))
             .load(&mut conn)
+            .await
+            .map_err(db_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(key, owner, written_at)| PendingBlob {
+                key,
+                owner,
+                written_at: written_at.into(),
+            })
+            .collect())
+    }
+
+    async fn alive_owners(&self, owners: Vec<String>) -> Result<Vec<String>, StoreError> {
+        let mut conn = self.conn().await?;
+        let mut alive = Vec::new();
+        for owner in owners {
+            // Free means nobody holds it: the owner's process is gone. Given
+            // back at once, in the same session.
+            let tested = async {
+                let free = diesel::sql_query(format!(
+                    "SELECT pg_try_advisory_lock({INSTANCE_LOCK_KEY}) AS locked"
+                ))
+                .bind::<Text, _>(&owner)
+                .get_result::<Locked>(&mut conn)
+                .await?
+                .locked;
+                if free {
+                    diesel::sql_query(format!("SELECT pg_advisory_unlock({INSTANCE_LOCK_KEY})"))
+                        .bind::<Text, _>(&owner)
+                        .execute(&mut conn)
+                        .await?;
+                }
+                Ok::<_, diesel::result::Error>(free)
+            }
+            .await;
+            match tested {
+                Ok(true) => {}
+                Ok(false) => alive.push(owner),
+                Err(error) => {
+                    // The session may still hold a lock it took: closing it
+                    // (not returning it to the pool) releases every one.
+                    drop(Object::take(conn));
+                    return Err(db_error(error));
+                }
+            }
+        }
+        Ok(alive)
+    }
+
+    async fn disown_pending_blobs(&self, keys: Vec<String>) -> Result<Vec<String>, StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::update(pending_blobs::table.filter(pending_blobs::blob_key.eq_any(keys)))
+            .set(pending_blobs::owner.eq(None::<String>))
+            .returning(pending_blobs::blob_key)
+            .get_results(&mut conn)
             .await
             .map_err(db_error)
     }

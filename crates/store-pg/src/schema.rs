@@ -67,6 +67,7 @@ diesel::table! {
         profile -> Nullable<Jsonb>,
         key_bundle -> Nullable<Jsonb>,
         keys_updated_at -> Nullable<Timestamptz>,
+        public_key -> Nullable<Bytea>,
     }
 }
 
@@ -147,6 +148,7 @@ diesel::table! {
         event_type -> Text,
         payload -> Jsonb,
         created_at -> Timestamptz,
+        fanned_out -> Bool,
     }
 }
 
@@ -194,6 +196,7 @@ diesel::table! {
     pending_blobs (blob_key) {
         blob_key -> Text,
         written_at -> Timestamptz,
+        owner -> Nullable<Text>,
     }
 }
 
@@ -211,3 +214,47 @@ diesel::allow_tables_to_appear_in_same_query!(messages, addresses);
 diesel::allow_tables_to_appear_in_same_query!(messages, devices);
 diesel::allow_tables_to_appear_in_same_query!(attachments, addresses);
 diesel::joinable!(addresses -> accounts (account_id));
+
+diesel::table! {
+    webhooks (id) {
+        id -> Text,
+        account_id -> Text,
+        url -> Text,
+        events -> Jsonb,
+        meta -> Nullable<Jsonb>,
+        secret -> Text,
+        active -> Bool,
+        disabled_reason -> Nullable<Text>,
+        active_since -> Timestamptz,
+        failing_since -> Nullable<Timestamptz>,
+        last_success_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    webhook_deliveries (id) {
+        id -> Text,
+        webhook_id -> Text,
+        account_id -> Text,
+        event_id -> Text,
+        event_type -> Text,
+        body -> Text,
+        status -> Text,
+        attempts -> Int4,
+        response_status -> Nullable<Int4>,
+        error -> Nullable<Text>,
+        created_at -> Timestamptz,
+        last_attempt_at -> Nullable<Timestamptz>,
+        next_attempt_at -> Nullable<Timestamptz>,
+        manual -> Bool,
+        lease_until -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::joinable!(webhook_deliveries -> webhooks (webhook_id));
+diesel::allow_tables_to_appear_in_same_query!(webhooks, webhook_deliveries);
+
+diesel::allow_tables_to_appear_in_same_query!(webhooks, events);
+diesel::joinable!(webhooks -> accounts (account_id));
+diesel::allow_tables_to_appear_in_same_query!(webhooks, accounts);

@@ -193,7 +193,12 @@ impl TestApp {
             Timestamp::parse("2026-11-22T12:00:00Z").expect("a valid start time"),
         ));
         let listener = TcpListener::bind(&config.http_addr).expect("binding port 0");
-        let running = sealpost_api::start(&config, clock.clone(), listener, 2)
+        // Tests drive sweeps and the webhook sender themselves, under the test clock.
+        let options = sealpost_api::StartOptions {
+            workers: 2,
+            background_jobs: false,
+        };
+        let running = sealpost_api::start(&config, clock.clone(), listener, options)
             .await
             .expect("starting the API");
         TestApp {

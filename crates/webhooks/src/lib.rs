@@ -16,6 +16,7 @@
 pub mod delivery;
 pub mod endpoint;
 pub mod events;
+pub mod service;
 pub mod signature;
 pub mod url;
 

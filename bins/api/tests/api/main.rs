@@ -11,4 +11,7 @@ mod devices;
 mod errors;
 mod messages;
 mod ownership;
+mod receiver;
 mod storage;
+mod webhook_delivery;
+mod webhooks;

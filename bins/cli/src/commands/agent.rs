@@ -6,7 +6,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use sealpost_client::sealing::{self, KeyBundle};
 use sealpost_client::types::{PairingState, Platform};
 use sealpost_client::{Client, ClientError};
-use sealpost_kernel::WorkerId;
+use sealpost_kernel::{Timestamp, WorkerId};
 use sealpost_seal::{PublicKey, StaticSecret, b64, random_bytes};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -37,7 +37,7 @@ fn spaced(code: &str) -> String {
 
 /// A failure worth polling again after: the network, a rate limit, the
 /// service's side.
-fn is_transient(err: &ClientError) -> bool {
+pub(super) fn is_transient(err: &ClientError) -> bool {
     match err {
         ClientError::Transport(_) => true,
         ClientError::Api { status, .. } => *status == 429 || *status >= 500,
@@ -159,10 +159,13 @@ pub async fn status(ctx: &Ctx) -> Result<()> {
     Ok(())
 }
 
-/// Opens the key bundle and lists the addresses it holds keys for, checked
-/// against the addresses the service says this device holds.
-pub async fn keys(ctx: &Ctx) -> Result<()> {
-    let (device, client) = ctx.device()?;
+/// This device's key bundle, opened with its pairing secret, and when the
+/// operator sent it; `None` while the operator has sent none.
+pub(super) async fn open_key_bundle(
+    ctx: &Ctx,
+    device: &DeviceState,
+    client: &Client,
+) -> Result<Option<(KeyBundle, Timestamp)>> {
     let secret = b64::decode_32(&device.secret_key).map_err(|_| {
         anyhow!(
             "{} is damaged (secretKey); pair again with `sealpost agent pair --force`",
@@ -171,20 +174,27 @@ pub async fn keys(ctx: &Ctx) -> Result<()> {
     })?;
     let sealed = match client.get_worker_keys(&device.worker_id).await {
         Ok(keys) => keys,
-        Err(e) if e.status() == Some(404) => {
-            println!("No key bundle yet: the operator has not sent one.");
-            return Ok(());
-        }
+        Err(e) if e.status() == Some(404) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
     let bundle = KeyBundle::open(&StaticSecret::from(secret), &device.worker_id, &sealed.keys)
         .context("the key bundle cannot be opened with this device's key")?;
+    Ok(Some((bundle, sealed.updated_at)))
+}
+
+/// Opens the key bundle and lists the addresses it holds keys for, checked
+/// against the addresses the service says this device holds.
+pub async fn keys(ctx: &Ctx) -> Result<()> {
+    let (device, client) = ctx.device()?;
+    let Some((bundle, sent_at)) = open_key_bundle(ctx, &device, &client).await? else {
+        println!("No key bundle yet: the operator has not sent one.");
+        return Ok(());
+    };
     let assigned = client.list_inboxes().await?.inboxes;
     let colon = if bundle.inboxes.is_empty() { "." } else { ":" };
     println!(
-        "Keys of {} (bundle sent {}){colon}",
+        "Keys of {} (bundle sent {sent_at}){colon}",
         addresses(bundle.inboxes.len()),
-        sealed.updated_at
     );
     for entry in &bundle.inboxes {
         let note = match assigned.iter().find(|inbox| inbox.id == entry.inbox_id) {

@@ -5,8 +5,11 @@ mod account;
 mod agent;
 mod devices;
 mod inboxes;
+mod mail;
 mod sessions;
 mod vault;
+
+use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use chrono::Utc;
@@ -14,7 +17,8 @@ use sealpost_client::Client;
 use sealpost_kernel::Timestamp;
 
 use crate::cli::{
-    AgentCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand, InboxCommand, SessionsCommand,
+    AgentCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand, InboxCommand, MailCommand,
+    SessionsCommand, StoredCredential,
 };
 use crate::state::{DeviceState, StateDir, StoredSession};
 
@@ -130,6 +134,47 @@ pub async fn run(cli: Cli) -> Result<()> {
             AgentCommand::Status => agent::status(&ctx).await,
             AgentCommand::Keys => agent::keys(&ctx).await,
         },
+        Command::Mail(args) => {
+            let device = args.device;
+            match args.command {
+                MailCommand::List {
+                    inbox_id,
+                    limit,
+                    all,
+                } => mail::list(&ctx, device, &inbox_id, limit, all).await,
+                MailCommand::Read { message_id, show } => {
+                    mail::read(&ctx, device, &message_id, show).await
+                }
+                MailCommand::Wait {
+                    inbox_id,
+                    timeout,
+                    show,
+                } => mail::wait(&ctx, device, &inbox_id, timeout, show).await,
+                MailCommand::Attachment {
+                    message_id,
+                    index,
+                    output,
+                } => mail::attachment(&ctx, device, &message_id, index, output).await,
+                MailCommand::Mark {
+                    message_id, read, ..
+                } => mail::mark(&ctx, device, &message_id, read).await,
+            }
+        }
+    }
+}
+
+/// The credential a command uses, with `SessionElseDevice` resolved against
+/// the state directory as the `mail` commands resolve it (for the hint shown
+/// with a 401).
+pub fn resolve_credential(
+    credential: StoredCredential,
+    config_dir: Option<PathBuf>,
+) -> StoredCredential {
+    match credential {
+        StoredCredential::SessionElseDevice => StateDir::locate(config_dir)
+            .and_then(|state| mail::session_else_device(&state))
+            .unwrap_or(StoredCredential::Session),
+        other => other,
     }
 }
 

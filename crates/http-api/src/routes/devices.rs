@@ -35,8 +35,10 @@ pub struct WorkerBody {
     last_active_at: Option<Timestamp>,
     paused_at: Option<Timestamp>,
     /// Sealed profile box.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     profile: Option<SealedBox>,
+    /// The device's pairing X25519 public key (base64url): seal its key bundle to it.
+    public_key: Option<String>,
 }
 
 impl From<Device> for WorkerBody {
@@ -51,6 +53,7 @@ impl From<Device> for WorkerBody {
             last_active_at: device.last_active_at,
             paused_at: device.paused_at,
             profile: device.profile,
+            public_key: device.public_key.map(|key| b64::encode(&key)),
         }
     }
 }

@@ -112,7 +112,9 @@ pub async fn list(
 #[derive(Deserialize, IntoParams)]
 pub struct WaitQuery {
     /// A cursor: only mail newer than it counts. Use `cursor` from the previous
-    /// answer, or a list's first message; absent means any mail in the address.
+    /// answer; `now` for mail arriving after this request starts; absent for
+    /// any mail in the address (a fresh address: mail that arrived just before
+    /// the wait is not missed).
     after: Option<String>,
     /// Seconds to wait, 1 to 60 (default 30).
     timeout: Option<String>,
@@ -154,6 +156,10 @@ pub async fn wait(
     };
     let after = match query.after.as_deref() {
         None | Some("") => None,
+        Some("now") => Some(Cursor {
+            at: state.clock.now(),
+            id: String::new(),
+        }),
         Some(text) => Some(Cursor::decode(text).ok_or_else(|| {
             ApiError::invalid_field("after", "not a cursor this service handed out")
         })?),

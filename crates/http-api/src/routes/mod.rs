@@ -4,3 +4,4 @@ pub mod addresses;
 pub mod devices;
 pub mod health;
 pub mod messages;
+pub mod webhooks;

@@ -40,6 +40,7 @@ fn device(connected: bool) -> Device {
         last_active_at: None,
         paused_at: None,
         profile: None,
+        public_key: None,
     }
 }
 

@@ -1,0 +1,131 @@
+//! A real HTTPS webhook receiver for tests: a test CA, a certificate for
+//! `hooks.test`, rustls, and a minimal HTTP/1.1 reader that records each
+//! request's headers and raw body and answers a chosen status.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
+};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+pub struct Receiver {
+    pub addr: SocketAddr,
+    /// PEM of the CA that signed the receiver's certificate.
+    pub ca_pem: String,
+    pub received: Arc<Mutex<Vec<Received>>>,
+    status: Arc<Mutex<u16>>,
+}
+
+impl Receiver {
+    pub async fn start(status: u16) -> Receiver {
+        let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "Sealpost test CA");
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+        let leaf_key = KeyPair::generate().unwrap();
+        let leaf = CertificateParams::new(vec!["hooks.test".to_owned()])
+            .unwrap()
+            .signed_by(&leaf_key, &ca)
+            .unwrap();
+        let config = ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![CertificateDer::from(leaf.der().to_vec())],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
+            )
+            .unwrap();
+        let acceptor = TlsAcceptor::from(Arc::new(config));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let status = Arc::new(Mutex::new(status));
+        let (log, answer) = (received.clone(), status.clone());
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (acceptor, log, answer) = (acceptor.clone(), log.clone(), answer.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(stream).await else {
+                        return;
+                    };
+                    let mut reader = BufReader::new(tls);
+                    let mut headers = Vec::new();
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let trimmed = line.trim_end();
+                        if trimmed.is_empty() {
+                            break;
+                        }
+                        if let Some((key, value)) = trimmed.split_once(':') {
+                            headers.push((key.trim().to_owned(), value.trim().to_owned()));
+                        }
+                    }
+                    let length: usize = headers
+                        .iter()
+                        .find(|(key, _)| key.eq_ignore_ascii_case("content-length"))
+                        .and_then(|(_, value)| value.parse().ok())
+                        .unwrap_or(0);
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).await.is_err() {
+                        return;
+                    }
+                    log.lock().unwrap().push(Received { headers, body });
+                    let code = *answer.lock().unwrap();
+                    let reply = format!(
+                        "HTTP/1.1 {code} X\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"
+                    );
+                    let _ = reader.get_mut().write_all(reply.as_bytes()).await;
+                    let _ = reader.get_mut().shutdown().await;
+                });
+            }
+        });
+        Receiver {
+            addr,
+            ca_pem: ca.pem(),
+            received,
+            status,
+        }
+    }
+
+    pub fn answer(&self, status: u16) {
+        *self.status.lock().unwrap() = status;
+    }
+
+    pub fn requests(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}

@@ -1,0 +1,238 @@
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::support::{Api, SignedIn, new_keys};
+
+async fn operator(api: &Api) -> SignedIn {
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    api.set_plan(&owner.account_id, "operator").await;
+    owner
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn endpoints_follow_the_plan_url_and_count_rules() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let free = api.register(&keys).await;
+    let refused = api
+        .post(
+            "/webhook-endpoints",
+            Some(&free.token),
+            json!({ "id": "whk_free01", "url": "https://hooks.example.com/x", "events": ["*"] }),
+        )
+        .await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (StatusCode::FORBIDDEN, "plan_required")
+    );
+
+    let owner = operator(&api).await;
+    for (url, why) in [
+        ("http://hooks.example.com/x", "not https"),
+        ("https://127.0.0.1/x", "IP literal"),
+        ("https://[::1]/x", "IPv6 literal"),
+        ("https://localhost/x", "localhost"),
+        ("https://printer.local/x", "*.local"),
+        ("https://api.mail.localhost/x", "the service's own domain"),
+    ] {
+        let reply = api
+            .post(
+                "/webhook-endpoints",
+                Some(&owner.token),
+                json!({ "id": "whk_bad001", "url": url, "events": ["*"] }),
+            )
+            .await;
+        assert_eq!(
+            (reply.status, reply.code()),
+            (StatusCode::BAD_REQUEST, "invalid_url"),
+            "{why}"
+        );
+    }
+    let unknown_event = api
+        .post("/webhook-endpoints", Some(&owner.token), json!({ "id": "whk_bad001", "url": "https://hooks.example.com/x", "events": ["mail.exploded"] }))
+        .await;
+    assert_eq!(unknown_event.code(), "invalid_field");
+
+    let created = api
+        .post(
+            "/webhook-endpoints",
+            Some(&owner.token),
+            json!({ "id": "whk_first1", "url": "https://hooks.example.com/x", "events": ["inbox.created", "message.received"] }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let secret = created.body["secret"].as_str().unwrap();
+    assert!(secret.starts_with("whsec_"));
+    assert_eq!(created.body["webhook"]["status"], "active");
+    let listed = api.get("/webhook-endpoints", Some(&owner.token)).await;
+    assert!(
+        listed.body["webhooks"][0].get("secret").is_none(),
+        "the secret is shown once"
+    );
+    assert_eq!(listed.body["eventTypes"].as_array().unwrap().len(), 12);
+
+    for n in 2..=10 {
+        let reply = api
+            .post("/webhook-endpoints", Some(&owner.token), json!({ "id": format!("whk_more{n:02}"), "url": "https://hooks.example.com/x", "events": ["*"] }))
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED);
+    }
+    let eleventh = api
+        .post(
+            "/webhook-endpoints",
+            Some(&owner.token),
+            json!({ "id": "whk_more11", "url": "https://hooks.example.com/x", "events": ["*"] }),
+        )
+        .await;
+    assert_eq!(
+        (eleventh.status, eleventh.code()),
+        (StatusCode::CONFLICT, "limit_reached")
+    );
+
+    let rotated = api
+        .post(
+            "/webhook-endpoints/whk_first1/rotate-secret",
+            Some(&owner.token),
+            json!({}),
+        )
+        .await;
+    assert_ne!(rotated.body["secret"].as_str().unwrap(), secret);
+
+    let disabled = api
+        .patch(
+            "/webhook-endpoints/whk_first1",
+            Some(&owner.token),
+            json!({ "status": "disabled" }),
+        )
+        .await;
+    assert_eq!(disabled.body["webhook"]["disabledReason"], "manual");
+    let test = api
+        .post(
+            "/webhook-endpoints/whk_first1/test",
+            Some(&owner.token),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (test.status, test.code()),
+        (StatusCode::CONFLICT, "webhook_disabled")
+    );
+
+    let deleted = api
+        .delete("/webhook-endpoints/whk_first1", Some(&owner.token))
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let reused = api
+        .post(
+            "/webhook-endpoints",
+            Some(&owner.token),
+            json!({ "id": "whk_first1", "url": "https://hooks.example.com/x", "events": ["*"] }),
+        )
+        .await;
+    assert_eq!(reused.code(), "id_taken");
+
+    // Another account sees none of it.
+    let stranger = operator(&api).await;
+    let foreign = api
+        .get(
+            "/webhook-endpoints/whk_more02/deliveries",
+            Some(&stranger.token),
+        )
+        .await;
+    assert_eq!(foreign.status, StatusCode::NOT_FOUND);
+    let foreign = api
+        .patch(
+            "/webhook-endpoints/whk_more02",
+            Some(&stranger.token),
+            json!({ "status": "disabled" }),
+        )
+        .await;
+    assert_eq!(foreign.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tests_and_redeliveries_are_logged_and_limited_to_60_an_hour() {
+    let api = Api::spawn().await;
+    let owner = operator(&api).await;
+    api.post(
+        "/webhook-endpoints",
+        Some(&owner.token),
+        json!({ "id": "whk_first1", "url": "https://hooks.example.com/x", "events": ["*"] }),
+    )
+    .await;
+    let sent = api
+        .post(
+            "/webhook-endpoints/whk_first1/test",
+            Some(&owner.token),
+            json!({}),
+        )
+        .await;
+    assert_eq!(sent.status, StatusCode::ACCEPTED, "{}", sent.body);
+    let delivery_id = sent.body["deliveryId"].as_str().unwrap().to_owned();
+    let event_id = sent.body["eventId"].as_str().unwrap().to_owned();
+
+    let log = api
+        .get(
+            "/webhook-endpoints/whk_first1/deliveries",
+            Some(&owner.token),
+        )
+        .await;
+    let first = &log.body["deliveries"][0];
+    assert_eq!(first["id"], delivery_id.as_str());
+    assert_eq!(first["status"], "pending");
+    assert_eq!(first["eventType"], "webhook.test");
+    assert_eq!(first["event"]["payload"]["webhookId"], "whk_first1");
+
+    let again = api
+        .post(
+            &format!("/webhook-endpoints/whk_first1/deliveries/{delivery_id}/redeliver"),
+            Some(&owner.token),
+            json!({}),
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::ACCEPTED);
+    assert_ne!(again.body["deliveryId"], delivery_id.as_str());
+    assert_eq!(again.body["eventId"], event_id.as_str(), "same event id");
+
+    for _ in 2..60 {
+        assert_eq!(
+            api.post(
+                "/webhook-endpoints/whk_first1/test",
+                Some(&owner.token),
+                json!({})
+            )
+            .await
+            .status,
+            StatusCode::ACCEPTED
+        );
+    }
+    let limited = api
+        .post(
+            "/webhook-endpoints/whk_first1/test",
+            Some(&owner.token),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (limited.status, limited.code()),
+        (StatusCode::TOO_MANY_REQUESTS, "rate_limited")
+    );
+    assert_eq!(limited.headers["retry-after"], "3600");
+
+    let pending = api
+        .get(
+            "/webhook-endpoints/whk_first1/deliveries?status=pending&limit=5",
+            Some(&owner.token),
+        )
+        .await;
+    assert_eq!(pending.body["deliveries"].as_array().unwrap().len(), 5);
+    assert!(pending.body["nextCursor"].is_string());
+    let bad = api
+        .get(
+            "/webhook-endpoints/whk_first1/deliveries?status=lost",
+            Some(&owner.token),
+        )
+        .await;
+    assert_eq!(bad.code(), "invalid_field");
+}

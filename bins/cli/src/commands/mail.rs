@@ -1,0 +1,501 @@
+//! `mail list`, `mail read`, `mail wait`, `mail attachment`, `mail mark`:
+//! an address's mail, opened on this machine, as the operator (keys derived
+//! from the recovery phrase) or as this machine's paired device (keys from
+//! its key bundle).
+
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use sealpost_client::sealing::{self, InboxSecrets, KeyBundle, MessageContent};
+use sealpost_client::types::{Message, PageParams};
+use sealpost_client::{Client, MAX_WAIT_SECONDS};
+use sealpost_kernel::{InboxId, MessageId};
+use sealpost_seal::{AccountKeys, StaticSecret};
+use tokio::time::Instant;
+
+use super::Ctx;
+use super::agent::{is_transient, open_key_bundle};
+use super::vault::{self, parse_inbox_id};
+use crate::cli::{ShowArgs, StoredCredential};
+use crate::mailtext;
+use crate::state::{DeviceState, StateDir, StoredSession};
+
+/// The page size `mail list --all` follows the pages with, when `--limit`
+/// does not say: the largest the service allows.
+const ALL_PAGE: u32 = 200;
+/// How long `mail wait` pauses after a failure worth retrying.
+const RETRY_AFTER: Duration = Duration::from_secs(2);
+
+/// Who reads the mail, with the credential the client carries.
+enum Reader {
+    Operator(StoredSession),
+    Device(DeviceState),
+}
+
+/// The keys mail is opened with.
+enum MailKeys {
+    /// Derived from the phrase: every address of the account.
+    Operator(AccountKeys),
+    /// The device's key bundle: the addresses assigned to it.
+    Device(KeyBundle),
+}
+
+impl InboxSecrets for MailKeys {
+    fn secret_for(&self, inbox_id: &InboxId, epoch: u32) -> Option<StaticSecret> {
+        match self {
+            Self::Operator(keys) => keys.secret_for(inbox_id, epoch),
+            Self::Device(bundle) => bundle.secret_for(inbox_id, epoch),
+        }
+    }
+}
+
+/// Which stored credential the `mail` commands use without `--device`: the
+/// operator session, or the device when only `device.json` exists.
+pub fn session_else_device(state: &StateDir) -> Result<StoredCredential> {
+    if state.load_session()?.is_none() && state.load_device()?.is_some() {
+        Ok(StoredCredential::Device)
+    } else {
+        Ok(StoredCredential::Session)
+    }
+}
+
+fn reader(ctx: &Ctx, device: bool) -> Result<(Reader, Client)> {
+    if device || session_else_device(&ctx.state)? == StoredCredential::Device {
+        let (device, client) = ctx.device()?;
+        Ok((Reader::Device(device), client))
+    } else {
+        let (session, client) = ctx.signed_in()?;
+        Ok((Reader::Operator(session), client))
+    }
+}
+
+/// The keys: the operator's from the phrase (checked against the session),
+/// the device's from its key bundle.
+async fn unlock(ctx: &Ctx, reader: &Reader, client: &Client) -> Result<MailKeys> {
+    match reader {
+        Reader::Operator(session) => Ok(MailKeys::Operator(vault::unlock(session)?)),
+        Reader::Device(device) => match open_key_bundle(ctx, device, client).await? {
+            Some((bundle, _)) => Ok(MailKeys::Device(bundle)),
+            None => bail!(
+                "this device has no key bundle yet: the operator sends one with `sealpost inbox assign`"
+            ),
+        },
+    }
+}
+
+fn parse_message_id(text: &str) -> Result<MessageId> {
+    MessageId::parse(text.trim()).with_context(|| format!("{text:?} is not a message id (msg_...)"))
+}
+
+fn open(keys: &MailKeys, message: &Message) -> Result<MessageContent> {
+    sealing::open_message(keys, message)
+        .with_context(|| format!("message {} cannot be opened", message.id))
+}
+
+/// "1 attachment", "2 attachments".
+fn attachments(count: usize) -> String {
+    if count == 1 {
+        "1 attachment".to_owned()
+    } else {
+        format!("{count} attachments")
+    }
+}
+
+/// A size for people: bytes, KiB or MiB.
+fn size(bytes: u64) -> String {
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "one decimal is shown; sizes stay far below 2^52"
+    )]
+    let value = bytes as f64;
+    if bytes < 1024 {
+        format!("{bytes} bytes")
+    } else if bytes < 1024 * 1024 {
+        format!("{:.1} KiB", value / 1024.0)
+    } else {
+        format!("{:.1} MiB", value / (1024.0 * 1024.0))
+    }
+}
+
+/// One line of `mail list`.
+fn summary(keys: &MailKeys, message: &Message) -> String {
+    let flag = if message.read { "read" } else { "unread" };
+    let head = format!("{}  {}  {flag:<6}", message.id, message.received_at);
+    match sealing::open_message(keys, message) {
+        Err(err) => format!("{head}  (unreadable: {err})"),
+        Ok(content) => {
+            let from = content.from.as_deref().unwrap_or("-");
+            let subject = content.subject.as_deref().unwrap_or("(no subject)");
+            let count = content.attachments.len();
+            if count == 0 {
+                format!("{head}  {from}  {subject}")
+            } else {
+                format!("{head}  {from}  {subject}  ({})", attachments(count))
+            }
+        }
+    }
+}
+
+/// Lists an address's mail, newest first; `--all` follows the pages.
+pub async fn list(
+    ctx: &Ctx,
+    device: bool,
+    inbox_id: &str,
+    limit: Option<u32>,
+    all: bool,
+) -> Result<()> {
+    let inbox = parse_inbox_id(inbox_id)?;
+    let (reader, client) = reader(ctx, device)?;
+    let keys = unlock(ctx, &reader, &client).await?;
+    let mut page = PageParams {
+        limit: if all { limit.or(Some(ALL_PAGE)) } else { limit },
+        cursor: None,
+    };
+    let mut shown = 0usize;
+    loop {
+        let answer = client.list_messages(&inbox, &page).await?;
+        for message in &answer.messages {
+            println!("{}", summary(&keys, message));
+        }
+        shown += answer.messages.len();
+        match page.next(answer.next_cursor.as_deref()) {
+            Some(next) if all => page = next,
+            Some(_) => {
+                println!("More mail is listed with `--all`.");
+                break;
+            }
+            None => break,
+        }
+    }
+    if shown == 0 {
+        println!("No mail in {inbox}.");
+    }
+    Ok(())
+}
+
+/// A message as `read` shows it: headers, attachments and the body; with
+/// `--codes`, only its codes and links, one per line.
+fn render(keys: &MailKeys, message: &Message, args: ShowArgs) -> Result<String> {
+    let content = open(keys, message)?;
+    let mut out = String::new();
+    if args.codes {
+        let found = mailtext::codes_and_links(
+            content.subject.as_deref(),
+            content.text.as_deref(),
+            content.html.as_deref(),
+        );
+        if found.codes.is_empty() && found.links.is_empty() {
+            eprintln!("No codes or links in {}.", message.id);
+        }
+        for line in found.codes.iter().chain(&found.links) {
+            out.push_str(line);
+            out.push('\n');
+        }
+        return Ok(out);
+    }
+    let mut header = |name: &str, value: &str| out.push_str(&format!("{name:<10}  {value}\n"));
+    header("Message", message.id.as_str());
+    header("Received", &message.received_at.to_string());
+    header("From", content.from.as_deref().unwrap_or("-"));
+    if !content.to.is_empty() {
+        header("To", &content.to.join(", "));
+    }
+    if !content.cc.is_empty() {
+        header("Cc", &content.cc.join(", "));
+    }
+    if let Some(reply_to) = &content.reply_to {
+        header("Reply-To", reply_to);
+    }
+    if let Some(date) = &content.date {
+        header("Date", date);
+    }
+    header(
+        "Subject",
+        content.subject.as_deref().unwrap_or("(no subject)"),
+    );
+    for attachment in &content.attachments {
+        let name = attachment.filename.as_deref().unwrap_or("(no name)");
+        let kept = if attachment.stored {
+            ""
+        } else {
+            "  (over 20 MB: not kept)"
+        };
+        header(
+            "Attachment",
+            &format!(
+                "{}  {name}  {}  {}{kept}",
+                attachment.index,
+                attachment.content_type,
+                size(attachment.size_bytes)
+            ),
+        );
+    }
+    let body = match (args.html, &content.text, &content.html) {
+        (true, _, Some(html)) => html.clone(),
+        (true, _, None) => "(no HTML body)".to_owned(),
+        (false, Some(text), _) => text.clone(),
+        (false, None, Some(html)) => mailtext::html_to_text(html),
+        (false, None, None) => "(no body)".to_owned(),
+    };
+    out.push('\n');
+    out.push_str(body.trim_end());
+    out.push('\n');
+    Ok(out)
+}
+
+/// Writes `bytes` to stdout in one go. A reader that stopped early (`head
+/// -1`) is no failure: it had what it wanted, and the mail is still marked
+/// read.
+fn emit(bytes: &[u8]) -> Result<()> {
+    let mut stdout = io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("cannot write to stdout"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Marks shown mail read unless `--keep-unread`. The message was shown
+/// already, so a failure here is a warning, not the command's failure.
+async fn mark_shown(client: &Client, message: &Message, args: ShowArgs) {
+    if args.keep_unread || message.read {
+        return;
+    }
+    if let Err(err) = client.mark_read(&message.id, true).await {
+        eprintln!(
+            "warning: {} could not be marked read: {err} ({})",
+            message.id,
+            err.code()
+        );
+    }
+}
+
+/// Shows one message (`GET /messages/{id}`, one object read), then marks it
+/// read.
+pub async fn read(ctx: &Ctx, device: bool, message_id: &str, args: ShowArgs) -> Result<()> {
+    let id = parse_message_id(message_id)?;
+    let (reader, client) = reader(ctx, device)?;
+    let keys = unlock(ctx, &reader, &client).await?;
+    let message = client.get_message(&id).await?;
+    emit(render(&keys, &message, args)?.as_bytes())?;
+    mark_shown(&client, &message, args).await;
+    Ok(())
+}
+
+/// Long-polls `/wait` until there is unread mail, then shows it (oldest
+/// first) as `read` does and marks it read. The first wait starts at the
+/// beginning of the address, so unread mail already there is shown at once;
+/// each answer's cursor moves past what was seen.
+pub async fn wait(
+    ctx: &Ctx,
+    device: bool,
+    inbox_id: &str,
+    timeout: u64,
+    args: ShowArgs,
+) -> Result<()> {
+    let inbox = parse_inbox_id(inbox_id)?;
+    let (reader, client) = reader(ctx, device)?;
+    let keys = unlock(ctx, &reader, &client).await?;
+    let deadline = Instant::now() + Duration::from_secs(timeout);
+    let mut after: Option<String> = None;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now()).as_secs();
+        let seconds = u32::try_from(left).unwrap_or(MAX_WAIT_SECONDS);
+        match client
+            .wait_for_messages(&inbox, after.as_deref(), seconds)
+            .await
+        {
+            Ok(Some(answer)) => {
+                after = Some(answer.cursor);
+                let unread: Vec<&Message> = answer.messages.iter().filter(|m| !m.read).collect();
+                if !unread.is_empty() {
+                    let shown = unread
+                        .iter()
+                        .map(|message| render(&keys, message, args))
+                        .collect::<Result<Vec<_>>>()?;
+                    let separator = if args.codes { "" } else { "\n" };
+                    emit(shown.join(separator).as_bytes())?;
+                    for message in unread {
+                        mark_shown(&client, message, args).await;
+                    }
+                    return Ok(());
+                }
+            }
+            Ok(None) => {}
+            Err(err) if is_transient(&err) && Instant::now() < deadline => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                tokio::time::sleep(RETRY_AFTER.min(left)).await;
+            }
+            Err(err) => return Err(err.into()),
+        }
+        if Instant::now() >= deadline {
+            bail!("no new mail in {inbox} within {timeout} s");
+        }
+    }
+}
+
+/// The name an attachment is saved under by default: the sealed file name
+/// without any directory, control characters or leading dots, at most 200
+/// bytes; `attachment-INDEX` when nothing usable is left.
+fn safe_file_name(sealed: Option<&str>, index: u32) -> String {
+    let name: String = sealed
+        .and_then(|name| name.rsplit(['/', '\\']).next())
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    let name = name.trim().trim_start_matches('.').trim();
+    if name.is_empty() {
+        return format!("attachment-{index}");
+    }
+    const MAX: usize = 200;
+    if name.len() <= MAX {
+        return name.to_owned();
+    }
+    let (stem, extension) = match name.rsplit_once('.') {
+        Some((stem, ext)) if ext.len() <= 16 => (stem, format!(".{ext}")),
+        _ => (name, String::new()),
+    };
+    let mut cut = MAX - extension.len();
+    while !stem.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{extension}", &stem[..cut])
+}
+
+/// Writes `bytes` to a new file at `path` (mode 0600: it is decrypted
+/// mail); an existing file is never replaced.
+fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists => anyhow!(
+                "{} already exists; not overwriting it (choose another name with -o)",
+                path.display()
+            ),
+            _ => anyhow::Error::new(e).context(format!("cannot create {}", path.display())),
+        })?;
+    if let Err(e) = file.write_all(bytes).and_then(|()| file.sync_all()) {
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(anyhow::Error::new(e).context(format!("cannot write {}", path.display())));
+    }
+    Ok(())
+}
+
+/// Decrypts attachment `index` of a message to a file, or to stdout with
+/// `-o -`.
+pub async fn attachment(
+    ctx: &Ctx,
+    device: bool,
+    message_id: &str,
+    index: u32,
+    output: Option<PathBuf>,
+) -> Result<()> {
+    let id = parse_message_id(message_id)?;
+    let (reader, client) = reader(ctx, device)?;
+    let keys = unlock(ctx, &reader, &client).await?;
+    let message = client.get_message(&id).await?;
+    let content = open(&keys, &message)?;
+    let Some(info) = content.attachment(index) else {
+        bail!(
+            "message {id} has no attachment {index} (it has {})",
+            attachments(content.attachments.len())
+        );
+    };
+    if !info.stored {
+        bail!("attachment {index} of {id} is over 20 MB: the service did not keep its bytes");
+    }
+    let default_name = safe_file_name(info.filename.as_deref(), index);
+    let target = match output {
+        Some(path) if path.as_os_str() == "-" => None,
+        Some(path) if path.is_dir() => Some(path.join(&default_name)),
+        Some(path) => Some(path),
+        None => Some(PathBuf::from(&default_name)),
+    };
+    // Refuse before spending an object read on the download.
+    if let Some(path) = &target
+        && path.symlink_metadata().is_ok()
+    {
+        bail!(
+            "{} already exists; not overwriting it (choose another name with -o)",
+            path.display()
+        );
+    }
+    let sealed = client.get_attachment(&id, index).await?;
+    let bytes = sealing::open_attachment(&keys, &message, index, &sealed)
+        .with_context(|| format!("attachment {index} of {id} cannot be opened"))?;
+    match target {
+        None => emit(&bytes)?,
+        Some(path) => {
+            write_new_file(&path, &bytes)?;
+            println!(
+                "Saved attachment {index} of {id} ({}) to {}.",
+                size(u64::try_from(bytes.len()).unwrap_or(u64::MAX)),
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Marks a message read or unread; needs no keys.
+pub async fn mark(ctx: &Ctx, device: bool, message_id: &str, read: bool) -> Result<()> {
+    let id = parse_message_id(message_id)?;
+    let (_, client) = reader(ctx, device)?;
+    client.mark_read(&id, read).await?;
+    let state = if read { "read" } else { "unread" };
+    println!("Marked {id} {state}.");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sealed_file_names_never_leave_the_directory() {
+        assert_eq!(safe_file_name(Some("notes.txt"), 0), "notes.txt");
+        assert_eq!(safe_file_name(Some("../../etc/passwd"), 0), "passwd");
+        assert_eq!(safe_file_name(Some("/abs/path/x.pdf"), 0), "x.pdf");
+        assert_eq!(safe_file_name(Some("C:\\Users\\a\\y.doc"), 0), "y.doc");
+        assert_eq!(safe_file_name(Some(".bashrc"), 0), "bashrc");
+        assert_eq!(safe_file_name(Some("dir/.."), 3), "attachment-3");
+        assert_eq!(safe_file_name(Some("a/"), 1), "attachment-1");
+        assert_eq!(safe_file_name(Some("bad\nname\u{7}.txt"), 0), "badname.txt");
+        assert_eq!(safe_file_name(None, 2), "attachment-2");
+        let long = format!("{}.pdf", "é".repeat(300));
+        let cut = safe_file_name(Some(&long), 0);
+        assert!(cut.len() <= 200 && cut.ends_with(".pdf"), "{cut}");
+    }
+
+    #[test]
+    fn sizes_and_counts_read_well() {
+        assert_eq!(size(512), "512 bytes");
+        assert_eq!(size(1536), "1.5 KiB");
+        assert_eq!(size(3 * 1024 * 1024), "3.0 MiB");
+        assert_eq!(attachments(1), "1 attachment");
+        assert_eq!(attachments(0), "0 attachments");
+    }
+
+    #[test]
+    fn new_files_are_private_and_never_replace_one() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("a.bin");
+        write_new_file(&path, b"first").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let err = write_new_file(&path, b"second").unwrap_err();
+        assert!(format!("{err}").contains("already exists"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"first");
+    }
+}

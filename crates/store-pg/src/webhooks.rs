@@ -1,0 +1,556 @@
+//! `WebhookRepository` over PostgreSQL: endpoints, the delivery queue
+//! (leased with `FOR UPDATE SKIP LOCKED`), fan-out from the event outbox.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Timestamptz};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use sealpost_activity::Event;
+use sealpost_kernel::{
+    AccountId, DeliveryId, EventId, PageRequest, PlanId, StoreError, Timestamp, WebhookId,
+};
+use sealpost_webhooks::delivery::{Delivery, DeliveryStatus};
+use sealpost_webhooks::endpoint::{DisabledReason, EndpointHealth, EndpointStatus};
+use sealpost_webhooks::events::EventFilter;
+use sealpost_webhooks::service::{
+    CreateOutcome, DueDelivery, Endpoint, FanOutRule, WebhookRepository,
+};
+
+use crate::records::{box_from_json, box_to_json, id_retired, retire_id};
+use crate::schema::{accounts, events, webhook_deliveries, webhooks};
+use crate::{PgStore, db_error};
+
+const WEBHOOK_ID_KIND: &str = "webhook";
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = webhooks, check_for_backend(diesel::pg::Pg))]
+struct EndpointRow {
+    id: String,
+    account_id: String,
+    url: String,
+    events: serde_json::Value,
+    meta: Option<serde_json::Value>,
+    secret: String,
+    active: bool,
+    disabled_reason: Option<String>,
+    active_since: DateTime<Utc>,
+    failing_since: Option<DateTime<Utc>>,
+    last_success_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+}
+
+impl EndpointRow {
+    fn into_endpoint(self) -> Result<Endpoint, StoreError> {
+        let names: Vec<String> = serde_json::from_value(self.events).map_err(StoreError::failed)?;
+        let reason = self
+            .disabled_reason
+            .map(|reason| reason.parse::<DisabledReason>())
+            .transpose()
+            .map_err(|error| StoreError::Failed(error.into()))?;
+        Ok(Endpoint {
+            id: WebhookId::from_trusted(self.id),
+            account: AccountId::from_trusted(self.account_id),
+            url: self.url,
+            events: EventFilter::parse(&names).map_err(StoreError::failed)?,
+            meta: self.meta.map(box_from_json).transpose()?,
+            secret: self.secret,
+            status: EndpointStatus::from_parts(self.active, reason),
+            active_since: self.active_since.into(),
+            health: EndpointHealth {
+                failing_since: self.failing_since.map(Into::into),
+                last_success_at: self.last_success_at.map(Into::into),
+            },
+            created_at: self.created_at.into(),
+        })
+    }
+}
+
+#[derive(Queryable, Selectable, QueryableByName)]
+#[diesel(table_name = webhook_deliveries, check_for_backend(diesel::pg::Pg))]
+struct DeliveryRow {
+    id: String,
+    webhook_id: String,
+    event_id: String,
+    event_type: String,
+    body: String,
+    status: String,
+    attempts: i32,
+    response_status: Option<i32>,
+    error: Option<String>,
+    created_at: DateTime<Utc>,
+    last_attempt_at: Option<DateTime<Utc>>,
+    next_attempt_at: Option<DateTime<Utc>>,
+}
+
+impl DeliveryRow {
+    fn into_delivery(self) -> Result<Delivery, StoreError> {
+        Ok(Delivery {
+            id: DeliveryId::from_trusted(self.id),
+            webhook_id: WebhookId::from_trusted(self.webhook_id),
+            event_id: EventId::from_trusted(self.event_id),
+            event_type: self.event_type.parse().map_err(StoreError::failed)?,
+            body: self.body,
+            status: self
+                .status
+                .parse()
+                .map_err(|error: String| StoreError::Failed(error.into()))?,
+            attempts: u32::try_from(self.attempts).map_err(StoreError::failed)?,
+            response_status: self.response_status.map(|s| s as u16),
+            error: self.error,
+            created_at: self.created_at.into(),
+            last_attempt_at: self.last_attempt_at.map(Into::into),
+            next_attempt_at: self.next_attempt_at.map(Into::into),
+        })
+    }
+}
+
+async fn insert_delivery_row(
+    conn: &mut AsyncPgConnection,
+    account: &AccountId,
+    delivery: &Delivery,
+    manual: bool,
+) -> Result<(), diesel::result::Error> {
+    diesel::insert_into(webhook_deliveries::table)
+        .values((
+            webhook_deliveries::id.eq(delivery.id.as_str()),
+            webhook_deliveries::webhook_id.eq(delivery.webhook_id.as_str()),
+            webhook_deliveries::account_id.eq(account.as_str()),
+            webhook_deliveries::event_id.eq(delivery.event_id.as_str()),
+            webhook_deliveries::event_type.eq(delivery.event_type.as_str()),
+            webhook_deliveries::body.eq(&delivery.body),
+            webhook_deliveries::status.eq(delivery.status.as_str()),
+            webhook_deliveries::attempts.eq(delivery.attempts as i32),
+            webhook_deliveries::created_at.eq(delivery.created_at.as_datetime()),
+            webhook_deliveries::next_attempt_at
+                .eq(delivery.next_attempt_at.map(|t| t.as_datetime())),
+            webhook_deliveries::manual.eq(manual),
+        ))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+async fn load_endpoints(
+    conn: &mut AsyncPgConnection,
+    account: &str,
+) -> Result<Vec<EndpointRow>, diesel::result::Error> {
+    webhooks::table
+        .filter(webhooks::account_id.eq(account))
+        .select(EndpointRow::as_select())
+        .order(webhooks::created_at.asc())
+        .load(conn)
+        .await
+}
+
+#[async_trait]
+impl WebhookRepository for PgStore {
+    async fn create_endpoint(
+        &self,
+        endpoint: Endpoint,
+        max: u32,
+    ) -> Result<CreateOutcome, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            accounts::table
+                .find(endpoint.account.as_str())
+                .select(accounts::id)
+                .for_update()
+                .first::<String>(conn)
+                .await?;
+            let id = endpoint.id.as_str();
+            let used: i64 = webhooks::table.find(id).count().get_result(conn).await?;
+            if used > 0 || id_retired(conn, WEBHOOK_ID_KIND, id).await? {
+                return Ok(CreateOutcome::IdTaken);
+            }
+            let held: i64 = webhooks::table
+                .filter(webhooks::account_id.eq(endpoint.account.as_str()))
+                .count()
+                .get_result(conn)
+                .await?;
+            if held >= i64::from(max) {
+                return Ok(CreateOutcome::LimitReached);
+            }
+            diesel::insert_into(webhooks::table)
+                .values((
+                    webhooks::id.eq(id),
+                    webhooks::account_id.eq(endpoint.account.as_str()),
+                    webhooks::url.eq(&endpoint.url),
+                    webhooks::events.eq(serde_json::json!(endpoint.events.to_strings())),
+                    webhooks::meta.eq(endpoint.meta.as_ref().map(box_to_json)),
+                    webhooks::secret.eq(&endpoint.secret),
+                    webhooks::active.eq(endpoint.status.is_active()),
+                    webhooks::disabled_reason
+                        .eq(endpoint.status.disabled_reason().map(|r| r.as_str())),
+                    webhooks::active_since.eq(endpoint.active_since.as_datetime()),
+                    webhooks::created_at.eq(endpoint.created_at.as_datetime()),
+                ))
+                .execute(conn)
+                .await?;
+            Ok::<_, diesel::result::Error>(CreateOutcome::Created)
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn endpoints(&self, account: &AccountId) -> Result<Vec<Endpoint>, StoreError> {
+        let mut conn = self.conn().await?;
+        load_endpoints(&mut conn, account.as_str())
+            .await
+            .map_err(db_error)?
+            .into_iter()
+            .map(EndpointRow::into_endpoint)
+            .collect()
+    }
+
+    async fn endpoint(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+    ) -> Result<Option<Endpoint>, StoreError> {
+        let mut conn = self.conn().await?;
+        webhooks::table
+            .filter(webhooks::id.eq(id.as_str()))
+            .filter(webhooks::account_id.eq(account.as_str()))
+            .select(EndpointRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?
+            .map(EndpointRow::into_endpoint)
+            .transpose()
+    }
+
+    async fn save_endpoint(&self, endpoint: Endpoint) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let updated = diesel::update(
+            webhooks::table
+                .filter(webhooks::id.eq(endpoint.id.as_str()))
+                .filter(webhooks::account_id.eq(endpoint.account.as_str())),
+        )
+        .set((
+            webhooks::url.eq(&endpoint.url),
+            webhooks::events.eq(serde_json::json!(endpoint.events.to_strings())),
+            webhooks::meta.eq(endpoint.meta.as_ref().map(box_to_json)),
+            webhooks::secret.eq(&endpoint.secret),
+            webhooks::active.eq(endpoint.status.is_active()),
+            webhooks::disabled_reason.eq(endpoint.status.disabled_reason().map(|r| r.as_str())),
+            webhooks::active_since.eq(endpoint.active_since.as_datetime()),
+            webhooks::failing_since.eq(endpoint.health.failing_since.map(|t| t.as_datetime())),
+            webhooks::last_success_at.eq(endpoint.health.last_success_at.map(|t| t.as_datetime())),
+        ))
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(updated > 0)
+    }
+
+    async fn delete_endpoint(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+        at: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            let deleted = diesel::delete(
+                webhooks::table
+                    .filter(webhooks::id.eq(id.as_str()))
+                    .filter(webhooks::account_id.eq(account.as_str())),
+            )
+            .execute(conn)
+            .await?;
+            if deleted > 0 {
+                retire_id(conn, WEBHOOK_ID_KIND, id.as_str(), at).await?;
+            }
+            Ok::<_, diesel::result::Error>(deleted > 0)
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn insert_delivery(
+        &self,
+        account: &AccountId,
+        delivery: Delivery,
+        manual: bool,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        insert_delivery_row(&mut conn, account, &delivery, manual)
+            .await
+            .map_err(db_error)
+    }
+
+    async fn manual_sends_since(
+        &self,
+        account: &AccountId,
+        since: Timestamp,
+    ) -> Result<u64, StoreError> {
+        let mut conn = self.conn().await?;
+        let count: i64 = webhook_deliveries::table
+            .filter(webhook_deliveries::account_id.eq(account.as_str()))
+            .filter(webhook_deliveries::manual.eq(true))
+            .filter(webhook_deliveries::created_at.ge(since.as_datetime()))
+            .count()
+            .get_result(&mut conn)
+            .await
+            .map_err(db_error)?;
+        Ok(count.max(0) as u64)
+    }
+
+    async fn deliveries(
+        &self,
+        account: &AccountId,
+        webhook: &WebhookId,
+        status: Option<DeliveryStatus>,
+        page: &PageRequest,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let mut conn = self.conn().await?;
+        let mut query = webhook_deliveries::table
+            .filter(webhook_deliveries::webhook_id.eq(webhook.as_str()))
+            .filter(webhook_deliveries::account_id.eq(account.as_str()))
+            .select(DeliveryRow::as_select())
+            .order((
+                webhook_deliveries::created_at.desc(),
+                webhook_deliveries::id.desc(),
+            ))
+            .limit(page.fetch_limit())
+            .into_boxed();
+        if let Some(status) = status {
+            query = query.filter(webhook_deliveries::status.eq(status.as_str()));
+        }
+        if let Some(after) = &page.after {
+            let at = after.at.as_datetime();
+            query = query.filter(
+                webhook_deliveries::created_at
+                    .lt(at)
+                    .or(webhook_deliveries::created_at
+                        .eq(at)
+                        .and(webhook_deliveries::id.lt(after.id.clone()))),
+            );
+        }
+        query
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?
+            .into_iter()
+            .map(DeliveryRow::into_delivery)
+            .collect()
+    }
+
+    async fn delivery(
+        &self,
+        account: &AccountId,
+        webhook: &WebhookId,
+        id: &DeliveryId,
+    ) -> Result<Option<Delivery>, StoreError> {
+        let mut conn = self.conn().await?;
+        webhook_deliveries::table
+            .filter(webhook_deliveries::id.eq(id.as_str()))
+            .filter(webhook_deliveries::webhook_id.eq(webhook.as_str()))
+            .filter(webhook_deliveries::account_id.eq(account.as_str()))
+            .select(DeliveryRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?
+            .map(DeliveryRow::into_delivery)
+            .transpose()
+    }
+
+    async fn fan_out(&self, limit: i64, rule: &FanOutRule) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            let rows: Vec<(String, String, String, serde_json::Value, DateTime<Utc>)> =
+                events::table
+                    .filter(events::fanned_out.eq(false))
+                    .order(events::seq.asc())
+                    .limit(limit)
+                    .for_update()
+                    .skip_locked()
+                    .select((
+                        events::id,
+                        events::account_id,
+                        events::event_type,
+                        events::payload,
+                        events::created_at,
+                    ))
+                    .load(conn)
+                    .await?;
+            if rows.is_empty() {
+                return Ok(0);
+            }
+            let mut accounts_seen: HashMap<String, (Vec<Endpoint>, PlanId)> = HashMap::new();
+            for (id, account, kind, payload, at) in &rows {
+                if !accounts_seen.contains_key(account) {
+                    let plan: Option<String> = accounts::table
+                        .find(account.as_str())
+                        .select(accounts::plan_id)
+                        .first(conn)
+                        .await
+                        .optional()?;
+                    let endpoints = load_endpoints(conn, account)
+                        .await?
+                        .into_iter()
+                        .filter_map(|row| row.into_endpoint().ok())
+                        .collect();
+                    let plan = plan.and_then(|p| p.parse().ok()).unwrap_or(PlanId::Free);
+                    accounts_seen.insert(account.clone(), (endpoints, plan));
+                }
+                let Some((endpoints, plan)) = accounts_seen.get(account) else {
+                    continue;
+                };
+                let Ok(kind) = kind.parse() else {
+                    continue;
+                };
+                let event = Event {
+                    id: EventId::from_trusted(id.clone()),
+                    account: AccountId::from_trusted(account.clone()),
+                    kind,
+                    payload: payload.clone(),
+                    at: (*at).into(),
+                };
+                for delivery in rule(&event, endpoints, *plan) {
+                    insert_delivery_row(conn, &event.account, &delivery, false).await?;
+                }
+            }
+            let ids: Vec<&str> = rows.iter().map(|row| row.0.as_str()).collect();
+            diesel::update(events::table.filter(events::id.eq_any(ids)))
+                .set(events::fanned_out.eq(true))
+                .execute(conn)
+                .await?;
+            Ok::<_, diesel::result::Error>(rows.len())
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn claim_due(
+        &self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<DueDelivery>, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<DeliveryRow> = diesel::sql_query(
+            "UPDATE webhook_deliveries SET lease_until = $2 WHERE id IN ( \
+               SELECT id FROM webhook_deliveries \
+               WHERE status = 'pending' AND next_attempt_at <= $1 \
+                 AND (lease_until IS NULL OR lease_until <= $1) \
+               ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) \
+             RETURNING id, webhook_id, event_id, event_type, body, status, attempts, response_status, \
+                       error, created_at, last_attempt_at, next_attempt_at",
+        )
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .bind::<Timestamptz, _>(lease_until.as_datetime())
+        .bind::<BigInt, _>(limit)
+        .load(&mut conn)
+        .await
+        .map_err(db_error)?;
+        let mut due = Vec::with_capacity(rows.len());
+        for row in rows {
+            let delivery = row.into_delivery()?;
+            let endpoint: Option<(EndpointRow, String)> = webhooks::table
+                .inner_join(accounts::table)
+                .filter(webhooks::id.eq(delivery.webhook_id.as_str()))
+                .select((EndpointRow::as_select(), accounts::plan_id))
+                .first(&mut conn)
+                .await
+                .optional()
+                .map_err(db_error)?;
+            if let Some((endpoint, plan)) = endpoint {
+                due.push(DueDelivery {
+                    delivery,
+                    endpoint: endpoint.into_endpoint()?,
+                    plan: plan.parse().map_err(StoreError::failed)?,
+                });
+            }
+        }
+        Ok(due)
+    }
+
+    async fn record_attempt(
+        &self,
+        delivery: Delivery,
+        health: EndpointHealth,
+        disable: Option<String>,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            diesel::update(webhook_deliveries::table.find(delivery.id.as_str()))
+                .set((
+                    webhook_deliveries::status.eq(delivery.status.as_str()),
+                    webhook_deliveries::attempts.eq(delivery.attempts as i32),
+                    webhook_deliveries::response_status.eq(delivery.response_status.map(i32::from)),
+                    webhook_deliveries::error.eq(&delivery.error),
+                    webhook_deliveries::last_attempt_at.eq(delivery.last_attempt_at.map(|t| t.as_datetime())),
+                    webhook_deliveries::next_attempt_at.eq(delivery.next_attempt_at.map(|t| t.as_datetime())),
+                    webhook_deliveries::lease_until.eq(None::<DateTime<Utc>>),
+                ))
+                .execute(conn)
+                .await?;
+            let endpoint = webhooks::table.find(delivery.webhook_id.as_str());
+            match health.failing_since {
+                // A success: the failure record is cleared.
+                None => {
+                    diesel::update(endpoint)
+                        .set((
+                            webhooks::failing_since.eq(None::<DateTime<Utc>>),
+                            webhooks::last_success_at.eq(health.last_success_at.map(|t| t.as_datetime())),
+                        ))
+                        .execute(conn)
+                        .await?;
+                }
+                // A failure: keep the earliest start when attempts race.
+                Some(since) => {
+                    diesel::sql_query(
+                        "UPDATE webhooks SET failing_since = COALESCE(failing_since, $1) WHERE id = $2",
+                    )
+                    .bind::<Timestamptz, _>(since.as_datetime())
+                    .bind::<diesel::sql_types::Text, _>(delivery.webhook_id.as_str())
+                    .execute(conn)
+                    .await?;
+                }
+            }
+            if let Some(error) = disable {
+                diesel::update(endpoint)
+                    .set((
+                        webhooks::active.eq(false),
+                        webhooks::disabled_reason.eq(DisabledReason::Failing.as_str()),
+                    ))
+                    .execute(conn)
+                    .await?;
+                diesel::update(
+                    webhook_deliveries::table
+                        .filter(webhook_deliveries::webhook_id.eq(delivery.webhook_id.as_str()))
+                        .filter(webhook_deliveries::status.eq(DeliveryStatus::Pending.as_str())),
+                )
+                .set((
+                    webhook_deliveries::status.eq(DeliveryStatus::Failed.as_str()),
+                    webhook_deliveries::error.eq(error),
+                    webhook_deliveries::next_attempt_at.eq(None::<DateTime<Utc>>),
+                    webhook_deliveries::lease_until.eq(None::<DateTime<Utc>>),
+                ))
+                .execute(conn)
+                .await?;
+            }
+            Ok::<_, diesel::result::Error>(())
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn delete_deliveries_before(&self, before: Timestamp) -> Result<u64, StoreError> {
+        let mut conn = self.conn().await?;
+        let deleted = diesel::delete(
+            webhook_deliveries::table
+                .filter(webhook_deliveries::created_at.lt(before.as_datetime())),
+        )
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(deleted as u64)
+    }
+}

@@ -1,0 +1,480 @@
+//! Webhook endpoints (SPEC.md "Webhooks" endpoints) and the sender that
+//! turns outbox events into signed deliveries.
+//!
+//! Pure like the rest of the crate: storage is [`WebhookRepository`], the
+//! network is [`WebhookTransport`], the push adapter is [`WebhookAlerts`].
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::TimeDelta;
+use sealpost_activity::Event;
+use sealpost_kernel::{
+    AccountId, Clock, Cursor, DeliveryId, Page, PageRequest, PlanId, StoreError, Timestamp,
+    WebhookId,
+};
+use sealpost_plans::plan;
+use sealpost_seal::SealedBox;
+
+use crate::delivery::{
+    AttemptOutcome, Delivery, DeliveryStatus, WebhookEvent, after_attempt, creates_delivery,
+    on_plan_change,
+};
+use crate::endpoint::{
+    EndpointError, EndpointHealth, EndpointStatus, HourlyAllowance, MAX_ENDPOINTS_PER_ACCOUNT,
+    check_can_create, check_can_send, check_plan, generate_secret,
+};
+use crate::events::EventFilter;
+use crate::url::WebhookUrl;
+
+/// The delivery log is kept 30 days (SPEC.md Limits).
+pub const DELIVERY_LOG_RETENTION: TimeDelta = TimeDelta::days(30);
+/// How long a sender holds a claimed delivery; after a crash another takes it.
+pub const LEASE: TimeDelta = TimeDelta::seconds(60);
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Endpoint {
+    pub id: WebhookId,
+    pub account: AccountId,
+    pub url: String,
+    pub events: EventFilter,
+    pub meta: Option<SealedBox>,
+    /// `whsec_...`; shown on creation and rotation only.
+    pub secret: String,
+    pub status: EndpointStatus,
+    /// Events created before this were made while it was off (or before it existed).
+    pub active_since: Timestamp,
+    pub health: EndpointHealth,
+    pub created_at: Timestamp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreateOutcome {
+    Created,
+    IdTaken,
+    LimitReached,
+}
+
+/// A claimed delivery with what the attempt needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DueDelivery {
+    pub delivery: Delivery,
+    pub endpoint: Endpoint,
+    pub plan: PlanId,
+}
+
+/// Decides the deliveries one event creates, given the account's endpoints.
+pub type FanOutRule = dyn Fn(&Event, &[Endpoint], PlanId) -> Vec<Delivery> + Send + Sync;
+
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait WebhookRepository: Send + Sync {
+    /// Inserts unless the id was ever used or the account holds `max` endpoints.
+    async fn create_endpoint(
+        &self,
+        endpoint: Endpoint,
+        max: u32,
+    ) -> Result<CreateOutcome, StoreError>;
+    async fn endpoints(&self, account: &AccountId) -> Result<Vec<Endpoint>, StoreError>;
+    async fn endpoint(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+    ) -> Result<Option<Endpoint>, StoreError>;
+    async fn save_endpoint(&self, endpoint: Endpoint) -> Result<bool, StoreError>;
+    /// Deletes it and its delivery log; its id is never used again.
+    async fn delete_endpoint(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+        at: Timestamp,
+    ) -> Result<bool, StoreError>;
+    async fn insert_delivery(
+        &self,
+        account: &AccountId,
+        delivery: Delivery,
+        manual: bool,
+    ) -> Result<(), StoreError>;
+    async fn manual_sends_since(
+        &self,
+        account: &AccountId,
+        since: Timestamp,
+    ) -> Result<u64, StoreError>;
+    async fn deliveries(
+        &self,
+        account: &AccountId,
+        webhook: &WebhookId,
+        status: Option<DeliveryStatus>,
+        page: &PageRequest,
+    ) -> Result<Vec<Delivery>, StoreError>;
+    async fn delivery(
+        &self,
+        account: &AccountId,
+        webhook: &WebhookId,
+        id: &DeliveryId,
+    ) -> Result<Option<Delivery>, StoreError>;
+
+    /// Takes up to `limit` events not fanned out yet, applies `rule` to each
+    /// with its account's endpoints and plan, stores the deliveries and marks
+    /// the events done, in one transaction. Returns how many events.
+    async fn fan_out(&self, limit: i64, rule: &FanOutRule) -> Result<usize, StoreError>;
+    /// Leases up to `limit` pending deliveries due at `now` until `lease_until`.
+    async fn claim_due(
+        &self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<DueDelivery>, StoreError>;
+    /// Writes an attempt's result (and the lease off), the endpoint's failure
+    /// record, and when `disable` the endpoint off with its other pending
+    /// deliveries failed with `disable_error`.
+    async fn record_attempt(
+        &self,
+        delivery: Delivery,
+        health: EndpointHealth,
+        disable: Option<String>,
+    ) -> Result<(), StoreError>;
+    async fn delete_deliveries_before(&self, before: Timestamp) -> Result<u64, StoreError>;
+}
+
+/// Sends one attempt over HTTPS.
+#[async_trait]
+pub trait WebhookTransport: Send + Sync {
+    async fn send(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: String,
+    ) -> AttemptOutcome;
+}
+
+/// Tells the account an endpoint was switched off for failing (push, when on).
+#[async_trait]
+pub trait WebhookAlerts: Send + Sync {
+    async fn webhook_disabled(&self, account: &AccountId, webhook: &WebhookId);
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error(transparent)]
+    Rule(#[from] EndpointError),
+    #[error("this webhook id was used before")]
+    IdTaken,
+    #[error("no such record")]
+    NotFound,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What `PATCH /webhook-endpoints/:id` may change.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EndpointPatch {
+    pub url: Option<WebhookUrl>,
+    pub events: Option<EventFilter>,
+    pub meta: Option<SealedBox>,
+    pub active: Option<bool>,
+}
+
+pub struct Webhooks {
+    repo: Arc<dyn WebhookRepository>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Webhooks {
+    pub fn new(repo: Arc<dyn WebhookRepository>, clock: Arc<dyn Clock>) -> Self {
+        Self { repo, clock }
+    }
+
+    pub async fn list(&self, account: &AccountId) -> Result<Vec<Endpoint>, WebhookError> {
+        Ok(self.repo.endpoints(account).await?)
+    }
+
+    pub async fn get(&self, account: &AccountId, id: &WebhookId) -> Result<Endpoint, WebhookError> {
+        self.repo
+            .endpoint(account, id)
+            .await?
+            .ok_or(WebhookError::NotFound)
+    }
+
+    /// Creates an endpoint; its secret is in the returned record (shown once).
+    pub async fn create(
+        &self,
+        account: &AccountId,
+        plan_id: PlanId,
+        id: WebhookId,
+        url: WebhookUrl,
+        events: EventFilter,
+        meta: Option<SealedBox>,
+    ) -> Result<Endpoint, WebhookError> {
+        let limits = plan(plan_id);
+        check_can_create(limits, 0)?;
+        let now = self.clock.now();
+        let endpoint = Endpoint {
+            id,
+            account: account.clone(),
+            url: url.as_str().to_owned(),
+            events,
+            meta,
+            secret: generate_secret(),
+            status: EndpointStatus::Active,
+            active_since: now,
+            health: EndpointHealth::default(),
+            created_at: now,
+        };
+        match self
+            .repo
+            .create_endpoint(endpoint.clone(), MAX_ENDPOINTS_PER_ACCOUNT)
+            .await?
+        {
+            CreateOutcome::Created => Ok(endpoint),
+            CreateOutcome::IdTaken => Err(WebhookError::IdTaken),
+            CreateOutcome::LimitReached => Err(EndpointError::LimitReached {
+                limit: MAX_ENDPOINTS_PER_ACCOUNT,
+            }
+            .into()),
+        }
+    }
+
+    pub async fn update(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+        patch: EndpointPatch,
+    ) -> Result<Endpoint, WebhookError> {
+        let mut endpoint = self.get(account, id).await?;
+        if let Some(url) = patch.url {
+            endpoint.url = url.as_str().to_owned();
+        }
+        if let Some(events) = patch.events {
+            endpoint.events = events;
+        }
+        if let Some(meta) = patch.meta {
+            endpoint.meta = Some(meta);
+        }
+        if let Some(active) = patch.active {
+            let was_active = endpoint.status.is_active();
+            let (status, health) = EndpointStatus::patch(active, endpoint.health);
+            endpoint.status = status;
+            endpoint.health = health;
+            if active && !was_active {
+                endpoint.active_since = self.clock.now();
+            }
+        }
+        if !self.repo.save_endpoint(endpoint.clone()).await? {
+            return Err(WebhookError::NotFound);
+        }
+        Ok(endpoint)
+    }
+
+    pub async fn delete(&self, account: &AccountId, id: &WebhookId) -> Result<(), WebhookError> {
+        if self
+            .repo
+            .delete_endpoint(account, id, self.clock.now())
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(WebhookError::NotFound)
+        }
+    }
+
+    /// A new secret; the old one stops at once.
+    pub async fn rotate_secret(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+    ) -> Result<Endpoint, WebhookError> {
+        let mut endpoint = self.get(account, id).await?;
+        endpoint.secret = generate_secret();
+        if !self.repo.save_endpoint(endpoint.clone()).await? {
+            return Err(WebhookError::NotFound);
+        }
+        Ok(endpoint)
+    }
+
+    async fn check_manual_send(
+        &self,
+        account: &AccountId,
+        plan_id: PlanId,
+        endpoint: &Endpoint,
+    ) -> Result<(), WebhookError> {
+        check_plan(plan(plan_id))?;
+        check_can_send(&endpoint.status)?;
+        let allowance = HourlyAllowance::at(self.clock.now());
+        let used = self
+            .repo
+            .manual_sends_since(account, allowance.window_start())
+            .await?;
+        allowance.check_manual_send(used)?;
+        Ok(())
+    }
+
+    /// `POST .../test`: a `webhook.test` event, delivered like any other.
+    pub async fn send_test(
+        &self,
+        account: &AccountId,
+        plan_id: PlanId,
+        id: &WebhookId,
+    ) -> Result<Delivery, WebhookError> {
+        let endpoint = self.get(account, id).await?;
+        self.check_manual_send(account, plan_id, &endpoint).await?;
+        let now = self.clock.now();
+        let delivery = Delivery::new(
+            endpoint.id.clone(),
+            &WebhookEvent::test(&endpoint.id, now),
+            now,
+        );
+        self.repo
+            .insert_delivery(account, delivery.clone(), true)
+            .await?;
+        Ok(delivery)
+    }
+
+    /// `POST .../deliveries/:id/redeliver`: new delivery id, same event.
+    pub async fn redeliver(
+        &self,
+        account: &AccountId,
+        plan_id: PlanId,
+        id: &WebhookId,
+        delivery_id: &DeliveryId,
+    ) -> Result<Delivery, WebhookError> {
+        let endpoint = self.get(account, id).await?;
+        let original = self
+            .repo
+            .delivery(account, id, delivery_id)
+            .await?
+            .ok_or(WebhookError::NotFound)?;
+        self.check_manual_send(account, plan_id, &endpoint).await?;
+        let delivery = original.redeliver(self.clock.now());
+        self.repo
+            .insert_delivery(account, delivery.clone(), true)
+            .await?;
+        Ok(delivery)
+    }
+
+    pub async fn deliveries(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+        status: Option<DeliveryStatus>,
+        request: &PageRequest,
+    ) -> Result<Page<Delivery>, WebhookError> {
+        self.get(account, id).await?;
+        let rows = self.repo.deliveries(account, id, status, request).await?;
+        Ok(Page::from_rows(rows, request, |delivery| Cursor {
+            at: delivery.created_at,
+            id: delivery.id.to_string(),
+        }))
+    }
+}
+
+/// The fan-out rule: one delivery per active endpoint whose filter takes the
+/// event, while the plan includes webhooks, for events made since it was on.
+pub fn fan_out_rule(event: &Event, endpoints: &[Endpoint], plan_id: PlanId) -> Vec<Delivery> {
+    let limits = plan(plan_id);
+    let body = WebhookEvent {
+        id: event.id.clone(),
+        event_type: event.kind,
+        created_at: event.at,
+        payload: event.payload.clone(),
+    };
+    endpoints
+        .iter()
+        .filter(|endpoint| event.at >= endpoint.active_since)
+        .filter(|endpoint| creates_delivery(limits, &endpoint.status, &endpoint.events, event.kind))
+        .map(|endpoint| Delivery::new(endpoint.id.clone(), &body, event.at))
+        .collect()
+}
+
+/// Reads the outbox and delivers. Safe to run in several processes at once:
+/// fan-out locks the events it takes, attempts lease their deliveries.
+pub struct Sender {
+    repo: Arc<dyn WebhookRepository>,
+    transport: Arc<dyn WebhookTransport>,
+    alerts: Arc<dyn WebhookAlerts>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Sender {
+    pub fn new(
+        repo: Arc<dyn WebhookRepository>,
+        transport: Arc<dyn WebhookTransport>,
+        alerts: Arc<dyn WebhookAlerts>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            repo,
+            transport,
+            alerts,
+            clock,
+        }
+    }
+
+    /// One round: fan out new events, then attempt what is due (concurrently,
+    /// up to `batch`). Returns (events fanned out, attempts made).
+    pub async fn run_once(&self, batch: i64) -> Result<(usize, usize), StoreError> {
+        let events = self.repo.fan_out(500, &fan_out_rule).await?;
+        let now = self.clock.now();
+        let due = self.repo.claim_due(now, now + LEASE, batch).await?;
+        let attempts = due.len();
+        let mut running = Vec::with_capacity(due.len());
+        for item in due {
+            running.push(self.attempt(item));
+        }
+        for result in futures_util::future::join_all(running).await {
+            result?;
+        }
+        Ok((events, attempts))
+    }
+
+    async fn attempt(&self, due: DueDelivery) -> Result<(), StoreError> {
+        let DueDelivery {
+            mut delivery,
+            endpoint,
+            plan: plan_id,
+        } = due;
+        // The plan rule: no webhooks on the plan, nothing is sent.
+        if let Some(error) = on_plan_change(plan(plan_id)).fail_pending_with() {
+            delivery.fail_pending(error);
+            return self
+                .repo
+                .record_attempt(delivery, endpoint.health, None)
+                .await;
+        }
+        if !endpoint.status.is_active() {
+            delivery.fail_pending("webhook disabled");
+            return self
+                .repo
+                .record_attempt(delivery, endpoint.health, None)
+                .await;
+        }
+        let sent_at = self.clock.now();
+        let headers = delivery.headers(&endpoint.secret, sent_at.unix_seconds());
+        let outcome = self
+            .transport
+            .send(&endpoint.url, &headers, delivery.body.clone())
+            .await;
+        let decision = after_attempt(&delivery.state(endpoint.health), outcome, self.clock.now());
+        delivery.apply(&decision);
+        let disable = decision
+            .disable_endpoint
+            .then(|| crate::delivery::DISABLED_ERROR.to_owned());
+        let disabled = disable.is_some();
+        self.repo
+            .record_attempt(delivery, decision.endpoint, disable)
+            .await?;
+        if disabled {
+            self.alerts
+                .webhook_disabled(&endpoint.account, &endpoint.id)
+                .await;
+        }
+        Ok(())
+    }
+
+    /// Drops delivery records older than 30 days.
+    pub async fn sweep(&self) -> Result<u64, StoreError> {
+        self.repo
+            .delete_deliveries_before(self.clock.now() - DELIVERY_LOG_RETENTION)
+            .await
+    }
+}

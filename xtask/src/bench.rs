@@ -1,0 +1,889 @@
+//! `cargo xtask bench smtp`: throughput, DATA-to-250 latency and peak memory
+//! of the SMTP ingest, next to Postfix's `smtp-sink` on the same machine.
+//!
+//! Everything runs on loopback, on a fresh database (dropped at the end), with
+//! release builds of `sealpost-api` and `sealpost-smtp`. Who measures what:
+//! - Postfix's `smtp-source` (extracted from Debian's package into
+//!   `target/bench/`, never installed) drives the throughput runs; xtask
+//!   times the whole run, as smtp-source reports no rates itself.
+//! - Our own client (below) repeats each workload with the same sessions,
+//!   sizes and message shape, and times each end of DATA to its 250: the
+//!   latency figures. Its throughput is printed too.
+//! - Peak memory is the ingest's `VmHWM` from `/proc/<pid>/status`, with a
+//!   fresh ingest process per workload.
+//! - The same smtp-source run against Postfix's `smtp-sink` (which accepts
+//!   and discards) gives the machine's protocol ceiling.
+
+use std::fs;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use diesel::QueryableByName;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use sealpost_seal::{RecoveryPhrase, b64};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::runtime::Runtime;
+
+use crate::postgres;
+
+/// One load shape from the issue: `messages` of `size` payload bytes over
+/// `sessions` parallel SMTP sessions.
+struct Workload {
+    label: &'static str,
+    inbox: &'static str,
+    messages: usize,
+    size: usize,
+    sessions: usize,
+    /// The issue's target rate, if any.
+    target_per_second: Option<f64>,
+}
+
+const WORKLOADS: [Workload; 3] = [
+    Workload {
+        label: "4 KB",
+        inbox: "ibx_bench4k",
+        messages: 5_000,
+        size: 4 * 1024,
+        sessions: 20,
+        target_per_second: Some(1_500.0),
+    },
+    Workload {
+        label: "100 KB",
+        inbox: "ibx_bench100k",
+        messages: 2_000,
+        size: 100 * 1024,
+        sessions: 20,
+        target_per_second: Some(400.0),
+    },
+    Workload {
+        label: "1 KB",
+        inbox: "ibx_bench1k",
+        messages: 20_000,
+        size: 1024,
+        sessions: 50,
+        target_per_second: None,
+    },
+];
+
+/// The issue's memory target for the ingest.
+const PEAK_TARGET_BYTES: u64 = 150 * 1024 * 1024;
+const SENDER: &str = "bench@example.com";
+/// Longest any single run may take before it is stopped (bounded runs only).
+const RUN_LIMIT: Duration = Duration::from_secs(15 * 60);
+const BENCH_DB_PREFIX: &str = "sealpost_bench_";
+
+/// What one run measured.
+struct Run {
+    /// Who drove it and against what, e.g. `smtp-source -> sealpost`.
+    name: String,
+    elapsed: Duration,
+    /// Messages answered 250 (the sender's view).
+    accepted: usize,
+    failed: usize,
+    /// Sorted DATA-to-250 times; empty when the tool does not report them.
+    latencies: Vec<Duration>,
+    /// Rows that landed in the address (Sealpost only): the store's view.
+    committed: Option<i64>,
+    first_error: Option<String>,
+}
+
+impl Run {
+    fn per_second(&self) -> f64 {
+        self.accepted as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn percentile(&self, p: usize) -> Option<Duration> {
+        if self.latencies.is_empty() {
+            return None;
+        }
+        // Nearest rank.
+        let rank = (self.latencies.len() * p).div_ceil(100).max(1);
+        self.latencies.get(rank - 1).copied()
+    }
+}
+
+struct Report {
+    workload: &'static Workload,
+    runs: Vec<Run>,
+    peak_bytes: Option<u64>,
+}
+
+pub fn smtp(runtime: &Runtime) -> Result<ExitCode> {
+    let root = postgres::workspace_root();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let bench_dir = target.join("bench");
+    fs::create_dir_all(&bench_dir).with_context(|| format!("creating {}", bench_dir.display()))?;
+    let postfix = Postfix::extract(&bench_dir)?;
+
+    eprintln!("xtask bench: building sealpost-api and sealpost-smtp (release)");
+    let built = Command::new("cargo")
+        .current_dir(&root)
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "sealpost-api",
+            "-p",
+            "sealpost-smtp-ingest",
+        ])
+        .status()
+        .context("running cargo build")?;
+    if !built.success() {
+        bail!("cargo build --release failed ({built})");
+    }
+    let release = target.join("release");
+
+    let server = postgres::ensure_server()?;
+    let name = format!("{BENCH_DB_PREFIX}{}", std::process::id());
+    let url = format!("{server}/{name}");
+    runtime.block_on(async {
+        drop_leftover_databases(&server).await;
+        sealpost_store_pg::create_database_if_missing(&url)
+            .await
+            .context("creating the bench database")?;
+        sealpost_store_pg::migrate(&url)
+            .await
+            .context("migrating the bench database")
+    })?;
+    eprintln!("xtask bench: database {name} on {server}");
+
+    let blob_dir = bench_dir.join(format!("blobs-{}", std::process::id()));
+    let stack = Stack {
+        release,
+        url: url.clone(),
+        blob_dir: blob_dir.clone(),
+        logs: bench_dir.join("logs"),
+    };
+    let outcome = run_all(runtime, &stack, &postfix);
+
+    // Always cleaned up, whatever happened above.
+    let dropped = runtime.block_on(drop_database(&server, &name));
+    let _ = fs::remove_dir_all(&blob_dir);
+    let reports = outcome?;
+    dropped?;
+    print_table(&reports);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where the release binaries are and how they are configured.
+struct Stack {
+    release: PathBuf,
+    url: String,
+    blob_dir: PathBuf,
+    logs: PathBuf,
+}
+
+impl Stack {
+    fn command(&self, binary: &str, log: &str) -> Result<Command> {
+        fs::create_dir_all(&self.logs)?;
+        let log_path = self.logs.join(log);
+        let log = fs::File::create(&log_path)
+            .with_context(|| format!("creating {}", log_path.display()))?;
+        let mut command = Command::new(self.release.join(binary));
+        command
+            .env("DATABASE_URL", &self.url)
+            .env("SEALPOST_BLOB_DIR", &self.blob_dir)
+            .env("SEALPOST_DOMAINS", "mail.localhost")
+            .env("SEALPOST_BILLING_SANDBOX", "true")
+            .env("SEALPOST_EDGE_RATE", "100000")
+            // The default log level (info), as in production, into a file.
+            .env_remove("SEALPOST_LOG")
+            .stdout(Stdio::null())
+            .stderr(log);
+        Ok(command)
+    }
+}
+
+fn run_all(runtime: &Runtime, stack: &Stack, postfix: &Postfix) -> Result<Vec<Report>> {
+    let http_addr = free_addr()?;
+    let mut api_command = stack.command("sealpost-api", "api.log")?;
+    api_command.env("SEALPOST_HTTP_ADDR", http_addr.to_string());
+    let api = Service::start("sealpost-api", &mut api_command)?;
+    let base = format!("http://{http_addr}");
+    let recipients = runtime.block_on(async {
+        wait_http(&base).await?;
+        set_up_account(&base, &stack.url).await
+    })?;
+
+    let mut reports = Vec::new();
+    for (workload, recipient) in WORKLOADS.iter().zip(&recipients) {
+        eprintln!(
+            "xtask bench: {} x {} over {} sessions",
+            workload.label, workload.messages, workload.sessions
+        );
+        let mut runs = Vec::new();
+
+        // Sealpost, a fresh ingest process per workload (its own peak memory).
+        let smtp_addr = free_addr()?;
+        let mut smtp_command = stack.command(
+            "sealpost-smtp",
+            &format!("smtp-{}.log", workload.inbox.trim_start_matches("ibx_")),
+        )?;
+        smtp_command.env("SEALPOST_SMTP_ADDR", smtp_addr.to_string());
+        let smtp = Service::start("sealpost-smtp", &mut smtp_command)?;
+        runtime.block_on(wait_smtp(smtp_addr))?;
+
+        let mut run = postfix.source(workload, recipient, smtp_addr, "smtp-source -> sealpost")?;
+        run.committed = Some(runtime.block_on(committed(&stack.url, workload.inbox))?);
+        runs.push(run);
+        let mut run = runtime.block_on(drive(
+            workload,
+            recipient,
+            smtp_addr,
+            "own client -> sealpost",
+        ));
+        run.committed = Some(runtime.block_on(committed(&stack.url, workload.inbox))?);
+        runs.push(run);
+        let peak_bytes = peak_memory(smtp.pid());
+        smtp.stop();
+
+        // The same load against smtp-sink.
+        let sink_addr = free_addr()?;
+        let sink = postfix.sink(sink_addr)?;
+        runtime.block_on(wait_smtp(sink_addr))?;
+        runs.push(postfix.source(workload, recipient, sink_addr, "smtp-source -> smtp-sink")?);
+        runs.push(runtime.block_on(drive(
+            workload,
+            recipient,
+            sink_addr,
+            "own client -> smtp-sink",
+        )));
+        sink.stop();
+
+        reports.push(Report {
+            workload,
+            runs,
+            peak_bytes,
+        });
+    }
+    api.stop();
+    Ok(reports)
+}
+
+/// A child process stopped (SIGTERM, then SIGKILL) when dropped.
+struct Service {
+    name: &'static str,
+    child: Child,
+}
+
+impl Service {
+    fn start(name: &'static str, command: &mut Command) -> Result<Service> {
+        let child = command
+            .spawn()
+            .with_context(|| format!("starting {name}"))?;
+        Ok(Service { name, child })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn stop(self) {
+        // Drop does the work.
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        eprintln!(
+            "xtask bench: {} did not stop on SIGTERM; killing it",
+            self.name
+        );
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Postfix's test tools, extracted from Debian's package (never installed).
+struct Postfix {
+    root: PathBuf,
+    as_root: bool,
+}
+
+impl Postfix {
+    fn extract(bench_dir: &Path) -> Result<Postfix> {
+        let root = bench_dir.join("postfix");
+        let as_root = Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
+        let postfix = Postfix { root, as_root };
+        if postfix.tool("smtp-source").exists() && postfix.tool("smtp-sink").exists() {
+            return Ok(postfix);
+        }
+        let download = || {
+            Command::new("apt-get")
+                .args(["download", "postfix"])
+                .current_dir(bench_dir)
+                .status()
+                .context("running apt-get download postfix")
+        };
+        eprintln!("xtask bench: fetching Postfix's smtp-source and smtp-sink (apt-get download)");
+        if !download()?.success() {
+            eprintln!("xtask bench: apt-get download failed; running apt-get update once");
+            let updated = Command::new("apt-get")
+                .arg("update")
+                .status()
+                .context("running apt-get update")?;
+            if !updated.success() || !download()?.success() {
+                bail!("cannot download Debian's postfix package with apt-get");
+            }
+        }
+        let deb = fs::read_dir(bench_dir)?
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| {
+                path.file_name()
+                    .and_then(|name| name.to_str())
+                    .is_some_and(|name| name.starts_with("postfix_") && name.ends_with(".deb"))
+            })
+            .max()
+            .ok_or_else(|| anyhow!("no postfix_*.deb in {}", bench_dir.display()))?;
+        let extracted = Command::new("dpkg")
+            .arg("-x")
+            .arg(&deb)
+            .arg(&postfix.root)
+            .status()
+            .context("running dpkg -x")?;
+        if !extracted.success() || !postfix.tool("smtp-source").exists() {
+            bail!("extracting {} failed", deb.display());
+        }
+        Ok(postfix)
+    }
+
+    fn tool(&self, name: &str) -> PathBuf {
+        self.root.join("usr/sbin").join(name)
+    }
+
+    fn command(&self, name: &str) -> Command {
+        let mut command = Command::new(self.tool(name));
+        command.env("LD_LIBRARY_PATH", self.root.join("usr/lib/postfix"));
+        command
+    }
+
+    /// One timed smtp-source run; it aborts at the first unexpected reply.
+    fn source(
+        &self,
+        workload: &Workload,
+        recipient: &str,
+        addr: SocketAddr,
+        name: &str,
+    ) -> Result<Run> {
+        let mut command = self.command("smtp-source");
+        command
+            .arg("-s")
+            .arg(workload.sessions.to_string())
+            .arg("-m")
+            .arg(workload.messages.to_string())
+            .arg("-l")
+            .arg(workload.size.to_string())
+            .arg("-t")
+            .arg(recipient)
+            .arg("-f")
+            .arg(SENDER)
+            .arg(addr.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let started = Instant::now();
+        let mut child = command.spawn().context("starting smtp-source")?;
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break status;
+            }
+            if started.elapsed() > RUN_LIMIT {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("smtp-source ran past {RUN_LIMIT:?}; stopped");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let elapsed = started.elapsed();
+        let mut stderr = String::new();
+        if let Some(mut pipe) = child.stderr.take() {
+            use std::io::Read;
+            let _ = pipe.read_to_string(&mut stderr);
+        }
+        let ok = status.success();
+        Ok(Run {
+            name: name.to_owned(),
+            elapsed,
+            accepted: if ok { workload.messages } else { 0 },
+            failed: if ok { 0 } else { workload.messages },
+            latencies: Vec::new(),
+            committed: None,
+            first_error: (!ok).then(|| format!("smtp-source {status}: {}", stderr.trim())),
+        })
+    }
+
+    fn sink(&self, addr: SocketAddr) -> Result<Service> {
+        let mut command = self.command("smtp-sink");
+        if self.as_root {
+            command.args(["-u", "nobody"]);
+        }
+        command
+            .arg(addr.to_string())
+            .arg("1024")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        Service::start("smtp-sink", &mut command)
+    }
+}
+
+/// A port free right now on loopback.
+fn free_addr() -> Result<SocketAddr> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(listener.local_addr()?)
+}
+
+async fn wait_http(base: &str) -> Result<()> {
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(response) = client.get(format!("{base}/readyz")).send().await
+            && response.status().is_success()
+        {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("sealpost-api did not become ready (see target/bench/logs/api.log)");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn wait_smtp(addr: SocketAddr) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(stream) = TcpStream::connect(addr).await {
+            let (read, mut write) = stream.into_split();
+            let mut read = BufReader::new(read);
+            if reply(&mut read).await.is_ok_and(|code| code == 220) {
+                let _ = write.write_all(b"QUIT\r\n").await;
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            bail!("nothing greets on {addr}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Registers an account over HTTP, moves it to Enterprise (enough allowance),
+/// and creates one address per workload with a key; returns the addresses.
+async fn set_up_account(base: &str, database_url: &str) -> Result<Vec<String>> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let keys = RecoveryPhrase::generate().keys();
+    let http = reqwest::Client::new();
+    let registered: Value = http
+        .post(format!("{base}/accounts"))
+        .json(&json!({
+            "accountId": keys.account_id(),
+            "authVerifier": b64::encode(&keys.auth_verifier()),
+            "authPublicKey": b64::encode(&keys.auth_public_key()),
+        }))
+        .send()
+        .await?
+        .error_for_status()
+        .context("registering the bench account")?
+        .json()
+        .await?;
+    let token = registered["token"]
+        .as_str()
+        .ok_or_else(|| anyhow!("no token in {registered}"))?;
+
+    let mut conn = AsyncPgConnection::establish(database_url).await?;
+    diesel::sql_query("UPDATE accounts SET plan_id = 'enterprise' WHERE id = $1")
+        .bind::<diesel::sql_types::Text, _>(keys.account_id())
+        .execute(&mut conn)
+        .await
+        .context("moving the bench account to Enterprise")?;
+
+    let mut addresses = Vec::new();
+    for workload in &WORKLOADS {
+        let created: Value = http
+            .post(format!("{base}/inboxes"))
+            .bearer_auth(token)
+            .json(&json!({
+                "id": workload.inbox,
+                "domain": "mail.localhost",
+                "prefix": "bench",
+                "publicKey": b64::encode(&keys.inbox_public_key(workload.inbox, 0)),
+            }))
+            .send()
+            .await?
+            .error_for_status()
+            .context("creating a bench address")?
+            .json()
+            .await?;
+        let address = created["inbox"]["emailAddress"]
+            .as_str()
+            .ok_or_else(|| anyhow!("no emailAddress in {created}"))?;
+        addresses.push(address.to_owned());
+    }
+    Ok(addresses)
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+/// Messages committed in the address so far.
+async fn committed(database_url: &str, inbox: &str) -> Result<i64> {
+    let mut conn = AsyncPgConnection::establish(database_url).await?;
+    let count: Count = diesel::sql_query("SELECT count(*) AS n FROM messages WHERE inbox_id = $1")
+        .bind::<diesel::sql_types::Text, _>(inbox)
+        .get_result(&mut conn)
+        .await?;
+    Ok(count.n)
+}
+
+/// `VmHWM` (peak resident set) of a process, in bytes.
+fn peak_memory(pid: u32) -> Option<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// The message our client sends: smtp-source's shape (four header lines,
+/// then `size` payload bytes in 80-byte lines of `X`).
+fn message(recipient: &str, n: usize, size: usize) -> Vec<u8> {
+    let mut text = format!(
+        "From: <{SENDER}>\r\nTo: <{recipient}>\r\nDate: Sun, 22 Nov 2026 00:00:00 +0000\r\n\
+         Message-Id: <{n}.bench@example.com>\r\n\r\n"
+    )
+    .into_bytes();
+    let mut left = size;
+    while left > 0 {
+        // 78 bytes and CRLF; the last line shorter (at least one byte).
+        let line = left.min(80);
+        text.extend(std::iter::repeat_n(b'X', line.saturating_sub(2).max(1)));
+        text.extend_from_slice(b"\r\n");
+        left -= line;
+    }
+    text.extend_from_slice(b".\r\n");
+    text
+}
+
+/// Our own load: `sessions` tasks sharing `messages`, a connection per
+/// message as smtp-source does, timing each end of DATA to its reply.
+async fn drive(workload: &Workload, recipient: &str, addr: SocketAddr, name: &str) -> Run {
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..workload.sessions)
+        .map(|_| {
+            let next = next.clone();
+            let recipient = recipient.to_owned();
+            let (messages, size) = (workload.messages, workload.size);
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                let mut errors = Vec::new();
+                loop {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    if n >= messages {
+                        break;
+                    }
+                    let body = message(&recipient, n, size);
+                    match tokio::time::timeout(RUN_LIMIT, send_one(addr, &recipient, &body)).await {
+                        Ok(Ok(latency)) => latencies.push(latency),
+                        Ok(Err(error)) => errors.push(format!("{error:#}")),
+                        Err(_) => errors.push("timed out".to_owned()),
+                    }
+                }
+                (latencies, errors)
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    let mut errors = Vec::new();
+    for task in tasks {
+        match task.await {
+            Ok((mut done, mut failed)) => {
+                latencies.append(&mut done);
+                errors.append(&mut failed);
+            }
+            Err(error) => errors.push(error.to_string()),
+        }
+    }
+    let elapsed = started.elapsed();
+    latencies.sort_unstable();
+    Run {
+        name: name.to_owned(),
+        elapsed,
+        accepted: latencies.len(),
+        failed: errors.len(),
+        latencies,
+        committed: None,
+        first_error: errors.into_iter().next(),
+    }
+}
+
+/// One session, one message; the time from the end of DATA (the last byte
+/// handed to the kernel) to the 250.
+async fn send_one(addr: SocketAddr, recipient: &str, body: &[u8]) -> Result<Duration> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let (read, mut write) = stream.into_split();
+    let mut read = BufReader::new(read);
+    expect(reply(&mut read).await?, 220, "greeting")?;
+    for (line, code) in [
+        ("EHLO bench.example".to_owned(), 250),
+        (format!("MAIL FROM:<{SENDER}>"), 250),
+        (format!("RCPT TO:<{recipient}>"), 250),
+        ("DATA".to_owned(), 354),
+    ] {
+        expect(command(&mut write, &mut read, &line).await?, code, &line)?;
+    }
+    write.write_all(body).await?;
+    let end_of_data = Instant::now();
+    let code = reply(&mut read).await?;
+    let latency = end_of_data.elapsed();
+    expect(code, 250, "end of DATA")?;
+    let _ = command(&mut write, &mut read, "QUIT").await;
+    Ok(latency)
+}
+
+fn expect(code: u16, wanted: u16, step: &str) -> Result<()> {
+    if code == wanted {
+        Ok(())
+    } else {
+        bail!("{step}: {code} (wanted {wanted})")
+    }
+}
+
+async fn command(
+    write: &mut OwnedWriteHalf,
+    read: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
+    line: &str,
+) -> Result<u16> {
+    write.write_all(format!("{line}\r\n").as_bytes()).await?;
+    reply(read).await
+}
+
+/// One reply (continuation lines skipped); its code.
+async fn reply(read: &mut BufReader<tokio::net::tcp::OwnedReadHalf>) -> Result<u16> {
+    loop {
+        let mut line = String::new();
+        if read.read_line(&mut line).await? == 0 {
+            bail!("connection closed");
+        }
+        let code = line
+            .get(..3)
+            .and_then(|code| code.parse().ok())
+            .ok_or_else(|| anyhow!("malformed reply {line:?}"))?;
+        if line.as_bytes().get(3) != Some(&b'-') {
+            return Ok(code);
+        }
+    }
+}
+
+#[derive(QueryableByName)]
+struct Name {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    datname: String,
+}
+
+/// Drops bench databases of earlier runs whose xtask is gone.
+async fn drop_leftover_databases(server: &str) {
+    let Ok(mut conn) = AsyncPgConnection::establish(&format!("{server}/postgres")).await else {
+        return;
+    };
+    let Ok(names) = diesel::sql_query(format!(
+        "SELECT datname FROM pg_database WHERE datname LIKE '{}%'",
+        BENCH_DB_PREFIX.replace('_', r"\_")
+    ))
+    .load::<Name>(&mut conn)
+    .await
+    else {
+        return;
+    };
+    for Name { datname } in names {
+        let alive = datname
+            .strip_prefix(BENCH_DB_PREFIX)
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .is_some_and(|pid| Path::new("/proc").join(pid.to_string()).exists());
+        if !alive {
+            let _ = diesel::sql_query(format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                postgres::quote_ident(&datname)
+            ))
+            .execute(&mut conn)
+            .await;
+        }
+    }
+}
+
+async fn drop_database(server: &str, name: &str) -> Result<()> {
+    let mut conn = AsyncPgConnection::establish(&format!("{server}/postgres")).await?;
+    diesel::sql_query(format!(
+        "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+        postgres::quote_ident(name)
+    ))
+    .execute(&mut conn)
+    .await
+    .with_context(|| format!("dropping the bench database {name}"))?;
+    Ok(())
+}
+
+fn millis(duration: Option<Duration>) -> String {
+    duration.map_or_else(
+        || "-".to_owned(),
+        |d| format!("{:.1} ms", d.as_secs_f64() * 1000.0),
+    )
+}
+
+fn mebibytes(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+fn print_table(reports: &[Report]) {
+    println!();
+    println!("SMTP ingest benchmark (loopback; client, ingest and PostgreSQL share this machine)");
+    println!(
+        "msg/s: messages answered 250 / wall time of the run. p50/p99: end of DATA -> 250,\n\
+         measured by our own client only (smtp-source reports no latencies). Peak RSS: the\n\
+         ingest's VmHWM after both Sealpost runs of the workload (fresh process per workload)."
+    );
+    println!();
+    println!(
+        "{:<26} {:<26} {:>9} {:>10} {:>10} {:>11} {:>15}",
+        "workload", "run", "msg/s", "p50", "p99", "peak RSS", "250s/committed"
+    );
+    for report in reports {
+        let workload = report.workload;
+        let label = format!(
+            "{} x {} / {} sessions",
+            workload.label, workload.messages, workload.sessions
+        );
+        for (i, run) in report.runs.iter().enumerate() {
+            let peak = (run.name == "own client -> sealpost")
+                .then_some(report.peak_bytes)
+                .flatten()
+                .map_or_else(|| "-".to_owned(), mebibytes);
+            let outcome = match run.committed {
+                Some(committed) => format!("{}/{}", run.accepted, committed),
+                None => format!("{}", run.accepted),
+            };
+            println!(
+                "{:<26} {:<26} {:>9.1} {:>10} {:>10} {:>11} {:>15}",
+                if i == 0 { label.as_str() } else { "" },
+                run.name,
+                run.per_second(),
+                millis(run.percentile(50)),
+                millis(run.percentile(99)),
+                peak,
+                outcome
+            );
+            if let Some(error) = &run.first_error {
+                println!("{:<26}   {} failed; first: {error}", "", run.failed);
+            }
+        }
+        let rate = |name: &str| {
+            report
+                .runs
+                .iter()
+                .find(|run| run.name == name)
+                .map(Run::per_second)
+        };
+        if let (Some(ours), Some(sink)) = (
+            rate("smtp-source -> sealpost"),
+            rate("smtp-source -> smtp-sink"),
+        ) {
+            let target = workload
+                .target_per_second
+                .map_or_else(String::new, |target| {
+                    format!(
+                        "; target {target:.0} msg/s {}",
+                        if ours >= target { "met" } else { "NOT met" }
+                    )
+                });
+            println!(
+                "{:<26} sealpost = {:.1} % of smtp-sink's rate (smtp-source){target}",
+                "",
+                100.0 * ours / sink
+            );
+        }
+    }
+    let peak = reports.iter().filter_map(|report| report.peak_bytes).max();
+    if let Some(peak) = peak {
+        println!(
+            "\npeak ingest memory {}: target under {} {}",
+            mebibytes(peak),
+            mebibytes(PEAK_TARGET_BYTES),
+            if peak < PEAK_TARGET_BYTES {
+                "met"
+            } else {
+                "NOT met"
+            }
+        );
+    }
+    // Committed counts are cumulative per address: smtp-source's run, then ours.
+    println!(
+        "committed: rows in the workload's address after the run (cumulative: smtp-source's run, then ours)"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_have_the_payload_size_and_end_data() {
+        let body = message("a@mail.localhost", 7, 4096);
+        let text = String::from_utf8(body).unwrap();
+        let (headers, payload) = text.split_once("\r\n\r\n").unwrap();
+        assert!(headers.contains("Message-Id: <7.bench@example.com>"));
+        let payload = payload.strip_suffix(".\r\n").unwrap();
+        assert_eq!(payload.len(), 4096, "line ends included");
+        assert!(payload.lines().all(|line| line.len() <= 78));
+        assert!(!payload.lines().any(|line| line.starts_with('.')));
+    }
+
+    #[test]
+    fn percentiles_use_the_nearest_rank() {
+        let run = Run {
+            name: String::new(),
+            elapsed: Duration::from_secs(1),
+            accepted: 100,
+            failed: 0,
+            latencies: (1..=100).map(Duration::from_millis).collect(),
+            committed: None,
+            first_error: None,
+        };
+        assert_eq!(run.percentile(50), Some(Duration::from_millis(50)));
+        assert_eq!(run.percentile(99), Some(Duration::from_millis(99)));
+        assert_eq!(run.per_second(), 100.0);
+    }
+}
