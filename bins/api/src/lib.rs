@@ -201,10 +201,10 @@ async fn sweep_forever(sweeps: Sweeps, limiter: Arc<EdgeLimiter>) {
     }
 }
 
-/// Attempts in flight per sender round.
-const SEND_BATCH: i64 = 64;
-/// Pause between rounds when there was nothing to do.
-const SEND_IDLE: Duration = Duration::from_millis(500);
+/// Webhook attempts in flight at once, per API process.
+const SEND_CONCURRENCY: usize = 64;
+/// Pause when there was nothing to do, or every slot is busy.
+const SEND_IDLE: Duration = Duration::from_millis(200);
 
 /// The webhook sender over HTTPS, configured from `SEALPOST_WEBHOOK_*`.
 pub fn webhook_sender(
@@ -256,17 +256,23 @@ impl WebhookAlerts for LoggedAlerts {
     }
 }
 
+/// Keeps up to `SEND_CONCURRENCY` attempts in flight: a slow or silent
+/// receiver occupies one slot for at most its 10-second limit and never
+/// holds back deliveries to the others.
 async fn send_forever(sender: Sender) {
+    let sender = Arc::new(sender);
+    let slots = Arc::new(tokio::sync::Semaphore::new(SEND_CONCURRENCY));
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
     loop {
         tokio::select! {
+            biased;
             _ = sweep.tick() => {
                 if let Err(error) = sender.sweep().await {
                     tracing::warn!(%error, "delivery log sweep failed");
                 }
             }
-            round = sender.run_once(SEND_BATCH) => match round {
-                Ok((0, 0)) => tokio::time::sleep(SEND_IDLE).await,
+            round = send_round(&sender, &slots) => match round {
+                Ok(0) => tokio::time::sleep(SEND_IDLE).await,
                 Ok(_) => {}
                 Err(error) => {
                     tracing::warn!(%error, "webhook sender round failed; retrying");
@@ -275,4 +281,32 @@ async fn send_forever(sender: Sender) {
             },
         }
     }
+}
+
+/// Fans out, then starts as many due attempts as there are free slots.
+/// Returns how much work it found.
+async fn send_round(
+    sender: &Arc<Sender>,
+    slots: &Arc<tokio::sync::Semaphore>,
+) -> Result<usize, StoreError> {
+    let fanned = sender.fan_out().await?;
+    let free = slots.available_permits();
+    if free == 0 {
+        return Ok(0);
+    }
+    let due = sender.claim(i64::try_from(free).unwrap_or(1)).await?;
+    let started = due.len();
+    for item in due {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            break;
+        };
+        let sender = sender.clone();
+        tokio::spawn(async move {
+            if let Err(error) = sender.attempt(item).await {
+                tracing::warn!(%error, "recording a webhook attempt failed; the lease will expire and it is retried");
+            }
+            drop(slot);
+        });
+    }
+    Ok(fanned + started)
 }

@@ -107,30 +107,70 @@ impl DeliveryRow {
     }
 }
 
+/// Rows per INSERT: 11 bound values each, well under PostgreSQL's 65,535.
+const INSERT_CHUNK: usize = 1000;
+
 async fn insert_delivery_row(
     conn: &mut AsyncPgConnection,
     account: &AccountId,
     delivery: &Delivery,
     manual: bool,
 ) -> Result<(), diesel::result::Error> {
-    diesel::insert_into(webhook_deliveries::table)
-        .values((
-            webhook_deliveries::id.eq(delivery.id.as_str()),
-            webhook_deliveries::webhook_id.eq(delivery.webhook_id.as_str()),
-            webhook_deliveries::account_id.eq(account.as_str()),
-            webhook_deliveries::event_id.eq(delivery.event_id.as_str()),
-            webhook_deliveries::event_type.eq(delivery.event_type.as_str()),
-            webhook_deliveries::body.eq(&delivery.body),
-            webhook_deliveries::status.eq(delivery.status.as_str()),
-            webhook_deliveries::attempts.eq(delivery.attempts as i32),
-            webhook_deliveries::created_at.eq(delivery.created_at.as_datetime()),
-            webhook_deliveries::next_attempt_at
-                .eq(delivery.next_attempt_at.map(|t| t.as_datetime())),
-            webhook_deliveries::manual.eq(manual),
-        ))
-        .execute(conn)
-        .await?;
+    insert_delivery_rows(conn, &[(account.clone(), delivery.clone())], manual).await
+}
+
+async fn insert_delivery_rows(
+    conn: &mut AsyncPgConnection,
+    rows: &[(AccountId, Delivery)],
+    manual: bool,
+) -> Result<(), diesel::result::Error> {
+    for chunk in rows.chunks(INSERT_CHUNK) {
+        let values: Vec<_> = chunk
+            .iter()
+            .map(|(account, delivery)| delivery_values(account, delivery, manual))
+            .collect();
+        diesel::insert_into(webhook_deliveries::table)
+            .values(values)
+            .execute(conn)
+            .await?;
+    }
     Ok(())
+}
+
+#[expect(
+    clippy::type_complexity,
+    reason = "diesel's tuple of column assignments"
+)]
+fn delivery_values<'a>(
+    account: &'a AccountId,
+    delivery: &'a Delivery,
+    manual: bool,
+) -> (
+    diesel::dsl::Eq<webhook_deliveries::id, &'a str>,
+    diesel::dsl::Eq<webhook_deliveries::webhook_id, &'a str>,
+    diesel::dsl::Eq<webhook_deliveries::account_id, &'a str>,
+    diesel::dsl::Eq<webhook_deliveries::event_id, &'a str>,
+    diesel::dsl::Eq<webhook_deliveries::event_type, &'static str>,
+    diesel::dsl::Eq<webhook_deliveries::body, &'a String>,
+    diesel::dsl::Eq<webhook_deliveries::status, &'static str>,
+    diesel::dsl::Eq<webhook_deliveries::attempts, i32>,
+    diesel::dsl::Eq<webhook_deliveries::created_at, DateTime<Utc>>,
+    diesel::dsl::Eq<webhook_deliveries::next_attempt_at, Option<DateTime<Utc>>>,
+    diesel::dsl::Eq<webhook_deliveries::manual, bool>,
+) {
+    (
+        webhook_deliveries::id.eq(delivery.id.as_str()),
+        webhook_deliveries::webhook_id.eq(delivery.webhook_id.as_str()),
+        webhook_deliveries::account_id.eq(account.as_str()),
+        webhook_deliveries::event_id.eq(delivery.event_id.as_str()),
+        webhook_deliveries::event_type.eq(delivery.event_type.as_str()),
+        webhook_deliveries::body.eq(&delivery.body),
+        webhook_deliveries::status.eq(delivery.status.as_str()),
+        webhook_deliveries::attempts.eq(delivery.attempts as i32),
+        webhook_deliveries::created_at.eq(delivery.created_at.as_datetime()),
+        webhook_deliveries::next_attempt_at.eq(delivery.next_attempt_at.map(|t| t.as_datetime())),
+        webhook_deliveries::manual.eq(manual),
+    )
 }
 
 async fn load_endpoints(
@@ -383,6 +423,7 @@ impl WebhookRepository for PgStore {
                 return Ok(0);
             }
             let mut accounts_seen: HashMap<String, (Vec<Endpoint>, PlanId)> = HashMap::new();
+            let mut created = Vec::new();
             for (id, account, kind, payload, at) in &rows {
                 if !accounts_seen.contains_key(account) {
                     let plan: Option<String> = accounts::table
@@ -412,10 +453,13 @@ impl WebhookRepository for PgStore {
                     payload: payload.clone(),
                     at: (*at).into(),
                 };
-                for delivery in rule(&event, endpoints, *plan) {
-                    insert_delivery_row(conn, &event.account, &delivery, false).await?;
-                }
+                created.extend(
+                    rule(&event, endpoints, *plan)
+                        .into_iter()
+                        .map(|delivery| (event.account.clone(), delivery)),
+                );
             }
+            insert_delivery_rows(conn, &created, false).await?;
             let ids: Vec<&str> = rows.iter().map(|row| row.0.as_str()).collect();
             diesel::update(events::table.filter(events::id.eq_any(ids)))
                 .set(events::fanned_out.eq(true))

@@ -411,11 +411,13 @@ impl Sender {
     }
 
     /// One round: fan out new events, then attempt what is due (concurrently,
-    /// up to `batch`). Returns (events fanned out, attempts made).
+    /// up to `batch`) and wait for those attempts. Returns (events fanned
+    /// out, attempts made). The API's loop instead keeps a fixed number of
+    /// attempts in flight (`fan_out`, `claim`, `attempt`), so one slow
+    /// receiver never holds the others back.
     pub async fn run_once(&self, batch: i64) -> Result<(usize, usize), StoreError> {
-        let events = self.repo.fan_out(500, &fan_out_rule).await?;
-        let now = self.clock.now();
-        let due = self.repo.claim_due(now, now + LEASE, batch).await?;
+        let events = self.fan_out().await?;
+        let due = self.claim(batch).await?;
         let attempts = due.len();
         let mut running = Vec::with_capacity(due.len());
         for item in due {
@@ -427,7 +429,19 @@ impl Sender {
         Ok((events, attempts))
     }
 
-    async fn attempt(&self, due: DueDelivery) -> Result<(), StoreError> {
+    /// Turns new outbox events into deliveries (up to 500 events).
+    pub async fn fan_out(&self) -> Result<usize, StoreError> {
+        self.repo.fan_out(500, &fan_out_rule).await
+    }
+
+    /// Leases up to `limit` due deliveries to this sender.
+    pub async fn claim(&self, limit: i64) -> Result<Vec<DueDelivery>, StoreError> {
+        let now = self.clock.now();
+        self.repo.claim_due(now, now + LEASE, limit).await
+    }
+
+    /// One attempt of a claimed delivery, and its result written back.
+    pub async fn attempt(&self, due: DueDelivery) -> Result<(), StoreError> {
         let DueDelivery {
             mut delivery,
             endpoint,
