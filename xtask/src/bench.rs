@@ -114,9 +114,16 @@ struct Report {
     workload: &'static Workload,
     runs: Vec<Run>,
     peak_bytes: Option<u64>,
+    /// The ingest's CPU time (user + system) over both Sealpost runs.
+    ingest_cpu: Option<Duration>,
+    /// One-minute load average before and after the workload: the machine is
+    /// shared, and other work running meanwhile shows here.
+    load: (String, String),
 }
 
 pub fn smtp(runtime: &Runtime) -> Result<ExitCode> {
+    // reqwest is built without a default TLS provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let root = postgres::workspace_root();
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -157,6 +164,7 @@ pub fn smtp(runtime: &Runtime) -> Result<ExitCode> {
     })?;
     eprintln!("xtask bench: database {name} on {server}");
 
+    remove_leftover_blob_dirs(&bench_dir);
     let blob_dir = bench_dir.join(format!("blobs-{}", std::process::id()));
     let stack = Stack {
         release,
@@ -173,6 +181,25 @@ pub fn smtp(runtime: &Runtime) -> Result<ExitCode> {
     dropped?;
     print_table(&reports);
     Ok(ExitCode::SUCCESS)
+}
+
+fn pid_alive(pid: &str) -> bool {
+    pid.parse::<u32>()
+        .is_ok_and(|pid| Path::new("/proc").join(pid.to_string()).exists())
+}
+
+/// `target/bench/blobs-<pid>` of earlier runs that did not finish.
+fn remove_leftover_blob_dirs(bench_dir: &Path) {
+    for entry in fs::read_dir(bench_dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let leftover = name
+            .to_str()
+            .and_then(|name| name.strip_prefix("blobs-"))
+            .is_some_and(|pid| !pid_alive(pid));
+        if leftover {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Where the release binaries are and how they are configured.
@@ -222,6 +249,7 @@ fn run_all(runtime: &Runtime, stack: &Stack, postfix: &Postfix) -> Result<Vec<Re
             workload.label, workload.messages, workload.sessions
         );
         let mut runs = Vec::new();
+        let load_before = load_average();
 
         // Sealpost, a fresh ingest process per workload (its own peak memory).
         let smtp_addr = free_addr()?;
@@ -245,6 +273,7 @@ fn run_all(runtime: &Runtime, stack: &Stack, postfix: &Postfix) -> Result<Vec<Re
         run.committed = Some(runtime.block_on(committed(&stack.url, workload.inbox))?);
         runs.push(run);
         let peak_bytes = peak_memory(smtp.pid());
+        let ingest_cpu = cpu_time(smtp.pid());
         smtp.stop();
 
         // The same load against smtp-sink.
@@ -264,6 +293,8 @@ fn run_all(runtime: &Runtime, stack: &Stack, postfix: &Postfix) -> Result<Vec<Re
             workload,
             runs,
             peak_bytes,
+            ingest_cpu,
+            load: (load_before, load_average()),
         });
     }
     api.stop();
@@ -338,6 +369,7 @@ impl Postfix {
             Command::new("apt-get")
                 .args(["download", "postfix"])
                 .current_dir(bench_dir)
+                .stdout(std::io::stderr())
                 .status()
                 .context("running apt-get download postfix")
         };
@@ -346,6 +378,7 @@ impl Postfix {
             eprintln!("xtask bench: apt-get download failed; running apt-get update once");
             let updated = Command::new("apt-get")
                 .arg("update")
+                .stdout(std::io::stderr())
                 .status()
                 .context("running apt-get update")?;
             if !updated.success() || !download()?.success() {
@@ -495,7 +528,6 @@ async fn wait_smtp(addr: SocketAddr) -> Result<()> {
 /// Registers an account over HTTP, moves it to Enterprise (enough allowance),
 /// and creates one address per workload with a key; returns the addresses.
 async fn set_up_account(base: &str, database_url: &str) -> Result<Vec<String>> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let keys = RecoveryPhrase::generate().keys();
     let http = reqwest::Client::new();
     let registered: Value = http
@@ -575,6 +607,35 @@ fn peak_memory(pid: u32) -> Option<u64> {
         .parse()
         .ok()?;
     Some(kib * 1024)
+}
+
+/// CPU time (user + system) a process has used so far.
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces), from `state`.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let per_second = Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|out| {
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .filter(|hz| *hz > 0)
+        .unwrap_or(100);
+    Some(Duration::from_millis(ticks * 1000 / per_second))
+}
+
+/// The one-minute load average, as text.
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
 }
 
 /// The message our client sends: smtp-source's shape (four header lines,
@@ -730,10 +791,7 @@ async fn drop_leftover_databases(server: &str) {
         return;
     };
     for Name { datname } in names {
-        let alive = datname
-            .strip_prefix(BENCH_DB_PREFIX)
-            .and_then(|pid| pid.parse::<u32>().ok())
-            .is_some_and(|pid| Path::new("/proc").join(pid.to_string()).exists());
+        let alive = datname.strip_prefix(BENCH_DB_PREFIX).is_some_and(pid_alive);
         if !alive {
             let _ = diesel::sql_query(format!(
                 "DROP DATABASE IF EXISTS {} WITH (FORCE)",
@@ -778,7 +836,7 @@ fn print_table(reports: &[Report]) {
     );
     println!();
     println!(
-        "{:<26} {:<26} {:>9} {:>10} {:>10} {:>11} {:>15}",
+        "{:<28} {:<26} {:>9} {:>10} {:>10} {:>11} {:>15}",
         "workload", "run", "msg/s", "p50", "p99", "peak RSS", "250s/committed"
     );
     for report in reports {
@@ -797,7 +855,7 @@ fn print_table(reports: &[Report]) {
                 None => format!("{}", run.accepted),
             };
             println!(
-                "{:<26} {:<26} {:>9.1} {:>10} {:>10} {:>11} {:>15}",
+                "{:<28} {:<26} {:>9.1} {:>10} {:>10} {:>11} {:>15}",
                 if i == 0 { label.as_str() } else { "" },
                 run.name,
                 run.per_second(),
@@ -807,7 +865,7 @@ fn print_table(reports: &[Report]) {
                 outcome
             );
             if let Some(error) = &run.first_error {
-                println!("{:<26}   {} failed; first: {error}", "", run.failed);
+                println!("{:<28}   {} failed; first: {error}", "", run.failed);
             }
         }
         let rate = |name: &str| {
@@ -830,9 +888,19 @@ fn print_table(reports: &[Report]) {
                     )
                 });
             println!(
-                "{:<26} sealpost = {:.1} % of smtp-sink's rate (smtp-source){target}",
+                "{:<28} sealpost = {:.1} % of smtp-sink's rate (smtp-source){target}",
                 "",
                 100.0 * ours / sink
+            );
+        }
+        if let Some(cpu) = report.ingest_cpu {
+            println!(
+                "{:<28} ingest CPU {:.2} ms per message (user+system, both Sealpost runs); \
+                 load average {} before, {} after",
+                "",
+                cpu.as_secs_f64() * 1000.0 / (2 * workload.messages) as f64,
+                report.load.0,
+                report.load.1
             );
         }
     }

@@ -3,6 +3,7 @@
 //! `cargo xtask`: developer tasks for the Sealpost workspace.
 
 mod bench;
+mod bench_webhooks;
 mod postgres;
 
 use std::path::Path;
@@ -62,6 +63,9 @@ enum Bench {
     /// The SMTP ingest under Postfix's smtp-source and our own client, next to
     /// Postfix's smtp-sink: msg/s, DATA-to-250 p50/p99, peak memory.
     Smtp,
+    /// 10,000 events to 10 local HTTPS receivers through the API's sender:
+    /// deliveries/s and event-to-delivery latency, also with two failing receivers.
+    Webhooks,
 }
 
 fn main() -> ExitCode {
@@ -102,6 +106,32 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::Test { args } => test(&runtime, &args),
         Task::Ci => ci(&runtime),
         Task::Bench { what: Bench::Smtp } => bench::smtp(&runtime),
+        Task::Bench {
+            what: Bench::Webhooks,
+        } => {
+            // The sender runs in this process: measure an optimised build.
+            if cfg!(debug_assertions) {
+                eprintln!("xtask: building and running the webhook benchmark in release mode");
+                let root = postgres::workspace_root();
+                let status = cargo(&root)
+                    .args([
+                        "run",
+                        "--quiet",
+                        "--release",
+                        "-p",
+                        "xtask",
+                        "--",
+                        "bench",
+                        "webhooks",
+                    ])
+                    .status()
+                    .context("running the release build")?;
+                return Ok(exit_code(status));
+            }
+            let server = postgres::ensure_server()?;
+            runtime.block_on(bench_webhooks::run(&server))?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -24,6 +24,7 @@ use sealpost_messages::mailbox::Mailbox;
 use sealpost_messages::store::BlobStore;
 use sealpost_pairing::Devices;
 use sealpost_store_pg::{MailNotifier, PgStore};
+use sealpost_subscriptions::Subscriptions;
 use sealpost_webhook_http::{WebhookHttp, WebhookHttpConfig};
 use sealpost_webhooks::delivery::AttemptOutcome;
 use sealpost_webhooks::service::{Sender, WebhookAlerts, WebhookTransport, Webhooks};
@@ -111,6 +112,7 @@ pub async fn start(
         ),
         new_mail: notifier.sender(),
         webhooks: Webhooks::new(Arc::new(store.clone()), clock.clone()),
+        subscriptions: Subscriptions::new(Arc::new(store.clone()), clock.clone()),
         service_domains: config.domains.clone(),
         health: Arc::new(PgHealth(store.clone())),
         limiter: limiter.clone(),
@@ -259,6 +261,11 @@ impl WebhookAlerts for LoggedAlerts {
 /// Keeps up to `SEND_CONCURRENCY` attempts in flight: a slow or silent
 /// receiver occupies one slot for at most its 10-second limit and never
 /// holds back deliveries to the others.
+/// Runs the production sender loop in the background (benchmarks use this).
+pub fn spawn_webhook_sender(sender: Sender) -> JoinHandle<()> {
+    tokio::spawn(send_forever(sender))
+}
+
 async fn send_forever(sender: Sender) {
     let sender = Arc::new(sender);
     let slots = Arc::new(tokio::sync::Semaphore::new(SEND_CONCURRENCY));

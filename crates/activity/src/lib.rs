@@ -14,7 +14,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::TimeDelta;
 use sealpost_kernel::{
-    AccountId, ActivityId, Clock, Cursor, EventId, InboxId, MessageId, Page, PageRequest,
+    AccountId, ActivityId, Clock, Cursor, EventId, InboxId, MessageId, Page, PageRequest, PlanId,
     StoreError, Timestamp, WorkerId,
 };
 use serde::Serialize;
@@ -324,6 +324,17 @@ impl Records {
             at,
         );
     }
+
+    /// The account moved to `plan`: activity and event `subscription.updated`.
+    pub fn subscription_updated(&mut self, account: &AccountId, plan: PlanId, at: Timestamp) {
+        self.activity(account, ActivityKind::SubscriptionUpdated, None, None, at);
+        self.event(
+            account,
+            EventType::SubscriptionUpdated,
+            json!({ "planId": plan }),
+            at,
+        );
+    }
 }
 
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -415,6 +426,19 @@ mod tests {
         records.worker_connected(&account(), &worker, at);
         assert!(records.activity.is_empty());
         assert_eq!(records.events.len(), 2);
+    }
+
+    #[test]
+    fn a_plan_change_is_subscription_updated_with_the_plan_id() {
+        let mut records = Records::new();
+        let at = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
+        records.subscription_updated(&account(), PlanId::Operator, at);
+        assert_eq!(records.activity.len(), 1);
+        assert_eq!(records.activity[0].kind, ActivityKind::SubscriptionUpdated);
+        assert_eq!(records.activity[0].inbox, None);
+        assert_eq!(records.activity[0].worker, None);
+        assert_eq!(records.events[0].kind, EventType::SubscriptionUpdated);
+        assert_eq!(records.events[0].payload, json!({ "planId": "operator" }));
     }
 
     #[tokio::test]

@@ -15,6 +15,7 @@ use sealpost_messages::mailbox::MailError;
 use sealpost_pairing::DeviceError;
 use sealpost_plans::LimitError;
 use sealpost_seal::BoxShapeError;
+use sealpost_subscriptions::{ChangeError, SubscriptionError};
 use sealpost_webhooks::endpoint::EndpointError;
 use sealpost_webhooks::service::WebhookError;
 use serde::Serialize;
@@ -400,6 +401,22 @@ impl From<WebhookError> for ApiError {
             WebhookError::IdTaken => Self::new(ErrorCode::IdTaken, error.to_string()),
             WebhookError::NotFound => Self::not_found(),
             WebhookError::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<SubscriptionError> for ApiError {
+    fn from(error: SubscriptionError) -> Self {
+        match error {
+            SubscriptionError::Change(change) => {
+                let code = match change {
+                    ChangeError::PaymentRequired { .. } => ErrorCode::PaymentRequired,
+                    ChangeError::DowngradeBlocked { .. } => ErrorCode::DowngradeBlocked,
+                };
+                Self::new(code, change.to_string())
+            }
+            SubscriptionError::NotFound => Self::not_found(),
+            SubscriptionError::Store(store) => store.into(),
         }
     }
 }

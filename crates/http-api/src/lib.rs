@@ -53,7 +53,7 @@ pub fn serve(
 }
 
 fn routes(config: &mut web::ServiceConfig) {
-    use routes::{accounts, activity, addresses, devices, health, messages, webhooks};
+    use routes::{accounts, activity, addresses, devices, health, messages, plans, webhooks};
     config
         .service(health::healthz)
         .service(health::readyz)
@@ -75,6 +75,11 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(accounts::revoke_session)
         .service(accounts::erase)
         .service(activity::list)
+        .service(plans::list)
+        .service(plans::usage)
+        .service(plans::overview)
+        .service(plans::get_subscription)
+        .service(plans::change_plan)
         // Fixed paths before `/workers/{id}` and `/inboxes/{id}`.
         .service(devices::open_pairing)
         .service(devices::poll_pairing)

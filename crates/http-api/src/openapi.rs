@@ -4,7 +4,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{accounts, activity, addresses, devices, health, messages, webhooks};
+use crate::routes::{accounts, activity, addresses, devices, health, messages, plans, webhooks};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -22,6 +22,11 @@ use crate::routes::{accounts, activity, addresses, devices, health, messages, we
         accounts::revoke_session,
         accounts::erase,
         activity::list,
+        plans::list,
+        plans::usage,
+        plans::overview,
+        plans::get_subscription,
+        plans::change_plan,
         devices::open_pairing,
         devices::poll_pairing,
         devices::cancel_pairing,

@@ -9,6 +9,7 @@ use sealpost_kernel::{Clock, StoreError};
 use sealpost_messages::ingest::Ingest;
 use sealpost_messages::mailbox::Mailbox;
 use sealpost_pairing::Devices;
+use sealpost_subscriptions::Subscriptions;
 use sealpost_webhooks::service::Webhooks;
 
 use crate::rate_limit::EdgeLimiter;
@@ -28,6 +29,8 @@ pub struct AppState {
     /// `POST /messages`: the same sealing path SMTP takes.
     pub ingest: Ingest,
     pub webhooks: Webhooks,
+    /// Usage, overview, subscription and plan changes.
+    pub subscriptions: Subscriptions,
     /// The service's own domains: webhook URLs may not point at them.
     pub service_domains: Vec<String>,
     /// Address ids with newly committed mail (PostgreSQL NOTIFY, fanned out).

@@ -12,6 +12,7 @@ mod messages;
 mod notify;
 mod records;
 mod schema;
+mod subscriptions;
 mod webhooks;
 
 use std::time::Duration;

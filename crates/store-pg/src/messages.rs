@@ -170,7 +170,8 @@ async fn keep_instance_lock(store: PgStore, instance: String, mut conn: AsyncPgC
 }
 
 /// Messages of `inbox` still inside its retention at `now`.
-const RETAINED: &str = "m.received_at > $2 - make_interval(days => a.retention_days::int)";
+pub(crate) const RETAINED: &str =
+    "m.received_at > $2 - make_interval(days => a.retention_days::int)";
 
 impl PgStore {
     /// The retention cutoff of one readable address, or `None` when the reader may not read it.

@@ -24,6 +24,8 @@ use crate::schema::{accounts, events, webhook_deliveries, webhooks};
 use crate::{PgStore, db_error};
 
 const WEBHOOK_ID_KIND: &str = "webhook";
+/// Attempts in flight per endpoint across all senders.
+const PER_ENDPOINT_IN_FLIGHT: i64 = 8;
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = webhooks, check_for_backend(diesel::pg::Pg))]
@@ -478,18 +480,30 @@ impl WebhookRepository for PgStore {
         limit: i64,
     ) -> Result<Vec<DueDelivery>, StoreError> {
         let mut conn = self.conn().await?;
+        // Pick due deliveries, at most PER_ENDPOINT in flight per endpoint so a
+        // slow or silent receiver never takes every slot; then lease them,
+        // re-checking the lease so two senders never take the same delivery.
         let rows: Vec<DeliveryRow> = diesel::sql_query(
-            "UPDATE webhook_deliveries SET lease_until = $2 WHERE id IN ( \
-               SELECT id FROM webhook_deliveries \
-               WHERE status = 'pending' AND next_attempt_at <= $1 \
-                 AND (lease_until IS NULL OR lease_until <= $1) \
-               ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) \
+            "WITH in_flight AS ( \
+               SELECT webhook_id, count(*) AS n FROM webhook_deliveries \
+               WHERE status = 'pending' AND lease_until > $1 GROUP BY webhook_id), \
+             due AS ( \
+               SELECT d.id, d.next_attempt_at, \
+                      row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) \
+                        + coalesce(f.n, 0) AS slot \
+               FROM webhook_deliveries d LEFT JOIN in_flight f ON f.webhook_id = d.webhook_id \
+               WHERE d.status = 'pending' AND d.next_attempt_at <= $1 \
+                 AND (d.lease_until IS NULL OR d.lease_until <= $1)) \
+             UPDATE webhook_deliveries SET lease_until = $2 \
+             WHERE id IN (SELECT id FROM due WHERE slot <= $4 ORDER BY next_attempt_at LIMIT $3) \
+               AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $1) \
              RETURNING id, webhook_id, event_id, event_type, body, status, attempts, response_status, \
                        error, created_at, last_attempt_at, next_attempt_at",
         )
         .bind::<Timestamptz, _>(now.as_datetime())
         .bind::<Timestamptz, _>(lease_until.as_datetime())
         .bind::<BigInt, _>(limit)
+        .bind::<BigInt, _>(PER_ENDPOINT_IN_FLIGHT)
         .load(&mut conn)
         .await
         .map_err(db_error)?;

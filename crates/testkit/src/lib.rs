@@ -7,8 +7,11 @@
 
 #![allow(
     clippy::expect_used,
+    clippy::unwrap_used,
     reason = "test support: a failed set-up should stop the test loudly"
 )]
+
+pub mod receiver;
 
 use std::collections::HashMap;
 use std::net::TcpListener;

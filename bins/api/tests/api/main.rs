@@ -11,7 +11,7 @@ mod devices;
 mod errors;
 mod messages;
 mod ownership;
-mod receiver;
 mod storage;
+mod usage;
 mod webhook_delivery;
 mod webhooks;

@@ -8,8 +8,8 @@ use sealpost_testkit::TestApp;
 use sealpost_webhooks::service::Sender;
 use serde_json::{Value, json};
 
-use crate::receiver::Receiver;
 use crate::support::{Api, SignedIn, new_keys};
+use sealpost_testkit::receiver::Receiver;
 
 struct Setup {
     api: Api,

@@ -4,4 +4,5 @@ pub mod addresses;
 pub mod devices;
 pub mod health;
 pub mod messages;
+pub mod plans;
 pub mod webhooks;

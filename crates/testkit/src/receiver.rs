@@ -1,6 +1,7 @@
-//! A real HTTPS webhook receiver for tests: a test CA, a certificate for
-//! `hooks.test`, rustls, and a minimal HTTP/1.1 reader that records each
-//! request's headers and raw body and answers a chosen status.
+//! A real HTTPS webhook receiver for tests and benchmarks: a test CA, a
+//! certificate for `hooks.test` (and `*.hooks.test`), rustls, and a minimal
+//! HTTP/1.1 reader that records each request's headers, raw body and arrival
+//! time, and answers a chosen status, or never answers.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -18,7 +19,11 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs
 pub struct Received {
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    pub at: std::time::SystemTime,
 }
+
+/// What the receiver answers: a status, or nothing at all (the sender times out).
+pub const NEVER_ANSWER: u16 = 0;
 
 impl Received {
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -51,7 +56,7 @@ impl Receiver {
         ];
         let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
         let leaf_key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["hooks.test".to_owned()])
+        let leaf = CertificateParams::new(vec!["hooks.test".to_owned(), "*.hooks.test".to_owned()])
             .unwrap()
             .signed_by(&leaf_key, &ca)
             .unwrap();
@@ -76,40 +81,20 @@ impl Receiver {
                         return;
                     };
                     let mut reader = BufReader::new(tls);
-                    let mut headers = Vec::new();
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    loop {
-                        line.clear();
-                        if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+                    // Keep-alive: requests on one connection until the client closes it.
+                    while let Some(request) = read_request(&mut reader).await {
+                        log.lock().unwrap().push(request);
+                        let code = *answer.lock().unwrap();
+                        if code == NEVER_ANSWER {
+                            // Hold the connection open past any sender's limit.
+                            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
                             return;
                         }
-                        let trimmed = line.trim_end();
-                        if trimmed.is_empty() {
-                            break;
-                        }
-                        if let Some((key, value)) = trimmed.split_once(':') {
-                            headers.push((key.trim().to_owned(), value.trim().to_owned()));
+                        let reply = format!("HTTP/1.1 {code} X\r\ncontent-length: 2\r\n\r\nok");
+                        if reader.get_mut().write_all(reply.as_bytes()).await.is_err() {
+                            return;
                         }
                     }
-                    let length: usize = headers
-                        .iter()
-                        .find(|(key, _)| key.eq_ignore_ascii_case("content-length"))
-                        .and_then(|(_, value)| value.parse().ok())
-                        .unwrap_or(0);
-                    let mut body = vec![0; length];
-                    if reader.read_exact(&mut body).await.is_err() {
-                        return;
-                    }
-                    log.lock().unwrap().push(Received { headers, body });
-                    let code = *answer.lock().unwrap();
-                    let reply = format!(
-                        "HTTP/1.1 {code} X\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"
-                    );
-                    let _ = reader.get_mut().write_all(reply.as_bytes()).await;
-                    let _ = reader.get_mut().shutdown().await;
                 });
             }
         });
@@ -128,4 +113,43 @@ impl Receiver {
     pub fn requests(&self) -> Vec<Received> {
         self.received.lock().unwrap().clone()
     }
+
+    pub fn count(&self) -> usize {
+        self.received.lock().unwrap().len()
+    }
+}
+
+async fn read_request<S: tokio::io::AsyncRead + Unpin>(
+    reader: &mut BufReader<S>,
+) -> Option<Received> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).await.ok()? == 0 {
+        return None;
+    }
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).await.ok()? == 0 {
+            return None;
+        }
+        let trimmed = line.trim_end();
+        if trimmed.is_empty() {
+            break;
+        }
+        if let Some((key, value)) = trimmed.split_once(':') {
+            headers.push((key.trim().to_owned(), value.trim().to_owned()));
+        }
+    }
+    let length: usize = headers
+        .iter()
+        .find(|(key, _)| key.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).await.ok()?;
+    Some(Received {
+        headers,
+        body,
+        at: std::time::SystemTime::now(),
+    })
 }

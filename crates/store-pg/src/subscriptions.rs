@@ -1,0 +1,248 @@
+//! `SubscriptionRepository` over PostgreSQL: the usage and overview counts in
+//! one query each, and the guarded plan change.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text, Timestamptz};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use sealpost_kernel::{AccountId, PlanId, StoreError, Timestamp};
+use sealpost_messages::store::{OBJECT_READS_COUNTER, RECEIVED_COUNTER};
+use sealpost_subscriptions::{
+    Holdings, OverviewCounts, PlanChange, PlanChangeOutcome, Subscriber, SubscriptionRepository,
+    UsageCounts, UsageWindows,
+};
+
+use crate::messages::RETAINED;
+use crate::records::write_records;
+use crate::schema::{accounts, addresses, devices};
+use crate::{PgStore, db_error};
+
+fn count(value: i64) -> u64 {
+    value.max(0) as u64
+}
+
+#[derive(QueryableByName)]
+struct UsageRow {
+    #[diesel(sql_type = BigInt)]
+    addresses: i64,
+    #[diesel(sql_type = BigInt)]
+    assigned: i64,
+    #[diesel(sql_type = BigInt)]
+    devices: i64,
+    #[diesel(sql_type = BigInt)]
+    agents: i64,
+    #[diesel(sql_type = BigInt)]
+    webhooks: i64,
+    #[diesel(sql_type = BigInt)]
+    messages_stored: i64,
+    #[diesel(sql_type = BigInt)]
+    received: i64,
+    #[diesel(sql_type = BigInt)]
+    object_reads: i64,
+}
+
+#[derive(QueryableByName)]
+struct OverviewRow {
+    #[diesel(sql_type = BigInt)]
+    addresses: i64,
+    #[diesel(sql_type = BigInt)]
+    assigned: i64,
+    #[diesel(sql_type = BigInt)]
+    devices_online: i64,
+    #[diesel(sql_type = BigInt)]
+    devices_offline: i64,
+    #[diesel(sql_type = BigInt)]
+    devices_disabled: i64,
+    #[diesel(sql_type = BigInt)]
+    agents: i64,
+    #[diesel(sql_type = BigInt)]
+    messages_stored: i64,
+    #[diesel(sql_type = BigInt)]
+    messages_unread: i64,
+    #[diesel(sql_type = BigInt)]
+    messages_held: i64,
+    #[diesel(sql_type = BigInt)]
+    webhooks_active: i64,
+    #[diesel(sql_type = BigInt)]
+    webhooks_failing: i64,
+    #[diesel(sql_type = BigInt)]
+    webhooks_disabled: i64,
+}
+
+/// `$1` the account, `$2` now: the account's messages still inside retention,
+/// listed and held counted separately so each side uses its partial index.
+fn stored_messages(columns: &str) -> String {
+    format!(
+        "SELECT {columns} FROM addresses a JOIN messages m ON m.inbox_id = a.id \
+         WHERE a.account_id = $1 AND {RETAINED}"
+    )
+}
+
+#[async_trait]
+impl SubscriptionRepository for PgStore {
+    async fn subscriber(&self, account: &AccountId) -> Result<Option<Subscriber>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row: Option<(String, DateTime<Utc>)> = accounts::table
+            .find(account.as_str())
+            .select((accounts::plan_id, accounts::created_at))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        row.map(|(plan, created_at)| {
+            Ok(Subscriber {
+                plan: plan.parse::<PlanId>().map_err(StoreError::failed)?,
+                created_at: created_at.into(),
+            })
+        })
+        .transpose()
+    }
+
+    async fn usage_counts(
+        &self,
+        account: &AccountId,
+        windows: UsageWindows,
+        now: Timestamp,
+    ) -> Result<UsageCounts, StoreError> {
+        let mut conn = self.conn().await?;
+        let row: UsageRow = diesel::sql_query(format!(
+            "SELECT ad.addresses, ad.assigned, dv.devices, dv.agents, wh.webhooks, \
+               ms.listed + mh.held AS messages_stored, \
+               COALESCE((SELECT used FROM usage_counters WHERE account_id = $1 AND counter = $3 AND window_start = $4), 0) AS received, \
+               COALESCE((SELECT used FROM usage_counters WHERE account_id = $1 AND counter = $5 AND window_start = $6), 0) AS object_reads \
+             FROM (SELECT count(*) AS addresses, count(worker_id) AS assigned FROM addresses WHERE account_id = $1) ad, \
+               (SELECT count(*) FILTER (WHERE kind = 'device') AS devices, count(*) FILTER (WHERE kind = 'agent') AS agents \
+                  FROM devices WHERE account_id = $1) dv, \
+               (SELECT count(*) AS webhooks FROM webhooks WHERE account_id = $1) wh, \
+               ({listed}) ms, ({held}) mh",
+            listed = stored_messages("count(*) AS listed") + " AND NOT m.held",
+            held = stored_messages("count(*) AS held") + " AND m.held",
+        ))
+        .bind::<Text, _>(account.as_str())
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .bind::<Text, _>(RECEIVED_COUNTER)
+        .bind::<Timestamptz, _>(windows.received_start.as_datetime())
+        .bind::<Text, _>(OBJECT_READS_COUNTER)
+        .bind::<Timestamptz, _>(windows.hour_start.as_datetime())
+        .get_result(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(UsageCounts {
+            addresses: count(row.addresses),
+            assigned: count(row.assigned),
+            devices: count(row.devices),
+            agents: count(row.agents),
+            webhooks: count(row.webhooks),
+            messages_stored: count(row.messages_stored),
+            received: count(row.received),
+            object_reads: count(row.object_reads),
+        })
+    }
+
+    async fn overview_counts(
+        &self,
+        account: &AccountId,
+        now: Timestamp,
+    ) -> Result<OverviewCounts, StoreError> {
+        let mut conn = self.conn().await?;
+        let row: OverviewRow = diesel::sql_query(format!(
+            "SELECT ad.addresses, ad.assigned, \
+               dv.devices_online, dv.devices_offline, dv.devices_disabled, dv.agents, \
+               ms.listed + mh.held AS messages_stored, ms.unread AS messages_unread, mh.held AS messages_held, \
+               wh.webhooks_active, wh.webhooks_failing, wh.webhooks_disabled \
+             FROM (SELECT count(*) AS addresses, count(worker_id) AS assigned FROM addresses WHERE account_id = $1) ad, \
+               (SELECT count(*) FILTER (WHERE kind = 'device' AND NOT disabled AND connected) AS devices_online, \
+                       count(*) FILTER (WHERE kind = 'device' AND NOT disabled AND NOT connected) AS devices_offline, \
+                       count(*) FILTER (WHERE kind = 'device' AND disabled) AS devices_disabled, \
+                       count(*) FILTER (WHERE kind = 'agent') AS agents \
+                  FROM devices WHERE account_id = $1) dv, \
+               (SELECT count(*) FILTER (WHERE active AND failing_since IS NULL) AS webhooks_active, \
+                       count(*) FILTER (WHERE active AND failing_since IS NOT NULL) AS webhooks_failing, \
+                       count(*) FILTER (WHERE NOT active) AS webhooks_disabled \
+                  FROM webhooks WHERE account_id = $1) wh, \
+               ({listed}) ms, ({held}) mh",
+            listed = stored_messages("count(*) AS listed, count(*) FILTER (WHERE NOT m.read) AS unread")
+                + " AND NOT m.held",
+            held = stored_messages("count(*) AS held") + " AND m.held",
+        ))
+        .bind::<Text, _>(account.as_str())
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .get_result(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(OverviewCounts {
+            addresses: count(row.addresses),
+            assigned: count(row.assigned),
+            devices_online: count(row.devices_online),
+            devices_offline: count(row.devices_offline),
+            devices_disabled: count(row.devices_disabled),
+            agents: count(row.agents),
+            messages_stored: count(row.messages_stored),
+            messages_unread: count(row.messages_unread),
+            messages_held: count(row.messages_held),
+            webhooks_active: count(row.webhooks_active),
+            webhooks_failing: count(row.webhooks_failing),
+            webhooks_disabled: count(row.webhooks_disabled),
+        })
+    }
+
+    async fn holdings(&self, account: &AccountId) -> Result<Holdings, StoreError> {
+        let mut conn = self.conn().await?;
+        holdings(&mut conn, account).await.map_err(db_error)
+    }
+
+    async fn set_plan(&self, change: PlanChange) -> Result<PlanChangeOutcome, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            // The lock address creation and device claims take: nothing is
+            // added while the change is checked and written.
+            let plan: Option<String> = accounts::table
+                .find(change.account.as_str())
+                .select(accounts::plan_id)
+                .for_update()
+                .first(conn)
+                .await
+                .optional()?;
+            let Some(plan) = plan else {
+                return Ok(PlanChangeOutcome::NotFound);
+            };
+            let held = holdings(conn, &change.account).await?;
+            let fits = held.addresses <= u64::from(change.max_addresses)
+                && change
+                    .max_paired
+                    .is_none_or(|max| held.paired <= u64::from(max));
+            if plan != change.from.as_str() || !fits {
+                return Ok(PlanChangeOutcome::Stale);
+            }
+            diesel::update(accounts::table.find(change.account.as_str()))
+                .set(accounts::plan_id.eq(change.to.as_str()))
+                .execute(conn)
+                .await?;
+            write_records(conn, &change.records).await?;
+            Ok::<_, diesel::result::Error>(PlanChangeOutcome::Changed)
+        })
+        .await
+        .map_err(db_error)
+    }
+}
+
+async fn holdings(
+    conn: &mut diesel_async::AsyncPgConnection,
+    account: &AccountId,
+) -> Result<Holdings, diesel::result::Error> {
+    let addresses: i64 = addresses::table
+        .filter(addresses::account_id.eq(account.as_str()))
+        .count()
+        .get_result(conn)
+        .await?;
+    let paired: i64 = devices::table
+        .filter(devices::account_id.eq(account.as_str()))
+        .count()
+        .get_result(conn)
+        .await?;
+    Ok(Holdings {
+        addresses: count(addresses),
+        paired: count(paired),
+    })
+}

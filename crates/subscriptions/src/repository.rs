@@ -1,0 +1,60 @@
+use async_trait::async_trait;
+use sealpost_activity::Records;
+use sealpost_kernel::{AccountId, PlanId, StoreError, Timestamp};
+
+use crate::{Holdings, OverviewCounts, UsageCounts, UsageWindows};
+
+/// The account facts every computation here starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Subscriber {
+    pub plan: PlanId,
+    /// Start of the first 30-day received-mail window.
+    pub created_at: Timestamp,
+}
+
+/// A guarded plan change, written in one transaction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanChange {
+    pub account: AccountId,
+    /// The plan the decision was made on.
+    pub from: PlanId,
+    pub to: PlanId,
+    /// The target plan's address limit.
+    pub max_addresses: u32,
+    /// The target plan's device limit (devices and agents together); `None` is unlimited.
+    pub max_paired: Option<u32>,
+    /// `subscription.updated`.
+    pub records: Records,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanChangeOutcome {
+    Changed,
+    NotFound,
+    /// The plan changed, or the holdings no longer fit, since the decision: decide again.
+    Stale,
+}
+
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait SubscriptionRepository: Send + Sync {
+    async fn subscriber(&self, account: &AccountId) -> Result<Option<Subscriber>, StoreError>;
+    /// Counts and counters for `GET /usage`, in `windows`; messages are those
+    /// still inside their address's retention at `now`. Increments nothing.
+    async fn usage_counts(
+        &self,
+        account: &AccountId,
+        windows: UsageWindows,
+        now: Timestamp,
+    ) -> Result<UsageCounts, StoreError>;
+    async fn overview_counts(
+        &self,
+        account: &AccountId,
+        now: Timestamp,
+    ) -> Result<OverviewCounts, StoreError>;
+    /// What a plan change must fit.
+    async fn holdings(&self, account: &AccountId) -> Result<Holdings, StoreError>;
+    /// With the account row locked: changes the plan and writes the records,
+    /// provided the plan is still `from` and the holdings fit the limits.
+    async fn set_plan(&self, change: PlanChange) -> Result<PlanChangeOutcome, StoreError>;
+}
