@@ -7,40 +7,19 @@
 )]
 
 use chrono::TimeDelta;
+use sealpost_client::Client;
 use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
 use sealpost_client::types::{
     CreateInboxRequest, InboxStatus, PageParams, PairingState, Platform, UpdateInboxRequest,
     UpdateWorkerRequest, WorkerKind, WorkerStatus,
 };
-use sealpost_client::{Client, ClientError};
 use sealpost_kernel::{InboxId, PlanId, WorkerId};
-use sealpost_seal::{AccountKeys, PublicKey, RecoveryPhrase, StaticSecret, random_bytes};
+use sealpost_seal::{AccountKeys, PublicKey, StaticSecret, random_bytes};
 use sealpost_testkit::TestApp;
 
-fn assert_api(result: Result<impl std::fmt::Debug, ClientError>, status: u16, code: &str) {
-    match result {
-        Err(err @ ClientError::Api { .. }) => {
-            assert_eq!((err.status(), err.code()), (Some(status), code), "{err:?}");
-        }
-        other => panic!("expected {status} {code}, got {other:?}"),
-    }
-}
+mod support;
 
-/// A registered account: its keys and a client holding its session.
-struct Operator {
-    keys: AccountKeys,
-    client: Client,
-}
-
-async fn operator(app: &TestApp) -> Operator {
-    let keys = RecoveryPhrase::generate().keys();
-    let anonymous = Client::new(&app.base_url).unwrap();
-    let token = anonymous.register(&keys).await.unwrap().token;
-    Operator {
-        keys,
-        client: anonymous.with_token(token),
-    }
-}
+use support::{Operator, assert_api, operator};
 
 /// Moves an account to another plan directly in the database (billing is
 /// not what these tests are about).

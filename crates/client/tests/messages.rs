@@ -10,37 +10,16 @@
 use std::time::{Duration, Instant};
 
 use data_encoding::BASE64_MIME;
+use sealpost_client::Client;
 use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
 use sealpost_client::types::{CreateInboxRequest, PageParams, Platform};
-use sealpost_client::{Client, ClientError};
 use sealpost_kernel::{InboxId, MessageId, WorkerId};
-use sealpost_seal::{AccountKeys, PublicKey, RecoveryPhrase, StaticSecret, random_bytes};
+use sealpost_seal::{PublicKey, StaticSecret, random_bytes};
 use sealpost_testkit::TestApp;
 
-fn assert_api(result: Result<impl std::fmt::Debug, ClientError>, status: u16, code: &str) {
-    match result {
-        Err(err @ ClientError::Api { .. }) => {
-            assert_eq!((err.status(), err.code()), (Some(status), code), "{err:?}");
-        }
-        other => panic!("expected {status} {code}, got {other:?}"),
-    }
-}
+mod support;
 
-/// A registered account: its keys and a client holding its session.
-struct Operator {
-    keys: AccountKeys,
-    client: Client,
-}
-
-async fn operator(app: &TestApp) -> Operator {
-    let keys = RecoveryPhrase::generate().keys();
-    let anonymous = Client::new(&app.base_url).unwrap();
-    let token = anonymous.register(&keys).await.unwrap().token;
-    Operator {
-        keys,
-        client: anonymous.with_token(token),
-    }
-}
+use support::{Operator, assert_api, operator};
 
 /// Creates an address on `mail.localhost`, with its public key unless
 /// `keyless`.
