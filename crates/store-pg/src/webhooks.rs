@@ -26,6 +26,9 @@ use crate::{PgStore, db_error};
 const WEBHOOK_ID_KIND: &str = "webhook";
 /// Attempts in flight per endpoint across all senders.
 const PER_ENDPOINT_IN_FLIGHT: i64 = 8;
+/// Due deliveries a claim looks at (oldest first): keeps each claim cheap
+/// however long the queue is.
+const CLAIM_WINDOW: i64 = 2_000;
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = webhooks, check_for_backend(diesel::pg::Pg))]
@@ -486,14 +489,18 @@ impl WebhookRepository for PgStore {
         let rows: Vec<DeliveryRow> = diesel::sql_query(
             "WITH in_flight AS ( \
                SELECT webhook_id, count(*) AS n FROM webhook_deliveries \
-               WHERE status = 'pending' AND lease_until > $1 GROUP BY webhook_id), \
+               WHERE lease_until IS NOT NULL AND lease_until > $1 AND status = 'pending' \
+               GROUP BY webhook_id), \
+             candidates AS ( \
+               SELECT id, webhook_id, next_attempt_at FROM webhook_deliveries \
+               WHERE status = 'pending' AND next_attempt_at <= $1 \
+                 AND (lease_until IS NULL OR lease_until <= $1) \
+               ORDER BY next_attempt_at LIMIT $5), \
              due AS ( \
-               SELECT d.id, d.next_attempt_at, \
-                      row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) \
+               SELECT c.id, c.next_attempt_at, \
+                      row_number() OVER (PARTITION BY c.webhook_id ORDER BY c.next_attempt_at, c.id) \
                         + coalesce(f.n, 0) AS slot \
-               FROM webhook_deliveries d LEFT JOIN in_flight f ON f.webhook_id = d.webhook_id \
-               WHERE d.status = 'pending' AND d.next_attempt_at <= $1 \
-                 AND (d.lease_until IS NULL OR d.lease_until <= $1)) \
+               FROM candidates c LEFT JOIN in_flight f ON f.webhook_id = c.webhook_id) \
              UPDATE webhook_deliveries SET lease_until = $2 \
              WHERE id IN (SELECT id FROM due WHERE slot <= $4 ORDER BY next_attempt_at LIMIT $3) \
                AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $1) \
@@ -504,25 +511,39 @@ impl WebhookRepository for PgStore {
         .bind::<Timestamptz, _>(lease_until.as_datetime())
         .bind::<BigInt, _>(limit)
         .bind::<BigInt, _>(PER_ENDPOINT_IN_FLIGHT)
+        .bind::<BigInt, _>(CLAIM_WINDOW)
         .load(&mut conn)
         .await
         .map_err(db_error)?;
         let mut due = Vec::with_capacity(rows.len());
+        // One endpoint read per endpoint, not per delivery.
+        let mut endpoints: HashMap<String, Option<(Endpoint, PlanId)>> = HashMap::new();
         for row in rows {
             let delivery = row.into_delivery()?;
-            let endpoint: Option<(EndpointRow, String)> = webhooks::table
-                .inner_join(accounts::table)
-                .filter(webhooks::id.eq(delivery.webhook_id.as_str()))
-                .select((EndpointRow::as_select(), accounts::plan_id))
-                .first(&mut conn)
-                .await
-                .optional()
-                .map_err(db_error)?;
-            if let Some((endpoint, plan)) = endpoint {
+            let key = delivery.webhook_id.to_string();
+            if !endpoints.contains_key(&key) {
+                let found: Option<(EndpointRow, String)> = webhooks::table
+                    .inner_join(accounts::table)
+                    .filter(webhooks::id.eq(&key))
+                    .select((EndpointRow::as_select(), accounts::plan_id))
+                    .first(&mut conn)
+                    .await
+                    .optional()
+                    .map_err(db_error)?;
+                let loaded = match found {
+                    Some((endpoint, plan)) => Some((
+                        endpoint.into_endpoint()?,
+                        plan.parse().map_err(StoreError::failed)?,
+                    )),
+                    None => None,
+                };
+                endpoints.insert(key.clone(), loaded);
+            }
+            if let Some(Some((endpoint, plan))) = endpoints.get(&key) {
                 due.push(DueDelivery {
                     delivery,
-                    endpoint: endpoint.into_endpoint()?,
-                    plan: plan.parse().map_err(StoreError::failed)?,
+                    endpoint: endpoint.clone(),
+                    plan: *plan,
                 });
             }
         }
