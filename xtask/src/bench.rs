@@ -183,9 +183,13 @@ pub fn smtp(runtime: &Runtime) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn pid_alive(pid: &str) -> bool {
-    pid.parse::<u32>()
-        .is_ok_and(|pid| Path::new("/proc").join(pid.to_string()).exists())
+/// Whether `<pid>`, the suffix of a name this command made, is a dead
+/// process. Anything else (another tool's name sharing the prefix, a live
+/// run) is not ours to remove.
+fn leftover_of_dead_run(pid: &str) -> bool {
+    !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && !Path::new("/proc").join(pid).exists()
 }
 
 /// `target/bench/blobs-<pid>` of earlier runs that did not finish.
@@ -195,7 +199,7 @@ fn remove_leftover_blob_dirs(bench_dir: &Path) {
         let leftover = name
             .to_str()
             .and_then(|name| name.strip_prefix("blobs-"))
-            .is_some_and(|pid| !pid_alive(pid));
+            .is_some_and(leftover_of_dead_run);
         if leftover {
             let _ = fs::remove_dir_all(entry.path());
         }
@@ -782,8 +786,7 @@ async fn drop_leftover_databases(server: &str) {
         return;
     };
     let Ok(names) = diesel::sql_query(format!(
-        "SELECT datname FROM pg_database WHERE datname LIKE '{}%'",
-        BENCH_DB_PREFIX.replace('_', r"\_")
+        "SELECT datname FROM pg_database WHERE datname ~ '^{BENCH_DB_PREFIX}[0-9]+$'"
     ))
     .load::<Name>(&mut conn)
     .await
@@ -791,8 +794,10 @@ async fn drop_leftover_databases(server: &str) {
         return;
     };
     for Name { datname } in names {
-        let alive = datname.strip_prefix(BENCH_DB_PREFIX).is_some_and(pid_alive);
-        if !alive {
+        if datname
+            .strip_prefix(BENCH_DB_PREFIX)
+            .is_some_and(leftover_of_dead_run)
+        {
             let _ = diesel::sql_query(format!(
                 "DROP DATABASE IF EXISTS {} WITH (FORCE)",
                 postgres::quote_ident(&datname)
@@ -937,6 +942,17 @@ mod tests {
         assert_eq!(payload.len(), 4096, "line ends included");
         assert!(payload.lines().all(|line| line.len() <= 78));
         assert!(!payload.lines().any(|line| line.starts_with('.')));
+    }
+
+    #[test]
+    fn only_our_own_dead_runs_are_cleaned_up() {
+        assert!(leftover_of_dead_run("4000000000"));
+        assert!(!leftover_of_dead_run(&std::process::id().to_string()));
+        assert!(
+            !leftover_of_dead_run("webhooks_4000000000"),
+            "another tool's"
+        );
+        assert!(!leftover_of_dead_run(""));
     }
 
     #[test]

@@ -47,6 +47,8 @@ pub struct Running {
     server: actix_web::dev::ServerHandle,
     serving: JoinHandle<std::io::Result<()>>,
     jobs: Vec<JoinHandle<()>>,
+    /// Kept alive while serving; dropping it releases the lock.
+    _instance_lock: sealpost_store_pg::InstanceLock,
 }
 
 impl Running {
@@ -94,6 +96,18 @@ pub async fn start(
             .with_context(|| format!("opening SEALPOST_BLOB_DIR {}", config.blob_dir.display()))?,
     );
     let notifier = MailNotifier::start(config.database_url.clone());
+    // `POST /messages` writes blobs too: hold this process's instance lock
+    // so other processes' recovery leaves its deliveries in flight alone.
+    let ingest = Ingest::new(
+        Arc::new(store.clone()),
+        blobs.clone(),
+        clock.clone(),
+        config.domains.clone(),
+    );
+    let instance_lock = store
+        .hold_instance_lock(ingest.instance())
+        .await
+        .context("taking the ingest instance lock")?;
     let state = AppState {
         accounts: Accounts::new(Arc::new(store.clone()), clock.clone()),
         devices: Devices::new(Arc::new(store.clone()), clock.clone()),
@@ -104,12 +118,7 @@ pub async fn start(
         ),
         activity: ActivityLog::new(Arc::new(store.clone()), clock.clone()),
         mailbox: Mailbox::new(Arc::new(store.clone()), blobs.clone(), clock.clone()),
-        ingest: Ingest::new(
-            Arc::new(store.clone()),
-            blobs.clone(),
-            clock.clone(),
-            config.domains.clone(),
-        ),
+        ingest,
         new_mail: notifier.sender(),
         webhooks: Webhooks::new(Arc::new(store.clone()), clock.clone()),
         subscriptions: Subscriptions::new(Arc::new(store.clone()), clock.clone()),
@@ -138,6 +147,7 @@ pub async fn start(
         server: handle,
         serving,
         jobs,
+        _instance_lock: instance_lock,
     })
 }
 

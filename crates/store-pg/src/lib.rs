@@ -25,6 +25,7 @@ use sealpost_kernel::StoreError;
 pub use database::{
     MigrateError, create_database_if_missing, migrate, quote_ident, split_database_url,
 };
+pub use messages::InstanceLock;
 pub use notify::MailNotifier;
 
 /// How long a request waits for a pooled connection before the store reports
