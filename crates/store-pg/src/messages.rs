@@ -67,6 +67,27 @@ type RecipientColumns = (
     Option<DateTime<Utc>>,
 );
 
+/// What RCPT and `POST /messages` read about an address, in `RecipientColumns` order.
+const RECIPIENT_COLUMNS: (
+    addresses::id,
+    addresses::account_id,
+    accounts::plan_id,
+    accounts::created_at,
+    addresses::domain,
+    addresses::public_key,
+    addresses::key_epoch,
+    addresses::paused_at,
+) = (
+    addresses::id,
+    addresses::account_id,
+    accounts::plan_id,
+    accounts::created_at,
+    addresses::domain,
+    addresses::public_key,
+    addresses::key_epoch,
+    addresses::paused_at,
+);
+
 fn into_recipient(row: RecipientColumns) -> Result<RecipientRecord, StoreError> {
     let (inbox, account, plan, created, domain, public_key, key_epoch, paused_at) = row;
     Ok(RecipientRecord {
@@ -202,16 +223,7 @@ impl MessageRepository for PgStore {
         addresses::table
             .inner_join(accounts::table)
             .filter(addresses::email_address.eq(email_address))
-            .select((
-                addresses::id,
-                addresses::account_id,
-                accounts::plan_id,
-                accounts::created_at,
-                addresses::domain,
-                addresses::public_key,
-                addresses::key_epoch,
-                addresses::paused_at,
-            ))
+            .select(RECIPIENT_COLUMNS)
             .first::<RecipientColumns>(&mut conn)
             .await
             .optional()
@@ -230,16 +242,7 @@ impl MessageRepository for PgStore {
             .inner_join(accounts::table)
             .filter(addresses::id.eq(inbox.as_str()))
             .filter(addresses::account_id.eq(account.as_str()))
-            .select((
-                addresses::id,
-                addresses::account_id,
-                accounts::plan_id,
-                accounts::created_at,
-                addresses::domain,
-                addresses::public_key,
-                addresses::key_epoch,
-                addresses::paused_at,
-            ))
+            .select(RECIPIENT_COLUMNS)
             .first::<RecipientColumns>(&mut conn)
             .await
             .optional()
