@@ -14,6 +14,8 @@ use anyhow::Context;
 use sealpost_accounts::Accounts;
 use sealpost_activity::ActivityLog;
 use sealpost_addresses::Addresses;
+use sealpost_billing::{Billing, PaymentProvider, ProviderId, SandboxProvider};
+use sealpost_billing_providers::{BtcpayConfig, BtcpayProvider, StripeConfig, StripeProvider};
 use sealpost_blobs_fs::FsBlobStore;
 use sealpost_config::Config;
 use sealpost_http_api::rate_limit::EdgeLimiter;
@@ -122,6 +124,7 @@ pub async fn start(
         new_mail: notifier.sender(),
         webhooks: Webhooks::new(Arc::new(store.clone()), clock.clone()),
         subscriptions: Subscriptions::new(Arc::new(store.clone()), clock.clone()),
+        billing: billing(&store, config, &clock)?,
         service_domains: config.domains.clone(),
         health: Arc::new(PgHealth(store.clone())),
         limiter: limiter.clone(),
@@ -151,9 +154,58 @@ pub async fn start(
     })
 }
 
+/// Billing with the providers `config` enables: those with keys (the
+/// sandbox when `SEALPOST_BILLING_SANDBOX` is on), less `SEALPOST_BILLING_DISABLED`.
+pub fn billing(
+    store: &PgStore,
+    config: &Config,
+    clock: &Arc<dyn Clock>,
+) -> anyhow::Result<Billing> {
+    Ok(Billing::new(
+        Arc::new(store.clone()),
+        Arc::new(store.clone()),
+        payment_providers(config)?,
+        clock.clone(),
+    ))
+}
+
+fn payment_providers(config: &Config) -> anyhow::Result<Vec<Arc<dyn PaymentProvider>>> {
+    // Where a provider sends the payer back: a page of ours that says so.
+    let back = format!("{}/billing/return", config.public_url);
+    let mut providers: Vec<Arc<dyn PaymentProvider>> = Vec::new();
+    if let Some(keys) = &config.stripe {
+        let stripe = StripeProvider::new(StripeConfig {
+            api_base: keys.api_url.clone(),
+            ..StripeConfig::new(&keys.secret_key, &keys.webhook_secret, &back, &back)
+        })
+        .context("configuring the Stripe provider")?;
+        providers.push(Arc::new(stripe));
+    }
+    if let Some(keys) = &config.btcpay {
+        let btcpay = BtcpayProvider::new(BtcpayConfig {
+            server_url: keys.server_url.clone(),
+            api_key: keys.api_key.clone(),
+            store_id: keys.store_id.clone(),
+            webhook_secret: keys.webhook_secret.clone(),
+            redirect_url: back.clone(),
+        })
+        .context("configuring the BTCPay provider")?;
+        providers.push(Arc::new(btcpay));
+    }
+    if config.billing_sandbox {
+        providers.push(Arc::new(SandboxProvider::new(&config.public_url)));
+    }
+    providers.retain(|provider| {
+        let id: ProviderId = provider.id();
+        !config.billing_disabled.iter().any(|off| off == id.as_str())
+    });
+    Ok(providers)
+}
+
 /// The hourly housekeeping every domain asks for.
 pub struct Sweeps {
     accounts: Accounts,
+    billing: Billing,
     devices: Devices,
     activity: ActivityLog,
     mailbox: Mailbox,
@@ -164,6 +216,13 @@ impl Sweeps {
     pub fn new(store: &PgStore, blobs: &Arc<dyn BlobStore>, clock: &Arc<dyn Clock>) -> Self {
         Self {
             accounts: Accounts::new(Arc::new(store.clone()), clock.clone()),
+            // Lapses need no provider.
+            billing: Billing::new(
+                Arc::new(store.clone()),
+                Arc::new(store.clone()),
+                Vec::new(),
+                clock.clone(),
+            ),
             devices: Devices::new(Arc::new(store.clone()), clock.clone()),
             activity: ActivityLog::new(Arc::new(store.clone()), clock.clone()),
             mailbox: Mailbox::new(Arc::new(store.clone()), blobs.clone(), clock.clone()),
@@ -181,6 +240,10 @@ impl Sweeps {
         match self.accounts.sweep().await {
             Ok(removed) => tracing::info!(removed, "swept expired challenges and sessions"),
             Err(error) => tracing::warn!(%error, "session sweep failed"),
+        }
+        match self.billing.sweep().await {
+            Ok(paused) => tracing::info!(paused, "paused accounts whose paid period lapsed"),
+            Err(error) => tracing::warn!(%error, "billing lapse sweep failed"),
         }
         match self.devices.sweep().await {
             Ok(disconnected) => tracing::info!(disconnected, "swept devices and pairing sessions"),

@@ -55,6 +55,50 @@ pub enum Command {
     /// attachments (as the operator with the recovery phrase, or as this
     /// machine's paired device).
     Mail(MailArgs),
+    /// The plans, the account's plan, and moving to a cheaper one.
+    #[command(subcommand)]
+    Plan(PlanCommand),
+    /// What the account has used of its plan, as a table.
+    Usage,
+    /// Pay for a plan: providers, checkout, payments.
+    #[command(subcommand)]
+    Billing(BillingCommand),
+}
+
+/// Plans and the account's subscription.
+#[derive(Debug, Subcommand)]
+pub enum PlanCommand {
+    /// Every plan with its price and limits.
+    List,
+    /// The account's plan, when its paid period ends, and any pause after a
+    /// missed payment.
+    Show,
+    /// Move to a plan priced the same or lower (a dearer one goes through
+    /// `sealpost billing checkout`).
+    Change {
+        /// free, operator, scale or fleet.
+        plan: String,
+    },
+}
+
+/// Paying for a plan.
+#[derive(Debug, Subcommand)]
+pub enum BillingCommand {
+    /// The payment providers this service takes.
+    Providers,
+    /// Start paying for one 30-day period of PLAN; prints the checkout url.
+    Checkout {
+        /// operator, scale or fleet.
+        plan: String,
+        /// stripe (card), btcpay (crypto), or sandbox (development).
+        #[arg(long)]
+        provider: String,
+    },
+    /// Show a payment and its status.
+    Payment {
+        /// The payment id (pay_...).
+        id: String,
+    },
 }
 
 /// The stored credential a command works with; a 401 means it has ended,
@@ -74,8 +118,18 @@ pub enum StoredCredential {
 impl Command {
     pub fn stored_credential(&self) -> StoredCredential {
         match self {
-            Self::Whoami | Self::Sessions(_) | Self::Logout | Self::Device(_) | Self::Inbox(_) => {
+            Self::Whoami
+            | Self::Sessions(_)
+            | Self::Logout
+            | Self::Device(_)
+            | Self::Inbox(_)
+            | Self::Usage
+            | Self::Plan(PlanCommand::Show | PlanCommand::Change { .. })
+            | Self::Billing(BillingCommand::Checkout { .. } | BillingCommand::Payment { .. }) => {
                 StoredCredential::Session
+            }
+            Self::Plan(PlanCommand::List) | Self::Billing(BillingCommand::Providers) => {
+                StoredCredential::None
             }
             Self::Agent(AgentCommand::Status | AgentCommand::Keys) => StoredCredential::Device,
             Self::Mail(MailArgs { device: true, .. }) => StoredCredential::Device,

@@ -950,3 +950,85 @@ async fn a_paired_device_reads_the_mail_of_its_address_without_the_phrase() {
     assert!(err.contains("agent pair --force"), "{err}");
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plans_usage_and_a_sandbox_upgrade_from_the_command_line() {
+    let app = TestApp::spawn().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let cli = Cli::new(&app, &tmp.path().join("laptop"));
+
+    // The plan table needs no account.
+    let plans = cli.ok(&["plan", "list"]).await;
+    let scale = plans
+        .lines()
+        .find(|line| line.starts_with("scale"))
+        .unwrap();
+    assert!(
+        scale.contains("$49.00") && scale.contains("1000"),
+        "{plans}"
+    );
+    assert!(plans.contains("by contract"), "{plans}");
+    assert!(cli.ok(&["billing", "providers"]).await.contains("sandbox"));
+
+    cli.ok(&["init"]).await;
+    let usage = cli.ok(&["usage"]).await;
+    assert!(usage.contains("Plan: Free (free)"), "{usage}");
+    let addresses = usage.lines().find(|l| l.starts_with("addresses")).unwrap();
+    assert_eq!(
+        addresses.split_whitespace().take(3).collect::<Vec<_>>(),
+        ["addresses", "0", "3"],
+        "{usage}"
+    );
+    let webhooks = usage.lines().find(|l| l.starts_with("webhooks")).unwrap();
+    assert!(webhooks.contains("not on plan"), "{usage}");
+
+    // An upgrade needs payment; the error says where to go.
+    let refused = cli.fails(&["plan", "change", "scale"]).await;
+    assert!(refused.contains("checkout"), "{refused}");
+
+    let run = cli
+        .run(&["billing", "checkout", "scale", "--provider", "sandbox"])
+        .await;
+    assert!(run.ok, "{}", run.stderr);
+    let url = run.stdout.trim().to_owned();
+    assert!(
+        url.starts_with(&format!("{}/billing/sandbox/pay_", app.base_url)),
+        "{url}"
+    );
+    let payment_id = url.rsplit('/').next().unwrap().to_owned();
+    assert!(
+        cli.ok(&["billing", "payment", &payment_id])
+            .await
+            .contains("pending")
+    );
+
+    // Pay on the sandbox page, as a person would.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let paid = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("outcome=paid")
+        .send()
+        .await
+        .unwrap();
+    assert!(paid.status().is_success());
+    assert!(
+        cli.ok(&["billing", "payment", &payment_id])
+            .await
+            .contains("Status:   paid")
+    );
+    let shown = cli.ok(&["plan", "show"]).await;
+    assert!(shown.contains("Plan: Scale (scale)"), "{shown}");
+    assert!(
+        shown.contains("Paid until: 2026-12-22T12:00:00.000Z"),
+        "{shown}"
+    );
+    let usage = cli.ok(&["usage"]).await;
+    let addresses = usage.lines().find(|l| l.starts_with("addresses")).unwrap();
+    assert!(addresses.contains(" 1000 "), "{usage}");
+
+    // And back down, which fits.
+    let moved = cli.ok(&["plan", "change", "free"]).await;
+    assert!(moved.contains("Plan: Free (free)"), "{moved}");
+    app.stop().await;
+}

@@ -325,6 +325,25 @@ impl Records {
         );
     }
 
+    /// Mail held while its address was paused, released after a payment:
+    /// event `message.received` at release time (SPEC.md Events). No activity
+    /// entry: which kind (`mail.received` or `message.received`) depends on
+    /// how the mail arrived, which a held message does not record.
+    pub fn held_mail_released(
+        &mut self,
+        account: &AccountId,
+        inbox: &InboxId,
+        message: &MessageId,
+        at: Timestamp,
+    ) {
+        self.event(
+            account,
+            EventType::MessageReceived,
+            json!({ "messageId": message, "inboxId": inbox }),
+            at,
+        );
+    }
+
     /// The account moved to `plan`: activity and event `subscription.updated`.
     pub fn subscription_updated(&mut self, account: &AccountId, plan: PlanId, at: Timestamp) {
         self.activity(account, ActivityKind::SubscriptionUpdated, None, None, at);

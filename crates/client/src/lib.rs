@@ -20,6 +20,7 @@
 //! registration sends only the account id, the auth verifier and the auth
 //! public key, and sign-in answers the service's challenge with a proof.
 
+pub mod billing;
 mod error;
 pub mod sealing;
 pub mod types;

@@ -27,6 +27,54 @@ pub struct Config {
     pub webhook_resolve: Option<String>,
     /// A PEM file of extra trusted roots for webhook delivery (tests).
     pub webhook_ca_file: Option<PathBuf>,
+    /// Where people reach the service (`SEALPOST_PUBLIC_URL`, default
+    /// `http://<SEALPOST_HTTP_ADDR>`): the sandbox checkout page and the
+    /// providers' return pages are under it.
+    pub public_url: String,
+    /// Providers an operator switched off (`SEALPOST_BILLING_DISABLED`,
+    /// comma list of `stripe`, `btcpay`, `sandbox`).
+    pub billing_disabled: Vec<String>,
+    /// The card provider, enabled when its keys are set.
+    pub stripe: Option<StripeKeys>,
+    /// The crypto provider, enabled when its keys are set.
+    pub btcpay: Option<BtcpayKeys>,
+}
+
+/// `SEALPOST_STRIPE_SECRET_KEY` and `SEALPOST_STRIPE_WEBHOOK_SECRET` (both or
+/// neither); `SEALPOST_STRIPE_API_URL` only to point at a test double.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StripeKeys {
+    pub secret_key: String,
+    pub webhook_secret: String,
+    pub api_url: String,
+}
+
+/// `SEALPOST_BTCPAY_URL`, `SEALPOST_BTCPAY_API_KEY`, `SEALPOST_BTCPAY_STORE_ID`
+/// and `SEALPOST_BTCPAY_WEBHOOK_SECRET` (all or none).
+#[derive(Clone, PartialEq, Eq)]
+pub struct BtcpayKeys {
+    pub server_url: String,
+    pub api_key: String,
+    pub store_id: String,
+    pub webhook_secret: String,
+}
+
+// Keys never reach a log line through `{:?}`.
+impl std::fmt::Debug for StripeKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StripeKeys")
+            .field("api_url", &self.api_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for BtcpayKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BtcpayKeys")
+            .field("server_url", &self.server_url)
+            .field("store_id", &self.store_id)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -67,13 +115,67 @@ impl Config {
                 }
             },
         };
+        let http_addr = get("SEALPOST_HTTP_ADDR")
+            .unwrap_or("127.0.0.1:8080")
+            .to_owned();
+        let stripe = all_or_none(
+            &get,
+            &[
+                "SEALPOST_STRIPE_SECRET_KEY",
+                "SEALPOST_STRIPE_WEBHOOK_SECRET",
+            ],
+        )?
+        .map(|[secret_key, webhook_secret]| StripeKeys {
+            secret_key,
+            webhook_secret,
+            api_url: get("SEALPOST_STRIPE_API_URL")
+                .unwrap_or("https://api.stripe.com")
+                .trim_end_matches('/')
+                .to_owned(),
+        });
+        let btcpay = all_or_none(
+            &get,
+            &[
+                "SEALPOST_BTCPAY_URL",
+                "SEALPOST_BTCPAY_API_KEY",
+                "SEALPOST_BTCPAY_STORE_ID",
+                "SEALPOST_BTCPAY_WEBHOOK_SECRET",
+            ],
+        )?
+        .map(
+            |[server_url, api_key, store_id, webhook_secret]| BtcpayKeys {
+                server_url: server_url.trim_end_matches('/').to_owned(),
+                api_key,
+                store_id,
+                webhook_secret,
+            },
+        );
+        let billing_disabled: Vec<String> = get("SEALPOST_BILLING_DISABLED")
+            .unwrap_or("")
+            .split(',')
+            .map(|name| name.trim().to_ascii_lowercase())
+            .filter(|name| !name.is_empty())
+            .collect();
+        if let Some(unknown) = billing_disabled
+            .iter()
+            .find(|name| !matches!(name.as_str(), "stripe" | "btcpay" | "sandbox"))
+        {
+            return Err(ConfigError::Invalid {
+                name: "SEALPOST_BILLING_DISABLED",
+                reason: format!("unknown provider {unknown:?}; expected stripe, btcpay or sandbox"),
+            });
+        }
         Ok(Self {
+            public_url: get("SEALPOST_PUBLIC_URL")
+                .map(|url| url.trim_end_matches('/').to_owned())
+                .unwrap_or_else(|| format!("http://{http_addr}")),
+            billing_disabled,
+            stripe,
+            btcpay,
             database_url: get("DATABASE_URL")
                 .unwrap_or(DEFAULT_DATABASE_URL)
                 .to_owned(),
-            http_addr: get("SEALPOST_HTTP_ADDR")
-                .unwrap_or("127.0.0.1:8080")
-                .to_owned(),
+            http_addr,
             smtp_addr: get("SEALPOST_SMTP_ADDR")
                 .unwrap_or("127.0.0.1:2525")
                 .to_owned(),
@@ -104,6 +206,24 @@ pub fn init_tracing(config: &Config) {
     } else {
         builder.init();
     }
+}
+
+/// Reads a group of variables that only work together: all set, or none.
+fn all_or_none<'a, const N: usize>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+    names: &[&'static str; N],
+) -> Result<Option<[String; N]>, ConfigError> {
+    let values = names.map(|name| get(name).map(str::to_owned));
+    if values.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    if let Some(missing) = names.iter().zip(&values).find(|(_, v)| v.is_none()) {
+        return Err(ConfigError::Invalid {
+            name: missing.0,
+            reason: format!("needed together with {}", names.join(", ")),
+        });
+    }
+    Ok(Some(values.map(Option::unwrap_or_default)))
 }
 
 fn flag(value: Option<&str>, name: &'static str) -> Result<bool, ConfigError> {
@@ -137,6 +257,43 @@ mod tests {
         assert_eq!(config.edge_rate_per_minute, 600);
         assert!(!config.billing_sandbox);
         assert_eq!(config.support_key, None);
+    }
+
+    #[test]
+    fn payment_providers_are_enabled_by_their_keys_all_or_none() {
+        let config = Config::from_vars(&HashMap::new()).unwrap();
+        assert_eq!((config.stripe, config.btcpay), (None, None));
+        assert_eq!(config.public_url, "http://127.0.0.1:8080");
+
+        let config = Config::from_vars(&vars(&[
+            ("SEALPOST_STRIPE_SECRET_KEY", "sk_test_1"),
+            ("SEALPOST_STRIPE_WEBHOOK_SECRET", "whsec_1"),
+            ("SEALPOST_PUBLIC_URL", "https://sealpost.example/"),
+            ("SEALPOST_BILLING_DISABLED", "btcpay, Sandbox"),
+        ]))
+        .unwrap();
+        let stripe = config.stripe.unwrap();
+        assert_eq!(stripe.api_url, "https://api.stripe.com");
+        assert_eq!(stripe.secret_key, "sk_test_1");
+        assert!(
+            !format!("{stripe:?}").contains("sk_test_1"),
+            "keys stay out of logs"
+        );
+        assert_eq!(config.public_url, "https://sealpost.example");
+        assert_eq!(config.billing_disabled, vec!["btcpay", "sandbox"]);
+
+        let half = Config::from_vars(&vars(&[
+            ("SEALPOST_BTCPAY_URL", "https://pay.example"),
+            ("SEALPOST_BTCPAY_API_KEY", "k"),
+        ]));
+        assert!(matches!(
+            half,
+            Err(ConfigError::Invalid {
+                name: "SEALPOST_BTCPAY_STORE_ID",
+                ..
+            })
+        ));
+        assert!(Config::from_vars(&vars(&[("SEALPOST_BILLING_DISABLED", "paypal")])).is_err());
     }
 
     #[test]

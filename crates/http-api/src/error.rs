@@ -8,6 +8,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use sealpost_accounts::AccountError;
 use sealpost_addresses::AddressError;
+use sealpost_billing::{BillingError, CheckoutRefusal};
 use sealpost_kernel::page::PageError;
 use sealpost_kernel::{InvalidId, StoreError};
 use sealpost_messages::ingest::IngestError;
@@ -417,6 +418,25 @@ impl From<SubscriptionError> for ApiError {
             }
             SubscriptionError::NotFound => Self::not_found(),
             SubscriptionError::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<BillingError> for ApiError {
+    fn from(error: BillingError) -> Self {
+        match error {
+            BillingError::ProviderUnavailable { .. } => {
+                Self::new(ErrorCode::ProviderUnavailable, error.to_string())
+            }
+            BillingError::Refused(CheckoutRefusal::NotForSale(_)) => {
+                Self::invalid_field("planId", &error)
+            }
+            BillingError::Refused(CheckoutRefusal::DoesNotFit(change)) => {
+                SubscriptionError::Change(change).into()
+            }
+            BillingError::Notice(notice) => Self::invalid_field("signature", &notice),
+            BillingError::NotFound => Self::not_found(),
+            BillingError::Store(store) => store.into(),
         }
     }
 }

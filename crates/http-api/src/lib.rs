@@ -53,7 +53,9 @@ pub fn serve(
 }
 
 fn routes(config: &mut web::ServiceConfig) {
-    use routes::{accounts, activity, addresses, devices, health, messages, plans, webhooks};
+    use routes::{
+        accounts, activity, addresses, billing, devices, health, messages, plans, webhooks,
+    };
     config
         .service(health::healthz)
         .service(health::readyz)
@@ -80,6 +82,13 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(plans::overview)
         .service(plans::get_subscription)
         .service(plans::change_plan)
+        .service(billing::providers)
+        .service(billing::checkout)
+        .service(billing::get_payment)
+        .service(billing::notice)
+        .service(billing::sandbox_page)
+        .service(billing::sandbox_settle)
+        .service(billing::returned)
         // Fixed paths before `/workers/{id}` and `/inboxes/{id}`.
         .service(devices::open_pairing)
         .service(devices::poll_pairing)

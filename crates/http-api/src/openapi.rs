@@ -4,7 +4,9 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{accounts, activity, addresses, devices, health, messages, plans, webhooks};
+use crate::routes::{
+    accounts, activity, addresses, billing, devices, health, messages, plans, webhooks,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -27,6 +29,10 @@ use crate::routes::{accounts, activity, addresses, devices, health, messages, pl
         plans::overview,
         plans::get_subscription,
         plans::change_plan,
+        billing::providers,
+        billing::checkout,
+        billing::get_payment,
+        billing::notice,
         devices::open_pairing,
         devices::poll_pairing,
         devices::cancel_pairing,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use sealpost_accounts::Accounts;
 use sealpost_activity::ActivityLog;
 use sealpost_addresses::Addresses;
+use sealpost_billing::Billing;
 use sealpost_kernel::{Clock, StoreError};
 use sealpost_messages::ingest::Ingest;
 use sealpost_messages::mailbox::Mailbox;
@@ -31,6 +32,8 @@ pub struct AppState {
     pub webhooks: Webhooks,
     /// Usage, overview, subscription and plan changes.
     pub subscriptions: Subscriptions,
+    /// Providers, checkout, payments, notices.
+    pub billing: Billing,
     /// The service's own domains: webhook URLs may not point at them.
     pub service_domains: Vec<String>,
     /// Address ids with newly committed mail (PostgreSQL NOTIFY, fanned out).

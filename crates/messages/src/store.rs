@@ -67,6 +67,8 @@ pub struct PendingBlob {
 pub struct RecipientRecord {
     pub inbox: InboxId,
     pub account: AccountId,
+    /// The plan whose received-mail allowance applies: while a lapse is
+    /// unpaid, the lapsed plan's (SPEC.md Usage), else the account's.
     pub plan: PlanId,
     pub account_created_at: Timestamp,
     pub domain: String,

@@ -6,6 +6,7 @@
 mod accounts;
 mod activity;
 mod addresses;
+mod billing;
 mod database;
 mod devices;
 mod messages;

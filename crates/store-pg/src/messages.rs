@@ -60,6 +60,7 @@ type RecipientColumns = (
     String,
     String,
     String,
+    Option<String>,
     DateTime<Utc>,
     String,
     Option<Vec<u8>>,
@@ -72,6 +73,7 @@ const RECIPIENT_COLUMNS: (
     addresses::id,
     addresses::account_id,
     accounts::plan_id,
+    accounts::lapsed_plan_id,
     accounts::created_at,
     addresses::domain,
     addresses::public_key,
@@ -81,6 +83,7 @@ const RECIPIENT_COLUMNS: (
     addresses::id,
     addresses::account_id,
     accounts::plan_id,
+    accounts::lapsed_plan_id,
     accounts::created_at,
     addresses::domain,
     addresses::public_key,
@@ -89,11 +92,15 @@ const RECIPIENT_COLUMNS: (
 );
 
 fn into_recipient(row: RecipientColumns) -> Result<RecipientRecord, StoreError> {
-    let (inbox, account, plan, created, domain, public_key, key_epoch, paused_at) = row;
+    let (inbox, account, plan, lapsed_plan, created, domain, public_key, key_epoch, paused_at) =
+        row;
     Ok(RecipientRecord {
         inbox: InboxId::from_trusted(inbox),
         account: AccountId::from_trusted(account),
-        plan: plan.parse::<PlanId>().map_err(StoreError::failed)?,
+        plan: lapsed_plan
+            .unwrap_or(plan)
+            .parse::<PlanId>()
+            .map_err(StoreError::failed)?,
         account_created_at: created.into(),
         domain,
         public_key: public_key.map(bytes32).transpose()?,

@@ -8,6 +8,10 @@ diesel::table! {
         auth_public_key -> Bytea,
         auth_verifier_hash -> Bytea,
         created_at -> Timestamptz,
+        paid_until -> Nullable<Timestamptz>,
+        lapsed_plan_id -> Nullable<Text>,
+        paused_since -> Nullable<Timestamptz>,
+        pause_deletes_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -258,3 +262,22 @@ diesel::allow_tables_to_appear_in_same_query!(webhooks, webhook_deliveries);
 diesel::allow_tables_to_appear_in_same_query!(webhooks, events);
 diesel::joinable!(webhooks -> accounts (account_id));
 diesel::allow_tables_to_appear_in_same_query!(webhooks, accounts);
+
+diesel::table! {
+    payments (id) {
+        id -> Text,
+        account_id -> Text,
+        plan_id -> Text,
+        provider -> Text,
+        amount -> Int8,
+        currency -> Text,
+        status -> Text,
+        reference -> Text,
+        checkout_url -> Text,
+        created_at -> Timestamptz,
+        settled_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::joinable!(payments -> accounts (account_id));
+diesel::allow_tables_to_appear_in_same_query!(payments, accounts);

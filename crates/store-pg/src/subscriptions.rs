@@ -9,8 +9,8 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_kernel::{AccountId, PlanId, StoreError, Timestamp};
 use sealpost_messages::store::{OBJECT_READS_COUNTER, RECEIVED_COUNTER};
 use sealpost_subscriptions::{
-    Holdings, OverviewCounts, PlanChange, PlanChangeOutcome, Subscriber, SubscriptionRepository,
-    UsageCounts, UsageWindows,
+    Holdings, OverviewCounts, PauseState, PausedCounts, PlanChange, PlanChangeOutcome, Subscriber,
+    SubscriptionRepository, UsageCounts, UsageWindows,
 };
 
 use crate::messages::RETAINED;
@@ -70,6 +70,45 @@ struct OverviewRow {
     webhooks_disabled: i64,
 }
 
+type SubscriberRow = (
+    String,
+    DateTime<Utc>,
+    Option<DateTime<Utc>>,
+    Option<String>,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
+);
+
+fn plan_id(text: &str) -> Result<PlanId, StoreError> {
+    text.parse::<PlanId>().map_err(StoreError::failed)
+}
+
+fn into_subscriber(row: SubscriberRow) -> Result<Subscriber, StoreError> {
+    let (plan, created_at, paid_until, lapsed_plan, paused_since, deletes_at) = row;
+    let pause = match (paused_since, deletes_at) {
+        (Some(since), Some(deletes_at)) => Some(PauseState {
+            plan: lapsed_plan.as_deref().map(plan_id).transpose()?,
+            since: since.into(),
+            deletes_at: deletes_at.into(),
+        }),
+        _ => None,
+    };
+    Ok(Subscriber {
+        plan: plan_id(&plan)?,
+        created_at: created_at.into(),
+        paid_until: paid_until.map(Into::into),
+        pause,
+    })
+}
+
+#[derive(QueryableByName)]
+struct PausedRow {
+    #[diesel(sql_type = BigInt)]
+    addresses: i64,
+    #[diesel(sql_type = BigInt)]
+    devices: i64,
+}
+
 /// `$1` the account, `$2` now: the account's messages still inside retention,
 /// listed and held counted separately so each side uses its partial index.
 fn stored_messages(columns: &str) -> String {
@@ -83,20 +122,37 @@ fn stored_messages(columns: &str) -> String {
 impl SubscriptionRepository for PgStore {
     async fn subscriber(&self, account: &AccountId) -> Result<Option<Subscriber>, StoreError> {
         let mut conn = self.conn().await?;
-        let row: Option<(String, DateTime<Utc>)> = accounts::table
+        let row: Option<SubscriberRow> = accounts::table
             .find(account.as_str())
-            .select((accounts::plan_id, accounts::created_at))
+            .select((
+                accounts::plan_id,
+                accounts::created_at,
+                accounts::paid_until,
+                accounts::lapsed_plan_id,
+                accounts::paused_since,
+                accounts::pause_deletes_at,
+            ))
             .first(&mut conn)
             .await
             .optional()
             .map_err(db_error)?;
-        row.map(|(plan, created_at)| {
-            Ok(Subscriber {
-                plan: plan.parse::<PlanId>().map_err(StoreError::failed)?,
-                created_at: created_at.into(),
-            })
+        row.map(into_subscriber).transpose()
+    }
+
+    async fn paused_counts(&self, account: &AccountId) -> Result<PausedCounts, StoreError> {
+        let mut conn = self.conn().await?;
+        let row: PausedRow = diesel::sql_query(
+            "SELECT (SELECT count(*) FROM addresses WHERE account_id = $1 AND paused_at IS NOT NULL) AS addresses, \
+                    (SELECT count(*) FROM devices WHERE account_id = $1 AND paused_at IS NOT NULL) AS devices",
+        )
+        .bind::<Text, _>(account.as_str())
+        .get_result(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(PausedCounts {
+            addresses: count(row.addresses),
+            devices: count(row.devices),
         })
-        .transpose()
     }
 
     async fn usage_counts(
@@ -215,10 +271,22 @@ impl SubscriptionRepository for PgStore {
             if plan != change.from.as_str() || !fits {
                 return Ok(PlanChangeOutcome::Stale);
             }
-            diesel::update(accounts::table.find(change.account.as_str()))
-                .set(accounts::plan_id.eq(change.to.as_str()))
-                .execute(conn)
-                .await?;
+            // Free has no paid period; a cheaper paid plan keeps the period paid for.
+            let target = diesel::update(accounts::table.find(change.account.as_str()));
+            if change.to == PlanId::Free {
+                target
+                    .set((
+                        accounts::plan_id.eq(change.to.as_str()),
+                        accounts::paid_until.eq(None::<DateTime<Utc>>),
+                    ))
+                    .execute(conn)
+                    .await?;
+            } else {
+                target
+                    .set(accounts::plan_id.eq(change.to.as_str()))
+                    .execute(conn)
+                    .await?;
+            }
             write_records(conn, &change.records).await?;
             Ok::<_, diesel::result::Error>(PlanChangeOutcome::Changed)
         })

@@ -7,6 +7,8 @@ use sealpost_kernel::{PlanId, Timestamp};
 use sealpost_plans::plan;
 use serde::Serialize;
 
+use crate::{PausedCounts, Subscriber};
+
 /// What a plan change has to fit into the target plan.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Holdings {
@@ -120,6 +122,16 @@ pub fn change_plan(
     if price_rank(target) > price_rank(current) {
         return Err(ChangeError::PaymentRequired { target });
     }
+    check_fits(target, holdings)?;
+    Ok(Change::Moved {
+        from: current,
+        to: target,
+    })
+}
+
+/// Whether `holdings` fit `target`'s address and device limits (409
+/// `downgrade_blocked` naming what is over when they do not).
+pub fn check_fits(target: PlanId, holdings: &Holdings) -> Result<(), ChangeError> {
     let limits = plan(target);
     let addresses = excess(holdings.addresses, Some(limits.addresses));
     let paired = excess(holdings.paired, limits.devices);
@@ -130,10 +142,7 @@ pub fn change_plan(
             paired,
         });
     }
-    Ok(Change::Moved {
-        from: current,
-        to: target,
-    })
+    Ok(())
 }
 
 /// Money in minor units (SPEC.md: integer minor units).
@@ -160,8 +169,8 @@ pub struct Pause {
     pub domains: u64,
 }
 
-/// `GET /subscription`. Billing fills `balance`, `pause` and `renewsAt`; until
-/// it exists they are 0 USD, null and null.
+/// `GET /subscription`. The balance is always 0 USD: payments buy whole
+/// 30-day periods and leave no credit (docs/api.md).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
@@ -171,7 +180,9 @@ pub struct Subscription {
     pub balance: Money,
     /// Null when nothing is paused.
     pub pause: Option<Pause>,
-    /// When the paid period ends and renews; null on Free and until billing exists.
+    /// When the paid 30-day period ends: pay again before then (checkout for
+    /// the same plan adds 30 days), else the account pauses. Null on Free and
+    /// Enterprise.
     pub renews_at: Option<Timestamp>,
 }
 
@@ -187,6 +198,23 @@ impl Subscription {
             },
             pause: None,
             renews_at: None,
+        }
+    }
+
+    /// The record of `subscriber`, with `paused` counted when it is paused.
+    pub fn of(subscriber: &Subscriber, paused: PausedCounts) -> Subscription {
+        Subscription {
+            pause: subscriber.pause.map(|state| Pause {
+                plan_id: state.plan,
+                since: state.since,
+                deletes_at: state.deletes_at,
+                addresses: paused.addresses,
+                devices: paused.devices,
+                api_keys: 0,
+                domains: 0,
+            }),
+            renews_at: subscriber.paid_until,
+            ..Subscription::on(subscriber.plan)
         }
     }
 }

@@ -10,6 +10,45 @@ pub struct Subscriber {
     pub plan: PlanId,
     /// Start of the first 30-day received-mail window.
     pub created_at: Timestamp,
+    /// End of the paid 30-day period; `None` on Free and Enterprise.
+    pub paid_until: Option<Timestamp>,
+    /// Set while something is paused after a missed payment.
+    pub pause: Option<PauseState>,
+}
+
+impl Subscriber {
+    /// An account on `plan` that has never paid nor lapsed.
+    pub fn on(plan: PlanId, created_at: Timestamp) -> Self {
+        Self {
+            plan,
+            created_at,
+            paid_until: None,
+            pause: None,
+        }
+    }
+
+    /// The plan whose received-mail allowance applies: while a lapse is
+    /// unpaid it is the lapsed plan's (SPEC.md Usage), else the current one's.
+    pub fn received_plan(&self) -> PlanId {
+        self.pause.and_then(|pause| pause.plan).unwrap_or(self.plan)
+    }
+}
+
+/// A pause after a missed payment, as the account row keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PauseState {
+    /// The lapsed plan to pay for; `None` once a payment released what its
+    /// plan covers and the rest is still paused.
+    pub plan: Option<PlanId>,
+    pub since: Timestamp,
+    pub deletes_at: Timestamp,
+}
+
+/// What is paused now (the counts of the `pause` object).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PausedCounts {
+    pub addresses: u64,
+    pub devices: u64,
 }
 
 /// A guarded plan change, written in one transaction.
@@ -52,6 +91,8 @@ pub trait SubscriptionRepository: Send + Sync {
         account: &AccountId,
         now: Timestamp,
     ) -> Result<OverviewCounts, StoreError>;
+    /// Paused addresses and devices (devices and agents together).
+    async fn paused_counts(&self, account: &AccountId) -> Result<PausedCounts, StoreError>;
     /// What a plan change must fit.
     async fn holdings(&self, account: &AccountId) -> Result<Holdings, StoreError>;
     /// With the account row locked: changes the plan and writes the records,

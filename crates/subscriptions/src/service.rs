@@ -42,12 +42,7 @@ impl Subscriptions {
         let now = self.clock.now();
         let windows = UsageWindows::at(subscriber.created_at, now);
         let counts = self.repo.usage_counts(account, windows, now).await?;
-        Ok(Usage::compute(
-            subscriber.plan,
-            subscriber.created_at,
-            now,
-            &counts,
-        ))
+        Ok(Usage::compute(&subscriber, now, &counts))
     }
 
     pub async fn overview(&self, account: &AccountId) -> Result<Overview, SubscriptionError> {
@@ -60,7 +55,12 @@ impl Subscriptions {
         &self,
         account: &AccountId,
     ) -> Result<Subscription, SubscriptionError> {
-        Ok(Subscription::on(self.subscriber(account).await?.plan))
+        let subscriber = self.subscriber(account).await?;
+        let paused = match subscriber.pause {
+            Some(_) => self.repo.paused_counts(account).await?,
+            None => PausedCounts::default(),
+        };
+        Ok(Subscription::of(&subscriber, paused))
     }
 
     /// Moves the account to `target` when [`change_plan`] allows it, with
@@ -74,7 +74,7 @@ impl Subscriptions {
             let current = self.subscriber(account).await?.plan;
             let holdings = self.repo.holdings(account).await?;
             let (from, to) = match change_plan(current, target, &holdings)? {
-                Change::Unchanged(plan) => return Ok(Subscription::on(plan)),
+                Change::Unchanged(_) => return self.subscription(account).await,
                 Change::Moved { from, to } => (from, to),
             };
             let limits = sealpost_plans::plan(to);
@@ -92,7 +92,7 @@ impl Subscriptions {
                 })
                 .await?;
             match outcome {
-                PlanChangeOutcome::Changed => return Ok(Subscription::on(to)),
+                PlanChangeOutcome::Changed => return self.subscription(account).await,
                 PlanChangeOutcome::NotFound => return Err(SubscriptionError::NotFound),
                 PlanChangeOutcome::Stale => continue,
             }

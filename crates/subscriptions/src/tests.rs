@@ -17,10 +17,7 @@ fn account() -> AccountId {
 const CREATED: &str = "2026-11-01T08:00:00Z";
 
 fn subscriber(plan: PlanId) -> Subscriber {
-    Subscriber {
-        plan,
-        created_at: at(CREATED),
-    }
+    Subscriber::on(plan, at(CREATED))
 }
 
 fn service(repo: MockSubscriptionRepository, now: &str) -> Subscriptions {
@@ -118,7 +115,7 @@ async fn usage_reports_every_field_from_the_counters_and_the_plan_table() {
 #[test]
 fn free_shows_what_it_does_not_include_as_not_allowed_with_limit_0() {
     let now = at("2026-11-22T12:30:00Z");
-    let usage = Usage::compute(PlanId::Free, at(CREATED), now, &UsageCounts::default());
+    let usage = Usage::compute(&subscriber(PlanId::Free), now, &UsageCounts::default());
     assert_eq!(usage.plan.name, "Free");
     assert_eq!(
         usage.addresses,
@@ -159,8 +156,7 @@ fn free_shows_what_it_does_not_include_as_not_allowed_with_limit_0() {
 fn fleet_devices_are_unlimited_and_remaining_never_goes_below_zero() {
     let now = at("2026-11-22T12:30:00Z");
     let usage = Usage::compute(
-        PlanId::Fleet,
-        at(CREATED),
+        &subscriber(PlanId::Fleet),
         now,
         &UsageCounts {
             devices: 400,
@@ -184,8 +180,7 @@ fn fleet_devices_are_unlimited_and_remaining_never_goes_below_zero() {
 
     // Over the limit after a plan change elsewhere: remaining is 0, not negative.
     let over = Usage::compute(
-        PlanId::Free,
-        at(CREATED),
+        &subscriber(PlanId::Free),
         now,
         &UsageCounts {
             addresses: 5,
@@ -410,8 +405,16 @@ async fn a_change_writes_subscription_updated_with_the_plan_guarded_by_the_targe
     let written = Arc::new(Mutex::new(None));
     let slot = written.clone();
     let mut repo = MockSubscriptionRepository::new();
+    // The decision reads Operator; the answer is read back after the write.
+    let mut sequence = mockall::Sequence::new();
     repo.expect_subscriber()
+        .times(1)
+        .in_sequence(&mut sequence)
         .returning(|_| Ok(Some(subscriber(PlanId::Operator))));
+    repo.expect_subscriber()
+        .times(1)
+        .in_sequence(&mut sequence)
+        .returning(|_| Ok(Some(subscriber(PlanId::Free))));
     repo.expect_holdings().returning(|_| Ok(holding(2, 1)));
     repo.expect_set_plan().times(1).returning(move |change| {
         *slot.lock().unwrap() = Some(change);
@@ -511,4 +514,61 @@ async fn a_stale_change_is_decided_again_on_fresh_counts() {
         }))
     ));
     assert_eq!(*reads.lock().unwrap(), 2);
+}
+
+// ---- billing state on the record ----
+
+#[test]
+fn a_paused_subscription_shows_the_lapsed_plan_its_counts_and_the_lapsed_received_limit() {
+    let since = at("2026-12-01T08:00:00Z");
+    let paused = Subscriber {
+        plan: PlanId::Free,
+        created_at: at(CREATED),
+        paid_until: None,
+        pause: Some(PauseState {
+            plan: Some(PlanId::Scale),
+            since,
+            deletes_at: at("2026-12-22T08:00:00Z"),
+        }),
+    };
+    let record = Subscription::of(
+        &paused,
+        PausedCounts {
+            addresses: 4,
+            devices: 2,
+        },
+    );
+    assert_eq!(
+        serde_json::to_value(&record).unwrap()["pause"],
+        json!({
+            "planId": "scale",
+            "since": "2026-12-01T08:00:00.000Z",
+            "deletesAt": "2026-12-22T08:00:00.000Z",
+            "addresses": 4,
+            "devices": 2,
+            "apiKeys": 0,
+            "domains": 0,
+        })
+    );
+    let usage = Usage::compute(&paused, since, &UsageCounts::default());
+    assert_eq!(usage.plan.id, PlanId::Free);
+    assert_eq!(usage.messages_received.limit, 1_000_000);
+    assert_eq!(usage.addresses.limit, 3);
+
+    // Paid for a smaller plan with something left paused: planId null, and
+    // the received limit is the current plan's again.
+    let released = Subscriber {
+        plan: PlanId::Operator,
+        paid_until: Some(at("2026-12-31T08:00:00Z")),
+        pause: paused.pause.map(|state| PauseState {
+            plan: None,
+            ..state
+        }),
+        ..paused
+    };
+    let record = Subscription::of(&released, PausedCounts::default());
+    assert_eq!(record.pause.unwrap().plan_id, None);
+    assert_eq!(record.renews_at, Some(at("2026-12-31T08:00:00Z")));
+    let usage = Usage::compute(&released, since, &UsageCounts::default());
+    assert_eq!(usage.messages_received.limit, 100_000);
 }

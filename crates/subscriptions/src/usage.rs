@@ -7,6 +7,8 @@ use sealpost_kernel::{PlanId, Timestamp};
 use sealpost_plans::{Plan, plan, received_window};
 use serde::Serialize;
 
+use crate::Subscriber;
+
 /// The windows every counter of the usage report is kept in, at one instant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UsageWindows {
@@ -168,15 +170,12 @@ fn gated(used: u64, allowed: bool, limit: Option<u64>) -> GatedUsage {
 }
 
 impl Usage {
-    /// The report for an account on `plan_id` created at `account_created`, at `now`.
-    pub fn compute(
-        plan_id: PlanId,
-        account_created: Timestamp,
-        now: Timestamp,
-        counts: &UsageCounts,
-    ) -> Usage {
+    /// The report for `subscriber` at `now`. While a lapse is unpaid the
+    /// received-mail limit is the lapsed plan's (SPEC.md Usage).
+    pub fn compute(subscriber: &Subscriber, now: Timestamp, counts: &UsageCounts) -> Usage {
+        let plan_id = subscriber.plan;
         let limits: &Plan = plan(plan_id);
-        let windows = UsageWindows::at(account_created, now);
+        let windows = UsageWindows::at(subscriber.created_at, now);
         let address_limit = u64::from(limits.addresses);
         let device_limit = limits.devices.map(u64::from);
         Usage {
@@ -189,7 +188,7 @@ impl Usage {
             },
             messages_received: WindowUsage {
                 used: counts.received,
-                limit: limits.received_per_30_days,
+                limit: plan(subscriber.received_plan()).received_per_30_days,
                 window_ends_at: windows.received_end,
             },
             messages_sent: SentUsage {

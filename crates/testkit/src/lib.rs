@@ -191,11 +191,18 @@ impl TestApp {
         config.edge_rate_per_minute = 100_000;
         config.blob_dir =
             std::env::temp_dir().join(format!("sealpost-blobs-{}", uuid::Uuid::new_v4().simple()));
+        // The development payment provider, as `cargo xtask dev` runs it.
+        config.billing_sandbox = true;
         adjust(&mut config);
         let clock = Arc::new(TestClock::at(
             Timestamp::parse("2026-11-22T12:00:00Z").expect("a valid start time"),
         ));
         let listener = TcpListener::bind(&config.http_addr).expect("binding port 0");
+        let addr = listener.local_addr().expect("the bound address");
+        // Checkout pages must point at the port actually bound.
+        if config.public_url == "http://127.0.0.1:8080" {
+            config.public_url = format!("http://{addr}");
+        }
         // Tests drive sweeps and the webhook sender themselves, under the test clock.
         let options = sealpost_api::StartOptions {
             workers: 2,

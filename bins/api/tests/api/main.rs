@@ -7,6 +7,7 @@ mod support;
 
 mod accounts;
 mod addresses;
+mod billing;
 mod devices;
 mod errors;
 mod messages;

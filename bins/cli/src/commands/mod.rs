@@ -3,6 +3,7 @@
 
 mod account;
 mod agent;
+mod billing;
 mod devices;
 mod inboxes;
 mod mail;
@@ -17,8 +18,8 @@ use sealpost_client::Client;
 use sealpost_kernel::Timestamp;
 
 use crate::cli::{
-    AgentCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand, InboxCommand, MailCommand,
-    SessionsCommand, StoredCredential,
+    AgentCommand, BillingCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand, InboxCommand,
+    MailCommand, PlanCommand, SessionsCommand, StoredCredential,
 };
 use crate::state::{DeviceState, StateDir, StoredSession};
 
@@ -53,6 +54,16 @@ impl Ctx {
         }
         let client = Client::new(&session.api_url)?.with_token(session.token.clone());
         Ok((session, client))
+    }
+
+    /// A client for endpoints that need no token: the stored session's
+    /// service when signed in, else `--api-url` (or the default).
+    fn public_client(&self) -> Result<Client> {
+        let url = match (&self.api_url, self.state.load_session()?) {
+            (None, Some(session)) => session.api_url,
+            _ => self.api_url(),
+        };
+        Ok(Client::new(&url)?)
     }
 
     /// This machine's device state and a client holding its credential,
@@ -133,6 +144,19 @@ pub async fn run(cli: Cli) -> Result<()> {
             } => agent::pair(&ctx, name, &platform, force).await,
             AgentCommand::Status => agent::status(&ctx).await,
             AgentCommand::Keys => agent::keys(&ctx).await,
+        },
+        Command::Plan(command) => match command {
+            PlanCommand::List => billing::plan_list(&ctx).await,
+            PlanCommand::Show => billing::plan_show(&ctx).await,
+            PlanCommand::Change { plan } => billing::plan_change(&ctx, &plan).await,
+        },
+        Command::Usage => billing::usage(&ctx).await,
+        Command::Billing(command) => match command {
+            BillingCommand::Providers => billing::providers(&ctx).await,
+            BillingCommand::Checkout { plan, provider } => {
+                billing::checkout(&ctx, &plan, &provider).await
+            }
+            BillingCommand::Payment { id } => billing::payment(&ctx, &id).await,
         },
         Command::Mail(args) => {
             let device = args.device;

@@ -1,6 +1,7 @@
 pub mod accounts;
 pub mod activity;
 pub mod addresses;
+pub mod billing;
 pub mod devices;
 pub mod health;
 pub mod messages;

@@ -1,0 +1,598 @@
+//! Billing over HTTP: providers, checkout with the sandbox and with Stripe's
+//! notice path, payments settled once, the lapse sweep under the test clock,
+//! held mail and its release.
+
+use std::sync::Arc;
+
+use chrono::TimeDelta;
+use reqwest::StatusCode;
+use sealpost_seal::{AccountKeys, b64};
+use sealpost_testkit::TestApp;
+use serde_json::{Value, json};
+
+use crate::support::{Api, Reply, SignedIn, new_keys};
+
+/// Starts a sandbox checkout for `plan`; returns the answer.
+async fn checkout(api: &Api, owner: &SignedIn, plan: &str, provider: &str) -> Reply {
+    api.post(
+        "/billing/checkout",
+        Some(&owner.token),
+        json!({ "planId": plan, "provider": provider }),
+    )
+    .await
+}
+
+/// Posts the sandbox checkout form, as a browser would.
+async fn sandbox_form(url: &str, outcome: &str) -> (StatusCode, String) {
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("outcome={outcome}"))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    (status, response.text().await.unwrap())
+}
+
+/// Checkout through the sandbox and pay; returns the payment id.
+async fn buy(api: &Api, owner: &SignedIn, plan: &str) -> String {
+    let started = checkout(api, owner, plan, "sandbox").await;
+    assert_eq!(started.status, StatusCode::CREATED, "{}", started.body);
+    let url = started.body["url"].as_str().unwrap().to_owned();
+    let (status, page) = sandbox_form(&url, "paid").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    started.body["payment"]["id"].as_str().unwrap().to_owned()
+}
+
+async fn subscription(api: &Api, owner: &SignedIn) -> Value {
+    let reply = api.get("/subscription", Some(&owner.token)).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    reply.body["subscription"].clone()
+}
+
+/// Payloads of the account's outbox events of `kind`, with their times, oldest first.
+async fn events(api: &Api, account_id: &str, kind: &str) -> Vec<(Value, String)> {
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::Jsonb)]
+        payload: Value,
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        at: String,
+    }
+    let mut conn = api.app.db.connect().await;
+    let rows: Vec<Row> = diesel::sql_query(
+        "SELECT payload, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS') AS at \
+         FROM events WHERE account_id = $1 AND type = $2 ORDER BY seq",
+    )
+    .bind::<diesel::sql_types::Text, _>(account_id)
+    .bind::<diesel::sql_types::Text, _>(kind)
+    .load(&mut conn)
+    .await
+    .unwrap();
+    rows.into_iter().map(|row| (row.payload, row.at)).collect()
+}
+
+async fn activity_kinds(api: &Api, owner: &SignedIn) -> Vec<String> {
+    let activity = api.get("/activity?limit=200", Some(&owner.token)).await;
+    activity.body["activity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// An address with its public key, so it takes mail.
+async fn keyed_inbox(api: &Api, owner: &SignedIn, keys: &AccountKeys, id: &str) {
+    let created = api
+        .post(
+            "/inboxes",
+            Some(&owner.token),
+            json!({ "id": id, "domain": "mail.localhost", "prefix": "bill", "retentionDays": 90,
+                    "publicKey": b64::encode(&keys.inbox_public_key(id, 0)) }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+}
+
+async fn deliver(api: &Api, owner: &SignedIn, inbox: &str) -> String {
+    let posted = api
+        .post(
+            "/messages",
+            Some(&owner.token),
+            json!({ "inboxId": inbox, "raw": b64::encode(b"From: a@example.com\r\nSubject: held\r\n\r\nhello") }),
+        )
+        .await;
+    assert_eq!(posted.status, StatusCode::CREATED, "{}", posted.body);
+    posted.body["messageId"].as_str().unwrap().to_owned()
+}
+
+async fn listed(api: &Api, owner: &SignedIn, inbox: &str) -> Vec<String> {
+    let page = api
+        .get(&format!("/inboxes/{inbox}/messages"), Some(&owner.token))
+        .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    page.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The hourly sweeps, as `sealpost-api` runs them, under the test clock.
+async fn run_sweeps(api: &Api) {
+    let store = sealpost_store_pg::PgStore::connect(&api.app.db.url, 2).unwrap();
+    let blobs: Arc<dyn sealpost_messages::store::BlobStore> = Arc::new(
+        sealpost_blobs_fs::FsBlobStore::open(&api.app.config.blob_dir)
+            .await
+            .unwrap(),
+    );
+    let clock: Arc<dyn sealpost_kernel::Clock> = api.app.clock.clone();
+    sealpost_api::Sweeps::new(&store, &blobs, &clock)
+        .run_once()
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_free_account_upgrades_to_scale_through_the_sandbox_and_downgrades_back() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+
+    let providers = api.get("/billing/providers", None).await;
+    assert_eq!(
+        providers.body,
+        json!({ "providers": [{ "id": "sandbox", "kind": "sandbox" }] })
+    );
+
+    // A Scale-only feature is refused on Free.
+    let exact =
+        json!({ "id": "ibx_exact01", "domain": "mail.localhost", "localPart": "chosen.name" });
+    let refused = api
+        .post("/inboxes", Some(&owner.token), exact.clone())
+        .await;
+    assert_eq!(
+        refused.status,
+        StatusCode::PAYMENT_REQUIRED,
+        "{}",
+        refused.body
+    );
+    assert_eq!(refused.code(), "plan_capability_required");
+
+    let started = checkout(&api, &owner, "scale", "sandbox").await;
+    assert_eq!(started.status, StatusCode::CREATED, "{}", started.body);
+    let payment = started.body["payment"].clone();
+    let id = payment["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        started.body["url"],
+        format!("{}/billing/sandbox/{id}", api.app.base_url)
+    );
+    assert_eq!(payment["status"], "pending");
+    assert_eq!(payment["planId"], "scale");
+    assert_eq!(payment["provider"], "sandbox");
+    assert_eq!(payment["amount"], 4_900);
+    assert_eq!(payment["currency"], "USD");
+    assert_eq!(payment["createdAt"], "2026-11-22T12:00:00.000Z");
+    // Nothing changes until it is paid.
+    assert_eq!(subscription(&api, &owner).await["planId"], "free");
+
+    let page = reqwest::get(started.body["url"].as_str().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("Scale plan, 30 days: 49.00 USD"), "{html}");
+
+    let (status, html) = sandbox_form(started.body["url"].as_str().unwrap(), "paid").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("is paid"), "{html}");
+    let paid = api
+        .get(&format!("/billing/payments/{id}"), Some(&owner.token))
+        .await;
+    assert_eq!(paid.body["payment"]["status"], "paid");
+    assert_eq!(
+        paid.body["payment"]["settledAt"],
+        "2026-11-22T12:00:00.000Z"
+    );
+
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "scale");
+    assert_eq!(record["renewsAt"], "2026-12-22T12:00:00.000Z");
+    assert_eq!(record["pause"], Value::Null);
+    assert_eq!(record["balance"], json!({ "amount": 0, "currency": "USD" }));
+    assert!(
+        activity_kinds(&api, &owner)
+            .await
+            .contains(&"subscription.updated".to_owned())
+    );
+
+    // The same notice again (the form posted twice): the plan changed once.
+    let (status, _) = sandbox_form(started.body["url"].as_str().unwrap(), "paid").await;
+    assert_eq!(status, StatusCode::OK);
+    let updates = events(&api, &owner.account_id, "subscription.updated").await;
+    assert_eq!(updates.len(), 1);
+    assert_eq!(updates[0].0, json!({ "planId": "scale" }));
+
+    // Scale allows the exact name.
+    let created = api.post("/inboxes", Some(&owner.token), exact).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    assert_eq!(
+        created.body["inbox"]["emailAddress"],
+        "chosen.name@mail.localhost"
+    );
+
+    // Four addresses do not fit Free: downgrade_blocked; three do.
+    for id in ["ibx_extra01", "ibx_extra02", "ibx_extra03"] {
+        api.create_inbox(&owner.token, id).await;
+    }
+    let blocked = api
+        .post(
+            "/subscription/plan",
+            Some(&owner.token),
+            json!({ "planId": "free" }),
+        )
+        .await;
+    assert_eq!(blocked.status, StatusCode::CONFLICT, "{}", blocked.body);
+    assert_eq!(blocked.code(), "downgrade_blocked");
+    let deleted = api.delete("/inboxes/ibx_extra03", Some(&owner.token)).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let moved = api
+        .post(
+            "/subscription/plan",
+            Some(&owner.token),
+            json!({ "planId": "free" }),
+        )
+        .await;
+    assert_eq!(moved.status, StatusCode::OK, "{}", moved.body);
+    assert_eq!(moved.body["subscription"]["planId"], "free");
+    assert_eq!(moved.body["subscription"]["renewsAt"], Value::Null);
+    let updates = events(&api, &owner.account_id, "subscription.updated").await;
+    assert_eq!(
+        updates
+            .iter()
+            .map(|(payload, _)| payload.clone())
+            .collect::<Vec<_>>(),
+        vec![json!({ "planId": "scale" }), json!({ "planId": "free" })]
+    );
+    api.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn checkout_refuses_what_it_cannot_sell_and_payments_are_the_owners_alone() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+
+    let stripe = checkout(&api, &owner, "scale", "stripe").await;
+    assert_eq!(
+        stripe.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        stripe.body
+    );
+    assert_eq!(stripe.code(), "provider_unavailable");
+    for plan in ["free", "enterprise"] {
+        let refused = checkout(&api, &owner, plan, "sandbox").await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
+        assert_eq!(refused.code(), "invalid_field");
+    }
+    for body in [
+        json!({ "planId": "gold", "provider": "sandbox" }),
+        json!({ "planId": "scale", "provider": "paypal" }),
+        json!({ "planId": "scale" }),
+    ] {
+        let refused = api
+            .post("/billing/checkout", Some(&owner.token), body)
+            .await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
+    }
+    // A failed payment changes nothing; its page says so.
+    let started = checkout(&api, &owner, "operator", "sandbox").await;
+    let url = started.body["url"].as_str().unwrap().to_owned();
+    let id = started.body["payment"]["id"].as_str().unwrap().to_owned();
+    let (status, _) = sandbox_form(&url, "failed").await;
+    assert_eq!(status, StatusCode::OK);
+    let failed = api
+        .get(&format!("/billing/payments/{id}"), Some(&owner.token))
+        .await;
+    assert_eq!(failed.body["payment"]["status"], "failed");
+    assert_eq!(subscription(&api, &owner).await["planId"], "free");
+    let (status, _) = sandbox_form(&url, "maybe").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    // Another account's payment is not found, like a missing one.
+    let (_, other_keys) = new_keys();
+    let other = api.register(&other_keys).await;
+    let hidden = api
+        .get(&format!("/billing/payments/{id}"), Some(&other.token))
+        .await;
+    assert_eq!(hidden.status, StatusCode::NOT_FOUND);
+    let missing = api
+        .get("/billing/payments/pay_notanid", Some(&owner.token))
+        .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    api.app.stop().await;
+
+    // With the sandbox switched off by an operator, its pages are gone too.
+    let api = Api::with(
+        TestApp::spawn_with(|config| config.billing_disabled = vec!["sandbox".into()]).await,
+    );
+    assert_eq!(
+        api.get("/billing/providers", None).await.body,
+        json!({ "providers": [] })
+    );
+    let owner = api.register(&keys).await;
+    let off = checkout(&api, &owner, "scale", "sandbox").await;
+    assert_eq!(off.code(), "provider_unavailable");
+    let page = reqwest::get(api.app.url(&format!("/billing/sandbox/{id}")))
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::NOT_FOUND);
+    api.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let mut owner = api.register(&keys).await;
+    buy(&api, &owner, "operator").await;
+    keyed_inbox(&api, &owner, &keys, "ibx_lapse01").await;
+    keyed_inbox(&api, &owner, &keys, "ibx_lapse02").await;
+    api.pair(&owner.token, "wkr_lapse01").await;
+    let before = deliver(&api, &owner, "ibx_lapse01").await;
+
+    // One minute before the period ends nothing happens; at its end it lapses.
+    api.app
+        .clock
+        .advance(TimeDelta::days(30) - TimeDelta::minutes(1));
+    run_sweeps(&api).await;
+    owner.token = api.sign_in(&keys).await;
+    assert_eq!(subscription(&api, &owner).await["pause"], Value::Null);
+    api.app.clock.advance(TimeDelta::minutes(1));
+    run_sweeps(&api).await;
+    // Sessions last 30 days too.
+    owner.token = api.sign_in(&keys).await;
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "free");
+    assert_eq!(record["renewsAt"], Value::Null);
+    assert_eq!(
+        record["pause"],
+        json!({
+            "planId": "operator",
+            "since": "2026-12-22T12:00:00.000Z",
+            "deletesAt": "2027-01-12T12:00:00.000Z",
+            "addresses": 2,
+            "devices": 1,
+            "apiKeys": 0,
+            "domains": 0,
+        })
+    );
+    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
+    for inbox in inboxes.body["inboxes"].as_array().unwrap() {
+        assert_eq!(inbox["pausedAt"], "2026-12-22T12:00:00.000Z", "{inbox}");
+    }
+    let worker = api.get("/workers/wkr_lapse01", Some(&owner.token)).await;
+    assert_eq!(
+        worker.body["worker"]["pausedAt"],
+        "2026-12-22T12:00:00.000Z"
+    );
+    let usage = api.get("/usage", Some(&owner.token)).await;
+    assert_eq!(usage.body["plan"]["id"], "free");
+    assert_eq!(usage.body["messagesReceived"]["limit"], 100_000);
+    assert_eq!(
+        events(&api, &owner.account_id, "subscription.updated")
+            .await
+            .last()
+            .unwrap()
+            .0,
+        json!({ "planId": "free" })
+    );
+
+    // Mail arriving while paused is accepted and held: stored, not listed, no event.
+    let received_before = events(&api, &owner.account_id, "message.received")
+        .await
+        .len();
+    let mut held = Vec::new();
+    for inbox in ["ibx_lapse02", "ibx_lapse01", "ibx_lapse02"] {
+        api.app.clock.advance(TimeDelta::minutes(5));
+        held.push((deliver(&api, &owner, inbox).await, inbox));
+    }
+    assert_eq!(
+        listed(&api, &owner, "ibx_lapse01").await,
+        vec![before.clone()]
+    );
+    assert_eq!(
+        listed(&api, &owner, "ibx_lapse02").await,
+        Vec::<String>::new()
+    );
+    let overview = api.get("/overview", Some(&owner.token)).await;
+    assert_eq!(overview.body["messages"]["held"], 3);
+    assert_eq!(
+        events(&api, &owner.account_id, "message.received")
+            .await
+            .len(),
+        received_before
+    );
+
+    // Paying releases everything the plan holds, and the mail in arrival order.
+    api.app.clock.advance(TimeDelta::hours(1));
+    buy(&api, &owner, "operator").await;
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "operator");
+    assert_eq!(record["pause"], Value::Null);
+    assert_eq!(record["renewsAt"], "2027-01-21T13:15:00.000Z");
+    let worker = api.get("/workers/wkr_lapse01", Some(&owner.token)).await;
+    assert_eq!(worker.body["worker"]["pausedAt"], Value::Null);
+    let released = events(&api, &owner.account_id, "message.received").await;
+    let released = &released[received_before..];
+    assert_eq!(
+        released
+            .iter()
+            .map(|(payload, _)| payload.clone())
+            .collect::<Vec<_>>(),
+        held.iter()
+            .map(|(message, inbox)| json!({ "messageId": message, "inboxId": inbox }))
+            .collect::<Vec<_>>()
+    );
+    assert!(released.iter().all(|(_, at)| at == "2026-12-22T13:15:00"));
+    assert_eq!(listed(&api, &owner, "ibx_lapse02").await.len(), 2);
+    assert_eq!(listed(&api, &owner, "ibx_lapse01").await.len(), 2);
+    // The three held messages count in the received window they arrived in
+    // (the second one: the first message's window ended at day 30).
+    let usage = api.get("/usage", Some(&owner.token)).await;
+    assert_eq!(usage.body["messagesReceived"]["used"], 3);
+    assert_eq!(usage.body["messagesStored"], 4);
+    api.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn paying_for_a_smaller_plan_releases_what_it_holds_and_keeps_the_rest_paused() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let mut owner = api.register(&keys).await;
+    buy(&api, &owner, "scale").await;
+    // 101 addresses: one more than Operator holds.
+    for n in 0..101 {
+        api.create_inbox(&owner.token, &format!("ibx_many{n:03}"))
+            .await;
+    }
+    api.app.clock.advance(TimeDelta::days(31));
+    run_sweeps(&api).await;
+    owner.token = api.sign_in(&keys).await;
+    assert_eq!(subscription(&api, &owner).await["pause"]["addresses"], 101);
+
+    buy(&api, &owner, "operator").await;
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "operator");
+    assert_eq!(record["pause"]["planId"], Value::Null);
+    assert_eq!(record["pause"]["addresses"], 1);
+    assert_eq!(record["pause"]["since"], "2026-12-23T12:00:00.000Z");
+    // The newest stays paused; the oldest were released first.
+    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
+    let paused: Vec<&str> = inboxes.body["inboxes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|inbox| !inbox["pausedAt"].is_null())
+        .map(|inbox| inbox["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(paused, vec!["ibx_many100"]);
+    // The received limit is the paid plan's again.
+    let usage = api.get("/usage", Some(&owner.token)).await;
+    assert_eq!(usage.body["messagesReceived"]["limit"], 100_000);
+
+    // Deleting the paused one ends the pause at the next payment; the sweep
+    // does not pause the account again while the period runs.
+    let deleted = api.delete("/inboxes/ibx_many100", Some(&owner.token)).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    run_sweeps(&api).await;
+    assert_eq!(subscription(&api, &owner).await["planId"], "operator");
+    api.app.stop().await;
+}
+
+/// A stand-in for Stripe's API on loopback: answers Checkout Session creation
+/// the way Stripe does, so checkout runs the real adapter over HTTP.
+async fn fake_stripe() -> (String, actix_web::dev::ServerHandle) {
+    use actix_web::{App, HttpResponse, HttpServer, web};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = HttpServer::new(|| {
+        App::new().route(
+            "/v1/checkout/sessions",
+            web::post().to(|body: web::Bytes| async move {
+                let form = String::from_utf8_lossy(&body).into_owned();
+                assert!(form.contains("client_reference_id=pay_"), "{form}");
+                HttpResponse::Ok().json(json!({
+                    "id": "cs_test_e2e",
+                    "object": "checkout.session",
+                    "payment_status": "unpaid",
+                    "url": "https://checkout.stripe.com/c/pay/cs_test_e2e",
+                }))
+            }),
+        )
+    })
+    .workers(1)
+    .disable_signals()
+    .listen(listener)
+    .unwrap()
+    .run();
+    let handle = server.handle();
+    tokio::spawn(server);
+    (format!("http://{addr}"), handle)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_signed_stripe_notice_pays_once_however_often_it_arrives() {
+    const SECRET: &str = "whsec_test_e2e";
+    let (stripe_url, stripe) = fake_stripe().await;
+    let api = Api::with(
+        TestApp::spawn_with(|config| {
+            config.stripe = Some(sealpost_config::StripeKeys {
+                secret_key: "sk_test_e2e".into(),
+                webhook_secret: SECRET.into(),
+                api_url: stripe_url,
+            });
+        })
+        .await,
+    );
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    let started = checkout(&api, &owner, "fleet", "stripe").await;
+    assert_eq!(started.status, StatusCode::CREATED, "{}", started.body);
+    assert_eq!(
+        started.body["url"],
+        "https://checkout.stripe.com/c/pay/cs_test_e2e"
+    );
+    let id = started.body["payment"]["id"].as_str().unwrap().to_owned();
+
+    let body = json!({
+        "id": "evt_1", "object": "event", "type": "checkout.session.completed",
+        "data": { "object": { "id": "cs_test_e2e", "object": "checkout.session",
+                               "client_reference_id": id, "payment_status": "paid" } },
+    })
+    .to_string();
+    let now = sealpost_kernel::Clock::now(api.app.clock.as_ref()).unix_seconds();
+    let post = |signature: String| {
+        let url = api.app.url("/billing/notices/stripe");
+        let body = body.clone();
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .header("Stripe-Signature", signature)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    // A wrong secret or an old signature is refused and changes nothing.
+    let forged = sealpost_webhooks::signature::sign("whsec_other", now, body.as_bytes());
+    assert_eq!(post(forged).await, StatusCode::BAD_REQUEST);
+    let stale = sealpost_webhooks::signature::sign(SECRET, now - 301, body.as_bytes());
+    assert_eq!(post(stale).await, StatusCode::BAD_REQUEST);
+    assert_eq!(subscription(&api, &owner).await["planId"], "free");
+
+    let signed = sealpost_webhooks::signature::sign(SECRET, now, body.as_bytes());
+    assert_eq!(post(signed.clone()).await, StatusCode::OK);
+    assert_eq!(post(signed).await, StatusCode::OK);
+    assert_eq!(subscription(&api, &owner).await["planId"], "fleet");
+    assert_eq!(
+        events(&api, &owner.account_id, "subscription.updated")
+            .await
+            .len(),
+        1
+    );
+    let paid = api
+        .get(&format!("/billing/payments/{id}"), Some(&owner.token))
+        .await;
+    assert_eq!(paid.body["payment"]["status"], "paid");
+    assert_eq!(paid.body["payment"]["amount"], 19_900);
+    api.app.stop().await;
+    stripe.stop(true).await;
+}

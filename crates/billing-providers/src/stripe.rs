@@ -1,0 +1,395 @@
+//! Stripe Checkout: the card provider.
+//!
+//! - A checkout is a Checkout Session in `payment` mode with one inline
+//!   price (`POST /v1/checkout/sessions`, form-encoded, the payment id as
+//!   `Idempotency-Key`, `client_reference_id` and `metadata[payment_id]`).
+//! - Notices are Stripe Events signed with `Stripe-Signature:
+//!   t=<unix>,v1=<hex>[,v1=...]`: HMAC-SHA256 of `<t>.<raw body>` keyed with
+//!   the endpoint's `whsec_...` secret; one matching `v1` is enough, and `t`
+//!   must be within [`TOLERANCE_SECONDS`] of the receiver's clock.
+
+use std::fmt;
+
+use async_trait::async_trait;
+use sealpost_billing::{
+    CheckoutRequest, CheckoutSession, Notice, NoticeError, NoticeOutcome, PaymentProvider,
+    ProviderError, ProviderId,
+};
+use sealpost_kernel::Timestamp;
+use serde::Deserialize;
+use url::form_urlencoded;
+
+use crate::http::Executor;
+use crate::{BuildError, PreparedRequest};
+
+/// Stripe's API, where [`StripeConfig::api_base`] points unless told otherwise.
+pub const DEFAULT_API_BASE: &str = "https://api.stripe.com";
+/// The header that carries a notice's signature.
+pub const SIGNATURE_HEADER: &str = "Stripe-Signature";
+/// Most seconds a notice's `t` may be from the receiver's clock, either way.
+pub const TOLERANCE_SECONDS: i64 = 300;
+/// The signature scheme Stripe signs with (other entries, `v0`, are ignored).
+const SCHEME: &str = "v1";
+const NAME: &str = "Stripe";
+
+/// What the Stripe provider needs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StripeConfig {
+    /// `sk_live_...` / `sk_test_...` (or a restricted `rk_...` key that may
+    /// write Checkout Sessions).
+    pub secret_key: String,
+    /// The webhook endpoint's signing secret, `whsec_...`.
+    pub webhook_secret: String,
+    /// [`DEFAULT_API_BASE`] in production.
+    pub api_base: String,
+    /// Where Stripe sends the payer after paying (may hold
+    /// `{CHECKOUT_SESSION_ID}`, which Stripe fills in).
+    pub success_url: String,
+    /// Where Stripe sends the payer who gives up.
+    pub cancel_url: String,
+}
+
+impl StripeConfig {
+    /// A configuration against [`DEFAULT_API_BASE`].
+    #[must_use]
+    pub fn new(
+        secret_key: impl Into<String>,
+        webhook_secret: impl Into<String>,
+        success_url: impl Into<String>,
+        cancel_url: impl Into<String>,
+    ) -> Self {
+        Self {
+            secret_key: secret_key.into(),
+            webhook_secret: webhook_secret.into(),
+            api_base: DEFAULT_API_BASE.to_owned(),
+            success_url: success_url.into(),
+            cancel_url: cancel_url.into(),
+        }
+    }
+
+    fn check(&self) -> Result<(), BuildError> {
+        crate::check_secret("the Stripe secret key", &self.secret_key)?;
+        crate::check_secret("the Stripe webhook secret", &self.webhook_secret)?;
+        crate::check_url("the Stripe API base", &self.api_base)?;
+        crate::check_url("the Stripe success url", &self.success_url)?;
+        crate::check_url("the Stripe cancel url", &self.cancel_url)
+    }
+}
+
+impl fmt::Debug for StripeConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StripeConfig")
+            .field("secret_key", &"<redacted>")
+            .field("webhook_secret", &"<redacted>")
+            .field("api_base", &self.api_base)
+            .field("success_url", &self.success_url)
+            .field("cancel_url", &self.cancel_url)
+            .finish()
+    }
+}
+
+/// The request that creates the Checkout Session for `request`.
+#[must_use]
+pub fn checkout_request(config: &StripeConfig, request: &CheckoutRequest) -> PreparedRequest {
+    let payment = request.payment.as_str();
+    let amount = request.amount.to_string();
+    let currency = request.currency.to_ascii_lowercase();
+    let body = form_urlencoded::Serializer::new(String::new())
+        .append_pair("mode", "payment")
+        .append_pair("client_reference_id", payment)
+        .append_pair("metadata[payment_id]", payment)
+        .append_pair("metadata[account_id]", request.account.as_str())
+        .append_pair("metadata[plan_id]", request.plan.as_str())
+        .append_pair("line_items[0][quantity]", "1")
+        .append_pair("line_items[0][price_data][currency]", &currency)
+        .append_pair("line_items[0][price_data][unit_amount]", &amount)
+        .append_pair(
+            "line_items[0][price_data][product_data][name]",
+            &request.description,
+        )
+        .append_pair("success_url", &config.success_url)
+        .append_pair("cancel_url", &config.cancel_url)
+        .finish();
+    PreparedRequest {
+        method: reqwest::Method::POST,
+        url: format!(
+            "{}/v1/checkout/sessions",
+            config.api_base.trim_end_matches('/')
+        ),
+        headers: vec![
+            (
+                "Authorization".to_owned(),
+                format!("Bearer {}", config.secret_key),
+            ),
+            ("Idempotency-Key".to_owned(), payment.to_owned()),
+            (
+                "Content-Type".to_owned(),
+                "application/x-www-form-urlencoded".to_owned(),
+            ),
+            ("Accept".to_owned(), "application/json".to_owned()),
+        ],
+        body: body.into_bytes(),
+    }
+}
+
+#[derive(Deserialize)]
+struct SessionAnswer {
+    id: Option<String>,
+    url: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ErrorAnswer {
+    error: ErrorDetail,
+}
+
+#[derive(Deserialize)]
+struct ErrorDetail {
+    message: Option<String>,
+}
+
+/// Reads Stripe's answer to [`checkout_request`]: a Checkout Session
+/// (`id`, `url`) on 2xx; otherwise Stripe's `error.message`, as
+/// [`ProviderError::Unreachable`] for 5xx and 429 and
+/// [`ProviderError::Refused`] for the rest.
+pub fn read_checkout_response(status: u16, body: &[u8]) -> Result<CheckoutSession, ProviderError> {
+    if !(200..=299).contains(&status) {
+        let message = serde_json::from_slice::<ErrorAnswer>(body)
+            .ok()
+            .and_then(|answer| answer.error.message);
+        return Err(crate::status_error(NAME, status, message));
+    }
+    let answer: SessionAnswer = serde_json::from_slice(body).map_err(|error| {
+        ProviderError::Refused(format!(
+            "{NAME} answered a body that is not a session: {error}"
+        ))
+    })?;
+    Ok(CheckoutSession {
+        url: crate::checkout_url(NAME, answer.url)?,
+        reference: crate::checkout_reference(NAME, answer.id)?,
+    })
+}
+
+/// A parsed `Stripe-Signature` header.
+struct ParsedHeader<'a> {
+    timestamp_text: &'a str,
+    timestamp: i64,
+    signatures: Vec<&'a str>,
+}
+
+fn malformed(reason: &str) -> NoticeError {
+    NoticeError::MalformedSignature(format!("Stripe-Signature: {reason}"))
+}
+
+fn parse_header(header: &str) -> Result<ParsedHeader<'_>, NoticeError> {
+    let mut timestamp = None;
+    let mut signatures = Vec::new();
+    for entry in header.split(',') {
+        let entry = entry.trim();
+        if entry.is_empty() {
+            continue;
+        }
+        let (key, value) = entry
+            .split_once('=')
+            .ok_or_else(|| malformed("each entry must be key=value"))?;
+        let value = value.trim();
+        match key.trim() {
+            "t" => {
+                if timestamp.is_some() {
+                    return Err(malformed("t= appears more than once"));
+                }
+                // Digits only (no sign, no fraction), few enough to fit an i64.
+                if value.is_empty()
+                    || value.len() > 18
+                    || !value.bytes().all(|b| b.is_ascii_digit())
+                {
+                    return Err(malformed("t= must be unix seconds"));
+                }
+                let seconds = value
+                    .parse::<i64>()
+                    .map_err(|_| malformed("t= must be unix seconds"))?;
+                timestamp = Some((value, seconds));
+            }
+            SCHEME => signatures.push(value),
+            _ => {}
+        }
+    }
+    let (timestamp_text, timestamp) = timestamp.ok_or_else(|| malformed("no t= timestamp"))?;
+    if signatures.is_empty() {
+        return Err(malformed("no v1= signature"));
+    }
+    Ok(ParsedHeader {
+        timestamp_text,
+        timestamp,
+        signatures,
+    })
+}
+
+/// Checks a `Stripe-Signature` header against the raw `body`: the signature
+/// first (constant-time, any `v1` may match), then the age, so
+/// [`NoticeError::Expired`] means "genuine but more than
+/// [`TOLERANCE_SECONDS`] from `now`" (either way; exactly 300 s is accepted).
+pub fn verify_signature(
+    webhook_secret: &str,
+    header: &str,
+    body: &[u8],
+    now: Timestamp,
+) -> Result<(), NoticeError> {
+    let parsed = parse_header(header)?;
+    let expected = crate::hmac_sha256(
+        webhook_secret,
+        &[parsed.timestamp_text.as_bytes(), b".", body],
+    );
+    if !parsed
+        .signatures
+        .iter()
+        .any(|candidate| crate::hex_tag_matches(&expected, candidate))
+    {
+        return Err(NoticeError::BadSignature);
+    }
+    if now.unix_seconds().abs_diff(parsed.timestamp) > TOLERANCE_SECONDS.unsigned_abs() {
+        return Err(NoticeError::Expired);
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct Event {
+    #[serde(rename = "type")]
+    kind: String,
+    data: Option<EventData>,
+}
+
+#[derive(Deserialize)]
+struct EventData {
+    object: serde_json::Value,
+}
+
+/// Verifies a notice (see [`verify_signature`]) and reads the Stripe Event:
+///
+/// | `type` | outcome |
+/// |---|---|
+/// | `checkout.session.completed`, `payment_status` `paid` or `no_payment_required` | Paid |
+/// | `checkout.session.completed`, `payment_status` `unpaid` (an async method still processing) | Ignored |
+/// | `checkout.session.async_payment_succeeded` | Paid |
+/// | `checkout.session.async_payment_failed`, `checkout.session.expired` | Failed |
+/// | anything else | Ignored |
+///
+/// The reference is the Checkout Session's id (`data.object.id`, `cs_...`)
+/// for `checkout.session.*` events and empty for the others, which name no
+/// checkout. A `checkout.session.*` event without a session id, or a
+/// completed one with a missing or unknown `payment_status`, is
+/// [`NoticeError::MalformedBody`].
+pub fn read_notice(
+    webhook_secret: &str,
+    signature: &str,
+    body: &[u8],
+    now: Timestamp,
+) -> Result<Notice, NoticeError> {
+    verify_signature(webhook_secret, signature, body, now)?;
+    let event: Event = serde_json::from_slice(body)
+        .map_err(|error| NoticeError::MalformedBody(format!("not a Stripe event: {error}")))?;
+    if !event.kind.starts_with("checkout.session.") {
+        return Ok(Notice {
+            reference: String::new(),
+            outcome: NoticeOutcome::Ignored,
+        });
+    }
+    let object = event
+        .data
+        .map(|data| data.object)
+        .ok_or_else(|| NoticeError::MalformedBody(format!("{} has no data.object", event.kind)))?;
+    let reference = object
+        .get("id")
+        .and_then(serde_json::Value::as_str)
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| NoticeError::MalformedBody(format!("{} has no data.object.id", event.kind)))?
+        .to_owned();
+    let outcome = match event.kind.as_str() {
+        "checkout.session.completed" => {
+            match object
+                .get("payment_status")
+                .and_then(serde_json::Value::as_str)
+            {
+                Some("paid" | "no_payment_required") => NoticeOutcome::Paid,
+                Some("unpaid") => NoticeOutcome::Ignored,
+                Some(other) => {
+                    return Err(NoticeError::MalformedBody(format!(
+                        "unknown payment_status {:?}",
+                        crate::excerpt(other, 40)
+                    )));
+                }
+                None => {
+                    return Err(NoticeError::MalformedBody(
+                        "checkout.session.completed has no payment_status".to_owned(),
+                    ));
+                }
+            }
+        }
+        "checkout.session.async_payment_succeeded" => NoticeOutcome::Paid,
+        "checkout.session.async_payment_failed" | "checkout.session.expired" => {
+            NoticeOutcome::Failed
+        }
+        _ => NoticeOutcome::Ignored,
+    };
+    Ok(Notice { reference, outcome })
+}
+
+/// The Stripe Checkout provider.
+#[derive(Clone, Debug)]
+pub struct StripeProvider {
+    config: StripeConfig,
+    executor: Executor,
+}
+
+impl StripeProvider {
+    /// Checks `config` (secrets present, URLs valid) and builds the HTTPS client.
+    pub fn new(config: StripeConfig) -> Result<Self, BuildError> {
+        config.check()?;
+        Ok(Self {
+            config,
+            executor: Executor::new()?,
+        })
+    }
+
+    #[must_use]
+    pub fn config(&self) -> &StripeConfig {
+        &self.config
+    }
+}
+
+#[async_trait]
+impl PaymentProvider for StripeProvider {
+    fn id(&self) -> ProviderId {
+        ProviderId::Stripe
+    }
+
+    async fn start_checkout(
+        &self,
+        request: &CheckoutRequest,
+    ) -> Result<CheckoutSession, ProviderError> {
+        crate::check_amount(request)?;
+        let prepared = checkout_request(&self.config, request);
+        let result = match self.executor.send(&prepared).await {
+            Ok(answer) => read_checkout_response(answer.status, &answer.body),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = &result {
+            tracing::warn!(provider = "stripe", payment = %request.payment, %error, "checkout not started");
+        }
+        result
+    }
+
+    fn signature_header(&self) -> &'static str {
+        SIGNATURE_HEADER
+    }
+
+    fn read_notice(
+        &self,
+        signature: &str,
+        body: &[u8],
+        now: Timestamp,
+    ) -> Result<Notice, NoticeError> {
+        read_notice(&self.config.webhook_secret, signature, body, now)
+    }
+}

@@ -1,0 +1,23 @@
+//! Billing (SPEC.md "Plans, subscription, payment" and "Billing"; CONTRACT.md
+//! sections 7 and 8): payments and their states, what checkout may sell, the
+//! renewal clock (30-day periods from the paid date), the lapse of an unpaid
+//! period (the account pauses), and what a payment releases.
+//!
+//! Pure: providers sit behind [`PaymentProvider`], the store behind
+//! [`BillingRepository`] (and the account facts behind
+//! `SubscriptionRepository`), time comes from a `Clock`.
+
+mod payment;
+pub mod provider;
+mod repository;
+mod rules;
+mod service;
+
+pub use payment::*;
+pub use provider::*;
+pub use repository::*;
+pub use rules::*;
+pub use service::*;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,86 @@
+//! Payments and their states. SPEC.md leaves the values open; ours
+//! (docs/api.md): `pending` (checkout started) -> `paid` | `failed`.
+//! `paid` is final, so a provider's notice that arrives twice changes the
+//! plan once; a late `paid` after `failed` (a crypto payment confirmed after
+//! its invoice expired) is honoured.
+
+use std::fmt;
+use std::str::FromStr;
+
+use sealpost_kernel::{AccountId, PaymentId, PlanId, Timestamp};
+use serde::Serialize;
+
+use crate::{NoticeOutcome, ProviderId};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum PaymentStatus {
+    Pending,
+    Paid,
+    Failed,
+}
+
+impl PaymentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentStatus::Pending => "pending",
+            PaymentStatus::Paid => "paid",
+            PaymentStatus::Failed => "failed",
+        }
+    }
+
+    /// The state a notice moves a payment to, or `None` when it changes nothing.
+    pub fn after(self, outcome: NoticeOutcome) -> Option<PaymentStatus> {
+        match (self, outcome) {
+            (_, NoticeOutcome::Ignored) | (PaymentStatus::Paid, _) => None,
+            (PaymentStatus::Pending | PaymentStatus::Failed, NoticeOutcome::Paid) => {
+                Some(PaymentStatus::Paid)
+            }
+            (PaymentStatus::Pending, NoticeOutcome::Failed) => Some(PaymentStatus::Failed),
+            (PaymentStatus::Failed, NoticeOutcome::Failed) => None,
+        }
+    }
+}
+
+impl fmt::Display for PaymentStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("unknown payment status")]
+pub struct UnknownStatus;
+
+impl FromStr for PaymentStatus {
+    type Err = UnknownStatus;
+    fn from_str(text: &str) -> Result<Self, UnknownStatus> {
+        match text {
+            "pending" => Ok(PaymentStatus::Pending),
+            "paid" => Ok(PaymentStatus::Paid),
+            "failed" => Ok(PaymentStatus::Failed),
+            _ => Err(UnknownStatus),
+        }
+    }
+}
+
+/// One checkout and what became of it: one 30-day period of `plan`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Payment {
+    pub id: PaymentId,
+    pub account: AccountId,
+    pub plan: PlanId,
+    pub provider: ProviderId,
+    /// Minor units (USD cents).
+    pub amount: i64,
+    pub currency: String,
+    pub status: PaymentStatus,
+    /// The provider's id for the checkout (its notices name it).
+    pub reference: String,
+    /// Where the payer pays.
+    pub checkout_url: String,
+    pub created_at: Timestamp,
+    /// When it became paid or failed.
+    pub settled_at: Option<Timestamp>,
+}

@@ -1,0 +1,215 @@
+//! Payment providers (CONTRACT.md section 8) behind one trait. The card
+//! (`stripe`) and crypto (`btcpay`) adapters live in `sealpost-billing-providers`;
+//! the `sandbox` provider is here because it does no I/O: its checkout page is
+//! the service's own, and its form post is read into the same [`Notice`] a real
+//! provider's signed notice becomes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use async_trait::async_trait;
+use sealpost_kernel::{AccountId, PaymentId, PlanId, Timestamp};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderId {
+    Stripe,
+    Btcpay,
+    Sandbox,
+}
+
+impl ProviderId {
+    pub const ALL: [ProviderId; 3] = [ProviderId::Stripe, ProviderId::Btcpay, ProviderId::Sandbox];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderId::Stripe => "stripe",
+            ProviderId::Btcpay => "btcpay",
+            ProviderId::Sandbox => "sandbox",
+        }
+    }
+
+    /// What SPEC.md calls the provider's kind: `card`, `crypto`, or `sandbox`.
+    pub fn kind(self) -> &'static str {
+        match self {
+            ProviderId::Stripe => "card",
+            ProviderId::Btcpay => "crypto",
+            ProviderId::Sandbox => "sandbox",
+        }
+    }
+}
+
+impl fmt::Display for ProviderId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown payment provider")]
+pub struct UnknownProvider;
+
+impl FromStr for ProviderId {
+    type Err = UnknownProvider;
+    fn from_str(text: &str) -> Result<Self, UnknownProvider> {
+        ProviderId::ALL
+            .into_iter()
+            .find(|id| id.as_str() == text)
+            .ok_or(UnknownProvider)
+    }
+}
+
+/// What a provider is asked to charge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckoutRequest {
+    /// Our payment id; providers carry it back (Stripe `client_reference_id`,
+    /// BTCPay `metadata.orderId`) and use it as the idempotency key.
+    pub payment: PaymentId,
+    pub account: AccountId,
+    pub plan: PlanId,
+    /// Minor units (USD cents).
+    pub amount: i64,
+    /// ISO 4217, upper case (`USD`).
+    pub currency: &'static str,
+    /// A line a person sees on the provider's page, e.g. "Sealpost Scale, 30 days".
+    pub description: String,
+}
+
+/// Where the payer goes, and the provider's own id for the checkout
+/// (Stripe Checkout Session id, BTCPay invoice id), which its notices name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckoutSession {
+    pub url: String,
+    pub reference: String,
+}
+
+/// What a verified notice says happened to a checkout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoticeOutcome {
+    Paid,
+    Failed,
+    /// A notice about something we do not act on (another event type, a
+    /// payment still processing): acknowledged, nothing changes.
+    Ignored,
+}
+
+/// A provider's notice, its signature verified.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Notice {
+    /// The provider's id for the checkout (see [`CheckoutSession::reference`]);
+    /// empty for ignored notices that name none.
+    pub reference: String,
+    pub outcome: NoticeOutcome,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ProviderError {
+    /// The provider could not be reached or answered 5xx: try again later.
+    #[error("the payment provider is unreachable: {0}")]
+    Unreachable(String),
+    /// The provider refused the request (4xx) or answered something we cannot read.
+    #[error("the payment provider refused the checkout: {0}")]
+    Refused(String),
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum NoticeError {
+    /// No signature header, or one that is not of the provider's form.
+    #[error("the notice signature is missing or malformed: {0}")]
+    MalformedSignature(String),
+    /// The signature does not match the body under the configured secret.
+    #[error("the notice signature does not match")]
+    BadSignature,
+    /// Genuine but signed too long ago (replay protection, where the scheme has a timestamp).
+    #[error("the notice signature is too old")]
+    Expired,
+    /// Signed correctly but not JSON of the provider's shape.
+    #[error("the notice body cannot be read: {0}")]
+    MalformedBody(String),
+}
+
+/// A payment provider: starts checkouts and reads its own signed notices.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait PaymentProvider: Send + Sync {
+    fn id(&self) -> ProviderId;
+
+    /// Creates the provider's checkout for `request`.
+    async fn start_checkout(
+        &self,
+        request: &CheckoutRequest,
+    ) -> Result<CheckoutSession, ProviderError>;
+
+    /// The request header that carries the notice signature
+    /// (`Stripe-Signature`, `BTCPay-Sig`).
+    fn signature_header(&self) -> &'static str;
+
+    /// Verifies `signature` over the raw `body` and reads the notice. `now`
+    /// bounds the age of schemes that sign a timestamp.
+    fn read_notice(
+        &self,
+        signature: &str,
+        body: &[u8],
+        now: Timestamp,
+    ) -> Result<Notice, NoticeError>;
+}
+
+/// CONTRACT.md section 8: the development provider. Its checkout url is a page
+/// of the service (`<public url>/billing/sandbox/<payment id>`); the form there
+/// posts `outcome=paid|failed`, which the HTTP layer turns into a [`Notice`]
+/// with [`SandboxProvider::notice`] and settles like any other.
+pub struct SandboxProvider {
+    public_url: String,
+}
+
+impl SandboxProvider {
+    pub fn new(public_url: &str) -> Self {
+        Self {
+            public_url: public_url.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    /// The sandbox's reference for a checkout is our payment id.
+    pub fn notice(payment: &PaymentId, outcome: NoticeOutcome) -> Notice {
+        Notice {
+            reference: payment.as_str().to_owned(),
+            outcome,
+        }
+    }
+}
+
+#[async_trait]
+impl PaymentProvider for SandboxProvider {
+    fn id(&self) -> ProviderId {
+        ProviderId::Sandbox
+    }
+
+    async fn start_checkout(
+        &self,
+        request: &CheckoutRequest,
+    ) -> Result<CheckoutSession, ProviderError> {
+        Ok(CheckoutSession {
+            url: format!("{}/billing/sandbox/{}", self.public_url, request.payment),
+            reference: request.payment.as_str().to_owned(),
+        })
+    }
+
+    fn signature_header(&self) -> &'static str {
+        // The sandbox form is not signed; its page is served only when the
+        // sandbox is switched on by configuration.
+        ""
+    }
+
+    fn read_notice(
+        &self,
+        _signature: &str,
+        _body: &[u8],
+        _now: Timestamp,
+    ) -> Result<Notice, NoticeError> {
+        Err(NoticeError::MalformedSignature(
+            "the sandbox settles through its own form, not signed notices".into(),
+        ))
+    }
+}

@@ -1,0 +1,94 @@
+use async_trait::async_trait;
+use sealpost_activity::Records;
+use sealpost_kernel::{AccountId, PaymentId, PlanId, StoreError, Timestamp};
+
+use crate::{Payment, PaymentStatus, ProviderId};
+
+/// How many addresses and devices a paid plan holds: what a payment made
+/// while paused releases, counting what is not paused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReleaseLimits {
+    pub addresses: u32,
+    /// Devices and agents together; `None` is unlimited.
+    pub devices: Option<u32>,
+}
+
+/// The plan a paid payment buys, decided on the account as it was read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanPurchase {
+    /// Guards: the account must still be on this plan, with this period end,
+    /// paused or not as it was.
+    pub from_plan: PlanId,
+    pub from_paid_until: Option<Timestamp>,
+    pub was_paused: bool,
+    pub plan: PlanId,
+    pub paid_until: Timestamp,
+    /// Set when the account is paused: release up to these limits, list the
+    /// held mail of released addresses with one `message.received` each (at
+    /// the settlement time, oldest mail first), then end the pause if nothing
+    /// stays paused, else clear its `planId`.
+    pub release: Option<ReleaseLimits>,
+    /// `subscription.updated` when the plan changes.
+    pub records: Records,
+}
+
+/// A payment's new state and, when paid, what it buys: one transaction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settlement {
+    pub payment: PaymentId,
+    pub account: AccountId,
+    /// Guard: the state the decision was made on.
+    pub from: PaymentStatus,
+    pub to: PaymentStatus,
+    pub at: Timestamp,
+    pub purchase: Option<PlanPurchase>,
+}
+
+/// An unpaid period ending: one transaction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lapse {
+    pub account: AccountId,
+    /// Guards: still on this plan with this period end, and not paused.
+    pub plan: PlanId,
+    pub paid_until: Timestamp,
+    pub since: Timestamp,
+    pub deletes_at: Timestamp,
+    /// `subscription.updated` to Free.
+    pub records: Records,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    Done,
+    /// What the decision was made on changed: decide again.
+    Stale,
+}
+
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait BillingRepository: Send + Sync {
+    async fn create_payment(&self, payment: &Payment) -> Result<(), StoreError>;
+    /// The account's own payment; another account's is `None`.
+    async fn payment(
+        &self,
+        account: &AccountId,
+        id: &PaymentId,
+    ) -> Result<Option<Payment>, StoreError>;
+    async fn payment_by_reference(
+        &self,
+        provider: ProviderId,
+        reference: &str,
+    ) -> Result<Option<Payment>, StoreError>;
+    /// With the account and payment rows locked, applies `settlement` when
+    /// its guards hold.
+    async fn settle(&self, settlement: Settlement) -> Result<Applied, StoreError>;
+    /// Accounts on a paid plan whose period ended at or before `now`, not
+    /// paused, up to `limit`.
+    async fn lapsed_accounts(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<AccountId>, StoreError>;
+    /// With the account row locked, pauses it when the guards hold.
+    async fn lapse(&self, lapse: Lapse) -> Result<Applied, StoreError>;
+}

@@ -1,0 +1,76 @@
+//! The renewal clock and the pause rules, as pure functions of the account's
+//! billing state and `now`.
+//!
+//! - A paid plan runs in 30-day periods from the paid date. Paying for the
+//!   plan the account is on, before its period ends, adds 30 days to that
+//!   period; any other payment starts a new period at the paid date (no
+//!   proration; docs/api.md).
+//! - A period that ends unpaid is a lapse: the account drops to Free, every
+//!   address and device is paused (mail to paused addresses is held: stored
+//!   sealed, not listed), and `pause.planId` names the lapsed plan.
+//!   `pause.deletesAt` is 21 days after the lapse (SPEC.md: own domains are
+//!   removed after 21 days unpaid).
+//! - Paying while paused releases, oldest first, as many addresses and
+//!   devices as the paid plan holds; held mail of released addresses is listed
+//!   and fires `message.received` at release. What stays paused keeps the
+//!   pause, with `planId` null.
+
+use chrono::TimeDelta;
+use sealpost_kernel::{PlanId, Timestamp};
+use sealpost_plans::plan;
+use sealpost_subscriptions::{ChangeError, Holdings, Subscriber, check_fits};
+
+/// A paid period.
+pub const PERIOD: TimeDelta = TimeDelta::days(30);
+/// From a lapse to `pause.deletesAt`.
+pub const PAUSE_DELETES_AFTER: TimeDelta = TimeDelta::days(21);
+
+/// Why checkout refuses a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CheckoutRefusal {
+    /// Free needs no payment; Enterprise is by contract (400 `invalid_field`).
+    #[error("the {} plan is not sold through checkout", .0.display_name())]
+    NotForSale(PlanId),
+    /// A cheaper plan the holdings do not fit (409 `downgrade_blocked`).
+    #[error(transparent)]
+    DoesNotFit(#[from] ChangeError),
+}
+
+/// Whether `subscriber` may start a checkout for `target`.
+///
+/// Any plan with a list price above zero can be bought: a dearer one (an
+/// upgrade), the same one (a renewal) or a cheaper one. An account that is not
+/// paused must fit the target's limits, as with a downgrade; a paused one may
+/// buy any plan, and the payment releases what that plan holds.
+pub fn check_checkout(
+    subscriber: &Subscriber,
+    holdings: &Holdings,
+    target: PlanId,
+) -> Result<(), CheckoutRefusal> {
+    if !plan(target).sold_through_checkout() {
+        return Err(CheckoutRefusal::NotForSale(target));
+    }
+    if subscriber.pause.is_none() {
+        check_fits(target, holdings)?;
+    }
+    Ok(())
+}
+
+/// The end of the period a payment for `paid_plan` at `paid_at` buys.
+pub fn paid_until(subscriber: &Subscriber, paid_plan: PlanId, paid_at: Timestamp) -> Timestamp {
+    match subscriber.paid_until {
+        Some(until)
+            if subscriber.plan == paid_plan && subscriber.pause.is_none() && until > paid_at =>
+        {
+            until + PERIOD
+        }
+        _ => paid_at + PERIOD,
+    }
+}
+
+/// Whether the account's paid period ended unpaid at `now`.
+pub fn has_lapsed(subscriber: &Subscriber, now: Timestamp) -> bool {
+    subscriber.pause.is_none()
+        && plan(subscriber.plan).sold_through_checkout()
+        && subscriber.paid_until.is_some_and(|until| until <= now)
+}

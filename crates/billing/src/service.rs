@@ -1,0 +1,296 @@
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use sealpost_activity::Records;
+use sealpost_kernel::{AccountId, Clock, PaymentId, PlanId, StoreError};
+use sealpost_plans::plan;
+use sealpost_subscriptions::{Subscriber, SubscriptionRepository};
+
+use crate::*;
+
+/// Attempts at a decision whose input moved under it.
+const STALE_RETRIES: usize = 3;
+/// Accounts looked at per lapse sweep round.
+const LAPSE_BATCH: i64 = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BillingError {
+    /// 503 `provider_unavailable`: not configured, switched off, or failing.
+    #[error("the {provider} payment provider is not available: {reason}")]
+    ProviderUnavailable {
+        provider: ProviderId,
+        reason: String,
+    },
+    #[error(transparent)]
+    Refused(#[from] CheckoutRefusal),
+    /// A provider notice whose signature or body does not verify.
+    #[error(transparent)]
+    Notice(#[from] NoticeError),
+    #[error("no such record")]
+    NotFound,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a notice did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Settled {
+    /// The payment moved to this state (and, when paid, the plan changed).
+    Changed(Payment),
+    /// Already in that state (a repeated notice), or a notice we do not act on.
+    Unchanged,
+    /// A checkout this service did not start: acknowledged so the provider stops retrying.
+    UnknownReference,
+}
+
+/// `GET /billing/providers`, `POST /billing/checkout`, `GET /billing/payments/:id`,
+/// provider notices, and the lapse sweep.
+pub struct Billing {
+    repo: Arc<dyn BillingRepository>,
+    accounts: Arc<dyn SubscriptionRepository>,
+    providers: BTreeMap<ProviderId, Arc<dyn PaymentProvider>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Billing {
+    /// `providers` are the enabled ones (configured and not switched off).
+    pub fn new(
+        repo: Arc<dyn BillingRepository>,
+        accounts: Arc<dyn SubscriptionRepository>,
+        providers: Vec<Arc<dyn PaymentProvider>>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            repo,
+            accounts,
+            providers: providers
+                .into_iter()
+                .map(|provider| (provider.id(), provider))
+                .collect(),
+            clock,
+        }
+    }
+
+    /// The enabled providers, card first.
+    pub fn providers(&self) -> Vec<ProviderId> {
+        self.providers.keys().copied().collect()
+    }
+
+    fn provider(&self, id: ProviderId) -> Result<&Arc<dyn PaymentProvider>, BillingError> {
+        self.providers
+            .get(&id)
+            .ok_or_else(|| BillingError::ProviderUnavailable {
+                provider: id,
+                reason: "this deployment has no keys for it or an operator switched it off".into(),
+            })
+    }
+
+    async fn subscriber(&self, account: &AccountId) -> Result<Subscriber, BillingError> {
+        self.accounts
+            .subscriber(account)
+            .await?
+            .ok_or(BillingError::NotFound)
+    }
+
+    /// Starts a checkout for one 30-day period of `target` and records the
+    /// pending payment. Nothing is stored when the provider refuses.
+    pub async fn checkout(
+        &self,
+        account: &AccountId,
+        target: PlanId,
+        provider: ProviderId,
+    ) -> Result<Payment, BillingError> {
+        let provider = self.provider(provider)?;
+        let subscriber = self.subscriber(account).await?;
+        let holdings = self.accounts.holdings(account).await?;
+        check_checkout(&subscriber, &holdings, target)?;
+        let request = CheckoutRequest {
+            payment: PaymentId::generate(),
+            account: account.clone(),
+            plan: target,
+            amount: plan(target).price_cents.map_or(0, i64::from),
+            currency: "USD",
+            description: format!("Sealpost {}, 30 days", target.display_name()),
+        };
+        let session = provider.start_checkout(&request).await.map_err(|error| {
+            BillingError::ProviderUnavailable {
+                provider: provider.id(),
+                reason: error.to_string(),
+            }
+        })?;
+        let payment = Payment {
+            id: request.payment,
+            account: account.clone(),
+            plan: target,
+            provider: provider.id(),
+            amount: request.amount,
+            currency: request.currency.to_owned(),
+            status: PaymentStatus::Pending,
+            reference: session.reference,
+            checkout_url: session.url,
+            created_at: self.clock.now(),
+            settled_at: None,
+        };
+        self.repo.create_payment(&payment).await?;
+        Ok(payment)
+    }
+
+    pub async fn payment(
+        &self,
+        account: &AccountId,
+        id: &PaymentId,
+    ) -> Result<Payment, BillingError> {
+        self.repo
+            .payment(account, id)
+            .await?
+            .ok_or(BillingError::NotFound)
+    }
+
+    /// A sandbox payment by id, for the sandbox checkout page; not found
+    /// unless the sandbox is enabled.
+    pub async fn sandbox_payment(&self, id: &PaymentId) -> Result<Payment, BillingError> {
+        if !self.providers.contains_key(&ProviderId::Sandbox) {
+            return Err(BillingError::NotFound);
+        }
+        self.repo
+            .payment_by_reference(ProviderId::Sandbox, id.as_str())
+            .await?
+            .ok_or(BillingError::NotFound)
+    }
+
+    /// The header a provider signs its notices in.
+    pub fn signature_header(&self, provider: ProviderId) -> Result<&'static str, BillingError> {
+        Ok(self.provider(provider)?.signature_header())
+    }
+
+    /// A provider's signed notice: verified, then settled.
+    pub async fn notice(
+        &self,
+        provider: ProviderId,
+        signature: &str,
+        body: &[u8],
+    ) -> Result<Settled, BillingError> {
+        let notice = self
+            .provider(provider)?
+            .read_notice(signature, body, self.clock.now())?;
+        self.settle(provider, &notice).await
+    }
+
+    /// Applies a verified notice: the one path every provider's outcome takes,
+    /// the sandbox form's included. The payment's new state and the plan it
+    /// buys are written in one transaction, once.
+    pub async fn settle(
+        &self,
+        provider: ProviderId,
+        notice: &Notice,
+    ) -> Result<Settled, BillingError> {
+        self.provider(provider)?;
+        if notice.outcome == NoticeOutcome::Ignored {
+            return Ok(Settled::Unchanged);
+        }
+        for _ in 0..STALE_RETRIES {
+            let Some(payment) = self
+                .repo
+                .payment_by_reference(provider, &notice.reference)
+                .await?
+            else {
+                return Ok(Settled::UnknownReference);
+            };
+            let Some(to) = payment.status.after(notice.outcome) else {
+                return Ok(Settled::Unchanged);
+            };
+            let now = self.clock.now();
+            let purchase = match to {
+                PaymentStatus::Paid => Some(self.purchase(&payment).await?),
+                _ => None,
+            };
+            let settlement = Settlement {
+                payment: payment.id.clone(),
+                account: payment.account.clone(),
+                from: payment.status,
+                to,
+                at: now,
+                purchase,
+            };
+            if self.repo.settle(settlement).await? == Applied::Done {
+                return Ok(Settled::Changed(Payment {
+                    status: to,
+                    settled_at: Some(now),
+                    ..payment
+                }));
+            }
+        }
+        Err(StoreError::Unavailable("the payment kept changing; retry".into()).into())
+    }
+
+    /// What paying `payment` buys, on the account as it is now.
+    async fn purchase(&self, payment: &Payment) -> Result<PlanPurchase, BillingError> {
+        let subscriber = self.subscriber(&payment.account).await?;
+        let now = self.clock.now();
+        let limits = plan(payment.plan);
+        let mut records = Records::new();
+        if subscriber.plan != payment.plan {
+            records.subscription_updated(&payment.account, payment.plan, now);
+        }
+        Ok(PlanPurchase {
+            from_plan: subscriber.plan,
+            from_paid_until: subscriber.paid_until,
+            was_paused: subscriber.pause.is_some(),
+            plan: payment.plan,
+            paid_until: paid_until(&subscriber, payment.plan, now),
+            release: subscriber.pause.map(|_| ReleaseLimits {
+                addresses: limits.addresses,
+                devices: limits.devices,
+            }),
+            records,
+        })
+    }
+
+    /// Pauses every account whose paid period ended unpaid. Returns how many.
+    pub async fn sweep(&self) -> Result<usize, BillingError> {
+        let mut paused = 0;
+        loop {
+            let now = self.clock.now();
+            let due = self.repo.lapsed_accounts(now, LAPSE_BATCH).await?;
+            let mut progressed = 0;
+            for account in &due {
+                if self.lapse(account).await? {
+                    paused += 1;
+                    progressed += 1;
+                }
+            }
+            if due.len() < LAPSE_BATCH as usize || progressed == 0 {
+                return Ok(paused);
+            }
+        }
+    }
+
+    /// Pauses `account` if its period has lapsed; false when it had not (a
+    /// payment arrived meanwhile).
+    async fn lapse(&self, account: &AccountId) -> Result<bool, BillingError> {
+        for _ in 0..STALE_RETRIES {
+            let subscriber = self.subscriber(account).await?;
+            let now = self.clock.now();
+            if !has_lapsed(&subscriber, now) {
+                return Ok(false);
+            }
+            let Some(paid_until) = subscriber.paid_until else {
+                return Ok(false);
+            };
+            let mut records = Records::new();
+            records.subscription_updated(account, PlanId::Free, now);
+            let lapse = Lapse {
+                account: account.clone(),
+                plan: subscriber.plan,
+                paid_until,
+                since: now,
+                deletes_at: now + PAUSE_DELETES_AFTER,
+                records,
+            };
+            if self.repo.lapse(lapse).await? == Applied::Done {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}

@@ -1,0 +1,571 @@
+use std::sync::{Arc, Mutex};
+
+use sealpost_activity::EventType;
+use sealpost_kernel::{AccountId, PaymentId, PlanId, TestClock, Timestamp};
+use sealpost_subscriptions::{
+    ChangeError, Holdings, MockSubscriptionRepository, PauseState, Subscriber,
+};
+use serde_json::json;
+
+use crate::*;
+
+fn at(text: &str) -> Timestamp {
+    Timestamp::parse(text).unwrap()
+}
+
+fn account() -> AccountId {
+    AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap()
+}
+
+const CREATED: &str = "2026-11-01T08:00:00Z";
+const NOW: &str = "2026-11-22T12:00:00Z";
+
+fn on(plan: PlanId) -> Subscriber {
+    Subscriber::on(plan, at(CREATED))
+}
+
+fn paid(plan: PlanId, until: &str) -> Subscriber {
+    Subscriber {
+        paid_until: Some(at(until)),
+        ..on(plan)
+    }
+}
+
+fn paused(lapsed: PlanId) -> Subscriber {
+    Subscriber {
+        pause: Some(PauseState {
+            plan: Some(lapsed),
+            since: at("2026-11-20T00:00:00Z"),
+            deletes_at: at("2026-12-11T00:00:00Z"),
+        }),
+        ..on(PlanId::Free)
+    }
+}
+
+fn holding(addresses: u64, paired: u64) -> Holdings {
+    Holdings { addresses, paired }
+}
+
+// ---- payment states ----
+
+#[test]
+fn a_payment_is_paid_once_and_a_late_paid_after_failed_is_honoured() {
+    use PaymentStatus::{Failed, Paid, Pending};
+    assert_eq!(Pending.after(NoticeOutcome::Paid), Some(Paid));
+    assert_eq!(Pending.after(NoticeOutcome::Failed), Some(Failed));
+    assert_eq!(Failed.after(NoticeOutcome::Paid), Some(Paid));
+    // Paid is final: a repeated notice, or a failure after it, changes nothing.
+    assert_eq!(Paid.after(NoticeOutcome::Paid), None);
+    assert_eq!(Paid.after(NoticeOutcome::Failed), None);
+    assert_eq!(Failed.after(NoticeOutcome::Failed), None);
+    for status in [Pending, Paid, Failed] {
+        assert_eq!(status.after(NoticeOutcome::Ignored), None);
+        assert_eq!(status.as_str().parse::<PaymentStatus>().unwrap(), status);
+    }
+}
+
+// ---- the renewal clock ----
+
+#[test]
+fn paying_for_the_current_plan_before_its_period_ends_adds_thirty_days_to_it() {
+    let subscriber = paid(PlanId::Scale, "2026-11-30T00:00:00Z");
+    assert_eq!(
+        paid_until(&subscriber, PlanId::Scale, at(NOW)),
+        at("2026-12-30T00:00:00Z")
+    );
+}
+
+#[test]
+fn any_other_payment_starts_a_thirty_day_period_at_the_paid_date() {
+    let now = at(NOW);
+    let thirty_on = at("2026-12-22T12:00:00Z");
+    // An upgrade.
+    assert_eq!(paid_until(&on(PlanId::Free), PlanId::Scale, now), thirty_on);
+    assert_eq!(
+        paid_until(
+            &paid(PlanId::Operator, "2026-11-30T00:00:00Z"),
+            PlanId::Scale,
+            now
+        ),
+        thirty_on
+    );
+    // The same plan after its period ended, and while paused.
+    assert_eq!(
+        paid_until(
+            &paid(PlanId::Scale, "2026-11-01T00:00:00Z"),
+            PlanId::Scale,
+            now
+        ),
+        thirty_on
+    );
+    assert_eq!(
+        paid_until(&paused(PlanId::Scale), PlanId::Scale, now),
+        thirty_on
+    );
+}
+
+#[test]
+fn a_paid_plan_lapses_when_its_period_ends_and_free_or_paused_never_do() {
+    let subscriber = paid(PlanId::Operator, NOW);
+    assert!(!has_lapsed(&subscriber, at("2026-11-22T11:59:59.999Z")));
+    assert!(has_lapsed(&subscriber, at(NOW)));
+    assert!(!has_lapsed(&on(PlanId::Free), at(NOW)));
+    assert!(!has_lapsed(&on(PlanId::Enterprise), at(NOW)));
+    let already = Subscriber {
+        paid_until: Some(at("2026-11-01T00:00:00Z")),
+        ..paused(PlanId::Operator)
+    };
+    assert!(!has_lapsed(&already, at(NOW)));
+}
+
+// ---- what checkout sells ----
+
+#[test]
+fn checkout_sells_priced_plans_and_a_cheaper_one_only_when_the_holdings_fit() {
+    let scale = paid(PlanId::Scale, "2026-11-30T00:00:00Z");
+    for plan in [PlanId::Free, PlanId::Enterprise] {
+        assert_eq!(
+            check_checkout(&scale, &holding(0, 0), plan),
+            Err(CheckoutRefusal::NotForSale(plan))
+        );
+    }
+    assert_eq!(
+        check_checkout(&on(PlanId::Free), &holding(3, 1), PlanId::Scale),
+        Ok(())
+    );
+    assert_eq!(
+        check_checkout(&scale, &holding(500, 20), PlanId::Scale),
+        Ok(())
+    );
+    assert!(matches!(
+        check_checkout(&scale, &holding(500, 5), PlanId::Operator),
+        Err(CheckoutRefusal::DoesNotFit(
+            ChangeError::DowngradeBlocked { .. }
+        ))
+    ));
+    // Paused: the payment releases what the plan holds; the rest stays paused.
+    assert_eq!(
+        check_checkout(&paused(PlanId::Scale), &holding(500, 20), PlanId::Operator),
+        Ok(())
+    );
+}
+
+// ---- the service ----
+
+struct Parts {
+    repo: MockBillingRepository,
+    accounts: MockSubscriptionRepository,
+    provider: MockPaymentProvider,
+}
+
+fn parts() -> Parts {
+    let mut provider = MockPaymentProvider::new();
+    provider.expect_id().return_const(ProviderId::Stripe);
+    Parts {
+        repo: MockBillingRepository::new(),
+        accounts: MockSubscriptionRepository::new(),
+        provider,
+    }
+}
+
+fn billing(parts: Parts, now: &str) -> Billing {
+    Billing::new(
+        Arc::new(parts.repo),
+        Arc::new(parts.accounts),
+        vec![Arc::new(parts.provider)],
+        Arc::new(TestClock::at(at(now))),
+    )
+}
+
+fn pending(plan: PlanId, status: PaymentStatus) -> Payment {
+    Payment {
+        id: PaymentId::generate(),
+        account: account(),
+        plan,
+        provider: ProviderId::Stripe,
+        amount: 4_900,
+        currency: "USD".into(),
+        status,
+        reference: "cs_test_1".into(),
+        checkout_url: "https://checkout.example/cs_test_1".into(),
+        created_at: at("2026-11-22T11:00:00Z"),
+        settled_at: None,
+    }
+}
+
+#[tokio::test]
+async fn checkout_asks_the_provider_then_records_the_pending_payment() {
+    let mut parts = parts();
+    parts
+        .accounts
+        .expect_subscriber()
+        .returning(|_| Ok(Some(on(PlanId::Free))));
+    parts
+        .accounts
+        .expect_holdings()
+        .returning(|_| Ok(holding(2, 1)));
+    parts
+        .provider
+        .expect_start_checkout()
+        .times(1)
+        .returning(|request| {
+            assert_eq!(request.amount, 4_900);
+            assert_eq!(request.currency, "USD");
+            assert_eq!(request.plan, PlanId::Scale);
+            assert_eq!(request.description, "Sealpost Scale, 30 days");
+            Ok(CheckoutSession {
+                url: "https://checkout.example/cs_test_1".into(),
+                reference: "cs_test_1".into(),
+            })
+        });
+    let stored = Arc::new(Mutex::new(None));
+    let slot = stored.clone();
+    parts
+        .repo
+        .expect_create_payment()
+        .times(1)
+        .returning(move |payment| {
+            *slot.lock().unwrap() = Some(payment.clone());
+            Ok(())
+        });
+    let payment = billing(parts, NOW)
+        .checkout(&account(), PlanId::Scale, ProviderId::Stripe)
+        .await
+        .unwrap();
+    assert_eq!(payment.status, PaymentStatus::Pending);
+    assert_eq!(payment.reference, "cs_test_1");
+    assert_eq!(payment.created_at, at(NOW));
+    assert_eq!(stored.lock().unwrap().as_ref(), Some(&payment));
+}
+
+#[tokio::test]
+async fn checkout_stores_nothing_when_the_provider_is_off_or_refuses() {
+    // Not enabled in this deployment.
+    let result = billing(parts(), NOW)
+        .checkout(&account(), PlanId::Scale, ProviderId::Btcpay)
+        .await;
+    assert!(matches!(
+        result,
+        Err(BillingError::ProviderUnavailable {
+            provider: ProviderId::Btcpay,
+            ..
+        })
+    ));
+
+    let mut parts = parts();
+    parts
+        .accounts
+        .expect_subscriber()
+        .returning(|_| Ok(Some(on(PlanId::Free))));
+    parts
+        .accounts
+        .expect_holdings()
+        .returning(|_| Ok(holding(0, 0)));
+    parts
+        .provider
+        .expect_start_checkout()
+        .returning(|_| Err(ProviderError::Unreachable("connection refused".into())));
+    parts.repo.expect_create_payment().never();
+    let result = billing(parts, NOW)
+        .checkout(&account(), PlanId::Scale, ProviderId::Stripe)
+        .await;
+    assert!(matches!(
+        result,
+        Err(BillingError::ProviderUnavailable { reason, .. }) if reason.contains("connection refused")
+    ));
+}
+
+fn paid_notice() -> Notice {
+    Notice {
+        reference: "cs_test_1".into(),
+        outcome: NoticeOutcome::Paid,
+    }
+}
+
+#[tokio::test]
+async fn a_paid_notice_changes_the_plan_with_subscription_updated_in_one_settlement() {
+    let mut parts = parts();
+    parts
+        .repo
+        .expect_payment_by_reference()
+        .returning(|_, _| Ok(Some(pending(PlanId::Scale, PaymentStatus::Pending))));
+    parts
+        .accounts
+        .expect_subscriber()
+        .returning(|_| Ok(Some(on(PlanId::Free))));
+    let written = Arc::new(Mutex::new(None));
+    let slot = written.clone();
+    parts
+        .repo
+        .expect_settle()
+        .times(1)
+        .returning(move |settlement| {
+            *slot.lock().unwrap() = Some(settlement);
+            Ok(Applied::Done)
+        });
+    let settled = billing(parts, NOW)
+        .settle(ProviderId::Stripe, &paid_notice())
+        .await
+        .unwrap();
+    assert!(matches!(settled, Settled::Changed(ref p) if p.status == PaymentStatus::Paid));
+    let settlement = written.lock().unwrap().take().unwrap();
+    assert_eq!(
+        (settlement.from, settlement.to, settlement.at),
+        (PaymentStatus::Pending, PaymentStatus::Paid, at(NOW))
+    );
+    let purchase = settlement.purchase.unwrap();
+    assert_eq!(
+        (
+            purchase.from_plan,
+            purchase.plan,
+            purchase.paid_until,
+            purchase.release
+        ),
+        (
+            PlanId::Free,
+            PlanId::Scale,
+            at("2026-12-22T12:00:00Z"),
+            None
+        )
+    );
+    assert!(!purchase.was_paused);
+    assert_eq!(purchase.records.events.len(), 1);
+    assert_eq!(
+        purchase.records.events[0].kind,
+        EventType::SubscriptionUpdated
+    );
+    assert_eq!(
+        purchase.records.events[0].payload,
+        json!({ "planId": "scale" })
+    );
+    assert_eq!(purchase.records.activity.len(), 1);
+}
+
+#[tokio::test]
+async fn a_repeated_notice_a_renewal_and_an_unknown_checkout_change_nothing_twice() {
+    // Already paid: the second notice writes nothing.
+    let mut parts = parts();
+    parts
+        .repo
+        .expect_payment_by_reference()
+        .returning(|_, _| Ok(Some(pending(PlanId::Scale, PaymentStatus::Paid))));
+    parts.repo.expect_settle().never();
+    let settled = billing(parts, NOW)
+        .settle(ProviderId::Stripe, &paid_notice())
+        .await
+        .unwrap();
+    assert_eq!(settled, Settled::Unchanged);
+
+    // A checkout this service never started.
+    let mut parts = self::parts();
+    parts
+        .repo
+        .expect_payment_by_reference()
+        .returning(|_, _| Ok(None));
+    parts.repo.expect_settle().never();
+    let settled = billing(parts, NOW)
+        .settle(ProviderId::Stripe, &paid_notice())
+        .await
+        .unwrap();
+    assert_eq!(settled, Settled::UnknownReference);
+
+    // Renewing the current plan: the period grows, no subscription.updated.
+    let mut parts = self::parts();
+    parts
+        .repo
+        .expect_payment_by_reference()
+        .returning(|_, _| Ok(Some(pending(PlanId::Scale, PaymentStatus::Pending))));
+    parts
+        .accounts
+        .expect_subscriber()
+        .returning(|_| Ok(Some(paid(PlanId::Scale, "2026-11-30T00:00:00Z"))));
+    parts.repo.expect_settle().times(1).returning(|settlement| {
+        let purchase = settlement.purchase.unwrap();
+        assert_eq!(purchase.paid_until, at("2026-12-30T00:00:00Z"));
+        assert_eq!(purchase.from_paid_until, Some(at("2026-11-30T00:00:00Z")));
+        assert!(purchase.records.events.is_empty());
+        Ok(Applied::Done)
+    });
+    billing(parts, NOW)
+        .settle(ProviderId::Stripe, &paid_notice())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_failed_notice_buys_nothing_and_ignored_ones_read_nothing() {
+    let mut parts = parts();
+    parts
+        .repo
+        .expect_payment_by_reference()
+        .returning(|_, _| Ok(Some(pending(PlanId::Scale, PaymentStatus::Pending))));
+    parts.accounts.expect_subscriber().never();
+    parts.repo.expect_settle().times(1).returning(|settlement| {
+        assert_eq!(settlement.to, PaymentStatus::Failed);
+        assert_eq!(settlement.purchase, None);
+        Ok(Applied::Done)
+    });
+    let billing_service = billing(parts, NOW);
+    billing_service
+        .settle(
+            ProviderId::Stripe,
+            &Notice {
+                reference: "cs_test_1".into(),
+                outcome: NoticeOutcome::Failed,
+            },
+        )
+        .await
+        .unwrap();
+
+    let mut parts = self::parts();
+    parts.repo.expect_payment_by_reference().never();
+    let settled = billing(parts, NOW)
+        .settle(
+            ProviderId::Stripe,
+            &Notice {
+                reference: String::new(),
+                outcome: NoticeOutcome::Ignored,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(settled, Settled::Unchanged);
+}
+
+#[tokio::test]
+async fn paying_while_paused_releases_what_the_paid_plan_holds() {
+    let mut parts = parts();
+    parts
+        .repo
+        .expect_payment_by_reference()
+        .returning(|_, _| Ok(Some(pending(PlanId::Operator, PaymentStatus::Pending))));
+    parts
+        .accounts
+        .expect_subscriber()
+        .returning(|_| Ok(Some(paused(PlanId::Scale))));
+    parts.repo.expect_settle().times(1).returning(|settlement| {
+        let purchase = settlement.purchase.unwrap();
+        assert!(purchase.was_paused);
+        assert_eq!(
+            purchase.release,
+            Some(ReleaseLimits {
+                addresses: 100,
+                devices: Some(10)
+            })
+        );
+        assert_eq!(purchase.paid_until, at("2026-12-22T12:00:00Z"));
+        Ok(Applied::Done)
+    });
+    billing(parts, NOW)
+        .settle(ProviderId::Stripe, &paid_notice())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_stale_settlement_is_decided_again_on_a_fresh_read() {
+    let mut parts = parts();
+    let reads = Arc::new(Mutex::new(0));
+    let seen = reads.clone();
+    parts
+        .repo
+        .expect_payment_by_reference()
+        .returning(move |_, _| {
+            let mut seen = seen.lock().unwrap();
+            *seen += 1;
+            // The first decision raced with another notice that paid it.
+            let status = if *seen == 1 {
+                PaymentStatus::Pending
+            } else {
+                PaymentStatus::Paid
+            };
+            Ok(Some(pending(PlanId::Scale, status)))
+        });
+    parts
+        .accounts
+        .expect_subscriber()
+        .returning(|_| Ok(Some(on(PlanId::Free))));
+    parts
+        .repo
+        .expect_settle()
+        .times(1)
+        .returning(|_| Ok(Applied::Stale));
+    let settled = billing(parts, NOW)
+        .settle(ProviderId::Stripe, &paid_notice())
+        .await
+        .unwrap();
+    assert_eq!(settled, Settled::Unchanged);
+    assert_eq!(*reads.lock().unwrap(), 2);
+}
+
+#[tokio::test]
+async fn the_sweep_pauses_lapsed_accounts_onto_free_with_deletes_at_21_days_out() {
+    let mut parts = parts();
+    parts
+        .repo
+        .expect_lapsed_accounts()
+        .times(1)
+        .returning(|_, _| Ok(vec![account()]));
+    parts
+        .accounts
+        .expect_subscriber()
+        .returning(|_| Ok(Some(paid(PlanId::Scale, "2026-11-22T00:00:00Z"))));
+    let written = Arc::new(Mutex::new(None));
+    let slot = written.clone();
+    parts.repo.expect_lapse().times(1).returning(move |lapse| {
+        *slot.lock().unwrap() = Some(lapse);
+        Ok(Applied::Done)
+    });
+    assert_eq!(billing(parts, NOW).sweep().await.unwrap(), 1);
+    let lapse = written.lock().unwrap().take().unwrap();
+    assert_eq!(
+        (lapse.plan, lapse.paid_until, lapse.since, lapse.deletes_at),
+        (
+            PlanId::Scale,
+            at("2026-11-22T00:00:00Z"),
+            at(NOW),
+            at("2026-12-13T12:00:00Z")
+        )
+    );
+    assert_eq!(lapse.records.events[0].payload, json!({ "planId": "free" }));
+}
+
+#[tokio::test]
+async fn the_sweep_leaves_an_account_that_paid_in_the_meantime() {
+    let mut parts = parts();
+    parts
+        .repo
+        .expect_lapsed_accounts()
+        .returning(|_, _| Ok(vec![account()]));
+    parts
+        .accounts
+        .expect_subscriber()
+        .returning(|_| Ok(Some(paid(PlanId::Scale, "2026-12-22T00:00:00Z"))));
+    parts.repo.expect_lapse().never();
+    assert_eq!(billing(parts, NOW).sweep().await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn the_sandbox_checkout_is_a_page_of_the_service_named_by_the_payment() {
+    let sandbox = SandboxProvider::new("http://127.0.0.1:8080/");
+    let payment = PaymentId::generate();
+    let session = sandbox
+        .start_checkout(&CheckoutRequest {
+            payment: payment.clone(),
+            account: account(),
+            plan: PlanId::Scale,
+            amount: 4_900,
+            currency: "USD",
+            description: "Sealpost Scale, 30 days".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        session.url,
+        format!("http://127.0.0.1:8080/billing/sandbox/{payment}")
+    );
+    assert_eq!(
+        SandboxProvider::notice(&payment, NoticeOutcome::Paid).reference,
+        session.reference
+    );
+}

@@ -1,0 +1,279 @@
+//! SPEC.md "Billing" endpoints that involve a payment provider: the provider
+//! list, checkout, payments, the providers' signed notices, and the sandbox
+//! checkout page (CONTRACT.md section 8).
+
+use actix_web::http::header::ContentType;
+use actix_web::web::{Bytes, Data, Form, Path};
+use actix_web::{HttpRequest, HttpResponse, get, post};
+use sealpost_billing::{
+    NoticeOutcome, Payment, PaymentStatus, ProviderId, SandboxProvider, Settled,
+};
+use sealpost_kernel::{PaymentId, PlanId, Timestamp};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::auth::{Authenticated, SessionCaller};
+use crate::error::{ApiError, ErrorBody};
+use crate::json::Json;
+use crate::state::AppState;
+
+#[derive(Serialize, ToSchema)]
+pub struct ProviderBody {
+    /// `stripe`, `btcpay` or `sandbox`.
+    id: ProviderId,
+    /// `card`, `crypto` or `sandbox`.
+    kind: &'static str,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ProvidersBody {
+    providers: Vec<ProviderBody>,
+}
+
+/// The payment providers this deployment takes: those with keys configured
+/// and not switched off by an operator.
+#[utoipa::path(get, path = "/billing/providers", tag = "billing",
+    responses((status = 200, body = ProvidersBody)))]
+#[get("/billing/providers")]
+pub async fn providers(state: Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(ProvidersBody {
+        providers: state
+            .billing
+            .providers()
+            .into_iter()
+            .map(|id| ProviderBody {
+                id,
+                kind: id.kind(),
+            })
+            .collect(),
+    })
+}
+
+/// CONTRACT.md section 9's payment, plus where to pay and when it settled.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentBody {
+    id: PaymentId,
+    /// `pending`, `paid` or `failed`.
+    status: PaymentStatus,
+    plan_id: PlanId,
+    provider: ProviderId,
+    /// Minor units.
+    amount: i64,
+    currency: String,
+    created_at: Timestamp,
+    /// When it became paid or failed.
+    settled_at: Option<Timestamp>,
+    /// The provider's checkout page.
+    url: String,
+}
+
+impl From<Payment> for PaymentBody {
+    fn from(payment: Payment) -> Self {
+        Self {
+            id: payment.id,
+            status: payment.status,
+            plan_id: payment.plan,
+            provider: payment.provider,
+            amount: payment.amount,
+            currency: payment.currency,
+            created_at: payment.created_at,
+            settled_at: payment.settled_at,
+            url: payment.checkout_url,
+        }
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckoutRequest {
+    /// `operator`, `scale` or `fleet`.
+    plan_id: String,
+    /// One of `GET /billing/providers`.
+    provider: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CheckoutBody {
+    /// Where the payer goes.
+    url: String,
+    payment: PaymentBody,
+}
+
+/// Starts a checkout for one 30-day period of a plan: an upgrade, a renewal
+/// of the current plan, a cheaper plan whose limits the account fits, or any
+/// plan while paused after a missed payment.
+#[utoipa::path(post, path = "/billing/checkout", tag = "billing", security(("bearer" = [])),
+    request_body = CheckoutRequest,
+    responses((status = 201, body = CheckoutBody),
+        (status = 400, body = ErrorBody, description = "invalid_field: unknown planId or provider, or a plan not sold through checkout (free, enterprise)"),
+        (status = 409, body = ErrorBody, description = "downgrade_blocked: the account holds more than the plan allows"),
+        (status = 503, body = ErrorBody, description = "provider_unavailable: no keys, switched off, or the provider is failing")))]
+#[post("/billing/checkout")]
+pub async fn checkout(
+    state: Data<AppState>,
+    caller: SessionCaller,
+    Json(body): Json<CheckoutRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let plan = body.plan_id.parse::<PlanId>().map_err(|_| {
+        ApiError::invalid_field("planId", "unknown plan; one of operator, scale, fleet")
+    })?;
+    let provider = body.provider.parse::<ProviderId>().map_err(|_| {
+        ApiError::invalid_field("provider", "unknown provider; see GET /billing/providers")
+    })?;
+    let payment = state
+        .billing
+        .checkout(&caller.account, plan, provider)
+        .await?;
+    Ok(HttpResponse::Created().json(CheckoutBody {
+        url: payment.checkout_url.clone(),
+        payment: payment.into(),
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PaymentEnvelope {
+    payment: PaymentBody,
+}
+
+/// One of the account's payments. The plan changes when it is paid.
+#[utoipa::path(get, path = "/billing/payments/{id}", tag = "billing", security(("bearer" = [])),
+    params(("id" = String, Path, description = "pay_...")),
+    responses((status = 200, body = PaymentEnvelope), (status = 404, body = ErrorBody)))]
+#[get("/billing/payments/{id}")]
+pub async fn get_payment(
+    state: Data<AppState>,
+    caller: Authenticated,
+    id: Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = PaymentId::parse(&id).map_err(|_| ApiError::not_found())?;
+    let payment = state.billing.payment(caller.account(), &id).await?;
+    Ok(HttpResponse::Ok().json(PaymentEnvelope {
+        payment: payment.into(),
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct NoticeReceived {
+    received: bool,
+}
+
+/// A payment provider's signed notice (Stripe webhook with `Stripe-Signature`,
+/// BTCPay webhook with `BTCPay-Sig`), verified against the raw body. A paid
+/// payment changes the plan once, however often its notice arrives.
+#[utoipa::path(post, path = "/billing/notices/{provider}", tag = "billing",
+    params(("provider" = String, Path, description = "stripe or btcpay")),
+    responses((status = 200, body = NoticeReceived),
+        (status = 400, body = ErrorBody, description = "invalid_field: the signature header is missing, malformed, wrong or too old; or the body is not the provider's notice"),
+        (status = 404, body = ErrorBody, description = "no such provider"),
+        (status = 503, body = ErrorBody, description = "provider_unavailable: not enabled here")))]
+#[post("/billing/notices/{provider}")]
+pub async fn notice(
+    state: Data<AppState>,
+    provider: Path<String>,
+    request: HttpRequest,
+    body: Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let provider = match provider.parse::<ProviderId>() {
+        Ok(ProviderId::Sandbox) | Err(_) => return Err(ApiError::not_found()),
+        Ok(provider) => provider,
+    };
+    let header = state.billing.signature_header(provider)?;
+    let signature = request
+        .headers()
+        .get(header)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    let settled = state.billing.notice(provider, signature, &body).await?;
+    if let Settled::Changed(payment) = &settled {
+        tracing::info!(payment = %payment.id, status = %payment.status, %provider, "payment settled");
+    }
+    Ok(HttpResponse::Ok().json(NoticeReceived { received: true }))
+}
+
+fn sandbox_payment_id(text: &str) -> Result<PaymentId, ApiError> {
+    PaymentId::parse(text).map_err(|_| ApiError::not_found())
+}
+
+fn page(title: &str, body: &str) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header(ContentType::html())
+        .body(format!(
+            "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title}</title></head>\
+             <body><h1>{title}</h1>{body}</body></html>"
+        ))
+}
+
+/// The sandbox checkout page (only while `SEALPOST_BILLING_SANDBOX` is on):
+/// a form that pays or fails the payment.
+#[get("/billing/sandbox/{id}")]
+pub async fn sandbox_page(
+    state: Data<AppState>,
+    id: Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = sandbox_payment_id(&id)?;
+    let payment = state.billing.sandbox_payment(&id).await?;
+    let amount = format!(
+        "{}.{:02} {}",
+        payment.amount / 100,
+        payment.amount % 100,
+        payment.currency
+    );
+    Ok(page(
+        "Sandbox checkout",
+        &format!(
+            "<p>{plan} plan, 30 days: {amount}. Status: {status}.</p>\
+             <form method=\"post\"><button name=\"outcome\" value=\"paid\">Pay</button> \
+             <button name=\"outcome\" value=\"failed\">Fail</button></form>",
+            plan = payment.plan.display_name(),
+            status = payment.status,
+        ),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct SandboxForm {
+    outcome: String,
+}
+
+/// The sandbox form's post: settles the payment through the same path a real
+/// provider's verified notice takes.
+#[post("/billing/sandbox/{id}")]
+pub async fn sandbox_settle(
+    state: Data<AppState>,
+    id: Path<String>,
+    form: Form<SandboxForm>,
+) -> Result<HttpResponse, ApiError> {
+    let id = sandbox_payment_id(&id)?;
+    let outcome = match form.outcome.as_str() {
+        "paid" => NoticeOutcome::Paid,
+        "failed" => NoticeOutcome::Failed,
+        _ => {
+            return Err(ApiError::invalid_field(
+                "outcome",
+                "expected paid or failed",
+            ));
+        }
+    };
+    // 404 unless the sandbox is on and the payment is the sandbox's.
+    state.billing.sandbox_payment(&id).await?;
+    state
+        .billing
+        .settle(ProviderId::Sandbox, &SandboxProvider::notice(&id, outcome))
+        .await?;
+    let payment = state.billing.sandbox_payment(&id).await?;
+    Ok(page(
+        "Sandbox checkout",
+        &format!("<p>Payment {id} is {}.</p>", payment.status),
+    ))
+}
+
+/// Where a provider sends the payer back after its checkout.
+#[get("/billing/return")]
+pub async fn returned() -> HttpResponse {
+    page(
+        "Thank you",
+        "<p>Your plan changes as soon as the payment provider confirms the payment. \
+         You can close this page; <code>GET /subscription</code> shows where the account stands.</p>",
+    )
+}

@@ -1,0 +1,385 @@
+//! `BillingRepository` over PostgreSQL: payments, the guarded settlement that
+//! changes the plan and releases a pause in one transaction, and the lapse.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use sealpost_activity::Records;
+use sealpost_billing::{
+    Applied, BillingRepository, Lapse, Payment, PaymentStatus, PlanPurchase, ProviderId,
+    ReleaseLimits, Settlement,
+};
+use sealpost_kernel::{AccountId, InboxId, MessageId, PaymentId, PlanId, StoreError, Timestamp};
+
+use crate::records::write_records;
+use crate::schema::{accounts, addresses, devices, payments};
+use crate::{PgStore, db_error};
+
+type PaymentRow = (
+    String,
+    String,
+    String,
+    String,
+    i64,
+    String,
+    String,
+    String,
+    String,
+    DateTime<Utc>,
+    Option<DateTime<Utc>>,
+);
+
+const PAYMENT_COLUMNS: (
+    payments::id,
+    payments::account_id,
+    payments::plan_id,
+    payments::provider,
+    payments::amount,
+    payments::currency,
+    payments::status,
+    payments::reference,
+    payments::checkout_url,
+    payments::created_at,
+    payments::settled_at,
+) = (
+    payments::id,
+    payments::account_id,
+    payments::plan_id,
+    payments::provider,
+    payments::amount,
+    payments::currency,
+    payments::status,
+    payments::reference,
+    payments::checkout_url,
+    payments::created_at,
+    payments::settled_at,
+);
+
+fn into_payment(row: PaymentRow) -> Result<Payment, StoreError> {
+    let (id, account, plan, provider, amount, currency, status, reference, url, created, settled) =
+        row;
+    Ok(Payment {
+        id: PaymentId::from_trusted(id),
+        account: AccountId::from_trusted(account),
+        plan: plan.parse::<PlanId>().map_err(StoreError::failed)?,
+        provider: provider.parse::<ProviderId>().map_err(StoreError::failed)?,
+        amount,
+        currency,
+        status: status
+            .parse::<PaymentStatus>()
+            .map_err(StoreError::failed)?,
+        reference,
+        checkout_url: url,
+        created_at: created.into(),
+        settled_at: settled.map(Into::into),
+    })
+}
+
+/// The account row's billing columns, locked for the rest of the transaction.
+struct LockedAccount {
+    plan: String,
+    paid_until: Option<Timestamp>,
+    paused: bool,
+}
+
+async fn lock_account(
+    conn: &mut AsyncPgConnection,
+    account: &AccountId,
+) -> Result<Option<LockedAccount>, diesel::result::Error> {
+    type Row = (String, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+    let row: Option<Row> = accounts::table
+        .find(account.as_str())
+        .select((
+            accounts::plan_id,
+            accounts::paid_until,
+            accounts::paused_since,
+        ))
+        .for_update()
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(row.map(|(plan, paid_until, paused_since)| LockedAccount {
+        plan,
+        paid_until: paid_until.map(Into::into),
+        paused: paused_since.is_some(),
+    }))
+}
+
+#[derive(QueryableByName)]
+struct ReleasedMail {
+    #[diesel(sql_type = Text)]
+    id: String,
+    #[diesel(sql_type = Text)]
+    inbox_id: String,
+    #[diesel(sql_type = Timestamptz)]
+    received_at: DateTime<Utc>,
+}
+
+#[derive(QueryableByName)]
+struct StillPaused {
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    paused: bool,
+}
+
+/// Unpauses the oldest paused rows of `table` (addresses or devices) while
+/// the unpaused ones stay within `limit` (`None`: all of them).
+async fn release_rows(
+    conn: &mut AsyncPgConnection,
+    table: &str,
+    account: &AccountId,
+    limit: Option<u32>,
+) -> Result<(), diesel::result::Error> {
+    diesel::sql_query(format!(
+        "UPDATE {table} SET paused_at = NULL WHERE id IN ( \
+           SELECT id FROM {table} WHERE account_id = $1 AND paused_at IS NOT NULL \
+           ORDER BY created_at, id \
+           LIMIT CASE WHEN $2 IS NULL THEN NULL ELSE GREATEST($2 - \
+             (SELECT count(*) FROM {table} WHERE account_id = $1 AND paused_at IS NULL), 0) END)"
+    ))
+    .bind::<Text, _>(account.as_str())
+    .bind::<Nullable<BigInt>, _>(limit.map(i64::from))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Releases what `limits` hold, lists the held mail of every unpaused
+/// address with one `message.received` each (oldest first, at `at`), and
+/// ends the pause when nothing stays paused, else clears its plan.
+async fn release(
+    conn: &mut AsyncPgConnection,
+    account: &AccountId,
+    limits: ReleaseLimits,
+    at: Timestamp,
+) -> Result<(), diesel::result::Error> {
+    release_rows(conn, "addresses", account, Some(limits.addresses)).await?;
+    release_rows(conn, "devices", account, limits.devices).await?;
+    let mut mail: Vec<ReleasedMail> = diesel::sql_query(
+        "UPDATE messages m SET held = false FROM addresses a \
+         WHERE m.inbox_id = a.id AND a.account_id = $1 AND a.paused_at IS NULL AND m.held \
+         RETURNING m.id, m.inbox_id, m.received_at",
+    )
+    .bind::<Text, _>(account.as_str())
+    .load(conn)
+    .await?;
+    mail.sort_by(|a, b| (a.received_at, &a.id).cmp(&(b.received_at, &b.id)));
+    let mut records = Records::new();
+    for message in &mail {
+        records.held_mail_released(
+            account,
+            &InboxId::from_trusted(message.inbox_id.clone()),
+            &MessageId::from_trusted(message.id.clone()),
+            at,
+        );
+    }
+    write_records(conn, &records).await?;
+    let still: StillPaused = diesel::sql_query(
+        "SELECT EXISTS (SELECT 1 FROM addresses WHERE account_id = $1 AND paused_at IS NOT NULL) \
+             OR EXISTS (SELECT 1 FROM devices WHERE account_id = $1 AND paused_at IS NOT NULL) AS paused",
+    )
+    .bind::<Text, _>(account.as_str())
+    .get_result(conn)
+    .await?;
+    let none: Option<DateTime<Utc>> = None;
+    let target = diesel::update(accounts::table.find(account.as_str()));
+    if still.paused {
+        target
+            .set(accounts::lapsed_plan_id.eq(None::<String>))
+            .execute(conn)
+            .await?;
+    } else {
+        target
+            .set((
+                accounts::lapsed_plan_id.eq(None::<String>),
+                accounts::paused_since.eq(none),
+                accounts::pause_deletes_at.eq(none),
+            ))
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
+}
+
+async fn buy(
+    conn: &mut AsyncPgConnection,
+    account: &AccountId,
+    purchase: &PlanPurchase,
+    at: Timestamp,
+) -> Result<(), diesel::result::Error> {
+    diesel::update(accounts::table.find(account.as_str()))
+        .set((
+            accounts::plan_id.eq(purchase.plan.as_str()),
+            accounts::paid_until.eq(Some(purchase.paid_until.as_datetime())),
+        ))
+        .execute(conn)
+        .await?;
+    if let Some(limits) = purchase.release {
+        release(conn, account, limits, at).await?;
+    }
+    write_records(conn, &purchase.records).await
+}
+
+#[async_trait]
+impl BillingRepository for PgStore {
+    async fn create_payment(&self, payment: &Payment) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::insert_into(payments::table)
+            .values((
+                payments::id.eq(payment.id.as_str()),
+                payments::account_id.eq(payment.account.as_str()),
+                payments::plan_id.eq(payment.plan.as_str()),
+                payments::provider.eq(payment.provider.as_str()),
+                payments::amount.eq(payment.amount),
+                payments::currency.eq(&payment.currency),
+                payments::status.eq(payment.status.as_str()),
+                payments::reference.eq(&payment.reference),
+                payments::checkout_url.eq(&payment.checkout_url),
+                payments::created_at.eq(payment.created_at.as_datetime()),
+                payments::settled_at.eq(payment.settled_at.map(|at| at.as_datetime())),
+            ))
+            .execute(&mut conn)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn payment(
+        &self,
+        account: &AccountId,
+        id: &PaymentId,
+    ) -> Result<Option<Payment>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row: Option<PaymentRow> = payments::table
+            .filter(payments::id.eq(id.as_str()))
+            .filter(payments::account_id.eq(account.as_str()))
+            .select(PAYMENT_COLUMNS)
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        row.map(into_payment).transpose()
+    }
+
+    async fn payment_by_reference(
+        &self,
+        provider: ProviderId,
+        reference: &str,
+    ) -> Result<Option<Payment>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row: Option<PaymentRow> = payments::table
+            .filter(payments::provider.eq(provider.as_str()))
+            .filter(payments::reference.eq(reference))
+            .select(PAYMENT_COLUMNS)
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        row.map(into_payment).transpose()
+    }
+
+    async fn settle(&self, settlement: Settlement) -> Result<Applied, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            // Account first, then payment: the order every writer here takes.
+            let Some(account) = lock_account(conn, &settlement.account).await? else {
+                return Ok(Applied::Stale);
+            };
+            let status: Option<String> = payments::table
+                .find(settlement.payment.as_str())
+                .select(payments::status)
+                .for_update()
+                .first(conn)
+                .await
+                .optional()?;
+            if status.as_deref() != Some(settlement.from.as_str()) {
+                return Ok(Applied::Stale);
+            }
+            if let Some(purchase) = &settlement.purchase
+                && (account.plan != purchase.from_plan.as_str()
+                    || account.paid_until != purchase.from_paid_until
+                    || account.paused != purchase.was_paused)
+            {
+                return Ok(Applied::Stale);
+            }
+            diesel::update(payments::table.find(settlement.payment.as_str()))
+                .set((
+                    payments::status.eq(settlement.to.as_str()),
+                    payments::settled_at.eq(Some(settlement.at.as_datetime())),
+                ))
+                .execute(conn)
+                .await?;
+            if let Some(purchase) = &settlement.purchase {
+                buy(conn, &settlement.account, purchase, settlement.at).await?;
+            }
+            Ok::<_, diesel::result::Error>(Applied::Done)
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn lapsed_accounts(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<AccountId>, StoreError> {
+        let mut conn = self.conn().await?;
+        let ids: Vec<String> = accounts::table
+            .filter(accounts::paid_until.le(now.as_datetime()))
+            .filter(accounts::paused_since.is_null())
+            .order(accounts::paid_until)
+            .select(accounts::id)
+            .limit(limit)
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?;
+        Ok(ids.into_iter().map(AccountId::from_trusted).collect())
+    }
+
+    async fn lapse(&self, lapse: Lapse) -> Result<Applied, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            let Some(account) = lock_account(conn, &lapse.account).await? else {
+                return Ok(Applied::Stale);
+            };
+            if account.plan != lapse.plan.as_str()
+                || account.paid_until != Some(lapse.paid_until)
+                || account.paused
+            {
+                return Ok(Applied::Stale);
+            }
+            let since = lapse.since.as_datetime();
+            diesel::update(accounts::table.find(lapse.account.as_str()))
+                .set((
+                    accounts::plan_id.eq(PlanId::Free.as_str()),
+                    accounts::lapsed_plan_id.eq(Some(lapse.plan.as_str())),
+                    accounts::paid_until.eq(None::<DateTime<Utc>>),
+                    accounts::paused_since.eq(Some(since)),
+                    accounts::pause_deletes_at.eq(Some(lapse.deletes_at.as_datetime())),
+                ))
+                .execute(conn)
+                .await?;
+            diesel::update(
+                addresses::table
+                    .filter(addresses::account_id.eq(lapse.account.as_str()))
+                    .filter(addresses::paused_at.is_null()),
+            )
+            .set(addresses::paused_at.eq(Some(since)))
+            .execute(conn)
+            .await?;
+            diesel::update(
+                devices::table
+                    .filter(devices::account_id.eq(lapse.account.as_str()))
+                    .filter(devices::paused_at.is_null()),
+            )
+            .set(devices::paused_at.eq(Some(since)))
+            .execute(conn)
+            .await?;
+            write_records(conn, &lapse.records).await?;
+            Ok::<_, diesel::result::Error>(Applied::Done)
+        })
+        .await
+        .map_err(db_error)
+    }
+}

@@ -1,0 +1,10 @@
+DROP INDEX devices_paused;
+DROP INDEX addresses_paused;
+DROP TABLE payments;
+DROP INDEX accounts_paid_until;
+ALTER TABLE accounts
+    DROP CONSTRAINT accounts_pause_whole,
+    DROP COLUMN pause_deletes_at,
+    DROP COLUMN paused_since,
+    DROP COLUMN lapsed_plan_id,
+    DROP COLUMN paid_until;
