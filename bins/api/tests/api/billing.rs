@@ -10,7 +10,7 @@ use sealpost_seal::{AccountKeys, b64};
 use sealpost_testkit::TestApp;
 use serde_json::{Value, json};
 
-use crate::support::{Api, Reply, SignedIn, new_keys};
+use crate::support::{Api, Reply, SignedIn, SmtpClient, new_keys};
 
 /// Starts a sandbox checkout for `plan`; returns the answer.
 async fn checkout(api: &Api, owner: &SignedIn, plan: &str, provider: &str) -> Reply {
@@ -336,7 +336,8 @@ async fn checkout_refuses_what_it_cannot_sell_and_payments_are_the_owners_alone(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events() {
-    let api = Api::spawn().await;
+    let mut api = Api::spawn().await;
+    let smtp = api.app.spawn_smtp().await;
     let (_, keys) = new_keys();
     let mut owner = api.register(&keys).await;
     buy(&api, &owner, "operator").await;
@@ -397,10 +398,52 @@ async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events()
         .await
         .len();
     let mut held = Vec::new();
-    for inbox in ["ibx_lapse02", "ibx_lapse01", "ibx_lapse02"] {
+    for inbox in ["ibx_lapse02", "ibx_lapse01"] {
         api.app.clock.advance(TimeDelta::minutes(5));
         held.push((deliver(&api, &owner, inbox).await, inbox));
     }
+    // And by SMTP: 250 once stored, held like the rest.
+    api.app.clock.advance(TimeDelta::minutes(5));
+    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
+    let address = inboxes.body["inboxes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|inbox| inbox["id"] == "ibx_lapse02")
+        .unwrap()["emailAddress"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (mut client, _) = SmtpClient::connect(smtp).await;
+    assert_eq!(client.command("EHLO client.example").await, 250);
+    assert_eq!(client.command("MAIL FROM:<sender@example.com>").await, 250);
+    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 250);
+    assert_eq!(
+        client
+            .data("From: sender@example.com\r\nSubject: while paused\r\n\r\nheld")
+            .await,
+        250
+    );
+    let by_smtp = {
+        use diesel_async::RunQueryDsl;
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            id: String,
+            #[diesel(sql_type = diesel::sql_types::Bool)]
+            held: bool,
+        }
+        let mut conn = api.app.db.connect().await;
+        let rows: Vec<Row> = diesel::sql_query(
+            "SELECT id, held FROM messages WHERE inbox_id = 'ibx_lapse02' ORDER BY received_at DESC LIMIT 1",
+        )
+        .load(&mut conn)
+        .await
+        .unwrap();
+        assert!(rows[0].held, "mail to a paused address is held");
+        rows[0].id.clone()
+    };
+    held.push((by_smtp, "ibx_lapse02"));
     assert_eq!(
         listed(&api, &owner, "ibx_lapse01").await,
         vec![before.clone()]
