@@ -205,6 +205,7 @@ fn payment_providers(config: &Config) -> anyhow::Result<Vec<Arc<dyn PaymentProvi
 /// The hourly housekeeping every domain asks for.
 pub struct Sweeps {
     accounts: Accounts,
+    addresses: Addresses,
     billing: Billing,
     devices: Devices,
     activity: ActivityLog,
@@ -216,6 +217,8 @@ impl Sweeps {
     pub fn new(store: &PgStore, blobs: &Arc<dyn BlobStore>, clock: &Arc<dyn Clock>) -> Self {
         Self {
             accounts: Accounts::new(Arc::new(store.clone()), clock.clone()),
+            // Deleting what a pause held needs no domain list.
+            addresses: Addresses::new(Arc::new(store.clone()), clock.clone(), Vec::new()),
             // Lapses need no provider.
             billing: Billing::new(
                 Arc::new(store.clone()),
@@ -245,6 +248,14 @@ impl Sweeps {
             Ok(paused) => tracing::info!(paused, "paused accounts whose paid period lapsed"),
             Err(error) => tracing::warn!(%error, "billing lapse sweep failed"),
         }
+        match self.delete_expired_pauses().await {
+            Ok((addresses, devices)) => tracing::info!(
+                addresses,
+                devices,
+                "deleted what unpaid pauses held past deletesAt"
+            ),
+            Err(error) => tracing::warn!(%error, "deleting expired pauses failed"),
+        }
         match self.devices.sweep().await {
             Ok(disconnected) => tracing::info!(disconnected, "swept devices and pairing sessions"),
             Err(error) => tracing::warn!(%error, "device sweep failed"),
@@ -264,6 +275,32 @@ impl Sweeps {
             ),
             Err(error) => tracing::warn!(%error, "pending blob recovery failed"),
         }
+    }
+
+    /// At a pause's `deletesAt`, deletes the addresses and devices it still
+    /// holds through their own services (mail, retired ids, events), then
+    /// ends the pause. Their blobs go with the mail sweep that follows.
+    async fn delete_expired_pauses(&self) -> anyhow::Result<(usize, usize)> {
+        let (mut addresses, mut devices) = (0, 0);
+        for (account, held) in self.billing.due_deletions().await? {
+            for inbox in &held.addresses {
+                match self.addresses.delete(&account, inbox).await {
+                    Ok(()) => addresses += 1,
+                    // Deleted meanwhile by its owner.
+                    Err(sealpost_addresses::AddressError::NotFound) => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            for worker in &held.devices {
+                match self.devices.remove(&account, worker).await {
+                    Ok(()) => devices += 1,
+                    Err(sealpost_pairing::DeviceError::NotFound) => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            self.billing.end_pause(&account).await?;
+        }
+        Ok((addresses, devices))
     }
 }
 

@@ -1,6 +1,6 @@
 use async_trait::async_trait;
 use sealpost_activity::Records;
-use sealpost_kernel::{AccountId, PaymentId, PlanId, StoreError, Timestamp};
+use sealpost_kernel::{AccountId, InboxId, PaymentId, PlanId, StoreError, Timestamp, WorkerId};
 
 use crate::{Payment, PaymentStatus, ProviderId};
 
@@ -57,6 +57,14 @@ pub struct Lapse {
     pub records: Records,
 }
 
+/// What a pause still holds when its `deletesAt` comes: deleted then.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PausedHoldings {
+    pub addresses: Vec<InboxId>,
+    /// Devices and agents.
+    pub devices: Vec<WorkerId>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Applied {
     Done,
@@ -91,4 +99,14 @@ pub trait BillingRepository: Send + Sync {
     ) -> Result<Vec<AccountId>, StoreError>;
     /// With the account row locked, pauses it when the guards hold.
     async fn lapse(&self, lapse: Lapse) -> Result<Applied, StoreError>;
+    /// Paused accounts whose `deletesAt` is at or before `now`, up to `limit`.
+    async fn expired_pauses(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<AccountId>, StoreError>;
+    async fn paused_holdings(&self, account: &AccountId) -> Result<PausedHoldings, StoreError>;
+    /// Ends the pause when nothing on the account is paused any more; `Stale`
+    /// when something still is.
+    async fn end_pause(&self, account: &AccountId) -> Result<Applied, StoreError>;
 }

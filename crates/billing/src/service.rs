@@ -265,6 +265,25 @@ impl Billing {
         }
     }
 
+    /// Paused accounts whose `deletesAt` has come, with what they still hold
+    /// paused: the caller deletes those addresses and devices through their
+    /// own services (events, retired ids, blob clean-up), then calls
+    /// [`Billing::end_pause`].
+    pub async fn due_deletions(&self) -> Result<Vec<(AccountId, PausedHoldings)>, BillingError> {
+        let now = self.clock.now();
+        let mut due = Vec::new();
+        for account in self.repo.expired_pauses(now, LAPSE_BATCH).await? {
+            let holdings = self.repo.paused_holdings(&account).await?;
+            due.push((account, holdings));
+        }
+        Ok(due)
+    }
+
+    /// Ends `account`'s pause once nothing is paused; false while something still is.
+    pub async fn end_pause(&self, account: &AccountId) -> Result<bool, BillingError> {
+        Ok(self.repo.end_pause(account).await? == Applied::Done)
+    }
+
     /// Pauses `account` if its period has lapsed; false when it had not (a
     /// payment arrived meanwhile).
     async fn lapse(&self, account: &AccountId) -> Result<bool, BillingError> {

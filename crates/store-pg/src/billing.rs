@@ -8,10 +8,12 @@ use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_billing::{
-    Applied, BillingRepository, Lapse, Payment, PaymentStatus, PlanPurchase, ProviderId,
-    ReleaseLimits, Settlement,
+    Applied, BillingRepository, Lapse, PausedHoldings, Payment, PaymentStatus, PlanPurchase,
+    ProviderId, ReleaseLimits, Settlement,
 };
-use sealpost_kernel::{AccountId, InboxId, MessageId, PaymentId, PlanId, StoreError, Timestamp};
+use sealpost_kernel::{
+    AccountId, InboxId, MessageId, PaymentId, PlanId, StoreError, Timestamp, WorkerId,
+};
 
 use crate::records::write_records;
 use crate::schema::{accounts, addresses, devices, payments};
@@ -123,6 +125,19 @@ struct StillPaused {
     paused: bool,
 }
 
+async fn still_paused(
+    conn: &mut AsyncPgConnection,
+    account: &AccountId,
+) -> Result<StillPaused, diesel::result::Error> {
+    diesel::sql_query(
+        "SELECT EXISTS (SELECT 1 FROM addresses WHERE account_id = $1 AND paused_at IS NOT NULL) \
+             OR EXISTS (SELECT 1 FROM devices WHERE account_id = $1 AND paused_at IS NOT NULL) AS paused",
+    )
+    .bind::<Text, _>(account.as_str())
+    .get_result(conn)
+    .await
+}
+
 /// Unpauses the oldest paused rows of `table` (addresses or devices) while
 /// the unpaused ones stay within `limit` (`None`: all of them).
 async fn release_rows(
@@ -175,31 +190,31 @@ async fn release(
         );
     }
     write_records(conn, &records).await?;
-    let still: StillPaused = diesel::sql_query(
-        "SELECT EXISTS (SELECT 1 FROM addresses WHERE account_id = $1 AND paused_at IS NOT NULL) \
-             OR EXISTS (SELECT 1 FROM devices WHERE account_id = $1 AND paused_at IS NOT NULL) AS paused",
-    )
-    .bind::<Text, _>(account.as_str())
-    .get_result(conn)
-    .await?;
-    let none: Option<DateTime<Utc>> = None;
-    let target = diesel::update(accounts::table.find(account.as_str()));
+    let still = still_paused(conn, account).await?;
     if still.paused {
-        target
+        diesel::update(accounts::table.find(account.as_str()))
             .set(accounts::lapsed_plan_id.eq(None::<String>))
             .execute(conn)
             .await?;
     } else {
-        target
-            .set((
-                accounts::lapsed_plan_id.eq(None::<String>),
-                accounts::paused_since.eq(none),
-                accounts::pause_deletes_at.eq(none),
-            ))
-            .execute(conn)
-            .await?;
+        clear_pause(conn, account).await?;
     }
     Ok(())
+}
+
+async fn clear_pause(
+    conn: &mut AsyncPgConnection,
+    account: &AccountId,
+) -> Result<usize, diesel::result::Error> {
+    let none: Option<DateTime<Utc>> = None;
+    diesel::update(accounts::table.find(account.as_str()))
+        .set((
+            accounts::lapsed_plan_id.eq(None::<String>),
+            accounts::paused_since.eq(none),
+            accounts::pause_deletes_at.eq(none),
+        ))
+        .execute(conn)
+        .await
 }
 
 async fn buy(
@@ -377,6 +392,63 @@ impl BillingRepository for PgStore {
             .execute(conn)
             .await?;
             write_records(conn, &lapse.records).await?;
+            Ok::<_, diesel::result::Error>(Applied::Done)
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn expired_pauses(
+        &self,
+        now: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<AccountId>, StoreError> {
+        let mut conn = self.conn().await?;
+        let ids: Vec<String> = accounts::table
+            .filter(accounts::pause_deletes_at.le(now.as_datetime()))
+            .order(accounts::pause_deletes_at)
+            .select(accounts::id)
+            .limit(limit)
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?;
+        Ok(ids.into_iter().map(AccountId::from_trusted).collect())
+    }
+
+    async fn paused_holdings(&self, account: &AccountId) -> Result<PausedHoldings, StoreError> {
+        let mut conn = self.conn().await?;
+        let addresses: Vec<String> = addresses::table
+            .filter(addresses::account_id.eq(account.as_str()))
+            .filter(addresses::paused_at.is_not_null())
+            .order((addresses::created_at, addresses::id))
+            .select(addresses::id)
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?;
+        let devices: Vec<String> = devices::table
+            .filter(devices::account_id.eq(account.as_str()))
+            .filter(devices::paused_at.is_not_null())
+            .order((devices::created_at, devices::id))
+            .select(devices::id)
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?;
+        Ok(PausedHoldings {
+            addresses: addresses.into_iter().map(InboxId::from_trusted).collect(),
+            devices: devices.into_iter().map(WorkerId::from_trusted).collect(),
+        })
+    }
+
+    async fn end_pause(&self, account: &AccountId) -> Result<Applied, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            if lock_account(conn, account).await?.is_none() {
+                return Ok(Applied::Stale);
+            }
+            if still_paused(conn, account).await?.paused {
+                return Ok(Applied::Stale);
+            }
+            clear_pause(conn, account).await?;
             Ok::<_, diesel::result::Error>(Applied::Done)
         })
         .await

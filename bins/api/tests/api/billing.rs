@@ -639,3 +639,53 @@ async fn a_signed_stripe_notice_pays_once_however_often_it_arrives() {
     api.app.stop().await;
     stripe.stop(true).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_a_pause_still_holds_at_deletes_at_is_deleted_and_the_pause_ends() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let mut owner = api.register(&keys).await;
+    buy(&api, &owner, "operator").await;
+    keyed_inbox(&api, &owner, &keys, "ibx_gone01").await;
+    api.pair(&owner.token, "wkr_gone01").await;
+    api.app.clock.advance(TimeDelta::days(30));
+    run_sweeps(&api).await;
+    owner.token = api.sign_in(&keys).await;
+    let pause = subscription(&api, &owner).await["pause"].clone();
+    assert_eq!(pause["deletesAt"], "2027-01-12T12:00:00.000Z");
+    let held = deliver(&api, &owner, "ibx_gone01").await;
+
+    // A minute before deletesAt nothing goes.
+    api.app
+        .clock
+        .advance(TimeDelta::days(21) - TimeDelta::minutes(1));
+    run_sweeps(&api).await;
+    assert_eq!(subscription(&api, &owner).await["pause"]["addresses"], 1);
+    api.app.clock.advance(TimeDelta::minutes(1));
+    run_sweeps(&api).await;
+
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "free");
+    assert_eq!(record["pause"], Value::Null);
+    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
+    assert_eq!(inboxes.body["inboxes"], json!([]));
+    let worker = api.get("/workers/wkr_gone01", Some(&owner.token)).await;
+    assert_eq!(worker.status, StatusCode::NOT_FOUND);
+    let message = api
+        .get(&format!("/messages/{held}"), Some(&owner.token))
+        .await;
+    assert_eq!(message.status, StatusCode::NOT_FOUND);
+    let types = api.event_types(&owner.account_id).await;
+    assert!(types.contains(&"inbox.deleted".to_owned()), "{types:?}");
+    assert!(types.contains(&"worker.removed".to_owned()), "{types:?}");
+    // The deleted address is retired like any other.
+    let again = api
+        .post(
+            "/inboxes",
+            Some(&owner.token),
+            json!({ "id": "ibx_gone01", "domain": "mail.localhost" }),
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.body);
+    api.app.stop().await;
+}
