@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::redirect::Policy;
-use sealpost_billing::ProviderError;
+use sealpost_billing::{CheckoutRequest, CheckoutSession, ProviderError, ProviderId};
 
 use crate::{BuildError, PreparedRequest, REQUEST_TIMEOUT};
 
@@ -39,6 +39,29 @@ impl Executor {
             .user_agent(concat!("Sealpost/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(Self { client })
+    }
+
+    /// Starts a checkout: checks the amount, sends the provider's `prepared`
+    /// request and reads its answer with `read`. A failure is logged with
+    /// ids only.
+    pub(crate) async fn checkout(
+        &self,
+        provider: ProviderId,
+        request: &CheckoutRequest,
+        prepared: &PreparedRequest,
+        read: fn(u16, &[u8]) -> Result<CheckoutSession, ProviderError>,
+    ) -> Result<CheckoutSession, ProviderError> {
+        let result = match crate::check_amount(request) {
+            Ok(()) => match self.send(prepared).await {
+                Ok(answer) => read(answer.status, &answer.body),
+                Err(error) => Err(error),
+            },
+            Err(error) => Err(error),
+        };
+        if let Err(error) = &result {
+            tracing::warn!(%provider, payment = %request.payment, %error, "checkout not started");
+        }
+        result
     }
 
     /// Sends `request`. A request that gets no answer (connect, TLS,

@@ -368,16 +368,15 @@ impl PaymentProvider for StripeProvider {
         &self,
         request: &CheckoutRequest,
     ) -> Result<CheckoutSession, ProviderError> {
-        crate::check_amount(request)?;
         let prepared = checkout_request(&self.config, request);
-        let result = match self.executor.send(&prepared).await {
-            Ok(answer) => read_checkout_response(answer.status, &answer.body),
-            Err(error) => Err(error),
-        };
-        if let Err(error) = &result {
-            tracing::warn!(provider = "stripe", payment = %request.payment, %error, "checkout not started");
-        }
-        result
+        self.executor
+            .checkout(
+                ProviderId::Stripe,
+                request,
+                &prepared,
+                read_checkout_response,
+            )
+            .await
     }
 
     fn signature_header(&self) -> &'static str {

@@ -2,8 +2,6 @@
 //! notice path, payments settled once, the lapse sweep under the test clock,
 //! held mail and its release.
 
-use std::sync::Arc;
-
 use chrono::TimeDelta;
 use reqwest::StatusCode;
 use sealpost_seal::{AccountKeys, b64};
@@ -97,18 +95,6 @@ async fn keyed_inbox(api: &Api, owner: &SignedIn, keys: &AccountKeys, id: &str) 
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
 }
 
-async fn deliver(api: &Api, owner: &SignedIn, inbox: &str) -> String {
-    let posted = api
-        .post(
-            "/messages",
-            Some(&owner.token),
-            json!({ "inboxId": inbox, "raw": b64::encode(b"From: a@example.com\r\nSubject: held\r\n\r\nhello") }),
-        )
-        .await;
-    assert_eq!(posted.status, StatusCode::CREATED, "{}", posted.body);
-    posted.body["messageId"].as_str().unwrap().to_owned()
-}
-
 async fn listed(api: &Api, owner: &SignedIn, inbox: &str) -> Vec<String> {
     let page = api
         .get(&format!("/inboxes/{inbox}/messages"), Some(&owner.token))
@@ -122,18 +108,8 @@ async fn listed(api: &Api, owner: &SignedIn, inbox: &str) -> Vec<String> {
         .collect()
 }
 
-/// The hourly sweeps, as `sealpost-api` runs them, under the test clock.
 async fn run_sweeps(api: &Api) {
-    let store = sealpost_store_pg::PgStore::connect(&api.app.db.url, 2).unwrap();
-    let blobs: Arc<dyn sealpost_messages::store::BlobStore> = Arc::new(
-        sealpost_blobs_fs::FsBlobStore::open(&api.app.config.blob_dir)
-            .await
-            .unwrap(),
-    );
-    let clock: Arc<dyn sealpost_kernel::Clock> = api.app.clock.clone();
-    sealpost_api::Sweeps::new(&store, &blobs, &clock)
-        .run_once()
-        .await;
+    api.sweeps().await.run_once().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -344,7 +320,7 @@ async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events()
     keyed_inbox(&api, &owner, &keys, "ibx_lapse01").await;
     keyed_inbox(&api, &owner, &keys, "ibx_lapse02").await;
     api.pair(&owner.token, "wkr_lapse01").await;
-    let before = deliver(&api, &owner, "ibx_lapse01").await;
+    let before = api.deliver(&owner, "ibx_lapse01").await;
 
     // One minute before the period ends nothing happens; at its end it lapses.
     api.app
@@ -400,7 +376,7 @@ async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events()
     let mut held = Vec::new();
     for inbox in ["ibx_lapse02", "ibx_lapse01"] {
         api.app.clock.advance(TimeDelta::minutes(5));
-        held.push((deliver(&api, &owner, inbox).await, inbox));
+        held.push((api.deliver(&owner, inbox).await, inbox));
     }
     // And by SMTP: 250 once stored, held like the rest.
     api.app.clock.advance(TimeDelta::minutes(5));
@@ -653,7 +629,7 @@ async fn what_a_pause_still_holds_at_deletes_at_is_deleted_and_the_pause_ends() 
     owner.token = api.sign_in(&keys).await;
     let pause = subscription(&api, &owner).await["pause"].clone();
     assert_eq!(pause["deletesAt"], "2027-01-12T12:00:00.000Z");
-    let held = deliver(&api, &owner, "ibx_gone01").await;
+    let held = api.deliver(&owner, "ibx_gone01").await;
 
     // A minute before deletesAt nothing goes.
     api.app

@@ -282,14 +282,7 @@ async fn two_quiet_hours_disconnect_and_activity_reconnects() {
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
     let device = api.pair(&owner.token, "wkr_phone01").await;
-    let store = sealpost_store_pg::PgStore::connect(&api.app.db.url, 2).unwrap();
-    let clock: std::sync::Arc<dyn sealpost_kernel::Clock> = api.app.clock.clone();
-    let blobs: std::sync::Arc<dyn sealpost_messages::store::BlobStore> = std::sync::Arc::new(
-        sealpost_blobs_fs::FsBlobStore::open(&api.app.config.blob_dir)
-            .await
-            .unwrap(),
-    );
-    let sweeps = sealpost_api::Sweeps::new(&store, &blobs, &clock);
+    let sweeps = api.sweeps().await;
 
     api.app.clock.advance(TimeDelta::hours(2));
     sweeps.run_once().await;

@@ -406,16 +406,7 @@ async fn mail_past_retention_is_never_returned_and_is_swept_with_its_blobs() {
         StatusCode::NOT_FOUND
     );
 
-    let store = sealpost_store_pg::PgStore::connect(&api.app.db.url, 2).unwrap();
-    let blobs: Arc<dyn sealpost_messages::store::BlobStore> = Arc::new(
-        sealpost_blobs_fs::FsBlobStore::open(&api.app.config.blob_dir)
-            .await
-            .unwrap(),
-    );
-    let clock: Arc<dyn sealpost_kernel::Clock> = api.app.clock.clone();
-    sealpost_api::Sweeps::new(&store, &blobs, &clock)
-        .run_once()
-        .await;
+    api.sweeps().await.run_once().await;
     assert_eq!(
         files_under(&api.app.config.blob_dir.join("blobs")),
         Vec::<std::path::PathBuf>::new()

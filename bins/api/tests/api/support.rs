@@ -236,6 +236,32 @@ impl Api {
         reply.body["inbox"].clone()
     }
 
+    /// Delivers one plain message to `inbox` through `POST /messages`; returns its id.
+    pub async fn deliver(&self, owner: &SignedIn, inbox: &str) -> String {
+        let raw = b"From: a@example.com\r\nSubject: test\r\n\r\nhello";
+        let posted = self
+            .post(
+                "/messages",
+                Some(&owner.token),
+                json!({ "inboxId": inbox, "raw": b64::encode(raw) }),
+            )
+            .await;
+        assert_eq!(posted.status, StatusCode::CREATED, "{}", posted.body);
+        posted.body["messageId"].as_str().unwrap().to_owned()
+    }
+
+    /// The hourly sweeps, as `sealpost-api` runs them, under the test clock.
+    pub async fn sweeps(&self) -> sealpost_api::Sweeps {
+        let store = sealpost_store_pg::PgStore::connect(&self.app.db.url, 2).unwrap();
+        let blobs: std::sync::Arc<dyn sealpost_messages::store::BlobStore> = std::sync::Arc::new(
+            sealpost_blobs_fs::FsBlobStore::open(&self.app.config.blob_dir)
+                .await
+                .unwrap(),
+        );
+        let clock: std::sync::Arc<dyn sealpost_kernel::Clock> = self.app.clock.clone();
+        sealpost_api::Sweeps::new(&store, &blobs, &clock)
+    }
+
     /// Event types in the outbox for an account, oldest first.
     pub async fn event_types(&self, account_id: &str) -> Vec<String> {
         use diesel_async::RunQueryDsl;

@@ -7,19 +7,6 @@ use serde_json::{Value, json};
 
 use crate::support::{Api, SignedIn, new_keys};
 
-/// Delivers one message through `POST /messages`; returns its id.
-async fn deliver(api: &Api, owner: &SignedIn, inbox: &str) -> String {
-    let posted = api
-        .post(
-            "/messages",
-            Some(&owner.token),
-            json!({ "inboxId": inbox, "raw": b64::encode(b"From: a@example.com\r\nSubject: usage\r\n\r\nhello") }),
-        )
-        .await;
-    assert_eq!(posted.status, StatusCode::CREATED, "{}", posted.body);
-    posted.body["messageId"].as_str().unwrap().to_owned()
-}
-
 async fn change_plan(api: &Api, owner: &SignedIn, plan: &str) -> crate::support::Reply {
     api.post(
         "/subscription/plan",
@@ -90,8 +77,8 @@ async fn usage_matches_the_counters_after_a_scripted_sequence() {
     assert_eq!(assigned.status, StatusCode::OK, "{}", assigned.body);
 
     // Two messages in; one body read (one object read), one marked read.
-    let first = deliver(&api, &owner, "ibx_usage01").await;
-    deliver(&api, &owner, "ibx_usage01").await;
+    let first = api.deliver(&owner, "ibx_usage01").await;
+    api.deliver(&owner, "ibx_usage01").await;
     let read = api
         .get(&format!("/messages/{first}"), Some(&owner.token))
         .await;
