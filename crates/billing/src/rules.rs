@@ -22,8 +22,9 @@ use sealpost_subscriptions::{ChangeError, Holdings, Subscriber, check_fits};
 
 /// A paid period.
 pub const PERIOD: TimeDelta = TimeDelta::days(30);
-/// From a lapse to `pause.deletesAt`.
-pub const PAUSE_DELETES_AFTER: TimeDelta = TimeDelta::days(21);
+/// From a lapse to `pause.deletesAt`: the plan-loss grace of SPEC.md
+/// (own domains are removed after 21 days unpaid).
+pub const PAUSE_DELETES_AFTER: TimeDelta = sealpost_plans::PLAN_LOSS_GRACE;
 
 /// Why checkout refuses a plan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]

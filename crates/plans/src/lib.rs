@@ -17,6 +17,42 @@ pub fn received_window(account_created: Timestamp, now: Timestamp) -> (Timestamp
     (start, start + RECEIVED_WINDOW)
 }
 
+/// SPEC.md: after losing custom domains (a downgrade) an own domain keeps
+/// receiving this long; after a missed payment what is paused is removed
+/// after this long unpaid.
+pub const PLAN_LOSS_GRACE: TimeDelta = TimeDelta::days(21);
+
+/// What an own domain may do after the account's plan changed (SPEC.md
+/// "Own domain" rows): for the own-domains work to consume.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OwnDomainAccess {
+    /// The plan includes own domains: new addresses and mail.
+    Full,
+    /// The plan dropped below own domains at `since`: no new addresses,
+    /// mail still received until `until`.
+    ReceiveOnly { until: Timestamp },
+    /// The grace has run out: mail refused until the plan includes own
+    /// domains again.
+    Refused,
+}
+
+/// An own domain's access on `plan`, which lacks own domains since
+/// `lost_at` (`None` while it has them), at `now`.
+pub fn own_domain_access(
+    plan: &Plan,
+    lost_at: Option<Timestamp>,
+    now: Timestamp,
+) -> OwnDomainAccess {
+    match lost_at {
+        _ if plan.own_domains > 0 => OwnDomainAccess::Full,
+        None => OwnDomainAccess::Refused,
+        Some(since) if now < since + PLAN_LOSS_GRACE => OwnDomainAccess::ReceiveOnly {
+            until: since + PLAN_LOSS_GRACE,
+        },
+        Some(_) => OwnDomainAccess::Refused,
+    }
+}
+
 /// A plan's price and limits. `None` means unlimited (or, for the price, by contract).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -201,6 +237,35 @@ mod tests {
         let (start, end) = received_window(created, later);
         assert_eq!(start.to_string(), "2026-01-31T10:00:00.000Z");
         assert_eq!(end.to_string(), "2026-03-02T10:00:00.000Z");
+    }
+
+    #[test]
+    fn an_own_domain_receives_for_21_days_after_the_plan_loses_domains() {
+        let lost = Timestamp::parse("2026-11-01T00:00:00Z").unwrap();
+        let scale = plan(PlanId::Scale);
+        let operator = plan(PlanId::Operator);
+        assert_eq!(
+            own_domain_access(scale, Some(lost), lost + TimeDelta::days(40)),
+            OwnDomainAccess::Full,
+            "the plan includes domains again"
+        );
+        let until = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
+        assert_eq!(
+            own_domain_access(operator, Some(lost), lost),
+            OwnDomainAccess::ReceiveOnly { until }
+        );
+        assert_eq!(
+            own_domain_access(operator, Some(lost), until - TimeDelta::milliseconds(1)),
+            OwnDomainAccess::ReceiveOnly { until }
+        );
+        assert_eq!(
+            own_domain_access(operator, Some(lost), until),
+            OwnDomainAccess::Refused
+        );
+        assert_eq!(
+            own_domain_access(operator, None, lost),
+            OwnDomainAccess::Refused
+        );
     }
 
     #[test]
