@@ -437,6 +437,70 @@ pub fn after_attempt(
     }
 }
 
+/// Attempts in flight per endpoint (across all senders) while it is healthy.
+pub const HEALTHY_IN_FLIGHT: u32 = 8;
+/// Attempts in flight per endpoint while it is failing (`failingSince` set):
+/// a receiver that times out holds at most this many attempt slots for its
+/// 10 seconds, and one that answers errors costs little until its retries.
+pub const FAILING_IN_FLIGHT: u32 = 2;
+const _: () = assert!(FAILING_IN_FLIGHT >= 1 && FAILING_IN_FLIGHT < HEALTHY_IN_FLIGHT);
+
+/// How many attempts to one endpoint may be in flight at once.
+#[must_use]
+pub fn in_flight_cap(health: &EndpointHealth) -> u32 {
+    if health.failing_since.is_some() {
+        FAILING_IN_FLIGHT
+    } else {
+        HEALTHY_IN_FLIGHT
+    }
+}
+
+/// An endpoint's failure record as written after several attempts recorded
+/// together: what one write must do so that the result is the same as
+/// writing each attempt's record in turn (a success clears `failingSince`
+/// and sets `lastSuccessAt`; a failure sets `failingSince` unless it is
+/// already set).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HealthWrite {
+    /// An attempt succeeded: `failingSince` is cleared (then set to
+    /// `failing_since` if a later one failed) and `lastSuccessAt` written.
+    pub succeeded: bool,
+    /// Written when `succeeded`.
+    pub last_success_at: Option<Timestamp>,
+    /// After `succeeded`, the new `failingSince`; otherwise the value for
+    /// `failingSince = COALESCE(failingSince, this)`.
+    pub failing_since: Option<Timestamp>,
+}
+
+impl HealthWrite {
+    /// Folds the endpoint records of attempts, in the order they finished.
+    #[must_use]
+    pub fn merge(records: impl IntoIterator<Item = EndpointHealth>) -> Option<HealthWrite> {
+        let mut write: Option<HealthWrite> = None;
+        for health in records {
+            write = Some(match (write, health.failing_since) {
+                // A success: whatever came before is overwritten.
+                (_, None) => HealthWrite {
+                    succeeded: true,
+                    last_success_at: health.last_success_at,
+                    failing_since: None,
+                },
+                (None, Some(since)) => HealthWrite {
+                    succeeded: false,
+                    last_success_at: None,
+                    failing_since: Some(since),
+                },
+                // A failure after others: the earliest start is kept.
+                (Some(before), Some(since)) => HealthWrite {
+                    failing_since: Some(before.failing_since.unwrap_or(since)),
+                    ..before
+                },
+            });
+        }
+        write
+    }
+}
+
 /// What the account's plan means for its deliveries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PlanEffect {
@@ -915,5 +979,65 @@ mod tests {
             );
         }
         assert!("done".parse::<DeliveryStatus>().is_err());
+    }
+
+    #[test]
+    fn a_failing_endpoint_gets_fewer_attempts_in_flight() {
+        let healthy = EndpointHealth::default();
+        assert_eq!(in_flight_cap(&healthy), HEALTHY_IN_FLIGHT);
+        let now = at("2026-01-01T00:00:00.000Z");
+        let failing = healthy.record_failure(now);
+        assert_eq!(in_flight_cap(&failing), FAILING_IN_FLIGHT);
+        // One success and it is back to the full cap.
+        assert_eq!(
+            in_flight_cap(&failing.record_success(now)),
+            HEALTHY_IN_FLIGHT
+        );
+    }
+
+    #[test]
+    fn attempts_recorded_together_write_the_same_failure_record() {
+        let t1 = at("2026-01-01T00:00:01.000Z");
+        let t2 = at("2026-01-01T00:00:02.000Z");
+        let t3 = at("2026-01-01T00:00:03.000Z");
+        let ok = |t| EndpointHealth::default().record_success(t);
+        let failed = |t| EndpointHealth::default().record_failure(t);
+        assert_eq!(HealthWrite::merge([]), None);
+        // Successes only: cleared, the last success kept.
+        assert_eq!(
+            HealthWrite::merge([ok(t1), ok(t2)]),
+            Some(HealthWrite {
+                succeeded: true,
+                last_success_at: Some(t2),
+                failing_since: None
+            })
+        );
+        // Failures only: the earliest start, never a later one.
+        assert_eq!(
+            HealthWrite::merge([failed(t2), failed(t1), failed(t3)]),
+            Some(HealthWrite {
+                succeeded: false,
+                last_success_at: None,
+                failing_since: Some(t2)
+            })
+        );
+        // A success then failures: cleared, then failing from the first of them.
+        assert_eq!(
+            HealthWrite::merge([failed(t1), ok(t2), failed(t3), failed(t3)]),
+            Some(HealthWrite {
+                succeeded: true,
+                last_success_at: Some(t2),
+                failing_since: Some(t3)
+            })
+        );
+        // Failures then a success: cleared.
+        assert_eq!(
+            HealthWrite::merge([failed(t1), failed(t2), ok(t3)]),
+            Some(HealthWrite {
+                succeeded: true,
+                last_success_at: Some(t3),
+                failing_since: None
+            })
+        );
     }
 }

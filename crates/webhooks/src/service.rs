@@ -63,6 +63,18 @@ pub struct DueDelivery {
     pub plan: PlanId,
 }
 
+/// A finished attempt (or a delivery failed without one), to be written
+/// back: the delivery's new state, its endpoint's failure record, and when
+/// `disable` is set the endpoint switched off with its other pending
+/// deliveries failed with that error.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttemptRecord {
+    pub delivery: Delivery,
+    pub account: AccountId,
+    pub health: EndpointHealth,
+    pub disable: Option<String>,
+}
+
 /// Decides the deliveries one event creates, given the account's endpoints.
 pub type FanOutRule = dyn Fn(&Event, &[Endpoint], PlanId) -> Vec<Delivery> + Send + Sync;
 
@@ -118,22 +130,23 @@ pub trait WebhookRepository: Send + Sync {
     /// with its account's endpoints and plan, stores the deliveries and marks
     /// the events done, in one transaction. Returns how many events.
     async fn fan_out(&self, limit: i64, rule: &FanOutRule) -> Result<usize, StoreError>;
-    /// Leases up to `limit` pending deliveries due at `now` until `lease_until`.
+    /// Leases up to `limit` pending deliveries due at `now` until
+    /// `lease_until`, at most [`in_flight_cap`](crate::delivery::in_flight_cap)
+    /// leased per endpoint at once; endpoints at their cap are skipped, so
+    /// the others' due deliveries fill the free slots.
     async fn claim_due(
         &self,
         now: Timestamp,
         lease_until: Timestamp,
         limit: i64,
     ) -> Result<Vec<DueDelivery>, StoreError>;
-    /// Writes an attempt's result (and the lease off), the endpoint's failure
-    /// record, and when `disable` the endpoint off with its other pending
-    /// deliveries failed with `disable_error`.
-    async fn record_attempt(
-        &self,
-        delivery: Delivery,
-        health: EndpointHealth,
-        disable: Option<String>,
-    ) -> Result<(), StoreError>;
+    /// Writes attempts' results (and their leases off), their endpoints'
+    /// failure records (in order, as [`HealthWrite::merge`]), and for each
+    /// with `disable` the endpoint off with its other pending deliveries
+    /// failed with that error: all in one transaction.
+    ///
+    /// [`HealthWrite::merge`]: crate::delivery::HealthWrite::merge
+    async fn record_attempts(&self, records: &[AttemptRecord]) -> Result<(), StoreError>;
     async fn delete_deliveries_before(&self, before: Timestamp) -> Result<u64, StoreError>;
 }
 
@@ -411,21 +424,18 @@ impl Sender {
     }
 
     /// One round: fan out new events, then attempt what is due (concurrently,
-    /// up to `batch`) and wait for those attempts. Returns (events fanned
-    /// out, attempts made). The API's loop instead keeps a fixed number of
-    /// attempts in flight (`fan_out`, `claim`, `attempt`), so one slow
-    /// receiver never holds the others back.
+    /// up to `batch`), wait for those attempts and write their results in
+    /// one transaction. Returns (events fanned out, attempts made). The API's
+    /// loop instead keeps a fixed number of attempts in flight (`fan_out`,
+    /// `claim`, `send`, `record`), so one slow receiver never holds the
+    /// others back.
     pub async fn run_once(&self, batch: i64) -> Result<(usize, usize), StoreError> {
         let events = self.fan_out().await?;
         let due = self.claim(batch).await?;
         let attempts = due.len();
-        let mut running = Vec::with_capacity(due.len());
-        for item in due {
-            running.push(self.attempt(item));
-        }
-        for result in futures_util::future::join_all(running).await {
-            result?;
-        }
+        let records =
+            futures_util::future::join_all(due.into_iter().map(|item| self.send(item))).await;
+        self.record(&records).await?;
         Ok((events, attempts))
     }
 
@@ -442,25 +452,29 @@ impl Sender {
 
     /// One attempt of a claimed delivery, and its result written back.
     pub async fn attempt(&self, due: DueDelivery) -> Result<(), StoreError> {
+        let record = self.send(due).await;
+        self.record(std::slice::from_ref(&record)).await
+    }
+
+    /// One attempt of a claimed delivery (none when the plan has no webhooks
+    /// or the endpoint is off: the delivery is failed instead). Writes
+    /// nothing: the result is for [`Sender::record`].
+    pub async fn send(&self, due: DueDelivery) -> AttemptRecord {
         let DueDelivery {
             mut delivery,
             endpoint,
             plan: plan_id,
         } = due;
         // The plan rule: no webhooks on the plan, nothing is sent.
-        if let Some(error) = on_plan_change(plan(plan_id)).fail_pending_with() {
+        let held = on_plan_change(plan(plan_id)).fail_pending_with();
+        if let Some(error) = held.or((!endpoint.status.is_active()).then_some("webhook disabled")) {
             delivery.fail_pending(error);
-            return self
-                .repo
-                .record_attempt(delivery, endpoint.health, None)
-                .await;
-        }
-        if !endpoint.status.is_active() {
-            delivery.fail_pending("webhook disabled");
-            return self
-                .repo
-                .record_attempt(delivery, endpoint.health, None)
-                .await;
+            return AttemptRecord {
+                delivery,
+                account: endpoint.account,
+                health: endpoint.health,
+                disable: None,
+            };
         }
         let sent_at = self.clock.now();
         let headers = delivery.headers(&endpoint.secret, sent_at.unix_seconds());
@@ -470,17 +484,30 @@ impl Sender {
             .await;
         let decision = after_attempt(&delivery.state(endpoint.health), outcome, self.clock.now());
         delivery.apply(&decision);
-        let disable = decision
-            .disable_endpoint
-            .then(|| crate::delivery::DISABLED_ERROR.to_owned());
-        let disabled = disable.is_some();
-        self.repo
-            .record_attempt(delivery, decision.endpoint, disable)
-            .await?;
-        if disabled {
-            self.alerts
-                .webhook_disabled(&endpoint.account, &endpoint.id)
-                .await;
+        AttemptRecord {
+            delivery,
+            account: endpoint.account,
+            health: decision.endpoint,
+            disable: decision
+                .disable_endpoint
+                .then(|| crate::delivery::DISABLED_ERROR.to_owned()),
+        }
+    }
+
+    /// Writes finished attempts back in one transaction (their leases end),
+    /// then tells the owners of endpoints switched off.
+    pub async fn record(&self, records: &[AttemptRecord]) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let disabled: Vec<(AccountId, WebhookId)> = records
+            .iter()
+            .filter(|record| record.disable.is_some())
+            .map(|record| (record.account.clone(), record.delivery.webhook_id.clone()))
+            .collect();
+        self.repo.record_attempts(records).await?;
+        for (account, webhook) in disabled {
+            self.alerts.webhook_disabled(&account, &webhook).await;
         }
         Ok(())
     }
@@ -490,5 +517,193 @@ impl Sender {
         self.repo
             .delete_deliveries_before(self.clock.now() - DELIVERY_LOG_RETENTION)
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::delivery::{DISABLED_ERROR, PLAN_ERROR};
+    use crate::events::EventType;
+    use sealpost_kernel::{EventId, TestClock};
+
+    fn at(text: &str) -> Timestamp {
+        Timestamp::parse(text).unwrap()
+    }
+
+    /// Answers every attempt with `outcome` and remembers the URLs.
+    struct FixedTransport {
+        outcome: AttemptOutcome,
+        sent: Mutex<Vec<String>>,
+    }
+
+    #[async_trait]
+    impl WebhookTransport for FixedTransport {
+        async fn send(
+            &self,
+            url: &str,
+            _headers: &[(&'static str, String)],
+            _body: String,
+        ) -> AttemptOutcome {
+            self.sent.lock().unwrap().push(url.to_owned());
+            self.outcome.clone()
+        }
+    }
+
+    #[derive(Default)]
+    struct Alerts(Mutex<Vec<WebhookId>>);
+
+    #[async_trait]
+    impl WebhookAlerts for Alerts {
+        async fn webhook_disabled(&self, _account: &AccountId, webhook: &WebhookId) {
+            self.0.lock().unwrap().push(webhook.clone());
+        }
+    }
+
+    fn due(n: usize, now: Timestamp, plan: PlanId, health: EndpointHealth) -> DueDelivery {
+        let webhook = WebhookId::from_trusted(format!("whk_test{n}"));
+        let event = WebhookEvent {
+            id: EventId::generate(),
+            event_type: EventType::InboxCreated,
+            created_at: now,
+            payload: serde_json::json!({"inboxId": "ibx_abcd"}),
+        };
+        DueDelivery {
+            delivery: Delivery::new(webhook.clone(), &event, now),
+            endpoint: Endpoint {
+                id: webhook,
+                account: AccountId::from_trusted("acct_test".to_owned()),
+                url: format!("https://r{n}.hooks.test/hook"),
+                events: EventFilter::parse(&["*"]).unwrap(),
+                meta: None,
+                secret: generate_secret(),
+                status: EndpointStatus::Active,
+                active_since: now,
+                health,
+                created_at: now,
+            },
+            plan,
+        }
+    }
+
+    fn sender(
+        repo: MockWebhookRepository,
+        outcome: AttemptOutcome,
+        now: Timestamp,
+    ) -> (Sender, Arc<FixedTransport>, Arc<Alerts>) {
+        let transport = Arc::new(FixedTransport {
+            outcome,
+            sent: Mutex::new(Vec::new()),
+        });
+        let alerts = Arc::new(Alerts::default());
+        let sender = Sender::new(
+            Arc::new(repo),
+            transport.clone(),
+            alerts.clone(),
+            Arc::new(TestClock::at(now)),
+        );
+        (sender, transport, alerts)
+    }
+
+    #[tokio::test]
+    async fn a_round_records_all_its_attempts_in_one_write() {
+        let now = at("2026-01-01T00:00:00.000Z");
+        let mut repo = MockWebhookRepository::new();
+        repo.expect_fan_out().times(1).returning(|_, _| Ok(0));
+        repo.expect_claim_due()
+            .withf(move |claimed_at, until, limit| {
+                *claimed_at == now && *until == now + LEASE && *limit == 10
+            })
+            .times(1)
+            .returning(move |_, _, _| {
+                Ok((0..3)
+                    .map(|n| due(n, now, PlanId::Operator, EndpointHealth::default()))
+                    .collect())
+            });
+        repo.expect_record_attempts()
+            .withf(move |records| {
+                records.len() == 3
+                    && records.iter().all(|record| {
+                        record.delivery.status == DeliveryStatus::Succeeded
+                            && record.delivery.attempts == 1
+                            && record.health.last_success_at == Some(now)
+                            && record.disable.is_none()
+                    })
+            })
+            .times(1)
+            .returning(|_| Ok(()));
+        let (sender, transport, alerts) =
+            sender(repo, AttemptOutcome::Success { status: 200 }, now);
+        assert_eq!(sender.run_once(10).await.unwrap(), (0, 3));
+        assert_eq!(transport.sent.lock().unwrap().len(), 3);
+        assert!(alerts.0.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn nothing_is_sent_without_webhooks_on_the_plan() {
+        let now = at("2026-01-01T00:00:00.000Z");
+        let mut repo = MockWebhookRepository::new();
+        repo.expect_record_attempts()
+            .withf(|records| {
+                records.len() == 1
+                    && records[0].delivery.status == DeliveryStatus::Failed
+                    && records[0].delivery.error.as_deref() == Some(PLAN_ERROR)
+                    && records[0].delivery.attempts == 0
+            })
+            .times(1)
+            .returning(|_| Ok(()));
+        let (sender, transport, _) = sender(repo, AttemptOutcome::Success { status: 200 }, now);
+        sender
+            .attempt(due(0, now, PlanId::Free, EndpointHealth::default()))
+            .await
+            .unwrap();
+        assert!(transport.sent.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn three_days_of_failures_switch_off_and_alert_once_recorded() {
+        let now = at("2026-01-04T00:00:00.000Z");
+        let failing = EndpointHealth {
+            failing_since: Some(at("2026-01-01T00:00:00.000Z")),
+            last_success_at: None,
+        };
+        let mut repo = MockWebhookRepository::new();
+        repo.expect_record_attempts()
+            .withf(|records| {
+                records.len() == 2
+                    && records
+                        .iter()
+                        .all(|record| record.disable.as_deref() == Some(DISABLED_ERROR))
+            })
+            .times(1)
+            .returning(|_| Ok(()));
+        let (sender, _, alerts) = sender(repo, AttemptOutcome::from_status(500), now);
+        let first = sender.send(due(1, now, PlanId::Operator, failing)).await;
+        let second = sender.send(due(2, now, PlanId::Operator, failing)).await;
+        // Sending alone writes nothing and alerts no one.
+        assert!(alerts.0.lock().unwrap().is_empty());
+        sender.record(&[first, second]).await.unwrap();
+        assert_eq!(alerts.0.lock().unwrap().len(), 2);
+        // An empty batch is not written at all.
+        sender.record(&[]).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_is_reported_and_alerts_nobody() {
+        let now = at("2026-01-04T00:00:00.000Z");
+        let failing = EndpointHealth {
+            failing_since: Some(at("2026-01-01T00:00:00.000Z")),
+            last_success_at: None,
+        };
+        let mut repo = MockWebhookRepository::new();
+        repo.expect_record_attempts()
+            .times(1)
+            .returning(|_| Err(StoreError::Failed("down".into())));
+        let (sender, _, alerts) = sender(repo, AttemptOutcome::timeout(), now);
+        let record = sender.send(due(1, now, PlanId::Operator, failing)).await;
+        assert!(sender.record(&[record]).await.is_err());
+        assert!(alerts.0.lock().unwrap().is_empty());
     }
 }
