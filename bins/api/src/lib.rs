@@ -250,6 +250,10 @@ impl Sweeps {
             Ok(paused) => tracing::info!(paused, "paused accounts whose paid period lapsed"),
             Err(error) => tracing::warn!(%error, "billing lapse sweep failed"),
         }
+        match self.billing.release_stragglers().await {
+            Ok(released) => tracing::info!(released, "released held mail of unpaused addresses"),
+            Err(error) => tracing::warn!(%error, "releasing held mail failed"),
+        }
         match self.delete_expired_pauses().await {
             Ok((addresses, devices)) => tracing::info!(
                 addresses,

@@ -106,6 +106,10 @@ pub trait BillingRepository: Send + Sync {
         limit: i64,
     ) -> Result<Vec<AccountId>, StoreError>;
     async fn paused_holdings(&self, account: &AccountId) -> Result<PausedHoldings, StoreError>;
+    /// Lists held mail whose address is no longer paused (mail that was
+    /// stored held while a payment released its address), with one
+    /// `message.received` each at `at`. Returns how many.
+    async fn release_stragglers(&self, at: Timestamp) -> Result<usize, StoreError>;
     /// Ends the pause when nothing on the account is paused any more; `Stale`
     /// when something still is.
     async fn end_pause(&self, account: &AccountId) -> Result<Applied, StoreError>;

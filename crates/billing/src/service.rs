@@ -265,6 +265,13 @@ impl Billing {
         }
     }
 
+    /// Releases mail that was stored held after a payment had already
+    /// released its address (its RCPT saw the address paused, its commit came
+    /// after the release): listed, with its event, at the next sweep.
+    pub async fn release_stragglers(&self) -> Result<usize, BillingError> {
+        Ok(self.repo.release_stragglers(self.clock.now()).await?)
+    }
+
     /// Paused accounts whose `deletesAt` has come, with what they still hold
     /// paused: the caller deletes those addresses and devices through their
     /// own services (events, retired ids, blob clean-up), then calls

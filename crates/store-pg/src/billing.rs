@@ -115,6 +115,8 @@ struct ReleasedMail {
     id: String,
     #[diesel(sql_type = Text)]
     inbox_id: String,
+    #[diesel(sql_type = Text)]
+    account_id: String,
     #[diesel(sql_type = Timestamptz)]
     received_at: DateTime<Utc>,
 }
@@ -160,6 +162,36 @@ async fn release_rows(
     Ok(())
 }
 
+/// Lists the held mail of unpaused addresses (of `account`, or of every
+/// account) with one `message.received` each, oldest first, at `at`.
+async fn unhold_mail(
+    conn: &mut AsyncPgConnection,
+    account: Option<&AccountId>,
+    at: Timestamp,
+) -> Result<usize, diesel::result::Error> {
+    let mut mail: Vec<ReleasedMail> = diesel::sql_query(
+        "UPDATE messages m SET held = false FROM addresses a \
+         WHERE m.inbox_id = a.id AND m.held AND a.paused_at IS NULL \
+           AND ($1::text IS NULL OR a.account_id = $1) \
+         RETURNING m.id, m.inbox_id, a.account_id, m.received_at",
+    )
+    .bind::<Nullable<Text>, _>(account.map(AccountId::as_str))
+    .load(conn)
+    .await?;
+    mail.sort_by(|a, b| (a.received_at, &a.id).cmp(&(b.received_at, &b.id)));
+    let mut records = Records::new();
+    for message in &mail {
+        records.held_mail_released(
+            &AccountId::from_trusted(message.account_id.clone()),
+            &InboxId::from_trusted(message.inbox_id.clone()),
+            &MessageId::from_trusted(message.id.clone()),
+            at,
+        );
+    }
+    write_records(conn, &records).await?;
+    Ok(mail.len())
+}
+
 /// Releases what `limits` hold, lists the held mail of every unpaused
 /// address with one `message.received` each (oldest first, at `at`), and
 /// ends the pause when nothing stays paused, else clears its plan.
@@ -171,25 +203,7 @@ async fn release(
 ) -> Result<(), diesel::result::Error> {
     release_rows(conn, "addresses", account, Some(limits.addresses)).await?;
     release_rows(conn, "devices", account, limits.devices).await?;
-    let mut mail: Vec<ReleasedMail> = diesel::sql_query(
-        "UPDATE messages m SET held = false FROM addresses a \
-         WHERE m.inbox_id = a.id AND a.account_id = $1 AND a.paused_at IS NULL AND m.held \
-         RETURNING m.id, m.inbox_id, m.received_at",
-    )
-    .bind::<Text, _>(account.as_str())
-    .load(conn)
-    .await?;
-    mail.sort_by(|a, b| (a.received_at, &a.id).cmp(&(b.received_at, &b.id)));
-    let mut records = Records::new();
-    for message in &mail {
-        records.held_mail_released(
-            account,
-            &InboxId::from_trusted(message.inbox_id.clone()),
-            &MessageId::from_trusted(message.id.clone()),
-            at,
-        );
-    }
-    write_records(conn, &records).await?;
+    unhold_mail(conn, Some(account), at).await?;
     let still = still_paused(conn, account).await?;
     if still.paused {
         diesel::update(accounts::table.find(account.as_str()))
@@ -453,5 +467,12 @@ impl BillingRepository for PgStore {
         })
         .await
         .map_err(db_error)
+    }
+
+    async fn release_stragglers(&self, at: Timestamp) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| unhold_mail(conn, None, at).await)
+            .await
+            .map_err(db_error)
     }
 }

@@ -665,3 +665,47 @@ async fn what_a_pause_still_holds_at_deletes_at_is_deleted_and_the_pause_ends() 
     assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.body);
     api.app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mail_stored_held_after_its_address_was_released_is_listed_by_the_next_sweep() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    keyed_inbox(&api, &owner, &keys, "ibx_late01").await;
+    let message = api.deliver(&owner, "ibx_late01").await;
+    // What a delivery racing a release leaves: its RCPT saw the address
+    // paused, so it was stored held, but the address is no longer paused.
+    {
+        use diesel_async::RunQueryDsl;
+        let mut conn = api.app.db.connect().await;
+        diesel::sql_query("UPDATE messages SET held = true WHERE id = $1")
+            .bind::<diesel::sql_types::Text, _>(&message)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        listed(&api, &owner, "ibx_late01").await,
+        Vec::<String>::new()
+    );
+    let before = events(&api, &owner.account_id, "message.received")
+        .await
+        .len();
+
+    api.app.clock.advance(TimeDelta::hours(1));
+    run_sweeps(&api).await;
+    assert_eq!(
+        listed(&api, &owner, "ibx_late01").await,
+        vec![message.clone()]
+    );
+    let received = events(&api, &owner.account_id, "message.received").await;
+    assert_eq!(received.len(), before + 1);
+    assert_eq!(
+        received.last().unwrap(),
+        &(
+            json!({ "messageId": message, "inboxId": "ibx_late01" }),
+            "2026-11-22T13:00:00".to_owned()
+        )
+    );
+    api.app.stop().await;
+}
