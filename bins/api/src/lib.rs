@@ -156,19 +156,24 @@ pub async fn start(
     })
 }
 
-/// Billing with the providers `config` enables: those with keys (the
-/// sandbox when `SEALPOST_BILLING_SANDBOX` is on), less `SEALPOST_BILLING_DISABLED`.
+/// Billing with the providers `config` configures: those with keys (the
+/// sandbox when `SEALPOST_BILLING_SANDBOX` is on); those named in
+/// `SEALPOST_BILLING_DISABLED` take no checkouts but still settle notices.
 pub fn billing(
     store: &PgStore,
     config: &Config,
     clock: &Arc<dyn Clock>,
 ) -> anyhow::Result<Billing> {
+    let switched_off = ProviderId::ALL
+        .into_iter()
+        .filter(|id| config.billing_disabled.iter().any(|off| off == id.as_str()));
     Ok(Billing::new(
         Arc::new(store.clone()),
         Arc::new(store.clone()),
         payment_providers(config)?,
         clock.clone(),
-    ))
+    )
+    .switch_off(switched_off))
 }
 
 fn payment_providers(config: &Config) -> anyhow::Result<Vec<Arc<dyn PaymentProvider>>> {
@@ -197,10 +202,6 @@ fn payment_providers(config: &Config) -> anyhow::Result<Vec<Arc<dyn PaymentProvi
     if config.billing_sandbox {
         providers.push(Arc::new(SandboxProvider::new(&config.public_url)));
     }
-    providers.retain(|provider| {
-        let id: ProviderId = provider.id();
-        !config.billing_disabled.iter().any(|off| off == id.as_str())
-    });
     Ok(providers)
 }
 
@@ -247,7 +248,15 @@ impl Sweeps {
             Err(error) => tracing::warn!(%error, "session sweep failed"),
         }
         match self.billing.sweep().await {
-            Ok(paused) => tracing::info!(paused, "paused accounts whose paid period lapsed"),
+            Ok(report) => {
+                for (account, error) in &report.failed {
+                    tracing::warn!(%account, %error, "pausing a lapsed account failed");
+                }
+                tracing::info!(
+                    paused = report.paused,
+                    "paused accounts whose paid period lapsed"
+                );
+            }
             Err(error) => tracing::warn!(%error, "billing lapse sweep failed"),
         }
         match self.billing.release_stragglers().await {

@@ -4,10 +4,10 @@ use sealpost_kernel::{AccountId, InboxId, PaymentId, PlanId, StoreError, Timesta
 
 use crate::{Payment, PaymentStatus, ProviderId};
 
-/// How many addresses and devices a paid plan holds: what a payment made
-/// while paused releases, counting what is not paused.
+/// How many addresses and devices a paid plan holds: a payment releases
+/// paused ones up to these and pauses active ones beyond them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReleaseLimits {
+pub struct HoldingLimits {
     pub addresses: u32,
     /// Devices and agents together; `None` is unlimited.
     pub devices: Option<u32>,
@@ -23,11 +23,16 @@ pub struct PlanPurchase {
     pub was_paused: bool,
     pub plan: PlanId,
     pub paid_until: Timestamp,
-    /// Set when the account is paused: release up to these limits, list the
-    /// held mail of released addresses with one `message.received` each (at
-    /// the settlement time, oldest mail first), then end the pause if nothing
-    /// stays paused, else clear its `planId`.
-    pub release: Option<ReleaseLimits>,
+    /// Fit the account to these: release paused rows oldest first while
+    /// they fit (unless the pause's `deletesAt` has passed), pause active
+    /// rows beyond them newest first, list the held mail of unpaused
+    /// addresses with one `message.received` each (at the settlement time,
+    /// oldest mail first); then end the pause if nothing stays paused, else
+    /// keep it (or start one at the settlement time, deleted at
+    /// `deletes_at`) with `planId` null.
+    pub limits: HoldingLimits,
+    /// `deletesAt` of a pause this payment starts.
+    pub deletes_at: Timestamp,
     /// `subscription.updated` when the plan changes.
     pub records: Records,
 }
@@ -48,7 +53,7 @@ pub struct Settlement {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lapse {
     pub account: AccountId,
-    /// Guards: still on this plan with this period end, and not paused.
+    /// Guards: still on this plan with this period end, and not lapsed.
     pub plan: PlanId,
     pub paid_until: Timestamp,
     pub since: Timestamp,
@@ -99,7 +104,8 @@ pub trait BillingRepository: Send + Sync {
     ) -> Result<Vec<AccountId>, StoreError>;
     /// With the account row locked, pauses it when the guards hold.
     async fn lapse(&self, lapse: Lapse) -> Result<Applied, StoreError>;
-    /// Paused accounts whose `deletesAt` is at or before `now`, up to `limit`.
+    /// Paused accounts whose `deletesAt` is at or before `now`, and those
+    /// with nothing paused any more, up to `limit`.
     async fn expired_pauses(
         &self,
         now: Timestamp,

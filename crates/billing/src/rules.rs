@@ -10,10 +10,13 @@
 //!   sealed, not listed), and `pause.planId` names the lapsed plan.
 //!   `pause.deletesAt` is 21 days after the lapse (SPEC.md: own domains are
 //!   removed after 21 days unpaid).
-//! - Paying while paused releases, oldest first, as many addresses and
-//!   devices as the paid plan holds; held mail of released addresses is listed
-//!   and fires `message.received` at release. What stays paused keeps the
-//!   pause, with `planId` null.
+//! - A paid payment fits the account to the paid plan: paused addresses and
+//!   devices are released, oldest first, while the plan holds them (not once
+//!   the pause's `deletesAt` has passed: they are being deleted), and active
+//!   ones beyond its limits are paused, newest first (two checkouts paid out
+//!   of order, or a cheaper plan paid while paused). Held mail of released
+//!   addresses is listed and fires `message.received` at release. What stays
+//!   paused keeps (or starts) a pause with `planId` null.
 
 use chrono::TimeDelta;
 use sealpost_kernel::{PlanId, Timestamp};
@@ -59,19 +62,19 @@ pub fn check_checkout(
 
 /// The end of the period a payment for `paid_plan` at `paid_at` buys.
 pub fn paid_until(subscriber: &Subscriber, paid_plan: PlanId, paid_at: Timestamp) -> Timestamp {
+    // A lapsed account is on Free with no period, so this is a renewal of a
+    // running period (also while part of the account stays paused).
     match subscriber.paid_until {
-        Some(until)
-            if subscriber.plan == paid_plan && subscriber.pause.is_none() && until > paid_at =>
-        {
-            until + PERIOD
-        }
+        Some(until) if subscriber.plan == paid_plan && until > paid_at => until + PERIOD,
         _ => paid_at + PERIOD,
     }
 }
 
-/// Whether the account's paid period ended unpaid at `now`.
+/// Whether the account's paid period ended unpaid at `now`. An account that
+/// paid after a lapse but keeps something paused (`pause.planId` null) lapses
+/// again when its new period ends unpaid.
 pub fn has_lapsed(subscriber: &Subscriber, now: Timestamp) -> bool {
-    subscriber.pause.is_none()
+    subscriber.pause.is_none_or(|pause| pause.plan.is_none())
         && plan(subscriber.plan).sold_through_checkout()
         && subscriber.paid_until.is_some_and(|until| until <= now)
 }

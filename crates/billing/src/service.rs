@@ -1,4 +1,4 @@
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use sealpost_activity::Records;
@@ -19,7 +19,7 @@ pub enum BillingError {
     #[error("the {provider} payment provider is not available: {reason}")]
     ProviderUnavailable {
         provider: ProviderId,
-        reason: String,
+        reason: &'static str,
     },
     #[error(transparent)]
     Refused(#[from] CheckoutRefusal),
@@ -30,6 +30,14 @@ pub enum BillingError {
     NotFound,
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// What a lapse sweep did.
+#[derive(Debug, Default)]
+pub struct LapseSweep {
+    pub paused: usize,
+    /// Accounts whose lapse failed this time (tried again at the next sweep).
+    pub failed: Vec<(AccountId, BillingError)>,
 }
 
 /// What a notice did.
@@ -48,12 +56,17 @@ pub enum Settled {
 pub struct Billing {
     repo: Arc<dyn BillingRepository>,
     accounts: Arc<dyn SubscriptionRepository>,
+    /// Every configured provider: notices are read from all of them.
     providers: BTreeMap<ProviderId, Arc<dyn PaymentProvider>>,
+    /// Configured but switched off by an operator: no new checkouts, while
+    /// notices about checkouts already started still settle them.
+    switched_off: BTreeSet<ProviderId>,
     clock: Arc<dyn Clock>,
 }
 
 impl Billing {
-    /// `providers` are the enabled ones (configured and not switched off).
+    /// `providers` are the configured ones; all take checkouts until
+    /// [`Billing::switch_off`].
     pub fn new(
         repo: Arc<dyn BillingRepository>,
         accounts: Arc<dyn SubscriptionRepository>,
@@ -67,21 +80,45 @@ impl Billing {
                 .into_iter()
                 .map(|provider| (provider.id(), provider))
                 .collect(),
+            switched_off: BTreeSet::new(),
             clock,
         }
     }
 
-    /// The enabled providers, card first.
-    pub fn providers(&self) -> Vec<ProviderId> {
-        self.providers.keys().copied().collect()
+    /// An operator switched these off (`SEALPOST_BILLING_DISABLED`).
+    #[must_use]
+    pub fn switch_off(mut self, providers: impl IntoIterator<Item = ProviderId>) -> Self {
+        self.switched_off.extend(providers);
+        self
     }
 
+    /// The providers that take checkouts, card first.
+    pub fn providers(&self) -> Vec<ProviderId> {
+        self.providers
+            .keys()
+            .filter(|id| !self.switched_off.contains(id))
+            .copied()
+            .collect()
+    }
+
+    /// A provider that takes checkouts.
     fn provider(&self, id: ProviderId) -> Result<&Arc<dyn PaymentProvider>, BillingError> {
+        match self.configured(id)? {
+            _ if self.switched_off.contains(&id) => Err(BillingError::ProviderUnavailable {
+                provider: id,
+                reason: "an operator switched it off",
+            }),
+            provider => Ok(provider),
+        }
+    }
+
+    /// A configured provider, switched off or not: its notices still count.
+    fn configured(&self, id: ProviderId) -> Result<&Arc<dyn PaymentProvider>, BillingError> {
         self.providers
             .get(&id)
             .ok_or_else(|| BillingError::ProviderUnavailable {
                 provider: id,
-                reason: "this deployment has no keys for it or an operator switched it off".into(),
+                reason: "this deployment has no keys for it",
             })
     }
 
@@ -112,10 +149,14 @@ impl Billing {
             currency: "USD",
             description: format!("Sealpost {}, 30 days", target.display_name()),
         };
+        // The provider's own words stay in the log (the adapter logs them).
         let session = provider.start_checkout(&request).await.map_err(|error| {
             BillingError::ProviderUnavailable {
                 provider: provider.id(),
-                reason: error.to_string(),
+                reason: match error {
+                    ProviderError::Unreachable(_) => "it cannot be reached; try again later",
+                    ProviderError::Refused(_) => "it refused the checkout; try again later",
+                },
             }
         })?;
         let payment = Payment {
@@ -149,7 +190,7 @@ impl Billing {
     /// A sandbox payment by id, for the sandbox checkout page; not found
     /// unless the sandbox is enabled.
     pub async fn sandbox_payment(&self, id: &PaymentId) -> Result<Payment, BillingError> {
-        if !self.providers.contains_key(&ProviderId::Sandbox) {
+        if self.provider(ProviderId::Sandbox).is_err() {
             return Err(BillingError::NotFound);
         }
         self.repo
@@ -160,7 +201,7 @@ impl Billing {
 
     /// The header a provider signs its notices in.
     pub fn signature_header(&self, provider: ProviderId) -> Result<&'static str, BillingError> {
-        Ok(self.provider(provider)?.signature_header())
+        Ok(self.configured(provider)?.signature_header())
     }
 
     /// A provider's signed notice: verified, then settled.
@@ -171,7 +212,7 @@ impl Billing {
         body: &[u8],
     ) -> Result<Settled, BillingError> {
         let notice = self
-            .provider(provider)?
+            .configured(provider)?
             .read_notice(signature, body, self.clock.now())?;
         self.settle(provider, &notice).await
     }
@@ -184,7 +225,7 @@ impl Billing {
         provider: ProviderId,
         notice: &Notice,
     ) -> Result<Settled, BillingError> {
-        self.provider(provider)?;
+        self.configured(provider)?;
         if notice.outcome == NoticeOutcome::Ignored {
             return Ok(Settled::Unchanged);
         }
@@ -238,29 +279,36 @@ impl Billing {
             was_paused: subscriber.pause.is_some(),
             plan: payment.plan,
             paid_until: paid_until(&subscriber, payment.plan, now),
-            release: subscriber.pause.map(|_| ReleaseLimits {
+            limits: HoldingLimits {
                 addresses: limits.addresses,
                 devices: limits.devices,
-            }),
+            },
+            deletes_at: now + PAUSE_DELETES_AFTER,
             records,
         })
     }
 
-    /// Pauses every account whose paid period ended unpaid. Returns how many.
-    pub async fn sweep(&self) -> Result<usize, BillingError> {
-        let mut paused = 0;
+    /// Pauses every account whose paid period ended unpaid. One account's
+    /// failure does not stop the others: it is reported and tried again at
+    /// the next sweep.
+    pub async fn sweep(&self) -> Result<LapseSweep, BillingError> {
+        let mut report = LapseSweep::default();
         loop {
             let now = self.clock.now();
             let due = self.repo.lapsed_accounts(now, LAPSE_BATCH).await?;
             let mut progressed = 0;
             for account in &due {
-                if self.lapse(account).await? {
-                    paused += 1;
-                    progressed += 1;
+                match self.lapse(account).await {
+                    Ok(true) => {
+                        report.paused += 1;
+                        progressed += 1;
+                    }
+                    Ok(false) => {}
+                    Err(error) => report.failed.push((account.clone(), error)),
                 }
             }
             if due.len() < LAPSE_BATCH as usize || progressed == 0 {
-                return Ok(paused);
+                return Ok(report);
             }
         }
     }
@@ -272,8 +320,8 @@ impl Billing {
         Ok(self.repo.release_stragglers(self.clock.now()).await?)
     }
 
-    /// Paused accounts whose `deletesAt` has come, with what they still hold
-    /// paused: the caller deletes those addresses and devices through their
+    /// Paused accounts whose `deletesAt` has come (or that hold nothing
+    /// paused any more), with what they still hold paused: the caller deletes those addresses and devices through their
     /// own services (events, retired ids, blob clean-up), then calls
     /// [`Billing::end_pause`].
     pub async fn due_deletions(&self) -> Result<Vec<(AccountId, PausedHoldings)>, BillingError> {

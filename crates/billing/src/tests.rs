@@ -76,6 +76,29 @@ fn paying_for_the_current_plan_before_its_period_ends_adds_thirty_days_to_it() {
 }
 
 #[test]
+fn renewing_while_part_of_the_account_stays_paused_still_adds_to_the_period() {
+    let partly = Subscriber {
+        pause: Some(PauseState {
+            plan: None,
+            since: at("2026-11-20T00:00:00Z"),
+            deletes_at: at("2026-12-11T00:00:00Z"),
+        }),
+        ..paid(PlanId::Operator, "2026-12-20T00:00:00Z")
+    };
+    assert_eq!(
+        paid_until(&partly, PlanId::Operator, at(NOW)),
+        at("2027-01-19T00:00:00Z")
+    );
+    // Its new period lapses like any other; a lapse not paid yet does not
+    // lapse twice.
+    assert!(has_lapsed(&partly, at("2026-12-20T00:00:00Z")));
+    assert!(!has_lapsed(
+        &paused(PlanId::Operator),
+        at("2026-12-20T00:00:00Z")
+    ));
+}
+
+#[test]
 fn any_other_payment_starts_a_thirty_day_period_at_the_paid_date() {
     let now = at(NOW);
     let thirty_on = at("2026-12-22T12:00:00Z");
@@ -271,8 +294,42 @@ async fn checkout_stores_nothing_when_the_provider_is_off_or_refuses() {
         .await;
     assert!(matches!(
         result,
-        Err(BillingError::ProviderUnavailable { reason, .. }) if reason.contains("connection refused")
+        Err(BillingError::ProviderUnavailable { reason, .. })
+            if reason.contains("cannot be reached") && !reason.contains("connection refused")
     ));
+}
+
+#[tokio::test]
+async fn a_switched_off_provider_takes_no_checkout_but_its_notices_still_settle() {
+    let mut parts = parts();
+    parts.provider.expect_start_checkout().never();
+    parts
+        .repo
+        .expect_payment_by_reference()
+        .returning(|_, _| Ok(Some(pending(PlanId::Scale, PaymentStatus::Pending))));
+    parts
+        .accounts
+        .expect_subscriber()
+        .returning(|_| Ok(Some(on(PlanId::Free))));
+    parts
+        .repo
+        .expect_settle()
+        .times(1)
+        .returning(|_| Ok(Applied::Done));
+    let billing = billing(parts, NOW).switch_off([ProviderId::Stripe]);
+    assert_eq!(billing.providers(), Vec::<ProviderId>::new());
+    let refused = billing
+        .checkout(&account(), PlanId::Scale, ProviderId::Stripe)
+        .await;
+    assert!(matches!(
+        refused,
+        Err(BillingError::ProviderUnavailable { reason, .. }) if reason.contains("switched it off")
+    ));
+    let settled = billing
+        .settle(ProviderId::Stripe, &paid_notice())
+        .await
+        .unwrap();
+    assert!(matches!(settled, Settled::Changed(ref p) if p.status == PaymentStatus::Paid));
 }
 
 fn paid_notice() -> Notice {
@@ -319,13 +376,18 @@ async fn a_paid_notice_changes_the_plan_with_subscription_updated_in_one_settlem
             purchase.from_plan,
             purchase.plan,
             purchase.paid_until,
-            purchase.release
+            purchase.limits,
+            purchase.deletes_at
         ),
         (
             PlanId::Free,
             PlanId::Scale,
             at("2026-12-22T12:00:00Z"),
-            None
+            HoldingLimits {
+                addresses: 1_000,
+                devices: Some(50)
+            },
+            at("2026-12-13T12:00:00Z")
         )
     );
     assert!(!purchase.was_paused);
@@ -447,11 +509,11 @@ async fn paying_while_paused_releases_what_the_paid_plan_holds() {
         let purchase = settlement.purchase.unwrap();
         assert!(purchase.was_paused);
         assert_eq!(
-            purchase.release,
-            Some(ReleaseLimits {
+            purchase.limits,
+            HoldingLimits {
                 addresses: 100,
                 devices: Some(10)
-            })
+            }
         );
         assert_eq!(purchase.paid_until, at("2026-12-22T12:00:00Z"));
         Ok(Applied::Done)
@@ -516,7 +578,8 @@ async fn the_sweep_pauses_lapsed_accounts_onto_free_with_deletes_at_21_days_out(
         *slot.lock().unwrap() = Some(lapse);
         Ok(Applied::Done)
     });
-    assert_eq!(billing(parts, NOW).sweep().await.unwrap(), 1);
+    let report = billing(parts, NOW).sweep().await.unwrap();
+    assert_eq!((report.paused, report.failed.len()), (1, 0));
     let lapse = written.lock().unwrap().take().unwrap();
     assert_eq!(
         (lapse.plan, lapse.paid_until, lapse.since, lapse.deletes_at),
@@ -531,6 +594,36 @@ async fn the_sweep_pauses_lapsed_accounts_onto_free_with_deletes_at_21_days_out(
 }
 
 #[tokio::test]
+async fn one_account_failing_to_lapse_does_not_stop_the_others() {
+    let other = AccountId::parse("acct_bbbbbbbbbbbbbbbbbbbbbbbb").unwrap();
+    let mut parts = parts();
+    let due = vec![account(), other.clone()];
+    parts
+        .repo
+        .expect_lapsed_accounts()
+        .times(1)
+        .returning(move |_, _| Ok(due.clone()));
+    parts
+        .accounts
+        .expect_subscriber()
+        .returning(|_| Ok(Some(paid(PlanId::Scale, "2026-11-22T00:00:00Z"))));
+    let failing = account();
+    parts.repo.expect_lapse().times(2).returning(move |lapse| {
+        if lapse.account == failing {
+            Err(sealpost_kernel::StoreError::Failed(
+                "deadlock detected".into(),
+            ))
+        } else {
+            Ok(Applied::Done)
+        }
+    });
+    let report = billing(parts, NOW).sweep().await.unwrap();
+    assert_eq!(report.paused, 1);
+    assert_eq!(report.failed.len(), 1);
+    assert_eq!(report.failed[0].0, account());
+}
+
+#[tokio::test]
 async fn the_sweep_leaves_an_account_that_paid_in_the_meantime() {
     let mut parts = parts();
     parts
@@ -542,7 +635,8 @@ async fn the_sweep_leaves_an_account_that_paid_in_the_meantime() {
         .expect_subscriber()
         .returning(|_| Ok(Some(paid(PlanId::Scale, "2026-12-22T00:00:00Z"))));
     parts.repo.expect_lapse().never();
-    assert_eq!(billing(parts, NOW).sweep().await.unwrap(), 0);
+    let report = billing(parts, NOW).sweep().await.unwrap();
+    assert_eq!((report.paused, report.failed.len()), (0, 0));
 }
 
 #[tokio::test]

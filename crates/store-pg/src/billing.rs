@@ -8,8 +8,8 @@ use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_billing::{
-    Applied, BillingRepository, Lapse, PausedHoldings, Payment, PaymentStatus, PlanPurchase,
-    ProviderId, ReleaseLimits, Settlement,
+    Applied, BillingRepository, HoldingLimits, Lapse, PausedHoldings, Payment, PaymentStatus,
+    PlanPurchase, ProviderId, Settlement,
 };
 use sealpost_kernel::{
     AccountId, InboxId, MessageId, PaymentId, PlanId, StoreError, Timestamp, WorkerId,
@@ -84,29 +84,45 @@ struct LockedAccount {
     plan: String,
     paid_until: Option<Timestamp>,
     paused: bool,
+    /// A lapse not paid yet (`pause.planId` set).
+    lapsed: bool,
+    /// The pause's `deletesAt`.
+    deletes_at: Option<Timestamp>,
 }
 
 async fn lock_account(
     conn: &mut AsyncPgConnection,
     account: &AccountId,
 ) -> Result<Option<LockedAccount>, diesel::result::Error> {
-    type Row = (String, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+    type Row = (
+        String,
+        Option<DateTime<Utc>>,
+        Option<DateTime<Utc>>,
+        Option<String>,
+        Option<DateTime<Utc>>,
+    );
     let row: Option<Row> = accounts::table
         .find(account.as_str())
         .select((
             accounts::plan_id,
             accounts::paid_until,
             accounts::paused_since,
+            accounts::lapsed_plan_id,
+            accounts::pause_deletes_at,
         ))
         .for_update()
         .first(conn)
         .await
         .optional()?;
-    Ok(row.map(|(plan, paid_until, paused_since)| LockedAccount {
-        plan,
-        paid_until: paid_until.map(Into::into),
-        paused: paused_since.is_some(),
-    }))
+    Ok(row.map(
+        |(plan, paid_until, paused_since, lapsed_plan, deletes_at)| LockedAccount {
+            plan,
+            paid_until: paid_until.map(Into::into),
+            paused: paused_since.is_some(),
+            lapsed: lapsed_plan.is_some(),
+            deletes_at: deletes_at.map(Into::into),
+        },
+    ))
 }
 
 #[derive(QueryableByName)]
@@ -119,6 +135,12 @@ struct ReleasedMail {
     account_id: String,
     #[diesel(sql_type = Timestamptz)]
     received_at: DateTime<Utc>,
+}
+
+#[derive(QueryableByName)]
+struct IdRow {
+    #[diesel(sql_type = Text)]
+    id: String,
 }
 
 #[derive(QueryableByName)]
@@ -192,26 +214,71 @@ async fn unhold_mail(
     Ok(mail.len())
 }
 
-/// Releases what `limits` hold, lists the held mail of every unpaused
-/// address with one `message.received` each (oldest first, at `at`), and
-/// ends the pause when nothing stays paused, else clears its plan.
-async fn release(
+/// Pauses, at `at`, the active rows of `table` beyond `limit`: the newest
+/// go, the oldest `limit` stay.
+async fn pause_excess(
     conn: &mut AsyncPgConnection,
+    table: &str,
     account: &AccountId,
-    limits: ReleaseLimits,
+    limit: u32,
     at: Timestamp,
 ) -> Result<(), diesel::result::Error> {
-    release_rows(conn, "addresses", account, Some(limits.addresses)).await?;
-    release_rows(conn, "devices", account, limits.devices).await?;
+    diesel::sql_query(format!(
+        "UPDATE {table} SET paused_at = $3 WHERE id IN ( \
+           SELECT id FROM {table} WHERE account_id = $1 AND paused_at IS NULL \
+           ORDER BY created_at, id OFFSET $2)"
+    ))
+    .bind::<Text, _>(account.as_str())
+    .bind::<BigInt, _>(i64::from(limit))
+    .bind::<Timestamptz, _>(at.as_datetime())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Fits the account to a paid plan's `limits` (see [`PlanPurchase`]).
+/// Devices before addresses: the order device removal and assignment lock
+/// them in.
+async fn fit(
+    conn: &mut AsyncPgConnection,
+    account: &AccountId,
+    locked: &LockedAccount,
+    purchase: &PlanPurchase,
+    at: Timestamp,
+) -> Result<(), diesel::result::Error> {
+    let HoldingLimits { addresses, devices } = purchase.limits;
+    // Past `deletesAt` what is paused is being deleted: nothing comes back.
+    let may_release = locked.deletes_at.is_none_or(|deletes_at| at < deletes_at);
+    if let Some(devices) = devices {
+        pause_excess(conn, "devices", account, devices, at).await?;
+    }
+    if may_release {
+        release_rows(conn, "devices", account, devices).await?;
+    }
+    pause_excess(conn, "addresses", account, addresses, at).await?;
+    if may_release {
+        release_rows(conn, "addresses", account, Some(addresses)).await?;
+    }
     unhold_mail(conn, Some(account), at).await?;
-    let still = still_paused(conn, account).await?;
-    if still.paused {
-        diesel::update(accounts::table.find(account.as_str()))
+    if !still_paused(conn, account).await?.paused {
+        clear_pause(conn, account).await?;
+        return Ok(());
+    }
+    let target = diesel::update(accounts::table.find(account.as_str()));
+    if locked.paused {
+        target
             .set(accounts::lapsed_plan_id.eq(None::<String>))
             .execute(conn)
             .await?;
     } else {
-        clear_pause(conn, account).await?;
+        target
+            .set((
+                accounts::lapsed_plan_id.eq(None::<String>),
+                accounts::paused_since.eq(Some(at.as_datetime())),
+                accounts::pause_deletes_at.eq(Some(purchase.deletes_at.as_datetime())),
+            ))
+            .execute(conn)
+            .await?;
     }
     Ok(())
 }
@@ -234,6 +301,7 @@ async fn clear_pause(
 async fn buy(
     conn: &mut AsyncPgConnection,
     account: &AccountId,
+    locked: &LockedAccount,
     purchase: &PlanPurchase,
     at: Timestamp,
 ) -> Result<(), diesel::result::Error> {
@@ -244,9 +312,7 @@ async fn buy(
         ))
         .execute(conn)
         .await?;
-    if let Some(limits) = purchase.release {
-        release(conn, account, limits, at).await?;
-    }
+    fit(conn, account, locked, purchase, at).await?;
     write_records(conn, &purchase.records).await
 }
 
@@ -340,7 +406,7 @@ impl BillingRepository for PgStore {
                 .execute(conn)
                 .await?;
             if let Some(purchase) = &settlement.purchase {
-                buy(conn, &settlement.account, purchase, settlement.at).await?;
+                buy(conn, &settlement.account, &account, purchase, settlement.at).await?;
             }
             Ok::<_, diesel::result::Error>(Applied::Done)
         })
@@ -354,9 +420,16 @@ impl BillingRepository for PgStore {
         limit: i64,
     ) -> Result<Vec<AccountId>, StoreError> {
         let mut conn = self.conn().await?;
+        // Plans sold through checkout only: Enterprise is by contract.
+        let sold: Vec<&str> = PlanId::ALL
+            .into_iter()
+            .filter(|id| sealpost_plans::plan(*id).sold_through_checkout())
+            .map(PlanId::as_str)
+            .collect();
         let ids: Vec<String> = accounts::table
             .filter(accounts::paid_until.le(now.as_datetime()))
-            .filter(accounts::paused_since.is_null())
+            .filter(accounts::lapsed_plan_id.is_null())
+            .filter(accounts::plan_id.eq_any(sold))
             .order(accounts::paid_until)
             .select(accounts::id)
             .limit(limit)
@@ -374,11 +447,12 @@ impl BillingRepository for PgStore {
             };
             if account.plan != lapse.plan.as_str()
                 || account.paid_until != Some(lapse.paid_until)
-                || account.paused
+                || account.lapsed
             {
                 return Ok(Applied::Stale);
             }
             let since = lapse.since.as_datetime();
+            // A pause left from an earlier lapse starts again with this one.
             diesel::update(accounts::table.find(lapse.account.as_str()))
                 .set((
                     accounts::plan_id.eq(PlanId::Free.as_str()),
@@ -389,14 +463,8 @@ impl BillingRepository for PgStore {
                 ))
                 .execute(conn)
                 .await?;
-            diesel::update(
-                addresses::table
-                    .filter(addresses::account_id.eq(lapse.account.as_str()))
-                    .filter(addresses::paused_at.is_null()),
-            )
-            .set(addresses::paused_at.eq(Some(since)))
-            .execute(conn)
-            .await?;
+            // Devices before addresses: the order device removal and
+            // assignment lock them in.
             diesel::update(
                 devices::table
                     .filter(devices::account_id.eq(lapse.account.as_str()))
@@ -405,6 +473,18 @@ impl BillingRepository for PgStore {
             .set(devices::paused_at.eq(Some(since)))
             .execute(conn)
             .await?;
+            diesel::update(
+                addresses::table
+                    .filter(addresses::account_id.eq(lapse.account.as_str()))
+                    .filter(addresses::paused_at.is_null()),
+            )
+            .set(addresses::paused_at.eq(Some(since)))
+            .execute(conn)
+            .await?;
+            // SPEC: `pause` is null when nothing is paused.
+            if !still_paused(conn, &lapse.account).await?.paused {
+                clear_pause(conn, &lapse.account).await?;
+            }
             write_records(conn, &lapse.records).await?;
             Ok::<_, diesel::result::Error>(Applied::Done)
         })
@@ -418,15 +498,24 @@ impl BillingRepository for PgStore {
         limit: i64,
     ) -> Result<Vec<AccountId>, StoreError> {
         let mut conn = self.conn().await?;
-        let ids: Vec<String> = accounts::table
-            .filter(accounts::pause_deletes_at.le(now.as_datetime()))
-            .order(accounts::pause_deletes_at)
-            .select(accounts::id)
-            .limit(limit)
-            .load(&mut conn)
-            .await
-            .map_err(db_error)?;
-        Ok(ids.into_iter().map(AccountId::from_trusted).collect())
+        // Also pauses with nothing left in them (the owner deleted it all):
+        // they end at once, with nothing to delete.
+        let rows: Vec<IdRow> = diesel::sql_query(
+            "SELECT a.id FROM accounts a WHERE a.paused_since IS NOT NULL AND ( \
+               a.pause_deletes_at <= $1 \
+               OR (NOT EXISTS (SELECT 1 FROM addresses d WHERE d.account_id = a.id AND d.paused_at IS NOT NULL) \
+                   AND NOT EXISTS (SELECT 1 FROM devices v WHERE v.account_id = a.id AND v.paused_at IS NOT NULL))) \
+             ORDER BY a.pause_deletes_at LIMIT $2",
+        )
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .bind::<BigInt, _>(limit)
+        .load(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|row| AccountId::from_trusted(row.id))
+            .collect())
     }
 
     async fn paused_holdings(&self, account: &AccountId) -> Result<PausedHoldings, StoreError> {

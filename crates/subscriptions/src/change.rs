@@ -202,17 +202,23 @@ impl Subscription {
     }
 
     /// The record of `subscriber`, with `paused` counted when it is paused.
+    /// SPEC.md: `pause` is null when nothing is paused (the owner may have
+    /// deleted what was; the sweep ends such a pause).
     pub fn of(subscriber: &Subscriber, paused: PausedCounts) -> Subscription {
+        let nothing_paused = paused == PausedCounts::default();
         Subscription {
-            pause: subscriber.pause.map(|state| Pause {
-                plan_id: state.plan,
-                since: state.since,
-                deletes_at: state.deletes_at,
-                addresses: paused.addresses,
-                devices: paused.devices,
-                api_keys: 0,
-                domains: 0,
-            }),
+            pause: subscriber
+                .pause
+                .filter(|_| !nothing_paused)
+                .map(|state| Pause {
+                    plan_id: state.plan,
+                    since: state.since,
+                    deletes_at: state.deletes_at,
+                    addresses: paused.addresses,
+                    devices: paused.devices,
+                    api_keys: 0,
+                    domains: 0,
+                }),
             renews_at: subscriber.paid_until,
             ..Subscription::on(subscriber.plan)
         }

@@ -566,8 +566,19 @@ fn a_paused_subscription_shows_the_lapsed_plan_its_counts_and_the_lapsed_receive
         }),
         ..paused
     };
-    let record = Subscription::of(&released, PausedCounts::default());
+    let record = Subscription::of(
+        &released,
+        PausedCounts {
+            addresses: 1,
+            devices: 0,
+        },
+    );
     assert_eq!(record.pause.unwrap().plan_id, None);
+    // SPEC: null when nothing is paused (the owner deleted what was).
+    assert_eq!(
+        Subscription::of(&released, PausedCounts::default()).pause,
+        None
+    );
     assert_eq!(record.renews_at, Some(at("2026-12-31T08:00:00Z")));
     let usage = Usage::compute(&released, since, &UsageCounts::default());
     assert_eq!(usage.messages_received.limit, 100_000);

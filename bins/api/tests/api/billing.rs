@@ -438,10 +438,11 @@ async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events()
     );
 
     // Paying releases everything the plan holds, and the mail in arrival order.
+    // (Fleet: devices are unlimited, so every paused device comes back.)
     api.app.clock.advance(TimeDelta::hours(1));
-    buy(&api, &owner, "operator").await;
+    buy(&api, &owner, "fleet").await;
     let record = subscription(&api, &owner).await;
-    assert_eq!(record["planId"], "operator");
+    assert_eq!(record["planId"], "fleet");
     assert_eq!(record["pause"], Value::Null);
     assert_eq!(record["renewsAt"], "2027-01-21T13:15:00.000Z");
     let worker = api.get("/workers/wkr_lapse01", Some(&owner.token)).await;
@@ -504,12 +505,32 @@ async fn paying_for_a_smaller_plan_releases_what_it_holds_and_keeps_the_rest_pau
     let usage = api.get("/usage", Some(&owner.token)).await;
     assert_eq!(usage.body["messagesReceived"]["limit"], 100_000);
 
-    // Deleting the paused one ends the pause at the next payment; the sweep
-    // does not pause the account again while the period runs.
+    // Deleting the paused one leaves nothing paused: `pause` is null, and
+    // the sweep does not pause the account again while the period runs.
     let deleted = api.delete("/inboxes/ibx_many100", Some(&owner.token)).await;
     assert_eq!(deleted.status, StatusCode::NO_CONTENT);
     run_sweeps(&api).await;
-    assert_eq!(subscription(&api, &owner).await["planId"], "operator");
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "operator");
+    assert_eq!(record["pause"], Value::Null);
+    // The sweep ended the pause record too, not only its display.
+    {
+        use diesel_async::RunQueryDsl;
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Bool)]
+            paused: bool,
+        }
+        let mut conn = api.app.db.connect().await;
+        let row: Row = diesel::sql_query(
+            "SELECT paused_since IS NOT NULL AS paused FROM accounts WHERE id = $1",
+        )
+        .bind::<diesel::sql_types::Text, _>(&owner.account_id)
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+        assert!(!row.paused);
+    }
     api.app.stop().await;
 }
 
@@ -638,10 +659,18 @@ async fn what_a_pause_still_holds_at_deletes_at_is_deleted_and_the_pause_ends() 
     run_sweeps(&api).await;
     assert_eq!(subscription(&api, &owner).await["pause"]["addresses"], 1);
     api.app.clock.advance(TimeDelta::minutes(1));
+    // Paid at deletesAt, before the sweep ran: the plan applies, but what is
+    // being deleted does not come back (so the sweep never deletes what a
+    // payment released).
+    buy(&api, &owner, "operator").await;
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "operator");
+    assert_eq!(record["pause"]["planId"], Value::Null);
+    assert_eq!(record["pause"]["addresses"], 1);
     run_sweeps(&api).await;
 
     let record = subscription(&api, &owner).await;
-    assert_eq!(record["planId"], "free");
+    assert_eq!(record["planId"], "operator");
     assert_eq!(record["pause"], Value::Null);
     let inboxes = api.get("/inboxes", Some(&owner.token)).await;
     assert_eq!(inboxes.body["inboxes"], json!([]));
@@ -706,6 +735,76 @@ async fn mail_stored_held_after_its_address_was_released_is_listed_by_the_next_s
             json!({ "messageId": message, "inboxId": "ibx_late01" }),
             "2026-11-22T13:00:00".to_owned()
         )
+    );
+    api.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_checkouts_paid_out_of_order_leave_the_excess_paused_not_over_the_plan() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    // Both started on Free; the dearer one is paid first.
+    let operator = checkout(&api, &owner, "operator", "sandbox").await;
+    let operator_url = operator.body["url"].as_str().unwrap().to_owned();
+    buy(&api, &owner, "scale").await;
+    for n in 0..101 {
+        api.create_inbox(&owner.token, &format!("ibx_order{n:03}"))
+            .await;
+    }
+    api.app.clock.advance(TimeDelta::hours(1));
+    let (status, _) = sandbox_form(&operator_url, "paid").await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Operator holds 100: the newest address is paused, with a pause of its own.
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "operator");
+    assert_eq!(
+        record["pause"],
+        json!({
+            "planId": null,
+            "since": "2026-11-22T13:00:00.000Z",
+            "deletesAt": "2026-12-13T13:00:00.000Z",
+            "addresses": 1,
+            "devices": 0,
+            "apiKeys": 0,
+            "domains": 0,
+        })
+    );
+    let usage = api.get("/usage", Some(&owner.token)).await;
+    assert_eq!(usage.body["addresses"]["used"], 101);
+    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
+    let paused: Vec<&str> = inboxes.body["inboxes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|inbox| !inbox["pausedAt"].is_null())
+        .map(|inbox| inbox["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(paused, vec!["ibx_order100"]);
+    api.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_same_notice_arriving_twice_at_once_pays_once() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    let started = checkout(&api, &owner, "scale", "sandbox").await;
+    let url = started.body["url"].as_str().unwrap().to_owned();
+    for _ in 0..5 {
+        let (first, second) = tokio::join!(sandbox_form(&url, "paid"), sandbox_form(&url, "paid"));
+        assert_eq!((first.0, second.0), (StatusCode::OK, StatusCode::OK));
+    }
+    assert_eq!(
+        subscription(&api, &owner).await["renewsAt"],
+        "2026-12-22T12:00:00.000Z"
+    );
+    assert_eq!(
+        events(&api, &owner.account_id, "subscription.updated")
+            .await
+            .len(),
+        1
     );
     api.app.stop().await;
 }
