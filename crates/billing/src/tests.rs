@@ -467,8 +467,7 @@ async fn a_failed_notice_buys_nothing_and_ignored_ones_read_nothing() {
         assert_eq!(settlement.purchase, None);
         Ok(Applied::Done)
     });
-    let billing_service = billing(parts, NOW);
-    billing_service
+    let settled = billing(parts, NOW)
         .settle(
             ProviderId::Stripe,
             &Notice {
@@ -478,6 +477,10 @@ async fn a_failed_notice_buys_nothing_and_ignored_ones_read_nothing() {
         )
         .await
         .unwrap();
+    assert!(matches!(
+        settled,
+        Settled::Changed(ref p) if p.status == PaymentStatus::Failed && p.settled_at == Some(at(NOW))
+    ));
 
     let mut parts = self::parts();
     parts.repo.expect_payment_by_reference().never();
