@@ -60,7 +60,7 @@ fn print_subscription(subscription: &Subscription) {
     let now = now();
     match subscription.renews_at {
         Some(at) => println!(
-            "Paid until: {at} ({}); pay again before then with `sealpost billing checkout {}`",
+            "Paid until: {at} ({}); renew before then with `sealpost billing checkout {} --provider ...`",
             relative(at, now),
             subscription.plan_id
         ),
