@@ -49,36 +49,15 @@ async fn subscription(api: &Api, owner: &SignedIn) -> Value {
     reply.body["subscription"].clone()
 }
 
-/// Payloads of the account's outbox events of `kind`, with their times, oldest first.
-async fn events(api: &Api, account_id: &str, kind: &str) -> Vec<(Value, String)> {
-    use diesel_async::RunQueryDsl;
-    #[derive(diesel::QueryableByName)]
-    struct Row {
-        #[diesel(sql_type = diesel::sql_types::Jsonb)]
-        payload: Value,
-        #[diesel(sql_type = diesel::sql_types::Text)]
-        at: String,
-    }
-    let mut conn = api.app.db.connect().await;
-    let rows: Vec<Row> = diesel::sql_query(
-        "SELECT payload, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS') AS at \
-         FROM events WHERE account_id = $1 AND type = $2 ORDER BY seq",
-    )
-    .bind::<diesel::sql_types::Text, _>(account_id)
-    .bind::<diesel::sql_types::Text, _>(kind)
-    .load(&mut conn)
-    .await
-    .unwrap();
-    rows.into_iter().map(|row| (row.payload, row.at)).collect()
-}
-
-async fn activity_kinds(api: &Api, owner: &SignedIn) -> Vec<String> {
-    let activity = api.get("/activity?limit=200", Some(&owner.token)).await;
-    activity.body["activity"]
+/// The ids of the account's paused addresses.
+async fn paused_inboxes(api: &Api, owner: &SignedIn) -> Vec<String> {
+    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
+    inboxes.body["inboxes"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|entry| entry["kind"].as_str().unwrap().to_owned())
+        .filter(|inbox| !inbox["pausedAt"].is_null())
+        .map(|inbox| inbox["id"].as_str().unwrap().to_owned())
         .collect()
 }
 
@@ -180,7 +159,7 @@ async fn a_free_account_upgrades_to_scale_through_the_sandbox_and_downgrades_bac
     assert_eq!(record["pause"], Value::Null);
     assert_eq!(record["balance"], json!({ "amount": 0, "currency": "USD" }));
     assert!(
-        activity_kinds(&api, &owner)
+        api.activity_kinds(&owner)
             .await
             .contains(&"subscription.updated".to_owned())
     );
@@ -188,7 +167,7 @@ async fn a_free_account_upgrades_to_scale_through_the_sandbox_and_downgrades_bac
     // The same notice again (the form posted twice): the plan changed once.
     let (status, _) = sandbox_form(started.body["url"].as_str().unwrap(), "paid").await;
     assert_eq!(status, StatusCode::OK);
-    let updates = events(&api, &owner.account_id, "subscription.updated").await;
+    let updates = api.events(&owner.account_id, "subscription.updated").await;
     assert_eq!(updates.len(), 1);
     assert_eq!(updates[0].0, json!({ "planId": "scale" }));
 
@@ -225,7 +204,7 @@ async fn a_free_account_upgrades_to_scale_through_the_sandbox_and_downgrades_bac
     assert_eq!(moved.status, StatusCode::OK, "{}", moved.body);
     assert_eq!(moved.body["subscription"]["planId"], "free");
     assert_eq!(moved.body["subscription"]["renewsAt"], Value::Null);
-    let updates = events(&api, &owner.account_id, "subscription.updated").await;
+    let updates = api.events(&owner.account_id, "subscription.updated").await;
     assert_eq!(
         updates
             .iter()
@@ -361,7 +340,7 @@ async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events()
     assert_eq!(usage.body["plan"]["id"], "free");
     assert_eq!(usage.body["messagesReceived"]["limit"], 100_000);
     assert_eq!(
-        events(&api, &owner.account_id, "subscription.updated")
+        api.events(&owner.account_id, "subscription.updated")
             .await
             .last()
             .unwrap()
@@ -370,7 +349,8 @@ async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events()
     );
 
     // Mail arriving while paused is accepted and held: stored, not listed, no event.
-    let received_before = events(&api, &owner.account_id, "message.received")
+    let received_before = api
+        .events(&owner.account_id, "message.received")
         .await
         .len();
     let mut held = Vec::new();
@@ -431,7 +411,7 @@ async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events()
     let overview = api.get("/overview", Some(&owner.token)).await;
     assert_eq!(overview.body["messages"]["held"], 3);
     assert_eq!(
-        events(&api, &owner.account_id, "message.received")
+        api.events(&owner.account_id, "message.received")
             .await
             .len(),
         received_before
@@ -447,7 +427,7 @@ async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events()
     assert_eq!(record["renewsAt"], "2027-01-21T13:15:00.000Z");
     let worker = api.get("/workers/wkr_lapse01", Some(&owner.token)).await;
     assert_eq!(worker.body["worker"]["pausedAt"], Value::Null);
-    let released = events(&api, &owner.account_id, "message.received").await;
+    let released = api.events(&owner.account_id, "message.received").await;
     let released = &released[received_before..];
     assert_eq!(
         released
@@ -492,15 +472,7 @@ async fn paying_for_a_smaller_plan_releases_what_it_holds_and_keeps_the_rest_pau
     assert_eq!(record["pause"]["addresses"], 1);
     assert_eq!(record["pause"]["since"], "2026-12-23T12:00:00.000Z");
     // The newest stays paused; the oldest were released first.
-    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
-    let paused: Vec<&str> = inboxes.body["inboxes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|inbox| !inbox["pausedAt"].is_null())
-        .map(|inbox| inbox["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(paused, vec!["ibx_many100"]);
+    assert_eq!(paused_inboxes(&api, &owner).await, vec!["ibx_many100"]);
     // The received limit is the paid plan's again.
     let usage = api.get("/usage", Some(&owner.token)).await;
     assert_eq!(usage.body["messagesReceived"]["limit"], 100_000);
@@ -623,7 +595,7 @@ async fn a_signed_stripe_notice_pays_once_however_often_it_arrives() {
     assert_eq!(post(signed).await, StatusCode::OK);
     assert_eq!(subscription(&api, &owner).await["planId"], "fleet");
     assert_eq!(
-        events(&api, &owner.account_id, "subscription.updated")
+        api.events(&owner.account_id, "subscription.updated")
             .await
             .len(),
         1
@@ -717,7 +689,8 @@ async fn mail_stored_held_after_its_address_was_released_is_listed_by_the_next_s
         listed(&api, &owner, "ibx_late01").await,
         Vec::<String>::new()
     );
-    let before = events(&api, &owner.account_id, "message.received")
+    let before = api
+        .events(&owner.account_id, "message.received")
         .await
         .len();
 
@@ -727,7 +700,7 @@ async fn mail_stored_held_after_its_address_was_released_is_listed_by_the_next_s
         listed(&api, &owner, "ibx_late01").await,
         vec![message.clone()]
     );
-    let received = events(&api, &owner.account_id, "message.received").await;
+    let received = api.events(&owner.account_id, "message.received").await;
     assert_eq!(received.len(), before + 1);
     assert_eq!(
         received.last().unwrap(),
@@ -773,15 +746,7 @@ async fn two_checkouts_paid_out_of_order_leave_the_excess_paused_not_over_the_pl
     );
     let usage = api.get("/usage", Some(&owner.token)).await;
     assert_eq!(usage.body["addresses"]["used"], 101);
-    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
-    let paused: Vec<&str> = inboxes.body["inboxes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|inbox| !inbox["pausedAt"].is_null())
-        .map(|inbox| inbox["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(paused, vec!["ibx_order100"]);
+    assert_eq!(paused_inboxes(&api, &owner).await, vec!["ibx_order100"]);
     api.app.stop().await;
 }
 
@@ -801,7 +766,7 @@ async fn the_same_notice_arriving_twice_at_once_pays_once() {
         "2026-12-22T12:00:00.000Z"
     );
     assert_eq!(
-        events(&api, &owner.account_id, "subscription.updated")
+        api.events(&owner.account_id, "subscription.updated")
             .await
             .len(),
         1

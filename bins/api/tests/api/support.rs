@@ -262,6 +262,47 @@ impl Api {
         sealpost_api::Sweeps::new(&store, &blobs, &clock)
     }
 
+    /// The account's outbox events of `kind`, oldest first: payload and
+    /// creation time (`YYYY-MM-DDTHH:MM:SS`, UTC).
+    pub async fn events(&self, account_id: &str, kind: &str) -> Vec<(Value, String)> {
+        use diesel_async::RunQueryDsl;
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Jsonb)]
+            payload: Value,
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            at: String,
+        }
+        let mut conn = self.app.db.connect().await;
+        let rows: Vec<Row> = diesel::sql_query(
+            "SELECT payload, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS') AS at \
+             FROM events WHERE account_id = $1 AND type = $2 ORDER BY seq",
+        )
+        .bind::<diesel::sql_types::Text, _>(account_id)
+        .bind::<diesel::sql_types::Text, _>(kind)
+        .load(&mut conn)
+        .await
+        .unwrap();
+        rows.into_iter().map(|row| (row.payload, row.at)).collect()
+    }
+
+    /// The payloads of [`Api::events`].
+    pub async fn event_payloads(&self, account_id: &str, kind: &str) -> Vec<Value> {
+        let events = self.events(account_id, kind).await;
+        events.into_iter().map(|(payload, _)| payload).collect()
+    }
+
+    /// The kinds of the account's activity entries, newest first.
+    pub async fn activity_kinds(&self, owner: &SignedIn) -> Vec<String> {
+        let activity = self.get("/activity?limit=200", Some(&owner.token)).await;
+        activity.body["activity"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| entry["kind"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
     /// Event types in the outbox for an account, oldest first.
     pub async fn event_types(&self, account_id: &str) -> Vec<String> {
         use diesel_async::RunQueryDsl;

@@ -16,36 +16,6 @@ async fn change_plan(api: &Api, owner: &SignedIn, plan: &str) -> crate::support:
     .await
 }
 
-/// The `(type, payload)` of the account's outbox events of `kind`.
-async fn events_of(api: &Api, account_id: &str, kind: &str) -> Vec<Value> {
-    use diesel_async::RunQueryDsl;
-    #[derive(diesel::QueryableByName)]
-    struct Row {
-        #[diesel(sql_type = diesel::sql_types::Jsonb)]
-        payload: Value,
-    }
-    let mut conn = api.app.db.connect().await;
-    let rows: Vec<Row> = diesel::sql_query(
-        "SELECT payload FROM events WHERE account_id = $1 AND type = $2 ORDER BY seq",
-    )
-    .bind::<diesel::sql_types::Text, _>(account_id)
-    .bind::<diesel::sql_types::Text, _>(kind)
-    .load(&mut conn)
-    .await
-    .unwrap();
-    rows.into_iter().map(|row| row.payload).collect()
-}
-
-async fn activity_kinds(api: &Api, owner: &SignedIn) -> Vec<String> {
-    let activity = api.get("/activity?limit=200", Some(&owner.token)).await;
-    activity.body["activity"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|entry| entry["kind"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn usage_matches_the_counters_after_a_scripted_sequence() {
     let api = Api::spawn().await;
@@ -211,7 +181,7 @@ async fn a_downgrade_to_free_is_refused_until_addresses_and_devices_fit() {
     assert!(message.contains("2 paired devices"), "{message}");
     assert!(!message.contains("addresses"), "{message}");
     assert!(
-        events_of(&api, &owner.account_id, "subscription.updated")
+        api.event_payloads(&owner.account_id, "subscription.updated")
             .await
             .is_empty(),
         "a refused change writes nothing"
@@ -234,12 +204,10 @@ async fn a_downgrade_to_free_is_refused_until_addresses_and_devices_fit() {
     );
 
     // subscription.updated, in the activity log and the outbox.
+    assert_eq!(api.activity_kinds(&owner).await[0], "subscription.updated");
     assert_eq!(
-        activity_kinds(&api, &owner).await[0],
-        "subscription.updated"
-    );
-    assert_eq!(
-        events_of(&api, &owner.account_id, "subscription.updated").await,
+        api.event_payloads(&owner.account_id, "subscription.updated")
+            .await,
         vec![json!({ "planId": "free" })]
     );
 
@@ -248,7 +216,7 @@ async fn a_downgrade_to_free_is_refused_until_addresses_and_devices_fit() {
     assert_eq!(same.status, StatusCode::OK, "{}", same.body);
     assert_eq!(same.body["subscription"]["planId"], "free");
     assert_eq!(
-        events_of(&api, &owner.account_id, "subscription.updated")
+        api.event_payloads(&owner.account_id, "subscription.updated")
             .await
             .len(),
         1
@@ -310,7 +278,8 @@ async fn upgrades_need_payment_and_the_request_is_checked() {
     let down = change_plan(&api, &owner, "operator").await;
     assert_eq!(down.status, StatusCode::OK, "{}", down.body);
     assert_eq!(
-        events_of(&api, &owner.account_id, "subscription.updated").await,
+        api.event_payloads(&owner.account_id, "subscription.updated")
+            .await,
         vec![json!({ "planId": "operator" })]
     );
 }
