@@ -197,6 +197,22 @@ async fn keep_instance_lock(store: PgStore, instance: String, mut conn: AsyncPgC
     }
 }
 
+/// How many rows (`shard`s) the `received` counter of one account and window
+/// is spread over. Every delivery's commit adds to one of them and holds its
+/// row lock until COMMIT; with one row, an account's commits ran one at a
+/// time. Readers sum the shards. The object-read counter stays on shard 0:
+/// its limit check must see the whole count in one row.
+const RECEIVED_SHARDS: u64 = 32;
+
+/// The `received` shard a delivery adds to, from its (random) message id.
+fn received_shard(id: &MessageId) -> i16 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    id.as_str().hash(&mut hasher);
+    // Below RECEIVED_SHARDS (32): always fits.
+    (hasher.finish() % RECEIVED_SHARDS) as i16
+}
+
 /// Messages of `inbox` still inside its retention at `now`.
 pub(crate) const RETAINED: &str =
     "m.received_at > $2 - make_interval(days => a.retention_days::int)";
@@ -264,15 +280,24 @@ impl MessageRepository for PgStore {
         counter: &str,
         window_start: Timestamp,
     ) -> Result<u64, StoreError> {
+        #[derive(QueryableByName)]
+        struct Used {
+            #[diesel(sql_type = BigInt)]
+            used: i64,
+        }
+        // A counter is the sum of its shards (see `received_shard`).
         let mut conn = self.conn().await?;
-        let used: Option<i64> = usage_counters::table
-            .find((account.as_str(), counter, window_start.as_datetime()))
-            .select(usage_counters::used)
-            .first(&mut conn)
-            .await
-            .optional()
-            .map_err(db_error)?;
-        Ok(used.unwrap_or(0).max(0) as u64)
+        let Used { used } = diesel::sql_query(
+            "SELECT COALESCE(sum(used), 0)::bigint AS used FROM usage_counters \
+             WHERE account_id = $1 AND counter = $2 AND window_start = $3",
+        )
+        .bind::<Text, _>(account.as_str())
+        .bind::<Text, _>(counter)
+        .bind::<Timestamptz, _>(window_start.as_datetime())
+        .get_result(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(used.max(0) as u64)
     }
 
     async fn register_pending_blobs(
@@ -352,22 +377,6 @@ impl MessageRepository for PgStore {
                     return Err(diesel::result::Error::RollbackTransaction);
                 }
             }
-            diesel::insert_into(usage_counters::table)
-                .values((
-                    usage_counters::account_id.eq(message.account.as_str()),
-                    usage_counters::counter.eq(sealpost_messages::store::RECEIVED_COUNTER),
-                    usage_counters::window_start.eq(new.window_start.as_datetime()),
-                    usage_counters::used.eq(1_i64),
-                ))
-                .on_conflict((
-                    usage_counters::account_id,
-                    usage_counters::counter,
-                    usage_counters::window_start,
-                ))
-                .do_update()
-                .set(usage_counters::used.eq(usage_counters::used + 1_i64))
-                .execute(conn)
-                .await?;
             write_records(conn, &new.records).await?;
             if !new.held {
                 // Delivered at commit: waiters on this address wake up.
@@ -377,6 +386,25 @@ impl MessageRepository for PgStore {
                     .execute(conn)
                     .await?;
             }
+            // Last, so the shard's row lock is held only through COMMIT.
+            diesel::insert_into(usage_counters::table)
+                .values((
+                    usage_counters::account_id.eq(message.account.as_str()),
+                    usage_counters::counter.eq(sealpost_messages::store::RECEIVED_COUNTER),
+                    usage_counters::window_start.eq(new.window_start.as_datetime()),
+                    usage_counters::shard.eq(received_shard(&message.id)),
+                    usage_counters::used.eq(1_i64),
+                ))
+                .on_conflict((
+                    usage_counters::account_id,
+                    usage_counters::counter,
+                    usage_counters::window_start,
+                    usage_counters::shard,
+                ))
+                .do_update()
+                .set(usage_counters::used.eq(usage_counters::used + 1_i64))
+                .execute(conn)
+                .await?;
             Ok::<_, diesel::result::Error>(Commit::Done)
         })
         .await
@@ -640,7 +668,7 @@ impl MessageRepository for PgStore {
         let mut conn = self.conn().await?;
         let spent: Option<Used> = diesel::sql_query(
             "INSERT INTO usage_counters (account_id, counter, window_start, used) VALUES ($1, $2, $3, 1) \
-             ON CONFLICT (account_id, counter, window_start) \
+             ON CONFLICT (account_id, counter, window_start, shard) \
              DO UPDATE SET used = usage_counters.used + 1 WHERE usage_counters.used < $4 \
              RETURNING used",
         )
@@ -704,4 +732,154 @@ impl MessageRepository for PgStore {
 /// Any instant serves when only the address's existence matters.
 fn epoch() -> Timestamp {
     Timestamp::from_datetime(DateTime::<Utc>::UNIX_EPOCH)
+}
+
+#[cfg(test)]
+mod tests {
+    use sealpost_subscriptions::{SubscriptionRepository, UsageWindows};
+
+    use super::*;
+    use crate::database::{create_database_if_missing, migrate};
+
+    #[test]
+    fn received_shards_spread_message_ids() {
+        let shards: std::collections::BTreeSet<i16> = (0..2000)
+            .map(|_| received_shard(&MessageId::generate()))
+            .collect();
+        assert_eq!(shards.len() as u64, RECEIVED_SHARDS);
+        assert!(
+            shards
+                .iter()
+                .all(|&s| (0..RECEIVED_SHARDS as i16).contains(&s))
+        );
+        let id = MessageId::generate();
+        assert_eq!(received_shard(&id), received_shard(&id));
+    }
+
+    /// The PostgreSQL server of the tests (as `sealpost-testkit` finds it).
+    fn server() -> String {
+        std::env::var("SEALPOST_TEST_DATABASE_URL")
+            .ok()
+            .filter(|url| !url.is_empty())
+            .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432".to_owned())
+            .trim_end_matches('/')
+            .to_owned()
+    }
+
+    async fn drop_database(name: &str) {
+        let mut admin = AsyncPgConnection::establish(&format!("{}/postgres", server()))
+            .await
+            .expect("PostgreSQL for the store tests");
+        diesel::sql_query(format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            crate::quote_ident(name)
+        ))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    }
+
+    /// A freshly migrated database of this test's own.
+    async fn fresh_store(name: &str) -> PgStore {
+        drop_database(name).await;
+        let url = format!("{}/{name}", server());
+        create_database_if_missing(&url).await.unwrap();
+        migrate(&url).await.unwrap();
+        PgStore::connect(&url, 4).unwrap()
+    }
+
+    /// GET /usage and the RCPT allowance check read the sum of every shard
+    /// of `received`; object reads keep their atomic limit on one row.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn received_counter_sums_its_shards() {
+        const DATABASE: &str = "sealpost_store_pg_received_shards";
+        let store = fresh_store(DATABASE).await;
+        let account = AccountId::from_trusted("acct_shards01".to_owned());
+        let created =
+            Timestamp::from_datetime(DateTime::<Utc>::UNIX_EPOCH + chrono::TimeDelta::days(20_000));
+        let now = created + chrono::TimeDelta::hours(5);
+        let windows = UsageWindows::at(created, now);
+        let window = windows.received_start.as_datetime();
+        {
+            let mut conn = store.conn().await.unwrap();
+            diesel::insert_into(accounts::table)
+                .values((
+                    accounts::id.eq(account.as_str()),
+                    accounts::auth_public_key.eq(vec![0_u8; 32]),
+                    accounts::auth_verifier_hash.eq(vec![0_u8; 32]),
+                    accounts::created_at.eq(created.as_datetime()),
+                ))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            // A row from before the shards (shard 0 by default), two more
+            // shards, and another window that must not count.
+            diesel::sql_query(
+                "INSERT INTO usage_counters (account_id, counter, window_start, used) \
+                 VALUES ($1, 'received', $2, 7)",
+            )
+            .bind::<Text, _>(account.as_str())
+            .bind::<Timestamptz, _>(window)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+            for (shard, window_start, used) in [
+                (3_i16, window, 5_i64),
+                (31, window, 1),
+                (3, window - chrono::TimeDelta::days(30), 100),
+            ] {
+                diesel::insert_into(usage_counters::table)
+                    .values((
+                        usage_counters::account_id.eq(account.as_str()),
+                        usage_counters::counter.eq(sealpost_messages::store::RECEIVED_COUNTER),
+                        usage_counters::window_start.eq(window_start),
+                        usage_counters::shard.eq(shard),
+                        usage_counters::used.eq(used),
+                    ))
+                    .execute(&mut conn)
+                    .await
+                    .unwrap();
+            }
+        }
+        let received = store
+            .counter(
+                &account,
+                sealpost_messages::store::RECEIVED_COUNTER,
+                windows.received_start,
+            )
+            .await
+            .unwrap();
+        assert_eq!(received, 13);
+        let usage = store.usage_counts(&account, windows, now).await.unwrap();
+        assert_eq!(usage.received, 13);
+        let nothing = store
+            .counter(
+                &account,
+                sealpost_messages::store::RECEIVED_COUNTER,
+                windows.received_start + chrono::TimeDelta::days(30),
+            )
+            .await
+            .unwrap();
+        assert_eq!(nothing, 0);
+
+        // Object reads: an exact limit, on shard 0.
+        for _ in 0..3 {
+            assert!(
+                store
+                    .spend_object_read(&account, windows.hour_start, 3)
+                    .await
+                    .unwrap()
+            );
+        }
+        assert!(
+            !store
+                .spend_object_read(&account, windows.hour_start, 3)
+                .await
+                .unwrap()
+        );
+        let usage = store.usage_counts(&account, windows, now).await.unwrap();
+        assert_eq!((usage.received, usage.object_reads), (13, 3));
+        drop(store);
+        drop_database(DATABASE).await;
+    }
 }

@@ -188,11 +188,12 @@ diesel::table! {
 }
 
 diesel::table! {
-    usage_counters (account_id, counter, window_start) {
+    usage_counters (account_id, counter, window_start, shard) {
         account_id -> Text,
         counter -> Text,
         window_start -> Timestamptz,
         used -> Int8,
+        shard -> Int2,
     }
 }
 

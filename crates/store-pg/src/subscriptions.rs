@@ -165,7 +165,7 @@ impl SubscriptionRepository for PgStore {
         let row: UsageRow = diesel::sql_query(format!(
             "SELECT ad.addresses, ad.assigned, dv.devices, dv.agents, wh.webhooks, \
                ms.listed + mh.held AS messages_stored, \
-               COALESCE((SELECT used FROM usage_counters WHERE account_id = $1 AND counter = $3 AND window_start = $4), 0) AS received, \
+               (SELECT COALESCE(sum(used), 0)::bigint FROM usage_counters WHERE account_id = $1 AND counter = $3 AND window_start = $4) AS received, \
                COALESCE((SELECT used FROM usage_counters WHERE account_id = $1 AND counter = $5 AND window_start = $6), 0) AS object_reads \
              FROM (SELECT count(*) AS addresses, count(worker_id) AS assigned FROM addresses WHERE account_id = $1) ad, \
                (SELECT count(*) FILTER (WHERE kind = 'device') AS devices, count(*) FILTER (WHERE kind = 'agent') AS agents \
