@@ -26,10 +26,9 @@ use crate::{BuildError, PreparedRequest};
 pub const DEFAULT_API_BASE: &str = "https://api.stripe.com";
 /// The header that carries a notice's signature.
 pub const SIGNATURE_HEADER: &str = "Stripe-Signature";
-/// Most seconds a notice's `t` may be from the receiver's clock, either way.
-pub const TOLERANCE_SECONDS: i64 = 300;
-/// The signature scheme Stripe signs with (other entries, `v0`, are ignored).
-const SCHEME: &str = "v1";
+/// Most seconds a notice's `t` may be from the receiver's clock, either way
+/// (the tolerance of the shared `t=,v1=` verifier).
+pub const TOLERANCE_SECONDS: i64 = sealpost_webhooks::endpoint::SIGNATURE_TOLERANCE.num_seconds();
 const NAME: &str = "Stripe";
 
 /// What the Stripe provider needs.
@@ -170,87 +169,34 @@ pub fn read_checkout_response(status: u16, body: &[u8]) -> Result<CheckoutSessio
     })
 }
 
-/// A parsed `Stripe-Signature` header.
-struct ParsedHeader<'a> {
-    timestamp_text: &'a str,
-    timestamp: i64,
-    signatures: Vec<&'a str>,
-}
-
-fn malformed(reason: &str) -> NoticeError {
-    NoticeError::MalformedSignature(format!("Stripe-Signature: {reason}"))
-}
-
-fn parse_header(header: &str) -> Result<ParsedHeader<'_>, NoticeError> {
-    let mut timestamp = None;
-    let mut signatures = Vec::new();
-    for entry in header.split(',') {
-        let entry = entry.trim();
-        if entry.is_empty() {
-            continue;
-        }
-        let (key, value) = entry
-            .split_once('=')
-            .ok_or_else(|| malformed("each entry must be key=value"))?;
-        let value = value.trim();
-        match key.trim() {
-            "t" => {
-                if timestamp.is_some() {
-                    return Err(malformed("t= appears more than once"));
-                }
-                // Digits only (no sign, no fraction), few enough to fit an i64.
-                if value.is_empty()
-                    || value.len() > 18
-                    || !value.bytes().all(|b| b.is_ascii_digit())
-                {
-                    return Err(malformed("t= must be unix seconds"));
-                }
-                let seconds = value
-                    .parse::<i64>()
-                    .map_err(|_| malformed("t= must be unix seconds"))?;
-                timestamp = Some((value, seconds));
-            }
-            SCHEME => signatures.push(value),
-            _ => {}
-        }
-    }
-    let (timestamp_text, timestamp) = timestamp.ok_or_else(|| malformed("no t= timestamp"))?;
-    if signatures.is_empty() {
-        return Err(malformed("no v1= signature"));
-    }
-    Ok(ParsedHeader {
-        timestamp_text,
-        timestamp,
-        signatures,
-    })
-}
-
 /// Checks a `Stripe-Signature` header against the raw `body`: the signature
 /// first (constant-time, any `v1` may match), then the age, so
 /// [`NoticeError::Expired`] means "genuine but more than
 /// [`TOLERANCE_SECONDS`] from `now`" (either way; exactly 300 s is accepted).
+///
+/// Stripe signs exactly as our own webhooks do (`t=<unix>,v1=<hex
+/// HMAC-SHA256 of "t.body">`, keyed by the whole `whsec_` string, five
+/// minutes either way), so this is `sealpost_webhooks::signature::verify`.
 pub fn verify_signature(
     webhook_secret: &str,
     header: &str,
     body: &[u8],
     now: Timestamp,
 ) -> Result<(), NoticeError> {
-    let parsed = parse_header(header)?;
-    let expected = crate::hmac_sha256(
-        webhook_secret,
-        &[parsed.timestamp_text.as_bytes(), b".", body],
-    );
-    if !parsed
-        .signatures
-        .iter()
-        .any(|candidate| crate::hex_tag_matches(&expected, candidate))
-    {
-        return Err(NoticeError::BadSignature);
-    }
-    if now.unix_seconds().abs_diff(parsed.timestamp) > TOLERANCE_SECONDS.unsigned_abs() {
-        return Err(NoticeError::Expired);
-    }
-    Ok(())
+    use sealpost_webhooks::signature::{SignatureError, verify};
+    verify(webhook_secret, header, body, now.unix_seconds()).map_err(|error| match error {
+        SignatureError::Mismatch => NoticeError::BadSignature,
+        SignatureError::TooOld { .. } | SignatureError::TooNew { .. } => NoticeError::Expired,
+        SignatureError::Malformed(reason) => {
+            NoticeError::MalformedSignature(format!("{SIGNATURE_HEADER}: {reason}"))
+        }
+        SignatureError::MissingTimestamp => {
+            NoticeError::MalformedSignature(format!("{SIGNATURE_HEADER}: no t= timestamp"))
+        }
+        SignatureError::MissingSignature => {
+            NoticeError::MalformedSignature(format!("{SIGNATURE_HEADER}: no v1= signature"))
+        }
+    })
 }
 
 #[derive(Deserialize)]
