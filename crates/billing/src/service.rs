@@ -345,11 +345,9 @@ impl Billing {
         for _ in 0..STALE_RETRIES {
             let subscriber = self.subscriber(account).await?;
             let now = self.clock.now();
-            if !has_lapsed(&subscriber, now) {
-                return Ok(false);
-            }
-            let Some(paid_until) = subscriber.paid_until else {
-                return Ok(false);
+            let paid_until = match subscriber.paid_until {
+                Some(until) if has_lapsed(&subscriber, now) => until,
+                _ => return Ok(false),
             };
             let mut records = Records::new();
             records.subscription_updated(account, PlanId::Free, now);

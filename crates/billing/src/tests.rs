@@ -181,6 +181,22 @@ struct Parts {
     provider: MockPaymentProvider,
 }
 
+impl Parts {
+    /// Every payment lookup finds a payment of `plan` in `status`.
+    fn answer_payment(&mut self, plan: PlanId, status: PaymentStatus) {
+        self.repo
+            .expect_payment_by_reference()
+            .returning(move |_, _| Ok(Some(pending(plan, status))));
+    }
+
+    /// Every account read finds `subscriber`.
+    fn answer_subscriber(&mut self, subscriber: Subscriber) {
+        self.accounts
+            .expect_subscriber()
+            .returning(move |_| Ok(Some(subscriber)));
+    }
+}
+
 fn parts() -> Parts {
     let mut provider = MockPaymentProvider::new();
     provider.expect_id().return_const(ProviderId::Stripe);
@@ -219,10 +235,7 @@ fn pending(plan: PlanId, status: PaymentStatus) -> Payment {
 #[tokio::test]
 async fn checkout_asks_the_provider_then_records_the_pending_payment() {
     let mut parts = parts();
-    parts
-        .accounts
-        .expect_subscriber()
-        .returning(|_| Ok(Some(on(PlanId::Free))));
+    parts.answer_subscriber(on(PlanId::Free));
     parts
         .accounts
         .expect_holdings()
@@ -276,10 +289,7 @@ async fn checkout_stores_nothing_when_the_provider_is_off_or_refuses() {
     ));
 
     let mut parts = parts();
-    parts
-        .accounts
-        .expect_subscriber()
-        .returning(|_| Ok(Some(on(PlanId::Free))));
+    parts.answer_subscriber(on(PlanId::Free));
     parts
         .accounts
         .expect_holdings()
@@ -303,14 +313,8 @@ async fn checkout_stores_nothing_when_the_provider_is_off_or_refuses() {
 async fn a_switched_off_provider_takes_no_checkout_but_its_notices_still_settle() {
     let mut parts = parts();
     parts.provider.expect_start_checkout().never();
-    parts
-        .repo
-        .expect_payment_by_reference()
-        .returning(|_, _| Ok(Some(pending(PlanId::Scale, PaymentStatus::Pending))));
-    parts
-        .accounts
-        .expect_subscriber()
-        .returning(|_| Ok(Some(on(PlanId::Free))));
+    parts.answer_payment(PlanId::Scale, PaymentStatus::Pending);
+    parts.answer_subscriber(on(PlanId::Free));
     parts
         .repo
         .expect_settle()
@@ -342,14 +346,8 @@ fn paid_notice() -> Notice {
 #[tokio::test]
 async fn a_paid_notice_changes_the_plan_with_subscription_updated_in_one_settlement() {
     let mut parts = parts();
-    parts
-        .repo
-        .expect_payment_by_reference()
-        .returning(|_, _| Ok(Some(pending(PlanId::Scale, PaymentStatus::Pending))));
-    parts
-        .accounts
-        .expect_subscriber()
-        .returning(|_| Ok(Some(on(PlanId::Free))));
+    parts.answer_payment(PlanId::Scale, PaymentStatus::Pending);
+    parts.answer_subscriber(on(PlanId::Free));
     let written = Arc::new(Mutex::new(None));
     let slot = written.clone();
     parts
@@ -407,10 +405,7 @@ async fn a_paid_notice_changes_the_plan_with_subscription_updated_in_one_settlem
 async fn a_repeated_notice_a_renewal_and_an_unknown_checkout_change_nothing_twice() {
     // Already paid: the second notice writes nothing.
     let mut parts = parts();
-    parts
-        .repo
-        .expect_payment_by_reference()
-        .returning(|_, _| Ok(Some(pending(PlanId::Scale, PaymentStatus::Paid))));
+    parts.answer_payment(PlanId::Scale, PaymentStatus::Paid);
     parts.repo.expect_settle().never();
     let settled = billing(parts, NOW)
         .settle(ProviderId::Stripe, &paid_notice())
@@ -433,14 +428,8 @@ async fn a_repeated_notice_a_renewal_and_an_unknown_checkout_change_nothing_twic
 
     // Renewing the current plan: the period grows, no subscription.updated.
     let mut parts = self::parts();
-    parts
-        .repo
-        .expect_payment_by_reference()
-        .returning(|_, _| Ok(Some(pending(PlanId::Scale, PaymentStatus::Pending))));
-    parts
-        .accounts
-        .expect_subscriber()
-        .returning(|_| Ok(Some(paid(PlanId::Scale, "2026-11-30T00:00:00Z"))));
+    parts.answer_payment(PlanId::Scale, PaymentStatus::Pending);
+    parts.answer_subscriber(paid(PlanId::Scale, "2026-11-30T00:00:00Z"));
     parts.repo.expect_settle().times(1).returning(|settlement| {
         let purchase = settlement.purchase.unwrap();
         assert_eq!(purchase.paid_until, at("2026-12-30T00:00:00Z"));
@@ -457,10 +446,7 @@ async fn a_repeated_notice_a_renewal_and_an_unknown_checkout_change_nothing_twic
 #[tokio::test]
 async fn a_failed_notice_buys_nothing_and_ignored_ones_read_nothing() {
     let mut parts = parts();
-    parts
-        .repo
-        .expect_payment_by_reference()
-        .returning(|_, _| Ok(Some(pending(PlanId::Scale, PaymentStatus::Pending))));
+    parts.answer_payment(PlanId::Scale, PaymentStatus::Pending);
     parts.accounts.expect_subscriber().never();
     parts.repo.expect_settle().times(1).returning(|settlement| {
         assert_eq!(settlement.to, PaymentStatus::Failed);
@@ -500,14 +486,8 @@ async fn a_failed_notice_buys_nothing_and_ignored_ones_read_nothing() {
 #[tokio::test]
 async fn paying_while_paused_releases_what_the_paid_plan_holds() {
     let mut parts = parts();
-    parts
-        .repo
-        .expect_payment_by_reference()
-        .returning(|_, _| Ok(Some(pending(PlanId::Operator, PaymentStatus::Pending))));
-    parts
-        .accounts
-        .expect_subscriber()
-        .returning(|_| Ok(Some(paused(PlanId::Scale))));
+    parts.answer_payment(PlanId::Operator, PaymentStatus::Pending);
+    parts.answer_subscriber(paused(PlanId::Scale));
     parts.repo.expect_settle().times(1).returning(|settlement| {
         let purchase = settlement.purchase.unwrap();
         assert!(purchase.was_paused);
@@ -546,10 +526,7 @@ async fn a_stale_settlement_is_decided_again_on_a_fresh_read() {
             };
             Ok(Some(pending(PlanId::Scale, status)))
         });
-    parts
-        .accounts
-        .expect_subscriber()
-        .returning(|_| Ok(Some(on(PlanId::Free))));
+    parts.answer_subscriber(on(PlanId::Free));
     parts
         .repo
         .expect_settle()
@@ -571,10 +548,7 @@ async fn the_sweep_pauses_lapsed_accounts_onto_free_with_deletes_at_21_days_out(
         .expect_lapsed_accounts()
         .times(1)
         .returning(|_, _| Ok(vec![account()]));
-    parts
-        .accounts
-        .expect_subscriber()
-        .returning(|_| Ok(Some(paid(PlanId::Scale, "2026-11-22T00:00:00Z"))));
+    parts.answer_subscriber(paid(PlanId::Scale, "2026-11-22T00:00:00Z"));
     let written = Arc::new(Mutex::new(None));
     let slot = written.clone();
     parts.repo.expect_lapse().times(1).returning(move |lapse| {
@@ -606,10 +580,7 @@ async fn one_account_failing_to_lapse_does_not_stop_the_others() {
         .expect_lapsed_accounts()
         .times(1)
         .returning(move |_, _| Ok(due.clone()));
-    parts
-        .accounts
-        .expect_subscriber()
-        .returning(|_| Ok(Some(paid(PlanId::Scale, "2026-11-22T00:00:00Z"))));
+    parts.answer_subscriber(paid(PlanId::Scale, "2026-11-22T00:00:00Z"));
     let failing = account();
     parts.repo.expect_lapse().times(2).returning(move |lapse| {
         if lapse.account == failing {
@@ -633,10 +604,7 @@ async fn the_sweep_leaves_an_account_that_paid_in_the_meantime() {
         .repo
         .expect_lapsed_accounts()
         .returning(|_, _| Ok(vec![account()]));
-    parts
-        .accounts
-        .expect_subscriber()
-        .returning(|_| Ok(Some(paid(PlanId::Scale, "2026-12-22T00:00:00Z"))));
+    parts.answer_subscriber(paid(PlanId::Scale, "2026-12-22T00:00:00Z"));
     parts.repo.expect_lapse().never();
     let report = billing(parts, NOW).sweep().await.unwrap();
     assert_eq!((report.paused, report.failed.len()), (0, 0));

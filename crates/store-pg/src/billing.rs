@@ -14,9 +14,11 @@ use sealpost_billing::{
 use sealpost_kernel::{
     AccountId, InboxId, MessageId, PaymentId, PlanId, StoreError, Timestamp, WorkerId,
 };
+use sealpost_subscriptions::PausedCounts;
 
 use crate::records::write_records;
 use crate::schema::{accounts, addresses, devices, payments};
+use crate::subscriptions::paused_counts;
 use crate::{PgStore, db_error};
 
 type PaymentRow = (
@@ -143,23 +145,12 @@ struct IdRow {
     id: String,
 }
 
-#[derive(QueryableByName)]
-struct StillPaused {
-    #[diesel(sql_type = diesel::sql_types::Bool)]
-    paused: bool,
-}
-
-async fn still_paused(
+/// Whether anything on the account is still paused.
+async fn anything_paused(
     conn: &mut AsyncPgConnection,
     account: &AccountId,
-) -> Result<StillPaused, diesel::result::Error> {
-    diesel::sql_query(
-        "SELECT EXISTS (SELECT 1 FROM addresses WHERE account_id = $1 AND paused_at IS NOT NULL) \
-             OR EXISTS (SELECT 1 FROM devices WHERE account_id = $1 AND paused_at IS NOT NULL) AS paused",
-    )
-    .bind::<Text, _>(account.as_str())
-    .get_result(conn)
-    .await
+) -> Result<bool, diesel::result::Error> {
+    Ok(paused_counts(conn, account).await? != PausedCounts::default())
 }
 
 /// Unpauses the oldest paused rows of `table` (addresses or devices) while
@@ -260,7 +251,7 @@ async fn fit(
         release_rows(conn, "addresses", account, Some(addresses)).await?;
     }
     unhold_mail(conn, Some(account), at).await?;
-    if !still_paused(conn, account).await?.paused {
+    if !anything_paused(conn, account).await? {
         clear_pause(conn, account).await?;
         return Ok(());
     }
@@ -463,26 +454,12 @@ impl BillingRepository for PgStore {
                 ))
                 .execute(conn)
                 .await?;
-            // Devices before addresses: the order device removal and
-            // assignment lock them in.
-            diesel::update(
-                devices::table
-                    .filter(devices::account_id.eq(lapse.account.as_str()))
-                    .filter(devices::paused_at.is_null()),
-            )
-            .set(devices::paused_at.eq(Some(since)))
-            .execute(conn)
-            .await?;
-            diesel::update(
-                addresses::table
-                    .filter(addresses::account_id.eq(lapse.account.as_str()))
-                    .filter(addresses::paused_at.is_null()),
-            )
-            .set(addresses::paused_at.eq(Some(since)))
-            .execute(conn)
-            .await?;
+            // Everything active (beyond a limit of 0); devices before
+            // addresses: the order device removal and assignment lock them in.
+            pause_excess(conn, "devices", &lapse.account, 0, lapse.since).await?;
+            pause_excess(conn, "addresses", &lapse.account, 0, lapse.since).await?;
             // SPEC: `pause` is null when nothing is paused.
-            if !still_paused(conn, &lapse.account).await?.paused {
+            if !anything_paused(conn, &lapse.account).await? {
                 clear_pause(conn, &lapse.account).await?;
             }
             write_records(conn, &lapse.records).await?;
@@ -548,7 +525,7 @@ impl BillingRepository for PgStore {
             if lock_account(conn, account).await?.is_none() {
                 return Ok(Applied::Stale);
             }
-            if still_paused(conn, account).await?.paused {
+            if anything_paused(conn, account).await? {
                 return Ok(Applied::Stale);
             }
             clear_pause(conn, account).await?;

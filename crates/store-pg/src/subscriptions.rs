@@ -141,18 +141,7 @@ impl SubscriptionRepository for PgStore {
 
     async fn paused_counts(&self, account: &AccountId) -> Result<PausedCounts, StoreError> {
         let mut conn = self.conn().await?;
-        let row: PausedRow = diesel::sql_query(
-            "SELECT (SELECT count(*) FROM addresses WHERE account_id = $1 AND paused_at IS NOT NULL) AS addresses, \
-                    (SELECT count(*) FROM devices WHERE account_id = $1 AND paused_at IS NOT NULL) AS devices",
-        )
-        .bind::<Text, _>(account.as_str())
-        .get_result(&mut conn)
-        .await
-        .map_err(db_error)?;
-        Ok(PausedCounts {
-            addresses: count(row.addresses),
-            devices: count(row.devices),
-        })
+        paused_counts(&mut conn, account).await.map_err(db_error)
     }
 
     async fn usage_counts(
@@ -293,6 +282,25 @@ impl SubscriptionRepository for PgStore {
         .await
         .map_err(db_error)
     }
+}
+
+/// The account's paused addresses and devices (billing reads them inside
+/// its transactions too).
+pub(crate) async fn paused_counts(
+    conn: &mut diesel_async::AsyncPgConnection,
+    account: &AccountId,
+) -> Result<PausedCounts, diesel::result::Error> {
+    let row: PausedRow = diesel::sql_query(
+        "SELECT (SELECT count(*) FROM addresses WHERE account_id = $1 AND paused_at IS NOT NULL) AS addresses, \
+                (SELECT count(*) FROM devices WHERE account_id = $1 AND paused_at IS NOT NULL) AS devices",
+    )
+    .bind::<Text, _>(account.as_str())
+    .get_result(conn)
+    .await?;
+    Ok(PausedCounts {
+        addresses: count(row.addresses),
+        devices: count(row.devices),
+    })
 }
 
 async fn holdings(

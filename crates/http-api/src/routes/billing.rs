@@ -257,14 +257,18 @@ pub async fn sandbox_settle(
     };
     // 404 unless the sandbox is on and the payment is the sandbox's.
     state.billing.sandbox_payment(&id).await?;
-    state
+    let settled = state
         .billing
         .settle(ProviderId::Sandbox, &SandboxProvider::notice(&id, outcome))
         .await?;
-    let payment = state.billing.sandbox_payment(&id).await?;
+    let status = match settled {
+        Settled::Changed(payment) => payment.status,
+        // Already settled (the form posted again): show how it stands.
+        _ => state.billing.sandbox_payment(&id).await?.status,
+    };
     Ok(page(
         "Sandbox checkout",
-        &format!("<p>Payment {id} is {}.</p>", payment.status),
+        &format!("<p>Payment {id} is {status}.</p>"),
     ))
 }
 
