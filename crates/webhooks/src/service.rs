@@ -500,11 +500,15 @@ impl Sender {
         if records.is_empty() {
             return Ok(());
         }
-        let disabled: Vec<(AccountId, WebhookId)> = records
+        let mut disabled: Vec<(AccountId, WebhookId)> = records
             .iter()
             .filter(|record| record.disable.is_some())
             .map(|record| (record.account.clone(), record.delivery.webhook_id.clone()))
             .collect();
+        // Several of one endpoint's attempts can switch it off in one batch:
+        // its owner hears about it once.
+        disabled.sort_unstable_by(|a, b| a.1.cmp(&b.1));
+        disabled.dedup_by(|a, b| a.1 == b.1);
         self.repo.record_attempts(records).await?;
         for (account, webhook) in disabled {
             self.alerts.webhook_disabled(&account, &webhook).await;
@@ -688,6 +692,23 @@ mod tests {
         assert_eq!(alerts.0.lock().unwrap().len(), 2);
         // An empty batch is not written at all.
         sender.record(&[]).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn one_endpoint_switched_off_twice_in_a_batch_alerts_once() {
+        let now = at("2026-01-04T00:00:00.000Z");
+        let failing = EndpointHealth {
+            failing_since: Some(at("2026-01-01T00:00:00.000Z")),
+            last_success_at: None,
+        };
+        let mut repo = MockWebhookRepository::new();
+        repo.expect_record_attempts().times(1).returning(|_| Ok(()));
+        let (sender, _, alerts) = sender(repo, AttemptOutcome::from_status(500), now);
+        let first = sender.send(due(1, now, PlanId::Operator, failing)).await;
+        let again = sender.send(due(1, now, PlanId::Operator, failing)).await;
+        assert!(first.disable.is_some() && again.disable.is_some());
+        sender.record(&[first, again]).await.unwrap();
+        assert_eq!(alerts.0.lock().unwrap().len(), 1);
     }
 
     #[tokio::test]
