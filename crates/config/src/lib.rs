@@ -1,10 +1,135 @@
-//! Configuration, read once from the environment (CONTRACT.md section 10).
-//! Every variable has a default that works for local use.
+//! Configuration, read once from the environment. Every variable has a
+//! default that works for local use; [`VARIABLES`] lists them all and
+//! `docs/configuration.md` is kept equal to it by a test.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/sealpost_dev";
+
+/// One environment variable the service reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Variable {
+    pub name: &'static str,
+    /// What applies when it is unset or empty.
+    pub default: &'static str,
+    pub meaning: &'static str,
+}
+
+/// Every variable the service reads, in the order `docs/configuration.md`
+/// shows them.
+pub const VARIABLES: &[Variable] = &[
+    Variable {
+        name: "DATABASE_URL",
+        default: DEFAULT_DATABASE_URL,
+        meaning: "PostgreSQL connection URL. `cargo xtask dev` finds or starts a server and sets it.",
+    },
+    Variable {
+        name: "SEALPOST_HTTP_ADDR",
+        default: "127.0.0.1:8080",
+        meaning: "Address the API listens on.",
+    },
+    Variable {
+        name: "SEALPOST_PUBLIC_URL",
+        default: "http://<SEALPOST_HTTP_ADDR>",
+        meaning: "Where people reach the API; the sandbox checkout page and the payment providers' return pages live under it.",
+    },
+    Variable {
+        name: "SEALPOST_SMTP_ADDR",
+        default: "127.0.0.1:2525",
+        meaning: "Address the SMTP ingest (`sealpost-smtp`) listens on.",
+    },
+    Variable {
+        name: "SEALPOST_DOMAINS",
+        default: "mail.localhost",
+        meaning: "Comma list of the shared domains addresses are created on and mail is accepted for.",
+    },
+    Variable {
+        name: "SEALPOST_BLOB_DIR",
+        default: "target/dev/blobs",
+        meaning: "Directory of sealed message bodies and attachments (ciphertext only).",
+    },
+    Variable {
+        name: "SEALPOST_EDGE_RATE",
+        default: "600",
+        meaning: "Edge limit: requests per minute per IP and per account (above 0). The tighter limits, such as pairing-code lookups, do not change with it.",
+    },
+    Variable {
+        name: "SEALPOST_SMTP_RELAY",
+        default: "(unset: sending is off)",
+        meaning: "Outbound relay URL for sending mail.",
+    },
+    Variable {
+        name: "SEALPOST_SUPPORT_KEY",
+        default: "(unset: in-app support is off)",
+        meaning: "The support team's X25519 public key (base64url).",
+    },
+    Variable {
+        name: "SEALPOST_LOG",
+        default: "info",
+        meaning: "Log filter in `tracing` syntax, e.g. `info,sealpost_store_pg=debug`.",
+    },
+    Variable {
+        name: "SEALPOST_LOG_JSON",
+        default: "false",
+        meaning: "`true` writes log lines as JSON for collectors.",
+    },
+    Variable {
+        name: "SEALPOST_BILLING_SANDBOX",
+        default: "false",
+        meaning: "`true` enables the sandbox payment provider, whose checkout page the API serves itself (development and tests only).",
+    },
+    Variable {
+        name: "SEALPOST_BILLING_DISABLED",
+        default: "(none)",
+        meaning: "Comma list of payment providers (`stripe`, `btcpay`, `sandbox`) that take no new checkouts; notices of checkouts already started are still settled.",
+    },
+    Variable {
+        name: "SEALPOST_STRIPE_SECRET_KEY",
+        default: "(unset: card payments off)",
+        meaning: "Stripe secret API key; set together with `SEALPOST_STRIPE_WEBHOOK_SECRET`.",
+    },
+    Variable {
+        name: "SEALPOST_STRIPE_WEBHOOK_SECRET",
+        default: "(unset)",
+        meaning: "Stripe's signing secret for payment notices.",
+    },
+    Variable {
+        name: "SEALPOST_STRIPE_API_URL",
+        default: "https://api.stripe.com",
+        meaning: "Stripe's API base; changed only to point at a test double.",
+    },
+    Variable {
+        name: "SEALPOST_BTCPAY_URL",
+        default: "(unset: crypto payments off)",
+        meaning: "BTCPay Server base URL; set together with the three variables below.",
+    },
+    Variable {
+        name: "SEALPOST_BTCPAY_API_KEY",
+        default: "(unset)",
+        meaning: "BTCPay Greenfield API key.",
+    },
+    Variable {
+        name: "SEALPOST_BTCPAY_STORE_ID",
+        default: "(unset)",
+        meaning: "BTCPay store id.",
+    },
+    Variable {
+        name: "SEALPOST_BTCPAY_WEBHOOK_SECRET",
+        default: "(unset)",
+        meaning: "BTCPay's signing secret for payment notices.",
+    },
+    Variable {
+        name: "SEALPOST_WEBHOOK_RESOLVE",
+        default: "(unset)",
+        meaning: "`host=ip:port` pairs, comma separated, pinning webhook hosts to an address (tests). Only pinned hosts may resolve to loopback or private addresses.",
+    },
+    Variable {
+        name: "SEALPOST_WEBHOOK_CA_FILE",
+        default: "(unset)",
+        meaning: "PEM file of extra trusted roots for webhook delivery (tests).",
+    },
+];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -84,13 +209,22 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// Reads the process environment. Only the variables of [`VARIABLES`]
+    /// are looked at; one of them holding bytes that are not UTF-8 is an
+    /// error naming it, anything else in the environment is left alone.
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_vars(&std::env::vars().collect())
+        Self::from_vars(&read_environment(std::env::vars_os())?)
     }
 
     /// Reads from the given variables (tests pass their own).
     pub fn from_vars(vars: &HashMap<String, String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
+        let get = |name: &str| {
+            debug_assert!(
+                VARIABLES.iter().any(|variable| variable.name == name),
+                "{name} is read but not listed in VARIABLES"
+            );
+            vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
+        };
         let domains: Vec<String> = get("SEALPOST_DOMAINS")
             .unwrap_or("mail.localhost")
             .split(',')
@@ -208,6 +342,41 @@ pub fn init_tracing(config: &Config) {
     }
 }
 
+/// The listed variables out of an environment, refusing a value that is not UTF-8.
+fn read_environment(
+    environment: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Result<HashMap<String, String>, ConfigError> {
+    let mut read = HashMap::new();
+    for (key, value) in environment {
+        let Some(variable) = VARIABLES.iter().find(|variable| key == variable.name) else {
+            continue;
+        };
+        let value = value.into_string().map_err(|_| ConfigError::Invalid {
+            name: variable.name,
+            reason: "is not valid UTF-8".into(),
+        })?;
+        read.insert(variable.name.to_owned(), value);
+    }
+    Ok(read)
+}
+
+/// The table of `docs/configuration.md`, rendered from [`VARIABLES`].
+pub fn variables_table() -> String {
+    let mut table = String::from("| variable | default | meaning |\n|---|---|---|\n");
+    for variable in VARIABLES {
+        let default = if variable.default.starts_with('(') {
+            variable.default.to_owned()
+        } else {
+            format!("`{}`", variable.default)
+        };
+        table.push_str(&format!(
+            "| `{}` | {default} | {} |\n",
+            variable.name, variable.meaning
+        ));
+    }
+    table
+}
+
 /// Reads a group of variables that only work together: all set, or none.
 fn all_or_none<'a, const N: usize>(
     get: &impl Fn(&str) -> Option<&'a str>,
@@ -246,6 +415,58 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn docs_configuration_lists_every_variable() {
+        let docs = include_str!("../../../docs/configuration.md");
+        let table = variables_table();
+        assert!(
+            docs.contains(&table),
+            "docs/configuration.md must contain this table, rendered from VARIABLES:\n\n{table}"
+        );
+    }
+
+    #[test]
+    fn every_variable_read_is_listed() {
+        // Every quoted `SEALPOST_...` name in this file is one of VARIABLES.
+        let source = include_str!("lib.rs");
+        let prefix = concat!("\"", "SEALPOST_");
+        for (at, _) in source.match_indices(prefix) {
+            let rest = &source[at + 1..];
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                .collect();
+            if name.len() > "SEALPOST_".len() && rest[name.len()..].starts_with('"') {
+                assert!(
+                    VARIABLES.iter().any(|variable| variable.name == name),
+                    "{name} is not in VARIABLES"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_value_that_is_not_utf8_is_named() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = std::ffi::OsString::from_vec(vec![0x66, 0xff, 0x6f]);
+        let error = read_environment([("SEALPOST_DOMAINS".into(), bad.clone())]).unwrap_err();
+        assert_eq!(
+            error,
+            ConfigError::Invalid {
+                name: "SEALPOST_DOMAINS",
+                reason: "is not valid UTF-8".into()
+            }
+        );
+        // Variables the service does not read may hold anything.
+        let read = read_environment([
+            ("SOMETHING_ELSE".into(), bad),
+            ("SEALPOST_EDGE_RATE".into(), "5".into()),
+        ])
+        .unwrap();
+        assert_eq!(read.len(), 1);
+        assert_eq!(read["SEALPOST_EDGE_RATE"], "5");
     }
 
     #[test]
