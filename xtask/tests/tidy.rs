@@ -78,9 +78,9 @@ impl Layer {
             Layer::Shared => other == Layer::Shared,
             Layer::Domain => matches!(other, Layer::Shared | Layer::Domain),
             Layer::Sdk => other == Layer::Shared,
-            Layer::Adapter | Layer::Tool | Layer::Binary => {
-                !matches!(other, Layer::Binary | Layer::Tool)
-            }
+            Layer::Adapter => matches!(other, Layer::Shared | Layer::Domain | Layer::Adapter),
+            Layer::Binary => !matches!(other, Layer::Binary | Layer::Tool),
+            Layer::Tool => other != Layer::Binary,
         }
     }
 
