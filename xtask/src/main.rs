@@ -161,10 +161,22 @@ fn migrate_dev_database(runtime: &Runtime) -> Result<String> {
 }
 
 fn dev(runtime: &Runtime) -> Result<ExitCode> {
+    eprintln!("xtask: finding PostgreSQL and migrating the dev database");
     let url = migrate_dev_database(runtime)?;
     let root = postgres::workspace_root();
+    eprintln!(
+        "xtask: building the API, the SMTP ingest and the CLI (a first build takes a few minutes; later starts take seconds)"
+    );
     let built = cargo(&root)
-        .args(["build", "-p", "sealpost-api", "-p", "sealpost-smtp-ingest"])
+        .args([
+            "build",
+            "-p",
+            "sealpost-api",
+            "-p",
+            "sealpost-smtp-ingest",
+            "-p",
+            "sealpost-cli",
+        ])
         .status()
         .context("running cargo build")?;
     if !built.success() {
@@ -194,9 +206,12 @@ fn dev(runtime: &Runtime) -> Result<ExitCode> {
     let addr = std::env::var("SEALPOST_HTTP_ADDR").unwrap_or_else(|_| "127.0.0.1:8080".to_owned());
     let smtp_addr =
         std::env::var("SEALPOST_SMTP_ADDR").unwrap_or_else(|_| "127.0.0.1:2525".to_owned());
+    let cli = target.join("debug").join("sealpost");
     println!(
-        "Sealpost API on http://{addr}, SMTP on {smtp_addr}; \
-         `cargo run -p sealpost-cli --bin sealpost -- init` talks to it (Ctrl-C stops both)"
+        "Sealpost API on http://{addr}, SMTP on {smtp_addr}; Ctrl-C stops both.\n\
+         The CLI is built at {cli}: run `{cli} init` in another terminal,\n\
+         or install it with `cargo install --path bins/cli` and run `sealpost init`.",
+        cli = cli.display()
     );
     let status = run_child(runtime, &mut api);
     let _ = smtp.kill();
@@ -386,9 +401,35 @@ fn ci(runtime: &Runtime) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A nested cargo. `cargo xtask` runs under `cargo run`, which sets
+/// `CARGO_MANIFEST_DIR`, `CARGO_PKG_*` and the like for xtask; handed down,
+/// they change build-script inputs and make every nested build recompile
+/// ring, rustls and their dependents. Only the variables a person sets to
+/// steer cargo are kept.
 fn cargo(root: &Path) -> Command {
-    let mut command = Command::new("cargo");
+    const KEPT: &[&str] = &[
+        "CARGO_HOME",
+        "CARGO_TARGET_DIR",
+        "CARGO_INCREMENTAL",
+        "CARGO_TERM_COLOR",
+        "CARGO_TERM_VERBOSE",
+        "CARGO_TERM_PROGRESS_WHEN",
+        "CARGO_NET_OFFLINE",
+        "CARGO_BUILD_JOBS",
+    ];
+    const KEPT_PREFIXES: &[&str] = &["CARGO_REGISTRIES_", "CARGO_HTTP_", "CARGO_PROFILE_"];
+    let program = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(program);
     command.current_dir(root);
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        let inherited = name.starts_with("CARGO_")
+            && !KEPT.contains(&name)
+            && !KEPT_PREFIXES.iter().any(|prefix| name.starts_with(prefix));
+        if inherited || name == "CARGO" {
+            command.env_remove(name);
+        }
+    }
     command
 }
 
