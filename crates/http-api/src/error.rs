@@ -42,6 +42,8 @@ pub enum ErrorCode {
     AccountSuspended,
     SessionRequired,
     NotFound,
+    /// A path the API serves, asked with a method it does not serve there.
+    MethodNotAllowed,
     DowngradeBlocked,
     AlreadyUsed,
     AddressTaken,
@@ -84,6 +86,7 @@ impl ErrorCode {
                 StatusCode::FORBIDDEN
             }
             NotFound => StatusCode::NOT_FOUND,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             DowngradeBlocked | AlreadyUsed | AddressTaken | LimitReached | WebhookDisabled
             | AlreadyMember | TeamLimitReached | EpochConflict | StaffKeyChanged | TooManyOpen
             | TooManyTickets | TicketClosed | TicketFull | SupportStorageFull | IdTaken
@@ -118,6 +121,7 @@ impl ErrorCode {
             AccountSuspended => "account_suspended",
             SessionRequired => "session_required",
             NotFound => "not_found",
+            MethodNotAllowed => "method_not_allowed",
             DowngradeBlocked => "downgrade_blocked",
             AlreadyUsed => "already_used",
             AddressTaken => "address_taken",

@@ -8,6 +8,7 @@ pub mod rate_limit;
 pub mod routes;
 pub mod state;
 
+mod fallback;
 mod openapi;
 
 use actix_web::body::MessageBody;
@@ -38,9 +39,7 @@ pub fn serve(
             }))
             .app_data(web::PathConfig::default().error_handler(|_, _| ApiError::not_found().into()))
             .configure(routes)
-            .default_service(web::to(|| async {
-                Err::<HttpResponse, _>(ApiError::not_found())
-            }))
+            .default_service(web::to(fallback::no_route))
             .wrap(from_fn(limit_by_ip))
             .wrap(from_fn(request_id_header))
             .wrap(TracingLogger::default())
@@ -57,6 +56,19 @@ fn routes(config: &mut web::ServiceConfig) {
         accounts, activity, addresses, billing, devices, health, messages, plans, webhooks,
     };
     config
+        .route("/", web::get().to(index))
+        .route(
+            "/docs",
+            web::get().to(|| async {
+                HttpResponse::PermanentRedirect()
+                    .insert_header((actix_web::http::header::LOCATION, "/docs/"))
+                    .finish()
+            }),
+        )
+        .service(
+            utoipa_swagger_ui::SwaggerUi::new("/docs/{_:.*}")
+                .config(utoipa_swagger_ui::Config::from("/openapi.json")),
+        )
         .service(health::healthz)
         .service(health::readyz)
         .route(
@@ -129,6 +141,16 @@ fn routes(config: &mut web::ServiceConfig) {
                 .app_data(PayloadConfig::new(messages::INBOUND_BODY_LIMIT))
                 .route(web::post().to(messages::inbound)),
         );
+}
+
+/// `GET /`: where to go from here, for a person who opened the API's address.
+async fn index() -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({
+        "service": "Sealpost API",
+        "docs": "/docs/",
+        "openapi": "/openapi.json",
+        "health": "/healthz",
+    }))
 }
 
 /// Per-IP edge limit, before any handler work. Probes are exempt.

@@ -9,6 +9,7 @@ mod accounts;
 mod addresses;
 mod billing;
 mod devices;
+mod docs;
 mod errors;
 mod messages;
 mod ownership;

@@ -1,0 +1,94 @@
+//! The pages a person finds at the API's address: `/`, the interactive
+//! documentation at `/docs/`, and the answers for paths and methods the API
+//! does not serve.
+
+use reqwest::{Method, StatusCode};
+
+use crate::support::{Api, new_keys};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_root_points_at_the_docs_the_document_and_health() {
+    let api = Api::spawn().await;
+    let root = api.get("/", None).await;
+    assert_eq!(root.status, StatusCode::OK);
+    assert_eq!(root.body["docs"], "/docs/");
+    assert_eq!(root.body["openapi"], "/openapi.json");
+    assert_eq!(root.body["health"], "/healthz");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn docs_serve_swagger_ui_and_its_assets_for_the_served_document() {
+    let api = Api::spawn().await;
+    let http = reqwest::Client::new();
+    // `/docs` redirects to `/docs/`; reqwest follows it.
+    let page = http.get(api.app.url("/docs")).send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert_eq!(page.url().path(), "/docs/");
+    let html = page.text().await.unwrap();
+    assert!(html.contains("swagger-ui"), "not the Swagger UI page: {html}");
+
+    // Every asset the page loads is served by the API itself (offline).
+    let assets: Vec<&str> = ["src=\"", "href=\""]
+        .iter()
+        .flat_map(|attribute| html.split(attribute).skip(1))
+        .filter_map(|rest| rest.split('"').next())
+        .filter(|asset| asset.starts_with("./"))
+        .collect();
+    assert!(assets.len() >= 3, "expected script and style assets: {assets:?}");
+    let mut initializer = String::new();
+    for asset in assets {
+        let answer = http
+            .get(api.app.url(&format!("/docs/{}", &asset[2..])))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::OK, "{asset}");
+        let body = answer.text().await.unwrap();
+        assert!(!body.is_empty(), "{asset} is empty");
+        if asset.contains("initializer") {
+            initializer = body;
+        }
+    }
+    assert!(
+        initializer.contains("/openapi.json"),
+        "the page must load the served document: {initializer}"
+    );
+    let document = api.get("/openapi.json", None).await;
+    assert_eq!(document.status, StatusCode::OK);
+    assert!(document.body["paths"]["/inboxes"].is_object());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unknown_routes_and_unserved_methods_say_which() {
+    let api = Api::spawn().await;
+    let nowhere = api.get("/no/such/thing", None).await;
+    assert_eq!(
+        (nowhere.status, nowhere.code()),
+        (StatusCode::NOT_FOUND, "not_found")
+    );
+    assert_eq!(nowhere.body["error"]["message"], "no such route");
+
+    let trace = api.send(Method::TRACE, "/inboxes", None, None).await;
+    assert_eq!(
+        (trace.status, trace.code()),
+        (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed")
+    );
+    assert_eq!(trace.headers["allow"], "GET, POST");
+
+    // A path with an id: the template matches any id.
+    let put = api.send(Method::PUT, "/inboxes/ibx_abcd1234", None, None).await;
+    assert_eq!(put.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(put.headers["allow"], "DELETE, PATCH");
+
+    // A route that exists answers for a record that does not in its own words.
+    let (_, keys) = new_keys();
+    let signed_in = api.register(&keys).await;
+    let missing = api
+        .delete("/inboxes/ibx_abcd1234", Some(&signed_in.token))
+        .await;
+    assert_eq!(
+        (missing.status, missing.code()),
+        (StatusCode::NOT_FOUND, "not_found")
+    );
+    assert_eq!(missing.body["error"]["message"], "no such record");
+}
