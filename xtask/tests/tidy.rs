@@ -108,7 +108,13 @@ impl fmt::Display for Breach {
 fn workspace_packages() -> Vec<Package> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .output()
         .expect("running cargo metadata");
@@ -176,7 +182,8 @@ fn breaches(packages: &[Package]) -> Vec<Breach> {
                 None => {}
             }
         }
-        if package.name == "sealpost-http-api" && package.uses.iter().any(|u| u == "sealpost-store-pg")
+        if package.name == "sealpost-http-api"
+            && package.uses.iter().any(|u| u == "sealpost-store-pg")
         {
             found.push(Breach(
                 "sealpost-http-api depends on sealpost-store-pg: handlers reach storage only through domain services"
@@ -224,7 +231,10 @@ fn the_domain_crates_are_named() {
         "sealpost-webhooks",
         "sealpost-billing",
     ] {
-        assert!(domain.contains(&expected), "{expected} is not marked domain");
+        assert!(
+            domain.contains(&expected),
+            "{expected} is not marked domain"
+        );
     }
 }
 
@@ -243,11 +253,27 @@ fn each_rule_catches_its_breach() {
             package("sealpost-kernel", Some(Layer::Shared), &["serde"]),
             package("sealpost-wire", Some(Layer::Shared), &["sealpost-kernel"]),
             package("sealpost-plans", Some(Layer::Domain), &["sealpost-kernel"]),
-            package("sealpost-store-pg", Some(Layer::Adapter), &["diesel", "sealpost-plans"]),
-            package("sealpost-http-api", Some(Layer::Adapter), &["actix-web", "sealpost-wire"]),
-            package("sealpost-client", Some(Layer::Sdk), &["reqwest", "sealpost-wire"]),
+            package(
+                "sealpost-store-pg",
+                Some(Layer::Adapter),
+                &["diesel", "sealpost-plans"],
+            ),
+            package(
+                "sealpost-http-api",
+                Some(Layer::Adapter),
+                &["actix-web", "sealpost-wire"],
+            ),
+            package(
+                "sealpost-client",
+                Some(Layer::Sdk),
+                &["reqwest", "sealpost-wire"],
+            ),
             package("sealpost-api", Some(Layer::Binary), &["sealpost-http-api"]),
-            package("sealpost-testkit", Some(Layer::Tool), &["sealpost-store-pg"]),
+            package(
+                "sealpost-testkit",
+                Some(Layer::Tool),
+                &["sealpost-store-pg"],
+            ),
         ]
     };
     assert_eq!(breaches(&base()), Vec::new());
@@ -257,7 +283,11 @@ fn each_rule_catches_its_breach() {
         ("sealpost-plans", "tokio", "does I/O"),
         ("sealpost-kernel", "reqwest", "does I/O"),
         ("sealpost-plans", "sealpost-store-pg", "(Adapter)"),
-        ("sealpost-http-api", "sealpost-store-pg", "through domain services"),
+        (
+            "sealpost-http-api",
+            "sealpost-store-pg",
+            "through domain services",
+        ),
         ("sealpost-client", "sealpost-plans", "(Domain)"),
         ("sealpost-testkit", "sealpost-api", "(Binary)"),
     ];

@@ -332,9 +332,12 @@ impl Config {
 pub fn init_tracing(config: &Config) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_new(&config.log_filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never in files or pipes.
+        .with_ansi(std::io::stderr().is_terminal());
     if config.log_json {
         builder.json().init();
     } else {

@@ -31,13 +31,9 @@ struct Route {
 impl Route {
     fn matches(&self, path: &[&str]) -> bool {
         self.segments.len() == path.len()
-            && self
-                .segments
-                .iter()
-                .zip(path)
-                .all(|(template, given)| {
-                    (template.starts_with('{') && !given.is_empty()) || template == given
-                })
+            && self.segments.iter().zip(path).all(|(template, given)| {
+                (template.starts_with('{') && !given.is_empty()) || template == given
+            })
     }
 }
 
@@ -48,19 +44,20 @@ fn segments(path: &str) -> Vec<&str> {
 static ROUTES: LazyLock<Vec<Route>> = LazyLock::new(|| {
     let document: serde_json::Value =
         serde_json::from_str(&crate::openapi_json()).unwrap_or_default();
-    let documented = document["paths"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(path, operations)| {
-            let methods = operations
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(method, _)| method.to_ascii_uppercase())
-                .collect();
-            (path.clone(), methods)
-        });
+    let documented =
+        document["paths"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(path, operations)| {
+                let methods = operations
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(method, _)| method.to_ascii_uppercase())
+                    .collect();
+                (path.clone(), methods)
+            });
     let pages = PAGES.iter().map(|(path, methods)| {
         let methods = methods.iter().map(|method| (*method).to_owned()).collect();
         ((*path).to_owned(), methods)

@@ -17,7 +17,7 @@ use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::web::{self, Data, PayloadConfig};
 use actix_web::{App, HttpMessage, HttpResponse, HttpServer};
-use tracing_actix_web::{RequestId, TracingLogger};
+use tracing_actix_web::{RequestId, RootSpanBuilder, TracingLogger};
 
 pub use error::{ApiError, ErrorCode};
 pub use openapi::openapi_json;
@@ -42,7 +42,8 @@ pub fn serve(
             .default_service(web::to(fallback::no_route))
             .wrap(from_fn(limit_by_ip))
             .wrap(from_fn(request_id_header))
-            .wrap(TracingLogger::default())
+            .wrap(from_fn(log_request))
+            .wrap(TracingLogger::<RequestSpan>::new())
     })
     .workers(workers)
     .listen(listener)?
@@ -165,6 +166,61 @@ async fn limit_by_ip(
         state.limiter.check_ip(peer.ip())?;
     }
     next.call(req).await
+}
+
+/// The span every request's log lines carry: its id, method and route
+/// template. Never the path itself (it can hold a pairing token), the query,
+/// headers or the forwarded-for address.
+struct RequestSpan;
+
+impl RootSpanBuilder for RequestSpan {
+    fn on_request_start(request: &ServiceRequest) -> tracing::Span {
+        let request_id = request
+            .extensions()
+            .get::<RequestId>()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let route = request
+            .match_pattern()
+            .unwrap_or_else(|| "(no route)".to_owned());
+        tracing::info_span!(
+            "request",
+            request_id = %request_id,
+            http.method = %request.method(),
+            http.route = %route,
+        )
+    }
+
+    fn on_request_end<B: MessageBody>(
+        _span: tracing::Span,
+        _outcome: &Result<ServiceResponse<B>, actix_web::Error>,
+    ) {
+        // `log_request` writes the one line per request, with its duration.
+    }
+}
+
+/// One line per request at info (probes at debug): status and duration,
+/// inside the request's span (id, method, route template).
+async fn log_request(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let probe = matches!(req.path(), "/healthz" | "/readyz");
+    let started = std::time::Instant::now();
+    let outcome = next.call(req).await;
+    let status = match &outcome {
+        Ok(response) => response.status(),
+        Err(error) => error.as_response_error().status_code(),
+    }
+    .as_u16();
+    // Tenths of a millisecond are enough to read.
+    let duration_ms = (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
+    if probe {
+        tracing::debug!(status, duration_ms, "request");
+    } else {
+        tracing::info!(status, duration_ms, "request");
+    }
+    outcome
 }
 
 /// Echoes the request id the tracing span carries, so a user can quote it.

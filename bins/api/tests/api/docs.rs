@@ -25,7 +25,10 @@ async fn docs_serve_swagger_ui_and_its_assets_for_the_served_document() {
     assert_eq!(page.status(), StatusCode::OK);
     assert_eq!(page.url().path(), "/docs/");
     let html = page.text().await.unwrap();
-    assert!(html.contains("swagger-ui"), "not the Swagger UI page: {html}");
+    assert!(
+        html.contains("swagger-ui"),
+        "not the Swagger UI page: {html}"
+    );
 
     // Every asset the page loads is served by the API itself (offline).
     let assets: Vec<&str> = ["src=\"", "href=\""]
@@ -34,7 +37,10 @@ async fn docs_serve_swagger_ui_and_its_assets_for_the_served_document() {
         .filter_map(|rest| rest.split('"').next())
         .filter(|asset| asset.starts_with("./"))
         .collect();
-    assert!(assets.len() >= 3, "expected script and style assets: {assets:?}");
+    assert!(
+        assets.len() >= 3,
+        "expected script and style assets: {assets:?}"
+    );
     let mut initializer = String::new();
     for asset in assets {
         let answer = http
@@ -76,7 +82,9 @@ async fn unknown_routes_and_unserved_methods_say_which() {
     assert_eq!(trace.headers["allow"], "GET, POST");
 
     // A path with an id: the template matches any id.
-    let put = api.send(Method::PUT, "/inboxes/ibx_abcd1234", None, None).await;
+    let put = api
+        .send(Method::PUT, "/inboxes/ibx_abcd1234", None, None)
+        .await;
     assert_eq!(put.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(put.headers["allow"], "DELETE, PATCH");
 
@@ -91,4 +99,33 @@ async fn unknown_routes_and_unserved_methods_say_which() {
         (StatusCode::NOT_FOUND, "not_found")
     );
     assert_eq!(missing.body["error"]["message"], "no such record");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_request_is_one_log_line_with_its_route_never_its_token() {
+    let logs = crate::support::captured_logs();
+    let api = Api::spawn().await;
+    let (token, _) = api.open_pairing().await;
+    let poll = api
+        .get(&format!("/workers/pairing-session/{token}"), None)
+        .await;
+    assert_eq!(poll.status, StatusCode::OK);
+    let missing = api.get("/no/such/thing", None).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+
+    let text = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| line.contains("/workers/pairing-session/{token}"))
+        .filter(|line| line.contains(" request "))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line for the poll: {text}");
+    assert!(lines[0].contains("GET") && lines[0].contains("status=200"));
+    assert!(lines[0].contains("duration_ms="));
+    assert!(
+        text.lines()
+            .any(|line| line.contains("(no route)") && line.contains("status=404")),
+        "unmatched requests are logged too: {text}"
+    );
+    assert!(!text.contains(&token), "the pairing token reached the log");
 }

@@ -1,4 +1,4 @@
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use chrono::TimeDelta;
 use reqwest::StatusCode;
@@ -6,37 +6,7 @@ use sealpost_seal::{AccountKeys, b64, context, open_binary};
 use sealpost_testkit::TestApp;
 use serde_json::{Value, json};
 
-use crate::support::{Api, SignedIn, SmtpClient, new_keys};
-
-/// Log lines of every test in this process, to search for content.
-fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let logs = Arc::new(Mutex::new(Vec::new()));
-        let sink = logs.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_writer(move || LogWriter(sink.clone()))
-            .finish();
-        // Another test binary set-up may have installed one first; then this test
-        // sees fewer lines, never wrong ones.
-        let _ = tracing::subscriber::set_global_default(subscriber);
-        logs
-    })
-    .clone()
-}
-
-struct LogWriter(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use crate::support::{Api, SignedIn, SmtpClient, captured_logs, new_keys};
 
 /// An account with one address that takes mail; returns (api, owner, keys, address).
 async fn mailbox() -> (Api, SignedIn, AccountKeys, String) {
