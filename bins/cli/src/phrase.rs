@@ -76,20 +76,20 @@ mod tests {
     #[test]
     fn env_value_is_used() {
         let phrase = read_phrase::<&[u8], NoPrompt>(Source::Env(format!("  {PHRASE}\n"))).unwrap();
-        assert_eq!(phrase.words(), PHRASE);
+        assert_eq!(phrase.words().as_str(), PHRASE);
     }
 
     #[test]
     fn stdin_is_read_to_the_end_across_lines() {
         let input = PHRASE.replacen(' ', "\n", 5).to_uppercase() + "\n";
         let phrase = read_phrase::<_, NoPrompt>(Source::Reader(input.as_bytes())).unwrap();
-        assert_eq!(phrase.words(), PHRASE);
+        assert_eq!(phrase.words().as_str(), PHRASE);
     }
 
     #[test]
     fn prompt_answer_is_used() {
         let phrase = read_phrase::<&[u8], _>(Source::Prompt(|| Ok(PHRASE.to_owned()))).unwrap();
-        assert_eq!(phrase.words(), PHRASE);
+        assert_eq!(phrase.words().as_str(), PHRASE);
     }
 
     #[test]

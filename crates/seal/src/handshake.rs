@@ -8,8 +8,8 @@ use x25519_dalek::{PublicKey, StaticSecret};
 use crate::primitives::random_bytes;
 
 /// The service's ephemeral X25519 key for one challenge. `Debug` hides the
-/// secret.
-#[derive(Clone)]
+/// secret; it is wiped from memory when dropped.
+#[derive(Clone, zeroize::Zeroize, zeroize::ZeroizeOnDrop)]
 pub struct ChallengeKeypair {
     /// Kept by the service until the nonce is used or expires.
     pub secret: [u8; 32],

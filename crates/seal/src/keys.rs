@@ -5,6 +5,7 @@ use std::fmt;
 use bip39::{Language, Mnemonic};
 use data_encoding::BASE32_NOPAD;
 use x25519_dalek::{PublicKey, StaticSecret};
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use crate::SealError;
 use crate::primitives::{hkdf32, random_bytes};
@@ -14,7 +15,8 @@ const PHRASE_WORDS: usize = 12;
 /// HKDF salt of every account key.
 const DERIVE_SALT: &[u8] = b"service/v1";
 
-/// A 12-word BIP-39 English recovery phrase. `Debug` never shows the words.
+/// A 12-word BIP-39 English recovery phrase. `Debug` never shows the words;
+/// the words are wiped from memory when it is dropped.
 #[derive(Clone)]
 pub struct RecoveryPhrase {
     mnemonic: Mnemonic,
@@ -58,17 +60,20 @@ impl RecoveryPhrase {
     }
 
     /// The phrase as 12 lowercase words separated by single spaces, for
-    /// showing to the person once.
+    /// showing to the person once; wiped from memory when dropped.
     #[must_use]
-    pub fn words(&self) -> String {
-        self.mnemonic.to_string()
+    pub fn words(&self) -> Zeroizing<String> {
+        Zeroizing::new(self.mnemonic.to_string())
     }
 
     /// The account keys: the BIP-39 seed (PBKDF2-HMAC-SHA512, 2048 rounds,
     /// empty passphrase). Deliberately slow; call once and keep the result.
     #[must_use]
     pub fn keys(&self) -> AccountKeys {
-        AccountKeys::from_seed(self.mnemonic.to_seed(""))
+        let mut seed = self.mnemonic.to_seed("");
+        let keys = AccountKeys::from_seed(seed);
+        seed.zeroize();
+        keys
     }
 }
 
@@ -79,8 +84,9 @@ impl fmt::Debug for RecoveryPhrase {
 }
 
 /// The 64-byte seed of an account and everything derived from it.
-/// `Debug` never shows the seed.
-#[derive(Clone)]
+/// `Debug` never shows the seed; it is wiped from memory when dropped (the
+/// X25519 secrets derived from it wipe themselves too).
+#[derive(Clone, Zeroize, ZeroizeOnDrop)]
 pub struct AccountKeys {
     seed: [u8; 64],
 }
@@ -209,7 +215,10 @@ mod tests {
     #[test]
     fn parse_normalises_whitespace_and_case() {
         let messy = format!("  {}\n", VECTOR.to_uppercase().replace(' ', " \t "));
-        assert_eq!(RecoveryPhrase::parse(&messy).unwrap().words(), VECTOR);
+        assert_eq!(
+            RecoveryPhrase::parse(&messy).unwrap().words().as_str(),
+            VECTOR
+        );
     }
 
     #[test]

@@ -32,6 +32,6 @@ pub use error::SealError;
 pub use fingerprint::team_fingerprint;
 pub use handshake::{ChallengeKeypair, handshake_proof, verify_handshake_proof};
 pub use keys::{AccountKeys, RecoveryPhrase};
-pub use primitives::{constant_time_eq, random_bytes, random_token, sha256};
+pub use primitives::{random_bytes, random_token, sha256};
 /// Re-exported so that callers need no direct dependency on `x25519-dalek`.
 pub use x25519_dalek::{PublicKey, StaticSecret};

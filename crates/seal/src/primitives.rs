@@ -32,22 +32,6 @@ pub fn random_token() -> String {
     crate::b64::encode(&random_bytes::<32>())
 }
 
-/// Compares two byte strings in time that depends only on their lengths.
-///
-/// (`ring::constant_time` is deprecated in ring 0.17, so this is the usual
-/// XOR-fold, kept opaque to the optimiser with `black_box`.)
-#[must_use]
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let diff = a
-        .iter()
-        .zip(b)
-        .fold(0u8, |acc, (x, y)| acc | std::hint::black_box(x ^ y));
-    std::hint::black_box(diff) == 0
-}
-
 /// HKDF-SHA256 with a 32-byte output.
 pub(crate) fn hkdf32(ikm: &[u8], salt: &[u8], info: &[u8]) -> [u8; 32] {
     let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, salt).extract(ikm);
@@ -70,10 +54,6 @@ mod tests {
 
     #[test]
     fn helpers() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"ab"));
-        assert!(constant_time_eq(b"", b""));
         let token = random_token();
         assert_eq!(crate::b64::decode(&token).unwrap().len(), 32);
         assert_ne!(token, random_token());

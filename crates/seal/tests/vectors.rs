@@ -47,7 +47,7 @@ fn keys() -> &'static AccountKeys {
 fn seed_matches() {
     let v = vectors();
     let phrase = RecoveryPhrase::parse(s(v, &["phrase"])).unwrap();
-    assert_eq!(phrase.words(), s(v, &["phrase"]));
+    assert_eq!(phrase.words().as_str(), s(v, &["phrase"]));
     let seed: [u8; 64] = hex_n(s(v, &["seedHex"]));
     let mnemonic = bip39::Mnemonic::parse_in(bip39::Language::English, s(v, &["phrase"])).unwrap();
     assert_eq!(mnemonic.to_seed(""), seed);

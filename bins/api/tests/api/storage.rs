@@ -56,7 +56,7 @@ async fn no_token_phrase_or_verifier_is_stored_in_the_clear() {
 
     let verifier = keys.auth_verifier();
     let mut secrets = vec![
-        ("phrase", phrase.words()),
+        ("phrase", phrase.words().to_string()),
         ("verifier (base64url)", b64::encode(&verifier)),
         ("verifier (hex)", hex(&verifier)),
     ];

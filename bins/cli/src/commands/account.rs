@@ -32,7 +32,7 @@ pub async fn init(ctx: &Ctx) -> Result<()> {
     println!();
     println!("Your recovery phrase (shown only this once; it is never stored or sent):");
     println!();
-    println!("    {}", phrase.words());
+    println!("    {}", phrase.words().as_str());
     println!();
     println!("Write it down and keep it somewhere safe. It is the only way to sign in");
     println!("and to read your mail. Nobody, not even Sealpost, can recover or reset it.");
