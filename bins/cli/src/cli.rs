@@ -44,9 +44,12 @@ pub enum Command {
     #[command(subcommand)]
     Device(DeviceCommand),
     /// Create addresses and manage them (needs the recovery phrase where
-    /// labels or keys are involved).
+    /// labels or keys are involved). Wherever an address id is asked for,
+    /// the email address does as well.
     #[command(subcommand)]
     Inbox(InboxCommand),
+    /// The domains addresses can be created on (`inbox create --domain`).
+    Domains,
     /// This machine as a device: pair it with an account, check it, list the
     /// address keys it holds.
     #[command(subcommand)]
@@ -74,10 +77,14 @@ pub enum PlanCommand {
     /// missed payment.
     Show,
     /// Move to a plan priced the same or lower (a dearer one goes through
-    /// `sealpost billing checkout`).
+    /// `sealpost billing checkout`). Moving down while a paid period runs
+    /// asks first, saying what is lost.
     Change {
         /// free, operator, scale or fleet.
         plan: String,
+        /// Do not ask: accept losing what remains of the paid period.
+        #[arg(long, short)]
+        yes: bool,
     },
 }
 
@@ -90,9 +97,10 @@ pub enum BillingCommand {
     Checkout {
         /// operator, scale or fleet.
         plan: String,
-        /// stripe (card), btcpay (crypto), or sandbox (development).
+        /// stripe (card), btcpay (crypto), or sandbox (development)
+        /// [default: the only provider the service takes]
         #[arg(long)]
-        provider: String,
+        provider: Option<String>,
     },
     /// Show a payment and its status.
     Payment {
@@ -128,6 +136,7 @@ impl Command {
             | Self::Billing(BillingCommand::Checkout { .. } | BillingCommand::Payment { .. }) => {
                 StoredCredential::Session
             }
+            Self::Domains => StoredCredential::SessionElseDevice,
             Self::Plan(PlanCommand::List) | Self::Billing(BillingCommand::Providers) => {
                 StoredCredential::None
             }
@@ -203,35 +212,35 @@ pub enum InboxCommand {
     List,
     /// Change an address's label.
     Label {
-        /// The address id (ibx_...).
+        /// The address id (ibx_...) or the email address.
         id: String,
         text: String,
     },
     /// Change how many days an address keeps mail; a shorter retention
     /// deletes stored mail past it.
     Retention {
-        /// The address id (ibx_...).
+        /// The address id (ibx_...) or the email address.
         id: String,
         #[arg(value_parser = retention_days())]
         days: u8,
     },
     /// Give an address to a device and send the device its keys.
     Assign {
-        /// The address id (ibx_...).
+        /// The address id (ibx_...) or the email address.
         id: String,
         /// The device id (wkr_...).
         device_id: String,
     },
     /// Take an address off a device and send the device its remaining keys.
     Unassign {
-        /// The address id (ibx_...).
+        /// The address id (ibx_...) or the email address.
         id: String,
         /// The device id (wkr_...).
         device_id: String,
     },
     /// Delete an address with its mail; it is never issued again.
     Delete {
-        /// The address id (ibx_...).
+        /// The address id (ibx_...) or the email address.
         id: String,
     },
 }
@@ -283,7 +292,7 @@ pub enum MailCommand {
     /// List an address's mail, newest first: id, time, read flag, sender,
     /// subject and attachment count.
     List {
-        /// The address id (ibx_...).
+        /// The address id (ibx_...) or the email address.
         inbox_id: String,
         /// Messages to show (1 to 200) [default: 50; with --all, the page
         /// size]
@@ -305,7 +314,7 @@ pub enum MailCommand {
     /// address at once, else the next to arrive. Fails when nothing comes
     /// within the timeout.
     Wait {
-        /// The address id (ibx_...).
+        /// The address id (ibx_...) or the email address.
         inbox_id: String,
         /// Seconds to wait in all.
         #[arg(long, value_name = "SECONDS", default_value_t = 60)]
@@ -342,6 +351,12 @@ pub struct ShowArgs {
     /// Show the HTML body as it came, instead of the text body.
     #[arg(long, conflicts_with = "codes")]
     pub html: bool,
+    /// Print what the message holds byte for byte. Without it, control
+    /// characters (terminal escape sequences, bidi overrides) in the
+    /// sender's text are shown escaped (`\x1b`), so mail cannot drive the
+    /// terminal.
+    #[arg(long)]
+    pub raw: bool,
     /// Print only the one-time codes, then the links, found in the message,
     /// one per line.
     #[arg(long)]
@@ -491,6 +506,7 @@ mod tests {
                     show: ShowArgs {
                         codes: true,
                         html: false,
+                        raw: false,
                         keep_unread: false
                     },
                     ..
@@ -535,6 +551,30 @@ mod tests {
         ] {
             assert!(Cli::try_parse_from(refused).is_err(), "{refused:?}");
         }
+    }
+
+    #[test]
+    fn billing_forms_parse() {
+        let cli = Cli::try_parse_from(["sealpost", "plan", "change", "free", "--yes"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Plan(PlanCommand::Change { ref plan, yes: true }) if plan == "free"
+        ));
+        let cli = Cli::try_parse_from(["sealpost", "plan", "change", "free"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Plan(PlanCommand::Change { yes: false, .. })
+        ));
+        let cli = Cli::try_parse_from(["sealpost", "billing", "checkout", "scale"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Billing(BillingCommand::Checkout { provider: None, .. })
+        ));
+        let cli = Cli::try_parse_from(["sealpost", "domains"]).unwrap();
+        assert_eq!(
+            cli.command.stored_credential(),
+            StoredCredential::SessionElseDevice
+        );
     }
 
     #[test]

@@ -45,7 +45,9 @@ static ENTITY: LazyLock<Regex> =
 static SPACES: LazyLock<Regex> = LazyLock::new(|| pattern(r"[ \t\u{a0}]+"));
 static BLANK_LINES: LazyLock<Regex> = LazyLock::new(|| pattern(r"\n{3,}"));
 
-static URL: LazyLock<Regex> = LazyLock::new(|| pattern(r#"(?i)\bhttps?://[^\s<>"'`{}|\\^\[\]]+"#));
+// A link ends at a space, a control character or a character URLs escape.
+static URL: LazyLock<Regex> =
+    LazyLock::new(|| pattern(r#"(?i)\bhttps?://[^\s\p{Cc}<>"'`{}|\\^\[\]]+"#));
 static HREF: LazyLock<Regex> =
     LazyLock::new(|| pattern(r#"(?is)<a\b[^>]*?\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))"#));
 
@@ -382,6 +384,10 @@ mod tests {
                 "https://example.com/bare",
                 "https://example.com/plain",
             ]
+        );
+        assert_eq!(
+            urls_in("see https://example.com/x\u{1b}[8m and https://example.com/\u{9b}y"),
+            vec!["https://example.com/x", "https://example.com/"]
         );
         assert_eq!(
             trim_url("https://en.wikipedia.org/wiki/Rust_(programming_language)"),

@@ -1,14 +1,18 @@
 //! `sealpost`: the command-line client.
-#![allow(
-    clippy::print_stdout,
-    reason = "a command-line tool's output is its interface"
-)]
+// Output goes through `outln!` and `errln!` (module `output`), which never
+// panic on a closed pipe.
+#![warn(clippy::print_stderr)]
+
+#[macro_use]
+mod output;
 
 mod cli;
 mod commands;
+mod escape;
 mod mailtext;
 mod phrase;
 mod state;
+mod table;
 
 use std::process::ExitCode;
 
@@ -22,18 +26,25 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let credential =
         commands::resolve_credential(cli.command.stored_credential(), cli.config_dir.clone());
-    match commands::run(cli).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("{}", report(&err, credential));
+    let result = commands::run(cli).await;
+    let unwritten = output::finish();
+    match (result, unwritten) {
+        (Ok(()), None) => ExitCode::SUCCESS,
+        (Ok(()), Some(err)) => {
+            errln!("error: cannot write to stdout: {err}");
+            ExitCode::FAILURE
+        }
+        (Err(err), _) => {
+            errln!("{}", report(&err, credential));
             ExitCode::FAILURE
         }
     }
 }
 
-/// `error: <message> (<code>)`, plus a hint where one helps.
+/// `error: <message> (<code>)`, plus a hint where one helps. The message
+/// may carry the service's text, so it is escaped.
 fn report(err: &anyhow::Error, credential: StoredCredential) -> String {
-    let mut out = format!("error: {err:#}");
+    let mut out = format!("error: {}", escape::line(&format!("{err:#}")));
     if let Some(client_err) = err.downcast_ref::<ClientError>() {
         out.push_str(&format!(" ({})", client_err.code()));
         if client_err.status() == Some(401) {
@@ -97,6 +108,21 @@ mod tests {
         );
         assert!(shown.contains("sealpost agent pair --force"), "{shown}");
         assert!(!shown.contains("sealpost login"), "{shown}");
+    }
+
+    #[test]
+    fn service_messages_cannot_drive_the_terminal() {
+        let err: anyhow::Error = ClientError::Api {
+            status: 400,
+            code: "invalid_field".to_owned(),
+            message: "bad\u{1b}]0;title\u{7}\nline".to_owned(),
+            retry_after: None,
+        }
+        .into();
+        assert_eq!(
+            report(&err, StoredCredential::None),
+            "error: bad\\x1b]0;title\\x07\\x0aline (invalid_field)"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
+use sealpost_kernel::Timestamp;
 use sealpost_testkit::TestApp;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
@@ -954,10 +955,16 @@ async fn a_paired_device_reads_the_mail_of_its_address_without_the_phrase() {
 #[tokio::test(flavor = "multi_thread")]
 async fn plans_usage_and_a_sandbox_upgrade_from_the_command_line() {
     let app = TestApp::spawn().await;
+    // The CLI tells a running paid period by its own clock: the service's
+    // starts at the same time.
+    let start = Timestamp::from(chrono::Utc::now());
+    app.clock.set(start);
+    let paid_until = (start + chrono::TimeDelta::days(30)).to_string();
     let tmp = tempfile::tempdir().unwrap();
     let cli = Cli::new(&app, &tmp.path().join("laptop"));
 
-    // The plan table needs no account.
+    // The plan table needs no account; its columns line up (all but the
+    // first are right-aligned, so every line is as long as the header).
     let plans = cli.ok(&["plan", "list"]).await;
     let scale = plans
         .lines()
@@ -968,7 +975,14 @@ async fn plans_usage_and_a_sandbox_upgrade_from_the_command_line() {
         "{plans}"
     );
     assert!(plans.contains("by contract"), "{plans}");
-    assert!(cli.ok(&["billing", "providers"]).await.contains("sandbox"));
+    let header_width = plans.lines().next().unwrap().len();
+    assert!(
+        plans.lines().all(|line| line.len() == header_width),
+        "{plans}"
+    );
+    // The test service takes the sandbox only.
+    let providers = cli.ok(&["billing", "providers"]).await;
+    assert_eq!(lines(&providers), ["sandbox  sandbox"], "{providers}");
 
     cli.ok(&["init"]).await;
     let usage = cli.ok(&["usage"]).await;
@@ -982,13 +996,26 @@ async fn plans_usage_and_a_sandbox_upgrade_from_the_command_line() {
     let webhooks = usage.lines().find(|l| l.starts_with("webhooks")).unwrap();
     assert!(webhooks.contains("not on plan"), "{usage}");
 
-    // An upgrade needs payment; the error says where to go.
+    // An upgrade needs payment; the error names the command that pays, not
+    // an API route.
     let refused = cli.fails(&["plan", "change", "scale"]).await;
-    assert!(refused.contains("checkout"), "{refused}");
+    assert!(
+        refused.contains("pay for it with `sealpost billing checkout scale`"),
+        "{refused}"
+    );
+    assert!(refused.contains("(payment_required)"), "{refused}");
+    assert!(!refused.contains("POST /"), "{refused}");
 
-    let run = cli
-        .run(&["billing", "checkout", "scale", "--provider", "sandbox"])
+    // A provider the service does not take is refused with the list;
+    // without --provider, the only one is used.
+    let err = cli
+        .fails(&["billing", "checkout", "scale", "--provider", "stripe"])
         .await;
+    assert!(
+        err.contains("does not take stripe; --provider is one of: sandbox (sandbox)"),
+        "{err}"
+    );
+    let run = cli.run(&["billing", "checkout", "scale"]).await;
     assert!(run.ok, "{}", run.stderr);
     let url = run.stdout.trim().to_owned();
     assert!(
@@ -1020,15 +1047,421 @@ async fn plans_usage_and_a_sandbox_upgrade_from_the_command_line() {
     let shown = cli.ok(&["plan", "show"]).await;
     assert!(shown.contains("Plan: Scale (scale)"), "{shown}");
     assert!(
-        shown.contains("Paid until: 2026-12-22T12:00:00.000Z"),
+        shown.contains(&format!("Paid until: {paid_until}")),
         "{shown}"
     );
     let usage = cli.ok(&["usage"]).await;
     let addresses = usage.lines().find(|l| l.starts_with("addresses")).unwrap();
     assert!(addresses.contains(" 1000 "), "{usage}");
 
-    // And back down, which fits.
-    let moved = cli.ok(&["plan", "change", "free"]).await;
+    // Fleet costs more than Scale: checkout again.
+    let refused = cli.fails(&["plan", "change", "fleet"]).await;
+    assert!(
+        refused.contains("`sealpost billing checkout fleet`"),
+        "{refused}"
+    );
+
+    // Back down to Free would drop the paid month: with no terminal to ask
+    // on, refused, saying what would be lost and how to go ahead.
+    let refused = cli.fails(&["plan", "change", "free"]).await;
+    assert!(
+        refused.contains(&format!("ends the Scale period paid until {paid_until}")),
+        "{refused}"
+    );
+    assert!(refused.contains("lost"), "{refused}");
+    assert!(
+        refused.contains("`sealpost plan change free --yes`"),
+        "{refused}"
+    );
+    let shown = cli.ok(&["plan", "show"]).await;
+    assert!(shown.contains("Plan: Scale (scale)"), "{shown}");
+
+    // With --yes it goes ahead.
+    let moved = cli.ok(&["plan", "change", "free", "--yes"]).await;
     assert!(moved.contains("Plan: Free (free)"), "{moved}");
+    assert!(moved.contains("Paid until: nothing to pay"), "{moved}");
+    // Nothing paid is left to lose: no question.
+    let same = cli.ok(&["plan", "change", "free"]).await;
+    assert!(same.contains("Plan: Free (free)"), "{same}");
+    app.stop().await;
+}
+
+/// Sends a hostile message, composed by hand so its header words, text and
+/// HTML bodies and attachment name carry terminal escape sequences (CSI,
+/// OSC 0 title, OSC 52 clipboard, OSC 8 links), C1 controls, a bidi
+/// override, CR, DEL and NUL: argv is host, port, to.
+const SEND_HOSTILE_MAIL: &str = r#"
+import base64, smtplib, sys, urllib.parse
+host, port, to = sys.argv[1:4]
+def word(text):
+    return "=?utf-8?b?" + base64.b64encode(text.encode()).decode() + "?="
+def body(text):
+    return base64.encodebytes(text.encode()).decode()
+sender = "Billing \x1b[31mDept\x1b[0m"
+subject = ("Invoice \x1b[2J\x1b[H\x1b]0;pwned\x07\x1b]52;c;cm0gLXJmIH4=\x07 "
+           "\u202efdp.exe \x9b31m\r\nX-Injected: 1")
+text = ("Dear user,\r\n\x1b[1A\x1b[2KYour code is 482913.\x07\tthen\n"
+        "\x9d0;title\x9c https://example.com/x\x1b[8m hidden\x7f\x00 end\rover\n")
+html = "<p>Code <b>482913</b>\x1b]52;c;Zm9v\x07</p>"
+name = "report\x1b]8;;https://evil.example\x07\u202efdp.exe"
+raw = f"""From: {word(sender)} <billing@example.com>
+To: {to}
+Subject: {word(subject)}
+MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="outer"
+
+--outer
+Content-Type: multipart/alternative; boundary="inner"
+
+--inner
+Content-Type: text/plain; charset=utf-8
+Content-Transfer-Encoding: base64
+
+{body(text)}
+--inner
+Content-Type: text/html; charset=utf-8
+Content-Transfer-Encoding: base64
+
+{body(html)}
+--inner--
+--outer
+Content-Type: application/octet-stream
+Content-Disposition: attachment; filename*=utf-8''{urllib.parse.quote(name)}
+Content-Transfer-Encoding: base64
+
+{body("bytes")}
+--outer--
+"""
+with smtplib.SMTP(host, int(port), timeout=30) as smtp:
+    smtp.sendmail("billing@example.com", [to], raw.encode())
+"#;
+
+/// Fails when `out` holds a character a terminal acts on: a control
+/// character other than newline and tab (C0, DEL, C1) or a bidi override.
+fn assert_inert(out: &str) {
+    for c in out.chars() {
+        let control = c.is_control() && c != '\n' && c != '\t';
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        assert!(
+            !control && !bidi,
+            "U+{:04X} printed in:\n{out}",
+            u32::from(c)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_mail_cannot_drive_the_terminal() {
+    if !python_can_send() {
+        println!("SKIPPED: python3 with smtplib is not installed; it sends the test mail");
+        return;
+    }
+    let mut app = TestApp::spawn().await;
+    let smtp = app.spawn_smtp().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Cli::new(&app, &tmp.path().join("operator"));
+    a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
+    // A label is sealed text too; this one carries a title sequence.
+    let out = a
+        .ok(&["inbox", "create", "--label", "shop\u{1b}]0;owned\u{7}"])
+        .await;
+    assert_inert(&out);
+    let email = out
+        .split_whitespace()
+        .find(|w| w.contains('@'))
+        .unwrap_or_else(|| panic!("no address in:\n{out}"))
+        .to_owned();
+    let out = a.ok(&["inbox", "list"]).await;
+    assert_inert(&out);
+    assert!(out.contains("shop\\x1b]0;owned\\x07"), "{out}");
+
+    let sent = Command::new("python3")
+        .args(["-c", SEND_HOSTILE_MAIL])
+        .args([&smtp.ip().to_string(), &smtp.port().to_string(), &email])
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        sent.status.success(),
+        "smtplib failed: {}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+
+    // Every way the message is shown prints it inert, the sequences
+    // visible as escapes.
+    let list = a.run(&["mail", "list", &email]).await;
+    assert!(list.ok, "{}", list.stderr);
+    assert_inert(&list.stdout);
+    let message_id = word_starting(&list.stdout, "msg_");
+    assert!(
+        list.stdout
+            .contains("Invoice \\x1b[2J\\x1b[H\\x1b]0;pwned\\x07"),
+        "{}",
+        list.stdout
+    );
+    assert_eq!(lines(&list.stdout).len(), 1, "{}", list.stdout);
+
+    for args in [
+        &["mail", "read", &message_id, "--keep-unread"][..],
+        &["mail", "read", &message_id, "--keep-unread", "--html"],
+        &["mail", "read", &message_id, "--keep-unread", "--codes"],
+        &["mail", "wait", &email, "--timeout", "5"],
+    ] {
+        let run = a.run(args).await;
+        assert!(run.ok, "{args:?}: {}", run.stderr);
+        assert_inert(&run.stdout);
+        assert_inert(&run.stderr);
+    }
+    let out = a.ok(&["mail", "read", &message_id]).await;
+    for shown in [
+        "From        \"Billing \\x1b[31mDept\\x1b[0m\" <billing@example.com>",
+        "\\x1b]52;c;cm0gLXJmIH4=\\x07 \\u{202e}fdp.exe \\x9b31m\\x0d\\x0aX-Injected: 1",
+        "Attachment  0  report\\x1b]8;;https://evil.example\\x07\\u{202e}fdp.exe",
+        "Dear user,\n\\x1b[1A\\x1b[2KYour code is 482913.\\x07\tthen\n",
+        "\\x7f\\x00 end\\x0dover",
+    ] {
+        assert!(out.contains(shown), "{shown:?} not in:\n{out}");
+    }
+    let codes = a
+        .ok(&["mail", "read", &message_id, "--codes", "--keep-unread"])
+        .await;
+    assert_eq!(
+        lines(&codes),
+        ["482913", "https://example.com/x"],
+        "{codes}"
+    );
+
+    // --raw keeps what the sender wrote, byte for byte.
+    let raw = a
+        .ok(&["mail", "read", &message_id, "--raw", "--keep-unread"])
+        .await;
+    assert!(
+        raw.contains("Invoice \u{1b}[2J\u{1b}[H\u{1b}]0;pwned\u{7}"),
+        "{raw:?}"
+    );
+    assert!(raw.contains("\u{9d}0;title\u{9c}"), "{raw:?}");
+
+    // The saved attachment's name has lost what acts on a terminal, and so
+    // has the line saying where it went.
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let mut save = a.command(&["mail", "attachment", &message_id, "0"]);
+    let run: Run = save.current_dir(&work).output().await.unwrap().into();
+    assert!(run.ok, "{}", run.stderr);
+    assert_inert(&run.stdout);
+    let saved: Vec<String> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    // Cut at the last slash, as every sealed name is.
+    assert_eq!(saved, ["evil.examplefdp.exe"], "{saved:?}");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_closed_pipe_ends_the_output_quietly_and_a_full_disk_is_reported() {
+    let app = TestApp::spawn().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Cli::new(&app, &tmp.path().join("operator"));
+    a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
+    for _ in 0..3 {
+        a.ok(&["inbox", "create"]).await;
+    }
+
+    // The reader is gone before anything is written (as `| head -0`
+    // would): no panic, nothing on stderr, exit 0.
+    for args in [
+        &["plan", "list"][..],
+        &["inbox", "list"],
+        &["whoami"],
+        &["--help"],
+    ] {
+        let mut child = a
+            .command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let output = child.wait_with_output().await.unwrap();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+
+    // In a shell pipeline with pipefail, as people write them.
+    let mut pipeline = Command::new("bash");
+    pipeline
+        .args([
+            "-c",
+            r#"set -o pipefail; "$0" plan list | head -c 0"#,
+            env!("CARGO_BIN_EXE_sealpost"),
+        ])
+        .env("SEALPOST_API_URL", &a.api_url)
+        .env("SEALPOST_CONFIG_DIR", &a.dir)
+        .stdin(Stdio::null());
+    let run: Run = pipeline.output().await.unwrap().into();
+    assert!(run.ok, "{}", run.stderr);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+
+    // Any other failure to write is an error.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    // (`output()` would replace stdout with a pipe.)
+    let child = a
+        .command(&["plan", "list"])
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run: Run = child.wait_with_output().await.unwrap().into();
+    assert!(!run.ok);
+    assert!(
+        run.stderr.starts_with("error: cannot write to stdout"),
+        "{}",
+        run.stderr
+    );
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mail_wait_reports_a_service_out_of_reach() {
+    let app = TestApp::spawn().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Cli::new(&app, &tmp.path().join("operator"));
+    a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
+    let inbox_id = word_starting(&a.ok(&["inbox", "create"]).await, "ibx_");
+    app.stop().await;
+
+    let started = std::time::Instant::now();
+    let err = a
+        .fails(&["mail", "wait", &inbox_id, "--timeout", "30"])
+        .await;
+    assert!(err.contains("could not reach the service"), "{err}");
+    assert!(err.contains("(transport)"), "{err}");
+    assert!(!err.contains("no new mail"), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "reported at once, not at the timeout"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn addresses_are_named_by_email_on_the_domains_offered_at_either_loopback_name() {
+    let app = TestApp::spawn().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Cli::new(&app, &tmp.path().join("operator"));
+    a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
+
+    // The domains, and a domain not offered.
+    let domains = a.ok(&["domains"]).await;
+    assert_eq!(lines(&domains), ["mail.localhost"], "{domains}");
+    let err = a
+        .fails(&["inbox", "create", "--domain", "elsewhere.example"])
+        .await;
+    assert!(
+        err.contains(
+            "cannot be created on elsewhere.example; the domains offered are mail.localhost (`sealpost domains`)"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("GET /"), "{err}");
+    let out = a
+        .ok(&[
+            "inbox",
+            "create",
+            "--domain",
+            "MAIL.localhost",
+            "--prefix",
+            "shop",
+        ])
+        .await;
+    let inbox_id = word_starting(&out, "ibx_");
+    let email = out
+        .split_whitespace()
+        .find(|w| w.contains('@'))
+        .unwrap_or_else(|| panic!("no address in:\n{out}"))
+        .to_owned();
+
+    // The email address does wherever an address id does.
+    let out = a.ok(&["inbox", "retention", &email, "30"]).await;
+    assert!(out.contains(&inbox_id) && out.contains("30 days"), "{out}");
+    a.ok(&["inbox", "label", &email.to_uppercase(), "signups"])
+        .await;
+    let out = a.ok(&["inbox", "list"]).await;
+    let line = line_of(&out, &inbox_id);
+    assert!(
+        line.contains("30 days") && line.ends_with("signups"),
+        "{line}"
+    );
+    let out = a.ok(&["mail", "list", &email]).await;
+    assert!(out.contains(&format!("No mail in {inbox_id}")), "{out}");
+    let err = a
+        .fails(&["mail", "wait", "nobody@mail.localhost", "--timeout", "1"])
+        .await;
+    assert!(err.contains("no address nobody@mail.localhost"), "{err}");
+
+    // localhost and 127.0.0.1 are the same service for the stored session.
+    let port = app.base_url.rsplit(':').next().unwrap();
+    let localhost = format!("http://localhost:{port}/");
+    let out = a.ok(&["whoami", "--api-url", &localhost]).await;
+    assert!(out.contains("Account"), "{out}");
+    a.ok(&["mail", "list", &email, "--api-url", &localhost])
+        .await;
+    let err = a
+        .fails(&["whoami", "--api-url", &format!("http://localhost:{port}0")])
+        .await;
+    assert!(err.contains("stored session is for"), "{err}");
+
+    a.ok(&["inbox", "delete", &email]).await;
+    assert!(a.ok(&["inbox", "list"]).await.contains("No addresses"));
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn device_activity_is_shown_to_the_hour_and_its_name_inert() {
+    let app = TestApp::spawn().await;
+    let now = || Timestamp::from(chrono::Utc::now());
+    // The device reports in five hours ago, by the service's clock.
+    app.clock.set(now() - chrono::TimeDelta::hours(5));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Cli::new(&app, &tmp.path().join("operator"));
+    let b = Cli::new(&app, &tmp.path().join("device"));
+    a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
+
+    // A device names itself; a hostile name is shown inert.
+    let mut agent = Background::agent_pair(&b, &["--name", "Box\u{1b}]0;owned\u{7}"]);
+    let code = agent.code().await;
+    agent.line_where(|l| l.starts_with("Waiting")).await;
+    let out = a.ok(&["device", "pair", &code]).await;
+    assert_inert(&out);
+    assert!(out.contains("Box\\x1b]0;owned\\x07 (unknown)"), "{out}");
+    let worker_id = word_starting(&out, "wkr_");
+    assert!(agent.exit().await.ok);
+
+    // lastActiveAt is kept to the hour: shown as hours since that hour
+    // began (5, or 6 when an hour turned during the test).
+    let five_hours = |line: &str| line.contains("5 hours ago") || line.contains("6 hours ago");
+    let status = b.ok(&["agent", "status"]).await;
+    let last = line_of(&status, "Last active");
+    assert!(five_hours(last), "{status}");
+    let out = a.ok(&["device", "list"]).await;
+    assert_inert(&out);
+    let line = line_of(&out, &worker_id);
+    assert!(line.contains("Box\\x1b]0;owned\\x07"), "{out}");
+    assert!(five_hours(line), "{out}");
+
+    // Reported active now: within the last hour (or "1 hour ago" when the
+    // hour turned between the report and the listing).
+    app.clock.set(now());
+    let recent = |line: &str| line.contains("within the last hour") || line.contains("1 hour ago");
+    let status = b.ok(&["agent", "status"]).await;
+    assert!(recent(line_of(&status, "Last active")), "{status}");
+    let out = a.ok(&["device", "list"]).await;
+    assert!(recent(line_of(&out, &worker_id)), "{out}");
     app.stop().await;
 }

@@ -28,18 +28,18 @@ pub async fn init(ctx: &Ctx) -> Result<()> {
         .context("cannot create the account")?;
 
     // The account exists now: show the phrase before anything else can fail.
-    println!("Account created: {}", signed_in.account.id);
-    println!();
-    println!("Your recovery phrase (shown only this once; it is never stored or sent):");
-    println!();
-    println!("    {}", phrase.words().as_str());
-    println!();
-    println!("Write it down and keep it somewhere safe. It is the only way to sign in");
-    println!("and to read your mail. Nobody, not even Sealpost, can recover or reset it.");
-    println!();
+    outln!("Account created: {}", signed_in.account.id);
+    outln!();
+    outln!("Your recovery phrase (shown only this once; it is never stored or sent):");
+    outln!();
+    outln!("    {}", phrase.words().as_str());
+    outln!();
+    outln!("Write it down and keep it somewhere safe. It is the only way to sign in");
+    outln!("and to read your mail. Nobody, not even Sealpost, can recover or reset it.");
+    outln!();
 
     store(ctx, &api_url, &signed_in)?;
-    println!(
+    outln!(
         "Signed in; the session expires {} ({}).",
         signed_in.expires_at,
         relative(signed_in.expires_at, now())
@@ -66,7 +66,7 @@ pub async fn login(ctx: &Ctx) -> Result<()> {
         let _ = old.with_token(previous.token).sign_out().await;
     }
     store(ctx, &api_url, &signed_in)?;
-    println!(
+    outln!(
         "Signed in as {} ({} plan); the session expires {} ({}).",
         signed_in.account.id,
         signed_in.account.plan.name,
@@ -80,14 +80,14 @@ pub async fn login(ctx: &Ctx) -> Result<()> {
 pub async fn whoami(ctx: &Ctx) -> Result<()> {
     let (session, client) = ctx.signed_in()?;
     let me = client.me().await?;
-    println!("Account  {}", me.account.id);
-    println!("Plan     {} ({})", me.account.plan.name, me.account.plan.id);
-    println!(
+    outln!("Account  {}", me.account.id);
+    outln!("Plan     {} ({})", me.account.plan.name, me.account.plan.id);
+    outln!(
         "Session  expires {} ({})",
         session.expires_at,
         relative(session.expires_at, now())
     );
-    println!("Server   {}", session.api_url);
+    outln!("Server   {}", session.api_url);
     Ok(())
 }
 
@@ -96,7 +96,7 @@ pub async fn whoami(ctx: &Ctx) -> Result<()> {
 /// failure the file is kept so that `logout` can be tried again.
 pub async fn logout(ctx: &Ctx) -> Result<()> {
     if ctx.state.load_session()?.is_none() {
-        println!("Not signed in.");
+        outln!("Not signed in.");
         return Ok(());
     }
     let (_, client) = ctx.signed_in()?;
@@ -107,9 +107,9 @@ pub async fn logout(ctx: &Ctx) -> Result<()> {
     };
     ctx.state.delete_session()?;
     if ended_here {
-        println!("Signed out.");
+        outln!("Signed out.");
     } else {
-        println!("The session had already ended; removed it.");
+        outln!("The session had already ended; removed it.");
     }
     Ok(())
 }

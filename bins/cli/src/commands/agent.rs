@@ -10,8 +10,9 @@ use sealpost_kernel::{Timestamp, WorkerId};
 use sealpost_seal::{PublicKey, StaticSecret, b64, random_bytes};
 use tokio::signal::unix::{SignalKind, signal};
 
-use super::Ctx;
 use super::vault::addresses;
+use super::{Ctx, active_ago, now};
+use crate::escape;
 use crate::state::DeviceState;
 
 /// How often a waiting device polls its pairing session.
@@ -68,16 +69,16 @@ pub async fn pair(ctx: &Ctx, name: Option<String>, platform: &str, force: bool) 
         .await
         .context("cannot open a pairing session")?;
 
-    println!();
-    println!("    Pairing code:  {}", spaced(&opened.code));
-    println!();
-    println!("On the operator's machine, run:");
-    println!("    sealpost device pair {}", opened.code);
-    println!(
+    outln!();
+    outln!("    Pairing code:  {}", spaced(&opened.code));
+    outln!();
+    outln!("On the operator's machine, run:");
+    outln!("    sealpost device pair {}", opened.code);
+    outln!(
         "Fingerprint  {}  (the operator sees the same)",
         sealing::key_fingerprint(&public)
     );
-    println!("Waiting for the operator; Ctrl-C cancels.");
+    outln!("Waiting for the operator; Ctrl-C cancels.");
 
     let (worker_id, credential) = tokio::select! {
         claimed = wait_for_claim(&client, &opened.token) => claimed?,
@@ -103,8 +104,8 @@ pub async fn pair(ctx: &Ctx, name: Option<String>, platform: &str, force: bool) 
         .context(
             "paired, but the credential could not be stored; remove the device and pair again",
         )?;
-    println!("Paired as {worker_id}.");
-    println!(
+    outln!("Paired as {worker_id}.");
+    outln!(
         "The credential is stored in {}.",
         ctx.state.device_path().display()
     );
@@ -129,7 +130,7 @@ async fn wait_for_claim(client: &Client, token: &str) -> Result<(WorkerId, Strin
         }
         match poll.state {
             PairingState::OperatorDetected if !detected => {
-                println!("The operator found this device; waiting for the claim.");
+                outln!("The operator found this device; waiting for the claim.");
                 detected = true;
             }
             PairingState::AwaitingInbox | PairingState::InboxAssigned => {
@@ -145,17 +146,17 @@ pub async fn status(ctx: &Ctx) -> Result<()> {
     let (device, client) = ctx.device()?;
     client.heartbeat().await?;
     let worker = client.get_worker(&device.worker_id).await?;
-    println!("Device       {}", worker.id);
-    println!("Status       {}", worker.status);
-    println!("Platform     {}", worker.platform);
-    println!("Paired       {}", worker.created_at);
+    outln!("Device       {}", worker.id);
+    outln!("Status       {}", worker.status);
+    outln!("Platform     {}", escape::line(worker.platform.as_str()));
+    outln!("Paired       {}", worker.created_at);
     if let Some(at) = worker.last_active_at {
-        println!("Last active  {at}");
+        outln!("Last active  {}", active_ago(at, now()));
     }
     if let Some(at) = worker.paused_at {
-        println!("Paused       since {at}");
+        outln!("Paused       since {at}");
     }
-    println!("Server       {}", device.api_url);
+    outln!("Server       {}", device.api_url);
     Ok(())
 }
 
@@ -187,30 +188,31 @@ pub(super) async fn open_key_bundle(
 pub async fn keys(ctx: &Ctx) -> Result<()> {
     let (device, client) = ctx.device()?;
     let Some((bundle, sent_at)) = open_key_bundle(ctx, &device, &client).await? else {
-        println!("No key bundle yet: the operator has not sent one.");
+        outln!("No key bundle yet: the operator has not sent one.");
         return Ok(());
     };
     let assigned = client.list_inboxes().await?.inboxes;
     let colon = if bundle.inboxes.is_empty() { "." } else { ":" };
-    println!(
+    outln!(
         "Keys of {} (bundle sent {sent_at}){colon}",
         addresses(bundle.inboxes.len()),
     );
     for entry in &bundle.inboxes {
         let note = match assigned.iter().find(|inbox| inbox.id == entry.inbox_id) {
             None => "(not assigned to this device)".to_owned(),
-            Some(inbox) if inbox.public_key.is_none() => {
-                format!("{}  (has no public key: refuses mail)", inbox.email_address)
-            }
+            Some(inbox) if inbox.public_key.is_none() => format!(
+                "{}  (has no public key: refuses mail)",
+                escape::line(&inbox.email_address)
+            ),
             Some(inbox) if inbox.public_key != Some(entry.public_key()) => {
                 format!(
                     "{}  (KEY MISMATCH: mail to it cannot be read)",
-                    inbox.email_address
+                    escape::line(&inbox.email_address)
                 )
             }
-            Some(inbox) => inbox.email_address.clone(),
+            Some(inbox) => escape::line(&inbox.email_address).into_owned(),
         };
-        println!("{}  epoch {}  {note}", entry.inbox_id, entry.epoch);
+        outln!("{}  epoch {}  {note}", entry.inbox_id, entry.epoch);
     }
     Ok(())
 }

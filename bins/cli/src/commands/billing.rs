@@ -1,10 +1,18 @@
 //! `plan list|show|change`, `usage`, `billing providers|checkout|payment`.
 
-use anyhow::{Context, Result};
-use sealpost_client::billing::{CountUsage, GatedUsage, Subscription, WindowUsage};
-use sealpost_kernel::{PaymentId, PlanId};
+use std::io::{self, BufRead, IsTerminal};
 
-use super::{Ctx, now, relative};
+use anyhow::{Context, Result, bail};
+use sealpost_client::ClientError;
+use sealpost_client::billing::{
+    CountUsage, GatedUsage, PlanOffer, Provider, Subscription, WindowUsage,
+};
+use sealpost_kernel::{PaymentId, PlanId, Timestamp};
+
+use super::{Ctx, now, relative, reworded};
+use crate::escape;
+use crate::output;
+use crate::table::{Align, Table};
 
 fn plan_id(text: &str) -> Result<PlanId> {
     text.trim()
@@ -25,59 +33,71 @@ fn limit(value: Option<u64>) -> String {
     value.map_or_else(|| "unlimited".to_owned(), |n| n.to_string())
 }
 
-/// Every plan with its price and main limits.
+/// Every plan with its price and main limits, in columns.
 pub async fn plan_list(ctx: &Ctx) -> Result<()> {
     let plans = ctx.public_client()?.plans().await?;
-    println!(
-        "{:<11} {:>14} {:>9} {:>9} {:>12} {:>8} {:>8}",
-        "PLAN", "PRICE/30 DAYS", "ADDRESSES", "DEVICES", "MAIL/30 DAYS", "DOMAINS", "WEBHOOKS"
-    );
+    output::stdout_fmt(format_args!("{}", plan_table(&plans)));
+    Ok(())
+}
+
+fn plan_table(plans: &[PlanOffer]) -> String {
+    let mut table = Table::new(&[
+        ("PLAN", Align::Left),
+        ("PRICE/30 DAYS", Align::Right),
+        ("ADDRESSES", Align::Right),
+        ("DEVICES", Align::Right),
+        ("MAIL/30 DAYS", Align::Right),
+        ("DOMAINS", Align::Right),
+        ("WEBHOOKS", Align::Right),
+    ]);
     for plan in plans {
         let price = match plan.price_cents {
             Some(0) => "free".to_owned(),
             Some(cents) => dollars(i64::from(cents)),
             None => "by contract".to_owned(),
         };
-        println!(
-            "{:<11} {:>14} {:>9} {:>9} {:>12} {:>8} {:>8}",
-            plan.id,
+        table.row(vec![
+            plan.id.to_string(),
             price,
-            plan.limits.addresses,
+            plan.limits.addresses.to_string(),
             limit(plan.limits.devices.map(u64::from)),
-            plan.limits.received_per_30_days,
-            plan.limits.own_domains,
-            plan.limits.webhooks,
-        );
+            plan.limits.received_per_30_days.to_string(),
+            plan.limits.own_domains.to_string(),
+            plan.limits.webhooks.to_string(),
+        ]);
     }
-    Ok(())
+    table.render()
 }
 
 fn print_subscription(subscription: &Subscription) {
-    println!(
+    outln!(
         "Plan: {} ({})",
-        subscription.plan_name, subscription.plan_id
+        subscription.plan_name,
+        subscription.plan_id
     );
     let now = now();
     match subscription.renews_at {
-        Some(at) => println!(
-            "Paid until: {at} ({}); renew before then with `sealpost billing checkout {} --provider ...`",
+        Some(at) => outln!(
+            "Paid until: {at} ({}); renew before then with `sealpost billing checkout {}`",
             relative(at, now),
             subscription.plan_id
         ),
-        None => println!("Paid until: nothing to pay"),
+        None => outln!("Paid until: nothing to pay"),
     }
     if let Some(pause) = &subscription.pause {
-        println!(
+        outln!(
             "Paused since {}: {} addresses and {} devices; mail to them is held until paid.",
-            pause.since, pause.addresses, pause.devices
+            pause.since,
+            pause.addresses,
+            pause.devices
         );
         match pause.plan_id {
-            Some(plan) => println!(
-                "Pay for {plan} to release them (`sealpost billing checkout {plan} --provider ...`)."
-            ),
-            None => println!("What the current plan does not cover stays paused."),
+            Some(plan) => {
+                outln!("Pay for {plan} to release them (`sealpost billing checkout {plan}`).")
+            }
+            None => outln!("What the current plan does not cover stays paused."),
         }
-        println!("Deleted at {} unless paid.", pause.deletes_at);
+        outln!("Deleted at {} unless paid.", pause.deletes_at);
     }
 }
 
@@ -88,17 +108,121 @@ pub async fn plan_show(ctx: &Ctx) -> Result<()> {
     Ok(())
 }
 
-/// Moves to a plan priced the same or lower.
-pub async fn plan_change(ctx: &Ctx, plan: &str) -> Result<()> {
-    let plan = plan_id(plan)?;
+/// What moving from `current` (with its paid period) to `target` loses of
+/// the time paid for, as a clause; `None` when it loses none (no paid
+/// period running, or not a move down).
+fn paid_time_lost(
+    current: &Subscription,
+    target: PlanId,
+    plans: &[PlanOffer],
+    now: Timestamp,
+) -> Option<String> {
+    let price = |id: PlanId| plans.iter().find(|p| p.id == id)?.price_cents;
+    let name = |id: PlanId| {
+        plans
+            .iter()
+            .find(|p| p.id == id)
+            .map_or_else(|| id.to_string(), |p| p.name.clone())
+    };
+    let end = current.renews_at.filter(|end| *end > now)?;
+    if target == current.plan_id || price(target)? >= price(current.plan_id)? {
+        return None;
+    }
+    let from = name(current.plan_id);
+    let to = name(target);
+    let paid = format!("paid until {end} ({})", relative(end, now));
+    Some(if price(target) == Some(0) {
+        format!(
+            "moving to {to} now ends the {from} period {paid}: that time is lost and nothing is refunded"
+        )
+    } else {
+        format!(
+            "moving to {to} now keeps the period {paid}, but on {to} from now on: \
+             what was paid for {from} over {to} is lost and nothing is refunded"
+        )
+    })
+}
+
+/// Whether an answer to a yes/no question is yes.
+fn is_yes(answer: &str) -> bool {
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// Asks on the terminal whether to go ahead after `warning`; without a
+/// terminal, refuses and names the `--yes` form of `command`.
+fn confirm(warning: &str, command: &str) -> Result<()> {
+    let stdin = io::stdin();
+    if !stdin.is_terminal() {
+        bail!(
+            "plan not changed: {warning}; with no terminal to ask on, run `{command} --yes` to go ahead"
+        );
+    }
+    errln!("warning: {warning}.");
+    output::stderr_fmt(format_args!("Go ahead? [y/N] "));
+    let mut answer = String::new();
+    stdin
+        .lock()
+        .read_line(&mut answer)
+        .context("cannot read the answer")?;
+    if !is_yes(&answer) {
+        bail!("plan not changed");
+    }
+    Ok(())
+}
+
+/// The service's refusal of a plan change, naming the command to use.
+fn change_refused(err: ClientError, target: PlanId, plans: &[PlanOffer]) -> ClientError {
+    let name = plans
+        .iter()
+        .find(|p| p.id == target)
+        .map_or_else(|| target.to_string(), |p| p.name.clone());
+    match err.code() {
+        "payment_required" if target == PlanId::Enterprise => {
+            let message = format!("the {name} plan is arranged by contract with the service");
+            reworded(err, message)
+        }
+        "payment_required" => {
+            let message = format!(
+                "the {name} plan costs more than the current one; pay for it with `sealpost billing checkout {target}`"
+            );
+            reworded(err, message)
+        }
+        "downgrade_blocked" => {
+            let message = format!(
+                "{}; `sealpost inbox delete` and `sealpost device remove` do that",
+                err
+            );
+            reworded(err, message)
+        }
+        _ => err,
+    }
+}
+
+/// Moves to a plan priced the same or lower; asks first when that loses
+/// paid time, unless `yes`.
+pub async fn plan_change(ctx: &Ctx, plan: &str, yes: bool) -> Result<()> {
+    let target = plan_id(plan)?;
     let (_, client) = ctx.signed_in()?;
-    let subscription = client.change_plan(plan).await?;
+    let plans = client.plans().await?;
+    let current = client.subscription().await?;
+    if let Some(warning) = paid_time_lost(&current, target, &plans, now())
+        && !yes
+    {
+        confirm(&warning, &format!("sealpost plan change {target}"))?;
+    }
+    let subscription = client
+        .change_plan(target)
+        .await
+        .map_err(|err| change_refused(err, target, &plans))?;
     print_subscription(&subscription);
     Ok(())
 }
 
-fn row(name: &str, used: u64, limit: &str, resets: &str) {
-    println!("{name:<20} {used:>10} {limit:>12}  {resets}");
+fn row(name: &str, used: u64, limit: &str, note: &str) {
+    outln!(
+        "{}",
+        format!("{name:<20} {used:>10} {limit:>12}  {note}").trim_end()
+    );
 }
 
 fn window_row(name: &str, usage: WindowUsage) {
@@ -127,8 +251,8 @@ fn gated_row(name: &str, usage: GatedUsage) {
 pub async fn usage(ctx: &Ctx) -> Result<()> {
     let (_, client) = ctx.signed_in()?;
     let usage = client.usage().await?;
-    println!("Plan: {} ({})", usage.plan.name, usage.plan.id);
-    println!("{:<20} {:>10} {:>12}", "", "USED", "LIMIT");
+    outln!("Plan: {} ({})", usage.plan.name, usage.plan.id);
+    outln!("{:<20} {:>10} {:>12}", "", "USED", "LIMIT");
     row(
         "addresses",
         usage.addresses.used,
@@ -161,23 +285,59 @@ pub async fn usage(ctx: &Ctx) -> Result<()> {
 pub async fn providers(ctx: &Ctx) -> Result<()> {
     let providers = ctx.public_client()?.billing_providers().await?;
     if providers.is_empty() {
-        println!("This service takes no payments.");
+        outln!("This service takes no payments.");
     }
-    for provider in providers {
-        println!("{:<8} {}", provider.id, provider.kind);
+    let mut table = Table::headless(&[Align::Left, Align::Left]);
+    for provider in &providers {
+        table.row(vec![
+            escape::line(&provider.id).into_owned(),
+            escape::line(&provider.kind).into_owned(),
+        ]);
     }
+    output::stdout_fmt(format_args!("{}", table.render()));
     Ok(())
 }
 
+/// The provider to pay through: `wanted` when the service takes it, else
+/// the only one it takes.
+fn choose_provider(providers: &[Provider], wanted: Option<&str>) -> Result<String> {
+    let listed = || {
+        let names: Vec<String> = providers
+            .iter()
+            .map(|p| format!("{} ({})", p.id, p.kind))
+            .collect();
+        escape::line(&names.join(", ")).into_owned()
+    };
+    match (wanted, providers) {
+        (_, []) => bail!("this service takes no payments"),
+        (None, [only]) => Ok(only.id.clone()),
+        (None, _) => bail!(
+            "this service takes several payment providers; choose one with --provider: {}",
+            listed()
+        ),
+        (Some(wanted), _) => {
+            let wanted = wanted.trim().to_ascii_lowercase();
+            if providers.iter().any(|p| p.id == wanted) {
+                Ok(wanted)
+            } else {
+                bail!(
+                    "this service does not take {}; --provider is one of: {}",
+                    escape::line(&wanted),
+                    listed()
+                )
+            }
+        }
+    }
+}
+
 /// Starts a checkout and prints where to pay.
-pub async fn checkout(ctx: &Ctx, plan: &str, provider: &str) -> Result<()> {
+pub async fn checkout(ctx: &Ctx, plan: &str, provider: Option<&str>) -> Result<()> {
     let plan = plan_id(plan)?;
     let (_, client) = ctx.signed_in()?;
-    let checkout = client
-        .checkout(plan, provider.trim().to_ascii_lowercase().as_str())
-        .await?;
-    println!("{}", checkout.url);
-    eprintln!(
+    let provider = choose_provider(&client.billing_providers().await?, provider)?;
+    let checkout = client.checkout(plan, &provider).await?;
+    outln!("{}", escape::line(&checkout.url));
+    errln!(
         "Payment {} for {} ({} {}); pay at the url above, then `sealpost billing payment {}`.",
         checkout.payment.id,
         checkout.payment.plan_id,
@@ -194,21 +354,186 @@ pub async fn payment(ctx: &Ctx, id: &str) -> Result<()> {
         .with_context(|| format!("{id:?} is not a payment id (pay_...)"))?;
     let (_, client) = ctx.signed_in()?;
     let payment = client.payment(&id).await?;
-    println!("Payment:  {}", payment.id);
-    println!("Status:   {}", payment.status);
-    println!("Plan:     {}", payment.plan_id);
-    println!(
+    outln!("Payment:  {}", payment.id);
+    outln!("Status:   {}", payment.status);
+    outln!("Plan:     {}", payment.plan_id);
+    outln!(
         "Amount:   {} {} via {}",
         dollars(payment.amount),
         payment.currency,
         payment.provider
     );
-    println!("Created:  {}", payment.created_at);
+    outln!("Created:  {}", payment.created_at);
     if let Some(at) = payment.settled_at {
-        println!("Settled:  {at}");
+        outln!("Settled:  {at}");
     }
     if payment.status == "pending" {
-        println!("Pay at:   {}", payment.url);
+        outln!("Pay at:   {}", escape::line(&payment.url));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn plans() -> Vec<PlanOffer> {
+        let plan = |id: &str, name: &str, price: Option<u32>| {
+            json!({
+                "id": id, "name": name, "priceCents": price, "currency": "USD",
+                "purchasable": price.is_some_and(|p| p > 0),
+                "limits": {
+                    "addresses": 3, "devices": null, "receivedPer30Days": 1000,
+                    "sendsPerHour": 0, "sendsPerDay": 0, "objectReadsPerHour": 100,
+                    "ownDomains": 0, "webhooks": 10, "teamMembers": 1,
+                    "apiKeys": false, "agents": false
+                }
+            })
+        };
+        serde_json::from_value(json!([
+            plan("free", "Free", Some(0)),
+            plan("operator", "Operator", Some(900)),
+            plan("scale", "Scale", Some(4900)),
+            plan("enterprise", "Enterprise", None),
+        ]))
+        .unwrap()
+    }
+
+    fn on(plan: &str, renews_at: Option<&str>) -> Subscription {
+        serde_json::from_value(json!({
+            "planId": plan, "planName": plan, "balance": {"amount": 0, "currency": "USD"},
+            "pause": null, "renewsAt": renews_at
+        }))
+        .unwrap()
+    }
+
+    fn at(text: &str) -> Timestamp {
+        Timestamp::parse(text).unwrap()
+    }
+
+    #[test]
+    fn moving_down_during_a_paid_period_says_what_is_lost() {
+        let now = at("2026-11-22T12:00:00.000Z");
+        let paid = on("scale", Some("2026-12-22T12:00:00.000Z"));
+        let to_free = paid_time_lost(&paid, PlanId::Free, &plans(), now).unwrap();
+        assert!(
+            to_free
+                .contains("ends the Scale period paid until 2026-12-22T12:00:00.000Z (in 30 days)"),
+            "{to_free}"
+        );
+        assert!(to_free.contains("lost"), "{to_free}");
+        let to_operator = paid_time_lost(&paid, PlanId::Operator, &plans(), now).unwrap();
+        assert!(
+            to_operator.contains("keeps the period paid until"),
+            "{to_operator}"
+        );
+        assert!(
+            to_operator.contains("on Operator from now on"),
+            "{to_operator}"
+        );
+
+        // Nothing to lose: the same plan, a dearer one, no paid period, or
+        // one already over.
+        assert_eq!(paid_time_lost(&paid, PlanId::Scale, &plans(), now), None);
+        assert_eq!(
+            paid_time_lost(&paid, PlanId::Enterprise, &plans(), now),
+            None
+        );
+        assert_eq!(
+            paid_time_lost(&on("free", None), PlanId::Free, &plans(), now),
+            None
+        );
+        let over = on("scale", Some("2026-11-22T11:00:00.000Z"));
+        assert_eq!(paid_time_lost(&over, PlanId::Free, &plans(), now), None);
+        assert_eq!(
+            paid_time_lost(&on("enterprise", None), PlanId::Free, &plans(), now),
+            None
+        );
+    }
+
+    #[test]
+    fn only_yes_means_yes() {
+        for answer in ["y\n", "YES", " yes \n"] {
+            assert!(is_yes(answer), "{answer:?}");
+        }
+        for answer in ["", "\n", "n", "no", "yep", "sure"] {
+            assert!(!is_yes(answer), "{answer:?}");
+        }
+    }
+
+    #[test]
+    fn the_provider_defaults_to_the_only_one() {
+        let provider = |id: &str, kind: &str| Provider {
+            id: id.to_owned(),
+            kind: kind.to_owned(),
+        };
+        let one = [provider("sandbox", "sandbox")];
+        let two = [provider("stripe", "card"), provider("btcpay", "crypto")];
+        assert_eq!(choose_provider(&one, None).unwrap(), "sandbox");
+        assert_eq!(choose_provider(&two, Some(" BTCPay ")).unwrap(), "btcpay");
+        let err = choose_provider(&two, None).unwrap_err().to_string();
+        assert!(
+            err.contains("--provider: stripe (card), btcpay (crypto)"),
+            "{err}"
+        );
+        let err = choose_provider(&one, Some("stripe"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("does not take stripe"), "{err}");
+        assert!(err.contains("sandbox (sandbox)"), "{err}");
+        let err = choose_provider(&[], None).unwrap_err().to_string();
+        assert!(err.contains("takes no payments"), "{err}");
+    }
+
+    #[test]
+    fn refusals_name_the_command_to_use() {
+        let refused = |code: &str, message: &str| ClientError::Api {
+            status: 402,
+            code: code.to_owned(),
+            message: message.to_owned(),
+            retry_after: None,
+        };
+        let err = change_refused(
+            refused(
+                "payment_required",
+                "upgrade through checkout (POST /billing/checkout)",
+            ),
+            PlanId::Scale,
+            &plans(),
+        );
+        assert_eq!(
+            err.to_string(),
+            "the Scale plan costs more than the current one; pay for it with `sealpost billing checkout scale`"
+        );
+        assert_eq!(err.code(), "payment_required");
+        let err = change_refused(
+            refused("payment_required", "x"),
+            PlanId::Enterprise,
+            &plans(),
+        );
+        assert!(!err.to_string().contains('/'), "{err}");
+        let err = change_refused(
+            refused("downgrade_blocked", "4 addresses"),
+            PlanId::Free,
+            &plans(),
+        );
+        assert!(
+            err.to_string()
+                .starts_with("4 addresses; `sealpost inbox delete`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_plan_table_lines_up() {
+        let table = plan_table(&plans());
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 5, "{table}");
+        // Every column but the first is right-aligned, so every line is as
+        // long as the header.
+        assert!(lines.iter().all(|l| l.len() == lines[0].len()), "{table}");
+        assert!(lines[4].starts_with("enterprise") && lines[4].contains("by contract"));
+    }
 }

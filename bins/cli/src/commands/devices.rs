@@ -5,8 +5,11 @@ use anyhow::{Context, Result, bail};
 use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
 use sealpost_client::types::UpdateWorkerRequest;
 
-use super::Ctx;
 use super::vault::{self, parse_worker_id};
+use super::{Ctx, active_ago, now};
+use crate::escape;
+use crate::output;
+use crate::table::{Align, Table};
 
 /// Digits in a pairing code.
 const CODE_LEN: usize = 8;
@@ -37,8 +40,13 @@ pub async fn pair(ctx: &Ctx, code: &str, name: Option<String>) -> Result<()> {
             e.into()
         }
     })?;
-    println!("Device       {} ({})", found.device_name, found.platform);
-    println!(
+    // The name and platform are what the waiting device reported.
+    outln!(
+        "Device       {} ({})",
+        escape::line(&found.device_name),
+        escape::line(&found.platform.to_string())
+    );
+    outln!(
         "Fingerprint  {}  (the device shows the same; if not, remove the device)",
         sealing::key_fingerprint(&found.public_key)
     );
@@ -54,8 +62,8 @@ pub async fn pair(ctx: &Ctx, code: &str, name: Option<String>) -> Result<()> {
         .set_worker_keys(&id, &KeyBundle::default().seal(&found.public_key, &id))
         .await
         .context("paired, but the key bundle could not be sent")?;
-    println!("Paired {id} \"{name}\".");
-    println!("Give it an address with `sealpost inbox assign ADDRESS_ID {id}`.");
+    outln!("Paired {id} \"{}\".", escape::line(&name));
+    outln!("Give it an address with `sealpost inbox assign ADDRESS_ID {id}`.");
     Ok(())
 }
 
@@ -65,21 +73,24 @@ pub async fn list(ctx: &Ctx) -> Result<()> {
     let keys = vault::unlock(&session)?;
     let workers = vault::all_workers(&client).await?;
     if workers.is_empty() {
-        println!("No devices. Pair one with `sealpost device pair CODE`.");
+        outln!("No devices. Pair one with `sealpost device pair CODE`.");
         return Ok(());
     }
+    let now = now();
+    let mut table = Table::headless(&[Align::Left; 5]);
     for worker in &workers {
         let last_active = worker
             .last_active_at
-            .map_or_else(|| "never".to_owned(), |at| at.to_string());
-        println!(
-            "{}  {:<8}  {:<7}  {}  (last active {last_active})",
-            worker.id,
-            worker.status.as_str(),
-            worker.platform.as_str(),
+            .map_or_else(|| "never".to_owned(), |at| active_ago(at, now));
+        table.row(vec![
+            worker.id.to_string(),
+            worker.status.as_str().to_owned(),
+            escape::line(worker.platform.as_str()).into_owned(),
             vault::device_name(&keys, worker),
-        );
+            format!("(last active {last_active})"),
+        ]);
     }
+    output::stdout_fmt(format_args!("{}", table.render()));
     Ok(())
 }
 
@@ -94,7 +105,7 @@ pub async fn rename(ctx: &Ctx, id: &str, name: &str) -> Result<()> {
     client
         .update_worker(&id, &UpdateWorkerRequest::profile(profile.seal(&keys, &id)))
         .await?;
-    println!("Renamed {id} to \"{name}\".");
+    outln!("Renamed {id} to \"{}\".", escape::line(name));
     Ok(())
 }
 
@@ -104,7 +115,7 @@ pub async fn disable(ctx: &Ctx, id: &str) -> Result<()> {
     client
         .update_worker(&id, &UpdateWorkerRequest::disable())
         .await?;
-    println!("Disabled {id}; its credential no longer works.");
+    outln!("Disabled {id}; its credential no longer works.");
     Ok(())
 }
 
@@ -112,7 +123,7 @@ pub async fn remove(ctx: &Ctx, id: &str) -> Result<()> {
     let id = parse_worker_id(id)?;
     let (_, client) = ctx.signed_in()?;
     client.remove_worker(&id).await?;
-    println!("Removed {id}; its addresses are unassigned.");
+    outln!("Removed {id}; its addresses are unassigned.");
     Ok(())
 }
 

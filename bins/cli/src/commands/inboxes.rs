@@ -1,12 +1,14 @@
 //! `inbox create`, `inbox list`, `inbox label`, `inbox retention`,
 //! `inbox assign`, `inbox unassign`, `inbox delete` (operator side).
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, bail};
 use sealpost_client::sealing;
-use sealpost_client::types::{CreateInboxRequest, UpdateInboxRequest};
+use sealpost_client::types::{CreateInboxRequest, Domain, UpdateInboxRequest};
 
 use super::Ctx;
-use super::vault::{self, addresses, parse_inbox_id, parse_worker_id};
+use super::vault::{self, addresses, find_inbox, parse_worker_id, resolve_inbox};
+use crate::table::{Align, Table};
+use crate::{escape, output};
 
 /// The options of `inbox create`.
 pub struct NewInbox {
@@ -25,22 +27,54 @@ fn days(count: u8) -> String {
     }
 }
 
+/// The domain to create an address on: `wanted` when the service offers
+/// it, else the first it offers.
+fn pick_domain(offered: &[Domain], wanted: Option<&str>) -> Result<String> {
+    let Some(first) = offered.first() else {
+        bail!("the service offers no domain to create addresses on");
+    };
+    let Some(wanted) = wanted else {
+        return Ok(first.domain.clone());
+    };
+    let name = wanted.trim().trim_end_matches('.');
+    match offered.iter().find(|d| d.domain.eq_ignore_ascii_case(name)) {
+        Some(found) => Ok(found.domain.clone()),
+        None => {
+            let names: Vec<&str> = offered.iter().map(|d| d.domain.as_str()).collect();
+            bail!(
+                "addresses cannot be created on {}; the domains offered are {} (`sealpost domains`)",
+                escape::line(wanted),
+                escape::line(&names.join(", "))
+            )
+        }
+    }
+}
+
+/// Lists the domains addresses can be created on; the account's own are
+/// marked.
+pub async fn domains(ctx: &Ctx) -> Result<()> {
+    let client = ctx.session_else_device()?;
+    let domains = client.domains().await?.domains;
+    if domains.is_empty() {
+        outln!("The service offers no domain to create addresses on.");
+    }
+    for domain in &domains {
+        let own = if domain.reserved {
+            "  (this account's own)"
+        } else {
+            ""
+        };
+        outln!("{}{own}", escape::line(&domain.domain));
+    }
+    Ok(())
+}
+
 /// Creates an address with its public key (so it can receive mail) and,
 /// when given, a sealed label.
 pub async fn create(ctx: &Ctx, new: NewInbox) -> Result<()> {
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
-    let domain = match new.domain {
-        Some(domain) => domain,
-        None => client
-            .domains()
-            .await?
-            .domains
-            .into_iter()
-            .next()
-            .map(|d| d.domain)
-            .ok_or_else(|| anyhow!("the service offers no domain to create addresses on"))?,
-    };
+    let domain = pick_domain(&client.domains().await?.domains, new.domain.as_deref())?;
     let id = sealing::new_inbox_id();
     let mut request = CreateInboxRequest::new(id.clone(), domain);
     request.prefix = new.prefix;
@@ -52,10 +86,14 @@ pub async fn create(ctx: &Ctx, new: NewInbox) -> Result<()> {
         .map(|label| sealing::seal_label(&keys, &id, label));
     request.public_key = Some(keys.inbox_public_key(id.as_str(), 0));
     let inbox = client.create_inbox(&request).await?;
-    println!("Created {}: {}", inbox.id, inbox.email_address);
-    println!("Keeps mail for {}.", days(inbox.retention_days));
+    outln!(
+        "Created {}: {}",
+        inbox.id,
+        escape::line(&inbox.email_address)
+    );
+    outln!("Keeps mail for {}.", days(inbox.retention_days));
     if let Some(label) = &new.label {
-        println!("Label: {label}");
+        outln!("Label: {}", escape::line(label));
     }
     Ok(())
 }
@@ -67,59 +105,63 @@ pub async fn list(ctx: &Ctx) -> Result<()> {
     let keys = vault::unlock(&session)?;
     let inboxes = client.list_inboxes().await?.inboxes;
     if inboxes.is_empty() {
-        println!("No addresses. Create one with `sealpost inbox create`.");
+        outln!("No addresses. Create one with `sealpost inbox create`.");
         return Ok(());
     }
+    let mut table = Table::headless(&[Align::Left; 6]);
     for inbox in &inboxes {
         let device = inbox
             .assigned_worker_id
             .as_ref()
             .map_or("-", |id| id.as_str());
-        let paused = if inbox.paused_at.is_some() {
-            "  (paused)"
+        let status = if inbox.paused_at.is_some() {
+            format!("{} (paused)", inbox.status.as_str())
         } else {
-            ""
+            inbox.status.as_str().to_owned()
         };
-        println!(
-            "{}  {}  {:<10}  {device}  {}  {}{paused}",
-            inbox.id,
-            inbox.email_address,
-            inbox.status.as_str(),
+        table.row(vec![
+            inbox.id.to_string(),
+            escape::line(&inbox.email_address).into_owned(),
+            status,
+            device.to_owned(),
             days(inbox.retention_days),
             vault::inbox_label(&keys, inbox),
-        );
+        ]);
     }
+    output::stdout_fmt(format_args!("{}", table.render()));
     Ok(())
 }
 
 pub async fn label(ctx: &Ctx, id: &str, text: &str) -> Result<()> {
-    let id = parse_inbox_id(id)?;
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
+    let id = resolve_inbox(&client, id).await?;
     let update = UpdateInboxRequest {
         meta: Some(sealing::seal_label(&keys, &id, text)),
         retention_days: None,
     };
     let inbox = client.update_inbox(&id, &update).await?;
-    println!(
-        "Labelled {} ({}) \"{text}\".",
-        inbox.id, inbox.email_address
+    outln!(
+        "Labelled {} ({}) \"{}\".",
+        inbox.id,
+        escape::line(&inbox.email_address),
+        escape::line(text)
     );
     Ok(())
 }
 
 pub async fn retention(ctx: &Ctx, id: &str, count: u8) -> Result<()> {
-    let id = parse_inbox_id(id)?;
     let (_, client) = ctx.signed_in()?;
+    let id = resolve_inbox(&client, id).await?;
     let update = UpdateInboxRequest {
         meta: None,
         retention_days: Some(count),
     };
     let inbox = client.update_inbox(&id, &update).await?;
-    println!(
+    outln!(
         "{} ({}) keeps mail for {}.",
         inbox.id,
-        inbox.email_address,
+        escape::line(&inbox.email_address),
         days(inbox.retention_days)
     );
     Ok(())
@@ -128,33 +170,32 @@ pub async fn retention(ctx: &Ctx, id: &str, count: u8) -> Result<()> {
 /// Assigns, then re-sends the key bundle of the device and, when the address
 /// moved off another device, of that one too.
 pub async fn assign(ctx: &Ctx, id: &str, device_id: &str) -> Result<()> {
-    let id = parse_inbox_id(id)?;
     let worker_id = parse_worker_id(device_id)?;
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
-    let previous = client
-        .list_inboxes()
-        .await?
-        .inboxes
+    let inboxes = client.list_inboxes().await?.inboxes;
+    let id = find_inbox(&inboxes, id)?;
+    let previous = inboxes
         .into_iter()
         .find(|inbox| inbox.id == id)
         .and_then(|inbox| inbox.assigned_worker_id);
     let inbox = client.assign_inbox(&worker_id, &id).await?;
-    println!(
+    outln!(
         "Assigned {} ({}) to {worker_id}.",
-        inbox.id, inbox.email_address
+        inbox.id,
+        escape::line(&inbox.email_address)
     );
     let held = vault::send_key_bundle(&client, &keys, &worker_id)
         .await
         .context("assigned, but the device's keys could not be sent")?;
-    println!("Sent {worker_id} the keys of {}.", addresses(held));
+    outln!("Sent {worker_id} the keys of {}.", addresses(held));
     if let Some(previous) = previous.filter(|previous| *previous != worker_id) {
         let held = vault::send_key_bundle(&client, &keys, &previous)
             .await
             .with_context(|| {
                 format!("assigned, but the keys of {previous} could not be updated")
             })?;
-        println!(
+        outln!(
             "Sent {previous}, which held it before, the keys of {}.",
             addresses(held)
         );
@@ -164,23 +205,54 @@ pub async fn assign(ctx: &Ctx, id: &str, device_id: &str) -> Result<()> {
 
 /// Unassigns, then re-sends the device's key bundle without the address.
 pub async fn unassign(ctx: &Ctx, id: &str, device_id: &str) -> Result<()> {
-    let id = parse_inbox_id(id)?;
     let worker_id = parse_worker_id(device_id)?;
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
+    let id = resolve_inbox(&client, id).await?;
     client.unassign_inbox(&worker_id, &id).await?;
-    println!("Unassigned {id} from {worker_id}.");
+    outln!("Unassigned {id} from {worker_id}.");
     let held = vault::send_key_bundle(&client, &keys, &worker_id)
         .await
         .context("unassigned, but the device's keys could not be updated")?;
-    println!("Sent {worker_id} the keys of {}.", addresses(held));
+    outln!("Sent {worker_id} the keys of {}.", addresses(held));
     Ok(())
 }
 
 pub async fn delete(ctx: &Ctx, id: &str) -> Result<()> {
-    let id = parse_inbox_id(id)?;
     let (_, client) = ctx.signed_in()?;
+    let id = resolve_inbox(&client, id).await?;
     client.delete_inbox(&id).await?;
-    println!("Deleted {id} and its mail; the address is never issued again.");
+    outln!("Deleted {id} and its mail; the address is never issued again.");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offered(names: &[&str]) -> Vec<Domain> {
+        names
+            .iter()
+            .map(|name| Domain {
+                domain: (*name).to_owned(),
+                reserved: false,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_domain_is_one_offered() {
+        let two = offered(&["mail.example", "drop.example"]);
+        assert_eq!(pick_domain(&two, None).unwrap(), "mail.example");
+        assert_eq!(
+            pick_domain(&two, Some("DROP.example.")).unwrap(),
+            "drop.example"
+        );
+        let err = pick_domain(&two, Some("other.example"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("mail.example, drop.example"), "{err}");
+        assert!(err.contains("`sealpost domains`"), "{err}");
+        assert!(pick_domain(&[], None).is_err());
+    }
 }

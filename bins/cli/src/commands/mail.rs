@@ -3,6 +3,7 @@
 //! from the recovery phrase) or as this machine's paired device (keys from
 //! its key bundle).
 
+use std::borrow::Cow;
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -12,22 +13,23 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use sealpost_client::sealing::{self, InboxSecrets, KeyBundle, MessageContent};
 use sealpost_client::types::{Message, PageParams};
-use sealpost_client::{Client, MAX_WAIT_SECONDS};
+use sealpost_client::{Client, ClientError, MAX_WAIT_SECONDS};
 use sealpost_kernel::{InboxId, MessageId};
 use sealpost_seal::{AccountKeys, StaticSecret};
 use tokio::time::Instant;
 
 use super::Ctx;
-use super::agent::{is_transient, open_key_bundle};
-use super::vault::{self, parse_inbox_id};
+use super::agent::open_key_bundle;
+use super::vault::{self, resolve_inbox};
 use crate::cli::{ShowArgs, StoredCredential};
-use crate::mailtext;
 use crate::state::{DeviceState, StateDir, StoredSession};
+use crate::{escape, mailtext, output};
 
 /// The page size `mail list --all` follows the pages with, when `--limit`
 /// does not say: the largest the service allows.
 const ALL_PAGE: u32 = 200;
-/// How long `mail wait` pauses after a failure worth retrying.
+/// How long `mail wait` pauses after an answer worth retrying, when the
+/// service does not say.
 const RETRY_AFTER: Duration = Duration::from_secs(2);
 
 /// Who reads the mail, with the credential the client carries.
@@ -128,8 +130,8 @@ fn summary(keys: &MailKeys, message: &Message) -> String {
     match sealing::open_message(keys, message) {
         Err(err) => format!("{head}  (unreadable: {err})"),
         Ok(content) => {
-            let from = content.from.as_deref().unwrap_or("-");
-            let subject = content.subject.as_deref().unwrap_or("(no subject)");
+            let from = escape::line(content.from.as_deref().unwrap_or("-"));
+            let subject = escape::line(content.subject.as_deref().unwrap_or("(no subject)"));
             let count = content.attachments.len();
             if count == 0 {
                 format!("{head}  {from}  {subject}")
@@ -148,9 +150,9 @@ pub async fn list(
     limit: Option<u32>,
     all: bool,
 ) -> Result<()> {
-    let inbox = parse_inbox_id(inbox_id)?;
     let (reader, client) = reader(ctx, device)?;
     let keys = unlock(ctx, &reader, &client).await?;
+    let inbox = resolve_inbox(&client, inbox_id).await?;
     let mut page = PageParams {
         limit: if all { limit.or(Some(ALL_PAGE)) } else { limit },
         cursor: None,
@@ -159,28 +161,38 @@ pub async fn list(
     loop {
         let answer = client.list_messages(&inbox, &page).await?;
         for message in &answer.messages {
-            println!("{}", summary(&keys, message));
+            outln!("{}", summary(&keys, message));
         }
         shown += answer.messages.len();
         match page.next(answer.next_cursor.as_deref()) {
+            // Nobody reads the rest (`| head`): fetch no more pages.
+            Some(_) if output::stdout_closed() => break,
             Some(next) if all => page = next,
             Some(_) => {
-                println!("More mail is listed with `--all`.");
+                outln!("More mail is listed with `--all`.");
                 break;
             }
             None => break,
         }
     }
     if shown == 0 {
-        println!("No mail in {inbox}.");
+        outln!("No mail in {inbox}.");
     }
     Ok(())
 }
 
 /// A message as `read` shows it: headers, attachments and the body; with
-/// `--codes`, only its codes and links, one per line.
+/// `--codes`, only its codes and links, one per line. What the sender wrote
+/// is escaped (`escape`) unless `--raw`.
 fn render(keys: &MailKeys, message: &Message, args: ShowArgs) -> Result<String> {
     let content = open(keys, message)?;
+    let line = |text: &str| -> String {
+        if args.raw {
+            text.to_owned()
+        } else {
+            escape::line(text).into_owned()
+        }
+    };
     let mut out = String::new();
     if args.codes {
         let found = mailtext::codes_and_links(
@@ -189,10 +201,10 @@ fn render(keys: &MailKeys, message: &Message, args: ShowArgs) -> Result<String> 
             content.html.as_deref(),
         );
         if found.codes.is_empty() && found.links.is_empty() {
-            eprintln!("No codes or links in {}.", message.id);
+            errln!("No codes or links in {}.", message.id);
         }
-        for line in found.codes.iter().chain(&found.links) {
-            out.push_str(line);
+        for item in found.codes.iter().chain(&found.links) {
+            out.push_str(&line(item));
             out.push('\n');
         }
         return Ok(out);
@@ -200,25 +212,25 @@ fn render(keys: &MailKeys, message: &Message, args: ShowArgs) -> Result<String> 
     let mut header = |name: &str, value: &str| out.push_str(&format!("{name:<10}  {value}\n"));
     header("Message", message.id.as_str());
     header("Received", &message.received_at.to_string());
-    header("From", content.from.as_deref().unwrap_or("-"));
+    header("From", &line(content.from.as_deref().unwrap_or("-")));
     if !content.to.is_empty() {
-        header("To", &content.to.join(", "));
+        header("To", &line(&content.to.join(", ")));
     }
     if !content.cc.is_empty() {
-        header("Cc", &content.cc.join(", "));
+        header("Cc", &line(&content.cc.join(", ")));
     }
     if let Some(reply_to) = &content.reply_to {
-        header("Reply-To", reply_to);
+        header("Reply-To", &line(reply_to));
     }
     if let Some(date) = &content.date {
-        header("Date", date);
+        header("Date", &line(date));
     }
     header(
         "Subject",
-        content.subject.as_deref().unwrap_or("(no subject)"),
+        &line(content.subject.as_deref().unwrap_or("(no subject)")),
     );
     for attachment in &content.attachments {
-        let name = attachment.filename.as_deref().unwrap_or("(no name)");
+        let name = line(attachment.filename.as_deref().unwrap_or("(no name)"));
         let kept = if attachment.stored {
             ""
         } else {
@@ -229,7 +241,7 @@ fn render(keys: &MailKeys, message: &Message, args: ShowArgs) -> Result<String> 
             &format!(
                 "{}  {name}  {}  {}{kept}",
                 attachment.index,
-                attachment.content_type,
+                line(&attachment.content_type),
                 size(attachment.size_bytes)
             ),
         );
@@ -241,23 +253,15 @@ fn render(keys: &MailKeys, message: &Message, args: ShowArgs) -> Result<String> 
         (false, None, Some(html)) => mailtext::html_to_text(html),
         (false, None, None) => "(no body)".to_owned(),
     };
+    let body = if args.raw {
+        Cow::Borrowed(body.as_str())
+    } else {
+        escape::block(&body)
+    };
     out.push('\n');
     out.push_str(body.trim_end());
     out.push('\n');
     Ok(out)
-}
-
-/// Writes `bytes` to stdout in one go. A reader that stopped early (`head
-/// -1`) is no failure: it had what it wanted, and the mail is still marked
-/// read.
-fn emit(bytes: &[u8]) -> Result<()> {
-    let mut stdout = io::stdout().lock();
-    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            Err(anyhow::Error::new(e).context("cannot write to stdout"))
-        }
-        _ => Ok(()),
-    }
 }
 
 /// Marks shown mail read unless `--keep-unread`. The message was shown
@@ -267,9 +271,10 @@ async fn mark_shown(client: &Client, message: &Message, args: ShowArgs) {
         return;
     }
     if let Err(err) = client.mark_read(&message.id, true).await {
-        eprintln!(
-            "warning: {} could not be marked read: {err} ({})",
+        errln!(
+            "warning: {} could not be marked read: {} ({})",
             message.id,
+            escape::line(&err.to_string()),
             err.code()
         );
     }
@@ -282,15 +287,26 @@ pub async fn read(ctx: &Ctx, device: bool, message_id: &str, args: ShowArgs) -> 
     let (reader, client) = reader(ctx, device)?;
     let keys = unlock(ctx, &reader, &client).await?;
     let message = client.get_message(&id).await?;
-    emit(render(&keys, &message, args)?.as_bytes())?;
+    // Shown in one piece; a reader that stops early (`head -1`) had what it
+    // wanted, and the message is still marked read.
+    output::stdout_bytes(render(&keys, &message, args)?.as_bytes());
     mark_shown(&client, &message, args).await;
     Ok(())
+}
+
+/// An answer `mail wait` tries again after: a rate limit or the service's
+/// own failure. Not reaching the service at all is reported at once, as
+/// every command does.
+fn worth_retrying(err: &ClientError) -> bool {
+    matches!(err, ClientError::Api { status, .. } if *status == 429 || *status >= 500)
 }
 
 /// Long-polls `/wait` until there is unread mail, then shows it (oldest
 /// first) as `read` does and marks it read. The first wait starts at the
 /// beginning of the address, so unread mail already there is shown at once;
-/// each answer's cursor moves past what was seen.
+/// each answer's cursor moves past what was seen. A rate limit or a 5xx is
+/// retried until the timeout, then reported; the service out of reach is
+/// reported at once.
 pub async fn wait(
     ctx: &Ctx,
     device: bool,
@@ -298,11 +314,12 @@ pub async fn wait(
     timeout: u64,
     args: ShowArgs,
 ) -> Result<()> {
-    let inbox = parse_inbox_id(inbox_id)?;
     let (reader, client) = reader(ctx, device)?;
     let keys = unlock(ctx, &reader, &client).await?;
+    let inbox = resolve_inbox(&client, inbox_id).await?;
     let deadline = Instant::now() + Duration::from_secs(timeout);
     let mut after: Option<String> = None;
+    let mut failing: Option<ClientError> = None;
     loop {
         let left = deadline.saturating_duration_since(Instant::now()).as_secs();
         let seconds = u32::try_from(left).unwrap_or(MAX_WAIT_SECONDS);
@@ -311,6 +328,7 @@ pub async fn wait(
             .await
         {
             Ok(Some(answer)) => {
+                failing = None;
                 after = Some(answer.cursor);
                 let unread: Vec<&Message> = answer.messages.iter().filter(|m| !m.read).collect();
                 if !unread.is_empty() {
@@ -319,35 +337,50 @@ pub async fn wait(
                         .map(|message| render(&keys, message, args))
                         .collect::<Result<Vec<_>>>()?;
                     let separator = if args.codes { "" } else { "\n" };
-                    emit(shown.join(separator).as_bytes())?;
+                    output::stdout_bytes(shown.join(separator).as_bytes());
                     for message in unread {
                         mark_shown(&client, message, args).await;
                     }
                     return Ok(());
                 }
             }
-            Ok(None) => {}
-            Err(err) if is_transient(&err) && Instant::now() < deadline => {
-                let left = deadline.saturating_duration_since(Instant::now());
-                tokio::time::sleep(RETRY_AFTER.min(left)).await;
+            Ok(None) => failing = None,
+            Err(err) if worth_retrying(&err) && Instant::now() < deadline => {
+                if failing.is_none() {
+                    errln!(
+                        "note: {} ({}); trying again until the timeout",
+                        escape::line(&err.to_string()),
+                        err.code()
+                    );
+                }
+                let pause = err
+                    .retry_after()
+                    .map_or(RETRY_AFTER, Duration::from_secs)
+                    .min(deadline.saturating_duration_since(Instant::now()));
+                failing = Some(err);
+                tokio::time::sleep(pause).await;
             }
             Err(err) => return Err(err.into()),
         }
         if Instant::now() >= deadline {
+            if let Some(err) = failing {
+                return Err(anyhow::Error::new(err)
+                    .context(format!("no answer about {inbox} within {timeout} s")));
+            }
             bail!("no new mail in {inbox} within {timeout} s");
         }
     }
 }
 
 /// The name an attachment is saved under by default: the sealed file name
-/// without any directory, control characters or leading dots, at most 200
-/// bytes; `attachment-INDEX` when nothing usable is left.
+/// without any directory, control characters, bidi overrides or leading
+/// dots, at most 200 bytes; `attachment-INDEX` when nothing usable is left.
 fn safe_file_name(sealed: Option<&str>, index: u32) -> String {
     let name: String = sealed
         .and_then(|name| name.rsplit(['/', '\\']).next())
         .unwrap_or_default()
         .chars()
-        .filter(|c| !c.is_control())
+        .filter(|c| !escape::acts(*c))
         .collect();
     let name = name.trim().trim_start_matches('.').trim();
     if name.is_empty() {
@@ -434,13 +467,14 @@ pub async fn attachment(
     let bytes = sealing::open_attachment(&keys, &message, index, &sealed)
         .with_context(|| format!("attachment {index} of {id} cannot be opened"))?;
     match target {
-        None => emit(&bytes)?,
+        // The file's bytes as they are: the reader asked for them.
+        None => output::stdout_bytes(&bytes),
         Some(path) => {
             write_new_file(&path, &bytes)?;
-            println!(
+            outln!(
                 "Saved attachment {index} of {id} ({}) to {}.",
                 size(u64::try_from(bytes.len()).unwrap_or(u64::MAX)),
-                path.display()
+                escape::line(&path.display().to_string())
             );
         }
     }
@@ -453,7 +487,7 @@ pub async fn mark(ctx: &Ctx, device: bool, message_id: &str, read: bool) -> Resu
     let (_, client) = reader(ctx, device)?;
     client.mark_read(&id, read).await?;
     let state = if read { "read" } else { "unread" };
-    println!("Marked {id} {state}.");
+    outln!("Marked {id} {state}.");
     Ok(())
 }
 
@@ -471,6 +505,7 @@ mod tests {
         assert_eq!(safe_file_name(Some("dir/.."), 3), "attachment-3");
         assert_eq!(safe_file_name(Some("a/"), 1), "attachment-1");
         assert_eq!(safe_file_name(Some("bad\nname\u{7}.txt"), 0), "badname.txt");
+        assert_eq!(safe_file_name(Some("x\u{202e}fdp.exe"), 0), "xfdp.exe");
         assert_eq!(safe_file_name(None, 2), "attachment-2");
         let long = format!("{}.pdf", "é".repeat(300));
         let cut = safe_file_name(Some(&long), 0);

@@ -13,9 +13,10 @@ mod vault;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use chrono::Utc;
-use sealpost_client::Client;
+use chrono::{TimeDelta, Utc};
+use sealpost_client::{Client, ClientError};
 use sealpost_kernel::Timestamp;
+use url::Url;
 
 use crate::cli::{
     AgentCommand, BillingCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand, InboxCommand,
@@ -43,14 +44,14 @@ impl Ctx {
         let Some(session) = self.state.load_session()? else {
             bail!("not signed in; run `sealpost login` (or `sealpost init` for a new account)");
         };
-        if let Some(given) = &self.api_url {
-            let given = normalise_url(given);
-            if given != normalise_url(&session.api_url) {
-                bail!(
-                    "the stored session is for {}, not {given}; run `sealpost login` to sign in there",
-                    session.api_url
-                );
-            }
+        if let Some(given) = &self.api_url
+            && !same_service(given, &session.api_url)
+        {
+            bail!(
+                "the stored session is for {}, not {}; run `sealpost login` to sign in there",
+                session.api_url,
+                normalise_url(given)
+            );
         }
         let client = Client::new(&session.api_url)?.with_token(session.token.clone());
         Ok((session, client))
@@ -73,17 +74,26 @@ impl Ctx {
         let Some(device) = self.state.load_device()? else {
             bail!("this machine is not paired as a device; run `sealpost agent pair`");
         };
-        if let Some(given) = &self.api_url {
-            let given = normalise_url(given);
-            if given != normalise_url(&device.api_url) {
-                bail!(
-                    "this device is paired with {}, not {given}; run `sealpost agent pair --force` to pair it there",
-                    device.api_url
-                );
-            }
+        if let Some(given) = &self.api_url
+            && !same_service(given, &device.api_url)
+        {
+            bail!(
+                "this device is paired with {}, not {}; run `sealpost agent pair --force` to pair it there",
+                device.api_url,
+                normalise_url(given)
+            );
         }
         let client = Client::new(&device.api_url)?.with_token(device.credential.clone());
         Ok((device, client))
+    }
+
+    /// A client holding the stored session's token, else this device's
+    /// credential, for what either may read (the `mail` commands' choice).
+    fn session_else_device(&self) -> Result<Client> {
+        match mail::session_else_device(&self.state)? {
+            StoredCredential::Device => Ok(self.device()?.1),
+            _ => Ok(self.signed_in()?.1),
+        }
     }
 }
 
@@ -136,6 +146,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             InboxCommand::Delete { id } => inboxes::delete(&ctx, &id).await,
         },
+        Command::Domains => inboxes::domains(&ctx).await,
         Command::Agent(command) => match command {
             AgentCommand::Pair {
                 name,
@@ -148,13 +159,13 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Plan(command) => match command {
             PlanCommand::List => billing::plan_list(&ctx).await,
             PlanCommand::Show => billing::plan_show(&ctx).await,
-            PlanCommand::Change { plan } => billing::plan_change(&ctx, &plan).await,
+            PlanCommand::Change { plan, yes } => billing::plan_change(&ctx, &plan, yes).await,
         },
         Command::Usage => billing::usage(&ctx).await,
         Command::Billing(command) => match command {
             BillingCommand::Providers => billing::providers(&ctx).await,
             BillingCommand::Checkout { plan, provider } => {
-                billing::checkout(&ctx, &plan, &provider).await
+                billing::checkout(&ctx, &plan, provider.as_deref()).await
             }
             BillingCommand::Payment { id } => billing::payment(&ctx, &id).await,
         },
@@ -202,8 +213,50 @@ pub fn resolve_credential(
     }
 }
 
+/// The form an API URL is stored in: scheme and host in lower case, no
+/// default port, no trailing slash. Left as typed (trimmed) when it does not
+/// parse; the request then reports it.
 fn normalise_url(url: &str) -> String {
-    url.trim().trim_end_matches('/').to_owned()
+    match Url::parse(url.trim()) {
+        Ok(parsed) => parsed.as_str().trim_end_matches('/').to_owned(),
+        Err(_) => url.trim().trim_end_matches('/').to_owned(),
+    }
+}
+
+/// Whether two API URLs name the same service: equal once normalised, with
+/// `localhost` taken for `127.0.0.1` (the same server on this machine).
+fn same_service(a: &str, b: &str) -> bool {
+    let key = |url: &str| {
+        let mut normal = normalise_url(url);
+        if let Ok(mut parsed) = Url::parse(&normal)
+            && parsed.host_str() == Some("localhost")
+            && parsed.set_host(Some("127.0.0.1")).is_ok()
+        {
+            normal = normalise_url(parsed.as_str());
+        }
+        normal
+    };
+    key(a) == key(b)
+}
+
+/// The service's error with its message replaced by one that names the
+/// `sealpost` command to use (the service's names its API routes); the
+/// code and status stay.
+fn reworded(err: ClientError, message: String) -> ClientError {
+    match err {
+        ClientError::Api {
+            status,
+            code,
+            retry_after,
+            ..
+        } => ClientError::Api {
+            status,
+            code,
+            message,
+            retry_after,
+        },
+        other => other,
+    }
 }
 
 fn now() -> Timestamp {
@@ -226,10 +279,25 @@ fn relative(at: Timestamp, now: Timestamp) -> String {
     format!("in {count} {unit}{plural}")
 }
 
+/// When a device was last active, from its `lastActiveAt`: the service
+/// keeps only the start of the hour it was active in, so "within the last
+/// hour" while that hour is not over, then whole hours (or days) since.
+fn active_ago(at: Timestamp, now: Timestamp) -> String {
+    let since = now - at;
+    if since < TimeDelta::hours(1) {
+        return "within the last hour".to_owned();
+    }
+    let (count, unit) = if since.num_hours() >= 48 {
+        (since.num_days(), "day")
+    } else {
+        (since.num_hours(), "hour")
+    };
+    let plural = if count == 1 { "" } else { "s" };
+    format!("{count} {unit}{plural} ago")
+}
+
 #[cfg(test)]
 mod tests {
-    use chrono::TimeDelta;
-
     use super::*;
 
     #[test]
@@ -246,5 +314,76 @@ mod tests {
     #[test]
     fn urls_compare_without_trailing_slash() {
         assert_eq!(normalise_url(" http://h:1/ "), "http://h:1");
+        assert_eq!(
+            normalise_url("HTTP://Example.COM:80/api/"),
+            "http://example.com/api"
+        );
+        assert_eq!(normalise_url("not a url/"), "not a url");
+    }
+
+    #[test]
+    fn localhost_and_its_address_are_one_service() {
+        assert!(same_service(
+            "http://localhost:8080",
+            "http://127.0.0.1:8080/"
+        ));
+        assert!(same_service(
+            "http://LOCALHOST:8080/",
+            "http://localhost:8080"
+        ));
+        assert!(!same_service(
+            "http://localhost:8080",
+            "http://127.0.0.1:8081"
+        ));
+        assert!(!same_service(
+            "https://localhost:8080",
+            "http://127.0.0.1:8080"
+        ));
+        assert!(!same_service("http://example.com", "http://127.0.0.1"));
+    }
+
+    #[test]
+    fn activity_is_shown_to_the_hour() {
+        let now = Timestamp::parse("2026-01-01T10:40:00.000Z").unwrap();
+        let at = |text: &str| Timestamp::parse(text).unwrap();
+        assert_eq!(
+            active_ago(at("2026-01-01T10:00:00.000Z"), now),
+            "within the last hour"
+        );
+        // Clocks that disagree a little are no reason for a negative time.
+        assert_eq!(
+            active_ago(at("2026-01-01T11:00:00.000Z"), now),
+            "within the last hour"
+        );
+        assert_eq!(
+            active_ago(at("2026-01-01T09:00:00.000Z"), now),
+            "1 hour ago"
+        );
+        assert_eq!(
+            active_ago(at("2026-01-01T05:00:00.000Z"), now),
+            "5 hours ago"
+        );
+        assert_eq!(
+            active_ago(at("2025-12-30T11:00:00.000Z"), now),
+            "47 hours ago"
+        );
+        assert_eq!(
+            active_ago(at("2025-12-30T10:00:00.000Z"), now),
+            "2 days ago"
+        );
+    }
+
+    #[test]
+    fn reworded_errors_keep_their_code() {
+        let err = ClientError::Api {
+            status: 402,
+            code: "payment_required".to_owned(),
+            message: "see POST /x".to_owned(),
+            retry_after: None,
+        };
+        let err = reworded(err, "use `sealpost x`".to_owned());
+        assert_eq!(err.to_string(), "use `sealpost x`");
+        assert_eq!(err.code(), "payment_required");
+        assert_eq!(err.status(), Some(402));
     }
 }

@@ -12,7 +12,7 @@ pub async fn list(ctx: &Ctx) -> Result<()> {
     sessions.sort_by_key(|s| s.created_at);
     let now = now();
     for s in &sessions {
-        println!(
+        outln!(
             "{} {}  created {}  expires {} ({}){}",
             if s.current { '*' } else { ' ' },
             s.id,
@@ -31,7 +31,7 @@ pub async fn revoke(ctx: &Ctx, id: &str) -> Result<()> {
         .with_context(|| format!("{id:?} is not a session id (ses_...)"))?;
     let (_, client) = ctx.signed_in()?;
     client.revoke_session(&id).await?;
-    println!("Revoked {id}.");
+    outln!("Revoked {id}.");
     Ok(())
 }
 
@@ -40,6 +40,6 @@ pub async fn revoke_others(ctx: &Ctx) -> Result<()> {
     let (_, client) = ctx.signed_in()?;
     let count = client.revoke_other_sessions().await?;
     let plural = if count == 1 { "" } else { "s" };
-    println!("Revoked {count} other session{plural}.");
+    outln!("Revoked {count} other session{plural}.");
     Ok(())
 }

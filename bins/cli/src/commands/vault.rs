@@ -10,8 +10,8 @@ use sealpost_client::types::{Inbox, PageParams, Worker};
 use sealpost_kernel::{InboxId, WorkerId};
 use sealpost_seal::AccountKeys;
 
-use crate::phrase;
 use crate::state::StoredSession;
+use crate::{escape, phrase};
 
 /// The largest page `GET /workers` allows.
 const WORKERS_PAGE: u32 = 200;
@@ -35,7 +35,36 @@ pub fn parse_worker_id(text: &str) -> Result<WorkerId> {
 }
 
 pub fn parse_inbox_id(text: &str) -> Result<InboxId> {
-    InboxId::parse(text.trim()).with_context(|| format!("{text:?} is not an address id (ibx_...)"))
+    InboxId::parse(text.trim())
+        .with_context(|| format!("{text:?} is not an address id (ibx_...) or an email address"))
+}
+
+/// An address named by its id, or by its email address (anything with an
+/// `@`), looked up in `GET /inboxes` as the client's credential sees it.
+pub async fn resolve_inbox(client: &Client, text: &str) -> Result<InboxId> {
+    if !text.contains('@') {
+        return parse_inbox_id(text);
+    }
+    find_inbox(&client.list_inboxes().await?.inboxes, text)
+}
+
+/// The id of the address `text` (an id, or an email address) among
+/// `inboxes`.
+pub fn find_inbox(inboxes: &[Inbox], text: &str) -> Result<InboxId> {
+    let wanted = text.trim();
+    if !wanted.contains('@') {
+        return parse_inbox_id(wanted);
+    }
+    inboxes
+        .iter()
+        .find(|inbox| inbox.email_address.eq_ignore_ascii_case(wanted))
+        .map(|inbox| inbox.id.clone())
+        .ok_or_else(|| {
+            anyhow!(
+                "no address {} here; `sealpost inbox list` shows them",
+                escape::line(wanted)
+            )
+        })
 }
 
 /// Every device on the account, newest first.
@@ -62,12 +91,12 @@ pub fn profile(keys: &AccountKeys, worker: &Worker) -> Result<DeviceProfile> {
         .with_context(|| format!("the profile of device {} cannot be read", worker.id))
 }
 
-/// A device's name for display: `(no name)` or `(unreadable)` when there is
-/// none to show.
+/// A device's name for display, escaped (the device chose it): `(no name)`
+/// or `(unreadable)` when there is none to show.
 pub fn device_name(keys: &AccountKeys, worker: &Worker) -> String {
     match profile(keys, worker) {
         Ok(profile) if profile.name.is_empty() => "(no name)".to_owned(),
-        Ok(profile) => profile.name,
+        Ok(profile) => escape::line(&profile.name).into_owned(),
         Err(_) => "(unreadable)".to_owned(),
     }
 }
@@ -77,9 +106,10 @@ pub fn device_name(keys: &AccountKeys, worker: &Worker) -> String {
 pub fn inbox_label(keys: &AccountKeys, inbox: &Inbox) -> String {
     match &inbox.meta {
         None => "-".to_owned(),
-        Some(meta) => {
-            sealing::open_label(keys, &inbox.id, meta).unwrap_or_else(|_| "(unreadable)".to_owned())
-        }
+        Some(meta) => match sealing::open_label(keys, &inbox.id, meta) {
+            Ok(label) => escape::line(&label).into_owned(),
+            Err(_) => "(unreadable)".to_owned(),
+        },
     }
 }
 
@@ -116,5 +146,34 @@ pub fn addresses(count: usize) -> String {
         "1 address".to_owned()
     } else {
         format!("{count} addresses")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_is_found_by_id_or_by_email() {
+        let inboxes: Vec<Inbox> = serde_json::from_value(serde_json::json!([{
+            "id": "ibx_abcdefghijklmnop",
+            "operatorId": "acct_abcdefghijklmnopqrstuvwx",
+            "emailAddress": "shop.x1@mail.example",
+            "status": "active",
+            "createdAt": "2026-01-01T00:00:00.000Z",
+            "retentionDays": 7,
+            "keyEpoch": 0
+        }]))
+        .unwrap();
+        let id = InboxId::parse("ibx_abcdefghijklmnop").unwrap();
+        assert_eq!(find_inbox(&inboxes, " Shop.X1@mail.example ").unwrap(), id);
+        assert_eq!(find_inbox(&inboxes, "ibx_abcdefghijklmnop").unwrap(), id);
+        let err = find_inbox(&inboxes, "other@mail.example")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no address other@mail.example"), "{err}");
+        assert!(err.contains("sealpost inbox list"), "{err}");
+        let err = find_inbox(&inboxes, "nonsense").unwrap_err().to_string();
+        assert!(err.contains("not an address id"), "{err}");
     }
 }
