@@ -48,10 +48,14 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         Err(error) => {
             let path = error.path().to_string();
             let inner = error.into_inner();
-            Err(if inner.is_data() {
-                ApiError::invalid_field(&path, data_reason(&inner))
-            } else {
-                ApiError::invalid_json(inner)
+            // A wrong type can be met before a syntax error further on
+            // (`[1,2` for an object): only a body that is JSON throughout
+            // has a field to blame. Checked on this error path only.
+            let syntax = serde_json::from_slice::<serde::de::IgnoredAny>(bytes).err();
+            Err(match syntax {
+                None if inner.is_data() => ApiError::invalid_field(&path, data_reason(&inner)),
+                Some(syntax) => ApiError::invalid_json(syntax),
+                None => ApiError::invalid_json(inner),
             })
         }
     }
@@ -86,6 +90,16 @@ mod tests {
         assert_eq!(error.code, ErrorCode::InvalidJson);
         let error = parse::<Input>(b"").unwrap_err();
         assert_eq!(error.code, ErrorCode::InvalidJson);
+        // Truncated bodies whose first wrong thing is a type.
+        for truncated in [&b"[1,2"[..], br#"{"accountId": 5"#, br#"{"retentionDays": "x", "#] {
+            let error = parse::<Input>(truncated).unwrap_err();
+            assert_eq!(
+                error.code,
+                ErrorCode::InvalidJson,
+                "{}",
+                String::from_utf8_lossy(truncated)
+            );
+        }
     }
 
     #[test]
