@@ -405,8 +405,8 @@ async fn addresses_labels_and_limits() {
     scale_only.local_part = Some("hello".to_owned());
     assert_api(
         owner.client.create_inbox(&scale_only).await,
-        402,
-        "plan_capability_required",
+        403,
+        "plan_required",
     );
 
     // Label and retention change.

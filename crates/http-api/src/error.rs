@@ -310,7 +310,7 @@ impl From<LimitError> for ApiError {
                 ErrorCode::AllocationExhausted
             }
             LimitError::WorkerLimitReached { .. } => ErrorCode::WorkerLimitReached,
-            LimitError::CustomAddressNeedsScale => ErrorCode::PlanCapabilityRequired,
+            LimitError::CustomAddressNeedsScale => ErrorCode::PlanRequired,
         };
         Self::new(code, error.to_string())
     }

@@ -147,7 +147,7 @@ async fn field_errors_have_their_codes() {
         ),
         (
             json!({ "id": "ibx_abcd", "domain": "mail.localhost", "localPart": "hello" }),
-            "plan_capability_required",
+            "plan_required",
         ),
     ];
     for (body, code) in cases {

@@ -111,11 +111,11 @@ async fn a_free_account_upgrades_to_scale_through_the_sandbox_and_downgrades_bac
         .await;
     assert_eq!(
         refused.status,
-        StatusCode::PAYMENT_REQUIRED,
+        StatusCode::FORBIDDEN,
         "{}",
         refused.body
     );
-    assert_eq!(refused.code(), "plan_capability_required");
+    assert_eq!(refused.code(), "plan_required");
 
     let started = checkout(&api, &owner, "scale", "sandbox").await;
     assert_eq!(started.status, StatusCode::CREATED, "{}", started.body);

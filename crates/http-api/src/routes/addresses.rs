@@ -141,7 +141,8 @@ pub struct CreateInboxRequest {
 /// Creates an address.
 #[utoipa::path(post, path = "/inboxes", tag = "addresses", security(("bearer" = [])), request_body = CreateInboxRequest,
     responses((status = 201, body = InboxEnvelope), (status = 400, body = ErrorBody),
-        (status = 402, body = ErrorBody, description = "allocation_exhausted, plan_capability_required (localPart, emailAddress below Scale)"),
+        (status = 402, body = ErrorBody, description = "allocation_exhausted"),
+        (status = 403, body = ErrorBody, description = "plan_required (localPart, emailAddress below Scale), session_required"),
         (status = 409, body = ErrorBody, description = "address_taken, id_taken")))]
 #[post("/inboxes")]
 pub async fn create(
