@@ -108,8 +108,14 @@ impl Authenticated {
         }
     }
 
-    /// For device-only endpoints. Other callers have no device: 404.
+    /// For device-only endpoints: any other caller gets 403 `device_required`
+    /// (the endpoint exists; it is the identity that is wrong).
     pub fn device(&self) -> Result<&WorkerId, ApiError> {
-        self.worker().ok_or_else(ApiError::not_found)
+        self.worker().ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::DeviceRequired,
+                "only a device credential can call this endpoint",
+            )
+        })
     }
 }

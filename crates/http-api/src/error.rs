@@ -41,6 +41,8 @@ pub enum ErrorCode {
     NotYourAddress,
     AccountSuspended,
     SessionRequired,
+    /// A device-only endpoint called with a session or API key.
+    DeviceRequired,
     NotFound,
     /// A path the API serves, asked with a method it does not serve there.
     MethodNotAllowed,
@@ -82,7 +84,7 @@ impl ErrorCode {
             AllocationExhausted | WorkerLimitReached | PaymentRequired | PlanCapabilityRequired => {
                 StatusCode::PAYMENT_REQUIRED
             }
-            PlanRequired | NotYourAddress | AccountSuspended | SessionRequired => {
+            PlanRequired | NotYourAddress | AccountSuspended | SessionRequired | DeviceRequired => {
                 StatusCode::FORBIDDEN
             }
             NotFound => StatusCode::NOT_FOUND,
@@ -120,6 +122,7 @@ impl ErrorCode {
             NotYourAddress => "not_your_address",
             AccountSuspended => "account_suspended",
             SessionRequired => "session_required",
+            DeviceRequired => "device_required",
             NotFound => "not_found",
             MethodNotAllowed => "method_not_allowed",
             DowngradeBlocked => "downgrade_blocked",

@@ -210,7 +210,15 @@ async fn other_accounts_and_other_devices_get_404() {
     let heartbeat = api
         .post("/workers/heartbeat", Some(&owner.token), json!({}))
         .await;
-    assert_eq!(heartbeat.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        (heartbeat.status, heartbeat.code()),
+        (StatusCode::FORBIDDEN, "device_required")
+    );
+    let device_mail = api.get("/workers/messages", Some(&owner.token)).await;
+    assert_eq!(
+        (device_mail.status, device_mail.code()),
+        (StatusCode::FORBIDDEN, "device_required")
+    );
 
     // Everything the owner had is untouched.
     let target = api.get("/workers/wkr_target1", Some(&owner.token)).await;

@@ -362,7 +362,7 @@ pub async fn remove(
 
 /// Reports the calling device active (device credential only).
 #[utoipa::path(post, path = "/workers/heartbeat", tag = "devices", security(("bearer" = [])),
-    responses((status = 200, body = WorkerEnvelope), (status = 404, body = ErrorBody, description = "the caller is not a device")))]
+    responses((status = 200, body = WorkerEnvelope), (status = 403, body = ErrorBody, description = "device_required: the caller is not a device")))]
 #[post("/workers/heartbeat")]
 pub async fn heartbeat(
     state: Data<AppState>,

@@ -277,7 +277,7 @@ pub struct MessagesBody {
 
 /// The 200 newest messages across the calling device's addresses (device credential only).
 #[utoipa::path(get, path = "/workers/messages", tag = "messages", security(("bearer" = [])),
-    responses((status = 200, body = MessagesBody), (status = 404, body = ErrorBody, description = "the caller is not a device")))]
+    responses((status = 200, body = MessagesBody), (status = 403, body = ErrorBody, description = "device_required: the caller is not a device")))]
 #[get("/workers/messages")]
 pub async fn worker_messages(
     state: Data<AppState>,
