@@ -39,6 +39,8 @@ pub enum UrlError {
     NoHost,
     #[error("the URL must name a host, not an IP address")]
     IpAddress,
+    #[error("{0} is a single-label name, reachable only inside a network; use a full domain name")]
+    SingleLabel(String),
     #[error("local names such as {0} are not allowed")]
     LocalName(String),
     #[error("{0} belongs to this service; webhooks must point elsewhere")]
@@ -159,6 +161,9 @@ pub fn validate_url(url: &str, service_domains: &[String]) -> Result<WebhookUrl,
     if is_local_name(&host) {
         return Err(UrlError::LocalName(host));
     }
+    if !host.contains('.') {
+        return Err(UrlError::SingleLabel(host));
+    }
     if service_domains
         .iter()
         .filter_map(|domain| normalise_domain(domain))
@@ -218,7 +223,6 @@ mod tests {
             "https://example.com",
             "https://example.com:8443/in?x=1&y=2",
             "https://a.b.c.example.org/path/to/hook",
-            "https://receiver/hook",
             "https://xn--bcher-kva.example/",
             "https://sealpost.example.com/",
             "https://notsealpost.example/",
@@ -316,6 +320,17 @@ mod tests {
             check("https://::1/"),
             Err(UrlError::Unparsable(_))
         ));
+    }
+
+    #[test]
+    fn refuses_single_label_hosts() {
+        for url in ["https://intranet/", "https://intranet./hook", "https://router:8443/"] {
+            assert!(
+                matches!(check(url), Err(UrlError::SingleLabel(_))),
+                "{url}"
+            );
+        }
+        assert!(check("https://hooks.example/").is_ok());
     }
 
     #[test]
