@@ -463,20 +463,9 @@ fn exit_code(status: ExitStatus) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// Masks the password in `scheme://user:password@host/...`.
+/// The URL with its password masked.
 fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
-    }
+    sealpost_store_pg::DatabaseUrl::parse(url).map_or_else(|_| url.to_owned(), |url| url.redacted())
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
+use sealpost_store_pg::DatabaseUrl;
+pub use sealpost_store_pg::quote_ident;
 
 /// Set to `1` to ignore a server on 127.0.0.1:5432 (tests the private-cluster path).
 pub const SKIP_DEFAULT_ENV: &str = "SEALPOST_XTASK_SKIP_DEFAULT_PG";
@@ -27,7 +29,7 @@ const PG_USER: &str = "postgres";
 /// connection check runs on its own thread).
 pub fn ensure_server() -> Result<String> {
     if let Some(url) = database_url_env() {
-        return Ok(server_part(&url));
+        return server_part(&url);
     }
     if skip_default() {
         eprintln!("xtask: {SKIP_DEFAULT_ENV}=1, not looking at 127.0.0.1:{DEFAULT_PORT}");
@@ -51,24 +53,11 @@ pub fn database_url_env() -> Option<String> {
         .filter(|url| !url.is_empty())
 }
 
-/// `postgres://u@h:p/name?x` -> `postgres://u@h:p`; a URL without a database
-/// name is returned as is (minus a trailing `/` and query string).
-pub fn server_part(url: &str) -> String {
-    let without_query = url.split('?').next().unwrap_or(url);
-    let without_slash = without_query.trim_end_matches('/');
-    match without_slash.split_once("://") {
-        // A path after the authority is the database name.
-        Some((scheme, rest)) => match rest.split_once('/') {
-            Some((authority, _database)) => format!("{scheme}://{authority}"),
-            None => without_slash.to_owned(),
-        },
-        None => without_slash.to_owned(),
-    }
-}
-
-/// Quotes an SQL identifier (a database name).
-pub fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
+/// `postgres://u@h:p/name?x` -> `postgres://u@h:p`.
+pub fn server_part(url: &str) -> Result<String> {
+    Ok(DatabaseUrl::parse(url)
+        .with_context(|| format!("DATABASE_URL is not a postgres:// URL: {url}"))?
+        .server())
 }
 
 fn skip_default() -> bool {
@@ -362,24 +351,6 @@ fn shell_quote(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn server_part_strips_database_and_query() {
-        assert_eq!(
-            server_part("postgres://postgres@127.0.0.1:5432/sealpost_dev?sslmode=disable"),
-            "postgres://postgres@127.0.0.1:5432"
-        );
-        assert_eq!(
-            server_part("postgres://postgres@127.0.0.1:5432/"),
-            "postgres://postgres@127.0.0.1:5432"
-        );
-        assert_eq!(
-            server_part("postgres://u:p@db:5433"),
-            "postgres://u:p@db:5433"
-        );
-        assert_eq!(server_part("postgres://u@db/x/y"), "postgres://u@db");
-        assert_eq!(quote_ident(r#"a"b"#), r#""a""b""#);
-    }
 
     #[test]
     fn shell_quote_handles_quotes() {

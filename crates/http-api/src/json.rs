@@ -91,7 +91,11 @@ mod tests {
         let error = parse::<Input>(b"").unwrap_err();
         assert_eq!(error.code, ErrorCode::InvalidJson);
         // Truncated bodies whose first wrong thing is a type.
-        for truncated in [&b"[1,2"[..], br#"{"accountId": 5"#, br#"{"retentionDays": "x", "#] {
+        for truncated in [
+            &b"[1,2"[..],
+            br#"{"accountId": 5"#,
+            br#"{"retentionDays": "x", "#,
+        ] {
             let error = parse::<Input>(truncated).unwrap_err();
             assert_eq!(
                 error.code,

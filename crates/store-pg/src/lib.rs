@@ -23,9 +23,7 @@ use diesel_async::pooled_connection::AsyncDieselConnectionManager;
 use diesel_async::pooled_connection::deadpool::{Object, Pool, PoolError};
 use sealpost_kernel::StoreError;
 
-pub use database::{
-    MigrateError, create_database_if_missing, migrate, quote_ident, split_database_url,
-};
+pub use database::{DatabaseUrl, MigrateError, create_database_if_missing, migrate, quote_ident};
 pub use messages::InstanceLock;
 pub use notify::MailNotifier;
 

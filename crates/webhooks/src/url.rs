@@ -324,11 +324,12 @@ mod tests {
 
     #[test]
     fn refuses_single_label_hosts() {
-        for url in ["https://intranet/", "https://intranet./hook", "https://router:8443/"] {
-            assert!(
-                matches!(check(url), Err(UrlError::SingleLabel(_))),
-                "{url}"
-            );
+        for url in [
+            "https://intranet/",
+            "https://intranet./hook",
+            "https://router:8443/",
+        ] {
+            assert!(matches!(check(url), Err(UrlError::SingleLabel(_))), "{url}");
         }
         assert!(check("https://hooks.example/").is_ok());
     }

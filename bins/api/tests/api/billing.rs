@@ -109,12 +109,7 @@ async fn a_free_account_upgrades_to_scale_through_the_sandbox_and_downgrades_bac
     let refused = api
         .post("/inboxes", Some(&owner.token), exact.clone())
         .await;
-    assert_eq!(
-        refused.status,
-        StatusCode::FORBIDDEN,
-        "{}",
-        refused.body
-    );
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
     assert_eq!(refused.code(), "plan_required");
 
     let started = checkout(&api, &owner, "scale", "sandbox").await;
