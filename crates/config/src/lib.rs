@@ -97,12 +97,12 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "SEALPOST_STRIPE_API_URL",
         default: "https://api.stripe.com",
-        meaning: "Stripe's API base; changed only to point at a test double.",
+        meaning: "Stripe's API base; changed only to point at a test double. https, or plain http to this machine only.",
     },
     Variable {
         name: "SEALPOST_BTCPAY_URL",
         default: "(unset: crypto payments off)",
-        meaning: "BTCPay Server base URL; set together with the three variables below.",
+        meaning: "BTCPay Server base URL (https, or plain http to this machine only); set together with the three variables below.",
     },
     Variable {
         name: "SEALPOST_BTCPAY_API_KEY",
@@ -267,6 +267,9 @@ impl Config {
                 .trim_end_matches('/')
                 .to_owned(),
         });
+        if let Some(stripe) = &stripe {
+            provider_url("SEALPOST_STRIPE_API_URL", &stripe.api_url)?;
+        }
         let btcpay = all_or_none(
             &get,
             &[
@@ -276,6 +279,11 @@ impl Config {
                 "SEALPOST_BTCPAY_WEBHOOK_SECRET",
             ],
         )?
+        .map(|keys| {
+            provider_url("SEALPOST_BTCPAY_URL", &keys[0])?;
+            Ok::<_, ConfigError>(keys)
+        })
+        .transpose()?
         .map(
             |[server_url, api_key, store_id, webhook_secret]| BtcpayKeys {
                 server_url: server_url.trim_end_matches('/').to_owned(),
@@ -380,6 +388,29 @@ pub fn variables_table() -> String {
     table
 }
 
+/// A payment provider's API address: https, or plain http to this machine
+/// only (a test double); keys never travel in the clear to another host.
+fn provider_url(name: &'static str, text: &str) -> Result<(), ConfigError> {
+    let invalid = |reason: &str| ConfigError::Invalid {
+        name,
+        reason: reason.to_owned(),
+    };
+    let parsed = url::Url::parse(text).map_err(|error| invalid(&error.to_string()))?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(host)) => host == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => return Err(invalid("the URL names no host")),
+    };
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err(invalid(
+            "must be an https URL (plain http only to a test double on this machine)",
+        )),
+    }
+}
+
 /// Reads a group of variables that only work together: all set, or none.
 fn all_or_none<'a, const N: usize>(
     get: &impl Fn(&str) -> Option<&'a str>,
@@ -470,6 +501,39 @@ mod tests {
         .unwrap();
         assert_eq!(read.len(), 1);
         assert_eq!(read["SEALPOST_EDGE_RATE"], "5");
+    }
+
+    #[test]
+    fn provider_urls_are_https_outside_this_machine() {
+        let with_stripe = |url: &str| {
+            Config::from_vars(&vars(&[
+                ("SEALPOST_STRIPE_SECRET_KEY", "sk_test_1"),
+                ("SEALPOST_STRIPE_WEBHOOK_SECRET", "whsec_1"),
+                ("SEALPOST_STRIPE_API_URL", url),
+            ]))
+        };
+        assert!(with_stripe("https://api.stripe.com").is_ok());
+        assert!(with_stripe("http://127.0.0.1:9999").is_ok());
+        assert!(with_stripe("http://localhost:9999").is_ok());
+        let refused = with_stripe("http://api.stripe.example").unwrap_err();
+        assert!(matches!(
+            refused,
+            ConfigError::Invalid {
+                name: "SEALPOST_STRIPE_API_URL",
+                ..
+            }
+        ));
+        let btcpay = |url: &str| {
+            Config::from_vars(&vars(&[
+                ("SEALPOST_BTCPAY_URL", url),
+                ("SEALPOST_BTCPAY_API_KEY", "k"),
+                ("SEALPOST_BTCPAY_STORE_ID", "s"),
+                ("SEALPOST_BTCPAY_WEBHOOK_SECRET", "w"),
+            ]))
+        };
+        assert!(btcpay("https://pay.example").is_ok());
+        assert!(btcpay("http://pay.example").is_err());
+        assert!(btcpay("not a url").is_err());
     }
 
     #[test]
