@@ -1,7 +1,7 @@
 //! `plan list|show|change`, `usage`, `billing providers|checkout|payment`.
 
 use anyhow::{Context, Result};
-use sealpost_client::billing::{CountUsage, GatedUsage, Subscription, WindowUsage};
+use sealpost_client::billing::{CountUsage, GatedUsage, PaymentStatus, Subscription, WindowUsage};
 use sealpost_kernel::{PaymentId, PlanId};
 
 use super::{Ctx, now, relative};
@@ -207,7 +207,7 @@ pub async fn payment(ctx: &Ctx, id: &str) -> Result<()> {
     if let Some(at) = payment.settled_at {
         println!("Settled:  {at}");
     }
-    if payment.status == "pending" {
+    if payment.status == PaymentStatus::Pending {
         println!("Pay at:   {}", payment.url);
     }
     Ok(())

@@ -92,7 +92,10 @@ pub async fn rename(ctx: &Ctx, id: &str, name: &str) -> Result<()> {
     let mut profile = vault::profile(&keys, &worker)?;
     name.clone_into(&mut profile.name);
     client
-        .update_worker(&id, &UpdateWorkerRequest::profile(profile.seal(&keys, &id)))
+        .update_worker(
+            &id,
+            &UpdateWorkerRequest::profile(&profile.seal(&keys, &id)),
+        )
         .await?;
     println!("Renamed {id} to \"{name}\".");
     Ok(())
