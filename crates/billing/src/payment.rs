@@ -8,13 +8,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use sealpost_kernel::{AccountId, PaymentId, PlanId, Timestamp};
-use serde::Serialize;
 
 use crate::{NoticeOutcome, ProviderId};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PaymentStatus {
     Pending,
     Paid,

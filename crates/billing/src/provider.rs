@@ -9,11 +9,8 @@ use std::str::FromStr;
 
 use async_trait::async_trait;
 use sealpost_kernel::{AccountId, PaymentId, PlanId, Timestamp};
-use serde::Serialize;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ProviderId {
     Stripe,
     Btcpay,

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use reqwest::{Method, RequestBuilder, header};
 use sealpost_kernel::{AccountId, InboxId, MessageId, PairingSessionId, SessionId, WorkerId};
-use sealpost_seal::{AccountKeys, SealedBox, b64};
+use sealpost_seal::{AccountKeys, SealedBox};
 use serde::de::DeserializeOwned;
 
 pub use error::ClientError;
@@ -40,8 +40,8 @@ use types::{
     CreateInboxRequest, DeliverRequest, Delivered, DomainList, Health, Inbox, InboxList,
     InboxReply, KeysRequest, LookupReply, LookupRequest, Me, Message, MessageList, MessagePage,
     MessageReply, OpenPairingRequest, OpenedPairing, PageParams, PairingPoll, PairingSession,
-    Platform, ReadRequest, RegisterRequest, Revoked, SessionList, SignedIn, UpdateInboxRequest,
-    UpdateWorkerRequest, VerifyRequest, WaitBody, Worker, WorkerKeys, WorkerPage, WorkerReply,
+    Platform, ReadRequest, Revoked, SessionList, SignedIn, UpdateInboxRequest, UpdateWorkerRequest,
+    VerifyRequest, WaitBody, Worker, WorkerKeys, WorkerPage, WorkerReply,
 };
 pub use webhook::{VerifiedEvent, WebhookVerifyError, verify_webhook};
 
@@ -119,7 +119,7 @@ impl Client {
     /// `POST /accounts`: registers the account of `keys` and opens a session.
     /// A second registration of the same phrase fails with `id_taken`.
     pub async fn register(&self, keys: &AccountKeys) -> Result<SignedIn> {
-        let body = RegisterRequest::from_keys(keys);
+        let body = types::registration(keys);
         self.json(self.public(Method::POST, "/accounts").json(&body))
             .await
     }
@@ -130,14 +130,12 @@ impl Client {
     pub async fn sign_in(&self, keys: &AccountKeys) -> Result<SignedIn> {
         let account_id = AccountId::from_trusted(keys.account_id());
         let challenge = self.challenge(&account_id).await?;
-        self.verify(&VerifyRequest::answer(keys, &challenge)).await
+        self.verify(&types::answer(keys, &challenge)).await
     }
 
     /// `POST /accounts/challenge`: a single-use nonce and an ephemeral key.
     pub async fn challenge(&self, account_id: &AccountId) -> Result<Challenge> {
-        let body = ChallengeRequest {
-            account_id: account_id.clone(),
-        };
+        let body = ChallengeRequest::new(account_id);
         self.json(self.public(Method::POST, "/accounts/challenge").json(&body))
             .await
     }
@@ -196,11 +194,7 @@ impl Client {
         device_name: &str,
         public_key: &[u8; 32],
     ) -> Result<OpenedPairing> {
-        let body = OpenPairingRequest {
-            platform,
-            device_name: device_name.to_owned(),
-            public_key: *public_key,
-        };
+        let body = OpenPairingRequest::new(platform, device_name, public_key);
         self.json(
             self.public(Method::POST, "/workers/pairing-session")
                 .json(&body),
@@ -247,11 +241,7 @@ impl Client {
         worker_id: &WorkerId,
         profile: &SealedBox,
     ) -> Result<Worker> {
-        let body = ClaimRequest {
-            session_id: session_id.clone(),
-            worker_id: worker_id.clone(),
-            profile: profile.clone(),
-        };
+        let body = ClaimRequest::new(session_id, worker_id, profile);
         let reply: WorkerReply = self
             .json(self.authed(Method::POST, "/workers/pair").json(&body))
             .await?;
@@ -308,7 +298,7 @@ impl Client {
     /// bundle (see [`sealing::KeyBundle`]).
     pub async fn set_worker_keys(&self, id: &WorkerId, keys: &SealedBox) -> Result<WorkerKeys> {
         let path = format!("/workers/{id}/keys");
-        let body = KeysRequest { keys: keys.clone() };
+        let body = KeysRequest::new(keys);
         self.json(self.authed(Method::POST, &path).json(&body))
             .await
     }
@@ -369,9 +359,7 @@ impl Client {
     /// address. Re-send the key bundles of the devices involved afterwards.
     pub async fn assign_inbox(&self, worker_id: &WorkerId, inbox_id: &InboxId) -> Result<Inbox> {
         let path = format!("/workers/{worker_id}/inboxes");
-        let body = AssignRequest {
-            inbox_id: inbox_id.clone(),
-        };
+        let body = AssignRequest::new(inbox_id);
         let reply: InboxReply = self
             .json(self.authed(Method::POST, &path).json(&body))
             .await?;
@@ -444,8 +432,11 @@ impl Client {
     /// `read: false`.
     pub async fn mark_read(&self, id: &MessageId, read: bool) -> Result<()> {
         let path = format!("/messages/{id}/read");
-        self.empty(self.authed(Method::POST, &path).json(&ReadRequest { read }))
-            .await
+        self.empty(
+            self.authed(Method::POST, &path)
+                .json(&ReadRequest { read: Some(read) }),
+        )
+        .await
     }
 
     /// `GET /workers/messages` (device credential only): the newest mail
@@ -459,10 +450,7 @@ impl Client {
     /// the account's addresses without SMTP; it is parsed, sealed and
     /// counted exactly like SMTP mail. Answers the new message's id.
     pub async fn deliver_raw(&self, inbox_id: &InboxId, raw: &[u8]) -> Result<MessageId> {
-        let body = DeliverRequest {
-            inbox_id: inbox_id.clone(),
-            raw: b64::encode(raw),
-        };
+        let body = DeliverRequest::new(inbox_id, raw);
         let delivered: Delivered = self
             .json(self.authed(Method::POST, "/messages").json(&body))
             .await?;

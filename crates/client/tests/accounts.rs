@@ -1,6 +1,6 @@
 //! Every SDK method against the real API (`TestApp`).
 
-use sealpost_client::types::VerifyRequest;
+use sealpost_client::types;
 use sealpost_client::{Client, ClientError};
 use sealpost_kernel::{AccountId, PlanId, SessionId};
 use sealpost_seal::{AccountKeys, RecoveryPhrase};
@@ -98,14 +98,12 @@ async fn wrong_phrase_and_bad_proofs_are_unauthenticated() {
     // The right account id, a proof from other keys.
     let account_id = AccountId::parse(&keys.account_id()).unwrap();
     let challenge = client.challenge(&account_id).await.unwrap();
-    let mut forged = VerifyRequest::answer(&new_keys(), &challenge);
-    forged.account_id = account_id.clone();
+    let mut forged = types::answer(&new_keys(), &challenge);
+    forged.account_id = account_id.to_string();
     assert_api(client.verify(&forged).await, 401, "unauthenticated");
     // The nonce was consumed by that attempt: the right proof is too late.
     assert_api(
-        client
-            .verify(&VerifyRequest::answer(&keys, &challenge))
-            .await,
+        client.verify(&types::answer(&keys, &challenge)).await,
         401,
         "unauthenticated",
     );
@@ -113,7 +111,7 @@ async fn wrong_phrase_and_bad_proofs_are_unauthenticated() {
     // A fresh challenge answered correctly works.
     let challenge = client.challenge(&account_id).await.unwrap();
     client
-        .verify(&VerifyRequest::answer(&keys, &challenge))
+        .verify(&types::answer(&keys, &challenge))
         .await
         .unwrap();
     app.stop().await;

@@ -78,9 +78,9 @@ async fn create_inbox(owner: &Operator, label: &str) -> InboxId {
         .domain
         .clone();
     let id = sealing::new_inbox_id();
-    let mut request = CreateInboxRequest::new(id.clone(), domain);
-    request.meta = Some(sealing::seal_label(&owner.keys, &id, label));
-    request.public_key = Some(owner.keys.inbox_public_key(id.as_str(), 0));
+    let request = CreateInboxRequest::new(&id, domain)
+        .with_meta(&sealing::seal_label(&owner.keys, &id, label))
+        .with_public_key(&owner.keys.inbox_public_key(id.as_str(), 0));
     owner.client.create_inbox(&request).await.unwrap();
     id
 }
@@ -275,7 +275,7 @@ async fn profiles_keys_and_removal() {
         .client
         .update_worker(
             &phone.id,
-            &UpdateWorkerRequest::profile(profile.seal(&owner.keys, &phone.id)),
+            &UpdateWorkerRequest::profile(&profile.seal(&owner.keys, &phone.id)),
         )
         .await
         .unwrap();
@@ -376,11 +376,12 @@ async fn addresses_labels_and_limits() {
 
     // Created with a prefix, a label, a retention and the public key.
     let id = sealing::new_inbox_id();
-    let mut request = CreateInboxRequest::new(id.clone(), "mail.localhost");
+    let public_key = owner.keys.inbox_public_key(id.as_str(), 0);
+    let mut request = CreateInboxRequest::new(&id, "mail.localhost")
+        .with_meta(&sealing::seal_label(&owner.keys, &id, "shopping"))
+        .with_public_key(&public_key);
     request.prefix = Some("Shop".to_owned());
     request.retention_days = Some(14);
-    request.meta = Some(sealing::seal_label(&owner.keys, &id, "shopping"));
-    request.public_key = Some(owner.keys.inbox_public_key(id.as_str(), 0));
     let inbox = owner.client.create_inbox(&request).await.unwrap();
     assert_eq!(inbox.id, id);
     assert!(
@@ -392,16 +393,16 @@ async fn addresses_labels_and_limits() {
     assert_eq!(inbox.status, InboxStatus::Unassigned);
     assert_eq!(inbox.assigned_worker_id, None);
     assert_eq!((inbox.retention_days, inbox.key_epoch), (14, 0));
-    assert_eq!(inbox.public_key, request.public_key);
+    assert_eq!(inbox.public_key, Some(public_key));
     let label = sealing::open_label(&owner.keys, &id, inbox.meta.as_ref().unwrap()).unwrap();
     assert_eq!(label, "shopping");
     assert_api(owner.client.create_inbox(&request).await, 409, "id_taken");
 
     // Field errors keep their codes.
-    let mut bad = CreateInboxRequest::new(sealing::new_inbox_id(), "mail.localhost");
+    let mut bad = CreateInboxRequest::new(&sealing::new_inbox_id(), "mail.localhost");
     bad.retention_days = Some(91);
     assert_api(owner.client.create_inbox(&bad).await, 400, "invalid_field");
-    let mut scale_only = CreateInboxRequest::new(sealing::new_inbox_id(), "mail.localhost");
+    let mut scale_only = CreateInboxRequest::new(&sealing::new_inbox_id(), "mail.localhost");
     scale_only.local_part = Some("hello".to_owned());
     assert_api(
         owner.client.create_inbox(&scale_only).await,
@@ -414,10 +415,9 @@ async fn addresses_labels_and_limits() {
         .client
         .update_inbox(
             &id,
-            &UpdateInboxRequest {
-                meta: Some(sealing::seal_label(&owner.keys, &id, "groceries")),
-                retention_days: Some(30),
-            },
+            &UpdateInboxRequest::default()
+                .with_meta(&sealing::seal_label(&owner.keys, &id, "groceries"))
+                .with_retention_days(30),
         )
         .await
         .unwrap();
@@ -426,13 +426,7 @@ async fn addresses_labels_and_limits() {
     assert_eq!(label, "groceries");
     let only_retention = owner
         .client
-        .update_inbox(
-            &id,
-            &UpdateInboxRequest {
-                meta: None,
-                retention_days: Some(1),
-            },
-        )
+        .update_inbox(&id, &UpdateInboxRequest::default().with_retention_days(1))
         .await
         .unwrap();
     assert_eq!(only_retention.meta, updated.meta, "the label stays");
@@ -440,7 +434,7 @@ async fn addresses_labels_and_limits() {
     // Free: three addresses; a device holds one.
     let second = create_inbox(&owner, "two").await;
     create_inbox(&owner, "three").await;
-    let mut fourth = CreateInboxRequest::new(sealing::new_inbox_id(), "mail.localhost");
+    let mut fourth = CreateInboxRequest::new(&sealing::new_inbox_id(), "mail.localhost");
     fourth.prefix = Some("four".to_owned());
     assert_api(
         owner.client.create_inbox(&fourth).await,
@@ -501,12 +495,12 @@ async fn addresses_labels_and_limits() {
     assert_api(owner.client.delete_inbox(&id).await, 404, "not_found");
     assert_eq!(owner.client.allocation().await.unwrap().remaining, 1);
     assert_eq!(owner.client.list_inboxes().await.unwrap().inboxes.len(), 2);
-    let reuse = CreateInboxRequest::new(id.clone(), "mail.localhost");
+    let reuse = CreateInboxRequest::new(&id, "mail.localhost");
     assert_api(owner.client.create_inbox(&reuse).await, 409, "id_taken");
 
     // Scale and up choose the exact address.
     set_plan(&app, &owner.keys, "scale").await;
-    let mut exact = CreateInboxRequest::new(sealing::new_inbox_id(), "mail.localhost");
+    let mut exact = CreateInboxRequest::new(&sealing::new_inbox_id(), "mail.localhost");
     exact.local_part = Some("hello".to_owned());
     let created = owner.client.create_inbox(&exact).await.unwrap();
     assert_eq!(created.email_address, "hello@mail.localhost");

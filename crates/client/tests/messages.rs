@@ -25,9 +25,9 @@ use support::{Operator, assert_api, operator};
 /// `keyless`.
 async fn create_inbox(owner: &Operator, keyless: bool) -> InboxId {
     let id = sealing::new_inbox_id();
-    let mut request = CreateInboxRequest::new(id.clone(), "mail.localhost");
+    let mut request = CreateInboxRequest::new(&id, "mail.localhost");
     if !keyless {
-        request.public_key = Some(owner.keys.inbox_public_key(id.as_str(), 0));
+        request = request.with_public_key(&owner.keys.inbox_public_key(id.as_str(), 0));
     }
     owner.client.create_inbox(&request).await.unwrap();
     id

@@ -19,8 +19,7 @@ use sealpost_seal::BoxShapeError;
 use sealpost_subscriptions::{ChangeError, SubscriptionError};
 use sealpost_webhooks::endpoint::EndpointError;
 use sealpost_webhooks::service::WebhookError;
-use serde::Serialize;
-use utoipa::ToSchema;
+use sealpost_wire::{ErrorBody, ErrorDetail};
 
 /// Every machine-readable code the API answers with (SPEC.md "Errors").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,18 +159,6 @@ pub struct ApiError {
     pub message: String,
     /// Seconds, sent as `Retry-After` with 429.
     pub retry_after: Option<u64>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ErrorBody {
-    pub error: ErrorDetail,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ErrorDetail {
-    /// Stable machine-readable code from SPEC.md; match on this, never the message.
-    pub code: String,
-    pub message: String,
 }
 
 impl ApiError {

@@ -5,7 +5,6 @@ use std::fmt;
 
 use sealpost_kernel::{PlanId, Timestamp};
 use sealpost_plans::plan;
-use serde::Serialize;
 
 use crate::{PausedCounts, Subscriber};
 
@@ -146,8 +145,7 @@ pub fn check_fits(target: PlanId, holdings: &Holdings) -> Result<(), ChangeError
 }
 
 /// Money in minor units (SPEC.md: integer minor units).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Money {
     /// Minor units (cents).
     pub amount: i64,
@@ -155,11 +153,9 @@ pub struct Money {
 }
 
 /// SPEC.md "Plans, subscription, payment": what a missed payment paused.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pause {
-    /// Plan to pay for; null once paid if something the new plan does not cover is still paused.
+    /// Plan to pay for; `None` once paid if something the new plan does not cover is still paused.
     pub plan_id: Option<PlanId>,
     pub since: Timestamp,
     pub deletes_at: Timestamp,
@@ -169,20 +165,17 @@ pub struct Pause {
     pub domains: u64,
 }
 
-/// `GET /subscription`. The balance is always 0 USD: payments buy whole
-/// 30-day periods and leave no credit (docs/api.md).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase")]
+/// The subscription record (`GET /subscription`). The balance is always
+/// 0 USD: payments buy whole 30-day periods and leave no credit (docs/api.md).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Subscription {
     pub plan_id: PlanId,
-    pub plan_name: &'static str,
     pub balance: Money,
-    /// Null when nothing is paused.
+    /// `None` when nothing is paused.
     pub pause: Option<Pause>,
     /// When the paid 30-day period ends: pay again before then (checkout for
-    /// the same plan adds 30 days), else the account pauses. Null on Free and
-    /// Enterprise.
+    /// the same plan adds 30 days), else the account pauses. `None` on Free
+    /// and Enterprise.
     pub renews_at: Option<Timestamp>,
 }
 
@@ -191,7 +184,6 @@ impl Subscription {
     pub fn on(plan_id: PlanId) -> Subscription {
         Subscription {
             plan_id,
-            plan_name: plan_id.display_name(),
             balance: Money {
                 amount: 0,
                 currency: "USD",
@@ -202,7 +194,7 @@ impl Subscription {
     }
 
     /// The record of `subscriber`, with `paused` counted when it is paused.
-    /// SPEC.md: `pause` is null when nothing is paused (the owner may have
+    /// SPEC.md: `pause` is `None` when nothing is paused (the owner may have
     /// deleted what was; the sweep ends such a pause).
     pub fn of(subscriber: &Subscriber, paused: PausedCounts) -> Subscription {
         let nothing_paused = paused == PausedCounts::default();

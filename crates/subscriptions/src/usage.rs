@@ -1,11 +1,11 @@
 //! `GET /usage` (SPEC.md "Usage") and `GET /overview`: pure assembly of the
-//! plan's limits and the store's counts. Serialised exactly as the API shows
-//! them (camelCase; a `null` limit means unlimited).
+//! plan's limits and the store's counts, field for field what the API shows
+//! (`sealpost-http-api` maps them onto `sealpost-wire`'s bodies; a `None`
+//! limit means unlimited).
 
 use chrono::TimeDelta;
 use sealpost_kernel::{PlanId, Timestamp};
 use sealpost_plans::{Plan, plan, received_window};
-use serde::Serialize;
 
 use crate::Subscriber;
 
@@ -60,25 +60,7 @@ pub struct UsageCounts {
     pub object_reads: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct PlanRef {
-    pub id: PlanId,
-    pub name: &'static str,
-}
-
-impl From<PlanId> for PlanRef {
-    fn from(id: PlanId) -> Self {
-        Self {
-            id,
-            name: id.display_name(),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AddressUsage {
     /// Every address counts, assigned or not.
     pub used: u64,
@@ -89,9 +71,7 @@ pub struct AddressUsage {
 }
 
 /// A counter in a fixed window.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WindowUsage {
     pub used: u64,
     pub limit: u64,
@@ -99,8 +79,7 @@ pub struct WindowUsage {
     pub window_ends_at: Timestamp,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SentUsage {
     /// The clock hour.
     pub hour: WindowUsage,
@@ -109,15 +88,13 @@ pub struct SentUsage {
 }
 
 /// A count against a limit; `limit` null means unlimited.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CountUsage {
     pub used: u64,
     pub limit: Option<u64>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AllowedUsage {
     pub used: u64,
     /// Whether the plan includes them.
@@ -125,8 +102,7 @@ pub struct AllowedUsage {
 }
 
 /// A count against a limit on a feature the plan may not include.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GatedUsage {
     pub used: u64,
     /// 0 when the plan does not include the feature; null when it sets no number.
@@ -135,11 +111,9 @@ pub struct GatedUsage {
 }
 
 /// SPEC.md "Usage (`GET /usage`)", field for field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Usage {
-    pub plan: PlanRef,
+    pub plan: PlanId,
     pub addresses: AddressUsage,
     /// SMTP and `POST /messages`, in the fixed 30-day window from account creation.
     pub messages_received: WindowUsage,
@@ -179,7 +153,7 @@ impl Usage {
         let address_limit = u64::from(limits.addresses);
         let device_limit = limits.devices.map(u64::from);
         Usage {
-            plan: plan_id.into(),
+            plan: plan_id,
             addresses: AddressUsage {
                 used: counts.addresses,
                 limit: address_limit,
@@ -259,16 +233,14 @@ pub struct OverviewCounts {
     pub webhooks_disabled: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AddressCounts {
     pub total: u64,
     pub assigned: u64,
     pub unassigned: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceCounts {
     pub total: u64,
     pub online: u64,
@@ -277,8 +249,7 @@ pub struct DeviceCounts {
     pub disabled: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MessageCounts {
     /// Held now across addresses (listed or held), like `messagesStored` of `GET /usage`.
     pub stored: u64,
@@ -288,8 +259,7 @@ pub struct MessageCounts {
     pub held: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WebhookCounts {
     pub total: u64,
     /// Active and delivering (the last attempt succeeded, or none failed yet).
@@ -300,9 +270,7 @@ pub struct WebhookCounts {
 }
 
 /// `GET /overview`: the dashboard's counters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Overview {
     pub plan_id: PlanId,
     pub addresses: AddressCounts,

@@ -5,7 +5,7 @@ use std::io::{self, BufRead, IsTerminal};
 use anyhow::{Context, Result, bail};
 use sealpost_client::ClientError;
 use sealpost_client::billing::{
-    CountUsage, GatedUsage, PlanOffer, Provider, Subscription, WindowUsage,
+    CountUsage, GatedUsage, PaymentStatus, PlanOffer, Provider, Subscription, WindowUsage,
 };
 use sealpost_kernel::{PaymentId, PlanId, Timestamp};
 
@@ -290,7 +290,7 @@ pub async fn providers(ctx: &Ctx) -> Result<()> {
     let mut table = Table::headless(&[Align::Left, Align::Left]);
     for provider in &providers {
         table.row(vec![
-            escape::line(&provider.id).into_owned(),
+            escape::line(provider.id.as_str()).into_owned(),
             escape::line(&provider.kind).into_owned(),
         ]);
     }
@@ -310,14 +310,14 @@ fn choose_provider(providers: &[Provider], wanted: Option<&str>) -> Result<Strin
     };
     match (wanted, providers) {
         (_, []) => bail!("this service takes no payments"),
-        (None, [only]) => Ok(only.id.clone()),
+        (None, [only]) => Ok(only.id.as_str().to_owned()),
         (None, _) => bail!(
             "this service takes several payment providers; choose one with --provider: {}",
             listed()
         ),
         (Some(wanted), _) => {
             let wanted = wanted.trim().to_ascii_lowercase();
-            if providers.iter().any(|p| p.id == wanted) {
+            if providers.iter().any(|p| p.id.as_str() == wanted) {
                 Ok(wanted)
             } else {
                 bail!(
@@ -367,7 +367,7 @@ pub async fn payment(ctx: &Ctx, id: &str) -> Result<()> {
     if let Some(at) = payment.settled_at {
         outln!("Settled:  {at}");
     }
-    if payment.status == "pending" {
+    if payment.status == PaymentStatus::Pending {
         outln!("Pay at:   {}", escape::line(&payment.url));
     }
     Ok(())
@@ -378,6 +378,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use sealpost_client::billing::ProviderId;
 
     fn plans() -> Vec<PlanOffer> {
         let plan = |id: &str, name: &str, price: Option<u32>| {
@@ -466,7 +467,7 @@ mod tests {
     #[test]
     fn the_provider_defaults_to_the_only_one() {
         let provider = |id: &str, kind: &str| Provider {
-            id: id.to_owned(),
+            id: ProviderId::from(id),
             kind: kind.to_owned(),
         };
         let one = [provider("sandbox", "sandbox")];

@@ -103,7 +103,10 @@ pub async fn rename(ctx: &Ctx, id: &str, name: &str) -> Result<()> {
     let mut profile = vault::profile(&keys, &worker)?;
     name.clone_into(&mut profile.name);
     client
-        .update_worker(&id, &UpdateWorkerRequest::profile(profile.seal(&keys, &id)))
+        .update_worker(
+            &id,
+            &UpdateWorkerRequest::profile(&profile.seal(&keys, &id)),
+        )
         .await?;
     outln!("Renamed {id} to \"{}\".", escape::line(name));
     Ok(())

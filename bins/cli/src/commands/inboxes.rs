@@ -76,15 +76,14 @@ pub async fn create(ctx: &Ctx, new: NewInbox) -> Result<()> {
     let keys = vault::unlock(&session)?;
     let domain = pick_domain(&client.domains().await?.domains, new.domain.as_deref())?;
     let id = sealing::new_inbox_id();
-    let mut request = CreateInboxRequest::new(id.clone(), domain);
+    let mut request = CreateInboxRequest::new(&id, domain)
+        .with_public_key(&keys.inbox_public_key(id.as_str(), 0));
     request.prefix = new.prefix;
     request.local_part = new.local_part;
-    request.retention_days = new.retention;
-    request.meta = new
-        .label
-        .as_deref()
-        .map(|label| sealing::seal_label(&keys, &id, label));
-    request.public_key = Some(keys.inbox_public_key(id.as_str(), 0));
+    request.retention_days = new.retention.map(i64::from);
+    if let Some(label) = &new.label {
+        request = request.with_meta(&sealing::seal_label(&keys, &id, label));
+    }
     let inbox = client.create_inbox(&request).await?;
     outln!(
         "Created {}: {}",
@@ -136,10 +135,7 @@ pub async fn label(ctx: &Ctx, id: &str, text: &str) -> Result<()> {
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
     let id = resolve_inbox(&client, id).await?;
-    let update = UpdateInboxRequest {
-        meta: Some(sealing::seal_label(&keys, &id, text)),
-        retention_days: None,
-    };
+    let update = UpdateInboxRequest::default().with_meta(&sealing::seal_label(&keys, &id, text));
     let inbox = client.update_inbox(&id, &update).await?;
     outln!(
         "Labelled {} ({}) \"{}\".",
@@ -153,10 +149,7 @@ pub async fn label(ctx: &Ctx, id: &str, text: &str) -> Result<()> {
 pub async fn retention(ctx: &Ctx, id: &str, count: u8) -> Result<()> {
     let (_, client) = ctx.signed_in()?;
     let id = resolve_inbox(&client, id).await?;
-    let update = UpdateInboxRequest {
-        meta: None,
-        retention_days: Some(count),
-    };
+    let update = UpdateInboxRequest::default().with_retention_days(count);
     let inbox = client.update_inbox(&id, &update).await?;
     outln!(
         "{} ({}) keeps mail for {}.",

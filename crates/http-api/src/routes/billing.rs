@@ -5,115 +5,63 @@
 use actix_web::http::header::ContentType;
 use actix_web::web::{Bytes, Data, Form, Path};
 use actix_web::{HttpRequest, HttpResponse, get, post};
-use sealpost_billing::{
-    NoticeOutcome, Payment, PaymentStatus, ProviderId, SandboxProvider, Settled,
-};
-use sealpost_kernel::{PaymentId, PlanId, Timestamp};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use sealpost_billing::{NoticeOutcome, Payment, ProviderId, SandboxProvider, Settled};
+use sealpost_kernel::{PaymentId, PlanId};
+use sealpost_wire as wire;
+use serde::Deserialize;
 
 use crate::auth::{Authenticated, SessionCaller};
-use crate::error::{ApiError, ErrorBody};
+use crate::error::ApiError;
 use crate::json::Json;
 use crate::state::AppState;
-
-#[derive(Serialize, ToSchema)]
-pub struct ProviderBody {
-    /// `stripe`, `btcpay` or `sandbox`.
-    id: ProviderId,
-    /// `card`, `crypto` or `sandbox`.
-    kind: &'static str,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ProvidersBody {
-    providers: Vec<ProviderBody>,
-}
 
 /// The payment providers this deployment takes: those with keys configured
 /// and not switched off by an operator.
 #[utoipa::path(get, path = "/billing/providers", tag = "billing",
-    responses((status = 200, body = ProvidersBody)))]
+    responses((status = 200, body = wire::ProviderList)))]
 #[get("/billing/providers")]
 pub async fn providers(state: Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok().json(ProvidersBody {
+    HttpResponse::Ok().json(wire::ProviderList {
         providers: state
             .billing
             .providers()
             .into_iter()
-            .map(|id| ProviderBody {
-                id,
-                kind: id.kind(),
+            .map(|id| wire::Provider {
+                id: id.as_str().into(),
+                kind: id.kind().to_owned(),
             })
             .collect(),
     })
 }
 
-/// CONTRACT.md section 9's payment, plus where to pay and when it settled.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PaymentBody {
-    id: PaymentId,
-    /// `pending`, `paid` or `failed`.
-    status: PaymentStatus,
-    plan_id: PlanId,
-    provider: ProviderId,
-    /// Minor units.
-    amount: i64,
-    currency: String,
-    created_at: Timestamp,
-    /// When it became paid or failed.
-    settled_at: Option<Timestamp>,
-    /// The provider's checkout page.
-    url: String,
-}
-
-impl From<Payment> for PaymentBody {
-    fn from(payment: Payment) -> Self {
-        Self {
-            id: payment.id,
-            status: payment.status,
-            plan_id: payment.plan,
-            provider: payment.provider,
-            amount: payment.amount,
-            currency: payment.currency,
-            created_at: payment.created_at,
-            settled_at: payment.settled_at,
-            url: payment.checkout_url,
-        }
+fn payment_body(payment: Payment) -> wire::Payment {
+    wire::Payment {
+        id: payment.id,
+        status: payment.status.as_str().into(),
+        plan_id: payment.plan,
+        provider: payment.provider.as_str().into(),
+        amount: payment.amount,
+        currency: payment.currency,
+        created_at: payment.created_at,
+        settled_at: payment.settled_at,
+        url: payment.checkout_url,
     }
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CheckoutRequest {
-    /// `operator`, `scale` or `fleet`.
-    plan_id: String,
-    /// One of `GET /billing/providers`.
-    provider: String,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct CheckoutBody {
-    /// Where the payer goes.
-    url: String,
-    payment: PaymentBody,
 }
 
 /// Starts a checkout for one 30-day period of a plan: an upgrade, a renewal
 /// of the current plan, a cheaper plan whose limits the account fits, or any
 /// plan while paused after a missed payment.
 #[utoipa::path(post, path = "/billing/checkout", tag = "billing", security(("bearer" = [])),
-    request_body = CheckoutRequest,
-    responses((status = 201, body = CheckoutBody),
-        (status = 400, body = ErrorBody, description = "invalid_field: unknown planId or provider, or a plan not sold through checkout (free, enterprise)"),
-        (status = 409, body = ErrorBody, description = "downgrade_blocked: the account holds more than the plan allows"),
-        (status = 503, body = ErrorBody, description = "provider_unavailable: no keys, switched off, or the provider is failing")))]
+    request_body = wire::CheckoutRequest,
+    responses((status = 201, body = wire::Checkout),
+        (status = 400, body = wire::ErrorBody, description = "invalid_field: unknown planId or provider, or a plan not sold through checkout (free, enterprise)"),
+        (status = 409, body = wire::ErrorBody, description = "downgrade_blocked: the account holds more than the plan allows"),
+        (status = 503, body = wire::ErrorBody, description = "provider_unavailable: no keys, switched off, or the provider is failing")))]
 #[post("/billing/checkout")]
 pub async fn checkout(
     state: Data<AppState>,
     caller: SessionCaller,
-    Json(body): Json<CheckoutRequest>,
+    Json(body): Json<wire::CheckoutRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let plan = body.plan_id.parse::<PlanId>().map_err(|_| {
         ApiError::invalid_field("planId", "unknown plan; one of operator, scale, fleet")
@@ -125,21 +73,16 @@ pub async fn checkout(
         .billing
         .checkout(&caller.account, plan, provider)
         .await?;
-    Ok(HttpResponse::Created().json(CheckoutBody {
+    Ok(HttpResponse::Created().json(wire::Checkout {
         url: payment.checkout_url.clone(),
-        payment: payment.into(),
+        payment: payment_body(payment),
     }))
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct PaymentEnvelope {
-    payment: PaymentBody,
 }
 
 /// One of the account's payments. The plan changes when it is paid.
 #[utoipa::path(get, path = "/billing/payments/{id}", tag = "billing", security(("bearer" = [])),
     params(("id" = String, Path, description = "pay_...")),
-    responses((status = 200, body = PaymentEnvelope), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = wire::PaymentReply), (status = 404, body = wire::ErrorBody)))]
 #[get("/billing/payments/{id}")]
 pub async fn get_payment(
     state: Data<AppState>,
@@ -148,14 +91,9 @@ pub async fn get_payment(
 ) -> Result<HttpResponse, ApiError> {
     let id = PaymentId::parse(&id).map_err(|_| ApiError::not_found())?;
     let payment = state.billing.payment(caller.account(), &id).await?;
-    Ok(HttpResponse::Ok().json(PaymentEnvelope {
-        payment: payment.into(),
+    Ok(HttpResponse::Ok().json(wire::PaymentReply {
+        payment: payment_body(payment),
     }))
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct NoticeReceived {
-    received: bool,
 }
 
 /// A payment provider's signed notice (Stripe webhook with `Stripe-Signature`,
@@ -163,10 +101,10 @@ pub struct NoticeReceived {
 /// payment changes the plan once, however often its notice arrives.
 #[utoipa::path(post, path = "/billing/notices/{provider}", tag = "billing",
     params(("provider" = String, Path, description = "stripe or btcpay")),
-    responses((status = 200, body = NoticeReceived),
-        (status = 400, body = ErrorBody, description = "invalid_field: the signature header is missing, malformed, wrong or too old; or the body is not the provider's notice"),
-        (status = 404, body = ErrorBody, description = "no such provider"),
-        (status = 503, body = ErrorBody, description = "provider_unavailable: not enabled here")))]
+    responses((status = 200, body = wire::NoticeReceived),
+        (status = 400, body = wire::ErrorBody, description = "invalid_field: the signature header is missing, malformed, wrong or too old; or the body is not the provider's notice"),
+        (status = 404, body = wire::ErrorBody, description = "no such provider"),
+        (status = 503, body = wire::ErrorBody, description = "provider_unavailable: not enabled here")))]
 #[post("/billing/notices/{provider}")]
 pub async fn notice(
     state: Data<AppState>,
@@ -188,7 +126,7 @@ pub async fn notice(
     if let Settled::Changed(payment) = &settled {
         tracing::info!(payment = %payment.id, status = %payment.status, %provider, "payment settled");
     }
-    Ok(HttpResponse::Ok().json(NoticeReceived { received: true }))
+    Ok(HttpResponse::Ok().json(wire::NoticeReceived { received: true }))
 }
 
 fn sandbox_payment_id(text: &str) -> Result<PaymentId, ApiError> {

@@ -2,15 +2,13 @@
 
 use actix_web::web::{Data, Path, Query};
 use actix_web::{HttpRequest, HttpResponse, delete, get, patch, post};
-use sealpost_kernel::{AccountId, PageLimits, PairingSessionId, Timestamp, WorkerId};
+use sealpost_kernel::{PageLimits, PairingSessionId, WorkerId};
 use sealpost_pairing::{Device, Platform};
-use sealpost_seal::{SealedBox, b64};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use utoipa::ToSchema;
+use sealpost_seal::b64;
+use sealpost_wire as wire;
 
 use crate::auth::{Authenticated, SessionCaller};
-use crate::error::{ApiError, ErrorBody, check_box_field};
+use crate::error::{ApiError, check_box_field};
 use crate::json::Json;
 use crate::routes::activity::PageQuery;
 use crate::state::AppState;
@@ -20,52 +18,24 @@ pub const PROFILE_LIMIT: usize = 8 * 1024;
 /// Sealed key bundle: the keys of every address the device holds.
 pub const KEY_BUNDLE_LIMIT: usize = 128 * 1024;
 
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkerBody {
-    id: WorkerId,
-    operator_id: AccountId,
-    /// `device` or `agent`.
-    kind: &'static str,
-    platform: &'static str,
-    /// `online`, `offline` (not active for two hours) or `disabled`.
-    status: &'static str,
-    created_at: Timestamp,
-    /// Truncated to the hour.
-    last_active_at: Option<Timestamp>,
-    paused_at: Option<Timestamp>,
-    /// Sealed profile box.
-    #[schema(value_type = Option<Object>)]
-    profile: Option<SealedBox>,
-    /// The device's pairing X25519 public key (base64url): seal its key bundle to it.
-    public_key: Option<String>,
-}
-
-impl From<Device> for WorkerBody {
-    fn from(device: Device) -> Self {
-        Self {
-            status: device.status(),
-            id: device.id,
-            operator_id: device.account,
-            kind: device.kind.as_str(),
-            platform: device.platform.as_str(),
-            created_at: device.created_at,
-            last_active_at: device.last_active_at,
-            paused_at: device.paused_at,
-            profile: device.profile,
-            public_key: device.public_key.map(|key| b64::encode(&key)),
-        }
+fn worker_body(device: Device) -> wire::Worker {
+    wire::Worker {
+        status: device.status().into(),
+        id: device.id,
+        operator_id: device.account,
+        kind: device.kind.as_str().into(),
+        platform: device.platform.as_str().into(),
+        created_at: device.created_at,
+        last_active_at: device.last_active_at,
+        paused_at: device.paused_at,
+        profile: device.profile,
+        public_key: device.public_key,
     }
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct WorkerEnvelope {
-    worker: WorkerBody,
-}
-
-fn worker_reply(device: Device) -> WorkerEnvelope {
-    WorkerEnvelope {
-        worker: device.into(),
+fn worker_reply(device: Device) -> wire::WorkerReply {
+    wire::WorkerReply {
+        worker: worker_body(device),
     }
 }
 
@@ -73,67 +43,35 @@ fn parse_worker_id(text: &str) -> Result<WorkerId, ApiError> {
     WorkerId::parse(text).map_err(|_| ApiError::not_found())
 }
 
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct OpenPairingRequest {
-    /// ios, android, web or unknown.
-    platform: String,
-    device_name: String,
-    /// The device's X25519 public key, base64url; its key bundle is sealed to it.
-    public_key: String,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct OpenedPairingBody {
-    /// Secret to this device: polls and cancels with it.
-    token: String,
-    /// 8 digits to show the operator.
-    code: String,
-    state: &'static str,
-}
-
 /// Opens a pairing session (called by the device).
-#[utoipa::path(post, path = "/workers/pairing-session", tag = "devices", request_body = OpenPairingRequest,
-    responses((status = 201, body = OpenedPairingBody), (status = 400, body = ErrorBody)))]
+#[utoipa::path(post, path = "/workers/pairing-session", tag = "devices", request_body = wire::OpenPairingRequest,
+    responses((status = 201, body = wire::OpenedPairing), (status = 400, body = wire::ErrorBody)))]
 #[post("/workers/pairing-session")]
 pub async fn open_pairing(
     state: Data<AppState>,
-    Json(body): Json<OpenPairingRequest>,
+    Json(body): Json<wire::OpenPairingRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let platform: Platform = body
-        .platform
-        .parse()
-        .map_err(|()| ApiError::invalid_field("platform", "one of ios, android, web, unknown"))?;
+    let platform: Platform =
+        body.platform.as_str().parse().map_err(|()| {
+            ApiError::invalid_field("platform", "one of ios, android, web, unknown")
+        })?;
     let public_key =
         b64::decode_32(&body.public_key).map_err(|_| ApiError::invalid_key("publicKey"))?;
     let opened = state
         .devices
         .open_pairing(platform, body.device_name, public_key)
         .await?;
-    Ok(HttpResponse::Created().json(OpenedPairingBody {
+    Ok(HttpResponse::Created().json(wire::OpenedPairing {
         token: opened.token,
         code: opened.code,
-        state: opened.state.as_str(),
+        state: opened.state.as_str().into(),
     }))
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PairingPollBody {
-    state: &'static str,
-    code: String,
-    /// Only on the first poll after the claim.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    worker_id: Option<WorkerId>,
-    /// The device credential; only on the first poll after the claim.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    credential: Option<String>,
 }
 
 /// Polls the session; the credential comes once, on the first poll after the claim.
 #[utoipa::path(get, path = "/workers/pairing-session/{token}", tag = "devices",
     params(("token" = String, Path)),
-    responses((status = 200, body = PairingPollBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = wire::PairingPoll), (status = 404, body = wire::ErrorBody)))]
 #[get("/workers/pairing-session/{token}")]
 pub async fn poll_pairing(
     state: Data<AppState>,
@@ -141,8 +79,8 @@ pub async fn poll_pairing(
 ) -> Result<HttpResponse, ApiError> {
     let view = state.devices.poll_pairing(&token).await?;
     let (worker_id, credential) = view.handed_over.unzip();
-    Ok(HttpResponse::Ok().json(PairingPollBody {
-        state: view.state.as_str(),
+    Ok(HttpResponse::Ok().json(wire::PairingPoll {
+        state: view.state.as_str().into(),
         code: view.code,
         worker_id,
         credential,
@@ -152,7 +90,7 @@ pub async fn poll_pairing(
 /// Cancels a session nobody claimed yet.
 #[utoipa::path(delete, path = "/workers/pairing-session/{token}", tag = "devices",
     params(("token" = String, Path)),
-    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "already_used")))]
+    responses((status = 204), (status = 404, body = wire::ErrorBody), (status = 409, body = wire::ErrorBody, description = "already_used")))]
 #[delete("/workers/pairing-session/{token}")]
 pub async fn cancel_pairing(
     state: Data<AppState>,
@@ -162,37 +100,15 @@ pub async fn cancel_pairing(
     Ok(HttpResponse::NoContent().finish())
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct LookupRequest {
-    /// The 8-digit code the device shows.
-    code: String,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct LookedUpSession {
-    id: PairingSessionId,
-    state: &'static str,
-    platform: &'static str,
-    device_name: String,
-    public_key: String,
-    created_at: Timestamp,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct LookupBody {
-    session: LookedUpSession,
-}
-
 /// Finds a waiting session by its code. Ten failed lookups in five minutes, per account or IP, give 429.
-#[utoipa::path(post, path = "/workers/pair/lookup", tag = "devices", security(("bearer" = [])), request_body = LookupRequest,
-    responses((status = 200, body = LookupBody), (status = 404, body = ErrorBody), (status = 429, body = ErrorBody)))]
+#[utoipa::path(post, path = "/workers/pair/lookup", tag = "devices", security(("bearer" = [])), request_body = wire::LookupRequest,
+    responses((status = 200, body = wire::LookupReply), (status = 404, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 #[post("/workers/pair/lookup")]
 pub async fn lookup(
     state: Data<AppState>,
     caller: SessionCaller,
     request: HttpRequest,
-    Json(body): Json<LookupRequest>,
+    Json(body): Json<wire::LookupRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let ip = request
         .peer_addr()
@@ -202,38 +118,27 @@ pub async fn lookup(
         .devices
         .lookup(&caller.account, &ip, &body.code)
         .await?;
-    Ok(HttpResponse::Ok().json(LookupBody {
-        session: LookedUpSession {
+    Ok(HttpResponse::Ok().json(wire::LookupReply {
+        session: wire::PairingSession {
             id: session.id,
-            state: session.state.as_str(),
-            platform: session.platform.as_str(),
+            state: session.state.as_str().into(),
+            platform: session.platform.as_str().into(),
             device_name: session.device_name,
-            public_key: b64::encode(&session.public_key),
+            public_key: session.public_key,
             created_at: session.created_at,
         },
     }))
 }
 
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ClaimRequest {
-    session_id: String,
-    /// `wkr_` + 4 to 48 letters and digits, chosen by the client.
-    worker_id: String,
-    /// Sealed profile box (context `service/v1/worker-profile:<workerId>`).
-    #[schema(value_type = Object)]
-    profile: Value,
-}
-
 /// Claims the looked-up session: creates the device and mints its credential.
-#[utoipa::path(post, path = "/workers/pair", tag = "devices", security(("bearer" = [])), request_body = ClaimRequest,
-    responses((status = 201, body = WorkerEnvelope), (status = 402, body = ErrorBody, description = "worker_limit_reached"),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "already_used, id_taken")))]
+#[utoipa::path(post, path = "/workers/pair", tag = "devices", security(("bearer" = [])), request_body = wire::ClaimRequest,
+    responses((status = 201, body = wire::WorkerReply), (status = 402, body = wire::ErrorBody, description = "worker_limit_reached"),
+        (status = 404, body = wire::ErrorBody), (status = 409, body = wire::ErrorBody, description = "already_used, id_taken")))]
 #[post("/workers/pair")]
 pub async fn claim(
     state: Data<AppState>,
     caller: SessionCaller,
-    Json(body): Json<ClaimRequest>,
+    Json(body): Json<wire::ClaimRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let worker_id =
         WorkerId::parse(&body.worker_id).map_err(|e| ApiError::invalid_id("workerId", e))?;
@@ -248,16 +153,9 @@ pub async fn claim(
     Ok(HttpResponse::Created().json(worker_reply(device)))
 }
 
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkersPage {
-    workers: Vec<WorkerBody>,
-    next_cursor: Option<String>,
-}
-
 /// The account's devices, newest first. A device sees only itself.
 #[utoipa::path(get, path = "/workers", tag = "devices", security(("bearer" = [])), params(PageQuery),
-    responses((status = 200, body = WorkersPage)))]
+    responses((status = 200, body = wire::WorkerPage)))]
 #[get("/workers")]
 pub async fn list(
     state: Data<AppState>,
@@ -275,15 +173,15 @@ pub async fn list(
         }
         None => state.devices.list(caller.account(), &request).await?,
     };
-    Ok(HttpResponse::Ok().json(WorkersPage {
-        workers: page.items.into_iter().map(WorkerBody::from).collect(),
+    Ok(HttpResponse::Ok().json(wire::WorkerPage {
+        workers: page.items.into_iter().map(worker_body).collect(),
         next_cursor: page.next_cursor,
     }))
 }
 
 /// One device.
 #[utoipa::path(get, path = "/workers/{id}", tag = "devices", security(("bearer" = [])),
-    params(("id" = String, Path)), responses((status = 200, body = WorkerEnvelope), (status = 404, body = ErrorBody)))]
+    params(("id" = String, Path)), responses((status = 200, body = wire::WorkerReply), (status = 404, body = wire::ErrorBody)))]
 #[get("/workers/{id}")]
 pub async fn get_one(
     state: Data<AppState>,
@@ -296,24 +194,16 @@ pub async fn get_one(
     Ok(HttpResponse::Ok().json(worker_reply(device)))
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct UpdateWorkerRequest {
-    #[schema(value_type = Option<Object>)]
-    profile: Option<Value>,
-    /// Only `disabled`: revokes the device credential at once.
-    status: Option<String>,
-}
-
 /// Updates the sealed profile, or disables the device.
 #[utoipa::path(patch, path = "/workers/{id}", tag = "devices", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body = UpdateWorkerRequest,
-    responses((status = 200, body = WorkerEnvelope), (status = 404, body = ErrorBody)))]
+    params(("id" = String, Path)), request_body = wire::UpdateWorkerRequest,
+    responses((status = 200, body = wire::WorkerReply), (status = 404, body = wire::ErrorBody)))]
 #[patch("/workers/{id}")]
 pub async fn update(
     state: Data<AppState>,
     caller: SessionCaller,
     id: Path<String>,
-    Json(body): Json<UpdateWorkerRequest>,
+    Json(body): Json<wire::UpdateWorkerRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let id = parse_worker_id(&id)?;
     let profile = body
@@ -321,9 +211,9 @@ pub async fn update(
         .as_ref()
         .map(|value| check_box_field("profile", value, PROFILE_LIMIT))
         .transpose()?;
-    let disable = match body.status.as_deref() {
+    let disable = match body.status {
         None => false,
-        Some("disabled") => true,
+        Some(wire::WorkerStatus::Disabled) => true,
         Some(_) => {
             return Err(ApiError::invalid_field(
                 "status",
@@ -348,7 +238,7 @@ pub async fn update(
 
 /// Removes the device: its credential stops, its addresses become unassigned.
 #[utoipa::path(delete, path = "/workers/{id}", tag = "devices", security(("bearer" = [])),
-    params(("id" = String, Path)), responses((status = 204), (status = 404, body = ErrorBody)))]
+    params(("id" = String, Path)), responses((status = 204), (status = 404, body = wire::ErrorBody)))]
 #[delete("/workers/{id}")]
 pub async fn remove(
     state: Data<AppState>,
@@ -362,7 +252,7 @@ pub async fn remove(
 
 /// Reports the calling device active (device credential only).
 #[utoipa::path(post, path = "/workers/heartbeat", tag = "devices", security(("bearer" = [])),
-    responses((status = 200, body = WorkerEnvelope), (status = 403, body = ErrorBody, description = "device_required: the caller is not a device")))]
+    responses((status = 200, body = wire::WorkerReply), (status = 403, body = wire::ErrorBody, description = "device_required: the caller is not a device")))]
 #[post("/workers/heartbeat")]
 pub async fn heartbeat(
     state: Data<AppState>,
@@ -373,45 +263,33 @@ pub async fn heartbeat(
     Ok(HttpResponse::Ok().json(worker_reply(device)))
 }
 
-#[derive(Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct KeysRequest {
-    /// Sealed to the device's pairing public key, context `service/v1/worker-keys:<workerId>`.
-    #[schema(value_type = Object)]
-    keys: Value,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct KeysBody {
-    #[schema(value_type = Object)]
-    keys: SealedBox,
-    updated_at: Timestamp,
+fn keys_body(bundle: sealpost_pairing::KeyBundle) -> wire::WorkerKeys {
+    wire::WorkerKeys {
+        keys: bundle.keys,
+        updated_at: bundle.updated_at,
+    }
 }
 
 /// Hands a sealed key bundle to a paired device (replaces the previous one).
 #[utoipa::path(post, path = "/workers/{id}/keys", tag = "devices", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body = KeysRequest,
-    responses((status = 200, body = KeysBody), (status = 404, body = ErrorBody)))]
+    params(("id" = String, Path)), request_body = wire::KeysRequest,
+    responses((status = 200, body = wire::WorkerKeys), (status = 404, body = wire::ErrorBody)))]
 #[post("/workers/{id}/keys")]
 pub async fn set_keys(
     state: Data<AppState>,
     caller: SessionCaller,
     id: Path<String>,
-    Json(body): Json<KeysRequest>,
+    Json(body): Json<wire::KeysRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let id = parse_worker_id(&id)?;
     let keys = check_box_field("keys", &body.keys, KEY_BUNDLE_LIMIT)?;
     let bundle = state.devices.set_keys(&caller.account, &id, keys).await?;
-    Ok(HttpResponse::Ok().json(KeysBody {
-        keys: bundle.keys,
-        updated_at: bundle.updated_at,
-    }))
+    Ok(HttpResponse::Ok().json(keys_body(bundle)))
 }
 
 /// The device's key bundle: read by the device itself (or the account).
 #[utoipa::path(get, path = "/workers/{id}/keys", tag = "devices", security(("bearer" = [])),
-    params(("id" = String, Path)), responses((status = 200, body = KeysBody), (status = 404, body = ErrorBody)))]
+    params(("id" = String, Path)), responses((status = 200, body = wire::WorkerKeys), (status = 404, body = wire::ErrorBody)))]
 #[get("/workers/{id}/keys")]
 pub async fn get_keys(
     state: Data<AppState>,
@@ -421,8 +299,5 @@ pub async fn get_keys(
     let id = parse_worker_id(&id)?;
     caller.check_worker(&id)?;
     let bundle = state.devices.keys(caller.account(), &id).await?;
-    Ok(HttpResponse::Ok().json(KeysBody {
-        keys: bundle.keys,
-        updated_at: bundle.updated_at,
-    }))
+    Ok(HttpResponse::Ok().json(keys_body(bundle)))
 }

@@ -1,37 +1,34 @@
 use actix_web::web::Data;
 use actix_web::{HttpResponse, get};
-use serde::Serialize;
-use utoipa::ToSchema;
+use sealpost_wire::Health;
 
 use crate::state::AppState;
 
-#[derive(Serialize, ToSchema)]
-pub struct Status {
-    /// `up`, `ready` or `unavailable`.
-    status: &'static str,
+fn health(status: &str) -> Health {
+    Health {
+        status: status.to_owned(),
+    }
 }
 
 /// Liveness: the process answers.
-#[utoipa::path(get, path = "/healthz", tag = "health", responses((status = 200, body = Status)))]
+#[utoipa::path(get, path = "/healthz", tag = "health", responses((status = 200, body = Health)))]
 #[get("/healthz")]
 pub async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(Status { status: "up" })
+    HttpResponse::Ok().json(health("up"))
 }
 
 /// Readiness: the database answers.
 #[utoipa::path(get, path = "/readyz", tag = "health", responses(
-    (status = 200, body = Status),
-    (status = 503, body = Status),
+    (status = 200, body = Health),
+    (status = 503, body = Health),
 ))]
 #[get("/readyz")]
 pub async fn readyz(state: Data<AppState>) -> HttpResponse {
     match state.health.ping().await {
-        Ok(()) => HttpResponse::Ok().json(Status { status: "ready" }),
+        Ok(()) => HttpResponse::Ok().json(health("ready")),
         Err(error) => {
             tracing::warn!(%error, "readiness check failed");
-            HttpResponse::ServiceUnavailable().json(Status {
-                status: "unavailable",
-            })
+            HttpResponse::ServiceUnavailable().json(health("unavailable"))
         }
     }
 }

@@ -5,15 +5,16 @@ use std::time::Duration;
 use actix_web::http::header;
 use actix_web::web::{Bytes, Data, Path, Query};
 use actix_web::{HttpResponse, get, post};
-use sealpost_kernel::{Cursor, InboxId, MessageId, PageLimits, PlanId, Timestamp};
+use sealpost_kernel::{Cursor, InboxId, MessageId, PageLimits, PlanId};
 use sealpost_messages::store::{Message, Reader};
-use sealpost_seal::{SealedBox, b64};
-use serde::{Deserialize, Serialize};
+use sealpost_seal::b64;
+use sealpost_wire as wire;
+use serde::Deserialize;
 use tokio::sync::broadcast::error::RecvError;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 
 use crate::auth::{Authenticated, SessionCaller};
-use crate::error::{ApiError, ErrorBody};
+use crate::error::ApiError;
 use crate::json::{Json, parse};
 use crate::routes::activity::PageQuery;
 use crate::state::AppState;
@@ -23,32 +24,15 @@ pub const INBOUND_BODY_LIMIT: usize = 35 * 1024 * 1024;
 /// SPEC: the wait answers within 60 seconds at most.
 const MAX_WAIT_SECONDS: u64 = 60;
 
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MessageBody {
-    id: MessageId,
-    inbox_id: InboxId,
-    received_at: Timestamp,
-    read: bool,
-    size_bytes: u64,
-    /// The address key epoch the content is sealed under.
-    key_epoch: u32,
-    /// Sealed CONTRACT.md section 5 JSON; context `service/v1/message:<inboxId>:<id>`.
-    #[schema(value_type = Object)]
-    content: SealedBox,
-}
-
-impl From<Message> for MessageBody {
-    fn from(message: Message) -> Self {
-        Self {
-            id: message.id,
-            inbox_id: message.inbox,
-            received_at: message.received_at,
-            read: message.read,
-            size_bytes: message.size_bytes,
-            key_epoch: message.key_epoch,
-            content: message.content,
-        }
+fn message_body(message: Message) -> wire::Message {
+    wire::Message {
+        id: message.id,
+        inbox_id: message.inbox,
+        received_at: message.received_at,
+        read: message.read,
+        size_bytes: message.size_bytes,
+        key_epoch: message.key_epoch,
+        content: message.content,
     }
 }
 
@@ -79,17 +63,10 @@ fn cursor_of(message: &Message) -> String {
     .encode()
 }
 
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MessagesPage {
-    messages: Vec<MessageBody>,
-    next_cursor: Option<String>,
-}
-
 /// An address's mail, newest first. Mail past the address's retention is never returned.
 #[utoipa::path(get, path = "/inboxes/{id}/messages", tag = "messages", security(("bearer" = [])),
     params(("id" = String, Path), PageQuery),
-    responses((status = 200, body = MessagesPage), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = wire::MessagePage), (status = 404, body = wire::ErrorBody)))]
 #[get("/inboxes/{id}/messages")]
 pub async fn list(
     state: Data<AppState>,
@@ -103,8 +80,8 @@ pub async fn list(
         .mailbox
         .list(&reader(&caller), &inbox, &request)
         .await?;
-    Ok(HttpResponse::Ok().json(MessagesPage {
-        messages: page.items.into_iter().map(MessageBody::from).collect(),
+    Ok(HttpResponse::Ok().json(wire::MessagePage {
+        messages: page.items.into_iter().map(message_body).collect(),
         next_cursor: page.next_cursor,
     }))
 }
@@ -120,20 +97,11 @@ pub struct WaitQuery {
     timeout: Option<String>,
 }
 
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WaitBody {
-    /// Oldest first.
-    messages: Vec<MessageBody>,
-    /// Pass as `after` to wait for the next mail.
-    cursor: String,
-}
-
 /// Waits for mail newer than `after`: answers as soon as it lands, or 204 at the timeout.
 #[utoipa::path(get, path = "/inboxes/{id}/messages/wait", tag = "messages", security(("bearer" = [])),
     params(("id" = String, Path), WaitQuery),
-    responses((status = 200, body = WaitBody), (status = 204, description = "nothing arrived in time"),
-        (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = wire::WaitBody), (status = 204, description = "nothing arrived in time"),
+        (status = 404, body = wire::ErrorBody)))]
 #[get("/inboxes/{id}/messages/wait")]
 pub async fn wait(
     state: Data<AppState>,
@@ -172,8 +140,8 @@ pub async fn wait(
         let newer = state.mailbox.newer(&reader, &inbox, after.as_ref()).await?;
         if let Some(last) = newer.last() {
             let cursor = cursor_of(last);
-            return Ok(HttpResponse::Ok().json(WaitBody {
-                messages: newer.into_iter().map(MessageBody::from).collect(),
+            return Ok(HttpResponse::Ok().json(wire::WaitBody {
+                messages: newer.into_iter().map(message_body).collect(),
                 cursor,
             }));
         }
@@ -195,15 +163,10 @@ pub async fn wait(
     }
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct MessageEnvelope {
-    message: MessageBody,
-}
-
 /// One message. Counts against the plan's hourly object reads.
 #[utoipa::path(get, path = "/messages/{id}", tag = "messages", security(("bearer" = [])),
     params(("id" = String, Path)),
-    responses((status = 200, body = MessageEnvelope), (status = 404, body = ErrorBody), (status = 429, body = ErrorBody)))]
+    responses((status = 200, body = wire::MessageReply), (status = 404, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 #[get("/messages/{id}")]
 pub async fn get_one(
     state: Data<AppState>,
@@ -213,8 +176,8 @@ pub async fn get_one(
     let id = message_path(&id)?;
     let plan = plan_of(&state, &caller).await?;
     let message = state.mailbox.get(&reader(&caller), plan, &id).await?;
-    Ok(HttpResponse::Ok().json(MessageEnvelope {
-        message: message.into(),
+    Ok(HttpResponse::Ok().json(wire::MessageReply {
+        message: message_body(message),
     }))
 }
 
@@ -222,8 +185,8 @@ pub async fn get_one(
 #[utoipa::path(get, path = "/messages/{id}/attachments/{index}", tag = "messages", security(("bearer" = [])),
     params(("id" = String, Path), ("index" = u32, Path)),
     responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>),
-        (status = 404, body = ErrorBody, description = "no such attachment, or over 20 MB and not stored"),
-        (status = 429, body = ErrorBody)))]
+        (status = 404, body = wire::ErrorBody, description = "no such attachment, or over 20 MB and not stored"),
+        (status = 429, body = wire::ErrorBody)))]
 #[get("/messages/{id}/attachments/{index}")]
 pub async fn attachment(
     state: Data<AppState>,
@@ -243,16 +206,10 @@ pub async fn attachment(
         .body(bytes))
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct ReadRequest {
-    /// Default true; false marks unread.
-    read: Option<bool>,
-}
-
 /// Marks a message read (or unread with `read: false`). The body is optional.
 #[utoipa::path(post, path = "/messages/{id}/read", tag = "messages", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body(content = Option<ReadRequest>),
-    responses((status = 204), (status = 404, body = ErrorBody)))]
+    params(("id" = String, Path)), request_body(content = Option<wire::ReadRequest>),
+    responses((status = 204), (status = 404, body = wire::ErrorBody)))]
 #[post("/messages/{id}/read")]
 pub async fn mark_read(
     state: Data<AppState>,
@@ -264,20 +221,15 @@ pub async fn mark_read(
     let read = if body.iter().all(u8::is_ascii_whitespace) {
         true
     } else {
-        parse::<ReadRequest>(&body)?.read.unwrap_or(true)
+        parse::<wire::ReadRequest>(&body)?.read.unwrap_or(true)
     };
     state.mailbox.mark_read(&reader(&caller), &id, read).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct MessagesBody {
-    messages: Vec<MessageBody>,
-}
-
 /// The 200 newest messages across the calling device's addresses (device credential only).
 #[utoipa::path(get, path = "/workers/messages", tag = "messages", security(("bearer" = [])),
-    responses((status = 200, body = MessagesBody), (status = 403, body = ErrorBody, description = "device_required: the caller is not a device")))]
+    responses((status = 200, body = wire::MessageList), (status = 403, body = wire::ErrorBody, description = "device_required: the caller is not a device")))]
 #[get("/workers/messages")]
 pub async fn worker_messages(
     state: Data<AppState>,
@@ -285,35 +237,20 @@ pub async fn worker_messages(
 ) -> Result<HttpResponse, ApiError> {
     caller.device()?;
     let messages = state.mailbox.worker_messages(&reader(&caller)).await?;
-    Ok(HttpResponse::Ok().json(MessagesBody {
-        messages: messages.into_iter().map(MessageBody::from).collect(),
+    Ok(HttpResponse::Ok().json(wire::MessageList {
+        messages: messages.into_iter().map(message_body).collect(),
     }))
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InboundRequest {
-    /// One of the caller's addresses; it must have a publicKey.
-    inbox_id: String,
-    /// The whole RFC 5322 message, base64url without padding.
-    raw: String,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InboundBody {
-    message_id: MessageId,
 }
 
 /// Delivers a message outside SMTP: parsed and sealed exactly as SMTP mail is,
 /// counted against the received-mail allowance, recorded as `message.received`.
-#[utoipa::path(post, path = "/messages", tag = "messages", security(("bearer" = [])), request_body = InboundRequest,
-    responses((status = 201, body = InboundBody), (status = 400, body = ErrorBody, description = "invalid_field, invalid_key (address without publicKey)"),
-        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody), (status = 429, body = ErrorBody, description = "allowance used up")))]
+#[utoipa::path(post, path = "/messages", tag = "messages", security(("bearer" = [])), request_body = wire::DeliverRequest,
+    responses((status = 201, body = wire::Delivered), (status = 400, body = wire::ErrorBody, description = "invalid_field, invalid_key (address without publicKey)"),
+        (status = 404, body = wire::ErrorBody), (status = 413, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody, description = "allowance used up")))]
 pub async fn inbound(
     state: Data<AppState>,
     caller: SessionCaller,
-    Json(body): Json<InboundRequest>,
+    Json(body): Json<wire::DeliverRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let inbox =
         InboxId::parse(&body.inbox_id).map_err(|error| ApiError::invalid_id("inboxId", error))?;
@@ -323,5 +260,5 @@ pub async fn inbound(
         .ingest
         .deliver_to_inbox(&caller.account, &inbox, &raw)
         .await?;
-    Ok(HttpResponse::Created().json(InboundBody { message_id: id }))
+    Ok(HttpResponse::Created().json(wire::Delivered { message_id: id }))
 }

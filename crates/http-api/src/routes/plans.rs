@@ -5,147 +5,203 @@ use actix_web::web::Data;
 use actix_web::{HttpResponse, get, post};
 use sealpost_kernel::PlanId;
 use sealpost_plans::{PLANS, Plan};
-use sealpost_subscriptions::{Overview, Subscription, Usage};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use sealpost_subscriptions::{CountUsage, GatedUsage, Overview, Subscription, Usage, WindowUsage};
+use sealpost_wire as wire;
 
 use crate::auth::{Authenticated, SessionCaller};
-use crate::error::{ApiError, ErrorBody};
+use crate::error::ApiError;
 use crate::json::Json;
 use crate::state::AppState;
 
-/// A plan's limits, straight from the one plan table. `null` means unlimited.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanLimitsBody {
-    addresses: u32,
-    /// Devices and agents together; null is unlimited.
-    devices: Option<u32>,
-    received_per_30_days: u64,
-    sends_per_hour: u32,
-    sends_per_day: u32,
-    object_reads_per_hour: u32,
-    own_domains: u32,
-    /// Webhook endpoints; 0 means the plan has no webhooks.
-    webhooks: u32,
-    /// Team members; 0 means the plan has no teams.
-    team_members: u32,
-    api_keys: bool,
-    agents: bool,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanBody {
-    id: PlanId,
-    name: &'static str,
-    /// USD cents per 30 days; null for Enterprise (by contract).
-    price_cents: Option<u32>,
-    currency: &'static str,
-    period: &'static str,
-    /// Whether checkout sells it (not Free, not Enterprise).
-    purchasable: bool,
-    limits: PlanLimitsBody,
-}
-
-impl From<&Plan> for PlanBody {
-    fn from(plan: &Plan) -> Self {
-        Self {
-            id: plan.id,
-            name: plan.id.display_name(),
-            price_cents: plan.price_cents,
-            currency: "USD",
-            period: "30 days",
-            purchasable: plan.sold_through_checkout(),
-            limits: PlanLimitsBody {
-                addresses: plan.addresses,
-                devices: plan.devices,
-                received_per_30_days: plan.received_per_30_days,
-                sends_per_hour: plan.sends_per_hour,
-                sends_per_day: plan.sends_per_day,
-                object_reads_per_hour: plan.object_reads_per_hour,
-                own_domains: plan.own_domains,
-                webhooks: plan.webhooks,
-                team_members: plan.team_members,
-                api_keys: plan.api_keys_and_agents,
-                agents: plan.api_keys_and_agents,
-            },
-        }
+fn plan_offer(plan: &Plan) -> wire::PlanOffer {
+    wire::PlanOffer {
+        id: plan.id,
+        name: plan.id.display_name().to_owned(),
+        price_cents: plan.price_cents,
+        currency: "USD".to_owned(),
+        period: "30 days".to_owned(),
+        purchasable: plan.sold_through_checkout(),
+        limits: wire::PlanLimits {
+            addresses: plan.addresses,
+            devices: plan.devices,
+            received_per_30_days: plan.received_per_30_days,
+            sends_per_hour: plan.sends_per_hour,
+            sends_per_day: plan.sends_per_day,
+            object_reads_per_hour: plan.object_reads_per_hour,
+            own_domains: plan.own_domains,
+            webhooks: plan.webhooks,
+            team_members: plan.team_members,
+            api_keys: plan.api_keys_and_agents,
+            agents: plan.api_keys_and_agents,
+        },
     }
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct PlansBody {
-    plans: Vec<PlanBody>,
+fn window(meter: WindowUsage) -> wire::WindowUsage {
+    wire::WindowUsage {
+        used: meter.used,
+        limit: meter.limit,
+        window_ends_at: meter.window_ends_at,
+    }
+}
+
+fn count(meter: CountUsage) -> wire::CountUsage {
+    wire::CountUsage {
+        used: meter.used,
+        limit: meter.limit,
+    }
+}
+
+fn gated(meter: GatedUsage) -> wire::GatedUsage {
+    wire::GatedUsage {
+        used: meter.used,
+        limit: meter.limit,
+        allowed: meter.allowed,
+    }
+}
+
+fn usage_body(report: Usage) -> wire::Usage {
+    let (addresses, agents) = (report.addresses, report.agents);
+    wire::Usage {
+        plan: report.plan.into(),
+        addresses: wire::AddressUsage {
+            used: addresses.used,
+            limit: addresses.limit,
+            remaining: addresses.remaining,
+            assigned: addresses.assigned,
+        },
+        messages_received: window(report.messages_received),
+        messages_sent: wire::SentUsage {
+            hour: window(report.messages_sent.hour),
+            day: window(report.messages_sent.day),
+        },
+        object_reads: window(report.object_reads),
+        devices: count(report.devices),
+        paired: count(report.paired),
+        agents: wire::AllowedUsage {
+            used: agents.used,
+            allowed: agents.allowed,
+        },
+        api_keys: gated(report.api_keys),
+        webhooks: gated(report.webhooks),
+        domains: count(report.domains),
+        messages_stored: report.messages_stored,
+    }
+}
+
+fn overview_body(counts: Overview) -> wire::Overview {
+    let (addresses, devices, messages, webhooks) = (
+        counts.addresses,
+        counts.devices,
+        counts.messages,
+        counts.webhooks,
+    );
+    wire::Overview {
+        plan_id: counts.plan_id,
+        addresses: wire::AddressCounts {
+            total: addresses.total,
+            assigned: addresses.assigned,
+            unassigned: addresses.unassigned,
+        },
+        devices: wire::DeviceCounts {
+            total: devices.total,
+            online: devices.online,
+            offline: devices.offline,
+            disabled: devices.disabled,
+        },
+        agents: counts.agents,
+        messages: wire::MessageCounts {
+            stored: messages.stored,
+            unread: messages.unread,
+            held: messages.held,
+        },
+        webhooks: wire::WebhookCounts {
+            total: webhooks.total,
+            active: webhooks.active,
+            failing: webhooks.failing,
+            disabled: webhooks.disabled,
+        },
+    }
+}
+
+fn subscription_reply(subscription: Subscription) -> wire::SubscriptionReply {
+    wire::SubscriptionReply {
+        subscription: wire::Subscription {
+            plan_id: subscription.plan_id,
+            plan_name: subscription.plan_id.display_name().to_owned(),
+            balance: wire::Money {
+                amount: subscription.balance.amount,
+                currency: subscription.balance.currency.to_owned(),
+            },
+            pause: subscription.pause.map(|pause| wire::Pause {
+                plan_id: pause.plan_id,
+                since: pause.since,
+                deletes_at: pause.deletes_at,
+                addresses: pause.addresses,
+                devices: pause.devices,
+                api_keys: pause.api_keys,
+                domains: pause.domains,
+            }),
+            renews_at: subscription.renews_at,
+        },
+    }
 }
 
 /// Every plan with its price and limits, cheapest first.
 #[utoipa::path(get, path = "/plans", tag = "billing",
-    responses((status = 200, body = PlansBody)))]
+    responses((status = 200, body = wire::PlanList)))]
 #[get("/plans")]
 pub async fn list() -> HttpResponse {
-    HttpResponse::Ok().json(PlansBody {
-        plans: PLANS.iter().map(PlanBody::from).collect(),
+    HttpResponse::Ok().json(wire::PlanList {
+        plans: PLANS.iter().map(plan_offer).collect(),
     })
 }
 
 /// What the account has used of its plan. Reading it spends nothing.
 #[utoipa::path(get, path = "/usage", tag = "billing", security(("bearer" = [])),
-    responses((status = 200, body = Usage), (status = 401, body = ErrorBody)))]
+    responses((status = 200, body = wire::Usage), (status = 401, body = wire::ErrorBody)))]
 #[get("/usage")]
 pub async fn usage(state: Data<AppState>, caller: Authenticated) -> Result<HttpResponse, ApiError> {
     let usage = state.subscriptions.usage(caller.account()).await?;
-    Ok(HttpResponse::Ok().json(usage))
+    Ok(HttpResponse::Ok().json(usage_body(usage)))
 }
 
 /// The dashboard's counters.
 #[utoipa::path(get, path = "/overview", tag = "billing", security(("bearer" = [])),
-    responses((status = 200, body = Overview), (status = 401, body = ErrorBody)))]
+    responses((status = 200, body = wire::Overview), (status = 401, body = wire::ErrorBody)))]
 #[get("/overview")]
 pub async fn overview(
     state: Data<AppState>,
     caller: Authenticated,
 ) -> Result<HttpResponse, ApiError> {
     let overview = state.subscriptions.overview(caller.account()).await?;
-    Ok(HttpResponse::Ok().json(overview))
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct SubscriptionEnvelope {
-    subscription: Subscription,
+    Ok(HttpResponse::Ok().json(overview_body(overview)))
 }
 
 /// The account's plan, balance and pause. Billing fills balance, pause and renewsAt.
 #[utoipa::path(get, path = "/subscription", tag = "billing", security(("bearer" = [])),
-    responses((status = 200, body = SubscriptionEnvelope), (status = 401, body = ErrorBody)))]
+    responses((status = 200, body = wire::SubscriptionReply), (status = 401, body = wire::ErrorBody)))]
 #[get("/subscription")]
 pub async fn get_subscription(
     state: Data<AppState>,
     caller: Authenticated,
 ) -> Result<HttpResponse, ApiError> {
     let subscription = state.subscriptions.subscription(caller.account()).await?;
-    Ok(HttpResponse::Ok().json(SubscriptionEnvelope { subscription }))
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ChangePlanRequest {
-    /// `free`, `operator`, `scale`, `fleet` or `enterprise`.
-    plan_id: String,
+    Ok(HttpResponse::Ok().json(subscription_reply(subscription)))
 }
 
 /// Moves to a plan priced the same or lower. A dearer plan goes through checkout.
 #[utoipa::path(post, path = "/subscription/plan", tag = "billing", security(("bearer" = [])),
-    request_body = ChangePlanRequest,
-    responses((status = 200, body = SubscriptionEnvelope),
-        (status = 400, body = ErrorBody, description = "invalid_field: unknown planId"),
-        (status = 402, body = ErrorBody, description = "payment_required: a dearer plan (use checkout) or Enterprise (by contract)"),
-        (status = 409, body = ErrorBody, description = "downgrade_blocked: addresses or devices do not fit the plan")))]
+    request_body = wire::ChangePlanRequest,
+    responses((status = 200, body = wire::SubscriptionReply),
+        (status = 400, body = wire::ErrorBody, description = "invalid_field: unknown planId"),
+        (status = 402, body = wire::ErrorBody, description = "payment_required: a dearer plan (use checkout) or Enterprise (by contract)"),
+        (status = 409, body = wire::ErrorBody, description = "downgrade_blocked: addresses or devices do not fit the plan")))]
 #[post("/subscription/plan")]
 pub async fn change_plan(
     state: Data<AppState>,
     caller: SessionCaller,
-    Json(body): Json<ChangePlanRequest>,
+    Json(body): Json<wire::ChangePlanRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let target = body.plan_id.parse::<PlanId>().map_err(|_| {
         ApiError::invalid_field(
@@ -157,5 +213,5 @@ pub async fn change_plan(
         .subscriptions
         .change_plan(&caller.account, target)
         .await?;
-    Ok(HttpResponse::Ok().json(SubscriptionEnvelope { subscription }))
+    Ok(HttpResponse::Ok().json(subscription_reply(subscription)))
 }

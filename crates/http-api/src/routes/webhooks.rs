@@ -2,56 +2,37 @@
 
 use actix_web::web::{Data, Path, Query};
 use actix_web::{HttpResponse, delete, get, patch, post};
-use sealpost_kernel::{AccountId, DeliveryId, EventId, PageLimits, PlanId, Timestamp, WebhookId};
+use sealpost_kernel::{AccountId, DeliveryId, PageLimits, PlanId, WebhookId};
 use sealpost_seal::SealedBox;
 use sealpost_webhooks::delivery::{Delivery, DeliveryStatus};
 use sealpost_webhooks::endpoint::{META_MAX_LEN, check_plan};
 use sealpost_webhooks::events::{EventFilter, EventType};
 use sealpost_webhooks::service::{Endpoint, EndpointPatch};
 use sealpost_webhooks::url::validate_url;
-use serde::{Deserialize, Serialize};
+use sealpost_wire as wire;
+use serde::Deserialize;
 use serde_json::Value;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 
 use crate::auth::{Authenticated, SessionCaller};
-use crate::error::{ApiError, ErrorBody, ErrorCode, check_box_field};
+use crate::error::{ApiError, ErrorCode, check_box_field};
 use crate::json::Json;
 use crate::state::AppState;
 
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WebhookBody {
-    id: WebhookId,
-    url: String,
-    /// Event types, or `["*"]` for all.
-    events: Vec<String>,
-    #[schema(value_type = Option<Object>)]
-    meta: Option<SealedBox>,
-    /// `active` or `disabled`.
-    status: &'static str,
-    /// `manual` or `failing`; null while active.
-    disabled_reason: Option<&'static str>,
-    failing_since: Option<Timestamp>,
-    last_success_at: Option<Timestamp>,
-    created_at: Timestamp,
-}
-
-impl From<Endpoint> for WebhookBody {
-    fn from(endpoint: Endpoint) -> Self {
-        Self {
-            id: endpoint.id,
-            url: endpoint.url,
-            events: endpoint.events.to_strings(),
-            meta: endpoint.meta,
-            status: endpoint.status.as_str(),
-            disabled_reason: endpoint
-                .status
-                .disabled_reason()
-                .map(|reason| reason.as_str()),
-            failing_since: endpoint.health.failing_since,
-            last_success_at: endpoint.health.last_success_at,
-            created_at: endpoint.created_at,
-        }
+fn webhook_body(endpoint: Endpoint) -> wire::Webhook {
+    wire::Webhook {
+        id: endpoint.id,
+        url: endpoint.url,
+        events: endpoint.events.to_strings(),
+        meta: endpoint.meta,
+        status: endpoint.status.as_str().into(),
+        disabled_reason: endpoint
+            .status
+            .disabled_reason()
+            .map(|reason| reason.as_str().into()),
+        failing_since: endpoint.health.failing_since,
+        last_success_at: endpoint.health.last_success_at,
+        created_at: endpoint.created_at,
     }
 }
 
@@ -86,53 +67,31 @@ fn meta(value: Option<&Value>) -> Result<Option<SealedBox>, ApiError> {
         .transpose()
 }
 
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WebhooksBody {
-    webhooks: Vec<WebhookBody>,
-    /// The subscribable event types.
-    event_types: Vec<&'static str>,
-}
-
 /// The account's webhooks and the event types they can subscribe to.
 #[utoipa::path(get, path = "/webhook-endpoints", tag = "webhooks", security(("bearer" = [])),
-    responses((status = 200, body = WebhooksBody), (status = 403, body = ErrorBody, description = "plan_required")))]
+    responses((status = 200, body = wire::WebhookList), (status = 403, body = wire::ErrorBody, description = "plan_required")))]
 #[get("/webhook-endpoints")]
 pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpResponse, ApiError> {
     webhook_plan(&state, caller.account()).await?;
     let webhooks = state.webhooks.list(caller.account()).await?;
-    Ok(HttpResponse::Ok().json(WebhooksBody {
-        webhooks: webhooks.into_iter().map(WebhookBody::from).collect(),
-        event_types: EventType::ALL.iter().map(|t| t.as_str()).collect(),
+    Ok(HttpResponse::Ok().json(wire::WebhookList {
+        webhooks: webhooks.into_iter().map(webhook_body).collect(),
+        event_types: EventType::ALL
+            .iter()
+            .map(|t| t.as_str().to_owned())
+            .collect(),
     }))
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct CreateWebhookRequest {
-    /// `whk_` + 4 to 48 letters and digits, chosen by the client.
-    id: String,
-    url: String,
-    events: Vec<String>,
-    #[schema(value_type = Option<Object>)]
-    meta: Option<Value>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct CreatedWebhookBody {
-    webhook: WebhookBody,
-    /// `whsec_...`: shown here and on rotation only.
-    secret: String,
-}
-
 /// Registers an https endpoint (10 per account); the secret is returned once.
-#[utoipa::path(post, path = "/webhook-endpoints", tag = "webhooks", security(("bearer" = [])), request_body = CreateWebhookRequest,
-    responses((status = 201, body = CreatedWebhookBody), (status = 400, body = ErrorBody, description = "invalid_url, invalid_field, invalid_id, invalid_box"),
-        (status = 403, body = ErrorBody, description = "plan_required"), (status = 409, body = ErrorBody, description = "limit_reached, id_taken")))]
+#[utoipa::path(post, path = "/webhook-endpoints", tag = "webhooks", security(("bearer" = [])), request_body = wire::CreateWebhookRequest,
+    responses((status = 201, body = wire::CreatedWebhook), (status = 400, body = wire::ErrorBody, description = "invalid_url, invalid_field, invalid_id, invalid_box"),
+        (status = 403, body = wire::ErrorBody, description = "plan_required"), (status = 409, body = wire::ErrorBody, description = "limit_reached, id_taken")))]
 #[post("/webhook-endpoints")]
 pub async fn create(
     state: Data<AppState>,
     caller: SessionCaller,
-    Json(body): Json<CreateWebhookRequest>,
+    Json(body): Json<wire::CreateWebhookRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let plan = webhook_plan(&state, &caller.account).await?;
     let id = WebhookId::parse(&body.id).map_err(|error| ApiError::invalid_id("id", error))?;
@@ -144,45 +103,32 @@ pub async fn create(
         .create(&caller.account, plan, id, url, events, meta)
         .await?;
     let secret = endpoint.secret.clone();
-    Ok(HttpResponse::Created().json(CreatedWebhookBody {
-        webhook: endpoint.into(),
+    Ok(HttpResponse::Created().json(wire::CreatedWebhook {
+        webhook: webhook_body(endpoint),
         secret,
     }))
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct UpdateWebhookRequest {
-    url: Option<String>,
-    events: Option<Vec<String>>,
-    #[schema(value_type = Option<Object>)]
-    meta: Option<Value>,
-    /// `active` (clears the failure record) or `disabled`.
-    status: Option<String>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct WebhookEnvelope {
-    webhook: WebhookBody,
-}
-
 /// Changes url, events, meta or status.
 #[utoipa::path(patch, path = "/webhook-endpoints/{id}", tag = "webhooks", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body = UpdateWebhookRequest,
-    responses((status = 200, body = WebhookEnvelope), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    params(("id" = String, Path)), request_body = wire::UpdateWebhookRequest,
+    responses((status = 200, body = wire::WebhookReply), (status = 400, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 #[patch("/webhook-endpoints/{id}")]
 pub async fn update(
     state: Data<AppState>,
     caller: SessionCaller,
     id: Path<String>,
-    Json(body): Json<UpdateWebhookRequest>,
+    Json(body): Json<wire::UpdateWebhookRequest>,
 ) -> Result<HttpResponse, ApiError> {
     webhook_plan(&state, &caller.account).await?;
     let id = webhook_path(&id)?;
-    let active = match body.status.as_deref() {
+    let active = match body.status {
         None => None,
-        Some("active") => Some(true),
-        Some("disabled") => Some(false),
-        Some(_) => return Err(ApiError::invalid_field("status", "active or disabled")),
+        Some(wire::WebhookStatus::Active) => Some(true),
+        Some(wire::WebhookStatus::Disabled) => Some(false),
+        Some(wire::WebhookStatus::Other(_)) => {
+            return Err(ApiError::invalid_field("status", "active or disabled"));
+        }
     };
     let patch = EndpointPatch {
         url: body
@@ -195,14 +141,14 @@ pub async fn update(
         active,
     };
     let endpoint = state.webhooks.update(&caller.account, &id, patch).await?;
-    Ok(HttpResponse::Ok().json(WebhookEnvelope {
-        webhook: endpoint.into(),
+    Ok(HttpResponse::Ok().json(wire::WebhookReply {
+        webhook: webhook_body(endpoint),
     }))
 }
 
 /// Removes the endpoint and its delivery log.
 #[utoipa::path(delete, path = "/webhook-endpoints/{id}", tag = "webhooks", security(("bearer" = [])),
-    params(("id" = String, Path)), responses((status = 204), (status = 404, body = ErrorBody)))]
+    params(("id" = String, Path)), responses((status = 204), (status = 404, body = wire::ErrorBody)))]
 #[delete("/webhook-endpoints/{id}")]
 pub async fn remove(
     state: Data<AppState>,
@@ -215,15 +161,9 @@ pub async fn remove(
     Ok(HttpResponse::NoContent().finish())
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct SecretBody {
-    /// The new `whsec_...`; the old one stopped working.
-    secret: String,
-}
-
 /// A new signing secret, shown once; the old one stops at once.
 #[utoipa::path(post, path = "/webhook-endpoints/{id}/rotate-secret", tag = "webhooks", security(("bearer" = [])),
-    params(("id" = String, Path)), responses((status = 200, body = SecretBody), (status = 404, body = ErrorBody)))]
+    params(("id" = String, Path)), responses((status = 200, body = wire::Secret), (status = 404, body = wire::ErrorBody)))]
 #[post("/webhook-endpoints/{id}/rotate-secret")]
 pub async fn rotate_secret(
     state: Data<AppState>,
@@ -233,22 +173,22 @@ pub async fn rotate_secret(
     webhook_plan(&state, &caller.account).await?;
     let id = webhook_path(&id)?;
     let endpoint = state.webhooks.rotate_secret(&caller.account, &id).await?;
-    Ok(HttpResponse::Ok().json(SecretBody {
+    Ok(HttpResponse::Ok().json(wire::Secret {
         secret: endpoint.secret,
     }))
 }
 
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SentBody {
-    delivery_id: DeliveryId,
-    event_id: EventId,
+fn sent_body(delivery: Delivery) -> wire::Sent {
+    wire::Sent {
+        delivery_id: delivery.id,
+        event_id: delivery.event_id,
+    }
 }
 
 /// Sends a `webhook.test` event. Tests plus redeliveries: 60 an hour.
 #[utoipa::path(post, path = "/webhook-endpoints/{id}/test", tag = "webhooks", security(("bearer" = [])),
     params(("id" = String, Path)),
-    responses((status = 202, body = SentBody), (status = 409, body = ErrorBody, description = "webhook_disabled"), (status = 429, body = ErrorBody)))]
+    responses((status = 202, body = wire::Sent), (status = 409, body = wire::ErrorBody, description = "webhook_disabled"), (status = 429, body = wire::ErrorBody)))]
 #[post("/webhook-endpoints/{id}/test")]
 pub async fn test(
     state: Data<AppState>,
@@ -261,46 +201,22 @@ pub async fn test(
         .webhooks
         .send_test(caller.account(), plan, &id)
         .await?;
-    Ok(HttpResponse::Accepted().json(SentBody {
-        delivery_id: delivery.id,
+    Ok(HttpResponse::Accepted().json(sent_body(delivery)))
+}
+
+fn delivery_body(delivery: Delivery) -> wire::Delivery {
+    wire::Delivery {
+        event: serde_json::from_str(&delivery.body).unwrap_or(Value::Null),
+        id: delivery.id,
         event_id: delivery.event_id,
-    }))
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DeliveryBody {
-    id: DeliveryId,
-    event_id: EventId,
-    event_type: String,
-    /// The event exactly as sent.
-    #[schema(value_type = Object)]
-    event: Value,
-    /// pending, succeeded or failed.
-    status: &'static str,
-    attempts: u32,
-    response_status: Option<u16>,
-    error: Option<String>,
-    created_at: Timestamp,
-    last_attempt_at: Option<Timestamp>,
-    next_attempt_at: Option<Timestamp>,
-}
-
-impl From<Delivery> for DeliveryBody {
-    fn from(delivery: Delivery) -> Self {
-        Self {
-            event: serde_json::from_str(&delivery.body).unwrap_or(Value::Null),
-            id: delivery.id,
-            event_id: delivery.event_id,
-            event_type: delivery.event_type.as_str().to_owned(),
-            status: delivery.status.as_str(),
-            attempts: delivery.attempts,
-            response_status: delivery.response_status,
-            error: delivery.error,
-            created_at: delivery.created_at,
-            last_attempt_at: delivery.last_attempt_at,
-            next_attempt_at: delivery.next_attempt_at,
-        }
+        event_type: delivery.event_type.as_str().to_owned(),
+        status: delivery.status.as_str().into(),
+        attempts: delivery.attempts,
+        response_status: delivery.response_status,
+        error: delivery.error,
+        created_at: delivery.created_at,
+        last_attempt_at: delivery.last_attempt_at,
+        next_attempt_at: delivery.next_attempt_at,
     }
 }
 
@@ -312,17 +228,10 @@ pub struct DeliveriesQuery {
     status: Option<String>,
 }
 
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DeliveriesPage {
-    deliveries: Vec<DeliveryBody>,
-    next_cursor: Option<String>,
-}
-
 /// The delivery log (kept 30 days), newest first.
 #[utoipa::path(get, path = "/webhook-endpoints/{id}/deliveries", tag = "webhooks", security(("bearer" = [])),
     params(("id" = String, Path), DeliveriesQuery),
-    responses((status = 200, body = DeliveriesPage), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = wire::DeliveryPage), (status = 404, body = wire::ErrorBody)))]
 #[get("/webhook-endpoints/{id}/deliveries")]
 pub async fn deliveries(
     state: Data<AppState>,
@@ -347,8 +256,8 @@ pub async fn deliveries(
         .webhooks
         .deliveries(caller.account(), &id, status, &request)
         .await?;
-    Ok(HttpResponse::Ok().json(DeliveriesPage {
-        deliveries: page.items.into_iter().map(DeliveryBody::from).collect(),
+    Ok(HttpResponse::Ok().json(wire::DeliveryPage {
+        deliveries: page.items.into_iter().map(delivery_body).collect(),
         next_cursor: page.next_cursor,
     }))
 }
@@ -356,7 +265,7 @@ pub async fn deliveries(
 /// Sends a delivery's event again: a new delivery id, the same event id.
 #[utoipa::path(post, path = "/webhook-endpoints/{id}/deliveries/{deliveryId}/redeliver", tag = "webhooks", security(("bearer" = [])),
     params(("id" = String, Path), ("deliveryId" = String, Path)),
-    responses((status = 202, body = SentBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 429, body = ErrorBody)))]
+    responses((status = 202, body = wire::Sent), (status = 404, body = wire::ErrorBody), (status = 409, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 #[post("/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver")]
 pub async fn redeliver(
     state: Data<AppState>,
@@ -371,8 +280,5 @@ pub async fn redeliver(
         .webhooks
         .redeliver(caller.account(), plan, &id, &delivery)
         .await?;
-    Ok(HttpResponse::Accepted().json(SentBody {
-        delivery_id: sent.id,
-        event_id: sent.event_id,
-    }))
+    Ok(HttpResponse::Accepted().json(sent_body(sent)))
 }

@@ -1,0 +1,28 @@
+//! `GET /activity`: the activity log, newest first. An entry holds ids and
+//! a time, never content; `kind` is for example `worker.paired` or
+//! `inbox.assigned`.
+
+use sealpost_kernel::{AccountId, ActivityId, InboxId, Timestamp, WorkerId};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ActivityEntry {
+    pub id: ActivityId,
+    pub operator_id: AccountId,
+    pub kind: String,
+    pub created_at: Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inbox_id: Option<InboxId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker_id: Option<WorkerId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ActivityPage {
+    pub activity: Vec<ActivityEntry>,
+    pub next_cursor: Option<String>,
+}

@@ -1,0 +1,99 @@
+//! SPEC.md "Messages", `POST /messages` and the long-poll wait.
+//!
+//! | endpoint | request | answer |
+//! |---|---|---|
+//! | `GET /inboxes/{id}/messages` | | [`MessagePage`] (newest first) |
+//! | `GET /inboxes/{id}/messages/wait` | | [`WaitBody`] (oldest first), or 204 |
+//! | `GET /messages/{id}` | | [`MessageReply`] |
+//! | `POST /messages/{id}/read` | [`ReadRequest`] (optional) | 204 |
+//! | `GET /workers/messages` (a device) | | [`MessageList`] |
+//! | `POST /messages` | [`DeliverRequest`] | [`Delivered`] |
+//!
+//! A message's content is CONTRACT.md section 5 JSON sealed to the
+//! address's key of epoch `keyEpoch`.
+
+use sealpost_kernel::{InboxId, MessageId, Timestamp};
+use sealpost_seal::{SealedBox, b64};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    pub id: MessageId,
+    pub inbox_id: InboxId,
+    pub received_at: Timestamp,
+    pub read: bool,
+    pub size_bytes: u64,
+    /// The address key epoch the content is sealed under.
+    pub key_epoch: u32,
+    /// Sealed CONTRACT.md section 5 JSON; context `service/v1/message:<inboxId>:<id>`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub content: SealedBox,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MessageReply {
+    pub message: Message,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct MessagePage {
+    pub messages: Vec<Message>,
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct WaitBody {
+    /// Oldest first.
+    pub messages: Vec<Message>,
+    /// Pass as `after` to wait for the next mail.
+    pub cursor: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MessageList {
+    pub messages: Vec<Message>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ReadRequest {
+    /// Default true; false marks unread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct DeliverRequest {
+    /// One of the caller's addresses; it must have a publicKey.
+    pub inbox_id: String,
+    /// The whole RFC 5322 message, base64url without padding.
+    pub raw: String,
+}
+
+impl DeliverRequest {
+    /// `raw`, a whole RFC 5322 message, for address `inbox_id`.
+    #[must_use]
+    pub fn new(inbox_id: &InboxId, raw: &[u8]) -> Self {
+        Self {
+            inbox_id: inbox_id.to_string(),
+            raw: b64::encode(raw),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct Delivered {
+    pub message_id: MessageId,
+}
