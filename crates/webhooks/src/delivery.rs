@@ -31,11 +31,13 @@ use std::str::FromStr;
 use chrono::TimeDelta;
 use sealpost_kernel::{DeliveryId, EventId, Timestamp, WebhookId};
 use sealpost_plans::Plan;
+use sealpost_signature::{
+    DELIVERY_ID_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, sign,
+};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::endpoint::{EndpointHealth, EndpointStatus};
 use crate::events::{EventFilter, EventType};
-use crate::signature::{SIGNATURE_HEADER, sign};
 
 /// Waits after failed attempts 1 to 7 (SPEC.md Limits).
 pub const RETRY_SCHEDULE: [TimeDelta; 7] = [
@@ -54,12 +56,6 @@ pub const RESPONSE_TIMEOUT: TimeDelta = TimeDelta::seconds(10);
 
 /// `User-Agent` of every delivery.
 pub const USER_AGENT: &str = "Service-Webhooks/1";
-/// Same on every attempt and redelivery of one event.
-pub const EVENT_ID_HEADER: &str = "Service-Event-Id";
-pub const EVENT_TYPE_HEADER: &str = "Service-Event-Type";
-/// The `whd_` id of this delivery.
-pub const DELIVERY_ID_HEADER: &str = "Service-Delivery-Id";
-
 /// `error` of deliveries failed by the plan rule.
 pub const PLAN_ERROR: &str = "plan has no webhooks";
 /// `error` of the other pending deliveries failed when their endpoint is
@@ -543,9 +539,9 @@ pub fn on_plan_change(plan: &Plan) -> PlanEffect {
 mod tests {
     use super::*;
     use crate::endpoint::DisabledReason;
-    use crate::signature::verify;
     use sealpost_kernel::{Clock, PlanId, TestClock};
     use sealpost_plans::plan;
+    use sealpost_signature::verify;
 
     fn at(text: &str) -> Timestamp {
         Timestamp::parse(text).unwrap()

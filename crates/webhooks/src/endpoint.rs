@@ -12,8 +12,6 @@ use sealpost_seal::{BoxShapeError, SealedBox, b64, check_box, random_bytes};
 
 /// SPEC.md Limits: 10 webhooks per account.
 pub const MAX_ENDPOINTS_PER_ACCOUNT: u32 = 10;
-/// SPEC.md Limits: signature age tolerance (both ways).
-pub const SIGNATURE_TOLERANCE: TimeDelta = TimeDelta::minutes(5);
 /// SPEC.md Limits: webhook auto-disable after every attempt failed this long.
 pub const AUTO_DISABLE_AFTER: TimeDelta = TimeDelta::days(3);
 /// SPEC.md Limits: webhook tests plus redeliveries per account and hour.
