@@ -2,6 +2,8 @@
 //! are not followed, bodies are read up to the cap, a body cut short comes
 //! back with what was read.
 
+#![allow(clippy::unwrap_used, reason = "tests")]
+
 use std::time::Duration;
 
 use sealpost_outbound_http::{client_builder, read_capped};

@@ -103,7 +103,7 @@ pub async fn open_pairing(
     let platform: Platform = body
         .platform
         .parse()
-        .map_err(|()| ApiError::invalid_field("platform", "one of ios, android, web, unknown"))?;
+        .map_err(|_| ApiError::invalid_field("platform", "one of ios, android, web, unknown"))?;
     let public_key =
         b64::decode_32(&body.public_key).map_err(|_| ApiError::invalid_key("publicKey"))?;
     let opened = state
