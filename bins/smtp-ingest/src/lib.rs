@@ -11,7 +11,7 @@ use sealpost_blobs_fs::FsBlobStore;
 use sealpost_config::Config;
 use sealpost_kernel::Clock;
 use sealpost_messages::ingest::{Ingest, RecipientCheck};
-use sealpost_smtp::{Delivery, DeliveryOutcome, Envelope, RecipientDecision, SmtpConfig};
+use sealpost_smtp_session::{Delivery, DeliveryOutcome, Envelope, RecipientDecision, SmtpConfig};
 use sealpost_store_pg::PgStore;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -115,7 +115,7 @@ pub async fn start(
     let delivery: Arc<dyn Delivery> = Arc::new(SealingDelivery { ingest });
     let serving = tokio::spawn(async move {
         let _alive = instance_lock;
-        sealpost_smtp::serve(listener, smtp, delivery).await;
+        sealpost_smtp_session::serve(listener, smtp, delivery).await;
     });
     tracing::info!(%addr, "accepting SMTP");
     Ok(Running { addr, serving })

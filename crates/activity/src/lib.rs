@@ -7,71 +7,23 @@
 //! Entries and events carry ids and timestamps only: never content, senders
 //! or subjects.
 
-use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::TimeDelta;
 use sealpost_kernel::{
     AccountId, ActivityId, Clock, Cursor, EventId, InboxId, MessageId, Page, PageRequest, PlanId,
-    StoreError, Timestamp, WorkerId,
+    StoreError, Timestamp, WorkerId, string_enum, string_enum_serde,
 };
-use serde::Serialize;
 use serde_json::{Value, json};
 
 /// SPEC.md Limits: activity retention.
 pub const ACTIVITY_RETENTION: TimeDelta = TimeDelta::days(90);
 
-macro_rules! string_enum {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),* $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name { $($variant),* }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),*];
-
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),* }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = UnknownKind;
-            fn from_str(text: &str) -> Result<Self, UnknownKind> {
-                Self::ALL.iter().copied().find(|k| k.as_str() == text).ok_or_else(|| UnknownKind(text.to_owned()))
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(self.as_str())
-            }
-        }
-
-        impl<'de> serde::Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let text = String::deserialize(deserializer)?;
-                text.parse().map_err(serde::de::Error::custom)
-            }
-        }
-    };
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown kind {0:?}")]
-pub struct UnknownKind(pub String);
-
-string_enum!(
+string_enum! {
     /// SPEC.md "Activity entry" kinds.
-    ActivityKind {
+    #[derive(PartialOrd, Ord)]
+    pub enum ActivityKind: "activity kind" {
         WorkerPaired => "worker.paired",
         WorkerRemoved => "worker.removed",
         InboxCreated => "inbox.created",
@@ -83,11 +35,13 @@ string_enum!(
         MailReceived => "mail.received",
         MailSent => "mail.sent",
     }
-);
+}
+string_enum_serde!(ActivityKind);
 
-string_enum!(
+string_enum! {
     /// SPEC.md "Events" types.
-    EventType {
+    #[derive(PartialOrd, Ord)]
+    pub enum EventType: "event type" {
         WorkerPaired => "worker.paired",
         WorkerConnected => "worker.connected",
         WorkerDisconnected => "worker.disconnected",
@@ -101,7 +55,8 @@ string_enum!(
         SubscriptionUpdated => "subscription.updated",
         WebhookTest => "webhook.test",
     }
-);
+}
+string_enum_serde!(EventType);
 
 impl EventType {
     /// The one type sent only on request (`POST .../test`), never by fan-out.
@@ -414,7 +369,7 @@ mod tests {
     #[test]
     fn kinds_round_trip_and_match_the_spec_names() {
         for kind in ActivityKind::ALL {
-            assert_eq!(kind.as_str().parse::<ActivityKind>().unwrap(), *kind);
+            assert_eq!(kind.as_str().parse::<ActivityKind>().unwrap(), kind);
         }
         assert_eq!(ActivityKind::ALL.len(), 10);
         assert_eq!(EventType::ALL.len(), 12);

@@ -2,11 +2,9 @@
 //! [`PreparedRequest`] and hands back the status and (bounded) body.
 
 use std::error::Error as StdError;
-use std::sync::Arc;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use reqwest::redirect::Policy;
 use sealpost_billing::{CheckoutRequest, CheckoutSession, ProviderError, ProviderId};
+use sealpost_outbound_http::{client_builder, error_text, header_map, read_capped};
 
 use crate::{BuildError, PreparedRequest, REQUEST_TIMEOUT};
 
@@ -29,13 +27,7 @@ pub(crate) struct Executor {
 
 impl Executor {
     pub(crate) fn new() -> Result<Self, BuildError> {
-        let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls_config()?)
-            .redirect(Policy::none())
-            .referer(false)
-            .no_proxy()
-            .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(REQUEST_TIMEOUT)
+        let client = client_builder(None, REQUEST_TIMEOUT, REQUEST_TIMEOUT)?
             .user_agent(concat!("Sealpost/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(Self { client })
@@ -68,7 +60,7 @@ impl Executor {
     /// timeout, a broken body) is [`ProviderError::Unreachable`]; every
     /// answer, whatever its status, is returned for the provider to read.
     pub(crate) async fn send(&self, request: &PreparedRequest) -> Result<Answer, ProviderError> {
-        let headers = header_map(&request.headers)?;
+        let headers = header_map(&request.headers).map_err(ProviderError::Refused)?;
         let response = self
             .client
             .request(request.method.clone(), &request.url)
@@ -78,55 +70,13 @@ impl Executor {
             .await
             .map_err(|error| ProviderError::Unreachable(describe(&error)))?;
         let status = response.status().as_u16();
-        let body = read_body(response)
+        // The rest is not read; a cut JSON answer then fails to parse and is
+        // refused.
+        let body = read_capped(response, MAX_RESPONSE_BYTES)
             .await
-            .map_err(|error| ProviderError::Unreachable(describe(&error)))?;
+            .map_err(|partial| ProviderError::Unreachable(describe(&partial.error)))?;
         Ok(Answer { status, body })
     }
-}
-
-fn tls_config() -> Result<rustls::ClientConfig, BuildError> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add_parsable_certificates(webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().cloned());
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(tls)
-}
-
-fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, ProviderError> {
-    let mut map = HeaderMap::with_capacity(headers.len());
-    for (name, value) in headers {
-        let header_name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| ProviderError::Refused(format!("invalid request header name {name:?}")))?;
-        let mut header_value = HeaderValue::from_str(value).map_err(|_| {
-            ProviderError::Refused(format!("invalid value of request header {name}"))
-        })?;
-        if name.eq_ignore_ascii_case("authorization") {
-            header_value.set_sensitive(true);
-        }
-        map.append(header_name, header_value);
-    }
-    Ok(map)
-}
-
-/// The body, up to [`MAX_RESPONSE_BYTES`] (the rest is not read; a cut
-/// JSON answer then fails to parse and is refused).
-async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, reqwest::Error> {
-    let mut body = Vec::new();
-    while body.len() < MAX_RESPONSE_BYTES {
-        match response.chunk().await? {
-            Some(chunk) => {
-                let take = chunk.len().min(MAX_RESPONSE_BYTES - body.len());
-                body.extend_from_slice(chunk.get(..take).unwrap_or_default());
-            }
-            None => break,
-        }
-    }
-    Ok(body)
 }
 
 /// A transport failure as one short line: what failed and its causes.
@@ -134,19 +84,10 @@ fn describe(error: &reqwest::Error) -> String {
     if error.is_timeout() {
         return format!("no answer within {} s", REQUEST_TIMEOUT.as_secs());
     }
-    let mut text = if error.is_connect() {
-        "could not connect".to_owned()
+    let head = if error.is_connect() {
+        "could not connect"
     } else {
-        "request failed".to_owned()
+        "request failed"
     };
-    let mut current: Option<&(dyn StdError + 'static)> = error.source();
-    while let Some(cause) = current {
-        let cause_text = cause.to_string();
-        if !text.ends_with(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        current = cause.source();
-    }
-    crate::excerpt(&text, MAX_ERROR_CHARS)
+    error_text(head, error.source(), MAX_ERROR_CHARS)
 }

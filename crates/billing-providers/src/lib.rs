@@ -15,8 +15,11 @@
 //! and [`btcpay::checkout_request`] build a [`PreparedRequest`], the
 //! `read_checkout_response` functions read a status and body, and the
 //! `read_notice` functions verify and read a notice. One small executor sends
-//! a [`PreparedRequest`] over HTTPS (rustls with *ring* and the compiled-in
-//! Mozilla roots, a 10 s limit, no redirects, no proxy from the environment).
+//! a [`PreparedRequest`] over HTTPS with the shared outbound client of
+//! `sealpost-outbound-http` (rustls with *ring* and the compiled-in Mozilla
+//! roots, no redirects, no proxy from the environment) and a 10 s limit.
+
+use sealpost_outbound_http::one_line;
 
 pub mod btcpay;
 mod http;
@@ -78,7 +81,7 @@ pub enum BuildError {
     #[error("payment provider configuration: {0}")]
     InvalidConfig(String),
     #[error("payment provider TLS configuration: {0}")]
-    Tls(#[from] rustls::Error),
+    Tls(#[from] sealpost_outbound_http::TlsError),
     #[error("payment provider HTTP client: {0}")]
     Client(#[from] reqwest::Error),
 }
@@ -121,12 +124,6 @@ fn check_amount(
     Ok(())
 }
 
-/// At most `max` characters of `text`, on one line.
-fn excerpt(text: &str, max: usize) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    one_line.chars().take(max).collect()
-}
-
 /// Most characters of a provider's error message kept.
 const MAX_MESSAGE_CHARS: usize = 300;
 
@@ -143,7 +140,7 @@ fn status_error(
     status: u16,
     message: Option<String>,
 ) -> sealpost_billing::ProviderError {
-    let text = match message.map(|message| excerpt(&message, MAX_MESSAGE_CHARS)) {
+    let text = match message.map(|message| one_line(&message, MAX_MESSAGE_CHARS)) {
         Some(message) if !message.is_empty() => format!("{provider} answered {status}: {message}"),
         _ => format!("{provider} answered {status}"),
     };

@@ -27,8 +27,8 @@ pub const DEFAULT_API_BASE: &str = "https://api.stripe.com";
 /// The header that carries a notice's signature.
 pub const SIGNATURE_HEADER: &str = "Stripe-Signature";
 /// Most seconds a notice's `t` may be from the receiver's clock, either way
-/// (the tolerance of the shared `t=,v1=` verifier).
-pub const TOLERANCE_SECONDS: i64 = sealpost_webhooks::endpoint::SIGNATURE_TOLERANCE.num_seconds();
+/// (the default tolerance of Stripe's own libraries).
+pub const TOLERANCE_SECONDS: i64 = 300;
 const NAME: &str = "Stripe";
 
 /// What the Stripe provider needs.
@@ -175,16 +175,23 @@ pub fn read_checkout_response(status: u16, body: &[u8]) -> Result<CheckoutSessio
 /// [`TOLERANCE_SECONDS`] from `now`" (either way; exactly 300 s is accepted).
 ///
 /// Stripe signs exactly as our own webhooks do (`t=<unix>,v1=<hex
-/// HMAC-SHA256 of "t.body">`, keyed by the whole `whsec_` string, five
-/// minutes either way), so this is `sealpost_webhooks::signature::verify`.
+/// HMAC-SHA256 of "t.body">`, keyed by the whole `whsec_` string), so this
+/// is [`sealpost_signature::verify_with_tolerance`] with Stripe's tolerance.
 pub fn verify_signature(
     webhook_secret: &str,
     header: &str,
     body: &[u8],
     now: Timestamp,
 ) -> Result<(), NoticeError> {
-    use sealpost_webhooks::signature::{SignatureError, verify};
-    verify(webhook_secret, header, body, now.unix_seconds()).map_err(|error| match error {
+    use sealpost_signature::{SignatureError, verify_with_tolerance};
+    verify_with_tolerance(
+        webhook_secret,
+        header,
+        body,
+        now.unix_seconds(),
+        TOLERANCE_SECONDS,
+    )
+    .map_err(|error| match error {
         SignatureError::Mismatch => NoticeError::BadSignature,
         SignatureError::TooOld { .. } | SignatureError::TooNew { .. } => NoticeError::Expired,
         SignatureError::Malformed(reason) => {
@@ -262,7 +269,7 @@ pub fn read_notice(
                 Some(other) => {
                     return Err(NoticeError::MalformedBody(format!(
                         "unknown payment_status {:?}",
-                        crate::excerpt(other, 40)
+                        sealpost_outbound_http::one_line(other, 40)
                     )));
                 }
                 None => {

@@ -4,29 +4,19 @@
 //! plan once; a late `paid` after `failed` (a crypto payment confirmed after
 //! its invoice expired) is honoured.
 
-use std::fmt;
-use std::str::FromStr;
-
-use sealpost_kernel::{AccountId, PaymentId, PlanId, Timestamp};
+use sealpost_kernel::{AccountId, PaymentId, PlanId, Timestamp, string_enum};
 
 use crate::{NoticeOutcome, ProviderId};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PaymentStatus {
-    Pending,
-    Paid,
-    Failed,
+string_enum! {
+    pub enum PaymentStatus: "payment status" {
+        Pending => "pending",
+        Paid => "paid",
+        Failed => "failed",
+    }
 }
 
 impl PaymentStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PaymentStatus::Pending => "pending",
-            PaymentStatus::Paid => "paid",
-            PaymentStatus::Failed => "failed",
-        }
-    }
-
     /// The state a notice moves a payment to, or `None` when it changes nothing.
     pub fn after(self, outcome: NoticeOutcome) -> Option<PaymentStatus> {
         match (self, outcome) {
@@ -36,28 +26,6 @@ impl PaymentStatus {
             }
             (PaymentStatus::Pending, NoticeOutcome::Failed) => Some(PaymentStatus::Failed),
             (PaymentStatus::Failed, NoticeOutcome::Failed) => None,
-        }
-    }
-}
-
-impl fmt::Display for PaymentStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("unknown payment status")]
-pub struct UnknownStatus;
-
-impl FromStr for PaymentStatus {
-    type Err = UnknownStatus;
-    fn from_str(text: &str) -> Result<Self, UnknownStatus> {
-        match text {
-            "pending" => Ok(PaymentStatus::Pending),
-            "paid" => Ok(PaymentStatus::Paid),
-            "failed" => Ok(PaymentStatus::Failed),
-            _ => Err(UnknownStatus),
         }
     }
 }

@@ -4,30 +4,19 @@
 //! the service's own, and its form post is read into the same [`Notice`] a real
 //! provider's signed notice becomes.
 
-use std::fmt;
-use std::str::FromStr;
-
 use async_trait::async_trait;
-use sealpost_kernel::{AccountId, PaymentId, PlanId, Timestamp};
+use sealpost_kernel::{AccountId, PaymentId, PlanId, Timestamp, string_enum};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ProviderId {
-    Stripe,
-    Btcpay,
-    Sandbox,
+string_enum! {
+    #[derive(PartialOrd, Ord)]
+    pub enum ProviderId: "payment provider" {
+        Stripe => "stripe",
+        Btcpay => "btcpay",
+        Sandbox => "sandbox",
+    }
 }
 
 impl ProviderId {
-    pub const ALL: [ProviderId; 3] = [ProviderId::Stripe, ProviderId::Btcpay, ProviderId::Sandbox];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderId::Stripe => "stripe",
-            ProviderId::Btcpay => "btcpay",
-            ProviderId::Sandbox => "sandbox",
-        }
-    }
-
     /// What SPEC.md calls the provider's kind: `card`, `crypto`, or `sandbox`.
     pub fn kind(self) -> &'static str {
         match self {
@@ -35,26 +24,6 @@ impl ProviderId {
             ProviderId::Btcpay => "crypto",
             ProviderId::Sandbox => "sandbox",
         }
-    }
-}
-
-impl fmt::Display for ProviderId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unknown payment provider")]
-pub struct UnknownProvider;
-
-impl FromStr for ProviderId {
-    type Err = UnknownProvider;
-    fn from_str(text: &str) -> Result<Self, UnknownProvider> {
-        ProviderId::ALL
-            .into_iter()
-            .find(|id| id.as_str() == text)
-            .ok_or(UnknownProvider)
     }
 }
 

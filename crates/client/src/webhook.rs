@@ -24,12 +24,11 @@
 //! # let _ = handle;
 //! ```
 
-use sealpost_webhooks::delivery::EVENT_ID_HEADER;
-use sealpost_webhooks::signature::{self, SIGNATURE_HEADER};
+use sealpost_signature::{EVENT_ID_HEADER, SIGNATURE_HEADER};
 use serde::Deserialize;
 
 pub use sealpost_kernel::{Clock, SystemClock, Timestamp};
-pub use sealpost_webhooks::signature::SignatureError;
+pub use sealpost_signature::SignatureError;
 
 /// A verified webhook event: the body `{id, type, createdAt, payload}`.
 #[derive(Clone, Debug, PartialEq)]
@@ -139,7 +138,7 @@ pub fn verify_webhook_signature(
     raw_body: &[u8],
     now: Timestamp,
 ) -> Result<VerifiedEvent, WebhookVerifyError> {
-    signature::verify(secret, signature_header, raw_body, now.unix_seconds())?;
+    sealpost_signature::verify(secret, signature_header, raw_body, now.unix_seconds())?;
     let body: EventBody = serde_json::from_slice(raw_body)
         .map_err(|e| WebhookVerifyError::InvalidBody(e.to_string()))?;
     Ok(VerifiedEvent {
@@ -264,7 +263,7 @@ mod tests {
     #[test]
     fn refuses_a_signed_body_that_is_not_an_event() {
         let body = br#"{"hello":"world"}"#;
-        let header = signature::sign(SECRET, TIMESTAMP, body);
+        let header = sealpost_signature::sign(SECRET, TIMESTAMP, body);
         let headers = [("Service-Signature", header.as_str())];
         assert!(matches!(
             verify_webhook(SECRET, &headers, body, at_unix(TIMESTAMP)),

@@ -1,6 +1,10 @@
 //! The shared vocabulary of every Sealpost crate: typed prefixed ids, the
-//! clock and timestamps, cursor pages, plan ids and the storage error that
-//! domain crates surface without knowing which database sits behind it.
+//! clock and timestamps, cursor pages, plan ids, string-valued enums
+//! ([`string_enum!`]) and the storage error that domain crates surface
+//! without knowing which database sits behind it.
+
+#[macro_use]
+mod string_enum;
 
 pub mod clock;
 pub mod id;
@@ -14,7 +18,12 @@ pub use id::*;
 pub use page::{Cursor, Page, PageLimits, PageRequest};
 pub use plan::PlanId;
 pub use store::StoreError;
+pub use string_enum::UnknownValue;
 pub use time::Timestamp;
 
 #[cfg(feature = "openapi")]
 mod openapi;
+
+/// For [`string_enum_serde!`]: the serde its expansion names.
+#[doc(hidden)]
+pub use serde as __serde;

@@ -1,39 +1,20 @@
 //! Plan ids (CONTRACT.md section 7). The limits live in the plans crate.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PlanId {
-    Free,
-    Operator,
-    Scale,
-    Fleet,
-    Enterprise,
+string_enum! {
+    #[derive(PartialOrd, Ord, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum PlanId: "plan id" {
+        Free => "free",
+        Operator => "operator",
+        Scale => "scale",
+        Fleet => "fleet",
+        Enterprise => "enterprise",
+    }
 }
 
 impl PlanId {
-    pub const ALL: [PlanId; 5] = [
-        PlanId::Free,
-        PlanId::Operator,
-        PlanId::Scale,
-        PlanId::Fleet,
-        PlanId::Enterprise,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PlanId::Free => "free",
-            PlanId::Operator => "operator",
-            PlanId::Scale => "scale",
-            PlanId::Fleet => "fleet",
-            PlanId::Enterprise => "enterprise",
-        }
-    }
-
     pub fn display_name(self) -> &'static str {
         match self {
             PlanId::Free => "Free",
@@ -42,26 +23,6 @@ impl PlanId {
             PlanId::Fleet => "Fleet",
             PlanId::Enterprise => "Enterprise",
         }
-    }
-}
-
-impl fmt::Display for PlanId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("unknown plan id")]
-pub struct UnknownPlan;
-
-impl FromStr for PlanId {
-    type Err = UnknownPlan;
-    fn from_str(text: &str) -> Result<Self, UnknownPlan> {
-        PlanId::ALL
-            .into_iter()
-            .find(|plan| plan.as_str() == text)
-            .ok_or(UnknownPlan)
     }
 }
 
@@ -75,5 +36,13 @@ mod tests {
             assert_eq!(plan.as_str().parse::<PlanId>().unwrap(), plan);
         }
         assert!("gold".parse::<PlanId>().is_err());
+    }
+
+    #[test]
+    fn serde_uses_the_lower_case_names() {
+        assert_eq!(serde_json::to_string(&PlanId::Fleet).unwrap(), r#""fleet""#);
+        let plan: PlanId = serde_json::from_str(r#""enterprise""#).unwrap();
+        assert_eq!(plan, PlanId::Enterprise);
+        assert!(serde_json::from_str::<PlanId>(r#""Free""#).is_err());
     }
 }

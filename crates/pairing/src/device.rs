@@ -1,5 +1,5 @@
 use chrono::TimeDelta;
-use sealpost_kernel::{AccountId, Timestamp, WorkerId};
+use sealpost_kernel::{AccountId, Timestamp, WorkerId, string_enum};
 use sealpost_seal::SealedBox;
 
 use crate::Platform;
@@ -9,18 +9,10 @@ use crate::Platform;
 /// to be sure two full hours have passed.
 pub const DISCONNECT_AFTER: TimeDelta = TimeDelta::hours(3);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WorkerKind {
-    Device,
-    Agent,
-}
-
-impl WorkerKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkerKind::Device => "device",
-            WorkerKind::Agent => "agent",
-        }
+string_enum! {
+    pub enum WorkerKind: "device kind" {
+        Device => "device",
+        Agent => "agent",
     }
 }
 

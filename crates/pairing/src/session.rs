@@ -1,8 +1,5 @@
-use std::fmt;
-use std::str::FromStr;
-
 use chrono::TimeDelta;
-use sealpost_kernel::{AccountId, PairingSessionId, Timestamp, WorkerId};
+use sealpost_kernel::{AccountId, PairingSessionId, Timestamp, WorkerId, string_enum};
 use sealpost_seal::{PublicKey, SealedBox, StaticSecret, sha256};
 
 /// SPEC.md: sessions nobody claims are removed after 14 days.
@@ -11,28 +8,20 @@ pub const UNCLAIMED_LIFETIME: TimeDelta = TimeDelta::days(14);
 pub const FAILED_LOOKUP_LIMIT: usize = 10;
 pub const LOOKUP_WINDOW: TimeDelta = TimeDelta::minutes(5);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PairingState {
-    /// Created by the device.
-    Waiting,
-    /// Looked up by an operator.
-    OperatorDetected,
-    /// Claimed: the device exists and its credential is minted.
-    AwaitingInbox,
-    /// The new device got its first address.
-    InboxAssigned,
+string_enum! {
+    pub enum PairingState: "pairing state" {
+        /// Created by the device.
+        Waiting => "waiting",
+        /// Looked up by an operator.
+        OperatorDetected => "operator_detected",
+        /// Claimed: the device exists and its credential is minted.
+        AwaitingInbox => "awaiting_inbox",
+        /// The new device got its first address.
+        InboxAssigned => "inbox_assigned",
+    }
 }
 
 impl PairingState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PairingState::Waiting => "waiting",
-            PairingState::OperatorDetected => "operator_detected",
-            PairingState::AwaitingInbox => "awaiting_inbox",
-            PairingState::InboxAssigned => "inbox_assigned",
-        }
-    }
-
     pub fn is_claimed(self) -> bool {
         matches!(
             self,
@@ -41,58 +30,12 @@ impl PairingState {
     }
 }
 
-impl FromStr for PairingState {
-    type Err = ();
-    fn from_str(text: &str) -> Result<Self, ()> {
-        [
-            PairingState::Waiting,
-            PairingState::OperatorDetected,
-            PairingState::AwaitingInbox,
-            PairingState::InboxAssigned,
-        ]
-        .into_iter()
-        .find(|state| state.as_str() == text)
-        .ok_or(())
-    }
-}
-
-impl fmt::Display for PairingState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Platform {
-    Ios,
-    Android,
-    Web,
-    Unknown,
-}
-
-impl Platform {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Platform::Ios => "ios",
-            Platform::Android => "android",
-            Platform::Web => "web",
-            Platform::Unknown => "unknown",
-        }
-    }
-}
-
-impl FromStr for Platform {
-    type Err = ();
-    fn from_str(text: &str) -> Result<Self, ()> {
-        [
-            Platform::Ios,
-            Platform::Android,
-            Platform::Web,
-            Platform::Unknown,
-        ]
-        .into_iter()
-        .find(|platform| platform.as_str() == text)
-        .ok_or(())
+string_enum! {
+    pub enum Platform: "platform" {
+        Ios => "ios",
+        Android => "android",
+        Web => "web",
+        Unknown => "unknown",
     }
 }
 

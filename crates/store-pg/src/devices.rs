@@ -84,10 +84,7 @@ impl PairingRow {
             id: PairingSessionId::from_trusted(self.id),
             token_hash: bytes32(self.token_hash)?,
             code: self.code,
-            state: self
-                .state
-                .parse()
-                .map_err(|()| StoreError::Failed("unknown pairing state".into()))?,
+            state: self.state.parse().map_err(StoreError::failed)?,
             platform: self.platform.parse().unwrap_or(Platform::Unknown),
             device_name: self.device_name,
             public_key: bytes32(self.public_key)?,

@@ -51,7 +51,7 @@ impl EndpointRow {
             .disabled_reason
             .map(|reason| reason.parse::<DisabledReason>())
             .transpose()
-            .map_err(|error| StoreError::Failed(error.into()))?;
+            .map_err(StoreError::failed)?;
         Ok(Endpoint {
             id: WebhookId::from_trusted(self.id),
             account: AccountId::from_trusted(self.account_id),
@@ -95,10 +95,7 @@ impl DeliveryRow {
             event_id: EventId::from_trusted(self.event_id),
             event_type: self.event_type.parse().map_err(StoreError::failed)?,
             body: self.body,
-            status: self
-                .status
-                .parse()
-                .map_err(|error: String| StoreError::Failed(error.into()))?,
+            status: self.status.parse().map_err(StoreError::failed)?,
             attempts: u32::try_from(self.attempts).map_err(StoreError::failed)?,
             response_status: self.response_status.map(|s| s as u16),
             error: self.error,

@@ -6,39 +6,41 @@
 //! address (IPv4-mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`, 6to4
 //! `2002:aabb:ccdd::`) are judged by the IPv4 address they carry.
 
-use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// What kind of address an IP is, as far as delivery cares.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AddressClass {
-    /// Public unicast: the only class a delivery may connect to.
-    Public,
-    /// `0.0.0.0/8` ("this network"), `::`.
-    Unspecified,
-    /// `127.0.0.0/8`, `::1`.
-    Loopback,
-    /// `10/8`, `172.16/12`, `192.168/16`, `fc00::/7` (unique local),
-    /// `fec0::/10` (old site-local), `64:ff9b:1::/48` (local-use NAT64).
-    Private,
-    /// `100.64.0.0/10`, carrier-grade NAT.
-    SharedAddressSpace,
-    /// `169.254/16`, `fe80::/10`.
-    LinkLocal,
-    /// `224/4`, `ff00::/8`.
-    Multicast,
-    /// `255.255.255.255`.
-    Broadcast,
-    /// `192.0.2/24`, `198.51.100/24`, `203.0.113/24`, `2001:db8::/32`,
-    /// `3fff::/20`.
-    Documentation,
-    /// `198.18/15`.
-    Benchmarking,
-    /// Anything else that is not public unicast: `240/4`, `192.0.0/24`,
-    /// `192.88.99/24`, `::/96` (IPv4-compatible), `100::/64` (discard),
-    /// `2001::/23` (IETF protocol assignments, Teredo), and IPv6 outside
-    /// `2000::/3`.
-    Reserved,
+use sealpost_kernel::string_enum;
+
+string_enum! {
+    /// What kind of address an IP is, as far as delivery cares.
+    pub enum AddressClass: "address class" {
+        /// Public unicast: the only class a delivery may connect to.
+        Public => "public",
+        /// `0.0.0.0/8` ("this network"), `::`.
+        Unspecified => "unspecified",
+        /// `127.0.0.0/8`, `::1`.
+        Loopback => "loopback",
+        /// `10/8`, `172.16/12`, `192.168/16`, `fc00::/7` (unique local),
+        /// `fec0::/10` (old site-local), `64:ff9b:1::/48` (local-use NAT64).
+        Private => "private",
+        /// `100.64.0.0/10`, carrier-grade NAT.
+        SharedAddressSpace => "shared address space",
+        /// `169.254/16`, `fe80::/10`.
+        LinkLocal => "link-local",
+        /// `224/4`, `ff00::/8`.
+        Multicast => "multicast",
+        /// `255.255.255.255`.
+        Broadcast => "broadcast",
+        /// `192.0.2/24`, `198.51.100/24`, `203.0.113/24`, `2001:db8::/32`,
+        /// `3fff::/20`.
+        Documentation => "documentation",
+        /// `198.18/15`.
+        Benchmarking => "benchmarking",
+        /// Anything else that is not public unicast: `240/4`, `192.0.0/24`,
+        /// `192.88.99/24`, `::/96` (IPv4-compatible), `100::/64` (discard),
+        /// `2001::/23` (IETF protocol assignments, Teredo), and IPv6 outside
+        /// `2000::/3`.
+        Reserved => "reserved",
+    }
 }
 
 impl AddressClass {
@@ -46,29 +48,6 @@ impl AddressClass {
     #[must_use]
     pub fn is_allowed(self) -> bool {
         self == AddressClass::Public
-    }
-
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AddressClass::Public => "public",
-            AddressClass::Unspecified => "unspecified",
-            AddressClass::Loopback => "loopback",
-            AddressClass::Private => "private",
-            AddressClass::SharedAddressSpace => "shared address space",
-            AddressClass::LinkLocal => "link-local",
-            AddressClass::Multicast => "multicast",
-            AddressClass::Broadcast => "broadcast",
-            AddressClass::Documentation => "documentation",
-            AddressClass::Benchmarking => "benchmarking",
-            AddressClass::Reserved => "reserved",
-        }
-    }
-}
-
-impl fmt::Display for AddressClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

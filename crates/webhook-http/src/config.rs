@@ -5,8 +5,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
+use sealpost_outbound_http::parse_pem_certs;
 
 /// The environment variable of [`WebhookHttpConfig::pinned`].
 pub const RESOLVE_ENV: &str = "SEALPOST_WEBHOOK_RESOLVE";
@@ -116,13 +115,6 @@ fn read_ca_file(path: &Path) -> Result<Vec<u8>, ConfigError> {
             message,
         }),
     }
-}
-
-/// The certificates of a PEM text (other sections are skipped).
-pub(crate) fn parse_pem_certs(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
-    CertificateDer::pem_slice_iter(pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| format!("invalid PEM: {error}"))
 }
 
 #[cfg(test)]

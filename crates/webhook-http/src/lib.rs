@@ -13,11 +13,10 @@
 //!   documentation and reserved addresses are dropped ([`address`]). If
 //!   none is left the attempt fails before anything is sent. A URL whose
 //!   host is an IP address is refused outright.
-//! - TLS roots: the Mozilla set compiled in (`webpki-root-certs`, so it
-//!   works the same in a container without system certificates) plus
-//!   [`WebhookHttpConfig::extra_root_pem`]. The crypto provider is *ring*,
-//!   given to this client explicitly; no process-wide default is needed.
-//! - No cookies, no proxy from the environment.
+//! - TLS and the client: the shared outbound set-up of
+//!   `sealpost-outbound-http` (rustls with *ring*, the Mozilla roots plus
+//!   [`WebhookHttpConfig::extra_root_pem`], no redirects, no proxy from the
+//!   environment), with this crate's resolver and https only. No cookies.
 //! - At most 1 KiB of a failure's response body is read, and at most a
 //!   200-character excerpt of it is kept, in the error text. Success bodies
 //!   are not read.
@@ -30,8 +29,7 @@ use std::error::Error as StdError;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use reqwest::redirect::Policy;
+use sealpost_outbound_http::{TlsError, error_text, header_map, one_line, read_capped};
 use sealpost_webhooks::AttemptOutcome;
 use sealpost_webhooks::delivery::RESPONSE_TIMEOUT;
 use tokio::time::Instant;
@@ -68,6 +66,15 @@ pub enum BuildError {
     Client(#[from] reqwest::Error),
 }
 
+impl From<TlsError> for BuildError {
+    fn from(error: TlsError) -> Self {
+        match error {
+            TlsError::ExtraRoots(message) => BuildError::ExtraRoots(message),
+            TlsError::Rustls(error) => BuildError::Tls(error),
+        }
+    }
+}
+
 /// Performs webhook attempts. Cheap to clone; share one per process.
 #[derive(Clone, Debug)]
 pub struct WebhookHttp {
@@ -83,17 +90,14 @@ impl WebhookHttp {
 
     /// A sender with another total limit per attempt (tests).
     pub fn with_timeout(config: WebhookHttpConfig, timeout: Duration) -> Result<Self, BuildError> {
-        let tls = tls_config(config.extra_root_pem.as_deref())?;
-        let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
-            .dns_resolver(Arc::new(GuardedResolver::new(&config.pinned)))
-            .redirect(Policy::none())
-            .referer(false)
-            .no_proxy()
-            .https_only(true)
-            .timeout(timeout)
-            .connect_timeout(timeout.min(CONNECT_TIMEOUT))
-            .build()?;
+        let client = sealpost_outbound_http::client_builder(
+            config.extra_root_pem.as_deref(),
+            timeout,
+            timeout.min(CONNECT_TIMEOUT),
+        )?
+        .dns_resolver(Arc::new(GuardedResolver::new(&config.pinned)))
+        .https_only(true)
+        .build()?;
         Ok(Self { client, timeout })
     }
 
@@ -130,8 +134,9 @@ impl WebhookHttp {
         };
         match AttemptOutcome::from_status(response.status().as_u16()) {
             AttemptOutcome::Failure { status, error } => {
-                let body = tokio::time::timeout_at(deadline, read_prefix(response))
+                let body = tokio::time::timeout_at(deadline, read_capped(response, MAX_BODY_READ))
                     .await
+                    .map(|read| read.unwrap_or_else(|partial| partial.read))
                     .unwrap_or_default();
                 let excerpt = excerpt(&body);
                 let error = if excerpt.is_empty() {
@@ -144,29 +149,6 @@ impl WebhookHttp {
             success => success,
         }
     }
-}
-
-fn tls_config(extra_root_pem: Option<&[u8]>) -> Result<rustls::ClientConfig, BuildError> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add_parsable_certificates(webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().cloned());
-    if let Some(pem) = extra_root_pem {
-        let certs = config::parse_pem_certs(pem).map_err(BuildError::ExtraRoots)?;
-        if certs.is_empty() {
-            return Err(BuildError::ExtraRoots("no PEM certificate".to_owned()));
-        }
-        for cert in certs {
-            roots
-                .add(cert)
-                .map_err(|error| BuildError::ExtraRoots(error.to_string()))?;
-        }
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(tls)
 }
 
 /// An https URL naming a host (not an IP address).
@@ -185,42 +167,9 @@ fn check_url(text: &str) -> Result<Url, String> {
     }
 }
 
-fn header_map(headers: &[(&str, String)]) -> Result<HeaderMap, String> {
-    let mut map = HeaderMap::with_capacity(headers.len());
-    for (name, value) in headers {
-        let header_name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("invalid request header name {name:?}"))?;
-        let header_value = HeaderValue::from_str(value)
-            .map_err(|_| format!("invalid value of request header {name}"))?;
-        map.append(header_name, header_value);
-    }
-    Ok(map)
-}
-
-/// Up to [`MAX_BODY_READ`] bytes of the body, streamed; stops there.
-async fn read_prefix(mut response: reqwest::Response) -> Vec<u8> {
-    let mut body = Vec::new();
-    while body.len() < MAX_BODY_READ {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                let take = chunk.len().min(MAX_BODY_READ - body.len());
-                body.extend_from_slice(chunk.get(..take).unwrap_or_default());
-            }
-            Ok(None) | Err(_) => break,
-        }
-    }
-    body
-}
-
 /// At most [`MAX_EXCERPT_CHARS`] characters of `body`, as one line.
 fn excerpt(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let one_line = text
-        .split(|c: char| c.is_whitespace() || c.is_control())
-        .filter(|word| !word.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    one_line.chars().take(MAX_EXCERPT_CHARS).collect()
+    one_line(&String::from_utf8_lossy(body), MAX_EXCERPT_CHARS)
 }
 
 /// A transport failure as a short error text.
@@ -285,16 +234,7 @@ fn io_kind_text(kind: std::io::ErrorKind) -> Option<&'static str> {
 
 /// The error and its causes, joined, cut to [`MAX_ERROR_CHARS`].
 fn chain_text(error: &reqwest::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut current: Option<&(dyn StdError + 'static)> = Some(error);
-    while let Some(cause) = current {
-        let text = cause.to_string();
-        if !parts.iter().any(|part| part.contains(&text)) {
-            parts.push(text);
-        }
-        current = cause.source();
-    }
-    parts.join(": ").chars().take(MAX_ERROR_CHARS).collect()
+    error_text(&error.to_string(), error.source(), MAX_ERROR_CHARS)
 }
 
 #[cfg(test)]
@@ -328,18 +268,6 @@ mod tests {
                 .unwrap_err()
                 .starts_with("invalid URL")
         );
-    }
-
-    #[test]
-    fn headers_are_checked() {
-        let map = header_map(&[
-            ("User-Agent", "Service-Webhooks/1".to_owned()),
-            ("Service-Event-Id", "evt_1".to_owned()),
-        ])
-        .unwrap();
-        assert_eq!(map.get("user-agent").unwrap(), "Service-Webhooks/1");
-        assert!(header_map(&[("Bad Name", "x".to_owned())]).is_err());
-        assert!(header_map(&[("X-Ok", "line\nbreak".to_owned())]).is_err());
     }
 
     #[test]

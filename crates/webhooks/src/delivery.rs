@@ -25,17 +25,16 @@
 //! COALESCE(failing_since, now)`), since deliveries to one endpoint can run
 //! side by side.
 
-use std::fmt;
-use std::str::FromStr;
-
 use chrono::TimeDelta;
-use sealpost_kernel::{DeliveryId, EventId, Timestamp, WebhookId};
+use sealpost_kernel::{DeliveryId, EventId, Timestamp, WebhookId, string_enum, string_enum_serde};
 use sealpost_plans::Plan;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sealpost_signature::{
+    DELIVERY_ID_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, sign,
+};
+use serde::Serialize;
 
 use crate::endpoint::{EndpointHealth, EndpointStatus};
 use crate::events::{EventFilter, EventType};
-use crate::signature::{SIGNATURE_HEADER, sign};
 
 /// Waits after failed attempts 1 to 7 (SPEC.md Limits).
 pub const RETRY_SCHEDULE: [TimeDelta; 7] = [
@@ -54,71 +53,20 @@ pub const RESPONSE_TIMEOUT: TimeDelta = TimeDelta::seconds(10);
 
 /// `User-Agent` of every delivery.
 pub const USER_AGENT: &str = "Service-Webhooks/1";
-/// Same on every attempt and redelivery of one event.
-pub const EVENT_ID_HEADER: &str = "Service-Event-Id";
-pub const EVENT_TYPE_HEADER: &str = "Service-Event-Type";
-/// The `whd_` id of this delivery.
-pub const DELIVERY_ID_HEADER: &str = "Service-Delivery-Id";
-
 /// `error` of deliveries failed by the plan rule.
 pub const PLAN_ERROR: &str = "plan has no webhooks";
 /// `error` of the other pending deliveries failed when their endpoint is
 /// switched off for failing.
 pub const DISABLED_ERROR: &str = "webhook disabled: every attempt failed for 3 days";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DeliveryStatus {
-    Pending,
-    Succeeded,
-    Failed,
-}
-
-impl DeliveryStatus {
-    pub const ALL: [DeliveryStatus; 3] = [
-        DeliveryStatus::Pending,
-        DeliveryStatus::Succeeded,
-        DeliveryStatus::Failed,
-    ];
-
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeliveryStatus::Pending => "pending",
-            DeliveryStatus::Succeeded => "succeeded",
-            DeliveryStatus::Failed => "failed",
-        }
+string_enum! {
+    pub enum DeliveryStatus: "delivery status" {
+        Pending => "pending",
+        Succeeded => "succeeded",
+        Failed => "failed",
     }
 }
-
-impl fmt::Display for DeliveryStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for DeliveryStatus {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        DeliveryStatus::ALL
-            .into_iter()
-            .find(|s| s.as_str() == text)
-            .ok_or_else(|| format!("unknown delivery status {text:?}"))
-    }
-}
-
-impl Serialize for DeliveryStatus {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for DeliveryStatus {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
+string_enum_serde!(DeliveryStatus);
 
 /// One event as a webhook body: `{"id", "type", "createdAt", "payload"}`,
 /// in that order. Payloads carry ids only.
@@ -543,9 +491,9 @@ pub fn on_plan_change(plan: &Plan) -> PlanEffect {
 mod tests {
     use super::*;
     use crate::endpoint::DisabledReason;
-    use crate::signature::verify;
     use sealpost_kernel::{Clock, PlanId, TestClock};
     use sealpost_plans::plan;
+    use sealpost_signature::verify;
 
     fn at(text: &str) -> Timestamp {
         Timestamp::parse(text).unwrap()

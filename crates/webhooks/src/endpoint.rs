@@ -2,18 +2,13 @@
 //! secrets, the sealed `meta` check and the hourly allowance of tests plus
 //! redeliveries (SPEC.md "Webhook", "Webhooks" endpoints, Limits).
 
-use std::fmt;
-use std::str::FromStr;
-
 use chrono::TimeDelta;
-use sealpost_kernel::Timestamp;
+use sealpost_kernel::{Timestamp, string_enum};
 use sealpost_plans::Plan;
 use sealpost_seal::{BoxShapeError, SealedBox, b64, check_box, random_bytes};
 
 /// SPEC.md Limits: 10 webhooks per account.
 pub const MAX_ENDPOINTS_PER_ACCOUNT: u32 = 10;
-/// SPEC.md Limits: signature age tolerance (both ways).
-pub const SIGNATURE_TOLERANCE: TimeDelta = TimeDelta::minutes(5);
 /// SPEC.md Limits: webhook auto-disable after every attempt failed this long.
 pub const AUTO_DISABLE_AFTER: TimeDelta = TimeDelta::days(3);
 /// SPEC.md Limits: webhook tests plus redeliveries per account and hour.
@@ -96,40 +91,13 @@ pub fn generate_secret() -> String {
     format!("{SECRET_PREFIX}{}", b64::encode(&random_bytes::<32>()))
 }
 
-/// Why an endpoint is off (`disabledReason`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DisabledReason {
-    /// `PATCH status=disabled`.
-    Manual,
-    /// Every attempt failed for three days.
-    Failing,
-}
-
-impl DisabledReason {
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DisabledReason::Manual => "manual",
-            DisabledReason::Failing => "failing",
-        }
-    }
-}
-
-impl fmt::Display for DisabledReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for DisabledReason {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "manual" => Ok(DisabledReason::Manual),
-            "failing" => Ok(DisabledReason::Failing),
-            other => Err(format!("unknown disabled reason {other:?}")),
-        }
+string_enum! {
+    /// Why an endpoint is off (`disabledReason`).
+    pub enum DisabledReason: "disabled reason" {
+        /// `PATCH status=disabled`.
+        Manual => "manual",
+        /// Every attempt failed for three days.
+        Failing => "failing",
     }
 }
 

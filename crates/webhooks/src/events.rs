@@ -12,7 +12,7 @@ pub const WILDCARD: &str = "*";
 
 /// The event types are the outbox's own (`sealpost-activity`): one list for
 /// activity, webhooks and push.
-pub use sealpost_activity::{EventType, UnknownKind as UnknownEventType};
+pub use sealpost_activity::EventType;
 
 /// Why an `events` list was refused: 400 `invalid_field` naming `events`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -117,7 +117,7 @@ mod tests {
     #[test]
     fn names_round_trip() {
         assert_eq!(EventType::ALL.len(), 12);
-        for &t in EventType::ALL {
+        for t in EventType::ALL {
             assert_eq!(t.as_str().parse::<EventType>(), Ok(t));
             assert_eq!(t.to_string(), t.as_str());
             let json = serde_json::to_string(&t).unwrap();
@@ -125,7 +125,10 @@ mod tests {
         }
         assert_eq!(
             "message.deleted".parse::<EventType>(),
-            Err(UnknownEventType("message.deleted".into()))
+            Err(sealpost_kernel::UnknownValue::new(
+                "event type",
+                "message.deleted"
+            ))
         );
         assert!("Message.Received".parse::<EventType>().is_err());
         assert!(serde_json::from_str::<EventType>("\"nope\"").is_err());

@@ -7,7 +7,8 @@
 //!   failure record, secrets, the hourly allowance of tests and redeliveries.
 //! - [`delivery`]: the delivery state machine (retry schedule, auto-disable,
 //!   the plan rule, redelivery) and the body and headers a delivery sends.
-//! - [`signature`]: the `Service-Signature` header, signing and verifying.
+//! - [`signature`]: the `Service-Signature` scheme (`sealpost-signature`,
+//!   re-exported), signing and verifying.
 //!
 //! No I/O: no sockets, no database, no system time. Every rule that needs the
 //! time takes `now`; the sender and the HTTP handlers that apply these
@@ -17,8 +18,9 @@ pub mod delivery;
 pub mod endpoint;
 pub mod events;
 pub mod service;
-pub mod signature;
 pub mod url;
+
+pub use sealpost_signature as signature;
 
 pub use delivery::{
     AttemptDecision, AttemptOutcome, Delivery, DeliveryState, DeliveryStatus, PlanEffect,
@@ -26,8 +28,8 @@ pub use delivery::{
 };
 pub use endpoint::{
     DisabledReason, EndpointError, EndpointHealth, EndpointStatus, HourlyAllowance,
-    MAX_ENDPOINTS_PER_ACCOUNT, SIGNATURE_TOLERANCE, check_can_create, generate_secret,
+    MAX_ENDPOINTS_PER_ACCOUNT, check_can_create, generate_secret,
 };
 pub use events::{EventFilter, EventFilterError, EventType};
-pub use signature::{SignatureError, sign, verify};
+pub use sealpost_signature::{SignatureError, sign, verify};
 pub use url::{UrlError, WebhookUrl, validate_url};

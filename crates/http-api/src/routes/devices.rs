@@ -52,7 +52,7 @@ pub async fn open_pairing(
     Json(body): Json<wire::OpenPairingRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let platform: Platform =
-        body.platform.as_str().parse().map_err(|()| {
+        body.platform.as_str().parse().map_err(|_| {
             ApiError::invalid_field("platform", "one of ios, android, web, unknown")
         })?;
     let public_key =

@@ -1,5 +1,5 @@
-//! The `Service-Signature` header (SPEC.md "Webhook delivery", CONTRACT.md
-//! section 9):
+//! The webhook signature scheme (SPEC.md "Webhook delivery", CONTRACT.md
+//! section 9) and the header names of a webhook request:
 //!
 //! ```text
 //! Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>
@@ -8,22 +8,33 @@
 //! The MAC is HMAC-SHA256, keyed with the UTF-8 bytes of the whole secret
 //! string (`whsec_` included), over `<t>.<raw body>`; lower-case hex.
 //! Receivers verify against the raw bytes and refuse a timestamp more than
-//! five minutes away from their clock, in either direction.
+//! [`TOLERANCE_SECONDS`] (five minutes) away from their clock, in either
+//! direction.
 //!
 //! The header may carry several `v1=` entries (for example while a sender
 //! signs with two secrets); one match is enough. Entries with other scheme
 //! tags are ignored so a later scheme can be added beside `v1`.
+//!
+//! Stripe signs its notices the same way (`Stripe-Signature`); its verifier
+//! passes its own tolerance to [`verify_with_tolerance`].
 
 use data_encoding::HEXLOWER_PERMISSIVE;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-use crate::endpoint::SIGNATURE_TOLERANCE;
-
-/// The header's name.
+/// The signature header's name.
 pub const SIGNATURE_HEADER: &str = "Service-Signature";
+/// The event's `evt_` id: the same on every attempt and redelivery of one
+/// event.
+pub const EVENT_ID_HEADER: &str = "Service-Event-Id";
+/// The event's type.
+pub const EVENT_TYPE_HEADER: &str = "Service-Event-Type";
+/// The `whd_` id of this delivery.
+pub const DELIVERY_ID_HEADER: &str = "Service-Delivery-Id";
 /// The scheme tag of the current signature.
 pub const SCHEME: &str = "v1";
+/// SPEC.md Limits: signature age tolerance (both ways), in seconds.
+pub const TOLERANCE_SECONDS: i64 = 300;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -41,12 +52,20 @@ pub enum SignatureError {
     /// No `v1=` entry matches the body and timestamp under this secret.
     #[error("signature does not match")]
     Mismatch,
-    /// Genuine, but signed more than five minutes before `now`.
-    #[error("signature timestamp is {age_seconds} seconds old (more than 300)")]
-    TooOld { age_seconds: i64 },
-    /// Genuine, but signed more than five minutes after `now`.
-    #[error("signature timestamp is {ahead_seconds} seconds in the future (more than 300)")]
-    TooNew { ahead_seconds: i64 },
+    /// Genuine, but signed more than `tolerance_seconds` before `now`.
+    #[error("signature timestamp is {age_seconds} seconds old (more than {tolerance_seconds})")]
+    TooOld {
+        age_seconds: i64,
+        tolerance_seconds: i64,
+    },
+    /// Genuine, but signed more than `tolerance_seconds` after `now`.
+    #[error(
+        "signature timestamp is {ahead_seconds} seconds in the future (more than {tolerance_seconds})"
+    )]
+    TooNew {
+        ahead_seconds: i64,
+        tolerance_seconds: i64,
+    },
 }
 
 fn mac(secret: &str, timestamp: &str, body: &[u8]) -> HmacSha256 {
@@ -80,15 +99,29 @@ pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
 }
 
 /// Checks a `Service-Signature` header against the raw `body` and the
-/// receiver's clock (`now_unix`, seconds). The signature is checked first
-/// (in constant time), then the age: [`SignatureError::TooOld`] and
-/// [`SignatureError::TooNew`] therefore mean "genuine but out of the
-/// five-minute window". Exactly 300 seconds either way is accepted.
+/// receiver's clock (`now_unix`, seconds), with the five-minute
+/// [`TOLERANCE_SECONDS`]. See [`verify_with_tolerance`].
 pub fn verify(
     secret: &str,
     header: &str,
     body: &[u8],
     now_unix: i64,
+) -> Result<(), SignatureError> {
+    verify_with_tolerance(secret, header, body, now_unix, TOLERANCE_SECONDS)
+}
+
+/// Checks a `t=,v1=` header against the raw `body` and the receiver's
+/// clock (`now_unix`, seconds). The signature is checked first (in constant
+/// time), then the age: [`SignatureError::TooOld`] and
+/// [`SignatureError::TooNew`] therefore mean "genuine but more than
+/// `tolerance_seconds` away". Exactly `tolerance_seconds` either way is
+/// accepted.
+pub fn verify_with_tolerance(
+    secret: &str,
+    header: &str,
+    body: &[u8],
+    now_unix: i64,
+    tolerance_seconds: i64,
 ) -> Result<(), SignatureError> {
     let parsed = parse_header(header)?;
     let expected = mac(secret, parsed.timestamp_text, body);
@@ -100,15 +133,18 @@ pub fn verify(
     if !matched {
         return Err(SignatureError::Mismatch);
     }
-    let tolerance = SIGNATURE_TOLERANCE.num_seconds();
     let age = now_unix.saturating_sub(parsed.timestamp);
-    if age > tolerance {
-        return Err(SignatureError::TooOld { age_seconds: age });
+    if age > tolerance_seconds {
+        return Err(SignatureError::TooOld {
+            age_seconds: age,
+            tolerance_seconds,
+        });
     }
     let ahead = parsed.timestamp.saturating_sub(now_unix);
-    if ahead > tolerance {
+    if ahead > tolerance_seconds {
         return Err(SignatureError::TooNew {
             ahead_seconds: ahead,
+            tolerance_seconds,
         });
     }
     Ok(())
@@ -217,15 +253,54 @@ mod tests {
         assert_eq!(verify(SECRET, HEADER, body, TIMESTAMP + 300), Ok(()));
         assert_eq!(
             verify(SECRET, HEADER, body, TIMESTAMP + 301),
-            Err(SignatureError::TooOld { age_seconds: 301 })
+            Err(SignatureError::TooOld {
+                age_seconds: 301,
+                tolerance_seconds: 300
+            })
         );
         assert_eq!(verify(SECRET, HEADER, body, TIMESTAMP - 300), Ok(()));
         assert_eq!(
             verify(SECRET, HEADER, body, TIMESTAMP - 301),
-            Err(SignatureError::TooNew { ahead_seconds: 301 })
+            Err(SignatureError::TooNew {
+                ahead_seconds: 301,
+                tolerance_seconds: 300
+            })
         );
         assert!(verify(SECRET, HEADER, body, i64::MAX).is_err());
         assert!(verify(SECRET, HEADER, body, i64::MIN).is_err());
+        assert_eq!(
+            verify(SECRET, HEADER, body, TIMESTAMP + 301)
+                .unwrap_err()
+                .to_string(),
+            "signature timestamp is 301 seconds old (more than 300)"
+        );
+    }
+
+    #[test]
+    fn another_tolerance_moves_the_window() {
+        let body = BODY.as_bytes();
+        let within = |now| verify_with_tolerance(SECRET, HEADER, body, now, 60);
+        assert_eq!(within(TIMESTAMP + 60), Ok(()));
+        assert_eq!(within(TIMESTAMP - 60), Ok(()));
+        assert_eq!(
+            within(TIMESTAMP + 61),
+            Err(SignatureError::TooOld {
+                age_seconds: 61,
+                tolerance_seconds: 60
+            })
+        );
+        assert_eq!(
+            within(TIMESTAMP - 61),
+            Err(SignatureError::TooNew {
+                ahead_seconds: 61,
+                tolerance_seconds: 60
+            })
+        );
+        // The signature is still checked first.
+        assert_eq!(
+            verify_with_tolerance("whsec_other", HEADER, body, TIMESTAMP + 61, 60),
+            Err(SignatureError::Mismatch)
+        );
     }
 
     #[test]

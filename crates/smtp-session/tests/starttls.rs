@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use common::{CLIENT_IP, Client, Recorder, config};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
-use sealpost_smtp::{Delivery, SmtpConfig, TlsAcceptor, serve, serve_session};
+use sealpost_smtp_session::{Delivery, SmtpConfig, TlsAcceptor, serve, serve_session};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsConnector;

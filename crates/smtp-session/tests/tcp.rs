@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{Client, Recorder, config};
-use sealpost_smtp::{Delivery, serve};
+use sealpost_smtp_session::{Delivery, serve};
 use tokio::net::{TcpListener, TcpStream};
 
 #[tokio::test]

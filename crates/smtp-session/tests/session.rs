@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::{CLIENT_IP, Recorder, config, start};
-use sealpost_smtp::DeliveryOutcome;
+use sealpost_smtp_session::DeliveryOutcome;
 
 #[tokio::test]
 async fn greeting_and_ehlo_capabilities() {
@@ -15,7 +15,8 @@ async fn greeting_and_ehlo_capabilities() {
     let task = tokio::spawn({
         let delivery = delivery.clone();
         async move {
-            sealpost_smtp::serve_session(server, CLIENT_IP, &config(), delivery.as_ref()).await
+            sealpost_smtp_session::serve_session(server, CLIENT_IP, &config(), delivery.as_ref())
+                .await
         }
     });
     let mut client = common::Client::new(client);

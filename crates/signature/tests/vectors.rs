@@ -1,7 +1,7 @@
 //! Reproduces `webhookSignature` of `tests/data/vectors.json` (a copy of the
 //! contract's vectors) through the public API.
 
-use sealpost_webhooks::{SignatureError, sign, verify};
+use sealpost_signature::{SignatureError, sign, verify};
 use serde_json::Value;
 
 #[test]
@@ -18,6 +18,9 @@ fn webhook_signature_vector() {
     assert_eq!(verify(secret, header, body, timestamp + 300), Ok(()));
     assert_eq!(
         verify(secret, header, body, timestamp + 301),
-        Err(SignatureError::TooOld { age_seconds: 301 })
+        Err(SignatureError::TooOld {
+            age_seconds: 301,
+            tolerance_seconds: 300
+        })
     );
 }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sealpost_smtp::{
+use sealpost_smtp_session::{
     Delivery, DeliveryOutcome, Envelope, RecipientDecision, SmtpConfig, serve_session,
 };
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
