@@ -9,6 +9,7 @@ mod addresses;
 mod billing;
 mod database;
 mod devices;
+mod jobs;
 mod messages;
 mod notify;
 mod records;
@@ -26,6 +27,7 @@ use sealpost_kernel::StoreError;
 pub use database::{
     MigrateError, create_database_if_missing, migrate, quote_ident, split_database_url,
 };
+pub use jobs::{Job, JobLock};
 pub use messages::InstanceLock;
 pub use notify::MailNotifier;
 

@@ -10,6 +10,7 @@ mod addresses;
 mod billing;
 mod devices;
 mod errors;
+mod jobs;
 mod messages;
 mod ownership;
 mod storage;
