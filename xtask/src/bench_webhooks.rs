@@ -166,9 +166,9 @@ async fn run_scenario(url: &str, statuses: &[u16]) -> Result<Figures> {
     let mut config = sealpost_config::Config::from_vars(&Default::default())?;
     config.webhook_resolve = Some(resolve);
     config.webhook_ca_file = Some(ca_file);
-    let sender = sealpost_api::webhook_sender(&store, &config, clock)?;
+    let sender = sealpost_jobs::webhook_sender(&store, &config, clock)?;
     let started = Instant::now();
-    let running = sealpost_api::spawn_webhook_sender(sender);
+    let running = sealpost_jobs::spawn_webhook_sender(sender);
     let healthy: Vec<&Receiver> = receivers
         .iter()
         .zip(statuses)

@@ -1,25 +1,48 @@
-//! `sealpost-api`: configuration from the environment, then serve until
-//! SIGINT or SIGTERM.
+//! `sealpost-api`: configuration from the environment, then serve (and run
+//! the background jobs, or only them) until SIGINT or SIGTERM.
 
 use std::net::TcpListener;
 use std::sync::Arc;
 
 use anyhow::Context;
+use clap::Parser;
+use sealpost_api_server::StartOptions;
 use sealpost_config::Config;
 use sealpost_kernel::SystemClock;
 
+/// The Sealpost API server. Configuration comes from the SEALPOST_*
+/// environment variables; the database is migrated at start-up.
+#[derive(Parser)]
+#[command(name = "sealpost-api")]
+struct Args {
+    /// Run only the background jobs (hourly sweeps, the webhook sender), no
+    /// HTTP. Any number of processes may run them at once.
+    #[arg(long, conflicts_with = "no_jobs")]
+    jobs_only: bool,
+    /// Serve HTTP only: another process (`--jobs-only`) runs the jobs.
+    #[arg(long)]
+    no_jobs: bool,
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
     let config = Config::from_env()?;
     sealpost_config::init_tracing(&config);
-    let listener = TcpListener::bind(&config.http_addr)
-        .with_context(|| format!("binding SEALPOST_HTTP_ADDR {}", config.http_addr))?;
-    let workers = std::thread::available_parallelism().map_or(2, usize::from);
-    let options = sealpost_api::StartOptions {
-        workers,
-        background_jobs: true,
+    let listener = if args.jobs_only {
+        None
+    } else {
+        Some(
+            TcpListener::bind(&config.http_addr)
+                .with_context(|| format!("binding SEALPOST_HTTP_ADDR {}", config.http_addr))?,
+        )
     };
-    let running = sealpost_api::start(&config, Arc::new(SystemClock), listener, options).await?;
+    let options = StartOptions {
+        workers: std::thread::available_parallelism().map_or(2, usize::from),
+        background_jobs: !args.no_jobs,
+    };
+    let running =
+        sealpost_api_server::start(&config, Arc::new(SystemClock), listener, options).await?;
 
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("installing the SIGTERM handler")?;

@@ -19,6 +19,7 @@ use reqwest::StatusCode;
 use sealpost_blobs_fs::FsBlobStore;
 use sealpost_kernel::{Clock, StoreError, SystemClock};
 use sealpost_messages::ingest::{Ingest, IngestError};
+use sealpost_messages::recovery::BlobRecovery;
 use sealpost_messages::store::{BlobError, BlobStore, MessageRepository};
 use sealpost_seal::{AccountKeys, RecoveryPhrase, SealedBox, b64, context, open_binary};
 use sealpost_store_pg::PgStore;
@@ -590,7 +591,7 @@ async fn recovery_takes_over_only_dead_instances_and_their_late_commits_keep_not
     let live_lock = store.hold_instance_lock(live.instance()).await.unwrap();
     // Holds no instance lock: to everyone else its process has died.
     let dead = new_ingest(gated);
-    let recoverer = new_ingest(blobs.clone());
+    let recoverer = BlobRecovery::new(Arc::new(store.clone()), blobs.clone(), clock.clone());
 
     let deliver = |ingest: &Arc<Ingest>, token: &str| {
         let (ingest, to, raw) = (ingest.clone(), address.clone(), mail(&address, token));
@@ -609,7 +610,7 @@ async fn recovery_takes_over_only_dead_instances_and_their_late_commits_keep_not
     }
 
     assert_eq!(
-        recoverer.recover().await.unwrap(),
+        recoverer.run().await.unwrap(),
         1,
         "only the dead instance's delivery is taken over"
     );
@@ -654,10 +655,10 @@ async fn recovery_takes_over_only_dead_instances_and_their_late_commits_keep_not
         )
         .await
         .unwrap();
-    assert_eq!(recoverer.recover().await.unwrap(), 0, "still alive");
+    assert_eq!(recoverer.run().await.unwrap(), 0, "still alive");
     drop(live_lock);
     let deadline = Instant::now() + Duration::from_secs(5);
-    while recoverer.recover().await.unwrap() == 0 {
+    while recoverer.run().await.unwrap() == 0 {
         assert!(Instant::now() < deadline, "dead once its lock is released");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -14,6 +14,7 @@ use crate::{
 /// Length of a base64url token made from 32 random bytes.
 const TOKEN_LEN: usize = 43;
 
+#[derive(Clone)]
 pub struct Accounts {
     repo: Arc<dyn AccountRepository>,
     clock: Arc<dyn Clock>,

@@ -325,6 +325,7 @@ pub trait ActivityRepository: Send + Sync {
 }
 
 /// `GET /activity` and its retention sweep.
+#[derive(Clone)]
 pub struct ActivityLog {
     repo: Arc<dyn ActivityRepository>,
     clock: Arc<dyn Clock>,

@@ -157,6 +157,7 @@ pub trait AddressRepository: Send + Sync {
     ) -> Result<bool, StoreError>;
 }
 
+#[derive(Clone)]
 pub struct Addresses {
     repo: Arc<dyn AddressRepository>,
     clock: Arc<dyn Clock>,

@@ -70,6 +70,34 @@ pub struct PausedHoldings {
     pub devices: Vec<WorkerId>,
 }
 
+/// Deleting one address or device a pause still holds at its `deletesAt`:
+/// one transaction, applied only while the row is still paused and the
+/// account's pause is still due at `due` (a payment that released it, or a
+/// pause started again since, wins).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PausedDeletion<Id> {
+    pub account: AccountId,
+    pub id: Id,
+    /// The time the deletion was decided at: the pause's `deletesAt` must be
+    /// at or before it.
+    pub due: Timestamp,
+    /// A device only: the addresses assigned to it when decided (guard).
+    pub assigned: Vec<InboxId>,
+    /// `inbox.deleted`, or `inbox.removed` for each assigned address and
+    /// `worker.removed`.
+    pub records: Records,
+}
+
+/// What a [`PausedDeletion`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deleted {
+    Deleted,
+    /// Gone already, no longer paused, or the pause no longer due: left alone.
+    Spared,
+    /// The device's addresses changed since they were read: decide again.
+    Stale,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Applied {
     Done,
@@ -112,6 +140,26 @@ pub trait BillingRepository: Send + Sync {
         limit: i64,
     ) -> Result<Vec<AccountId>, StoreError>;
     async fn paused_holdings(&self, account: &AccountId) -> Result<PausedHoldings, StoreError>;
+    /// The addresses assigned to the account's device, by id.
+    async fn device_addresses(
+        &self,
+        account: &AccountId,
+        device: &WorkerId,
+    ) -> Result<Vec<InboxId>, StoreError>;
+    /// With the account row locked, deletes the paused address as the
+    /// owner's delete would (its mail's blobs queued, name and id retired)
+    /// when the guards of [`PausedDeletion`] hold.
+    async fn delete_paused_address(
+        &self,
+        deletion: PausedDeletion<InboxId>,
+    ) -> Result<Deleted, StoreError>;
+    /// With the account row locked, removes the paused device as the owner's
+    /// removal would (addresses unassigned, id retired) when the guards of
+    /// [`PausedDeletion`] hold; `Stale` when its addresses changed.
+    async fn remove_paused_device(
+        &self,
+        deletion: PausedDeletion<WorkerId>,
+    ) -> Result<Deleted, StoreError>;
     /// Lists held mail whose address is no longer paused (mail that was
     /// stored held while a payment released its address), with one
     /// `message.received` each at `at`. Returns how many.

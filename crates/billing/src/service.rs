@@ -2,7 +2,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use sealpost_activity::Records;
-use sealpost_kernel::{AccountId, Clock, PaymentId, PlanId, StoreError};
+use sealpost_kernel::{AccountId, Clock, InboxId, PaymentId, PlanId, StoreError, WorkerId};
 use sealpost_plans::plan;
 use sealpost_subscriptions::{Subscriber, SubscriptionRepository};
 
@@ -40,6 +40,14 @@ pub struct LapseSweep {
     pub failed: Vec<(AccountId, BillingError)>,
 }
 
+/// What deleting expired pauses did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PauseDeletions {
+    pub addresses: usize,
+    /// Devices and agents.
+    pub devices: usize,
+}
+
 /// What a notice did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Settled {
@@ -52,7 +60,8 @@ pub enum Settled {
 }
 
 /// `GET /billing/providers`, `POST /billing/checkout`, `GET /billing/payments/:id`,
-/// provider notices, and the lapse sweep.
+/// provider notices, the lapse sweep and what happens at a pause's `deletesAt`.
+#[derive(Clone)]
 pub struct Billing {
     repo: Arc<dyn BillingRepository>,
     accounts: Arc<dyn SubscriptionRepository>,
@@ -320,23 +329,82 @@ impl Billing {
         Ok(self.repo.release_stragglers(self.clock.now()).await?)
     }
 
-    /// Paused accounts whose `deletesAt` has come (or that hold nothing
-    /// paused any more), with what they still hold paused: the caller deletes those addresses and devices through their
-    /// own services (events, retired ids, blob clean-up), then calls
-    /// [`Billing::end_pause`].
-    pub async fn due_deletions(&self) -> Result<Vec<(AccountId, PausedHoldings)>, BillingError> {
-        let now = self.clock.now();
-        let mut due = Vec::new();
-        for account in self.repo.expired_pauses(now, LAPSE_BATCH).await? {
-            let holdings = self.repo.paused_holdings(&account).await?;
-            due.push((account, holdings));
+    /// At a pause's `deletesAt`, deletes the addresses and devices it still
+    /// holds, each as its owner's delete or removal would (its events,
+    /// retired ids; the mail's blobs go with the mail sweep that follows),
+    /// then ends the pause. Also ends pauses with nothing left in them. The
+    /// store re-checks, in the transaction that deletes, that the row is
+    /// still paused and the pause still due: a payment that released it
+    /// meanwhile wins.
+    pub async fn delete_expired_pauses(&self) -> Result<PauseDeletions, BillingError> {
+        let mut done = PauseDeletions::default();
+        for account in self
+            .repo
+            .expired_pauses(self.clock.now(), LAPSE_BATCH)
+            .await?
+        {
+            let held = self.repo.paused_holdings(&account).await?;
+            for address in held.addresses {
+                if self.delete_paused_address(&account, address).await? {
+                    done.addresses += 1;
+                }
+            }
+            for device in held.devices {
+                if self.remove_paused_device(&account, device).await? {
+                    done.devices += 1;
+                }
+            }
+            // `Stale` while something is still paused (a pause started again).
+            self.repo.end_pause(&account).await?;
         }
-        Ok(due)
+        Ok(done)
     }
 
-    /// Ends `account`'s pause once nothing is paused; false while something still is.
-    pub async fn end_pause(&self, account: &AccountId) -> Result<bool, BillingError> {
-        Ok(self.repo.end_pause(account).await? == Applied::Done)
+    async fn delete_paused_address(
+        &self,
+        account: &AccountId,
+        address: InboxId,
+    ) -> Result<bool, BillingError> {
+        let now = self.clock.now();
+        let mut records = Records::new();
+        records.inbox_deleted(account, &address, now);
+        let deletion = PausedDeletion {
+            account: account.clone(),
+            id: address,
+            due: now,
+            assigned: Vec::new(),
+            records,
+        };
+        Ok(self.repo.delete_paused_address(deletion).await? == Deleted::Deleted)
+    }
+
+    async fn remove_paused_device(
+        &self,
+        account: &AccountId,
+        device: WorkerId,
+    ) -> Result<bool, BillingError> {
+        for _ in 0..STALE_RETRIES {
+            let now = self.clock.now();
+            let assigned = self.repo.device_addresses(account, &device).await?;
+            let mut records = Records::new();
+            for address in &assigned {
+                records.inbox_removed(account, address, &device, now);
+            }
+            records.worker_removed(account, &device, now);
+            let deletion = PausedDeletion {
+                account: account.clone(),
+                id: device.clone(),
+                due: now,
+                assigned,
+                records,
+            };
+            match self.repo.remove_paused_device(deletion).await? {
+                Deleted::Deleted => return Ok(true),
+                Deleted::Spared => return Ok(false),
+                Deleted::Stale => continue,
+            }
+        }
+        Err(StoreError::Unavailable("the device kept changing; retry".into()).into())
     }
 
     /// Pauses `account` if its period has lapsed; false when it had not (a

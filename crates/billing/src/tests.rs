@@ -634,3 +634,186 @@ async fn the_sandbox_checkout_is_a_page_of_the_service_named_by_the_payment() {
         session.reference
     );
 }
+
+// ---- at a pause's deletesAt ----
+
+fn inbox(id: &str) -> sealpost_kernel::InboxId {
+    sealpost_kernel::InboxId::parse(id).unwrap()
+}
+
+fn worker(id: &str) -> sealpost_kernel::WorkerId {
+    sealpost_kernel::WorkerId::parse(id).unwrap()
+}
+
+/// One expired pause holding `addresses` and `devices`.
+fn expired_pause(parts: &mut Parts, addresses: &[&str], devices: &[&str]) {
+    parts
+        .repo
+        .expect_expired_pauses()
+        .withf(|now, _| *now == at(NOW))
+        .times(1)
+        .returning(|_, _| Ok(vec![account()]));
+    let held = PausedHoldings {
+        addresses: addresses.iter().map(|id| inbox(id)).collect(),
+        devices: devices.iter().map(|id| worker(id)).collect(),
+    };
+    parts
+        .repo
+        .expect_paused_holdings()
+        .times(1)
+        .returning(move |_| Ok(held.clone()));
+}
+
+#[tokio::test]
+async fn at_deletes_at_what_the_pause_holds_is_deleted_with_its_events_then_the_pause_ends() {
+    let mut parts = parts();
+    expired_pause(&mut parts, &["ibx_held01"], &["wkr_held01"]);
+    let mut seq = mockall::Sequence::new();
+    parts
+        .repo
+        .expect_delete_paused_address()
+        .withf(|deletion| {
+            deletion.id == inbox("ibx_held01")
+                && deletion.due == at(NOW)
+                && deletion.records.events.len() == 1
+                && deletion.records.events[0].kind == EventType::InboxDeleted
+                && deletion.records.events[0].payload == json!({ "inboxId": "ibx_held01" })
+        })
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_| Ok(Deleted::Deleted));
+    // The device still has an active address assigned: it is unassigned
+    // with its `inbox.removed`, as the owner's removal would.
+    parts
+        .repo
+        .expect_device_addresses()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| Ok(vec![inbox("ibx_live01")]));
+    parts
+        .repo
+        .expect_remove_paused_device()
+        .withf(|deletion| {
+            let kinds: Vec<EventType> = deletion.records.events.iter().map(|e| e.kind).collect();
+            deletion.id == worker("wkr_held01")
+                && deletion.assigned == vec![inbox("ibx_live01")]
+                && kinds == vec![EventType::InboxRemoved, EventType::WorkerRemoved]
+                && deletion.records.events[1].payload == json!({ "workerId": "wkr_held01" })
+        })
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_| Ok(Deleted::Deleted));
+    parts
+        .repo
+        .expect_end_pause()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_| Ok(Applied::Done));
+    let done = billing(parts, NOW).delete_expired_pauses().await.unwrap();
+    assert_eq!(
+        done,
+        PauseDeletions {
+            addresses: 1,
+            devices: 1
+        }
+    );
+}
+
+#[tokio::test]
+async fn what_a_payment_released_before_the_delete_is_spared_and_not_counted() {
+    let mut parts = parts();
+    expired_pause(&mut parts, &["ibx_held01", "ibx_held02"], &["wkr_held01"]);
+    parts
+        .repo
+        .expect_delete_paused_address()
+        .times(2)
+        .returning(|deletion| {
+            Ok(if deletion.id == inbox("ibx_held01") {
+                Deleted::Spared
+            } else {
+                Deleted::Deleted
+            })
+        });
+    parts
+        .repo
+        .expect_device_addresses()
+        .times(1)
+        .returning(|_, _| Ok(Vec::new()));
+    parts
+        .repo
+        .expect_remove_paused_device()
+        .times(1)
+        .returning(|_| Ok(Deleted::Spared));
+    // Something is still paused: the pause stays.
+    parts
+        .repo
+        .expect_end_pause()
+        .times(1)
+        .returning(|_| Ok(Applied::Stale));
+    let done = billing(parts, NOW).delete_expired_pauses().await.unwrap();
+    assert_eq!(
+        done,
+        PauseDeletions {
+            addresses: 1,
+            devices: 0
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_device_whose_addresses_changed_meanwhile_is_decided_again() {
+    let mut parts = parts();
+    expired_pause(&mut parts, &[], &["wkr_held01"]);
+    let reads = Arc::new(Mutex::new(0));
+    let counter = reads.clone();
+    parts
+        .repo
+        .expect_device_addresses()
+        .times(2)
+        .returning(move |_, _| {
+            let mut reads = counter.lock().unwrap();
+            *reads += 1;
+            Ok(if *reads == 1 {
+                vec![inbox("ibx_live01")]
+            } else {
+                Vec::new()
+            })
+        });
+    parts
+        .repo
+        .expect_remove_paused_device()
+        .times(2)
+        .returning(|deletion| {
+            Ok(if deletion.assigned.is_empty() {
+                Deleted::Deleted
+            } else {
+                Deleted::Stale
+            })
+        });
+    parts
+        .repo
+        .expect_end_pause()
+        .times(1)
+        .returning(|_| Ok(Applied::Done));
+    let done = billing(parts, NOW).delete_expired_pauses().await.unwrap();
+    assert_eq!(done.devices, 1);
+    assert_eq!(*reads.lock().unwrap(), 2);
+}
+
+#[tokio::test]
+async fn a_failing_deletion_stops_the_pass_before_the_pause_ends() {
+    let mut parts = parts();
+    expired_pause(&mut parts, &["ibx_held01"], &[]);
+    parts
+        .repo
+        .expect_delete_paused_address()
+        .times(1)
+        .returning(|_| {
+            Err(sealpost_kernel::StoreError::Failed(
+                "deadlock detected".into(),
+            ))
+        });
+    parts.repo.expect_end_pause().never();
+    let result = billing(parts, NOW).delete_expired_pauses().await;
+    assert!(matches!(result, Err(BillingError::Store(_))), "{result:?}");
+}

@@ -3,22 +3,17 @@
 
 use std::sync::Arc;
 
-use chrono::TimeDelta;
 use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, Clock, InboxId, MessageId, StoreError, Timestamp};
 use sealpost_plans::{plan, received_window};
 use sealpost_seal::{SealedBox, context, random_bytes, seal_binary};
 
 use crate::content::{ParsedMail, parse_mail};
+use crate::recovery::BlobRecovery;
 use crate::store::{
-    BlobError, BlobStore, Commit, Message, MessageRepository, NewMessage, PendingBlob,
-    RECEIVED_COUNTER, RecipientRecord, StoredAttachment,
+    BlobError, BlobStore, Commit, Message, MessageRepository, NewMessage, RECEIVED_COUNTER,
+    RecipientRecord, StoredAttachment,
 };
-
-/// Pending blobs without an owner (registered before owners were recorded,
-/// or taken over by a recovery that did not finish) are abandoned once older
-/// than this: a live delivery seals, writes and commits within seconds.
-pub const PENDING_BLOB_GRACE: TimeDelta = TimeDelta::minutes(10);
 
 /// The answer to RCPT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +52,7 @@ pub enum IngestError {
     Blob(#[from] BlobError),
 }
 
+#[derive(Clone)]
 pub struct Ingest {
     repo: Arc<dyn MessageRepository>,
     blobs: Arc<dyn BlobStore>,
@@ -302,65 +298,15 @@ impl Ingest {
         }
     }
 
-    /// Deletes blobs of deliveries that died before committing (start-up and
-    /// hourly): those whose owning instance no longer runs, at once, and those
-    /// without an owner once older than [`PENDING_BLOB_GRACE`].
-    pub async fn recover(&self) -> Result<usize, IngestError> {
-        let pending = self.repo.pending_blobs().await?;
-        let mut owners: Vec<String> = pending
-            .iter()
-            .filter_map(|blob| blob.owner.clone())
-            .filter(|owner| *owner != self.instance)
-            .collect();
-        owners.sort_unstable();
-        owners.dedup();
-        let alive = if owners.is_empty() {
-            Vec::new()
-        } else {
-            self.repo.alive_owners(owners).await?
-        };
-        let abandoned = abandoned_blobs(
-            pending,
-            &self.instance,
-            &alive,
-            self.clock.now() - PENDING_BLOB_GRACE,
-        );
-        if abandoned.is_empty() {
-            return Ok(0);
-        }
-        // Taken from their owners first: were one wrongly believed dead, its
-        // commit now fails rather than keeping a message whose blob is gone.
-        let keys = self.repo.disown_pending_blobs(abandoned).await?;
-        for key in &keys {
-            self.blobs.delete(key).await?;
-        }
-        let count = keys.len();
-        // Forgotten only once deleted: a crash here leaves them, ownerless, to a later pass.
-        self.repo.forget_pending_blobs(keys).await?;
-        Ok(count)
+    /// Recovery of pending blobs that spares this ingest's own deliveries.
+    pub fn recovery(&self) -> BlobRecovery {
+        BlobRecovery::new(self.repo.clone(), self.blobs.clone(), self.clock.clone())
+            .sparing(&self.instance)
     }
 
     pub fn now(&self) -> Timestamp {
         self.clock.now()
     }
-}
-
-/// The keys recovery deletes: owned by an instance other than `me` that is
-/// not alive, or ownerless and registered before `ownerless_before`.
-fn abandoned_blobs(
-    pending: Vec<PendingBlob>,
-    me: &str,
-    alive: &[String],
-    ownerless_before: Timestamp,
-) -> Vec<String> {
-    pending
-        .into_iter()
-        .filter(|blob| match &blob.owner {
-            Some(owner) => owner != me && !alive.contains(owner),
-            None => blob.written_at < ownerless_before,
-        })
-        .map(|blob| blob.key)
-        .collect()
 }
 
 #[cfg(test)]
@@ -573,89 +519,6 @@ mod tests {
             matches!(result, Err(IngestError::Store(StoreError::Unavailable(_)))),
             "the client is told to try again"
         );
-    }
-
-    fn pending(key: &str, owner: Option<&str>, written_at: &str) -> PendingBlob {
-        PendingBlob {
-            key: key.into(),
-            owner: owner.map(str::to_owned),
-            written_at: Timestamp::parse(written_at).unwrap(),
-        }
-    }
-
-    fn strings(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| (*s).to_owned()).collect()
-    }
-
-    #[tokio::test]
-    async fn recovery_takes_over_blobs_of_dead_owners_and_old_ownerless_ones_only() {
-        let mut seq = mockall::Sequence::new();
-        let mut repo = MockMessageRepository::new();
-        repo.expect_pending_blobs().times(1).returning(|| {
-            Ok(vec![
-                // Its owner died: taken over at once, however recent.
-                pending("msg_dead/0", Some("ing_dead"), "2026-11-22T11:59:59Z"),
-                pending("msg_dead/1", Some("ing_dead"), "2026-11-22T11:59:59Z"),
-                // Its owner still runs: a delivery in flight, however old.
-                pending("msg_live/0", Some("ing_live"), "2026-11-22T10:00:00Z"),
-                // No owner: only once older than the grace period.
-                pending("msg_old/0", None, "2026-11-22T11:49:59Z"),
-                pending("msg_new/0", None, "2026-11-22T11:50:01Z"),
-            ])
-        });
-        repo.expect_alive_owners()
-            .withf(|owners| *owners == strings(&["ing_dead", "ing_live"]))
-            .times(1)
-            .returning(|_| Ok(strings(&["ing_live"])));
-        repo.expect_disown_pending_blobs()
-            .withf(|keys| *keys == strings(&["msg_dead/0", "msg_dead/1", "msg_old/0"]))
-            .times(1)
-            .in_sequence(&mut seq)
-            // msg_dead/1 was committed meanwhile after all: its blob stays.
-            .returning(|_| Ok(strings(&["msg_dead/0", "msg_old/0"])));
-        let mut blobs = MockBlobStore::new();
-        blobs
-            .expect_delete()
-            .withf(|key| key == "msg_dead/0")
-            .times(1)
-            .in_sequence(&mut seq)
-            .returning(|_| Ok(()));
-        blobs
-            .expect_delete()
-            .withf(|key| key == "msg_old/0")
-            .times(1)
-            .in_sequence(&mut seq)
-            .returning(|_| Ok(()));
-        repo.expect_forget_pending_blobs()
-            .withf(|keys| *keys == strings(&["msg_dead/0", "msg_old/0"]))
-            .times(1)
-            .in_sequence(&mut seq)
-            .returning(|_| Ok(()));
-        assert_eq!(ingest(repo, blobs).recover().await.unwrap(), 2);
-    }
-
-    #[tokio::test]
-    async fn recovery_never_takes_over_its_own_deliveries() {
-        let me = Arc::new(Mutex::new(String::new()));
-        let mine = me.clone();
-        let mut repo = MockMessageRepository::new();
-        repo.expect_pending_blobs().times(1).returning(move || {
-            // Older than any grace period, and this instance holds no lock in
-            // this test: still its own delivery in flight.
-            Ok(vec![pending(
-                "msg_mine/0",
-                Some(&mine.lock().unwrap()),
-                "2026-11-22T09:00:00Z",
-            )])
-        });
-        repo.expect_alive_owners().never();
-        repo.expect_disown_pending_blobs().never();
-        repo.expect_forget_pending_blobs().never();
-        let mut blobs = MockBlobStore::new();
-        blobs.expect_delete().never();
-        let ingest = ingest(repo, blobs);
-        *me.lock().unwrap() = ingest.instance().to_owned();
-        assert_eq!(ingest.recover().await.unwrap(), 0);
     }
 
     #[test]

@@ -3,11 +3,13 @@
 //!
 //! Pure: no I/O, no logging. Storage and blobs sit behind the traits in
 //! [`store`]; [`ingest`] turns a raw message into sealed rows and blobs, and
-//! [`mailbox`] serves them back to the account's clients.
+//! [`mailbox`] serves them back to the account's clients; [`recovery`]
+//! deletes the blobs of deliveries that died before committing.
 
 pub mod content;
 pub mod ingest;
 pub mod mailbox;
+pub mod recovery;
 pub mod store;
 
 pub use content::{

@@ -26,6 +26,7 @@ pub enum MailError {
     Blob(#[from] BlobError),
 }
 
+#[derive(Clone)]
 pub struct Mailbox {
     repo: Arc<dyn MessageRepository>,
     blobs: Arc<dyn BlobStore>,

@@ -25,6 +25,7 @@ pub struct OpenedPairing {
     pub state: PairingState,
 }
 
+#[derive(Clone)]
 pub struct Devices {
     repo: Arc<dyn DeviceRepository>,
     clock: Arc<dyn Clock>,

@@ -70,6 +70,47 @@ pub(crate) async fn retire_address(
     retire_id(conn, INBOX_ID_KIND, id, at).await
 }
 
+/// Deletes the account's address `id` in the caller's transaction: its mail's
+/// blobs queued for deletion, its name and id retired, `records` written.
+/// False when the account has no such address.
+pub(crate) async fn delete_address(
+    conn: &mut diesel_async::AsyncPgConnection,
+    account: &AccountId,
+    id: &InboxId,
+    records: &Records,
+) -> Result<bool, diesel::result::Error> {
+    let at = records.events.as_slice().first().map(|event| event.at);
+    if let Some(at) = at {
+        // Only the caller's address: the condition also pins the account.
+        let owned: i64 = addresses::table
+            .filter(addresses::id.eq(id.as_str()))
+            .filter(addresses::account_id.eq(account.as_str()))
+            .count()
+            .get_result(conn)
+            .await?;
+        if owned > 0 {
+            queue_blobs_of(conn, "m.inbox_id = $1", id.as_str(), at).await?;
+        }
+    }
+    let deleted: Option<String> = diesel::delete(
+        addresses::table
+            .filter(addresses::id.eq(id.as_str()))
+            .filter(addresses::account_id.eq(account.as_str())),
+    )
+    .returning(addresses::email_address)
+    .get_result(conn)
+    .await
+    .optional()?;
+    let Some(email_address) = deleted else {
+        return Ok(false);
+    };
+    if let Some(at) = at {
+        retire_address(conn, id.as_str(), &email_address, at).await?;
+    }
+    write_records(conn, records).await?;
+    Ok(true)
+}
+
 #[async_trait]
 impl AddressRepository for PgStore {
     async fn create(
@@ -249,40 +290,9 @@ impl AddressRepository for PgStore {
         records: Records,
     ) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
-        let at = records.events.as_slice().first().map(|event| event.at);
-        conn.transaction(async |conn| {
-            if let Some(at) = at {
-                // Only the caller's address: the condition also pins the account.
-                let owned: i64 = addresses::table
-                    .filter(addresses::id.eq(id.as_str()))
-                    .filter(addresses::account_id.eq(account.as_str()))
-                    .count()
-                    .get_result(conn)
-                    .await?;
-                if owned > 0 {
-                    queue_blobs_of(conn, "m.inbox_id = $1", id.as_str(), at).await?;
-                }
-            }
-            let deleted: Option<String> = diesel::delete(
-                addresses::table
-                    .filter(addresses::id.eq(id.as_str()))
-                    .filter(addresses::account_id.eq(account.as_str())),
-            )
-            .returning(addresses::email_address)
-            .get_result(conn)
+        conn.transaction(async |conn| delete_address(conn, account, id, &records).await)
             .await
-            .optional()?;
-            let Some(email_address) = deleted else {
-                return Ok(false);
-            };
-            if let Some(at) = at {
-                retire_address(conn, id.as_str(), &email_address, at).await?;
-            }
-            write_records(conn, &records).await?;
-            Ok::<_, diesel::result::Error>(true)
-        })
-        .await
-        .map_err(db_error)
+            .map_err(db_error)
     }
 
     async fn assign(

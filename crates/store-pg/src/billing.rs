@@ -8,14 +8,17 @@ use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_billing::{
-    Applied, BillingRepository, HoldingLimits, Lapse, PausedHoldings, Payment, PaymentStatus,
-    PlanPurchase, ProviderId, Settlement,
+    Applied, BillingRepository, Deleted, HoldingLimits, Lapse, PausedDeletion, PausedHoldings,
+    Payment, PaymentStatus, PlanPurchase, ProviderId, Settlement,
 };
 use sealpost_kernel::{
     AccountId, InboxId, MessageId, PaymentId, PlanId, StoreError, Timestamp, WorkerId,
 };
+use sealpost_pairing::WriteOutcome;
 use sealpost_subscriptions::PausedCounts;
 
+use crate::addresses::delete_address;
+use crate::devices::{device_addresses, remove_device};
 use crate::records::write_records;
 use crate::schema::{accounts, addresses, devices, payments};
 use crate::subscriptions::paused_counts;
@@ -146,6 +149,17 @@ struct IdRow {
 }
 
 /// Whether anything on the account is still paused.
+/// Locks the account row; whether its pause's `deletesAt` is at or before `due`.
+async fn pause_due(
+    conn: &mut AsyncPgConnection,
+    account: &AccountId,
+    due: Timestamp,
+) -> Result<bool, diesel::result::Error> {
+    Ok(lock_account(conn, account)
+        .await?
+        .is_some_and(|locked| locked.paused && locked.deletes_at.is_some_and(|at| at <= due)))
+}
+
 async fn anything_paused(
     conn: &mut AsyncPgConnection,
     account: &AccountId,
@@ -517,6 +531,85 @@ impl BillingRepository for PgStore {
             addresses: addresses.into_iter().map(InboxId::from_trusted).collect(),
             devices: devices.into_iter().map(WorkerId::from_trusted).collect(),
         })
+    }
+
+    async fn device_addresses(
+        &self,
+        account: &AccountId,
+        device: &WorkerId,
+    ) -> Result<Vec<InboxId>, StoreError> {
+        let mut conn = self.conn().await?;
+        device_addresses(&mut conn, account, device)
+            .await
+            .map_err(db_error)
+    }
+
+    async fn delete_paused_address(
+        &self,
+        deletion: PausedDeletion<InboxId>,
+    ) -> Result<Deleted, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            // The account first, then the address: the order settlement takes.
+            if !pause_due(conn, &deletion.account, deletion.due).await? {
+                return Ok(Deleted::Spared);
+            }
+            let paused: Option<String> = addresses::table
+                .filter(addresses::id.eq(deletion.id.as_str()))
+                .filter(addresses::account_id.eq(deletion.account.as_str()))
+                .filter(addresses::paused_at.is_not_null())
+                .select(addresses::id)
+                .for_update()
+                .first(conn)
+                .await
+                .optional()?;
+            if paused.is_none() {
+                return Ok(Deleted::Spared);
+            }
+            delete_address(conn, &deletion.account, &deletion.id, &deletion.records).await?;
+            Ok::<_, diesel::result::Error>(Deleted::Deleted)
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn remove_paused_device(
+        &self,
+        deletion: PausedDeletion<WorkerId>,
+    ) -> Result<Deleted, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            if !pause_due(conn, &deletion.account, deletion.due).await? {
+                return Ok(Deleted::Spared);
+            }
+            let paused: Option<String> = devices::table
+                .filter(devices::id.eq(deletion.id.as_str()))
+                .filter(devices::account_id.eq(deletion.account.as_str()))
+                .filter(devices::paused_at.is_not_null())
+                .select(devices::id)
+                .for_update()
+                .first(conn)
+                .await
+                .optional()?;
+            if paused.is_none() {
+                return Ok(Deleted::Spared);
+            }
+            let removed = remove_device(
+                conn,
+                &deletion.account,
+                &deletion.id,
+                &deletion.assigned,
+                &deletion.records,
+            )
+            .await?;
+            Ok::<_, diesel::result::Error>(match removed {
+                WriteOutcome::Changed => Deleted::Deleted,
+                WriteOutcome::NotFound => Deleted::Spared,
+                WriteOutcome::Stale => Deleted::Stale,
+            })
+        })
+        .await
+        .map_err(db_error)
     }
 
     async fn end_pause(&self, account: &AccountId) -> Result<Applied, StoreError> {

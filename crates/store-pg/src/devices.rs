@@ -124,6 +124,69 @@ impl PgStore {
     }
 }
 
+/// Removes the account's device `id` in the caller's transaction when the
+/// addresses assigned to it are still `assigned`: they are unassigned, the
+/// device deleted (its credential cascades), its id retired, `records`
+/// written.
+pub(crate) async fn remove_device(
+    conn: &mut diesel_async::AsyncPgConnection,
+    account: &AccountId,
+    id: &WorkerId,
+    assigned: &[InboxId],
+    records: &Records,
+) -> Result<WriteOutcome, diesel::result::Error> {
+    let at = records.events.as_slice().first().map(|event| event.at);
+    let found: Option<String> = devices::table
+        .filter(devices::id.eq(id.as_str()))
+        .filter(devices::account_id.eq(account.as_str()))
+        .select(devices::id)
+        .for_update()
+        .first(conn)
+        .await
+        .optional()?;
+    if found.is_none() {
+        return Ok(WriteOutcome::NotFound);
+    }
+    let current: Vec<String> = addresses::table
+        .filter(addresses::worker_id.eq(id.as_str()))
+        .select(addresses::id)
+        .order(addresses::id)
+        .load(conn)
+        .await?;
+    let expected: Vec<&str> = assigned.iter().map(InboxId::as_str).collect();
+    if current != expected {
+        return Ok(WriteOutcome::Stale);
+    }
+    diesel::update(addresses::table.filter(addresses::worker_id.eq(id.as_str())))
+        .set(addresses::worker_id.eq(None::<String>))
+        .execute(conn)
+        .await?;
+    diesel::delete(devices::table.find(id.as_str()))
+        .execute(conn)
+        .await?;
+    if let Some(at) = at {
+        retire_id(conn, WORKER_ID_KIND, id.as_str(), at).await?;
+    }
+    write_records(conn, records).await?;
+    Ok(WriteOutcome::Changed)
+}
+
+/// The addresses assigned to the account's device, by id.
+pub(crate) async fn device_addresses(
+    conn: &mut diesel_async::AsyncPgConnection,
+    account: &AccountId,
+    id: &WorkerId,
+) -> Result<Vec<InboxId>, diesel::result::Error> {
+    let ids: Vec<String> = addresses::table
+        .filter(addresses::account_id.eq(account.as_str()))
+        .filter(addresses::worker_id.eq(id.as_str()))
+        .select(addresses::id)
+        .order(addresses::id)
+        .load(conn)
+        .await?;
+    Ok(ids.into_iter().map(InboxId::from_trusted).collect())
+}
+
 #[async_trait]
 impl DeviceRepository for PgStore {
     async fn insert_pairing(&self, session: PairingSession) -> Result<bool, StoreError> {
@@ -404,15 +467,9 @@ impl DeviceRepository for PgStore {
         id: &WorkerId,
     ) -> Result<Vec<InboxId>, StoreError> {
         let mut conn = self.conn().await?;
-        let ids: Vec<String> = addresses::table
-            .filter(addresses::account_id.eq(account.as_str()))
-            .filter(addresses::worker_id.eq(id.as_str()))
-            .select(addresses::id)
-            .order(addresses::id)
-            .load(&mut conn)
+        device_addresses(&mut conn, account, id)
             .await
-            .map_err(db_error)?;
-        Ok(ids.into_iter().map(InboxId::from_trusted).collect())
+            .map_err(db_error)
     }
 
     async fn update_profile(
@@ -464,44 +521,9 @@ impl DeviceRepository for PgStore {
         records: Records,
     ) -> Result<WriteOutcome, StoreError> {
         let mut conn = self.conn().await?;
-        let at = records.events.as_slice().first().map(|event| event.at);
-        conn.transaction(async |conn| {
-            let found: Option<String> = devices::table
-                .filter(devices::id.eq(id.as_str()))
-                .filter(devices::account_id.eq(account.as_str()))
-                .select(devices::id)
-                .for_update()
-                .first(conn)
-                .await
-                .optional()?;
-            if found.is_none() {
-                return Ok(WriteOutcome::NotFound);
-            }
-            let current: Vec<String> = addresses::table
-                .filter(addresses::worker_id.eq(id.as_str()))
-                .select(addresses::id)
-                .order(addresses::id)
-                .load(conn)
-                .await?;
-            let expected: Vec<&str> = assigned.iter().map(InboxId::as_str).collect();
-            if current != expected {
-                return Ok(WriteOutcome::Stale);
-            }
-            diesel::update(addresses::table.filter(addresses::worker_id.eq(id.as_str())))
-                .set(addresses::worker_id.eq(None::<String>))
-                .execute(conn)
-                .await?;
-            diesel::delete(devices::table.find(id.as_str()))
-                .execute(conn)
-                .await?;
-            if let Some(at) = at {
-                retire_id(conn, WORKER_ID_KIND, id.as_str(), at).await?;
-            }
-            write_records(conn, &records).await?;
-            Ok::<_, diesel::result::Error>(WriteOutcome::Changed)
-        })
-        .await
-        .map_err(db_error)
+        conn.transaction(async |conn| remove_device(conn, account, id, &assigned, &records).await)
+            .await
+            .map_err(db_error)
     }
 
     async fn record_activity(

@@ -19,6 +19,7 @@ pub enum SubscriptionError {
 }
 
 /// `GET /usage`, `GET /overview`, `GET /subscription`, `POST /subscription/plan`.
+#[derive(Clone)]
 pub struct Subscriptions {
     repo: Arc<dyn SubscriptionRepository>,
     clock: Arc<dyn Clock>,

@@ -1,6 +1,7 @@
 //! Test support. Each test gets its own database, cloned from a template that
 //! was migrated once per migration set, so tests run in parallel and never see
-//! each other's rows. `TestApp` starts the real API wiring on port 0.
+//! each other's rows. `TestApp` starts the real API wiring on port 0, as
+//! `sealpost-api` does (`sealpost_api_server::start`).
 //!
 //! The PostgreSQL server comes from `SEALPOST_TEST_DATABASE_URL` (set by
 //! `cargo xtask test`), else 127.0.0.1:5432.
@@ -18,8 +19,10 @@ use std::net::TcpListener;
 use std::sync::Arc;
 
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use sealpost_api::Running;
+use sealpost_api_server::{Running, StartOptions};
 use sealpost_config::Config;
+use sealpost_jobs::Services;
+use sealpost_jobs::smtp::SmtpServer;
 use sealpost_kernel::{TestClock, Timestamp};
 use sealpost_store_pg::{MIGRATIONS_FINGERPRINT, migrate, quote_ident};
 
@@ -174,7 +177,7 @@ pub struct TestApp {
     pub config: Config,
     pub db: TestDb,
     running: Option<Running>,
-    smtp: Vec<sealpost_smtp_ingest::Running>,
+    smtp: Vec<SmtpServer>,
 }
 
 impl TestApp {
@@ -204,15 +207,15 @@ impl TestApp {
             config.public_url = format!("http://{addr}");
         }
         // Tests drive sweeps and the webhook sender themselves, under the test clock.
-        let options = sealpost_api::StartOptions {
+        let options = StartOptions {
             workers: 2,
             background_jobs: false,
         };
-        let running = sealpost_api::start(&config, clock.clone(), listener, options)
+        let running = sealpost_api_server::start(&config, clock.clone(), Some(listener), options)
             .await
             .expect("starting the API");
         TestApp {
-            base_url: format!("http://{}", running.addr),
+            base_url: format!("http://{addr}"),
             clock,
             config,
             db,
@@ -227,12 +230,32 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("binding port 0");
-        let running = sealpost_smtp_ingest::start(&self.config, self.clock.clone(), listener)
+        let running = sealpost_jobs::smtp::start(&self.config, self.clock.clone(), listener)
             .await
             .expect("starting the SMTP ingest");
         let addr = running.addr;
         self.smtp.push(running);
         addr
+    }
+
+    /// The services the API wired (sweeps in tests run over them).
+    pub fn services(&self) -> &Services {
+        self.running
+            .as_ref()
+            .expect("the API is running")
+            .services()
+    }
+
+    /// Starts the background jobs alone against the same database, blob
+    /// directory and clock, as `sealpost-api --jobs-only` runs them.
+    pub async fn spawn_jobs(&self) -> Running {
+        let options = StartOptions {
+            workers: 1,
+            background_jobs: true,
+        };
+        sealpost_api_server::start(&self.config, self.clock.clone(), None, options)
+            .await
+            .expect("starting the background jobs")
     }
 
     pub fn url(&self, path: &str) -> String {

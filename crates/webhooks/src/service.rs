@@ -188,6 +188,7 @@ pub struct EndpointPatch {
     pub active: Option<bool>,
 }
 
+#[derive(Clone)]
 pub struct Webhooks {
     repo: Arc<dyn WebhookRepository>,
     clock: Arc<dyn Clock>,
@@ -379,6 +380,13 @@ impl Webhooks {
             id: delivery.id.to_string(),
         }))
     }
+
+    /// The delivery log's retention sweep: drops records older than 30 days.
+    pub async fn sweep(&self) -> Result<u64, StoreError> {
+        self.repo
+            .delete_deliveries_before(self.clock.now() - DELIVERY_LOG_RETENTION)
+            .await
+    }
 }
 
 /// The fan-out rule: one delivery per active endpoint whose filter takes the
@@ -514,13 +522,6 @@ impl Sender {
             self.alerts.webhook_disabled(&account, &webhook).await;
         }
         Ok(())
-    }
-
-    /// Drops delivery records older than 30 days.
-    pub async fn sweep(&self) -> Result<u64, StoreError> {
-        self.repo
-            .delete_deliveries_before(self.clock.now() - DELIVERY_LOG_RETENTION)
-            .await
     }
 }
 

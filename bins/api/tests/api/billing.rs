@@ -34,7 +34,7 @@ async fn sandbox_form(url: &str, outcome: &str) -> (StatusCode, String) {
 }
 
 /// Checkout through the sandbox and pay; returns the payment id.
-async fn buy(api: &Api, owner: &SignedIn, plan: &str) -> String {
+pub(crate) async fn buy(api: &Api, owner: &SignedIn, plan: &str) -> String {
     let started = checkout(api, owner, plan, "sandbox").await;
     assert_eq!(started.status, StatusCode::CREATED, "{}", started.body);
     let url = started.body["url"].as_str().unwrap().to_owned();
@@ -62,7 +62,7 @@ async fn paused_inboxes(api: &Api, owner: &SignedIn) -> Vec<String> {
 }
 
 /// An address with its public key, so it takes mail.
-async fn keyed_inbox(api: &Api, owner: &SignedIn, keys: &AccountKeys, id: &str) {
+pub(crate) async fn keyed_inbox(api: &Api, owner: &SignedIn, keys: &AccountKeys, id: &str) {
     let created = api
         .post(
             "/inboxes",
@@ -88,7 +88,7 @@ async fn listed(api: &Api, owner: &SignedIn, inbox: &str) -> Vec<String> {
 }
 
 async fn run_sweeps(api: &Api) {
-    api.sweeps().await.run_once().await;
+    api.sweeps().run_once().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -765,6 +765,114 @@ async fn the_same_notice_arriving_twice_at_once_pays_once() {
             .await
             .len(),
         1
+    );
+    api.app.stop().await;
+}
+
+/// The sweep reads what an expired pause holds, then deletes it row by row:
+/// whatever a payment released in between stays, because the store re-checks
+/// the pause's `deletesAt` and the row's pause in the transaction that deletes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_release_between_the_sweeps_read_and_its_delete_wins() {
+    use sealpost_activity::Records;
+    use sealpost_billing::{BillingRepository, Deleted, PausedDeletion};
+    use sealpost_kernel::{AccountId, InboxId, Timestamp, WorkerId};
+
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let mut owner = api.register(&keys).await;
+    buy(&api, &owner, "operator").await;
+    keyed_inbox(&api, &owner, &keys, "ibx_race01").await;
+    keyed_inbox(&api, &owner, &keys, "ibx_race02").await;
+    api.pair(&owner.token, "wkr_race01").await;
+    api.app.clock.advance(TimeDelta::days(30));
+    run_sweeps(&api).await;
+    owner.token = api.sign_in(&keys).await;
+    let pause = subscription(&api, &owner).await["pause"].clone();
+    let deletes_at = Timestamp::parse(pause["deletesAt"].as_str().unwrap()).unwrap();
+
+    let store = sealpost_store_pg::PgStore::connect(&api.app.db.url, 2).unwrap();
+    let account = AccountId::parse(&owner.account_id).unwrap();
+    // What a sweep at deletesAt reads.
+    let held = store.paused_holdings(&account).await.unwrap();
+    assert_eq!(held.addresses.len(), 2);
+    assert_eq!(held.devices, vec![WorkerId::parse("wkr_race01").unwrap()]);
+    let delete_address = |id: &str, due: Timestamp| {
+        let id = InboxId::parse(id).unwrap();
+        let mut records = Records::new();
+        records.inbox_deleted(&account, &id, due);
+        PausedDeletion {
+            account: account.clone(),
+            id,
+            due,
+            assigned: Vec::new(),
+            records,
+        }
+    };
+
+    // Decided before deletesAt: not due, nothing goes.
+    let early = delete_address("ibx_race01", deletes_at - TimeDelta::minutes(1));
+    assert_eq!(
+        store.delete_paused_address(early).await.unwrap(),
+        Deleted::Spared
+    );
+    // A release of one address (what a payment's fit does to a row) after
+    // the read: that one stays, the one still paused goes.
+    {
+        use diesel_async::RunQueryDsl;
+        let mut conn = api.app.db.connect().await;
+        diesel::sql_query("UPDATE addresses SET paused_at = NULL WHERE id = 'ibx_race01'")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    for (id, outcome) in [
+        ("ibx_race01", Deleted::Spared),
+        ("ibx_race02", Deleted::Deleted),
+    ] {
+        let deletion = delete_address(id, deletes_at);
+        assert_eq!(
+            store.delete_paused_address(deletion).await.unwrap(),
+            outcome
+        );
+    }
+    // A payment before deletesAt releases the rest and ends the pause: the
+    // device the sweep read as paused stays.
+    buy(&api, &owner, "operator").await;
+    assert_eq!(subscription(&api, &owner).await["pause"], Value::Null);
+    let device = WorkerId::parse("wkr_race01").unwrap();
+    let mut records = Records::new();
+    records.worker_removed(&account, &device, deletes_at);
+    let removal = PausedDeletion {
+        account: account.clone(),
+        id: device,
+        due: deletes_at,
+        assigned: Vec::new(),
+        records,
+    };
+    assert_eq!(
+        store.remove_paused_device(removal).await.unwrap(),
+        Deleted::Spared
+    );
+
+    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
+    let left: Vec<&str> = inboxes.body["inboxes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|inbox| inbox["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(left, vec!["ibx_race01"]);
+    let worker = api.get("/workers/wkr_race01", Some(&owner.token)).await;
+    assert_eq!(worker.status, StatusCode::OK);
+    assert_eq!(
+        api.event_payloads(&owner.account_id, "inbox.deleted").await,
+        vec![json!({ "inboxId": "ibx_race02" })]
+    );
+    assert!(
+        api.event_payloads(&owner.account_id, "worker.removed")
+            .await
+            .is_empty()
     );
     api.app.stop().await;
 }

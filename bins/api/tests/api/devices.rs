@@ -282,7 +282,7 @@ async fn two_quiet_hours_disconnect_and_activity_reconnects() {
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
     let device = api.pair(&owner.token, "wkr_phone01").await;
-    let sweeps = api.sweeps().await;
+    let sweeps = api.sweeps();
 
     api.app.clock.advance(TimeDelta::hours(2));
     sweeps.run_once().await;

@@ -376,7 +376,7 @@ async fn mail_past_retention_is_never_returned_and_is_swept_with_its_blobs() {
         StatusCode::NOT_FOUND
     );
 
-    api.sweeps().await.run_once().await;
+    api.sweeps().run_once().await;
     assert_eq!(
         files_under(&api.app.config.blob_dir.join("blobs")),
         Vec::<std::path::PathBuf>::new()

@@ -252,16 +252,10 @@ impl Api {
         posted.body["messageId"].as_str().unwrap().to_owned()
     }
 
-    /// The hourly sweeps, as `sealpost-api` runs them, under the test clock.
-    pub async fn sweeps(&self) -> sealpost_api::Sweeps {
-        let store = sealpost_store_pg::PgStore::connect(&self.app.db.url, 2).unwrap();
-        let blobs: std::sync::Arc<dyn sealpost_messages::store::BlobStore> = std::sync::Arc::new(
-            sealpost_blobs_fs::FsBlobStore::open(&self.app.config.blob_dir)
-                .await
-                .unwrap(),
-        );
-        let clock: std::sync::Arc<dyn sealpost_kernel::Clock> = self.app.clock.clone();
-        sealpost_api::Sweeps::new(&store, &blobs, &clock)
+    /// The hourly sweeps, as `sealpost-api` runs them, over the API's
+    /// services, under the test clock.
+    pub fn sweeps(&self) -> sealpost_jobs::Sweeps {
+        sealpost_jobs::Sweeps::new(self.app.services())
     }
 
     /// The account's outbox events of `kind`, oldest first: payload and

@@ -52,7 +52,7 @@ async fn setup(status: u16, events: Value) -> Setup {
 
 fn sender(api: &Api) -> Sender {
     let store = sealpost_store_pg::PgStore::connect(&api.app.db.url, 4).unwrap();
-    sealpost_api::webhook_sender(&store, &api.app.config, api.app.clock.clone()).unwrap()
+    sealpost_jobs::webhook_sender(&store, &api.app.config, api.app.clock.clone()).unwrap()
 }
 
 async fn deliveries(api: &Api, owner: &SignedIn) -> Vec<Value> {

@@ -1,24 +1,30 @@
-//! Wiring for `sealpost-smtp`: the SMTP session library on one side, the
-//! sealing ingest and the PostgreSQL store on the other. RCPT asks the ingest
-//! whether an address takes mail; DATA is answered 250 only after every
-//! copy is sealed and committed.
+//! The SMTP ingest: the SMTP session library on one side, the sealing ingest
+//! on the other. RCPT asks the ingest whether an address takes mail; DATA is
+//! answered 250 only after every copy is sealed and committed.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
 use async_trait::async_trait;
-use sealpost_blobs_fs::FsBlobStore;
 use sealpost_config::Config;
 use sealpost_kernel::Clock;
 use sealpost_messages::ingest::{Ingest, RecipientCheck};
 use sealpost_smtp_session::{Delivery, DeliveryOutcome, Envelope, RecipientDecision, SmtpConfig};
-use sealpost_store_pg::PgStore;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+
+use crate::Services;
 
 /// The ingest as the SMTP session sees it.
 pub struct SealingDelivery {
     ingest: Ingest,
+}
+
+impl SealingDelivery {
+    pub fn new(ingest: Ingest) -> Self {
+        Self { ingest }
+    }
 }
 
 #[async_trait]
@@ -58,47 +64,40 @@ impl Delivery for SealingDelivery {
     }
 }
 
-pub struct Running {
-    pub addr: std::net::SocketAddr,
+/// A running SMTP ingest.
+pub struct SmtpServer {
+    pub addr: SocketAddr,
     serving: JoinHandle<()>,
 }
 
-impl Running {
+impl SmtpServer {
     pub fn stop(self) {
         self.serving.abort();
     }
-
-    pub async fn wait(self) -> anyhow::Result<()> {
-        self.serving.await.context("SMTP server task failed")
-    }
 }
 
-/// Connects, recovers what a crash left behind, and serves SMTP on `listener`.
-/// The schema is the API's to migrate; this process only checks it is there.
+/// Wires the services (the schema is the API's to migrate; this only checks
+/// the database answers), then serves SMTP on `listener`.
 pub async fn start(
     config: &Config,
     clock: Arc<dyn Clock>,
     listener: TcpListener,
-) -> anyhow::Result<Running> {
-    let store = PgStore::connect(&config.database_url, 16).context("connecting to the database")?;
-    store.ping().await.context("reaching the database")?;
-    let blobs = Arc::new(
-        FsBlobStore::open(&config.blob_dir)
-            .await
-            .with_context(|| format!("opening SEALPOST_BLOB_DIR {}", config.blob_dir.display()))?,
-    );
-    let ingest = Ingest::new(
-        Arc::new(store.clone()),
-        blobs,
-        clock,
-        config.domains.clone(),
-    );
-    // Held while serving: other processes' recovery leaves our deliveries be.
-    let instance_lock = store
-        .hold_instance_lock(ingest.instance())
+) -> anyhow::Result<SmtpServer> {
+    let services = Services::from_config(config, clock).await?;
+    serve(services, config, listener).await
+}
+
+/// Recovers what a crashed ingest left behind, then serves SMTP on `listener`.
+async fn serve(
+    services: Services,
+    config: &Config,
+    listener: TcpListener,
+) -> anyhow::Result<SmtpServer> {
+    let recovered = services
+        .blob_recovery
+        .run()
         .await
-        .context("taking the ingest instance lock")?;
-    let recovered = ingest.recover().await.context("recovering pending blobs")?;
+        .context("recovering pending blobs")?;
     if recovered > 0 {
         tracing::info!(
             recovered,
@@ -112,11 +111,12 @@ pub async fn start(
         .unwrap_or_else(|| "localhost".into());
     let smtp = Arc::new(SmtpConfig::new(hostname));
     let addr = listener.local_addr().context("reading the bound address")?;
-    let delivery: Arc<dyn Delivery> = Arc::new(SealingDelivery { ingest });
+    let delivery: Arc<dyn Delivery> = Arc::new(SealingDelivery::new(services.ingest.clone()));
     let serving = tokio::spawn(async move {
-        let _alive = instance_lock;
+        // Held while serving: the ingest instance lock lives with the services.
+        let _services = services;
         sealpost_smtp_session::serve(listener, smtp, delivery).await;
     });
     tracing::info!(%addr, "accepting SMTP");
-    Ok(Running { addr, serving })
+    Ok(SmtpServer { addr, serving })
 }

@@ -1,0 +1,153 @@
+//! The API process, as `sealpost-api` runs it and the test kit starts it:
+//! migrate, wire the services ([`sealpost_jobs::Services`]), serve HTTP over
+//! them, and run the background jobs beside it, or only the jobs
+//! (`sealpost-api --jobs-only`).
+
+use std::future::Future;
+use std::net::{SocketAddr, TcpListener};
+use std::num::NonZeroU32;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use anyhow::Context;
+use sealpost_config::Config;
+use sealpost_http_api::rate_limit::EdgeLimiter;
+use sealpost_http_api::{AppState, HealthProbe};
+use sealpost_jobs::{Jobs, SWEEP_EVERY, Services};
+use sealpost_kernel::{Clock, StoreError};
+use sealpost_store_pg::{MailNotifier, PgStore};
+use tokio::task::JoinHandle;
+
+struct PgHealth(PgStore);
+
+impl HealthProbe for PgHealth {
+    fn ping(&self) -> Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + '_>> {
+        Box::pin(self.0.ping())
+    }
+}
+
+/// What this process runs.
+#[derive(Clone, Copy, Debug)]
+pub struct StartOptions {
+    /// HTTP worker threads (when serving HTTP).
+    pub workers: usize,
+    /// Whether the background jobs (hourly sweeps, the webhook sender) run
+    /// here. Tests drive the jobs themselves.
+    pub background_jobs: bool,
+}
+
+/// The HTTP server of a running process.
+struct Http {
+    addr: SocketAddr,
+    server: actix_web::dev::ServerHandle,
+    serving: JoinHandle<std::io::Result<()>>,
+    /// Forgets idle rate-limit keys now and then.
+    forgetting: JoinHandle<()>,
+}
+
+/// A running API process: its address and the handles to stop it.
+pub struct Running {
+    services: Services,
+    http: Option<Http>,
+    jobs: Option<Jobs>,
+}
+
+impl Running {
+    /// Where HTTP is served; `None` when this process runs only the jobs.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        self.http.as_ref().map(|http| http.addr)
+    }
+
+    /// The services this process wired (tests run sweeps over them).
+    pub fn services(&self) -> &Services {
+        &self.services
+    }
+
+    /// Graceful stop: in-flight requests finish, then the jobs stop.
+    pub async fn stop(self) {
+        if let Some(http) = self.http {
+            http.server.stop(true).await;
+            http.forgetting.abort();
+            let _ = http.serving.await;
+        }
+        drop(self.jobs);
+    }
+}
+
+/// Migrates the database, wires the services, serves HTTP on `listener`
+/// (none: only the jobs run) and starts the background jobs when asked to.
+pub async fn start(
+    config: &Config,
+    clock: Arc<dyn Clock>,
+    listener: Option<TcpListener>,
+    options: StartOptions,
+) -> anyhow::Result<Running> {
+    let applied = sealpost_store_pg::migrate(&config.database_url)
+        .await
+        .context("migrating the database")?;
+    tracing::info!(applied, "database migrated");
+    let services = Services::from_config(config, clock).await?;
+    let http = match listener {
+        Some(listener) => Some(serve_http(&services, config, listener, options.workers)?),
+        None => None,
+    };
+    let jobs = if options.background_jobs {
+        tracing::info!("running the background jobs");
+        Some(Jobs::start(&services, config)?)
+    } else {
+        None
+    };
+    Ok(Running {
+        services,
+        http,
+        jobs,
+    })
+}
+
+fn serve_http(
+    services: &Services,
+    config: &Config,
+    listener: TcpListener,
+    workers: usize,
+) -> anyhow::Result<Http> {
+    let rate = NonZeroU32::new(config.edge_rate_per_minute)
+        .context("SEALPOST_EDGE_RATE must be above 0")?;
+    let limiter = Arc::new(EdgeLimiter::per_minute(rate));
+    let notifier = MailNotifier::start(config.database_url.clone());
+    let state = AppState {
+        accounts: services.accounts.clone(),
+        devices: services.devices.clone(),
+        addresses: services.addresses.clone(),
+        activity: services.activity.clone(),
+        mailbox: services.mailbox.clone(),
+        ingest: services.ingest.clone(),
+        new_mail: notifier.sender(),
+        webhooks: services.webhooks.clone(),
+        subscriptions: services.subscriptions.clone(),
+        billing: services.billing.clone(),
+        service_domains: config.domains.clone(),
+        health: Arc::new(PgHealth(services.store.clone())),
+        limiter: limiter.clone(),
+        clock: services.clock.clone(),
+        support_key: config.support_key.clone(),
+    };
+    let addr = listener.local_addr().context("reading the bound address")?;
+    let server = sealpost_http_api::serve(listener, state, workers)?;
+    let handle = server.handle();
+    let serving = tokio::spawn(server);
+    // Per process, whoever runs the sweeps: the limiter lives in memory.
+    let forgetting = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(SWEEP_EVERY);
+        loop {
+            tick.tick().await;
+            limiter.forget_idle();
+        }
+    });
+    tracing::info!(%addr, "serving the API");
+    Ok(Http {
+        addr,
+        server: handle,
+        serving,
+        forgetting,
+    })
+}

@@ -1,0 +1,52 @@
+//! One home for wiring and background work.
+//!
+//! [`Services`] builds the PostgreSQL store, the blob store and every domain
+//! service from a [`Config`](sealpost_config::Config): `sealpost-api`,
+//! `sealpost-smtp`, the test kit and `xtask` all start from it. [`Jobs`] runs
+//! the background work of one process: the hourly [`Sweeps`] and the webhook
+//! sender loop ([`send_forever`]). [`smtp`] serves the SMTP ingest over the
+//! same services.
+//!
+//! Several processes may run the jobs at once: a sweep pass holds a
+//! PostgreSQL advisory lock (another process's pass is skipped meanwhile),
+//! and the sender's fan-out and attempts lock or lease the rows they take.
+
+mod sender;
+pub mod smtp;
+mod sweeps;
+mod wiring;
+
+pub use sender::{send_forever, spawn_webhook_sender, webhook_sender};
+pub use sweeps::{Pass, SWEEP_EVERY, Sweeps, sweep_forever};
+pub use wiring::Services;
+
+use sealpost_config::Config;
+use tokio::task::JoinHandle;
+
+/// Aborts its task when dropped, so a task lives exactly as long as its owner.
+pub(crate) struct AbortOnDrop<T>(pub(crate) JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The background jobs of one process: the hourly sweep pass and the webhook
+/// sender. They run until this value is dropped.
+pub struct Jobs {
+    _sweeps: AbortOnDrop<()>,
+    _sender: AbortOnDrop<()>,
+}
+
+impl Jobs {
+    /// Starts the jobs over `services`; the sender's HTTPS client comes from
+    /// `config` (`SEALPOST_WEBHOOK_*`).
+    pub fn start(services: &Services, config: &Config) -> anyhow::Result<Jobs> {
+        let sender = webhook_sender(&services.store, config, services.clock.clone())?;
+        Ok(Jobs {
+            _sweeps: AbortOnDrop(tokio::spawn(sweep_forever(Sweeps::new(services)))),
+            _sender: AbortOnDrop(spawn_webhook_sender(sender)),
+        })
+    }
+}

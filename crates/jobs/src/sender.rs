@@ -1,0 +1,190 @@
+//! The webhook sender loop: a fixed number of attempts in flight, results
+//! written back in batches.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use sealpost_config::Config;
+use sealpost_kernel::{AccountId, Clock, StoreError, WebhookId};
+use sealpost_store_pg::PgStore;
+use sealpost_webhook_http::{WebhookHttp, WebhookHttpConfig};
+use sealpost_webhooks::delivery::AttemptOutcome;
+use sealpost_webhooks::service::{AttemptRecord, Sender, WebhookAlerts, WebhookTransport};
+use tokio::task::JoinHandle;
+
+use crate::AbortOnDrop;
+
+/// Webhook attempts in flight at once, per process (from claim until the
+/// result is written).
+const SEND_CONCURRENCY: usize = 128;
+/// Pause when there was nothing to do (cut short when an attempt finishes).
+const SEND_IDLE: Duration = Duration::from_millis(200);
+/// Most finished attempts written back in one transaction.
+const SEND_RECORD_BATCH: usize = 256;
+/// Pause before writing a batch again after a failed write.
+const SEND_RECORD_RETRY: Duration = Duration::from_millis(100);
+
+/// The webhook sender over HTTPS, configured from `SEALPOST_WEBHOOK_*`.
+pub fn webhook_sender(
+    store: &PgStore,
+    config: &Config,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Sender> {
+    let http = WebhookHttpConfig::from_env_values(
+        config.webhook_resolve.as_deref(),
+        config.webhook_ca_file.as_deref(),
+    )
+    .context("reading SEALPOST_WEBHOOK_RESOLVE / SEALPOST_WEBHOOK_CA_FILE")?;
+    let transport =
+        HttpTransport(WebhookHttp::new(http).context("building the webhook HTTP client")?);
+    Ok(Sender::new(
+        Arc::new(store.clone()),
+        Arc::new(transport),
+        Arc::new(LoggedAlerts),
+        clock,
+    ))
+}
+
+struct HttpTransport(WebhookHttp);
+
+#[async_trait::async_trait]
+impl WebhookTransport for HttpTransport {
+    async fn send(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: String,
+    ) -> AttemptOutcome {
+        self.0.send(url, headers, body).await
+    }
+}
+
+/// The push adapter is not built yet; until it is, an auto-disabled webhook
+/// is reported in the log (ids only) and on the endpoint's own status.
+struct LoggedAlerts;
+
+#[async_trait::async_trait]
+impl WebhookAlerts for LoggedAlerts {
+    async fn webhook_disabled(&self, account: &AccountId, webhook: &WebhookId) {
+        tracing::warn!(%account, %webhook, "webhook switched off after three days of failures");
+    }
+}
+
+/// Runs the production sender loop in the background (benchmarks use this).
+pub fn spawn_webhook_sender(sender: Sender) -> JoinHandle<()> {
+    tokio::spawn(send_forever(sender))
+}
+
+/// A finished attempt on its way to the writer, and where to say it is written.
+type Finished = (AttemptRecord, tokio::sync::oneshot::Sender<bool>);
+
+/// Keeps up to `SEND_CONCURRENCY` attempts in flight: a slow or silent
+/// receiver occupies one slot for at most its 10-second limit (and a failing
+/// endpoint at most a couple of slots: see `in_flight_cap`) and never holds
+/// back deliveries to the others. Finished attempts are written back in
+/// batches, one transaction per batch, by a single writer task: each attempt
+/// keeps its slot (and its lease) until its result is committed, so a crash
+/// loses nothing (the lease runs out and the delivery is sent again).
+/// Several processes may run it at once: fan-out locks the events it takes
+/// and attempts lease their deliveries, so nothing is sent twice.
+pub async fn send_forever(sender: Sender) {
+    let sender = Arc::new(sender);
+    let slots = Arc::new(tokio::sync::Semaphore::new(SEND_CONCURRENCY));
+    let done = Arc::new(tokio::sync::Notify::new());
+    let (finished, to_record) = tokio::sync::mpsc::channel::<Finished>(SEND_CONCURRENCY);
+    // Stops with this loop (when its task is aborted).
+    let writer = AbortOnDrop(tokio::spawn(record_forever(sender.clone(), to_record)));
+    loop {
+        match send_round(&sender, &slots, &finished, &done).await {
+            Ok(0) => {
+                // Nothing due: wait for an attempt to finish (its endpoint
+                // may have a free slot again) or for new work.
+                let _ = tokio::time::timeout(SEND_IDLE, done.notified()).await;
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "webhook sender round failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+        if writer.0.is_finished() {
+            tracing::error!("the webhook result writer stopped; stopping the sender");
+            return;
+        }
+    }
+}
+
+/// Writes finished attempts back: whatever has arrived (up to
+/// `SEND_RECORD_BATCH`) in one transaction, while the next batch gathers.
+async fn record_forever(sender: Arc<Sender>, mut to_record: tokio::sync::mpsc::Receiver<Finished>) {
+    let mut batch: Vec<Finished> = Vec::with_capacity(SEND_RECORD_BATCH);
+    while to_record.recv_many(&mut batch, SEND_RECORD_BATCH).await > 0 {
+        let (records, replies): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
+        let count = records.len();
+        // One more try after a failed write (a deadlock with another sender
+        // switching an endpoint off, a dropped connection); after that the
+        // leases run out and the deliveries are sent again.
+        let mut written = false;
+        for pause in [None, Some(SEND_RECORD_RETRY)] {
+            if let Some(pause) = pause {
+                tokio::time::sleep(pause).await;
+            }
+            match sender.record(&records).await {
+                Ok(()) => {
+                    written = true;
+                    break;
+                }
+                Err(error) => tracing::warn!(%error, count, "recording webhook attempts failed"),
+            }
+        }
+        if !written {
+            tracing::warn!(
+                count,
+                "webhook attempts not recorded; their leases will expire and they are sent again"
+            );
+        }
+        for reply in replies {
+            let _ = reply.send(written);
+        }
+    }
+}
+
+/// Fans out, waits for a free slot, then starts as many due attempts as
+/// there are free slots. Returns how much work it found.
+async fn send_round(
+    sender: &Arc<Sender>,
+    slots: &Arc<tokio::sync::Semaphore>,
+    finished: &tokio::sync::mpsc::Sender<Finished>,
+    done: &Arc<tokio::sync::Notify>,
+) -> Result<usize, StoreError> {
+    let fanned = sender.fan_out().await?;
+    // Wait for one slot, then take every other free one: one claim for all.
+    let Ok(first) = slots.clone().acquire_owned().await else {
+        return Ok(fanned);
+    };
+    let mut permits = vec![first];
+    while let Ok(permit) = slots.clone().try_acquire_owned() {
+        permits.push(permit);
+    }
+    let due = sender
+        .claim(i64::try_from(permits.len()).unwrap_or(1))
+        .await?;
+    let started = due.len();
+    for (item, slot) in due.into_iter().zip(permits) {
+        let sender = sender.clone();
+        let finished = finished.clone();
+        let done = done.clone();
+        tokio::spawn(async move {
+            let record = sender.send(item).await;
+            let (reply, written) = tokio::sync::oneshot::channel();
+            if finished.send((record, reply)).await.is_ok() {
+                // Keep the slot until the result is committed.
+                let _ = written.await;
+            }
+            drop(slot);
+            done.notify_one();
+        });
+    }
+    Ok(fanned + started)
+}

@@ -1,0 +1,132 @@
+//! The hourly housekeeping every domain asks for, one process at a time.
+
+use std::time::Duration;
+
+use sealpost_accounts::Accounts;
+use sealpost_activity::ActivityLog;
+use sealpost_billing::Billing;
+use sealpost_messages::mailbox::Mailbox;
+use sealpost_messages::recovery::BlobRecovery;
+use sealpost_pairing::Devices;
+use sealpost_store_pg::{Job, PgStore};
+use sealpost_webhooks::service::Webhooks;
+
+use crate::Services;
+
+/// How often a process runs a sweep pass.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);
+
+/// What [`Sweeps::run_once`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    Ran,
+    /// Another process's pass was running (or the lock could not be asked
+    /// for): this one did nothing.
+    Skipped,
+}
+
+/// Every domain's sweep, run in one pass.
+pub struct Sweeps {
+    store: PgStore,
+    accounts: Accounts,
+    billing: Billing,
+    devices: Devices,
+    activity: ActivityLog,
+    mailbox: Mailbox,
+    webhooks: Webhooks,
+    blob_recovery: BlobRecovery,
+}
+
+impl Sweeps {
+    pub fn new(services: &Services) -> Self {
+        Self {
+            store: services.store.clone(),
+            accounts: services.accounts.clone(),
+            billing: services.billing.clone(),
+            devices: services.devices.clone(),
+            activity: services.activity.clone(),
+            mailbox: services.mailbox.clone(),
+            webhooks: services.webhooks.clone(),
+            blob_recovery: services.blob_recovery.clone(),
+        }
+    }
+
+    /// One pass, under the sweep lock: while another process's pass runs,
+    /// this one is skipped. Each sweep's failure is logged and the others
+    /// still run.
+    pub async fn run_once(&self) -> Pass {
+        let _held = match self.store.try_job_lock(Job::Sweeps).await {
+            Ok(Some(lock)) => lock,
+            Ok(None) => {
+                tracing::info!("another process is running the sweeps; skipped");
+                return Pass::Skipped;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot take the sweep lock; skipped");
+                return Pass::Skipped;
+            }
+        };
+        match self.accounts.sweep().await {
+            Ok(removed) => tracing::info!(removed, "swept expired challenges and sessions"),
+            Err(error) => tracing::warn!(%error, "session sweep failed"),
+        }
+        match self.billing.sweep().await {
+            Ok(report) => {
+                for (account, error) in &report.failed {
+                    tracing::warn!(%account, %error, "pausing a lapsed account failed");
+                }
+                tracing::info!(
+                    paused = report.paused,
+                    "paused accounts whose paid period lapsed"
+                );
+            }
+            Err(error) => tracing::warn!(%error, "billing lapse sweep failed"),
+        }
+        match self.billing.release_stragglers().await {
+            Ok(released) => tracing::info!(released, "released held mail of unpaused addresses"),
+            Err(error) => tracing::warn!(%error, "releasing held mail failed"),
+        }
+        match self.billing.delete_expired_pauses().await {
+            Ok(deleted) => tracing::info!(
+                addresses = deleted.addresses,
+                devices = deleted.devices,
+                "deleted what unpaid pauses held past deletesAt"
+            ),
+            Err(error) => tracing::warn!(%error, "deleting expired pauses failed"),
+        }
+        match self.devices.sweep().await {
+            Ok(disconnected) => tracing::info!(disconnected, "swept devices and pairing sessions"),
+            Err(error) => tracing::warn!(%error, "device sweep failed"),
+        }
+        match self.activity.sweep().await {
+            Ok(removed) => tracing::info!(removed, "swept old activity"),
+            Err(error) => tracing::warn!(%error, "activity sweep failed"),
+        }
+        match self.webhooks.sweep().await {
+            Ok(removed) => tracing::info!(removed, "swept the webhook delivery log"),
+            Err(error) => tracing::warn!(%error, "delivery log sweep failed"),
+        }
+        // After the pause deletions: their mail's blobs go now.
+        match self.mailbox.sweep().await {
+            Ok((expired, blobs)) => tracing::info!(expired, blobs, "swept expired mail and blobs"),
+            Err(error) => tracing::warn!(%error, "mail sweep failed"),
+        }
+        match self.blob_recovery.run().await {
+            Ok(recovered) => tracing::info!(
+                recovered,
+                "removed blobs of deliveries that never committed"
+            ),
+            Err(error) => tracing::warn!(%error, "pending blob recovery failed"),
+        }
+        Pass::Ran
+    }
+}
+
+/// A pass at start and every [`SWEEP_EVERY`] after.
+pub async fn sweep_forever(sweeps: Sweeps) {
+    let mut tick = tokio::time::interval(SWEEP_EVERY);
+    loop {
+        tick.tick().await;
+        sweeps.run_once().await;
+    }
+}

@@ -1,0 +1,139 @@
+//! The services of a Sealpost process, built once from the configuration.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use sealpost_accounts::Accounts;
+use sealpost_activity::ActivityLog;
+use sealpost_addresses::Addresses;
+use sealpost_billing::{Billing, PaymentProvider, ProviderId, SandboxProvider};
+use sealpost_billing_providers::{BtcpayConfig, BtcpayProvider, StripeConfig, StripeProvider};
+use sealpost_blobs_fs::FsBlobStore;
+use sealpost_config::Config;
+use sealpost_kernel::Clock;
+use sealpost_messages::ingest::Ingest;
+use sealpost_messages::mailbox::Mailbox;
+use sealpost_messages::recovery::BlobRecovery;
+use sealpost_messages::store::BlobStore;
+use sealpost_pairing::Devices;
+use sealpost_store_pg::{InstanceLock, PgStore};
+use sealpost_subscriptions::Subscriptions;
+use sealpost_webhooks::service::Webhooks;
+
+/// Connections in the pool of one process.
+const POOL_SIZE: usize = 16;
+
+/// The store, the blob store and every domain service, wired once. Clones
+/// share everything, including the ingest instance lock, which is held for
+/// as long as any clone lives.
+#[derive(Clone)]
+pub struct Services {
+    pub store: PgStore,
+    pub blobs: Arc<dyn BlobStore>,
+    pub clock: Arc<dyn Clock>,
+    pub accounts: Accounts,
+    pub devices: Devices,
+    pub addresses: Addresses,
+    pub activity: ActivityLog,
+    pub mailbox: Mailbox,
+    /// This process's ingest instance: SMTP and `POST /messages`.
+    pub ingest: Ingest,
+    /// Recovery of pending blobs, sparing this process's own deliveries.
+    pub blob_recovery: BlobRecovery,
+    pub webhooks: Webhooks,
+    pub subscriptions: Subscriptions,
+    pub billing: Billing,
+    /// Keeps `ingest` alive in the eyes of every process's recovery.
+    _instance_lock: Arc<InstanceLock>,
+}
+
+impl Services {
+    /// Connects to the database (already migrated) and the blob directory,
+    /// builds the services and takes this process's ingest instance lock.
+    pub async fn from_config(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Services> {
+        let store = PgStore::connect(&config.database_url, POOL_SIZE)
+            .context("connecting to the database")?;
+        store.ping().await.context("reaching the database")?;
+        let blobs: Arc<dyn BlobStore> =
+            Arc::new(FsBlobStore::open(&config.blob_dir).await.with_context(|| {
+                format!("opening SEALPOST_BLOB_DIR {}", config.blob_dir.display())
+            })?);
+        let ingest = Ingest::new(
+            Arc::new(store.clone()),
+            blobs.clone(),
+            clock.clone(),
+            config.domains.clone(),
+        );
+        // Held before anything is delivered: other processes' recovery
+        // leaves this instance's deliveries in flight alone.
+        let instance_lock = store
+            .hold_instance_lock(ingest.instance())
+            .await
+            .context("taking the ingest instance lock")?;
+        Ok(Services {
+            accounts: Accounts::new(Arc::new(store.clone()), clock.clone()),
+            devices: Devices::new(Arc::new(store.clone()), clock.clone()),
+            addresses: Addresses::new(
+                Arc::new(store.clone()),
+                clock.clone(),
+                config.domains.clone(),
+            ),
+            activity: ActivityLog::new(Arc::new(store.clone()), clock.clone()),
+            mailbox: Mailbox::new(Arc::new(store.clone()), blobs.clone(), clock.clone()),
+            blob_recovery: ingest.recovery(),
+            ingest,
+            webhooks: Webhooks::new(Arc::new(store.clone()), clock.clone()),
+            subscriptions: Subscriptions::new(Arc::new(store.clone()), clock.clone()),
+            billing: billing(&store, config, &clock)?,
+            store,
+            blobs,
+            clock,
+            _instance_lock: Arc::new(instance_lock),
+        })
+    }
+}
+
+/// Billing with the providers `config` configures: those with keys (the
+/// sandbox when `SEALPOST_BILLING_SANDBOX` is on); those named in
+/// `SEALPOST_BILLING_DISABLED` take no checkouts but still settle notices.
+fn billing(store: &PgStore, config: &Config, clock: &Arc<dyn Clock>) -> anyhow::Result<Billing> {
+    let switched_off = ProviderId::ALL
+        .into_iter()
+        .filter(|id| config.billing_disabled.iter().any(|off| off == id.as_str()));
+    Ok(Billing::new(
+        Arc::new(store.clone()),
+        Arc::new(store.clone()),
+        payment_providers(config)?,
+        clock.clone(),
+    )
+    .switch_off(switched_off))
+}
+
+fn payment_providers(config: &Config) -> anyhow::Result<Vec<Arc<dyn PaymentProvider>>> {
+    // Where a provider sends the payer back: a page of ours that says so.
+    let back = format!("{}/billing/return", config.public_url);
+    let mut providers: Vec<Arc<dyn PaymentProvider>> = Vec::new();
+    if let Some(keys) = &config.stripe {
+        let stripe = StripeProvider::new(StripeConfig {
+            api_base: keys.api_url.clone(),
+            ..StripeConfig::new(&keys.secret_key, &keys.webhook_secret, &back, &back)
+        })
+        .context("configuring the Stripe provider")?;
+        providers.push(Arc::new(stripe));
+    }
+    if let Some(keys) = &config.btcpay {
+        let btcpay = BtcpayProvider::new(BtcpayConfig {
+            server_url: keys.server_url.clone(),
+            api_key: keys.api_key.clone(),
+            store_id: keys.store_id.clone(),
+            webhook_secret: keys.webhook_secret.clone(),
+            redirect_url: back.clone(),
+        })
+        .context("configuring the BTCPay provider")?;
+        providers.push(Arc::new(btcpay));
+    }
+    if config.billing_sandbox {
+        providers.push(Arc::new(SandboxProvider::new(&config.public_url)));
+    }
+    Ok(providers)
+}
