@@ -5,6 +5,7 @@
 mod bench;
 mod bench_webhooks;
 mod postgres;
+mod seed;
 
 use std::path::Path;
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
@@ -40,7 +41,19 @@ enum Task {
     /// Create the dev database (`sealpost_dev` or DATABASE_URL) if missing and run migrations.
     Migrate,
     /// Migrate the dev database, then run the API and the SMTP ingest.
-    Dev,
+    Dev {
+        /// Once the API answers, fill it with a demo account (see `seed`).
+        #[arg(long)]
+        seed: bool,
+    },
+    /// Make a demo account on a running stack: a phrase (printed), the Scale
+    /// plan through the sandbox, addresses, a paired agent, sealed mail with
+    /// attachments and a webhook.
+    Seed {
+        /// The API to seed.
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        api_url: String,
+    },
     /// Drop leftover test databases, then run the workspace tests against PostgreSQL.
     Test {
         /// Passed on to `cargo nextest run` (or `cargo test`), after `--`.
@@ -95,7 +108,12 @@ fn run(task: Task) -> Result<ExitCode> {
             migrate_dev_database(&runtime)?;
             Ok(ExitCode::SUCCESS)
         }
-        Task::Dev => dev(&runtime),
+        Task::Dev { seed } => dev(&runtime, seed),
+        Task::Seed { api_url } => {
+            let seeded = runtime.block_on(seed::seed(&api_url))?;
+            seed::print(&seeded, &api_url);
+            Ok(ExitCode::SUCCESS)
+        }
         Task::Openapi => {
             let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/openapi.json");
             std::fs::write(&path, sealpost_http_api::openapi_json() + "\n")
@@ -160,7 +178,7 @@ fn migrate_dev_database(runtime: &Runtime) -> Result<String> {
     Ok(url)
 }
 
-fn dev(runtime: &Runtime) -> Result<ExitCode> {
+fn dev(runtime: &Runtime, with_seed: bool) -> Result<ExitCode> {
     eprintln!("xtask: finding PostgreSQL and migrating the dev database");
     let url = migrate_dev_database(runtime)?;
     let root = postgres::workspace_root();
@@ -213,6 +231,10 @@ fn dev(runtime: &Runtime) -> Result<ExitCode> {
          or install it with `cargo install --path bins/cli` and run `sealpost init`.",
         cli = cli.display()
     );
+    if with_seed {
+        let api_url = format!("http://{addr}");
+        std::thread::spawn(move || seed::when_up(&api_url));
+    }
     let status = run_child(runtime, &mut api);
     let _ = smtp.kill();
     let _ = smtp.wait();

@@ -30,18 +30,21 @@ use std::fmt;
 use std::time::Duration;
 
 use reqwest::{Method, RequestBuilder, header};
-use sealpost_kernel::{AccountId, InboxId, MessageId, PairingSessionId, SessionId, WorkerId};
+use sealpost_kernel::{
+    AccountId, InboxId, MessageId, PairingSessionId, SessionId, WebhookId, WorkerId,
+};
 use sealpost_seal::{AccountKeys, SealedBox};
 use serde::de::DeserializeOwned;
 
 pub use error::ClientError;
 use types::{
     ActivityPage, Allocation, AssignRequest, Challenge, ChallengeRequest, ClaimRequest,
-    CreateInboxRequest, DeliverRequest, Delivered, DomainList, Health, Inbox, InboxList,
-    InboxReply, KeysRequest, LookupReply, LookupRequest, Me, Message, MessageList, MessagePage,
-    MessageReply, OpenPairingRequest, OpenedPairing, PageParams, PairingPoll, PairingSession,
-    Platform, ReadRequest, Revoked, SessionList, SignedIn, UpdateInboxRequest, UpdateWorkerRequest,
-    VerifyRequest, WaitBody, Worker, WorkerKeys, WorkerPage, WorkerReply,
+    CreateInboxRequest, CreateWebhookRequest, CreatedWebhook, DeliverRequest, Delivered,
+    DomainList, Health, Inbox, InboxList, InboxReply, KeysRequest, LookupReply, LookupRequest, Me,
+    Message, MessageList, MessagePage, MessageReply, OpenPairingRequest, OpenedPairing, PageParams,
+    PairingPoll, PairingSession, Platform, ReadRequest, Revoked, SessionList, SignedIn,
+    UpdateInboxRequest, UpdateWorkerRequest, VerifyRequest, WaitBody, Worker, WorkerKeys,
+    WorkerPage, WorkerReply,
 };
 pub use webhook::{VerifiedEvent, WebhookVerifyError, verify_webhook};
 
@@ -464,6 +467,30 @@ impl Client {
     pub async fn activity(&self, page: &PageParams) -> Result<ActivityPage> {
         let path = format!("/activity{}", page.query());
         self.json(self.authed(Method::GET, &path)).await
+    }
+
+    // ---- Webhooks ----------------------------------------------------------
+
+    /// `POST /webhook-endpoints`: a webhook `id` (see
+    /// [`sealing::new_webhook_id`]) posting `events` (`["*"]` for all) to the
+    /// https `url`, named by `meta` (sealed to the vault key, context
+    /// `service/v1/webhook-meta:<id>`). The signing secret is in the answer
+    /// only this once.
+    pub async fn create_webhook(
+        &self,
+        id: &WebhookId,
+        url: &str,
+        events: &[&str],
+        meta: &SealedBox,
+    ) -> Result<CreatedWebhook> {
+        let body = CreateWebhookRequest {
+            id: id.to_string(),
+            url: url.to_owned(),
+            events: events.iter().map(|event| (*event).to_owned()).collect(),
+            meta: Some(sealpost_wire::sealed_json(meta)),
+        };
+        self.json(self.authed(Method::POST, "/webhook-endpoints").json(&body))
+            .await
     }
 
     // ---- Service -----------------------------------------------------------

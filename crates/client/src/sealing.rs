@@ -29,7 +29,7 @@
 
 use std::fmt;
 
-use sealpost_kernel::{InboxId, WorkerId};
+use sealpost_kernel::{InboxId, WebhookId, WorkerId};
 use sealpost_seal::{
     AccountKeys, PublicKey, SealError, SealedBox, StaticSecret, b64, context, open_binary,
     random_bytes, sha256,
@@ -86,6 +86,12 @@ pub fn new_worker_id() -> WorkerId {
 #[must_use]
 pub fn new_inbox_id() -> InboxId {
     InboxId::from_trusted(format!("{}{}", InboxId::PREFIX, random_id_body()))
+}
+
+/// A new webhook id: `whk_` + 16 random lowercase letters and digits.
+#[must_use]
+pub fn new_webhook_id() -> WebhookId {
+    WebhookId::from_trusted(format!("{}{}", WebhookId::PREFIX, random_id_body()))
 }
 
 // ---- Address labels -------------------------------------------------------
