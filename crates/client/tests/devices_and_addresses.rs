@@ -177,7 +177,7 @@ async fn pairing_from_both_sides() {
     assert_eq!(seen.workers.len(), 1);
     assert_eq!(seen.next_cursor, None);
     // An operator session has no device to report active.
-    assert_api(owner.client.heartbeat().await, 404, "not_found");
+    assert_api(owner.client.heartbeat().await, 403, "device_required");
     // A device credential is not an operator session.
     assert_api(paired.remove_worker(&id).await, 403, "session_required");
 

@@ -183,7 +183,7 @@ async fn the_operator_delivers_lists_reads_and_marks_mail() {
         404,
         "not_found",
     );
-    assert_api(owner.client.worker_messages().await, 404, "not_found");
+    assert_api(owner.client.worker_messages().await, 403, "device_required");
     let stranger = operator(&app).await;
     assert_api(stranger.client.get_message(&id).await, 404, "not_found");
     assert_api(

@@ -10,7 +10,7 @@ use crate::routes::{
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "Sealpost API", description = "End-to-end encrypted disposable email. See SPEC.md and docs/."),
+    info(title = "Sealpost API", description = "End-to-end encrypted disposable email. The choices behind this document are in docs/api.md; what clients must do to seal and open data is in docs/protocol.md."),
     paths(
         health::healthz,
         health::readyz,

@@ -84,7 +84,7 @@ pub struct Challenge {
 pub struct VerifyRequest {
     pub account_id: String,
     pub nonce: String,
-    /// base64url HMAC-SHA256 (CONTRACT.md section 3).
+    /// base64url HMAC-SHA256 (`docs/protocol.md`, Signing in).
     pub proof: String,
 }
 

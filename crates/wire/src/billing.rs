@@ -50,7 +50,7 @@ pub struct ProviderList {
     pub providers: Vec<Provider>,
 }
 
-/// CONTRACT.md section 9's payment, plus where to pay and when it settled.
+/// A payment, plus where to pay and when it settled.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]

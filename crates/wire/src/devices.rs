@@ -38,7 +38,7 @@ wire_enum!(
 );
 
 wire_enum!(
-    /// State of a pairing session (CONTRACT.md section 6).
+    /// State of a pairing session (`docs/protocol.md`, Pairing).
     PairingState {
         /// Opened by the device.
         Waiting = "waiting",

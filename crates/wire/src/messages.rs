@@ -27,7 +27,7 @@ pub struct Message {
     pub size_bytes: u64,
     /// The address key epoch the content is sealed under.
     pub key_epoch: u32,
-    /// Sealed CONTRACT.md section 5 JSON; context `service/v1/message:<inboxId>:<id>`.
+    /// The sealed message content (`docs/protocol.md`); context `service/v1/message:<inboxId>:<id>`.
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub content: SealedBox,
 }

@@ -117,7 +117,7 @@ pub struct GatedUsage {
     pub allowed: bool,
 }
 
-/// SPEC.md "Usage (`GET /usage`)", field for field.
+/// What the plan allows and what is used of it (`GET /usage`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
@@ -198,7 +198,7 @@ pub struct Overview {
     pub webhooks: WebhookCounts,
 }
 
-/// Money in minor units (SPEC.md: integer minor units).
+/// Money in minor units (cents).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Money {
@@ -207,7 +207,7 @@ pub struct Money {
     pub currency: String,
 }
 
-/// SPEC.md "Plans, subscription, payment": what a missed payment paused.
+/// What a missed payment paused, and until when.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]

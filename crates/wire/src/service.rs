@@ -13,7 +13,7 @@ pub struct ErrorBody {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorDetail {
-    /// Stable machine-readable code from SPEC.md; match on this, never the message.
+    /// Stable machine-readable code (`docs/api.md`); match on this, never the message.
     pub code: String,
     pub message: String,
 }

@@ -542,6 +542,6 @@ async fn a_device_reads_only_the_mail_of_its_addresses() {
         api.get("/workers/messages", Some(&owner.token))
             .await
             .status,
-        StatusCode::NOT_FOUND
+        StatusCode::FORBIDDEN
     );
 }

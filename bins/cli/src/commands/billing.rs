@@ -383,7 +383,7 @@ mod tests {
     fn plans() -> Vec<PlanOffer> {
         let plan = |id: &str, name: &str, price: Option<u32>| {
             json!({
-                "id": id, "name": name, "priceCents": price, "currency": "USD",
+                "id": id, "name": name, "priceCents": price, "currency": "USD", "period": "30 days",
                 "purchasable": price.is_some_and(|p| p > 0),
                 "limits": {
                     "addresses": 3, "devices": null, "receivedPer30Days": 1000,

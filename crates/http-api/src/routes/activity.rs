@@ -12,7 +12,7 @@ use crate::state::AppState;
 
 #[derive(Deserialize, IntoParams)]
 pub struct PageQuery {
-    /// Page size; default and maximum depend on the list (SPEC.md Limits).
+    /// Page size; default and maximum depend on the list (`docs/api.md`).
     pub limit: Option<String>,
     /// `nextCursor` of the previous page.
     pub cursor: Option<String>,
