@@ -125,7 +125,10 @@ fn serve_http(
         webhooks: services.webhooks.clone(),
         subscriptions: services.subscriptions.clone(),
         billing: services.billing.clone(),
-        service_domains: config.domains.clone(),
+        service_domains: service_domains(config),
+        trusted_proxies: sealpost_http_api::client_ip::TrustedProxies::new(
+            config.trusted_proxies.clone(),
+        ),
         health: Arc::new(PgHealth(services.store.clone())),
         limiter: limiter.clone(),
         clock: services.clock.clone(),
@@ -150,4 +153,13 @@ fn serve_http(
         serving,
         forgetting,
     })
+}
+
+/// The shared mail domains and the API's own public host: a webhook URL
+/// pointing at either would call the service itself.
+fn service_domains(config: &Config) -> Vec<String> {
+    let public_host = url::Url::parse(&config.public_url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned));
+    config.domains.iter().cloned().chain(public_host).collect()
 }

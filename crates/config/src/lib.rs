@@ -30,6 +30,11 @@ pub const VARIABLES: &[Variable] = &[
         meaning: "Address the API listens on.",
     },
     Variable {
+        name: "SEALPOST_TRUSTED_PROXIES",
+        default: "(none: the peer is the client)",
+        meaning: "Comma list of reverse proxies (CIDR or single addresses) whose `Forwarded` / `X-Forwarded-For` headers are believed; the right-most hop that is not one of them is the client the limits and logs use.",
+    },
+    Variable {
         name: "SEALPOST_PUBLIC_URL",
         default: "http://<SEALPOST_HTTP_ADDR>",
         meaning: "Where people reach the API; the sandbox checkout page and the payment providers' return pages live under it.",
@@ -152,6 +157,8 @@ pub struct Config {
     pub webhook_resolve: Option<String>,
     /// A PEM file of extra trusted roots for webhook delivery (tests).
     pub webhook_ca_file: Option<PathBuf>,
+    /// Proxies whose forwarding headers name the client (`SEALPOST_TRUSTED_PROXIES`).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Where people reach the service (`SEALPOST_PUBLIC_URL`, default
     /// `http://<SEALPOST_HTTP_ADDR>`): the sandbox checkout page and the
     /// providers' return pages are under it.
@@ -307,7 +314,23 @@ impl Config {
                 reason: format!("unknown provider {unknown:?}; expected stripe, btcpay or sandbox"),
             });
         }
+        let trusted_proxies = get("SEALPOST_TRUSTED_PROXIES")
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| {
+                entry
+                    .parse::<ipnet::IpNet>()
+                    .or_else(|_| entry.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| ConfigError::Invalid {
+                        name: "SEALPOST_TRUSTED_PROXIES",
+                        reason: format!("{entry:?} is neither an address nor a CIDR network"),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
+            trusted_proxies,
             public_url: get("SEALPOST_PUBLIC_URL")
                 .map(|url| url.trim_end_matches('/').to_owned())
                 .unwrap_or_else(|| format!("http://{http_addr}")),
@@ -534,6 +557,28 @@ mod tests {
         assert!(btcpay("https://pay.example").is_ok());
         assert!(btcpay("http://pay.example").is_err());
         assert!(btcpay("not a url").is_err());
+    }
+
+    #[test]
+    fn trusted_proxies_are_networks_or_addresses() {
+        let config = Config::from_vars(&vars(&[(
+            "SEALPOST_TRUSTED_PROXIES",
+            "10.0.0.0/8, 192.0.2.7 ,2001:db8::/48",
+        )]))
+        .unwrap();
+        let shown: Vec<String> = config
+            .trusted_proxies
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(shown, ["10.0.0.0/8", "192.0.2.7/32", "2001:db8::/48"]);
+        assert!(Config::from_vars(&vars(&[("SEALPOST_TRUSTED_PROXIES", "proxy.local")])).is_err());
+        assert!(
+            Config::from_vars(&HashMap::new())
+                .unwrap()
+                .trusted_proxies
+                .is_empty()
+        );
     }
 
     #[test]

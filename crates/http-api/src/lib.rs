@@ -2,6 +2,7 @@
 //! service, and answer. Errors leave through one mapping ([`error`]).
 
 pub mod auth;
+pub mod client_ip;
 pub mod error;
 pub mod json;
 pub mod rate_limit;
@@ -160,10 +161,9 @@ async fn limit_by_ip(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let probe = matches!(req.path(), "/healthz" | "/readyz");
-    if let (false, Some(state), Some(peer)) =
-        (probe, req.app_data::<Data<AppState>>(), req.peer_addr())
-    {
-        state.limiter.check_ip(peer.ip())?;
+    let client = req.extensions().get::<client_ip::ClientIp>().copied();
+    if let (false, Some(state), Some(client)) = (probe, req.app_data::<Data<AppState>>(), client) {
+        state.limiter.check_ip(client_ip::limit_key(client.0))?;
     }
     next.call(req).await
 }
@@ -175,6 +175,8 @@ struct RequestSpan;
 
 impl RootSpanBuilder for RequestSpan {
     fn on_request_start(request: &ServiceRequest) -> tracing::Span {
+        let client = client_ip::ClientIp::resolve(request);
+        request.extensions_mut().insert(client);
         let request_id = request
             .extensions()
             .get::<RequestId>()
@@ -188,6 +190,7 @@ impl RootSpanBuilder for RequestSpan {
             request_id = %request_id,
             http.method = %request.method(),
             http.route = %route,
+            client_ip = %client.0,
         )
     }
 

@@ -34,8 +34,11 @@ pub struct AppState {
     pub subscriptions: Subscriptions,
     /// Providers, checkout, payments, notices.
     pub billing: Billing,
-    /// The service's own domains: webhook URLs may not point at them.
+    /// The service's own domains and the API's public host: webhook URLs
+    /// may not point at them.
     pub service_domains: Vec<String>,
+    /// Whose forwarding headers name the client (`SEALPOST_TRUSTED_PROXIES`).
+    pub trusted_proxies: crate::client_ip::TrustedProxies,
     /// Address ids with newly committed mail (PostgreSQL NOTIFY, fanned out).
     pub new_mail: tokio::sync::broadcast::Sender<String>,
     pub health: Arc<dyn HealthProbe>,

@@ -14,6 +14,7 @@ mod errors;
 mod jobs;
 mod messages;
 mod ownership;
+mod proxies;
 mod storage;
 mod usage;
 mod webhook_delivery;

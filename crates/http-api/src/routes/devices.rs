@@ -110,9 +110,9 @@ pub async fn lookup(
     request: HttpRequest,
     Json(body): Json<wire::LookupRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let ip = request
-        .peer_addr()
-        .map(|addr| addr.ip().to_string())
+    // Counted per client, an IPv6 client per /64.
+    let ip = crate::client_ip::ClientIp::of(&request)
+        .map(|client| crate::client_ip::limit_key(client.0).to_string())
         .unwrap_or_default();
     let session = state
         .devices

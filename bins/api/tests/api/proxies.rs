@@ -1,0 +1,116 @@
+//! The client behind a reverse proxy: forwarding headers are believed only
+//! from `SEALPOST_TRUSTED_PROXIES`, and the per-IP limits count per client.
+
+use reqwest::StatusCode;
+use sealpost_testkit::TestApp;
+use serde_json::json;
+
+use crate::support::{Api, new_keys};
+
+/// A bad pairing-code lookup by `token` from a client the proxy names as `client`.
+async fn bad_lookup(api: &Api, token: &str, client: &str) -> StatusCode {
+    reqwest::Client::new()
+        .post(api.app.url("/workers/pair/lookup"))
+        .bearer_auth(token)
+        .header("x-forwarded-for", format!("203.0.113.50, {client}"))
+        .json(&json!({ "code": "00000000" }))
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+async fn accounts<const N: usize>(api: &Api) -> [String; N] {
+    let mut tokens = Vec::new();
+    for _ in 0..N {
+        let (_, keys) = new_keys();
+        tokens.push(api.register(&keys).await.token);
+    }
+    tokens.try_into().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn behind_a_trusted_proxy_each_client_has_its_own_lookup_allowance() {
+    let api = Api::with(
+        TestApp::spawn_with(|config| {
+            config.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+        })
+        .await,
+    );
+    let [first, second, third, fourth] = accounts(&api).await;
+    for _ in 0..10 {
+        assert_eq!(
+            bad_lookup(&api, &first, "198.51.100.1").await,
+            StatusCode::NOT_FOUND
+        );
+    }
+    assert_eq!(
+        bad_lookup(&api, &first, "198.51.100.1").await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    // Another client behind the same proxy is not held back...
+    assert_eq!(
+        bad_lookup(&api, &second, "198.51.100.2").await,
+        StatusCode::NOT_FOUND
+    );
+    // ...while the first client is, whichever account it uses.
+    assert_eq!(
+        bad_lookup(&api, &third, "198.51.100.1").await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    // An IPv6 client is counted per /64.
+    for _ in 0..10 {
+        assert_eq!(
+            bad_lookup(&api, &fourth, "2001:db8:7:7::1").await,
+            StatusCode::NOT_FOUND
+        );
+    }
+    assert_eq!(
+        bad_lookup(&api, &third, "2001:db8:7:7:ffff::2").await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_trusted_proxies_forwarding_headers_are_ignored() {
+    let api = Api::spawn().await;
+    let [first, second] = accounts(&api).await;
+    for _ in 0..10 {
+        bad_lookup(&api, &first, "198.51.100.1").await;
+    }
+    // The header is the client's own claim: the peer's allowance is spent.
+    assert_eq!(
+        bad_lookup(&api, &second, "198.51.100.2").await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn webhooks_may_not_point_at_the_api_itself() {
+    let api = Api::with(
+        TestApp::spawn_with(|config| {
+            config.public_url = "https://api.sealpost.example".into();
+        })
+        .await,
+    );
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    api.set_plan(&owner.account_id, "operator").await;
+    for url in [
+        "https://api.sealpost.example/hook",
+        "https://hooks.api.sealpost.example/hook",
+    ] {
+        let reply = api
+            .post(
+                "/webhook-endpoints",
+                Some(&owner.token),
+                json!({ "id": "whk_self01", "url": url, "events": ["*"] }),
+            )
+            .await;
+        assert_eq!(
+            (reply.status, reply.code()),
+            (StatusCode::BAD_REQUEST, "invalid_url"),
+            "{url}"
+        );
+    }
+}

@@ -1,0 +1,237 @@
+//! The client's address, as the limits and the logs see it. Behind a
+//! reverse proxy every connection comes from the proxy, so the forwarding
+//! headers are read, but only from peers listed in
+//! `SEALPOST_TRUSTED_PROXIES`: the right-most hop that is not a trusted
+//! proxy is the client (hops further left were written by the client and
+//! prove nothing). IPv6 clients are limited per /64, what one host usually
+//! holds.
+
+use std::net::{IpAddr, Ipv6Addr};
+
+use actix_web::http::header::HeaderMap;
+use ipnet::IpNet;
+
+/// The client of the request being served, resolved once when it arrives
+/// (kept in the request's extensions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientIp(pub IpAddr);
+
+impl ClientIp {
+    /// From the peer and headers of `request`, trusting the proxies the
+    /// app's state names.
+    pub fn resolve(request: &actix_web::dev::ServiceRequest) -> ClientIp {
+        let peer = request
+            .peer_addr()
+            .map_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |addr| {
+                addr.ip()
+            });
+        let client = request
+            .app_data::<actix_web::web::Data<crate::AppState>>()
+            .map_or(peer, |state| {
+                state.trusted_proxies.client(peer, request.headers())
+            });
+        ClientIp(client)
+    }
+
+    /// What [`ClientIp::resolve`] found for `request`.
+    pub fn of(request: &actix_web::HttpRequest) -> Option<ClientIp> {
+        use actix_web::HttpMessage;
+        request.extensions().get::<ClientIp>().copied()
+    }
+}
+
+/// The proxies whose forwarding headers are believed.
+#[derive(Clone, Debug, Default)]
+pub struct TrustedProxies(Vec<IpNet>);
+
+impl TrustedProxies {
+    pub fn new(networks: Vec<IpNet>) -> Self {
+        Self(networks)
+    }
+
+    fn trusts(&self, ip: IpAddr) -> bool {
+        self.0.iter().any(|network| network.contains(&ip))
+    }
+
+    /// The client of a request that came from `peer` with `headers`.
+    pub fn client(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+        if !self.trusts(peer) {
+            return peer;
+        }
+        // `Forwarded` (RFC 7239) when present, else `X-Forwarded-For`; each
+        // lists hops left to right, the nearest last.
+        let hops = forwarded_for(headers).unwrap_or_else(|| x_forwarded_for(headers));
+        // Every hop trusted: the furthest one is where the request began.
+        let furthest = hops.first().copied().unwrap_or(peer);
+        hops.into_iter()
+            .rev()
+            .find(|hop| !self.trusts(*hop))
+            .unwrap_or(furthest)
+    }
+}
+
+/// The key per-IP limits count under: the address, or its /64 for IPv6.
+pub fn limit_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let segments = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(
+                    segments[0],
+                    segments[1],
+                    segments[2],
+                    segments[3],
+                    0,
+                    0,
+                    0,
+                    0,
+                ))
+            }
+        },
+    }
+}
+
+fn header_values<'a>(headers: &'a HeaderMap, name: &str) -> impl Iterator<Item = &'a str> {
+    headers
+        .get_all(name)
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(str::trim)
+}
+
+fn x_forwarded_for(headers: &HeaderMap) -> Vec<IpAddr> {
+    header_values(headers, "x-forwarded-for")
+        .filter_map(parse_node)
+        .collect()
+}
+
+/// The `for=` parameters of `Forwarded`, or `None` when the header is absent.
+/// A hop that is obfuscated or unknown (`for=_hidden`, `for=unknown`) ends
+/// the list there: nothing to its left can be trusted either.
+fn forwarded_for(headers: &HeaderMap) -> Option<Vec<IpAddr>> {
+    if !headers.contains_key("forwarded") {
+        return None;
+    }
+    let mut hops = Vec::new();
+    for element in header_values(headers, "forwarded") {
+        let node = element.split(';').map(str::trim).find_map(|pair| {
+            let (name, value) = pair.split_once('=')?;
+            name.trim()
+                .eq_ignore_ascii_case("for")
+                .then_some(value.trim())
+        });
+        match node.and_then(parse_node) {
+            Some(ip) => hops.push(ip),
+            None => hops.clear(),
+        }
+    }
+    Some(hops)
+}
+
+/// `192.0.2.1`, `192.0.2.1:4711`, `"[2001:db8::1]:4711"`, `2001:db8::1`.
+fn parse_node(text: &str) -> Option<IpAddr> {
+    let text = text.trim().trim_matches('"');
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    if let Some(rest) = text.strip_prefix('[') {
+        return rest.split_once(']')?.0.parse().ok();
+    }
+    text.rsplit_once(':')?.0.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::http::header::{HeaderName, HeaderValue};
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                HeaderName::from_static(name),
+                HeaderValue::from_static(value),
+            );
+        }
+        map
+    }
+
+    fn proxies() -> TrustedProxies {
+        TrustedProxies::new(vec![
+            "10.0.0.0/8".parse().unwrap(),
+            "2001:db8:ffff::/48".parse().unwrap(),
+        ])
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn an_untrusted_peer_is_the_client_whatever_it_claims() {
+        let claimed = headers(&[("x-forwarded-for", "192.0.2.9")]);
+        assert_eq!(
+            proxies().client(ip("198.51.100.7"), &claimed),
+            ip("198.51.100.7")
+        );
+        assert_eq!(
+            TrustedProxies::default().client(ip("10.0.0.1"), &claimed),
+            ip("10.0.0.1")
+        );
+    }
+
+    #[test]
+    fn the_right_most_untrusted_hop_wins() {
+        // The client forged the first entry; our two proxies added the rest.
+        let forwarded = headers(&[("x-forwarded-for", "1.2.3.4, 198.51.100.7, 10.0.0.5")]);
+        assert_eq!(
+            proxies().client(ip("10.0.0.1"), &forwarded),
+            ip("198.51.100.7")
+        );
+        let split = headers(&[
+            ("x-forwarded-for", "1.2.3.4"),
+            ("x-forwarded-for", "198.51.100.8"),
+        ]);
+        assert_eq!(proxies().client(ip("10.0.0.1"), &split), ip("198.51.100.8"));
+        // Only trusted hops: the furthest one.
+        let inside = headers(&[("x-forwarded-for", "10.1.1.1")]);
+        assert_eq!(proxies().client(ip("10.0.0.1"), &inside), ip("10.1.1.1"));
+        assert_eq!(
+            proxies().client(ip("10.0.0.1"), &headers(&[])),
+            ip("10.0.0.1")
+        );
+    }
+
+    #[test]
+    fn forwarded_is_read_with_ports_quotes_and_ipv6() {
+        let forwarded = headers(&[(
+            "forwarded",
+            "for=1.2.3.4;proto=https, for=\"[2001:db8:1::7]:4711\";by=10.0.0.5, for=10.0.0.5:80",
+        )]);
+        assert_eq!(
+            proxies().client(ip("10.0.0.1"), &forwarded),
+            ip("2001:db8:1::7")
+        );
+        // An obfuscated hop hides everything to its left: the nearest hop
+        // that can be named stands for it.
+        let hidden = headers(&[("forwarded", "for=192.0.2.1, for=_hidden, for=10.0.0.5")]);
+        assert_eq!(proxies().client(ip("10.0.0.1"), &hidden), ip("10.0.0.5"));
+    }
+
+    #[test]
+    fn ipv6_clients_share_a_key_per_64() {
+        assert_eq!(limit_key(ip("2001:db8:1:2:aaaa::1")), ip("2001:db8:1:2::"));
+        assert_eq!(
+            limit_key(ip("2001:db8:1:2:bbbb::9")),
+            limit_key(ip("2001:db8:1:2:aaaa::1"))
+        );
+        assert_ne!(
+            limit_key(ip("2001:db8:1:3::1")),
+            limit_key(ip("2001:db8:1:2::1"))
+        );
+        assert_eq!(limit_key(ip("192.0.2.1")), ip("192.0.2.1"));
+        assert_eq!(limit_key(ip("::ffff:192.0.2.1")), ip("192.0.2.1"));
+    }
+}
