@@ -7,7 +7,7 @@
 use anyhow::{Context, Result, bail};
 use sealpost_client::Client;
 use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
-use sealpost_client::types::{CreateInboxRequest, Platform};
+use sealpost_client::types::{CreateAddressRequest, Platform};
 use sealpost_kernel::PlanId;
 use sealpost_seal::{RecoveryPhrase, SealedBox, context, random_bytes};
 use x25519_dalek::{PublicKey, StaticSecret};
@@ -133,8 +133,8 @@ pub async fn seed(api_url: &str) -> Result<Seeded> {
         .context("the service offers no domain")?;
     let mut addresses = Vec::new();
     for (prefix, label) in ADDRESSES {
-        let id = sealing::new_inbox_id();
-        let mut request = CreateInboxRequest::new(&id, domain.clone())
+        let id = sealing::new_address_id();
+        let mut request = CreateAddressRequest::new(&id, domain.clone())
             .with_meta(&sealing::seal_label(&keys, &id, label))
             .with_public_key(&keys.inbox_public_key(id.as_str(), 0));
         request.prefix = Some(prefix.to_owned());
@@ -182,7 +182,7 @@ async fn pair_agent(
     api_url: &str,
     operator: &Client,
     keys: &sealpost_seal::AccountKeys,
-    address: &sealpost_kernel::InboxId,
+    address: &sealpost_kernel::AddressId,
 ) -> Result<String> {
     let device = Client::new(api_url)?;
     let secret = StaticSecret::from(random_bytes::<32>());
@@ -191,7 +191,7 @@ async fn pair_agent(
         .open_pairing(Platform::Unknown, "Demo build agent", &public)
         .await?;
     let found = operator.lookup_pairing(&opened.code).await?;
-    let id = sealing::new_worker_id();
+    let id = sealing::new_device_id();
     let profile = DeviceProfile::new("Demo build agent", found.public_key);
     operator
         .claim_device(&found.id, &id, &profile.seal(keys, &id))

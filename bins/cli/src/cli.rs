@@ -47,7 +47,7 @@ pub enum Command {
     /// labels or keys are involved). Wherever an address id is asked for,
     /// the email address does as well.
     #[command(subcommand)]
-    Inbox(InboxCommand),
+    Inbox(AddressCommand),
     /// The domains addresses can be created on (`inbox create --domain`).
     Domains,
     /// This machine as a device: pair it with an account, check it, list the
@@ -189,7 +189,7 @@ fn retention_days() -> clap::builder::RangedI64ValueParser<u8> {
 
 /// Operator side: the account's addresses.
 #[derive(Debug, Subcommand)]
-pub enum InboxCommand {
+pub enum AddressCommand {
     /// Create an address that can receive mail.
     Create {
         /// Start of the address; the service appends a random ending.
@@ -441,7 +441,7 @@ mod tests {
         .unwrap();
         assert!(matches!(
             cli.command,
-            Command::Inbox(InboxCommand::Create {
+            Command::Inbox(AddressCommand::Create {
                 retention: Some(30),
                 local_part: None,
                 ..

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow};
-use sealpost_kernel::{AccountId, Timestamp, WorkerId};
+use sealpost_kernel::{AccountId, DeviceId, Timestamp};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -50,7 +50,7 @@ impl std::fmt::Debug for StoredSession {
 #[serde(rename_all = "camelCase")]
 pub struct DeviceState {
     pub api_url: String,
-    pub worker_id: WorkerId,
+    pub worker_id: DeviceId,
     /// The device's bearer token.
     pub credential: String,
     /// The X25519 secret generated for pairing, base64url: opens the key
@@ -273,7 +273,7 @@ mod tests {
     fn device() -> DeviceState {
         DeviceState {
             api_url: "http://127.0.0.1:8080".to_owned(),
-            worker_id: WorkerId::parse("wkr_abcdefghijklmnop").unwrap(),
+            worker_id: DeviceId::parse("wkr_abcdefghijklmnop").unwrap(),
             credential: "credential-value".to_owned(),
             secret_key: "secret-value".to_owned(),
         }

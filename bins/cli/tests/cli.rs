@@ -914,7 +914,7 @@ async fn a_paired_device_reads_the_mail_of_its_address_without_the_phrase() {
         .keys();
     let client = sealpost_client::Client::new(&app.base_url).unwrap();
     let token = client.sign_in(&keys).await.unwrap().token;
-    let inbox = sealpost_kernel::InboxId::parse(&inbox_id).unwrap();
+    let inbox = sealpost_kernel::AddressId::parse(&inbox_id).unwrap();
     let message_id = client
         .with_token(token)
         .deliver_raw(

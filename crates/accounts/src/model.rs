@@ -1,4 +1,4 @@
-use sealpost_kernel::{AccountId, ApiKeyId, PlanId, SessionId, Timestamp, WorkerId};
+use sealpost_kernel::{AccountId, ApiKeyId, DeviceId, PlanId, SessionId, Timestamp};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Account {
@@ -73,7 +73,7 @@ pub enum Bearer {
     Session(Session),
     Device {
         account_id: AccountId,
-        worker_id: WorkerId,
+        worker_id: DeviceId,
     },
 }
 
@@ -86,7 +86,7 @@ pub enum Caller {
     },
     Device {
         account: AccountId,
-        worker: WorkerId,
+        worker: DeviceId,
     },
     ApiKey {
         account: AccountId,

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::TimeDelta;
 use sealpost_kernel::{
-    AccountId, ActivityId, Clock, Cursor, EventId, InboxId, MessageId, Page, PageRequest, PlanId,
-    StoreError, Timestamp, WorkerId, string_enum, string_enum_serde,
+    AccountId, ActivityId, AddressId, Clock, Cursor, DeviceId, EventId, MessageId, Page,
+    PageRequest, PlanId, StoreError, Timestamp, string_enum, string_enum_serde,
 };
 use serde_json::{Value, json};
 
@@ -70,8 +70,8 @@ pub struct ActivityEntry {
     pub id: ActivityId,
     pub account: AccountId,
     pub kind: ActivityKind,
-    pub inbox: Option<InboxId>,
-    pub worker: Option<WorkerId>,
+    pub inbox: Option<AddressId>,
+    pub worker: Option<DeviceId>,
     pub at: Timestamp,
 }
 
@@ -106,8 +106,8 @@ impl Records {
         &mut self,
         account: &AccountId,
         kind: ActivityKind,
-        inbox: Option<&InboxId>,
-        worker: Option<&WorkerId>,
+        inbox: Option<&AddressId>,
+        worker: Option<&DeviceId>,
         at: Timestamp,
     ) {
         self.activity.push(ActivityEntry {
@@ -134,7 +134,7 @@ impl Records {
     pub fn worker_paired(
         &mut self,
         account: &AccountId,
-        worker: &WorkerId,
+        worker: &DeviceId,
         kind: &str,
         at: Timestamp,
     ) {
@@ -147,7 +147,7 @@ impl Records {
         );
     }
 
-    pub fn worker_removed(&mut self, account: &AccountId, worker: &WorkerId, at: Timestamp) {
+    pub fn worker_removed(&mut self, account: &AccountId, worker: &DeviceId, at: Timestamp) {
         self.activity(account, ActivityKind::WorkerRemoved, None, Some(worker), at);
         self.event(
             account,
@@ -158,7 +158,7 @@ impl Records {
     }
 
     /// Connection changes are events only; the activity log does not list them.
-    pub fn worker_connected(&mut self, account: &AccountId, worker: &WorkerId, at: Timestamp) {
+    pub fn worker_connected(&mut self, account: &AccountId, worker: &DeviceId, at: Timestamp) {
         self.event(
             account,
             EventType::WorkerConnected,
@@ -167,7 +167,7 @@ impl Records {
         );
     }
 
-    pub fn worker_disconnected(&mut self, account: &AccountId, worker: &WorkerId, at: Timestamp) {
+    pub fn worker_disconnected(&mut self, account: &AccountId, worker: &DeviceId, at: Timestamp) {
         self.event(
             account,
             EventType::WorkerDisconnected,
@@ -176,7 +176,7 @@ impl Records {
         );
     }
 
-    pub fn inbox_created(&mut self, account: &AccountId, inbox: &InboxId, at: Timestamp) {
+    pub fn inbox_created(&mut self, account: &AccountId, inbox: &AddressId, at: Timestamp) {
         self.activity(account, ActivityKind::InboxCreated, Some(inbox), None, at);
         self.event(
             account,
@@ -186,7 +186,7 @@ impl Records {
         );
     }
 
-    pub fn inbox_deleted(&mut self, account: &AccountId, inbox: &InboxId, at: Timestamp) {
+    pub fn inbox_deleted(&mut self, account: &AccountId, inbox: &AddressId, at: Timestamp) {
         self.activity(account, ActivityKind::InboxDeleted, Some(inbox), None, at);
         self.event(
             account,
@@ -199,8 +199,8 @@ impl Records {
     pub fn inbox_assigned(
         &mut self,
         account: &AccountId,
-        inbox: &InboxId,
-        worker: &WorkerId,
+        inbox: &AddressId,
+        worker: &DeviceId,
         at: Timestamp,
     ) {
         self.activity(
@@ -221,8 +221,8 @@ impl Records {
     pub fn inbox_removed(
         &mut self,
         account: &AccountId,
-        inbox: &InboxId,
-        worker: &WorkerId,
+        inbox: &AddressId,
+        worker: &DeviceId,
         at: Timestamp,
     ) {
         self.activity(
@@ -244,7 +244,7 @@ impl Records {
     pub fn mail_received(
         &mut self,
         account: &AccountId,
-        inbox: &InboxId,
+        inbox: &AddressId,
         message: &MessageId,
         at: Timestamp,
     ) {
@@ -261,7 +261,7 @@ impl Records {
     pub fn message_received(
         &mut self,
         account: &AccountId,
-        inbox: &InboxId,
+        inbox: &AddressId,
         message: &MessageId,
         at: Timestamp,
     ) {
@@ -287,7 +287,7 @@ impl Records {
     pub fn held_mail_released(
         &mut self,
         account: &AccountId,
-        inbox: &InboxId,
+        inbox: &AddressId,
         message: &MessageId,
         at: Timestamp,
     ) {
@@ -318,7 +318,7 @@ pub trait ActivityRepository: Send + Sync {
     async fn activity_page(
         &self,
         account: &AccountId,
-        worker: Option<WorkerId>,
+        worker: Option<DeviceId>,
         page: &PageRequest,
     ) -> Result<Vec<ActivityEntry>, StoreError>;
     async fn delete_activity_before(&self, before: Timestamp) -> Result<u64, StoreError>;
@@ -340,7 +340,7 @@ impl ActivityLog {
     pub async fn page(
         &self,
         account: &AccountId,
-        worker: Option<WorkerId>,
+        worker: Option<DeviceId>,
         request: &PageRequest,
     ) -> Result<Page<ActivityEntry>, StoreError> {
         let rows = self.repo.activity_page(account, worker, request).await?;
@@ -380,7 +380,7 @@ mod tests {
     #[test]
     fn smtp_mail_is_mail_received_in_activity_and_message_received_as_event() {
         let mut records = Records::new();
-        let inbox = InboxId::parse("ibx_abcd").unwrap();
+        let inbox = AddressId::parse("ibx_abcd").unwrap();
         let message = MessageId::generate();
         let at = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
         records.mail_received(&account(), &inbox, &message, at);
@@ -395,7 +395,7 @@ mod tests {
     #[test]
     fn connection_changes_are_events_only() {
         let mut records = Records::new();
-        let worker = WorkerId::parse("wkr_abcd").unwrap();
+        let worker = DeviceId::parse("wkr_abcd").unwrap();
         let at = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
         records.worker_disconnected(&account(), &worker, at);
         records.worker_connected(&account(), &worker, at);
@@ -441,7 +441,7 @@ mod tests {
             .returning(move |account, _, page| {
                 assert_eq!(page.fetch_limit(), 2);
                 let mut records = Records::new();
-                let inbox = InboxId::parse("ibx_abcd").unwrap();
+                let inbox = AddressId::parse("ibx_abcd").unwrap();
                 records.inbox_created(account, &inbox, at);
                 records.inbox_deleted(account, &inbox, at);
                 Ok(records.activity)

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use sealpost_activity::Records;
-use sealpost_kernel::{AccountId, Clock, InboxId, PlanId, StoreError, Timestamp, WorkerId};
+use sealpost_kernel::{AccountId, AddressId, Clock, DeviceId, PlanId, StoreError, Timestamp};
 use sealpost_plans::LimitError;
 use sealpost_seal::SealedBox;
 
@@ -20,11 +20,11 @@ const NAME_ATTEMPTS: usize = 5;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Address {
-    pub id: InboxId,
+    pub id: AddressId,
     pub account: AccountId,
     pub email_address: String,
     pub domain: String,
-    pub worker: Option<WorkerId>,
+    pub worker: Option<DeviceId>,
     pub retention_days: u8,
     pub paused_at: Option<Timestamp>,
     pub meta: Option<SealedBox>,
@@ -47,7 +47,7 @@ impl Address {
 /// `POST /inboxes` input after field decoding at the edge.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NewAddress {
-    pub id: Option<InboxId>,
+    pub id: Option<AddressId>,
     pub domain: Option<String>,
     pub prefix: Option<String>,
     pub local_part: Option<String>,
@@ -113,12 +113,12 @@ pub trait AddressRepository: Send + Sync {
     async fn addresses(
         &self,
         account: &AccountId,
-        worker: Option<WorkerId>,
+        worker: Option<DeviceId>,
     ) -> Result<Vec<Address>, StoreError>;
     async fn address(
         &self,
         account: &AccountId,
-        id: &InboxId,
+        id: &AddressId,
     ) -> Result<Option<Address>, StoreError>;
     /// Counts every address of the account, and those assigned.
     async fn count(&self, account: &AccountId) -> Result<(u64, u64), StoreError>;
@@ -126,7 +126,7 @@ pub trait AddressRepository: Send + Sync {
     async fn update(
         &self,
         account: &AccountId,
-        id: &InboxId,
+        id: &AddressId,
         meta: Option<SealedBox>,
         retention_days: Option<u8>,
         now: Timestamp,
@@ -135,24 +135,24 @@ pub trait AddressRepository: Send + Sync {
     async fn delete(
         &self,
         account: &AccountId,
-        id: &InboxId,
+        id: &AddressId,
         records: Records,
     ) -> Result<bool, StoreError>;
     /// Assigns if the address is still on `expected_worker` and the device holds fewer than `max_per_device`.
     async fn assign(
         &self,
         account: &AccountId,
-        id: &InboxId,
-        worker: &WorkerId,
-        expected_worker: Option<WorkerId>,
+        id: &AddressId,
+        worker: &DeviceId,
+        expected_worker: Option<DeviceId>,
         max_per_device: Option<u32>,
         records: Records,
     ) -> Result<AssignOutcome, StoreError>;
     async fn unassign(
         &self,
         account: &AccountId,
-        id: &InboxId,
-        worker: &WorkerId,
+        id: &AddressId,
+        worker: &DeviceId,
         records: Records,
     ) -> Result<bool, StoreError>;
 }
@@ -294,12 +294,12 @@ impl Addresses {
     pub async fn list(
         &self,
         account: &AccountId,
-        worker: Option<WorkerId>,
+        worker: Option<DeviceId>,
     ) -> Result<Vec<Address>, AddressError> {
         Ok(self.repo.addresses(account, worker).await?)
     }
 
-    pub async fn get(&self, account: &AccountId, id: &InboxId) -> Result<Address, AddressError> {
+    pub async fn get(&self, account: &AccountId, id: &AddressId) -> Result<Address, AddressError> {
         self.repo
             .address(account, id)
             .await?
@@ -324,7 +324,7 @@ impl Addresses {
     pub async fn update(
         &self,
         account: &AccountId,
-        id: &InboxId,
+        id: &AddressId,
         meta: Option<SealedBox>,
         retention_days: Option<i64>,
     ) -> Result<Address, AddressError> {
@@ -341,7 +341,7 @@ impl Addresses {
         self.get(account, id).await
     }
 
-    pub async fn delete(&self, account: &AccountId, id: &InboxId) -> Result<(), AddressError> {
+    pub async fn delete(&self, account: &AccountId, id: &AddressId) -> Result<(), AddressError> {
         let mut records = Records::new();
         records.inbox_deleted(account, id, self.clock.now());
         if self.repo.delete(account, id, records).await? {
@@ -356,8 +356,8 @@ impl Addresses {
         &self,
         account: &AccountId,
         plan: PlanId,
-        id: &InboxId,
-        worker: &WorkerId,
+        id: &AddressId,
+        worker: &DeviceId,
     ) -> Result<(), AddressError> {
         let max_per_device = sealpost_plans::plan(plan).is_free().then_some(1);
         for _ in 0..3 {
@@ -390,8 +390,8 @@ impl Addresses {
     pub async fn unassign(
         &self,
         account: &AccountId,
-        id: &InboxId,
-        worker: &WorkerId,
+        id: &AddressId,
+        worker: &DeviceId,
     ) -> Result<(), AddressError> {
         let mut records = Records::new();
         records.inbox_removed(account, id, worker, self.clock.now());

@@ -1,6 +1,6 @@
 use std::sync::{Arc, Mutex};
 
-use sealpost_kernel::{AccountId, InboxId, PlanId, TestClock, Timestamp, WorkerId};
+use sealpost_kernel::{AccountId, AddressId, DeviceId, PlanId, TestClock, Timestamp};
 use sealpost_plans::LimitError;
 
 use crate::*;
@@ -18,7 +18,7 @@ fn service(repo: MockAddressRepository) -> Addresses {
 
 fn input(id: &str) -> NewAddress {
     NewAddress {
-        id: Some(InboxId::parse(id).unwrap()),
+        id: Some(AddressId::parse(id).unwrap()),
         domain: Some("mail.localhost".into()),
         ..NewAddress::default()
     }
@@ -164,8 +164,8 @@ async fn field_rules() {
 
 #[tokio::test]
 async fn free_devices_hold_one_address_and_moves_emit_both_events() {
-    let worker = WorkerId::parse("wkr_phone01").unwrap();
-    let other = WorkerId::parse("wkr_phone02").unwrap();
+    let worker = DeviceId::parse("wkr_phone01").unwrap();
+    let other = DeviceId::parse("wkr_phone02").unwrap();
     let mut repo = MockAddressRepository::new();
     let held_by = other.clone();
     repo.expect_address().returning(move |account, id| {
@@ -193,7 +193,7 @@ async fn free_devices_hold_one_address_and_moves_emit_both_events() {
         .assign(
             &account(),
             PlanId::Free,
-            &InboxId::parse("ibx_abcd").unwrap(),
+            &AddressId::parse("ibx_abcd").unwrap(),
             &worker,
         )
         .await;

@@ -1,6 +1,6 @@
 use async_trait::async_trait;
 use sealpost_activity::Records;
-use sealpost_kernel::{AccountId, InboxId, PaymentId, PlanId, StoreError, Timestamp, WorkerId};
+use sealpost_kernel::{AccountId, AddressId, DeviceId, PaymentId, PlanId, StoreError, Timestamp};
 
 use crate::{Payment, PaymentStatus, ProviderId};
 
@@ -65,9 +65,9 @@ pub struct Lapse {
 /// What a pause still holds when its `deletesAt` comes: deleted then.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PausedHoldings {
-    pub addresses: Vec<InboxId>,
+    pub addresses: Vec<AddressId>,
     /// Devices and agents.
-    pub devices: Vec<WorkerId>,
+    pub devices: Vec<DeviceId>,
 }
 
 /// Deleting one address or device a pause still holds at its `deletesAt`:
@@ -82,7 +82,7 @@ pub struct PausedDeletion<Id> {
     /// at or before it.
     pub due: Timestamp,
     /// A device only: the addresses assigned to it when decided (guard).
-    pub assigned: Vec<InboxId>,
+    pub assigned: Vec<AddressId>,
     /// `inbox.deleted`, or `inbox.removed` for each assigned address and
     /// `worker.removed`.
     pub records: Records,
@@ -144,21 +144,21 @@ pub trait BillingRepository: Send + Sync {
     async fn device_addresses(
         &self,
         account: &AccountId,
-        device: &WorkerId,
-    ) -> Result<Vec<InboxId>, StoreError>;
+        device: &DeviceId,
+    ) -> Result<Vec<AddressId>, StoreError>;
     /// With the account row locked, deletes the paused address as the
     /// owner's delete would (its mail's blobs queued, name and id retired)
     /// when the guards of [`PausedDeletion`] hold.
     async fn delete_paused_address(
         &self,
-        deletion: PausedDeletion<InboxId>,
+        deletion: PausedDeletion<AddressId>,
     ) -> Result<Deleted, StoreError>;
     /// With the account row locked, removes the paused device as the owner's
     /// removal would (addresses unassigned, id retired) when the guards of
     /// [`PausedDeletion`] hold; `Stale` when its addresses changed.
     async fn remove_paused_device(
         &self,
-        deletion: PausedDeletion<WorkerId>,
+        deletion: PausedDeletion<DeviceId>,
     ) -> Result<Deleted, StoreError>;
     /// Lists held mail whose address is no longer paused (mail that was
     /// stored held while a payment released its address), with one

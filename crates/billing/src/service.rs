@@ -2,7 +2,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use sealpost_activity::Records;
-use sealpost_kernel::{AccountId, Clock, InboxId, PaymentId, PlanId, StoreError, WorkerId};
+use sealpost_kernel::{AccountId, AddressId, Clock, DeviceId, PaymentId, PlanId, StoreError};
 use sealpost_plans::plan;
 use sealpost_subscriptions::{Subscriber, SubscriptionRepository};
 
@@ -363,7 +363,7 @@ impl Billing {
     async fn delete_paused_address(
         &self,
         account: &AccountId,
-        address: InboxId,
+        address: AddressId,
     ) -> Result<bool, BillingError> {
         let now = self.clock.now();
         let mut records = Records::new();
@@ -381,7 +381,7 @@ impl Billing {
     async fn remove_paused_device(
         &self,
         account: &AccountId,
-        device: WorkerId,
+        device: DeviceId,
     ) -> Result<bool, BillingError> {
         for _ in 0..STALE_RETRIES {
             let now = self.clock.now();

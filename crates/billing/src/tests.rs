@@ -637,12 +637,12 @@ async fn the_sandbox_checkout_is_a_page_of_the_service_named_by_the_payment() {
 
 // ---- at a pause's deletesAt ----
 
-fn inbox(id: &str) -> sealpost_kernel::InboxId {
-    sealpost_kernel::InboxId::parse(id).unwrap()
+fn inbox(id: &str) -> sealpost_kernel::AddressId {
+    sealpost_kernel::AddressId::parse(id).unwrap()
 }
 
-fn worker(id: &str) -> sealpost_kernel::WorkerId {
-    sealpost_kernel::WorkerId::parse(id).unwrap()
+fn worker(id: &str) -> sealpost_kernel::DeviceId {
+    sealpost_kernel::DeviceId::parse(id).unwrap()
 }
 
 /// One expired pause holding `addresses` and `devices`.

@@ -31,20 +31,20 @@ use std::time::Duration;
 
 use reqwest::{Method, RequestBuilder, header};
 use sealpost_kernel::{
-    AccountId, InboxId, MessageId, PairingSessionId, SessionId, WebhookId, WorkerId,
+    AccountId, AddressId, DeviceId, MessageId, PairingSessionId, SessionId, WebhookId,
 };
 use sealpost_seal::{AccountKeys, SealedBox};
 use serde::de::DeserializeOwned;
 
 pub use error::ClientError;
 use types::{
-    ActivityPage, Allocation, AssignRequest, Challenge, ChallengeRequest, ClaimRequest,
-    CreateInboxRequest, CreateWebhookRequest, CreatedWebhook, DeliverRequest, Delivered,
-    DomainList, Health, Inbox, InboxList, InboxReply, KeysRequest, LookupReply, LookupRequest, Me,
-    Message, MessageList, MessagePage, MessageReply, OpenPairingRequest, OpenedPairing, PageParams,
-    PairingPoll, PairingSession, Platform, ReadRequest, Revoked, SessionList, SignedIn,
-    UpdateInboxRequest, UpdateWorkerRequest, VerifyRequest, WaitBody, Worker, WorkerKeys,
-    WorkerPage, WorkerReply,
+    ActivityPage, AddressList, AddressReply, Allocation, AssignRequest, Challenge,
+    ChallengeRequest, ClaimRequest, CreateAddressRequest, CreateWebhookRequest, CreatedWebhook,
+    DeliverRequest, Delivered, DeviceKeys, DevicePage, DeviceReply, DomainList, Health, Inbox,
+    KeysRequest, LookupReply, LookupRequest, Me, Message, MessageList, MessagePage, MessageReply,
+    OpenPairingRequest, OpenedPairing, PageParams, PairingPoll, PairingSession, Platform,
+    ReadRequest, Revoked, SessionList, SignedIn, UpdateAddressRequest, UpdateDeviceRequest,
+    VerifyRequest, WaitBody, Worker,
 };
 pub use webhook::{VerifiedEvent, WebhookVerifyError, verify_webhook};
 
@@ -241,11 +241,11 @@ impl Client {
     pub async fn claim_device(
         &self,
         session_id: &PairingSessionId,
-        worker_id: &WorkerId,
+        worker_id: &DeviceId,
         profile: &SealedBox,
     ) -> Result<Worker> {
         let body = ClaimRequest::new(session_id, worker_id, profile);
-        let reply: WorkerReply = self
+        let reply: DeviceReply = self
             .json(self.authed(Method::POST, "/workers/pair").json(&body))
             .await?;
         Ok(reply.worker)
@@ -255,27 +255,27 @@ impl Client {
 
     /// `GET /workers`: one page of the account's devices, newest first (a
     /// device credential sees only its own device).
-    pub async fn list_workers(&self, page: &PageParams) -> Result<WorkerPage> {
+    pub async fn list_workers(&self, page: &PageParams) -> Result<DevicePage> {
         let path = format!("/workers{}", page.query());
         self.json(self.authed(Method::GET, &path)).await
     }
 
     /// `GET /workers/{id}`: one device.
-    pub async fn get_worker(&self, id: &WorkerId) -> Result<Worker> {
+    pub async fn get_worker(&self, id: &DeviceId) -> Result<Worker> {
         let path = format!("/workers/{id}");
-        let reply: WorkerReply = self.json(self.authed(Method::GET, &path)).await?;
+        let reply: DeviceReply = self.json(self.authed(Method::GET, &path)).await?;
         Ok(reply.worker)
     }
 
     /// `PATCH /workers/{id}` (session): a new sealed profile, or disabling
-    /// ([`UpdateWorkerRequest::disable`]).
+    /// ([`UpdateDeviceRequest::disable`]).
     pub async fn update_worker(
         &self,
-        id: &WorkerId,
-        update: &UpdateWorkerRequest,
+        id: &DeviceId,
+        update: &UpdateDeviceRequest,
     ) -> Result<Worker> {
         let path = format!("/workers/{id}");
-        let reply: WorkerReply = self
+        let reply: DeviceReply = self
             .json(self.authed(Method::PATCH, &path).json(update))
             .await?;
         Ok(reply.worker)
@@ -283,7 +283,7 @@ impl Client {
 
     /// `DELETE /workers/{id}` (session): removes the device and its
     /// credential; its addresses become unassigned.
-    pub async fn remove_worker(&self, id: &WorkerId) -> Result<()> {
+    pub async fn remove_worker(&self, id: &DeviceId) -> Result<()> {
         let path = format!("/workers/{id}");
         self.empty(self.authed(Method::DELETE, &path)).await
     }
@@ -291,7 +291,7 @@ impl Client {
     /// `POST /workers/heartbeat` (device credential only): reports the
     /// device active; answers the device.
     pub async fn heartbeat(&self) -> Result<Worker> {
-        let reply: WorkerReply = self
+        let reply: DeviceReply = self
             .json(self.authed(Method::POST, "/workers/heartbeat"))
             .await?;
         Ok(reply.worker)
@@ -299,7 +299,7 @@ impl Client {
 
     /// `POST /workers/{id}/keys` (session): replaces the device's sealed key
     /// bundle (see [`sealing::KeyBundle`]).
-    pub async fn set_worker_keys(&self, id: &WorkerId, keys: &SealedBox) -> Result<WorkerKeys> {
+    pub async fn set_worker_keys(&self, id: &DeviceId, keys: &SealedBox) -> Result<DeviceKeys> {
         let path = format!("/workers/{id}/keys");
         let body = KeysRequest::new(keys);
         self.json(self.authed(Method::POST, &path).json(&body))
@@ -308,7 +308,7 @@ impl Client {
 
     /// `GET /workers/{id}/keys`: the device's sealed key bundle; `not_found`
     /// until one was sent.
-    pub async fn get_worker_keys(&self, id: &WorkerId) -> Result<WorkerKeys> {
+    pub async fn get_worker_keys(&self, id: &DeviceId) -> Result<DeviceKeys> {
         let path = format!("/workers/{id}/keys");
         self.json(self.authed(Method::GET, &path)).await
     }
@@ -322,14 +322,14 @@ impl Client {
 
     /// `GET /inboxes`: every address on the account (a device credential
     /// sees the ones assigned to it).
-    pub async fn list_inboxes(&self) -> Result<InboxList> {
+    pub async fn list_inboxes(&self) -> Result<AddressList> {
         self.json(self.authed(Method::GET, "/inboxes")).await
     }
 
     /// `POST /inboxes` (session): creates an address; `allocation_exhausted`
     /// past the plan's limit.
-    pub async fn create_inbox(&self, request: &CreateInboxRequest) -> Result<Inbox> {
-        let reply: InboxReply = self
+    pub async fn create_inbox(&self, request: &CreateAddressRequest) -> Result<Inbox> {
+        let reply: AddressReply = self
             .json(self.authed(Method::POST, "/inboxes").json(request))
             .await?;
         Ok(reply.inbox)
@@ -342,9 +342,13 @@ impl Client {
     }
 
     /// `PATCH /inboxes/{id}` (session): a new sealed label and/or retention.
-    pub async fn update_inbox(&self, id: &InboxId, update: &UpdateInboxRequest) -> Result<Inbox> {
+    pub async fn update_inbox(
+        &self,
+        id: &AddressId,
+        update: &UpdateAddressRequest,
+    ) -> Result<Inbox> {
         let path = format!("/inboxes/{id}");
-        let reply: InboxReply = self
+        let reply: AddressReply = self
             .json(self.authed(Method::PATCH, &path).json(update))
             .await?;
         Ok(reply.inbox)
@@ -352,7 +356,7 @@ impl Client {
 
     /// `DELETE /inboxes/{id}` (session): deletes the address and its mail;
     /// the address is never issued again.
-    pub async fn delete_inbox(&self, id: &InboxId) -> Result<()> {
+    pub async fn delete_inbox(&self, id: &AddressId) -> Result<()> {
         let path = format!("/inboxes/{id}");
         self.empty(self.authed(Method::DELETE, &path)).await
     }
@@ -360,10 +364,10 @@ impl Client {
     /// `POST /workers/{worker_id}/inboxes` (session): assigns an address to
     /// a device, moving it off another device if needed. Answers the
     /// address. Re-send the key bundles of the devices involved afterwards.
-    pub async fn assign_inbox(&self, worker_id: &WorkerId, inbox_id: &InboxId) -> Result<Inbox> {
+    pub async fn assign_inbox(&self, worker_id: &DeviceId, inbox_id: &AddressId) -> Result<Inbox> {
         let path = format!("/workers/{worker_id}/inboxes");
         let body = AssignRequest::new(inbox_id);
-        let reply: InboxReply = self
+        let reply: AddressReply = self
             .json(self.authed(Method::POST, &path).json(&body))
             .await?;
         Ok(reply.inbox)
@@ -371,7 +375,7 @@ impl Client {
 
     /// `DELETE /workers/{worker_id}/inboxes/{inbox_id}` (session): takes an
     /// address off a device; it stays on the account.
-    pub async fn unassign_inbox(&self, worker_id: &WorkerId, inbox_id: &InboxId) -> Result<()> {
+    pub async fn unassign_inbox(&self, worker_id: &DeviceId, inbox_id: &AddressId) -> Result<()> {
         let path = format!("/workers/{worker_id}/inboxes/{inbox_id}");
         self.empty(self.authed(Method::DELETE, &path)).await
     }
@@ -382,7 +386,7 @@ impl Client {
     /// first (lists spend no object reads).
     pub async fn list_messages(
         &self,
-        inbox_id: &InboxId,
+        inbox_id: &AddressId,
         page: &PageParams,
     ) -> Result<MessagePage> {
         let path = format!("/inboxes/{inbox_id}/messages{}", page.query());
@@ -395,7 +399,7 @@ impl Client {
     /// nothing arrived within `timeout_secs` (clamped to 1 to 60).
     pub async fn wait_for_messages(
         &self,
-        inbox_id: &InboxId,
+        inbox_id: &AddressId,
         after: Option<&str>,
         timeout_secs: u32,
     ) -> Result<Option<WaitBody>> {
@@ -452,7 +456,7 @@ impl Client {
     /// `POST /messages` (session): delivers a raw RFC 5322 message to one of
     /// the account's addresses without SMTP; it is parsed, sealed and
     /// counted exactly like SMTP mail. Answers the new message's id.
-    pub async fn deliver_raw(&self, inbox_id: &InboxId, raw: &[u8]) -> Result<MessageId> {
+    pub async fn deliver_raw(&self, inbox_id: &AddressId, raw: &[u8]) -> Result<MessageId> {
         let body = DeliverRequest::new(inbox_id, raw);
         let delivered: Delivered = self
             .json(self.authed(Method::POST, "/messages").json(&body))

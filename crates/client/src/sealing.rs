@@ -3,7 +3,7 @@
 //! (`docs/cli.md` "Client-side crypto conventions"). Every client that
 //! follows them can read what the others wrote. Also opening what the
 //! service seals: received mail ([`open_message`], [`open_attachment`]),
-//! with the operator's keys or a device's key bundle ([`InboxSecrets`]).
+//! with the operator's keys or a device's key bundle ([`AddressSecrets`]).
 //!
 //! Nothing here talks to the service; the service sees only the boxes.
 //!
@@ -12,7 +12,7 @@
 //! use sealpost_seal::{PublicKey, RecoveryPhrase, StaticSecret, random_bytes};
 //!
 //! let keys = RecoveryPhrase::generate().keys();
-//! let inbox = sealing::new_inbox_id();
+//! let inbox = sealing::new_address_id();
 //! let meta = sealing::seal_label(&keys, &inbox, "shopping");
 //! assert_eq!(sealing::open_label(&keys, &inbox, &meta).unwrap(), "shopping");
 //!
@@ -20,7 +20,7 @@
 //! // pairing lookup and seals the device's key bundle to it.
 //! let device_secret = StaticSecret::from(random_bytes::<32>());
 //! let device_public = PublicKey::from(&device_secret).to_bytes();
-//! let worker = sealing::new_worker_id();
+//! let worker = sealing::new_device_id();
 //! let bundle = KeyBundle::for_inboxes(&keys, [&inbox]).seal(&device_public, &worker);
 //! let opened = KeyBundle::open(&device_secret, &worker, &bundle).unwrap();
 //! assert_eq!(opened.inboxes[0].inbox_id, inbox);
@@ -29,7 +29,7 @@
 
 use std::fmt;
 
-use sealpost_kernel::{InboxId, WebhookId, WorkerId};
+use sealpost_kernel::{AddressId, DeviceId, WebhookId};
 use sealpost_seal::{
     AccountKeys, PublicKey, SealError, SealedBox, StaticSecret, b64, context, open_binary,
     random_bytes, sha256,
@@ -51,7 +51,7 @@ pub enum OpenError {
     /// The keys at hand do not include this address at this key epoch (a
     /// device whose bundle lacks the address, for example).
     #[error("no key for address {inbox_id} at key epoch {epoch}")]
-    NoKey { inbox_id: InboxId, epoch: u32 },
+    NoKey { inbox_id: AddressId, epoch: u32 },
 }
 
 // ---- Ids ------------------------------------------------------------------
@@ -78,14 +78,14 @@ fn random_id_body() -> String {
 
 /// A new device id: `wkr_` + 16 random lowercase letters and digits.
 #[must_use]
-pub fn new_worker_id() -> WorkerId {
-    WorkerId::from_trusted(format!("{}{}", WorkerId::PREFIX, random_id_body()))
+pub fn new_device_id() -> DeviceId {
+    DeviceId::from_trusted(format!("{}{}", DeviceId::PREFIX, random_id_body()))
 }
 
 /// A new address id: `ibx_` + 16 random lowercase letters and digits.
 #[must_use]
-pub fn new_inbox_id() -> InboxId {
-    InboxId::from_trusted(format!("{}{}", InboxId::PREFIX, random_id_body()))
+pub fn new_address_id() -> AddressId {
+    AddressId::from_trusted(format!("{}{}", AddressId::PREFIX, random_id_body()))
 }
 
 /// A new webhook id: `whk_` + 16 random lowercase letters and digits.
@@ -99,7 +99,7 @@ pub fn new_webhook_id() -> WebhookId {
 /// An address label (`meta`): the UTF-8 text sealed to the account's vault
 /// key, context `service/v1/inbox-meta:<inboxId>`.
 #[must_use]
-pub fn seal_label(keys: &AccountKeys, inbox_id: &InboxId, label: &str) -> SealedBox {
+pub fn seal_label(keys: &AccountKeys, inbox_id: &AddressId, label: &str) -> SealedBox {
     SealedBox::seal(
         &keys.vault_public_key(),
         &context::inbox_meta(inbox_id.as_str()),
@@ -110,7 +110,7 @@ pub fn seal_label(keys: &AccountKeys, inbox_id: &InboxId, label: &str) -> Sealed
 /// Opens an address label with the account's vault key.
 pub fn open_label(
     keys: &AccountKeys,
-    inbox_id: &InboxId,
+    inbox_id: &AddressId,
     meta: &SealedBox,
 ) -> Result<String, OpenError> {
     let bytes = meta.open(
@@ -169,7 +169,7 @@ impl DeviceProfile {
 
     /// Seals the profile of device `worker_id` to the account's vault key.
     #[must_use]
-    pub fn seal(&self, keys: &AccountKeys, worker_id: &WorkerId) -> SealedBox {
+    pub fn seal(&self, keys: &AccountKeys, worker_id: &DeviceId) -> SealedBox {
         // Serialising strings and a string-keyed map cannot fail.
         let json = serde_json::to_vec(self).unwrap_or_default();
         SealedBox::seal(
@@ -182,7 +182,7 @@ impl DeviceProfile {
     /// Opens the profile of device `worker_id` with the account's vault key.
     pub fn open(
         keys: &AccountKeys,
-        worker_id: &WorkerId,
+        worker_id: &DeviceId,
         profile: &SealedBox,
     ) -> Result<Self, OpenError> {
         let json = profile.open(
@@ -198,8 +198,8 @@ impl DeviceProfile {
 /// The keys of one address at one key epoch. `Debug` shows no key.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct InboxKeys {
-    pub inbox_id: InboxId,
+pub struct AddressKeys {
+    pub inbox_id: AddressId,
     pub epoch: u32,
     /// The X25519 secret mail to the address is sealed to.
     #[serde(with = "b64::serde_32")]
@@ -209,19 +209,19 @@ pub struct InboxKeys {
     pub sealing_key: [u8; 32],
 }
 
-impl fmt::Debug for InboxKeys {
+impl fmt::Debug for AddressKeys {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InboxKeys")
+        f.debug_struct("AddressKeys")
             .field("inbox_id", &self.inbox_id)
             .field("epoch", &self.epoch)
             .finish_non_exhaustive()
     }
 }
 
-impl InboxKeys {
+impl AddressKeys {
     /// The epoch 0 keys of `inbox_id`, derived from the account's phrase.
     #[must_use]
-    pub fn derive(keys: &AccountKeys, inbox_id: &InboxId) -> Self {
+    pub fn derive(keys: &AccountKeys, inbox_id: &AddressId) -> Self {
         Self {
             inbox_id: inbox_id.clone(),
             epoch: 0,
@@ -252,7 +252,7 @@ impl InboxKeys {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyBundle {
-    pub inboxes: Vec<InboxKeys>,
+    pub inboxes: Vec<AddressKeys>,
 }
 
 impl KeyBundle {
@@ -260,19 +260,19 @@ impl KeyBundle {
     #[must_use]
     pub fn for_inboxes<'a>(
         keys: &AccountKeys,
-        inbox_ids: impl IntoIterator<Item = &'a InboxId>,
+        inbox_ids: impl IntoIterator<Item = &'a AddressId>,
     ) -> Self {
         Self {
             inboxes: inbox_ids
                 .into_iter()
-                .map(|id| InboxKeys::derive(keys, id))
+                .map(|id| AddressKeys::derive(keys, id))
                 .collect(),
         }
     }
 
     /// Seals the bundle for device `worker_id` to its pairing key.
     #[must_use]
-    pub fn seal(&self, device_public_key: &[u8; 32], worker_id: &WorkerId) -> SealedBox {
+    pub fn seal(&self, device_public_key: &[u8; 32], worker_id: &DeviceId) -> SealedBox {
         let json = serde_json::to_vec(self).unwrap_or_default();
         SealedBox::seal(
             device_public_key,
@@ -284,7 +284,7 @@ impl KeyBundle {
     /// Opens device `worker_id`'s bundle with its pairing secret.
     pub fn open(
         device_secret: &StaticSecret,
-        worker_id: &WorkerId,
+        worker_id: &DeviceId,
         sealed: &SealedBox,
     ) -> Result<Self, OpenError> {
         let json = sealed.open(device_secret, &context::worker_keys(worker_id.as_str()))?;
@@ -297,27 +297,27 @@ impl KeyBundle {
 /// Where the secret keys of addresses come from when opening mail: the
 /// operator's [`AccountKeys`] (every address, every epoch, derived from the
 /// phrase), a device's [`KeyBundle`] (its addresses, at the epochs the
-/// operator sent), or one address's [`InboxKeys`].
-pub trait InboxSecrets {
+/// operator sent), or one address's [`AddressKeys`].
+pub trait AddressSecrets {
     /// The X25519 secret mail to `inbox_id` under key epoch `epoch` is
     /// sealed to; `None` when these keys do not hold it.
-    fn secret_for(&self, inbox_id: &InboxId, epoch: u32) -> Option<StaticSecret>;
+    fn secret_for(&self, inbox_id: &AddressId, epoch: u32) -> Option<StaticSecret>;
 }
 
-impl InboxSecrets for AccountKeys {
-    fn secret_for(&self, inbox_id: &InboxId, epoch: u32) -> Option<StaticSecret> {
+impl AddressSecrets for AccountKeys {
+    fn secret_for(&self, inbox_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
         Some(self.inbox_secret(inbox_id.as_str(), epoch))
     }
 }
 
-impl InboxSecrets for InboxKeys {
-    fn secret_for(&self, inbox_id: &InboxId, epoch: u32) -> Option<StaticSecret> {
+impl AddressSecrets for AddressKeys {
+    fn secret_for(&self, inbox_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
         (self.inbox_id == *inbox_id && self.epoch == epoch).then(|| self.inbox_secret())
     }
 }
 
-impl InboxSecrets for KeyBundle {
-    fn secret_for(&self, inbox_id: &InboxId, epoch: u32) -> Option<StaticSecret> {
+impl AddressSecrets for KeyBundle {
+    fn secret_for(&self, inbox_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
         self.inboxes
             .iter()
             .find_map(|entry| entry.secret_for(inbox_id, epoch))
@@ -403,7 +403,7 @@ pub struct AttachmentInfo {
 
 /// The secret `message` is sealed to, from `keys`.
 fn message_secret(
-    keys: &(impl InboxSecrets + ?Sized),
+    keys: &(impl AddressSecrets + ?Sized),
     message: &Message,
 ) -> Result<StaticSecret, OpenError> {
     keys.secret_for(&message.inbox_id, message.key_epoch)
@@ -416,7 +416,7 @@ fn message_secret(
 /// Opens a message's content with the key of its address at its key epoch
 /// (context `service/v1/message:<inboxId>:<messageId>`).
 pub fn open_message(
-    keys: &(impl InboxSecrets + ?Sized),
+    keys: &(impl AddressSecrets + ?Sized),
     message: &Message,
 ) -> Result<MessageContent, OpenError> {
     let secret = message_secret(keys, message)?;
@@ -431,7 +431,7 @@ pub fn open_message(
 /// `Client::get_attachment` answers them (binary box, context
 /// `service/v1/attachment:<messageId>:<index>`).
 pub fn open_attachment(
-    keys: &(impl InboxSecrets + ?Sized),
+    keys: &(impl AddressSecrets + ?Sized),
     message: &Message,
     index: u32,
     sealed: &[u8],
@@ -480,24 +480,24 @@ mod tests {
 
     #[test]
     fn ids_have_the_documented_shape() {
-        let worker = new_worker_id();
+        let worker = new_device_id();
         let body = worker.as_str().strip_prefix("wkr_").unwrap();
         assert_eq!(body.len(), 16);
         assert!(
             body.bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
         );
-        assert!(WorkerId::parse(worker.as_str()).is_ok());
-        let inbox = new_inbox_id();
-        assert!(InboxId::parse(inbox.as_str()).is_ok());
-        assert_ne!(new_inbox_id(), inbox);
+        assert!(DeviceId::parse(worker.as_str()).is_ok());
+        let inbox = new_address_id();
+        assert!(AddressId::parse(inbox.as_str()).is_ok());
+        assert_ne!(new_address_id(), inbox);
     }
 
     #[test]
     fn labels_are_bound_to_their_address_and_account() {
         let keys = keys();
-        let a = InboxId::parse("ibx_aaaa").unwrap();
-        let b = InboxId::parse("ibx_bbbb").unwrap();
+        let a = AddressId::parse("ibx_aaaa").unwrap();
+        let b = AddressId::parse("ibx_bbbb").unwrap();
         let meta = seal_label(&keys, &a, "shop ✓");
         assert_eq!(open_label(&keys, &a, &meta).unwrap(), "shop ✓");
         assert!(matches!(
@@ -518,7 +518,7 @@ mod tests {
     #[test]
     fn profiles_round_trip_and_keep_unknown_fields() {
         let keys = keys();
-        let worker = WorkerId::parse("wkr_phone01").unwrap();
+        let worker = DeviceId::parse("wkr_phone01").unwrap();
         let (_, public) = device();
         let profile = DeviceProfile::new("Phone", public);
         let sealed = profile.seal(&keys, &worker);
@@ -554,8 +554,8 @@ mod tests {
     fn bundles_open_only_on_their_device() {
         let keys = keys();
         let (secret, public) = device();
-        let worker = WorkerId::parse("wkr_phone01").unwrap();
-        let inbox = InboxId::parse("ibx_first01").unwrap();
+        let worker = DeviceId::parse("wkr_phone01").unwrap();
+        let inbox = AddressId::parse("ibx_first01").unwrap();
         let bundle = KeyBundle::for_inboxes(&keys, [&inbox]);
         let sealed = bundle.seal(&public, &worker);
 
@@ -567,7 +567,7 @@ mod tests {
         assert_eq!(entry.sealing_key, keys.inbox_sealing_key("ibx_first01", 0));
         assert!(!format!("{entry:?}").contains(&format!("{:?}", entry.inbox_key)));
 
-        let other_worker = WorkerId::parse("wkr_other1").unwrap();
+        let other_worker = DeviceId::parse("wkr_other1").unwrap();
         assert!(KeyBundle::open(&secret, &other_worker, &sealed).is_err());
         assert!(KeyBundle::open(&StaticSecret::from([1u8; 32]), &worker, &sealed).is_err());
 
@@ -625,8 +625,8 @@ mod tests {
         );
         assert!(content.attachment(1).is_none());
 
-        let inbox = InboxId::parse("ibx_first01").unwrap();
-        let other = InboxId::parse("ibx_other01").unwrap();
+        let inbox = AddressId::parse("ibx_first01").unwrap();
+        let other = AddressId::parse("ibx_other01").unwrap();
         let bundle = KeyBundle::for_inboxes(&keys, [&inbox]);
         assert_eq!(open_message(&bundle, &message).unwrap(), content);
         assert_eq!(open_message(&bundle.inboxes[0], &message).unwrap(), content);

@@ -10,10 +10,10 @@ use chrono::TimeDelta;
 use sealpost_client::Client;
 use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
 use sealpost_client::types::{
-    CreateInboxRequest, InboxStatus, PageParams, PairingState, Platform, UpdateInboxRequest,
-    UpdateWorkerRequest, WorkerKind, WorkerStatus,
+    AddressStatus, CreateAddressRequest, DeviceKind, DeviceStatus, PageParams, PairingState,
+    Platform, UpdateAddressRequest, UpdateDeviceRequest,
 };
-use sealpost_kernel::{InboxId, PlanId, WorkerId};
+use sealpost_kernel::{AddressId, DeviceId, PlanId};
 use sealpost_seal::{AccountKeys, PublicKey, StaticSecret, random_bytes};
 use sealpost_testkit::TestApp;
 
@@ -37,7 +37,7 @@ async fn set_plan(app: &TestApp, keys: &AccountKeys, plan: &str) {
 /// A paired device: its id, pairing secret and a client holding its
 /// credential.
 struct Device {
-    id: WorkerId,
+    id: DeviceId,
     secret: StaticSecret,
     client: Client,
 }
@@ -52,7 +52,7 @@ async fn pair(app: &TestApp, owner: &Operator, name: &str) -> Device {
         .await
         .unwrap();
     let session = owner.client.lookup_pairing(&opened.code).await.unwrap();
-    let id = sealing::new_worker_id();
+    let id = sealing::new_device_id();
     let profile = DeviceProfile::new(name, session.public_key).seal(&owner.keys, &id);
     owner
         .client
@@ -73,12 +73,12 @@ async fn pair(app: &TestApp, owner: &Operator, name: &str) -> Device {
 }
 
 /// Creates an address on the first domain with a label and its public key.
-async fn create_inbox(owner: &Operator, label: &str) -> InboxId {
+async fn create_inbox(owner: &Operator, label: &str) -> AddressId {
     let domain = owner.client.domains().await.unwrap().domains[0]
         .domain
         .clone();
-    let id = sealing::new_inbox_id();
-    let request = CreateInboxRequest::new(&id, domain)
+    let id = sealing::new_address_id();
+    let request = CreateAddressRequest::new(&id, domain)
         .with_meta(&sealing::seal_label(&owner.keys, &id, label))
         .with_public_key(&owner.keys.inbox_public_key(id.as_str(), 0));
     owner.client.create_inbox(&request).await.unwrap();
@@ -123,7 +123,7 @@ async fn pairing_from_both_sides() {
     assert_eq!(poll.state, PairingState::OperatorDetected);
 
     // Claiming needs a session token.
-    let id = sealing::new_worker_id();
+    let id = sealing::new_device_id();
     let profile = DeviceProfile::new("Phone", session.public_key).seal(&owner.keys, &id);
     assert_api(
         device.claim_device(&session.id, &id, &profile).await,
@@ -136,9 +136,9 @@ async fn pairing_from_both_sides() {
         .await
         .unwrap();
     assert_eq!(worker.id, id);
-    assert_eq!(worker.kind, WorkerKind::Device);
+    assert_eq!(worker.kind, DeviceKind::Device);
     assert_eq!(worker.platform, Platform::Android);
-    assert_eq!(worker.status, WorkerStatus::Online);
+    assert_eq!(worker.status, DeviceStatus::Online);
     assert_eq!(worker.operator_id.as_str(), owner.keys.account_id());
     assert_eq!(worker.profile.as_ref(), Some(&profile));
 
@@ -152,7 +152,7 @@ async fn pairing_from_both_sides() {
     assert_eq!((second.worker_id, second.credential), (None, None));
 
     // The session is used up.
-    let again = sealing::new_worker_id();
+    let again = sealing::new_device_id();
     assert_api(
         owner
             .client
@@ -172,7 +172,7 @@ async fn pairing_from_both_sides() {
     let own = paired.get_worker(&id).await.unwrap();
     assert_eq!(own.id, id);
     let beat = paired.heartbeat().await.unwrap();
-    assert_eq!(beat.status, WorkerStatus::Online);
+    assert_eq!(beat.status, DeviceStatus::Online);
     let seen = paired.list_workers(&PageParams::default()).await.unwrap();
     assert_eq!(seen.workers.len(), 1);
     assert_eq!(seen.next_cursor, None);
@@ -200,10 +200,10 @@ async fn pairing_from_both_sides() {
     // Disabling revokes the credential at once.
     let disabled = owner
         .client
-        .update_worker(&id, &UpdateWorkerRequest::disable())
+        .update_worker(&id, &UpdateDeviceRequest::disable())
         .await
         .unwrap();
-    assert_eq!(disabled.status, WorkerStatus::Disabled);
+    assert_eq!(disabled.status, DeviceStatus::Disabled);
     assert_api(paired.get_worker(&id).await, 401, "unauthenticated");
     assert_api(paired.heartbeat().await, 401, "unauthenticated");
     app.stop().await;
@@ -275,7 +275,7 @@ async fn profiles_keys_and_removal() {
         .client
         .update_worker(
             &phone.id,
-            &UpdateWorkerRequest::profile(&profile.seal(&owner.keys, &phone.id)),
+            &UpdateDeviceRequest::profile(&profile.seal(&owner.keys, &phone.id)),
         )
         .await
         .unwrap();
@@ -294,7 +294,7 @@ async fn profiles_keys_and_removal() {
     tick();
     let assigned = owner.client.assign_inbox(&phone.id, &inbox).await.unwrap();
     tick();
-    assert_eq!(assigned.status, InboxStatus::Active);
+    assert_eq!(assigned.status, AddressStatus::Active);
     assert_eq!(assigned.assigned_worker_id.as_ref(), Some(&phone.id));
     let device_key = reopened.device_public_key().unwrap();
     let sealed = KeyBundle::for_inboxes(&owner.keys, [&inbox]).seal(&device_key, &phone.id);
@@ -330,7 +330,7 @@ async fn profiles_keys_and_removal() {
         "not_found",
     );
     let inboxes = owner.client.list_inboxes().await.unwrap().inboxes;
-    assert_eq!(inboxes[0].status, InboxStatus::Unassigned);
+    assert_eq!(inboxes[0].status, AddressStatus::Unassigned);
     assert_eq!(inboxes[0].assigned_worker_id, None);
 
     // The activity log, a page at a time.
@@ -375,9 +375,9 @@ async fn addresses_labels_and_limits() {
     assert!(!domains[0].reserved);
 
     // Created with a prefix, a label, a retention and the public key.
-    let id = sealing::new_inbox_id();
+    let id = sealing::new_address_id();
     let public_key = owner.keys.inbox_public_key(id.as_str(), 0);
-    let mut request = CreateInboxRequest::new(&id, "mail.localhost")
+    let mut request = CreateAddressRequest::new(&id, "mail.localhost")
         .with_meta(&sealing::seal_label(&owner.keys, &id, "shopping"))
         .with_public_key(&public_key);
     request.prefix = Some("Shop".to_owned());
@@ -390,7 +390,7 @@ async fn addresses_labels_and_limits() {
         inbox.email_address
     );
     assert!(inbox.email_address.ends_with("@mail.localhost"));
-    assert_eq!(inbox.status, InboxStatus::Unassigned);
+    assert_eq!(inbox.status, AddressStatus::Unassigned);
     assert_eq!(inbox.assigned_worker_id, None);
     assert_eq!((inbox.retention_days, inbox.key_epoch), (14, 0));
     assert_eq!(inbox.public_key, Some(public_key));
@@ -399,10 +399,10 @@ async fn addresses_labels_and_limits() {
     assert_api(owner.client.create_inbox(&request).await, 409, "id_taken");
 
     // Field errors keep their codes.
-    let mut bad = CreateInboxRequest::new(&sealing::new_inbox_id(), "mail.localhost");
+    let mut bad = CreateAddressRequest::new(&sealing::new_address_id(), "mail.localhost");
     bad.retention_days = Some(91);
     assert_api(owner.client.create_inbox(&bad).await, 400, "invalid_field");
-    let mut scale_only = CreateInboxRequest::new(&sealing::new_inbox_id(), "mail.localhost");
+    let mut scale_only = CreateAddressRequest::new(&sealing::new_address_id(), "mail.localhost");
     scale_only.local_part = Some("hello".to_owned());
     assert_api(
         owner.client.create_inbox(&scale_only).await,
@@ -415,7 +415,7 @@ async fn addresses_labels_and_limits() {
         .client
         .update_inbox(
             &id,
-            &UpdateInboxRequest::default()
+            &UpdateAddressRequest::default()
                 .with_meta(&sealing::seal_label(&owner.keys, &id, "groceries"))
                 .with_retention_days(30),
         )
@@ -426,7 +426,7 @@ async fn addresses_labels_and_limits() {
     assert_eq!(label, "groceries");
     let only_retention = owner
         .client
-        .update_inbox(&id, &UpdateInboxRequest::default().with_retention_days(1))
+        .update_inbox(&id, &UpdateAddressRequest::default().with_retention_days(1))
         .await
         .unwrap();
     assert_eq!(only_retention.meta, updated.meta, "the label stays");
@@ -434,7 +434,7 @@ async fn addresses_labels_and_limits() {
     // Free: three addresses; a device holds one.
     let second = create_inbox(&owner, "two").await;
     create_inbox(&owner, "three").await;
-    let mut fourth = CreateInboxRequest::new(&sealing::new_inbox_id(), "mail.localhost");
+    let mut fourth = CreateAddressRequest::new(&sealing::new_address_id(), "mail.localhost");
     fourth.prefix = Some("four".to_owned());
     assert_api(
         owner.client.create_inbox(&fourth).await,
@@ -495,12 +495,12 @@ async fn addresses_labels_and_limits() {
     assert_api(owner.client.delete_inbox(&id).await, 404, "not_found");
     assert_eq!(owner.client.allocation().await.unwrap().remaining, 1);
     assert_eq!(owner.client.list_inboxes().await.unwrap().inboxes.len(), 2);
-    let reuse = CreateInboxRequest::new(&id, "mail.localhost");
+    let reuse = CreateAddressRequest::new(&id, "mail.localhost");
     assert_api(owner.client.create_inbox(&reuse).await, 409, "id_taken");
 
     // Scale and up choose the exact address.
     set_plan(&app, &owner.keys, "scale").await;
-    let mut exact = CreateInboxRequest::new(&sealing::new_inbox_id(), "mail.localhost");
+    let mut exact = CreateAddressRequest::new(&sealing::new_address_id(), "mail.localhost");
     exact.local_part = Some("hello".to_owned());
     let created = owner.client.create_inbox(&exact).await.unwrap();
     assert_eq!(created.email_address, "hello@mail.localhost");

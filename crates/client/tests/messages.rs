@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use data_encoding::BASE64_MIME;
 use sealpost_client::Client;
 use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
-use sealpost_client::types::{CreateInboxRequest, PageParams, Platform};
-use sealpost_kernel::{InboxId, MessageId, WorkerId};
+use sealpost_client::types::{CreateAddressRequest, PageParams, Platform};
+use sealpost_kernel::{AddressId, DeviceId, MessageId};
 use sealpost_seal::{PublicKey, StaticSecret, random_bytes};
 use sealpost_testkit::TestApp;
 
@@ -23,9 +23,9 @@ use support::{Operator, assert_api, operator};
 
 /// Creates an address on `mail.localhost`, with its public key unless
 /// `keyless`.
-async fn create_inbox(owner: &Operator, keyless: bool) -> InboxId {
-    let id = sealing::new_inbox_id();
-    let mut request = CreateInboxRequest::new(&id, "mail.localhost");
+async fn create_inbox(owner: &Operator, keyless: bool) -> AddressId {
+    let id = sealing::new_address_id();
+    let mut request = CreateAddressRequest::new(&id, "mail.localhost");
     if !keyless {
         request = request.with_public_key(&owner.keys.inbox_public_key(id.as_str(), 0));
     }
@@ -36,7 +36,7 @@ async fn create_inbox(owner: &Operator, keyless: bool) -> InboxId {
 /// A paired device: its id, pairing secret and a client holding its
 /// credential.
 struct Device {
-    id: WorkerId,
+    id: DeviceId,
     secret: StaticSecret,
     client: Client,
 }
@@ -50,7 +50,7 @@ async fn pair(app: &TestApp, owner: &Operator) -> Device {
         .await
         .unwrap();
     let session = owner.client.lookup_pairing(&opened.code).await.unwrap();
-    let id = sealing::new_worker_id();
+    let id = sealing::new_device_id();
     let profile = DeviceProfile::new("Phone", session.public_key).seal(&owner.keys, &id);
     owner
         .client

@@ -9,7 +9,7 @@ use actix_web::http::header;
 use actix_web::web::Data;
 use actix_web::{FromRequest, HttpRequest, dev::Payload};
 use sealpost_accounts::Caller;
-use sealpost_kernel::{AccountId, SessionId, WorkerId};
+use sealpost_kernel::{AccountId, DeviceId, SessionId};
 
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
@@ -93,7 +93,7 @@ impl Authenticated {
     }
 
     /// The device a device credential is limited to; `None` for account-wide callers.
-    pub fn worker(&self) -> Option<&WorkerId> {
+    pub fn worker(&self) -> Option<&DeviceId> {
         match &self.0 {
             Caller::Device { worker, .. } => Some(worker),
             _ => None,
@@ -101,7 +101,7 @@ impl Authenticated {
     }
 
     /// A device credential reaches only its own device; anything else looks missing.
-    pub fn check_worker(&self, id: &WorkerId) -> Result<(), ApiError> {
+    pub fn check_worker(&self, id: &DeviceId) -> Result<(), ApiError> {
         match self.worker() {
             Some(own) if own != id => Err(ApiError::not_found()),
             _ => Ok(()),
@@ -110,7 +110,7 @@ impl Authenticated {
 
     /// For device-only endpoints: any other caller gets 403 `device_required`
     /// (the endpoint exists; it is the identity that is wrong).
-    pub fn device(&self) -> Result<&WorkerId, ApiError> {
+    pub fn device(&self) -> Result<&DeviceId, ApiError> {
         self.worker().ok_or_else(|| {
             ApiError::new(
                 ErrorCode::DeviceRequired,

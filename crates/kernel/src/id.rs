@@ -137,11 +137,11 @@ prefixed_id!(
 );
 prefixed_id!(
     /// `ibx_`: an address (inbox), chosen by the client.
-    InboxId, "ibx_", "inbox", client_shape
+    AddressId, "ibx_", "inbox", client_shape
 );
 prefixed_id!(
     /// `wkr_`: a device (worker), chosen by the client at pairing.
-    WorkerId, "wkr_", "worker", client_shape
+    DeviceId, "wkr_", "worker", client_shape
 );
 prefixed_id!(
     /// `key_`: an API key, chosen by the client.
@@ -194,17 +194,17 @@ mod tests {
 
     #[test]
     fn client_ids_check_prefix_and_shape() {
-        assert!(InboxId::parse("ibx_abcd").is_ok());
-        assert!(InboxId::parse(&format!("ibx_{}", "a".repeat(48))).is_ok());
-        assert!(InboxId::parse("ibx_abc").is_err(), "too short");
+        assert!(AddressId::parse("ibx_abcd").is_ok());
+        assert!(AddressId::parse(&format!("ibx_{}", "a".repeat(48))).is_ok());
+        assert!(AddressId::parse("ibx_abc").is_err(), "too short");
         assert!(
-            InboxId::parse(&format!("ibx_{}", "a".repeat(49))).is_err(),
+            AddressId::parse(&format!("ibx_{}", "a".repeat(49))).is_err(),
             "too long"
         );
-        assert!(InboxId::parse("ibx_ab-cd").is_err(), "punctuation");
-        assert!(InboxId::parse("wkr_abcd").is_err(), "wrong prefix");
+        assert!(AddressId::parse("ibx_ab-cd").is_err(), "punctuation");
+        assert!(AddressId::parse("wkr_abcd").is_err(), "wrong prefix");
         assert_eq!(
-            WorkerId::parse("ibx_abcd").unwrap_err(),
+            DeviceId::parse("ibx_abcd").unwrap_err(),
             InvalidId { kind: "worker" }
         );
     }
@@ -233,8 +233,8 @@ mod tests {
 
     #[test]
     fn deserialising_checks_the_shape() {
-        let ok: InboxId = serde_json::from_str("\"ibx_vector01\"").unwrap();
+        let ok: AddressId = serde_json::from_str("\"ibx_vector01\"").unwrap();
         assert_eq!(ok.as_str(), "ibx_vector01");
-        assert!(serde_json::from_str::<InboxId>("\"ibx_!\"").is_err());
+        assert!(serde_json::from_str::<AddressId>("\"ibx_!\"").is_err());
     }
 }

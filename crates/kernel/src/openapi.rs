@@ -43,8 +43,8 @@ macro_rules! id_schema {
 
 id_schema!(
     AccountId,
-    InboxId,
-    WorkerId,
+    AddressId,
+    DeviceId,
     ApiKeyId,
     WebhookId,
     TicketId,

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use sealpost_activity::Records;
-use sealpost_kernel::{AccountId, Clock, InboxId, MessageId, StoreError, Timestamp};
+use sealpost_kernel::{AccountId, AddressId, Clock, MessageId, StoreError, Timestamp};
 use sealpost_plans::{plan, received_window};
 use sealpost_seal::{SealedBox, context, random_bytes, seal_binary};
 
@@ -136,7 +136,7 @@ impl Ingest {
         raw: &[u8],
     ) -> Result<Vec<MessageId>, IngestError> {
         let parsed = parse_mail(raw);
-        let mut seen: Vec<InboxId> = Vec::new();
+        let mut seen: Vec<AddressId> = Vec::new();
         let mut delivered = Vec::new();
         for address in recipients {
             let Some(recipient) = self
@@ -165,7 +165,7 @@ impl Ingest {
     pub async fn deliver_to_inbox(
         &self,
         account: &AccountId,
-        inbox: &InboxId,
+        inbox: &AddressId,
         raw: &[u8],
     ) -> Result<MessageId, IngestError> {
         let recipient = self
@@ -330,7 +330,7 @@ mod tests {
 
     fn recipient(paused: bool, with_key: bool) -> RecipientRecord {
         RecipientRecord {
-            inbox: InboxId::parse("ibx_shop01").unwrap(),
+            inbox: AddressId::parse("ibx_shop01").unwrap(),
             account: AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap(),
             plan: PlanId::Free,
             account_created_at: Timestamp::parse("2026-11-01T00:00:00Z").unwrap(),

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use chrono::TimeDelta;
-use sealpost_kernel::{Clock, Cursor, InboxId, MessageId, Page, PageRequest, PlanId, StoreError};
+use sealpost_kernel::{AddressId, Clock, Cursor, MessageId, Page, PageRequest, PlanId, StoreError};
 use sealpost_plans::plan;
 
 use crate::store::{BlobError, BlobStore, Message, MessageRepository, Reader};
@@ -42,7 +42,7 @@ impl Mailbox {
         Self { repo, blobs, clock }
     }
 
-    async fn check_inbox(&self, reader: &Reader, inbox: &InboxId) -> Result<(), MailError> {
+    async fn check_inbox(&self, reader: &Reader, inbox: &AddressId) -> Result<(), MailError> {
         if self.repo.can_read_inbox(reader, inbox).await? {
             Ok(())
         } else {
@@ -54,7 +54,7 @@ impl Mailbox {
     pub async fn list(
         &self,
         reader: &Reader,
-        inbox: &InboxId,
+        inbox: &AddressId,
         request: &PageRequest,
     ) -> Result<Page<Message>, MailError> {
         self.check_inbox(reader, inbox).await?;
@@ -72,7 +72,7 @@ impl Mailbox {
     pub async fn newer(
         &self,
         reader: &Reader,
-        inbox: &InboxId,
+        inbox: &AddressId,
         after: Option<&Cursor>,
     ) -> Result<Vec<Message>, MailError> {
         self.check_inbox(reader, inbox).await?;

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use sealpost_activity::Records;
 use sealpost_kernel::{
-    AccountId, InboxId, MessageId, PageRequest, PlanId, StoreError, Timestamp, WorkerId,
+    AccountId, AddressId, DeviceId, MessageId, PageRequest, PlanId, StoreError, Timestamp,
 };
 use sealpost_seal::SealedBox;
 
@@ -12,7 +12,7 @@ use sealpost_seal::SealedBox;
 pub struct Message {
     pub id: MessageId,
     pub account: AccountId,
-    pub inbox: InboxId,
+    pub inbox: AddressId,
     pub received_at: Timestamp,
     pub read: bool,
     pub size_bytes: u64,
@@ -65,7 +65,7 @@ pub struct PendingBlob {
 /// What RCPT needs to know about an address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecipientRecord {
-    pub inbox: InboxId,
+    pub inbox: AddressId,
     pub account: AccountId,
     /// The plan whose received-mail allowance applies: while a lapse is
     /// unpaid, the lapsed plan's (SPEC.md Usage), else the account's.
@@ -81,7 +81,7 @@ pub struct RecipientRecord {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reader {
     pub account: AccountId,
-    pub worker: Option<WorkerId>,
+    pub worker: Option<DeviceId>,
 }
 
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -92,7 +92,7 @@ pub trait MessageRepository: Send + Sync {
     async fn recipient_by_id(
         &self,
         account: &AccountId,
-        inbox: &InboxId,
+        inbox: &AddressId,
     ) -> Result<Option<RecipientRecord>, StoreError>;
     async fn counter(
         &self,
@@ -124,12 +124,12 @@ pub trait MessageRepository: Send + Sync {
     async fn forget_pending_blobs(&self, keys: Vec<String>) -> Result<(), StoreError>;
 
     /// Whether the reader may read this address (a device: only its own).
-    async fn can_read_inbox(&self, reader: &Reader, inbox: &InboxId) -> Result<bool, StoreError>;
+    async fn can_read_inbox(&self, reader: &Reader, inbox: &AddressId) -> Result<bool, StoreError>;
     /// Newest first, listed (not held) and within retention at `now`.
     async fn page(
         &self,
         reader: &Reader,
-        inbox: &InboxId,
+        inbox: &AddressId,
         now: Timestamp,
         page: &PageRequest,
     ) -> Result<Vec<Message>, StoreError>;
@@ -137,7 +137,7 @@ pub trait MessageRepository: Send + Sync {
     async fn newer_than(
         &self,
         reader: &Reader,
-        inbox: &InboxId,
+        inbox: &AddressId,
         now: Timestamp,
         after: Option<(Timestamp, String)>,
         limit: i64,

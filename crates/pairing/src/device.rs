@@ -1,5 +1,5 @@
 use chrono::TimeDelta;
-use sealpost_kernel::{AccountId, Timestamp, WorkerId, string_enum};
+use sealpost_kernel::{AccountId, DeviceId, Timestamp, string_enum};
 use sealpost_seal::SealedBox;
 
 use crate::Platform;
@@ -10,7 +10,7 @@ use crate::Platform;
 pub const DISCONNECT_AFTER: TimeDelta = TimeDelta::hours(3);
 
 string_enum! {
-    pub enum WorkerKind: "device kind" {
+    pub enum DeviceKind: "device kind" {
         Device => "device",
         Agent => "agent",
     }
@@ -18,9 +18,9 @@ string_enum! {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Device {
-    pub id: WorkerId,
+    pub id: DeviceId,
     pub account: AccountId,
-    pub kind: WorkerKind,
+    pub kind: DeviceKind,
     pub platform: Platform,
     pub disabled: bool,
     /// False after the sweep reported it disconnected, until it is active again.

@@ -1,7 +1,7 @@
 use async_trait::async_trait;
 use sealpost_activity::Records;
 use sealpost_kernel::{
-    AccountId, InboxId, PageRequest, PairingSessionId, StoreError, Timestamp, WorkerId,
+    AccountId, AddressId, DeviceId, PageRequest, PairingSessionId, StoreError, Timestamp,
 };
 use sealpost_seal::SealedBox;
 
@@ -82,55 +82,55 @@ pub trait DeviceRepository: Send + Sync {
     async fn device(
         &self,
         account: &AccountId,
-        id: &WorkerId,
+        id: &DeviceId,
     ) -> Result<Option<Device>, StoreError>;
     async fn assigned_inboxes(
         &self,
         account: &AccountId,
-        id: &WorkerId,
-    ) -> Result<Vec<InboxId>, StoreError>;
+        id: &DeviceId,
+    ) -> Result<Vec<AddressId>, StoreError>;
     async fn update_profile(
         &self,
         account: &AccountId,
-        id: &WorkerId,
+        id: &DeviceId,
         profile: SealedBox,
     ) -> Result<bool, StoreError>;
     /// Marks the device disabled and deletes its credential.
-    async fn disable(&self, account: &AccountId, id: &WorkerId) -> Result<bool, StoreError>;
+    async fn disable(&self, account: &AccountId, id: &DeviceId) -> Result<bool, StoreError>;
     /// Deletes the device and its credential and retires its id, provided its
     /// assigned addresses are still `assigned` (they become unassigned).
     async fn remove(
         &self,
         account: &AccountId,
-        id: &WorkerId,
-        assigned: Vec<InboxId>,
+        id: &DeviceId,
+        assigned: Vec<AddressId>,
         records: Records,
     ) -> Result<WriteOutcome, StoreError>;
     /// Sets `lastActiveAt` and `connected`; writes `records` with it.
     async fn record_activity(
         &self,
         account: &AccountId,
-        id: &WorkerId,
+        id: &DeviceId,
         at_hour: Timestamp,
         records: Records,
     ) -> Result<(), StoreError>;
     async fn set_keys(
         &self,
         account: &AccountId,
-        id: &WorkerId,
+        id: &DeviceId,
         bundle: KeyBundle,
     ) -> Result<bool, StoreError>;
     async fn keys(
         &self,
         account: &AccountId,
-        id: &WorkerId,
+        id: &DeviceId,
     ) -> Result<Option<KeyBundle>, StoreError>;
     /// Connected, enabled devices last active at or before `before`.
     async fn stale_devices(&self, before: Timestamp) -> Result<Vec<Device>, StoreError>;
     /// Marks the device disconnected, with its records, if it is still stale.
     async fn mark_disconnected(
         &self,
-        id: &WorkerId,
+        id: &DeviceId,
         before: Timestamp,
         records: Records,
     ) -> Result<bool, StoreError>;

@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use sealpost_activity::Records;
 use sealpost_kernel::{
-    AccountId, Clock, Cursor, Page, PageRequest, PairingSessionId, PlanId, WorkerId,
+    AccountId, Clock, Cursor, DeviceId, Page, PageRequest, PairingSessionId, PlanId,
 };
 use sealpost_seal::{SealedBox, random_token, sha256};
 
@@ -14,7 +14,7 @@ pub struct PairingView {
     pub state: PairingState,
     pub code: String,
     /// Present once: on the first poll after the claim.
-    pub handed_over: Option<(WorkerId, String)>,
+    pub handed_over: Option<(DeviceId, String)>,
 }
 
 /// A new session, with the token shown to the device once.
@@ -160,7 +160,7 @@ impl Devices {
         account: &AccountId,
         plan: PlanId,
         session_id: &PairingSessionId,
-        worker_id: WorkerId,
+        worker_id: DeviceId,
         profile: SealedBox,
     ) -> Result<Device, DeviceError> {
         let now = self.clock.now();
@@ -177,7 +177,7 @@ impl Devices {
         let device = Device {
             id: worker_id,
             account: account.clone(),
-            kind: WorkerKind::Device,
+            kind: DeviceKind::Device,
             platform: session.platform,
             disabled: false,
             connected: true,
@@ -226,7 +226,7 @@ impl Devices {
         }))
     }
 
-    pub async fn get(&self, account: &AccountId, id: &WorkerId) -> Result<Device, DeviceError> {
+    pub async fn get(&self, account: &AccountId, id: &DeviceId) -> Result<Device, DeviceError> {
         self.repo
             .device(account, id)
             .await?
@@ -236,19 +236,19 @@ impl Devices {
     pub async fn update_profile(
         &self,
         account: &AccountId,
-        id: &WorkerId,
+        id: &DeviceId,
         profile: SealedBox,
     ) -> Result<(), DeviceError> {
         found(self.repo.update_profile(account, id, profile).await?)
     }
 
     /// `status=disabled`: the credential stops working at once.
-    pub async fn disable(&self, account: &AccountId, id: &WorkerId) -> Result<(), DeviceError> {
+    pub async fn disable(&self, account: &AccountId, id: &DeviceId) -> Result<(), DeviceError> {
         found(self.repo.disable(account, id).await?)
     }
 
     /// `DELETE /workers/:id`: credential gone, addresses unassigned, with their events.
-    pub async fn remove(&self, account: &AccountId, id: &WorkerId) -> Result<(), DeviceError> {
+    pub async fn remove(&self, account: &AccountId, id: &DeviceId) -> Result<(), DeviceError> {
         for _ in 0..STALE_RETRIES {
             let now = self.clock.now();
             let assigned = self.repo.assigned_inboxes(account, id).await?;
@@ -272,7 +272,7 @@ impl Devices {
     pub async fn heartbeat(
         &self,
         account: &AccountId,
-        id: &WorkerId,
+        id: &DeviceId,
     ) -> Result<Device, DeviceError> {
         let now = self.clock.now();
         let mut device = self.get(account, id).await?;
@@ -291,7 +291,7 @@ impl Devices {
     pub async fn set_keys(
         &self,
         account: &AccountId,
-        id: &WorkerId,
+        id: &DeviceId,
         keys: SealedBox,
     ) -> Result<KeyBundle, DeviceError> {
         let bundle = KeyBundle {
@@ -302,7 +302,7 @@ impl Devices {
         Ok(bundle)
     }
 
-    pub async fn keys(&self, account: &AccountId, id: &WorkerId) -> Result<KeyBundle, DeviceError> {
+    pub async fn keys(&self, account: &AccountId, id: &DeviceId) -> Result<KeyBundle, DeviceError> {
         self.get(account, id).await?;
         self.repo
             .keys(account, id)

@@ -1,5 +1,5 @@
 use chrono::TimeDelta;
-use sealpost_kernel::{AccountId, PairingSessionId, Timestamp, WorkerId, string_enum};
+use sealpost_kernel::{AccountId, DeviceId, PairingSessionId, Timestamp, string_enum};
 use sealpost_seal::{PublicKey, SealedBox, StaticSecret, sha256};
 
 /// SPEC.md: sessions nobody claims are removed after 14 days.
@@ -55,7 +55,7 @@ pub struct PairingSession {
     /// The account that looked the code up.
     pub detected_by: Option<AccountId>,
     pub claimed_by: Option<AccountId>,
-    pub worker_id: Option<WorkerId>,
+    pub worker_id: Option<DeviceId>,
     /// The credential sealed to the token-derived key, until the first poll after the claim.
     pub handoff: Option<SealedBox>,
 }

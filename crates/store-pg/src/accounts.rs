@@ -7,7 +7,7 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_accounts::{
     Account, AccountRepository, Bearer, Challenge, NewAccount, RegisterOutcome, Session,
 };
-use sealpost_kernel::{AccountId, PlanId, SessionId, StoreError, Timestamp, WorkerId};
+use sealpost_kernel::{AccountId, DeviceId, PlanId, SessionId, StoreError, Timestamp};
 use sealpost_seal::sha256;
 
 use crate::addresses::retire_address;
@@ -219,7 +219,7 @@ impl AccountRepository for PgStore {
             .map_err(db_error)?;
         Ok(device.map(|(account_id, worker_id)| Bearer::Device {
             account_id: AccountId::from_trusted(account_id),
-            worker_id: WorkerId::from_trusted(worker_id),
+            worker_id: DeviceId::from_trusted(worker_id),
         }))
     }
 

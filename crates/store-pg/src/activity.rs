@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use sealpost_activity::{ActivityEntry, ActivityRepository};
 use sealpost_kernel::{
-    AccountId, ActivityId, InboxId, PageRequest, StoreError, Timestamp, WorkerId,
+    AccountId, ActivityId, AddressId, DeviceId, PageRequest, StoreError, Timestamp,
 };
 
 use crate::schema::activity;
@@ -28,7 +28,7 @@ impl ActivityRepository for PgStore {
     async fn activity_page(
         &self,
         account: &AccountId,
-        worker: Option<WorkerId>,
+        worker: Option<DeviceId>,
         page: &PageRequest,
     ) -> Result<Vec<ActivityEntry>, StoreError> {
         let mut conn = self.conn().await?;
@@ -56,8 +56,8 @@ impl ActivityRepository for PgStore {
                     id: ActivityId::from_trusted(row.id),
                     account: AccountId::from_trusted(row.account_id),
                     kind: row.kind.parse().map_err(StoreError::failed)?,
-                    inbox: row.inbox_id.map(InboxId::from_trusted),
-                    worker: row.worker_id.map(WorkerId::from_trusted),
+                    inbox: row.inbox_id.map(AddressId::from_trusted),
+                    worker: row.worker_id.map(DeviceId::from_trusted),
                     at: row.created_at.into(),
                 })
             })

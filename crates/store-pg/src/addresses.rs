@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_addresses::{Address, AddressRepository, AssignOutcome, CreateOutcome, address_hash};
-use sealpost_kernel::{AccountId, InboxId, StoreError, Timestamp, WorkerId};
+use sealpost_kernel::{AccountId, AddressId, DeviceId, StoreError, Timestamp};
 use sealpost_pairing::PairingState;
 use sealpost_seal::SealedBox;
 
@@ -37,11 +37,11 @@ struct AddressRow {
 impl AddressRow {
     fn into_address(self) -> Result<Address, StoreError> {
         Ok(Address {
-            id: InboxId::from_trusted(self.id),
+            id: AddressId::from_trusted(self.id),
             account: AccountId::from_trusted(self.account_id),
             email_address: self.email_address,
             domain: self.domain,
-            worker: self.worker_id.map(WorkerId::from_trusted),
+            worker: self.worker_id.map(DeviceId::from_trusted),
             retention_days: u8::try_from(self.retention_days).map_err(StoreError::failed)?,
             paused_at: self.paused_at.map(Into::into),
             meta: self.meta.map(box_from_json).transpose()?,
@@ -76,7 +76,7 @@ pub(crate) async fn retire_address(
 pub(crate) async fn delete_address(
     conn: &mut diesel_async::AsyncPgConnection,
     account: &AccountId,
-    id: &InboxId,
+    id: &AddressId,
     records: &Records,
 ) -> Result<bool, diesel::result::Error> {
     let at = records.events.as_slice().first().map(|event| event.at);
@@ -177,7 +177,7 @@ impl AddressRepository for PgStore {
     async fn addresses(
         &self,
         account: &AccountId,
-        worker: Option<WorkerId>,
+        worker: Option<DeviceId>,
     ) -> Result<Vec<Address>, StoreError> {
         let mut conn = self.conn().await?;
         let mut query = addresses::table
@@ -200,7 +200,7 @@ impl AddressRepository for PgStore {
     async fn address(
         &self,
         account: &AccountId,
-        id: &InboxId,
+        id: &AddressId,
     ) -> Result<Option<Address>, StoreError> {
         let mut conn = self.conn().await?;
         addresses::table
@@ -231,7 +231,7 @@ impl AddressRepository for PgStore {
     async fn update(
         &self,
         account: &AccountId,
-        id: &InboxId,
+        id: &AddressId,
         meta: Option<SealedBox>,
         retention_days: Option<u8>,
         now: Timestamp,
@@ -286,7 +286,7 @@ impl AddressRepository for PgStore {
     async fn delete(
         &self,
         account: &AccountId,
-        id: &InboxId,
+        id: &AddressId,
         records: Records,
     ) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
@@ -298,9 +298,9 @@ impl AddressRepository for PgStore {
     async fn assign(
         &self,
         account: &AccountId,
-        id: &InboxId,
-        worker: &WorkerId,
-        expected_worker: Option<WorkerId>,
+        id: &AddressId,
+        worker: &DeviceId,
+        expected_worker: Option<DeviceId>,
         max_per_device: Option<u32>,
         records: Records,
     ) -> Result<AssignOutcome, StoreError> {
@@ -327,7 +327,7 @@ impl AddressRepository for PgStore {
             let (Some(_), Some(current)) = (device, current) else {
                 return Ok(AssignOutcome::NotFound);
             };
-            if current.as_deref() != expected_worker.as_ref().map(WorkerId::as_str) {
+            if current.as_deref() != expected_worker.as_ref().map(DeviceId::as_str) {
                 return Ok(AssignOutcome::Stale);
             }
             if let Some(max) = max_per_device {
@@ -363,8 +363,8 @@ impl AddressRepository for PgStore {
     async fn unassign(
         &self,
         account: &AccountId,
-        id: &InboxId,
-        worker: &WorkerId,
+        id: &AddressId,
+        worker: &DeviceId,
         records: Records,
     ) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;

@@ -12,7 +12,7 @@ use sealpost_billing::{
     Payment, PaymentStatus, PlanPurchase, ProviderId, Settlement,
 };
 use sealpost_kernel::{
-    AccountId, InboxId, MessageId, PaymentId, PlanId, StoreError, Timestamp, WorkerId,
+    AccountId, AddressId, DeviceId, MessageId, PaymentId, PlanId, StoreError, Timestamp,
 };
 use sealpost_pairing::WriteOutcome;
 use sealpost_subscriptions::PausedCounts;
@@ -210,7 +210,7 @@ async fn unhold_mail(
     for message in &mail {
         records.held_mail_released(
             &AccountId::from_trusted(message.account_id.clone()),
-            &InboxId::from_trusted(message.inbox_id.clone()),
+            &AddressId::from_trusted(message.inbox_id.clone()),
             &MessageId::from_trusted(message.id.clone()),
             at,
         );
@@ -528,16 +528,16 @@ impl BillingRepository for PgStore {
             .await
             .map_err(db_error)?;
         Ok(PausedHoldings {
-            addresses: addresses.into_iter().map(InboxId::from_trusted).collect(),
-            devices: devices.into_iter().map(WorkerId::from_trusted).collect(),
+            addresses: addresses.into_iter().map(AddressId::from_trusted).collect(),
+            devices: devices.into_iter().map(DeviceId::from_trusted).collect(),
         })
     }
 
     async fn device_addresses(
         &self,
         account: &AccountId,
-        device: &WorkerId,
-    ) -> Result<Vec<InboxId>, StoreError> {
+        device: &DeviceId,
+    ) -> Result<Vec<AddressId>, StoreError> {
         let mut conn = self.conn().await?;
         device_addresses(&mut conn, account, device)
             .await
@@ -546,7 +546,7 @@ impl BillingRepository for PgStore {
 
     async fn delete_paused_address(
         &self,
-        deletion: PausedDeletion<InboxId>,
+        deletion: PausedDeletion<AddressId>,
     ) -> Result<Deleted, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
@@ -575,7 +575,7 @@ impl BillingRepository for PgStore {
 
     async fn remove_paused_device(
         &self,
-        deletion: PausedDeletion<WorkerId>,
+        deletion: PausedDeletion<DeviceId>,
     ) -> Result<Deleted, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {

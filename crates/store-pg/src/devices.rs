@@ -6,11 +6,11 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_kernel::{
-    AccountId, InboxId, PageRequest, PairingSessionId, StoreError, Timestamp, WorkerId,
+    AccountId, AddressId, DeviceId, PageRequest, PairingSessionId, StoreError, Timestamp,
 };
 use sealpost_pairing::{
-    Claim, ClaimOutcome, Device, DeviceRepository, HandoffKey, KeyBundle, PairingSession,
-    PairingState, Platform, WorkerKind, WriteOutcome,
+    Claim, ClaimOutcome, Device, DeviceKind, DeviceRepository, HandoffKey, KeyBundle,
+    PairingSession, PairingState, Platform, WriteOutcome,
 };
 use sealpost_seal::SealedBox;
 
@@ -41,12 +41,12 @@ pub(crate) struct DeviceRow {
 impl DeviceRow {
     fn into_device(self) -> Result<Device, StoreError> {
         Ok(Device {
-            id: WorkerId::from_trusted(self.id),
+            id: DeviceId::from_trusted(self.id),
             account: AccountId::from_trusted(self.account_id),
             kind: if self.kind == "agent" {
-                WorkerKind::Agent
+                DeviceKind::Agent
             } else {
-                WorkerKind::Device
+                DeviceKind::Device
             },
             platform: self.platform.parse().unwrap_or(Platform::Unknown),
             disabled: self.disabled,
@@ -92,7 +92,7 @@ impl PairingRow {
             created_at: self.created_at.into(),
             detected_by: self.detected_by.map(AccountId::from_trusted),
             claimed_by: self.claimed_by.map(AccountId::from_trusted),
-            worker_id: self.worker_id.map(WorkerId::from_trusted),
+            worker_id: self.worker_id.map(DeviceId::from_trusted),
             handoff: self.handoff.map(box_from_json).transpose()?,
         })
     }
@@ -131,8 +131,8 @@ impl PgStore {
 pub(crate) async fn remove_device(
     conn: &mut diesel_async::AsyncPgConnection,
     account: &AccountId,
-    id: &WorkerId,
-    assigned: &[InboxId],
+    id: &DeviceId,
+    assigned: &[AddressId],
     records: &Records,
 ) -> Result<WriteOutcome, diesel::result::Error> {
     let at = records.events.as_slice().first().map(|event| event.at);
@@ -153,7 +153,7 @@ pub(crate) async fn remove_device(
         .order(addresses::id)
         .load(conn)
         .await?;
-    let expected: Vec<&str> = assigned.iter().map(InboxId::as_str).collect();
+    let expected: Vec<&str> = assigned.iter().map(AddressId::as_str).collect();
     if current != expected {
         return Ok(WriteOutcome::Stale);
     }
@@ -175,8 +175,8 @@ pub(crate) async fn remove_device(
 pub(crate) async fn device_addresses(
     conn: &mut diesel_async::AsyncPgConnection,
     account: &AccountId,
-    id: &WorkerId,
-) -> Result<Vec<InboxId>, diesel::result::Error> {
+    id: &DeviceId,
+) -> Result<Vec<AddressId>, diesel::result::Error> {
     let ids: Vec<String> = addresses::table
         .filter(addresses::account_id.eq(account.as_str()))
         .filter(addresses::worker_id.eq(id.as_str()))
@@ -184,7 +184,7 @@ pub(crate) async fn device_addresses(
         .order(addresses::id)
         .load(conn)
         .await?;
-    Ok(ids.into_iter().map(InboxId::from_trusted).collect())
+    Ok(ids.into_iter().map(AddressId::from_trusted).collect())
 }
 
 #[async_trait]
@@ -446,7 +446,7 @@ impl DeviceRepository for PgStore {
     async fn device(
         &self,
         account: &AccountId,
-        id: &WorkerId,
+        id: &DeviceId,
     ) -> Result<Option<Device>, StoreError> {
         let mut conn = self.conn().await?;
         devices::table
@@ -464,8 +464,8 @@ impl DeviceRepository for PgStore {
     async fn assigned_inboxes(
         &self,
         account: &AccountId,
-        id: &WorkerId,
-    ) -> Result<Vec<InboxId>, StoreError> {
+        id: &DeviceId,
+    ) -> Result<Vec<AddressId>, StoreError> {
         let mut conn = self.conn().await?;
         device_addresses(&mut conn, account, id)
             .await
@@ -475,7 +475,7 @@ impl DeviceRepository for PgStore {
     async fn update_profile(
         &self,
         account: &AccountId,
-        id: &WorkerId,
+        id: &DeviceId,
         profile: SealedBox,
     ) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
@@ -491,7 +491,7 @@ impl DeviceRepository for PgStore {
         Ok(updated > 0)
     }
 
-    async fn disable(&self, account: &AccountId, id: &WorkerId) -> Result<bool, StoreError> {
+    async fn disable(&self, account: &AccountId, id: &DeviceId) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
             let updated = diesel::update(
@@ -516,8 +516,8 @@ impl DeviceRepository for PgStore {
     async fn remove(
         &self,
         account: &AccountId,
-        id: &WorkerId,
-        assigned: Vec<InboxId>,
+        id: &DeviceId,
+        assigned: Vec<AddressId>,
         records: Records,
     ) -> Result<WriteOutcome, StoreError> {
         let mut conn = self.conn().await?;
@@ -529,7 +529,7 @@ impl DeviceRepository for PgStore {
     async fn record_activity(
         &self,
         account: &AccountId,
-        id: &WorkerId,
+        id: &DeviceId,
         at_hour: Timestamp,
         records: Records,
     ) -> Result<(), StoreError> {
@@ -559,7 +559,7 @@ impl DeviceRepository for PgStore {
     async fn set_keys(
         &self,
         account: &AccountId,
-        id: &WorkerId,
+        id: &DeviceId,
         bundle: KeyBundle,
     ) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
@@ -581,7 +581,7 @@ impl DeviceRepository for PgStore {
     async fn keys(
         &self,
         account: &AccountId,
-        id: &WorkerId,
+        id: &DeviceId,
     ) -> Result<Option<KeyBundle>, StoreError> {
         let mut conn = self.conn().await?;
         let row: Option<(Option<serde_json::Value>, Option<DateTime<Utc>>)> = devices::table
@@ -618,7 +618,7 @@ impl DeviceRepository for PgStore {
 
     async fn mark_disconnected(
         &self,
-        id: &WorkerId,
+        id: &DeviceId,
         before: Timestamp,
         records: Records,
     ) -> Result<bool, StoreError> {

@@ -9,7 +9,7 @@ use diesel::sql_types::{BigInt, Bool, Nullable, Text, Timestamptz};
 use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_kernel::{
-    AccountId, InboxId, MessageId, PageRequest, PlanId, StoreError, Timestamp, WorkerId,
+    AccountId, AddressId, DeviceId, MessageId, PageRequest, PlanId, StoreError, Timestamp,
 };
 use sealpost_messages::store::{
     Commit, Message, MessageRepository, NewMessage, PendingBlob, Reader, RecipientRecord,
@@ -42,7 +42,7 @@ impl MessageRow {
         Ok(Message {
             id: MessageId::from_trusted(self.id),
             account: AccountId::from_trusted(self.account_id),
-            inbox: InboxId::from_trusted(self.inbox_id),
+            inbox: AddressId::from_trusted(self.inbox_id),
             received_at: self.received_at.into(),
             read: self.read,
             size_bytes: u64::try_from(self.size_bytes).map_err(StoreError::failed)?,
@@ -95,7 +95,7 @@ fn into_recipient(row: RecipientColumns) -> Result<RecipientRecord, StoreError> 
     let (inbox, account, plan, lapsed_plan, created, domain, public_key, key_epoch, paused_at) =
         row;
     Ok(RecipientRecord {
-        inbox: InboxId::from_trusted(inbox),
+        inbox: AddressId::from_trusted(inbox),
         account: AccountId::from_trusted(account),
         plan: lapsed_plan
             .unwrap_or(plan)
@@ -222,7 +222,7 @@ impl PgStore {
     async fn readable_cutoff(
         &self,
         reader: &Reader,
-        inbox: &InboxId,
+        inbox: &AddressId,
         now: Timestamp,
     ) -> Result<Option<DateTime<Utc>>, StoreError> {
         let mut conn = self.conn().await?;
@@ -258,7 +258,7 @@ impl MessageRepository for PgStore {
     async fn recipient_by_id(
         &self,
         account: &AccountId,
-        inbox: &InboxId,
+        inbox: &AddressId,
     ) -> Result<Option<RecipientRecord>, StoreError> {
         let mut conn = self.conn().await?;
         addresses::table
@@ -492,7 +492,7 @@ impl MessageRepository for PgStore {
             .map_err(db_error)
     }
 
-    async fn can_read_inbox(&self, reader: &Reader, inbox: &InboxId) -> Result<bool, StoreError> {
+    async fn can_read_inbox(&self, reader: &Reader, inbox: &AddressId) -> Result<bool, StoreError> {
         Ok(self
             .readable_cutoff(reader, inbox, epoch())
             .await?
@@ -502,7 +502,7 @@ impl MessageRepository for PgStore {
     async fn page(
         &self,
         reader: &Reader,
-        inbox: &InboxId,
+        inbox: &AddressId,
         now: Timestamp,
         page: &PageRequest,
     ) -> Result<Vec<Message>, StoreError> {
@@ -532,7 +532,7 @@ impl MessageRepository for PgStore {
     async fn newer_than(
         &self,
         reader: &Reader,
-        inbox: &InboxId,
+        inbox: &AddressId,
         now: Timestamp,
         after: Option<(Timestamp, String)>,
         limit: i64,
@@ -576,7 +576,7 @@ impl MessageRepository for PgStore {
         .bind::<Text, _>(id.as_str())
         .bind::<Timestamptz, _>(now.as_datetime())
         .bind::<Text, _>(reader.account.as_str())
-        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(WorkerId::as_str))
+        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
         .load(&mut conn)
         .await
         .map_err(db_error)?;

@@ -2,7 +2,7 @@
 //! a time, never content; `kind` is for example `worker.paired` or
 //! `inbox.assigned`.
 
-use sealpost_kernel::{AccountId, ActivityId, InboxId, Timestamp, WorkerId};
+use sealpost_kernel::{AccountId, ActivityId, AddressId, DeviceId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -14,9 +14,9 @@ pub struct ActivityEntry {
     pub kind: String,
     pub created_at: Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub inbox_id: Option<InboxId>,
+    pub inbox_id: Option<AddressId>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub worker_id: Option<WorkerId>,
+    pub worker_id: Option<DeviceId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

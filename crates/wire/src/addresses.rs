@@ -3,16 +3,16 @@
 //! | endpoint | request | answer |
 //! |---|---|---|
 //! | `GET /domains` | | [`DomainList`] |
-//! | `GET /inboxes` | | [`InboxList`] |
-//! | `POST /inboxes` | [`CreateInboxRequest`] | [`InboxReply`] |
+//! | `GET /inboxes` | | [`AddressList`] |
+//! | `POST /inboxes` | [`CreateAddressRequest`] | [`AddressReply`] |
 //! | `GET /inboxes/allocation` | | [`Allocation`] |
-//! | `PATCH /inboxes/{id}` | [`UpdateInboxRequest`] | [`InboxReply`] |
-//! | `POST /workers/{id}/inboxes` | [`AssignRequest`] | [`InboxReply`] |
+//! | `PATCH /inboxes/{id}` | [`UpdateAddressRequest`] | [`AddressReply`] |
+//! | `POST /workers/{id}/inboxes` | [`AssignRequest`] | [`AddressReply`] |
 //!
 //! An address without a public key refuses mail. Its label (`meta`) is
 //! sealed with context `service/v1/inbox-meta:<inboxId>`.
 
-use sealpost_kernel::{AccountId, InboxId, PlanId, Timestamp, WorkerId};
+use sealpost_kernel::{AccountId, AddressId, DeviceId, PlanId, Timestamp};
 use sealpost_seal::{SealedBox, b64};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -21,7 +21,7 @@ use crate::encoding::{opt_b64_32, sealed_json, wire_enum};
 
 wire_enum!(
     /// An address's status.
-    InboxStatus {
+    AddressStatus {
         /// Assigned to a device.
         Active = "active",
         Unassigned = "unassigned",
@@ -46,15 +46,15 @@ pub struct DomainList {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Inbox {
-    pub id: InboxId,
+    pub id: AddressId,
     pub operator_id: AccountId,
     pub email_address: String,
     /// `active` (assigned to a device) or `unassigned`.
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
-    pub status: InboxStatus,
+    pub status: AddressStatus,
     pub created_at: Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub assigned_worker_id: Option<WorkerId>,
+    pub assigned_worker_id: Option<DeviceId>,
     pub retention_days: u8,
     pub paused_at: Option<Timestamp>,
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
@@ -68,20 +68,20 @@ pub struct Inbox {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct InboxReply {
+pub struct AddressReply {
     pub inbox: Inbox,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct InboxList {
+pub struct AddressList {
     pub inboxes: Vec<Inbox>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct CreateInboxRequest {
+pub struct CreateAddressRequest {
     /// `ibx_` + 4 to 48 letters and digits, chosen by the client.
     pub id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -101,12 +101,12 @@ pub struct CreateInboxRequest {
     pub public_key: Option<String>,
 }
 
-impl CreateInboxRequest {
+impl CreateAddressRequest {
     /// Address `id` on `domain` (one of `GET /domains`), everything else
     /// left to the service: a random name, 7 days' retention, no label, and
     /// no public key (it refuses mail until it has one).
     #[must_use]
-    pub fn new(id: &InboxId, domain: impl Into<String>) -> Self {
+    pub fn new(id: &AddressId, domain: impl Into<String>) -> Self {
         Self {
             id: id.to_string(),
             domain: Some(domain.into()),
@@ -137,7 +137,7 @@ impl CreateInboxRequest {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct UpdateInboxRequest {
+pub struct UpdateAddressRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub meta: Option<Value>,
@@ -145,7 +145,7 @@ pub struct UpdateInboxRequest {
     pub retention_days: Option<i64>,
 }
 
-impl UpdateInboxRequest {
+impl UpdateAddressRequest {
     /// A new sealed label.
     #[must_use]
     pub fn with_meta(mut self, meta: &SealedBox) -> Self {
@@ -185,7 +185,7 @@ pub struct AssignRequest {
 impl AssignRequest {
     /// Assigns address `inbox_id`.
     #[must_use]
-    pub fn new(inbox_id: &InboxId) -> Self {
+    pub fn new(inbox_id: &AddressId) -> Self {
         Self {
             inbox_id: inbox_id.to_string(),
         }

@@ -6,12 +6,12 @@
 //! | `POST /workers/pairing-session` (the device) | [`OpenPairingRequest`] | [`OpenedPairing`] |
 //! | `GET /workers/pairing-session/{token}` (the device) | | [`PairingPoll`] |
 //! | `POST /workers/pair/lookup` | [`LookupRequest`] | [`LookupReply`] |
-//! | `POST /workers/pair` | [`ClaimRequest`] | [`WorkerReply`] |
-//! | `GET /workers` | | [`WorkerPage`] |
-//! | `GET /workers/{id}`, `POST /workers/heartbeat` | | [`WorkerReply`] |
-//! | `PATCH /workers/{id}` | [`UpdateWorkerRequest`] | [`WorkerReply`] |
-//! | `POST /workers/{id}/keys` | [`KeysRequest`] | [`WorkerKeys`] |
-//! | `GET /workers/{id}/keys` | | [`WorkerKeys`] |
+//! | `POST /workers/pair` | [`ClaimRequest`] | [`DeviceReply`] |
+//! | `GET /workers` | | [`DevicePage`] |
+//! | `GET /workers/{id}`, `POST /workers/heartbeat` | | [`DeviceReply`] |
+//! | `PATCH /workers/{id}` | [`UpdateDeviceRequest`] | [`DeviceReply`] |
+//! | `POST /workers/{id}/keys` | [`KeysRequest`] | [`DeviceKeys`] |
+//! | `GET /workers/{id}/keys` | | [`DeviceKeys`] |
 //!
 //! The pairing token, the device credential and the session token are
 //! secrets: [`OpenedPairing`] and [`PairingPoll`] do not show them in
@@ -20,7 +20,7 @@
 
 use std::fmt;
 
-use sealpost_kernel::{AccountId, PairingSessionId, Timestamp, WorkerId};
+use sealpost_kernel::{AccountId, DeviceId, PairingSessionId, Timestamp};
 use sealpost_seal::{SealedBox, b64};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -53,7 +53,7 @@ wire_enum!(
 
 wire_enum!(
     /// A device's status.
-    WorkerStatus {
+    DeviceStatus {
         Online = "online",
         /// Not active for two hours.
         Offline = "offline",
@@ -64,7 +64,7 @@ wire_enum!(
 
 wire_enum!(
     /// What kind of worker a device record is.
-    WorkerKind {
+    DeviceKind {
         Device = "device",
         Agent = "agent",
     }
@@ -126,7 +126,7 @@ pub struct PairingPoll {
     pub code: String,
     /// Only on the first poll after the claim.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub worker_id: Option<WorkerId>,
+    pub worker_id: Option<DeviceId>,
     /// The device credential; only on the first poll after the claim.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credential: Option<String>,
@@ -191,7 +191,7 @@ impl ClaimRequest {
     /// Claims session `session_id` as device `worker_id` with its sealed
     /// profile.
     #[must_use]
-    pub fn new(session_id: &PairingSessionId, worker_id: &WorkerId, profile: &SealedBox) -> Self {
+    pub fn new(session_id: &PairingSessionId, worker_id: &DeviceId, profile: &SealedBox) -> Self {
         Self {
             session_id: session_id.to_string(),
             worker_id: worker_id.to_string(),
@@ -204,16 +204,16 @@ impl ClaimRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Worker {
-    pub id: WorkerId,
+    pub id: DeviceId,
     pub operator_id: AccountId,
     /// `device` or `agent`.
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
-    pub kind: WorkerKind,
+    pub kind: DeviceKind,
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub platform: Platform,
     /// `online`, `offline` (not active for two hours) or `disabled`.
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
-    pub status: WorkerStatus,
+    pub status: DeviceStatus,
     pub created_at: Timestamp,
     /// Truncated to the hour.
     pub last_active_at: Option<Timestamp>,
@@ -229,31 +229,31 @@ pub struct Worker {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct WorkerReply {
+pub struct DeviceReply {
     pub worker: Worker,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct WorkerPage {
+pub struct DevicePage {
     pub workers: Vec<Worker>,
     pub next_cursor: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct UpdateWorkerRequest {
+pub struct UpdateDeviceRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub profile: Option<Value>,
     /// Only `disabled`: revokes the device credential at once.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
-    pub status: Option<WorkerStatus>,
+    pub status: Option<DeviceStatus>,
 }
 
-impl UpdateWorkerRequest {
+impl UpdateDeviceRequest {
     /// Replaces the sealed profile (name, tags, notes).
     #[must_use]
     pub fn profile(profile: &SealedBox) -> Self {
@@ -268,7 +268,7 @@ impl UpdateWorkerRequest {
     pub fn disable() -> Self {
         Self {
             profile: None,
-            status: Some(WorkerStatus::Disabled),
+            status: Some(DeviceStatus::Disabled),
         }
     }
 }
@@ -295,7 +295,7 @@ impl KeysRequest {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct WorkerKeys {
+pub struct DeviceKeys {
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub keys: SealedBox,
     pub updated_at: Timestamp,

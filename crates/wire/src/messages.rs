@@ -12,7 +12,7 @@
 //! A message's content is CONTRACT.md section 5 JSON sealed to the
 //! address's key of epoch `keyEpoch`.
 
-use sealpost_kernel::{InboxId, MessageId, Timestamp};
+use sealpost_kernel::{AddressId, MessageId, Timestamp};
 use sealpost_seal::{SealedBox, b64};
 use serde::{Deserialize, Serialize};
 
@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     pub id: MessageId,
-    pub inbox_id: InboxId,
+    pub inbox_id: AddressId,
     pub received_at: Timestamp,
     pub read: bool,
     pub size_bytes: u64,
@@ -83,7 +83,7 @@ pub struct DeliverRequest {
 impl DeliverRequest {
     /// `raw`, a whole RFC 5322 message, for address `inbox_id`.
     #[must_use]
-    pub fn new(inbox_id: &InboxId, raw: &[u8]) -> Self {
+    pub fn new(inbox_id: &AddressId, raw: &[u8]) -> Self {
         Self {
             inbox_id: inbox_id.to_string(),
             raw: b64::encode(raw),

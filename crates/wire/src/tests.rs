@@ -1,6 +1,6 @@
 //! The JSON of the bodies both sides read and write.
 
-use sealpost_kernel::{InboxId, PlanId};
+use sealpost_kernel::{AddressId, PlanId};
 use sealpost_seal::b64;
 use serde_json::json;
 
@@ -55,8 +55,8 @@ fn bad_challenge_key_is_refused() {
 
 #[test]
 fn names_a_newer_service_adds_do_not_break_decoding() {
-    let status: WorkerStatus = serde_json::from_value(json!("offline")).unwrap();
-    assert_eq!(status, WorkerStatus::Offline);
+    let status: DeviceStatus = serde_json::from_value(json!("offline")).unwrap();
+    assert_eq!(status, DeviceStatus::Offline);
     let state: PairingState = serde_json::from_value(json!("operator_detected")).unwrap();
     assert_eq!(state, PairingState::OperatorDetected);
     let platform: Platform = serde_json::from_value(json!("watch")).unwrap();
@@ -84,7 +84,7 @@ fn inbox_bodies_keep_their_nulls_and_leave_out_an_unassigned_device() {
         "publicKey": key,
     });
     let inbox: Inbox = serde_json::from_value(wire.clone()).unwrap();
-    assert_eq!(inbox.status, InboxStatus::Active);
+    assert_eq!(inbox.status, AddressStatus::Active);
     assert_eq!(inbox.public_key, Some([4u8; 32]));
     assert_eq!(
         inbox.assigned_worker_id.as_ref().unwrap().as_str(),
@@ -123,8 +123,8 @@ fn inbox_bodies_keep_their_nulls_and_leave_out_an_unassigned_device() {
 
 #[test]
 fn requests_leave_out_unset_fields() {
-    let id = InboxId::parse("ibx_first01").unwrap();
-    let mut create = CreateInboxRequest::new(&id, "mail.localhost");
+    let id = AddressId::parse("ibx_first01").unwrap();
+    let mut create = CreateAddressRequest::new(&id, "mail.localhost");
     assert_eq!(
         serde_json::to_value(&create).unwrap(),
         json!({"id": "ibx_first01", "domain": "mail.localhost"})
@@ -137,11 +137,11 @@ fn requests_leave_out_unset_fields() {
                "publicKey": b64::encode(&[4u8; 32])})
     );
     assert_eq!(
-        serde_json::to_value(UpdateWorkerRequest::disable()).unwrap(),
+        serde_json::to_value(UpdateDeviceRequest::disable()).unwrap(),
         json!({"status": "disabled"})
     );
     assert_eq!(
-        serde_json::to_value(UpdateInboxRequest::default()).unwrap(),
+        serde_json::to_value(UpdateAddressRequest::default()).unwrap(),
         json!({})
     );
     assert_eq!(
@@ -158,7 +158,7 @@ fn requests_leave_out_unset_fields() {
 #[test]
 fn a_sealed_box_travels_in_a_request_as_it_serialises() {
     let sealed = sealpost_seal::SealedBox::seal(&[7u8; 32], "service/v1/test", b"label");
-    let update = UpdateInboxRequest::default().with_meta(&sealed);
+    let update = UpdateAddressRequest::default().with_meta(&sealed);
     let back: sealpost_seal::SealedBox =
         serde_json::from_value(update.meta.clone().unwrap()).unwrap();
     assert_eq!(back, sealed);

@@ -776,7 +776,7 @@ async fn the_same_notice_arriving_twice_at_once_pays_once() {
 async fn a_release_between_the_sweeps_read_and_its_delete_wins() {
     use sealpost_activity::Records;
     use sealpost_billing::{BillingRepository, Deleted, PausedDeletion};
-    use sealpost_kernel::{AccountId, InboxId, Timestamp, WorkerId};
+    use sealpost_kernel::{AccountId, AddressId, DeviceId, Timestamp};
 
     let api = Api::spawn().await;
     let (_, keys) = new_keys();
@@ -796,9 +796,9 @@ async fn a_release_between_the_sweeps_read_and_its_delete_wins() {
     // What a sweep at deletesAt reads.
     let held = store.paused_holdings(&account).await.unwrap();
     assert_eq!(held.addresses.len(), 2);
-    assert_eq!(held.devices, vec![WorkerId::parse("wkr_race01").unwrap()]);
+    assert_eq!(held.devices, vec![DeviceId::parse("wkr_race01").unwrap()]);
     let delete_address = |id: &str, due: Timestamp| {
-        let id = InboxId::parse(id).unwrap();
+        let id = AddressId::parse(id).unwrap();
         let mut records = Records::new();
         records.inbox_deleted(&account, &id, due);
         PausedDeletion {
@@ -840,7 +840,7 @@ async fn a_release_between_the_sweeps_read_and_its_delete_wins() {
     // device the sweep read as paused stays.
     buy(&api, &owner, "operator").await;
     assert_eq!(subscription(&api, &owner).await["pause"], Value::Null);
-    let device = WorkerId::parse("wkr_race01").unwrap();
+    let device = DeviceId::parse("wkr_race01").unwrap();
     let mut records = Records::new();
     records.worker_removed(&account, &device, deletes_at);
     let removal = PausedDeletion {

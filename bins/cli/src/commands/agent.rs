@@ -6,7 +6,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use sealpost_client::sealing::{self, KeyBundle};
 use sealpost_client::types::{PairingState, Platform};
 use sealpost_client::{Client, ClientError};
-use sealpost_kernel::{Timestamp, WorkerId};
+use sealpost_kernel::{DeviceId, Timestamp};
 use sealpost_seal::{PublicKey, StaticSecret, b64, random_bytes};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -113,7 +113,7 @@ pub async fn pair(ctx: &Ctx, name: Option<String>, platform: &str, force: bool) 
 }
 
 /// Polls every two seconds until the claim hands the credential over.
-async fn wait_for_claim(client: &Client, token: &str) -> Result<(WorkerId, String)> {
+async fn wait_for_claim(client: &Client, token: &str) -> Result<(DeviceId, String)> {
     let mut detected = false;
     loop {
         tokio::time::sleep(POLL_EVERY).await;

@@ -3,9 +3,9 @@
 
 use anyhow::{Context, Result, bail};
 use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
-use sealpost_client::types::UpdateWorkerRequest;
+use sealpost_client::types::UpdateDeviceRequest;
 
-use super::vault::{self, parse_worker_id};
+use super::vault::{self, parse_device_id};
 use super::{Ctx, active_ago, now};
 use crate::escape;
 use crate::output;
@@ -51,7 +51,7 @@ pub async fn pair(ctx: &Ctx, code: &str, name: Option<String>) -> Result<()> {
         sealing::key_fingerprint(&found.public_key)
     );
 
-    let id = sealing::new_worker_id();
+    let id = sealing::new_device_id();
     let name = name.unwrap_or_else(|| found.device_name.clone());
     let profile = DeviceProfile::new(name.clone(), found.public_key);
     client
@@ -96,7 +96,7 @@ pub async fn list(ctx: &Ctx) -> Result<()> {
 
 /// Re-seals the profile with a new name, keeping everything else in it.
 pub async fn rename(ctx: &Ctx, id: &str, name: &str) -> Result<()> {
-    let id = parse_worker_id(id)?;
+    let id = parse_device_id(id)?;
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
     let worker = client.get_worker(&id).await?;
@@ -105,7 +105,7 @@ pub async fn rename(ctx: &Ctx, id: &str, name: &str) -> Result<()> {
     client
         .update_worker(
             &id,
-            &UpdateWorkerRequest::profile(&profile.seal(&keys, &id)),
+            &UpdateDeviceRequest::profile(&profile.seal(&keys, &id)),
         )
         .await?;
     outln!("Renamed {id} to \"{}\".", escape::line(name));
@@ -113,17 +113,17 @@ pub async fn rename(ctx: &Ctx, id: &str, name: &str) -> Result<()> {
 }
 
 pub async fn disable(ctx: &Ctx, id: &str) -> Result<()> {
-    let id = parse_worker_id(id)?;
+    let id = parse_device_id(id)?;
     let (_, client) = ctx.signed_in()?;
     client
-        .update_worker(&id, &UpdateWorkerRequest::disable())
+        .update_worker(&id, &UpdateDeviceRequest::disable())
         .await?;
     outln!("Disabled {id}; its credential no longer works.");
     Ok(())
 }
 
 pub async fn remove(ctx: &Ctx, id: &str) -> Result<()> {
-    let id = parse_worker_id(id)?;
+    let id = parse_device_id(id)?;
     let (_, client) = ctx.signed_in()?;
     client.remove_worker(&id).await?;
     outln!("Removed {id}; its addresses are unassigned.");

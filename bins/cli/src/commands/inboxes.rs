@@ -3,10 +3,10 @@
 
 use anyhow::{Context, Result, bail};
 use sealpost_client::sealing;
-use sealpost_client::types::{CreateInboxRequest, Domain, UpdateInboxRequest};
+use sealpost_client::types::{CreateAddressRequest, Domain, UpdateAddressRequest};
 
 use super::Ctx;
-use super::vault::{self, addresses, find_inbox, parse_worker_id, resolve_inbox};
+use super::vault::{self, addresses, find_inbox, parse_device_id, resolve_inbox};
 use crate::table::{Align, Table};
 use crate::{escape, output};
 
@@ -75,8 +75,8 @@ pub async fn create(ctx: &Ctx, new: NewInbox) -> Result<()> {
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
     let domain = pick_domain(&client.domains().await?.domains, new.domain.as_deref())?;
-    let id = sealing::new_inbox_id();
-    let mut request = CreateInboxRequest::new(&id, domain)
+    let id = sealing::new_address_id();
+    let mut request = CreateAddressRequest::new(&id, domain)
         .with_public_key(&keys.inbox_public_key(id.as_str(), 0));
     request.prefix = new.prefix;
     request.local_part = new.local_part;
@@ -135,7 +135,7 @@ pub async fn label(ctx: &Ctx, id: &str, text: &str) -> Result<()> {
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
     let id = resolve_inbox(&client, id).await?;
-    let update = UpdateInboxRequest::default().with_meta(&sealing::seal_label(&keys, &id, text));
+    let update = UpdateAddressRequest::default().with_meta(&sealing::seal_label(&keys, &id, text));
     let inbox = client.update_inbox(&id, &update).await?;
     outln!(
         "Labelled {} ({}) \"{}\".",
@@ -149,7 +149,7 @@ pub async fn label(ctx: &Ctx, id: &str, text: &str) -> Result<()> {
 pub async fn retention(ctx: &Ctx, id: &str, count: u8) -> Result<()> {
     let (_, client) = ctx.signed_in()?;
     let id = resolve_inbox(&client, id).await?;
-    let update = UpdateInboxRequest::default().with_retention_days(count);
+    let update = UpdateAddressRequest::default().with_retention_days(count);
     let inbox = client.update_inbox(&id, &update).await?;
     outln!(
         "{} ({}) keeps mail for {}.",
@@ -163,7 +163,7 @@ pub async fn retention(ctx: &Ctx, id: &str, count: u8) -> Result<()> {
 /// Assigns, then re-sends the key bundle of the device and, when the address
 /// moved off another device, of that one too.
 pub async fn assign(ctx: &Ctx, id: &str, device_id: &str) -> Result<()> {
-    let worker_id = parse_worker_id(device_id)?;
+    let worker_id = parse_device_id(device_id)?;
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
     let inboxes = client.list_inboxes().await?.inboxes;
@@ -198,7 +198,7 @@ pub async fn assign(ctx: &Ctx, id: &str, device_id: &str) -> Result<()> {
 
 /// Unassigns, then re-sends the device's key bundle without the address.
 pub async fn unassign(ctx: &Ctx, id: &str, device_id: &str) -> Result<()> {
-    let worker_id = parse_worker_id(device_id)?;
+    let worker_id = parse_device_id(device_id)?;
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
     let id = resolve_inbox(&client, id).await?;

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use sealpost_client::sealing::{self, InboxSecrets, KeyBundle, MessageContent};
+use sealpost_client::sealing::{self, AddressSecrets, KeyBundle, MessageContent};
 use sealpost_client::types::{Message, PageParams};
 use sealpost_client::{Client, ClientError, MAX_WAIT_SECONDS};
-use sealpost_kernel::{InboxId, MessageId};
+use sealpost_kernel::{AddressId, MessageId};
 use sealpost_seal::{AccountKeys, StaticSecret};
 use tokio::time::Instant;
 
@@ -46,8 +46,8 @@ enum MailKeys {
     Device(KeyBundle),
 }
 
-impl InboxSecrets for MailKeys {
-    fn secret_for(&self, inbox_id: &InboxId, epoch: u32) -> Option<StaticSecret> {
+impl AddressSecrets for MailKeys {
+    fn secret_for(&self, inbox_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
         match self {
             Self::Operator(keys) => keys.secret_for(inbox_id, epoch),
             Self::Device(bundle) => bundle.secret_for(inbox_id, epoch),

@@ -19,7 +19,7 @@ use sealpost_kernel::Timestamp;
 use url::Url;
 
 use crate::cli::{
-    AgentCommand, BillingCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand, InboxCommand,
+    AddressCommand, AgentCommand, BillingCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand,
     MailCommand, PlanCommand, SessionsCommand, StoredCredential,
 };
 use crate::state::{DeviceState, StateDir, StoredSession};
@@ -121,7 +121,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             DeviceCommand::Remove { id } => devices::remove(&ctx, &id).await,
         },
         Command::Inbox(command) => match command {
-            InboxCommand::Create {
+            AddressCommand::Create {
                 prefix,
                 local_part,
                 domain,
@@ -137,14 +137,16 @@ pub async fn run(cli: Cli) -> Result<()> {
                 };
                 inboxes::create(&ctx, new).await
             }
-            InboxCommand::List => inboxes::list(&ctx).await,
-            InboxCommand::Label { id, text } => inboxes::label(&ctx, &id, &text).await,
-            InboxCommand::Retention { id, days } => inboxes::retention(&ctx, &id, days).await,
-            InboxCommand::Assign { id, device_id } => inboxes::assign(&ctx, &id, &device_id).await,
-            InboxCommand::Unassign { id, device_id } => {
+            AddressCommand::List => inboxes::list(&ctx).await,
+            AddressCommand::Label { id, text } => inboxes::label(&ctx, &id, &text).await,
+            AddressCommand::Retention { id, days } => inboxes::retention(&ctx, &id, days).await,
+            AddressCommand::Assign { id, device_id } => {
+                inboxes::assign(&ctx, &id, &device_id).await
+            }
+            AddressCommand::Unassign { id, device_id } => {
                 inboxes::unassign(&ctx, &id, &device_id).await
             }
-            InboxCommand::Delete { id } => inboxes::delete(&ctx, &id).await,
+            AddressCommand::Delete { id } => inboxes::delete(&ctx, &id).await,
         },
         Command::Domains => inboxes::domains(&ctx).await,
         Command::Agent(command) => match command {

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use sealpost_client::Client;
 use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
 use sealpost_client::types::{Inbox, PageParams, Worker};
-use sealpost_kernel::{InboxId, WorkerId};
+use sealpost_kernel::{AddressId, DeviceId};
 use sealpost_seal::AccountKeys;
 
 use crate::state::StoredSession;
@@ -30,30 +30,30 @@ pub fn unlock(session: &StoredSession) -> Result<AccountKeys> {
     Ok(keys)
 }
 
-pub fn parse_worker_id(text: &str) -> Result<WorkerId> {
-    WorkerId::parse(text.trim()).with_context(|| format!("{text:?} is not a device id (wkr_...)"))
+pub fn parse_device_id(text: &str) -> Result<DeviceId> {
+    DeviceId::parse(text.trim()).with_context(|| format!("{text:?} is not a device id (wkr_...)"))
 }
 
-pub fn parse_inbox_id(text: &str) -> Result<InboxId> {
-    InboxId::parse(text.trim())
+pub fn parse_address_id(text: &str) -> Result<AddressId> {
+    AddressId::parse(text.trim())
         .with_context(|| format!("{text:?} is not an address id (ibx_...) or an email address"))
 }
 
 /// An address named by its id, or by its email address (anything with an
 /// `@`), looked up in `GET /inboxes` as the client's credential sees it.
-pub async fn resolve_inbox(client: &Client, text: &str) -> Result<InboxId> {
+pub async fn resolve_inbox(client: &Client, text: &str) -> Result<AddressId> {
     if !text.contains('@') {
-        return parse_inbox_id(text);
+        return parse_address_id(text);
     }
     find_inbox(&client.list_inboxes().await?.inboxes, text)
 }
 
 /// The id of the address `text` (an id, or an email address) among
 /// `inboxes`.
-pub fn find_inbox(inboxes: &[Inbox], text: &str) -> Result<InboxId> {
+pub fn find_inbox(inboxes: &[Inbox], text: &str) -> Result<AddressId> {
     let wanted = text.trim();
     if !wanted.contains('@') {
-        return parse_inbox_id(wanted);
+        return parse_address_id(wanted);
     }
     inboxes
         .iter()
@@ -119,13 +119,13 @@ pub fn inbox_label(keys: &AccountKeys, inbox: &Inbox) -> String {
 pub async fn send_key_bundle(
     client: &Client,
     keys: &AccountKeys,
-    worker_id: &WorkerId,
+    worker_id: &DeviceId,
 ) -> Result<usize> {
     let worker = client.get_worker(worker_id).await?;
     let device_key = profile(keys, &worker)?.device_public_key().ok_or_else(|| {
         anyhow!("the profile of device {worker_id} holds no device key; pair the device again")
     })?;
-    let assigned: Vec<InboxId> = client
+    let assigned: Vec<AddressId> = client
         .list_inboxes()
         .await?
         .inboxes
@@ -165,7 +165,7 @@ mod tests {
             "keyEpoch": 0
         }]))
         .unwrap();
-        let id = InboxId::parse("ibx_abcdefghijklmnop").unwrap();
+        let id = AddressId::parse("ibx_abcdefghijklmnop").unwrap();
         assert_eq!(find_inbox(&inboxes, " Shop.X1@mail.example ").unwrap(), id);
         assert_eq!(find_inbox(&inboxes, "ibx_abcdefghijklmnop").unwrap(), id);
         let err = find_inbox(&inboxes, "other@mail.example")

@@ -1,7 +1,7 @@
 use std::sync::{Arc, Mutex};
 
 use chrono::TimeDelta;
-use sealpost_kernel::{AccountId, Clock, PlanId, SessionId, TestClock, Timestamp, WorkerId};
+use sealpost_kernel::{AccountId, Clock, DeviceId, PlanId, SessionId, TestClock, Timestamp};
 use sealpost_seal::{AccountKeys, RecoveryPhrase, b64, sha256};
 
 use crate::repository::MockAccountRepository;
@@ -228,7 +228,7 @@ async fn authenticate_tells_live_expired_unknown_and_device_tokens_apart() {
     let now = clock.now();
     let live = session(now, now + TimeDelta::days(1));
     let expired = session(now - TimeDelta::days(31), now);
-    let worker = WorkerId::parse("wkr_phone01").unwrap();
+    let worker = DeviceId::parse("wkr_phone01").unwrap();
     let mut repo = MockAccountRepository::new();
     let (live_copy, expired_copy, worker_copy) = (live.clone(), expired.clone(), worker.clone());
     repo.expect_bearer().returning(move |hash| {
@@ -326,7 +326,7 @@ async fn session_only_operations_refuse_a_device() {
     repo.expect_delete_sessions_except().never();
     let device = Caller::Device {
         account: account_id(),
-        worker: WorkerId::parse("wkr_phone01").unwrap(),
+        worker: DeviceId::parse("wkr_phone01").unwrap(),
     };
     let accounts = service(repo, &clock);
     assert!(matches!(

@@ -3,7 +3,7 @@
 use actix_web::web::{Data, Path};
 use actix_web::{HttpResponse, delete, get, patch, post};
 use sealpost_addresses::{Address, NewAddress};
-use sealpost_kernel::{AccountId, InboxId, PlanId, WorkerId};
+use sealpost_kernel::{AccountId, AddressId, DeviceId, PlanId};
 use sealpost_seal::b64;
 use sealpost_wire as wire;
 
@@ -31,14 +31,14 @@ fn inbox_body(address: Address) -> wire::Inbox {
     }
 }
 
-fn inbox_reply(address: Address) -> wire::InboxReply {
-    wire::InboxReply {
+fn inbox_reply(address: Address) -> wire::AddressReply {
+    wire::AddressReply {
         inbox: inbox_body(address),
     }
 }
 
-fn parse_inbox_path(text: &str) -> Result<InboxId, ApiError> {
-    InboxId::parse(text).map_err(|_| ApiError::not_found())
+fn parse_inbox_path(text: &str) -> Result<AddressId, ApiError> {
+    AddressId::parse(text).map_err(|_| ApiError::not_found())
 }
 
 async fn plan_of(state: &AppState, account: &AccountId) -> Result<PlanId, ApiError> {
@@ -65,21 +65,21 @@ pub async fn domains(state: Data<AppState>, _caller: Authenticated) -> HttpRespo
 
 /// Every address on the account, newest first. A device sees the addresses assigned to it.
 #[utoipa::path(get, path = "/inboxes", tag = "addresses", security(("bearer" = [])),
-    responses((status = 200, body = wire::InboxList)))]
+    responses((status = 200, body = wire::AddressList)))]
 #[get("/inboxes")]
 pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpResponse, ApiError> {
     let addresses = state
         .addresses
         .list(caller.account(), caller.worker().cloned())
         .await?;
-    Ok(HttpResponse::Ok().json(wire::InboxList {
+    Ok(HttpResponse::Ok().json(wire::AddressList {
         inboxes: addresses.into_iter().map(inbox_body).collect(),
     }))
 }
 
 /// Creates an address.
-#[utoipa::path(post, path = "/inboxes", tag = "addresses", security(("bearer" = [])), request_body = wire::CreateInboxRequest,
-    responses((status = 201, body = wire::InboxReply), (status = 400, body = wire::ErrorBody),
+#[utoipa::path(post, path = "/inboxes", tag = "addresses", security(("bearer" = [])), request_body = wire::CreateAddressRequest,
+    responses((status = 201, body = wire::AddressReply), (status = 400, body = wire::ErrorBody),
         (status = 402, body = wire::ErrorBody, description = "allocation_exhausted"),
         (status = 403, body = wire::ErrorBody, description = "plan_required (localPart, emailAddress below Scale), session_required"),
         (status = 409, body = wire::ErrorBody, description = "address_taken, id_taken")))]
@@ -87,9 +87,9 @@ pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpRe
 pub async fn create(
     state: Data<AppState>,
     caller: SessionCaller,
-    Json(body): Json<wire::CreateInboxRequest>,
+    Json(body): Json<wire::CreateAddressRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = InboxId::parse(&body.id).map_err(|error| ApiError::invalid_id("id", error))?;
+    let id = AddressId::parse(&body.id).map_err(|error| ApiError::invalid_id("id", error))?;
     let meta = body
         .meta
         .as_ref()
@@ -142,14 +142,14 @@ pub async fn allocation(
 
 /// Changes the label or the retention; a shorter retention applies to mail already stored.
 #[utoipa::path(patch, path = "/inboxes/{id}", tag = "addresses", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body = wire::UpdateInboxRequest,
-    responses((status = 200, body = wire::InboxReply), (status = 404, body = wire::ErrorBody)))]
+    params(("id" = String, Path)), request_body = wire::UpdateAddressRequest,
+    responses((status = 200, body = wire::AddressReply), (status = 404, body = wire::ErrorBody)))]
 #[patch("/inboxes/{id}")]
 pub async fn update(
     state: Data<AppState>,
     caller: SessionCaller,
     id: Path<String>,
-    Json(body): Json<wire::UpdateInboxRequest>,
+    Json(body): Json<wire::UpdateAddressRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let id = parse_inbox_path(&id)?;
     let meta = body
@@ -185,7 +185,7 @@ pub async fn remove(
 /// Assigns an address to a device (moving it from another device if needed). On Free a device holds one.
 #[utoipa::path(post, path = "/workers/{id}/inboxes", tag = "addresses", security(("bearer" = [])),
     params(("id" = String, Path)), request_body = wire::AssignRequest,
-    responses((status = 200, body = wire::InboxReply), (status = 402, body = wire::ErrorBody, description = "allocation_exhausted: Free device already holds one"),
+    responses((status = 200, body = wire::AddressReply), (status = 402, body = wire::ErrorBody, description = "allocation_exhausted: Free device already holds one"),
         (status = 404, body = wire::ErrorBody)))]
 #[post("/workers/{id}/inboxes")]
 pub async fn assign(
@@ -194,9 +194,9 @@ pub async fn assign(
     id: Path<String>,
     Json(body): Json<wire::AssignRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let worker = WorkerId::parse(&id).map_err(|_| ApiError::not_found())?;
+    let worker = DeviceId::parse(&id).map_err(|_| ApiError::not_found())?;
     let inbox =
-        InboxId::parse(&body.inbox_id).map_err(|error| ApiError::invalid_id("inboxId", error))?;
+        AddressId::parse(&body.inbox_id).map_err(|error| ApiError::invalid_id("inboxId", error))?;
     let plan = plan_of(&state, &caller.account).await?;
     state
         .addresses
@@ -217,7 +217,7 @@ pub async fn unassign(
     path: Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (worker, inbox) = path.into_inner();
-    let worker = WorkerId::parse(&worker).map_err(|_| ApiError::not_found())?;
+    let worker = DeviceId::parse(&worker).map_err(|_| ApiError::not_found())?;
     let inbox = parse_inbox_path(&inbox)?;
     state
         .addresses

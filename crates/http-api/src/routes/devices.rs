@@ -2,7 +2,7 @@
 
 use actix_web::web::{Data, Path, Query};
 use actix_web::{HttpRequest, HttpResponse, delete, get, patch, post};
-use sealpost_kernel::{PageLimits, PairingSessionId, WorkerId};
+use sealpost_kernel::{DeviceId, PageLimits, PairingSessionId};
 use sealpost_pairing::{Device, Platform};
 use sealpost_seal::b64;
 use sealpost_wire as wire;
@@ -33,14 +33,14 @@ fn worker_body(device: Device) -> wire::Worker {
     }
 }
 
-fn worker_reply(device: Device) -> wire::WorkerReply {
-    wire::WorkerReply {
+fn worker_reply(device: Device) -> wire::DeviceReply {
+    wire::DeviceReply {
         worker: worker_body(device),
     }
 }
 
-fn parse_worker_id(text: &str) -> Result<WorkerId, ApiError> {
-    WorkerId::parse(text).map_err(|_| ApiError::not_found())
+fn parse_device_id(text: &str) -> Result<DeviceId, ApiError> {
+    DeviceId::parse(text).map_err(|_| ApiError::not_found())
 }
 
 /// Opens a pairing session (called by the device).
@@ -132,7 +132,7 @@ pub async fn lookup(
 
 /// Claims the looked-up session: creates the device and mints its credential.
 #[utoipa::path(post, path = "/workers/pair", tag = "devices", security(("bearer" = [])), request_body = wire::ClaimRequest,
-    responses((status = 201, body = wire::WorkerReply), (status = 402, body = wire::ErrorBody, description = "worker_limit_reached"),
+    responses((status = 201, body = wire::DeviceReply), (status = 402, body = wire::ErrorBody, description = "worker_limit_reached"),
         (status = 404, body = wire::ErrorBody), (status = 409, body = wire::ErrorBody, description = "already_used, id_taken")))]
 #[post("/workers/pair")]
 pub async fn claim(
@@ -141,7 +141,7 @@ pub async fn claim(
     Json(body): Json<wire::ClaimRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let worker_id =
-        WorkerId::parse(&body.worker_id).map_err(|e| ApiError::invalid_id("workerId", e))?;
+        DeviceId::parse(&body.worker_id).map_err(|e| ApiError::invalid_id("workerId", e))?;
     let session_id =
         PairingSessionId::parse(&body.session_id).map_err(|_| ApiError::not_found())?;
     let profile = check_box_field("profile", &body.profile, PROFILE_LIMIT)?;
@@ -155,7 +155,7 @@ pub async fn claim(
 
 /// The account's devices, newest first. A device sees only itself.
 #[utoipa::path(get, path = "/workers", tag = "devices", security(("bearer" = [])), params(PageQuery),
-    responses((status = 200, body = wire::WorkerPage)))]
+    responses((status = 200, body = wire::DevicePage)))]
 #[get("/workers")]
 pub async fn list(
     state: Data<AppState>,
@@ -173,7 +173,7 @@ pub async fn list(
         }
         None => state.devices.list(caller.account(), &request).await?,
     };
-    Ok(HttpResponse::Ok().json(wire::WorkerPage {
+    Ok(HttpResponse::Ok().json(wire::DevicePage {
         workers: page.items.into_iter().map(worker_body).collect(),
         next_cursor: page.next_cursor,
     }))
@@ -181,14 +181,14 @@ pub async fn list(
 
 /// One device.
 #[utoipa::path(get, path = "/workers/{id}", tag = "devices", security(("bearer" = [])),
-    params(("id" = String, Path)), responses((status = 200, body = wire::WorkerReply), (status = 404, body = wire::ErrorBody)))]
+    params(("id" = String, Path)), responses((status = 200, body = wire::DeviceReply), (status = 404, body = wire::ErrorBody)))]
 #[get("/workers/{id}")]
 pub async fn get_one(
     state: Data<AppState>,
     caller: Authenticated,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_worker_id(&id)?;
+    let id = parse_device_id(&id)?;
     caller.check_worker(&id)?;
     let device = state.devices.get(caller.account(), &id).await?;
     Ok(HttpResponse::Ok().json(worker_reply(device)))
@@ -196,16 +196,16 @@ pub async fn get_one(
 
 /// Updates the sealed profile, or disables the device.
 #[utoipa::path(patch, path = "/workers/{id}", tag = "devices", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body = wire::UpdateWorkerRequest,
-    responses((status = 200, body = wire::WorkerReply), (status = 404, body = wire::ErrorBody)))]
+    params(("id" = String, Path)), request_body = wire::UpdateDeviceRequest,
+    responses((status = 200, body = wire::DeviceReply), (status = 404, body = wire::ErrorBody)))]
 #[patch("/workers/{id}")]
 pub async fn update(
     state: Data<AppState>,
     caller: SessionCaller,
     id: Path<String>,
-    Json(body): Json<wire::UpdateWorkerRequest>,
+    Json(body): Json<wire::UpdateDeviceRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_worker_id(&id)?;
+    let id = parse_device_id(&id)?;
     let profile = body
         .profile
         .as_ref()
@@ -213,7 +213,7 @@ pub async fn update(
         .transpose()?;
     let disable = match body.status {
         None => false,
-        Some(wire::WorkerStatus::Disabled) => true,
+        Some(wire::DeviceStatus::Disabled) => true,
         Some(_) => {
             return Err(ApiError::invalid_field(
                 "status",
@@ -245,14 +245,14 @@ pub async fn remove(
     caller: SessionCaller,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_worker_id(&id)?;
+    let id = parse_device_id(&id)?;
     state.devices.remove(&caller.account, &id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
 /// Reports the calling device active (device credential only).
 #[utoipa::path(post, path = "/workers/heartbeat", tag = "devices", security(("bearer" = [])),
-    responses((status = 200, body = wire::WorkerReply), (status = 403, body = wire::ErrorBody, description = "device_required: the caller is not a device")))]
+    responses((status = 200, body = wire::DeviceReply), (status = 403, body = wire::ErrorBody, description = "device_required: the caller is not a device")))]
 #[post("/workers/heartbeat")]
 pub async fn heartbeat(
     state: Data<AppState>,
@@ -263,8 +263,8 @@ pub async fn heartbeat(
     Ok(HttpResponse::Ok().json(worker_reply(device)))
 }
 
-fn keys_body(bundle: sealpost_pairing::KeyBundle) -> wire::WorkerKeys {
-    wire::WorkerKeys {
+fn keys_body(bundle: sealpost_pairing::KeyBundle) -> wire::DeviceKeys {
+    wire::DeviceKeys {
         keys: bundle.keys,
         updated_at: bundle.updated_at,
     }
@@ -273,7 +273,7 @@ fn keys_body(bundle: sealpost_pairing::KeyBundle) -> wire::WorkerKeys {
 /// Hands a sealed key bundle to a paired device (replaces the previous one).
 #[utoipa::path(post, path = "/workers/{id}/keys", tag = "devices", security(("bearer" = [])),
     params(("id" = String, Path)), request_body = wire::KeysRequest,
-    responses((status = 200, body = wire::WorkerKeys), (status = 404, body = wire::ErrorBody)))]
+    responses((status = 200, body = wire::DeviceKeys), (status = 404, body = wire::ErrorBody)))]
 #[post("/workers/{id}/keys")]
 pub async fn set_keys(
     state: Data<AppState>,
@@ -281,7 +281,7 @@ pub async fn set_keys(
     id: Path<String>,
     Json(body): Json<wire::KeysRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_worker_id(&id)?;
+    let id = parse_device_id(&id)?;
     let keys = check_box_field("keys", &body.keys, KEY_BUNDLE_LIMIT)?;
     let bundle = state.devices.set_keys(&caller.account, &id, keys).await?;
     Ok(HttpResponse::Ok().json(keys_body(bundle)))
@@ -289,14 +289,14 @@ pub async fn set_keys(
 
 /// The device's key bundle: read by the device itself (or the account).
 #[utoipa::path(get, path = "/workers/{id}/keys", tag = "devices", security(("bearer" = [])),
-    params(("id" = String, Path)), responses((status = 200, body = wire::WorkerKeys), (status = 404, body = wire::ErrorBody)))]
+    params(("id" = String, Path)), responses((status = 200, body = wire::DeviceKeys), (status = 404, body = wire::ErrorBody)))]
 #[get("/workers/{id}/keys")]
 pub async fn get_keys(
     state: Data<AppState>,
     caller: Authenticated,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_worker_id(&id)?;
+    let id = parse_device_id(&id)?;
     caller.check_worker(&id)?;
     let bundle = state.devices.keys(caller.account(), &id).await?;
     Ok(HttpResponse::Ok().json(keys_body(bundle)))

@@ -5,7 +5,7 @@ use std::time::Duration;
 use actix_web::http::header;
 use actix_web::web::{Bytes, Data, Path, Query};
 use actix_web::{HttpResponse, get, post};
-use sealpost_kernel::{Cursor, InboxId, MessageId, PageLimits, PlanId};
+use sealpost_kernel::{AddressId, Cursor, MessageId, PageLimits, PlanId};
 use sealpost_messages::store::{Message, Reader};
 use sealpost_seal::b64;
 use sealpost_wire as wire;
@@ -47,8 +47,8 @@ async fn plan_of(state: &AppState, caller: &Authenticated) -> Result<PlanId, Api
     Ok(state.accounts.account(caller.account()).await?.plan)
 }
 
-fn inbox_path(text: &str) -> Result<InboxId, ApiError> {
-    InboxId::parse(text).map_err(|_| ApiError::not_found())
+fn inbox_path(text: &str) -> Result<AddressId, ApiError> {
+    AddressId::parse(text).map_err(|_| ApiError::not_found())
 }
 
 fn message_path(text: &str) -> Result<MessageId, ApiError> {
@@ -253,7 +253,7 @@ pub async fn inbound(
     Json(body): Json<wire::DeliverRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let inbox =
-        InboxId::parse(&body.inbox_id).map_err(|error| ApiError::invalid_id("inboxId", error))?;
+        AddressId::parse(&body.inbox_id).map_err(|error| ApiError::invalid_id("inboxId", error))?;
     let raw = b64::decode(&body.raw)
         .map_err(|_| ApiError::invalid_field("raw", "expected base64url without padding"))?;
     let id = state

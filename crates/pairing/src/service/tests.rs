@@ -3,7 +3,7 @@ use std::sync::{Arc, Mutex};
 use chrono::TimeDelta;
 use sealpost_activity::{EventType, Records};
 use sealpost_kernel::{
-    AccountId, Clock, InboxId, PairingSessionId, PlanId, TestClock, Timestamp, WorkerId,
+    AccountId, AddressId, Clock, DeviceId, PairingSessionId, PlanId, TestClock, Timestamp,
 };
 use sealpost_plans::LimitError;
 use sealpost_seal::SealedBox;
@@ -20,8 +20,8 @@ fn account() -> AccountId {
     AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap()
 }
 
-fn worker() -> WorkerId {
-    WorkerId::parse("wkr_phone01").unwrap()
+fn worker() -> DeviceId {
+    DeviceId::parse("wkr_phone01").unwrap()
 }
 
 fn profile() -> SealedBox {
@@ -32,7 +32,7 @@ fn device(connected: bool) -> Device {
     Device {
         id: worker(),
         account: account(),
-        kind: WorkerKind::Device,
+        kind: DeviceKind::Device,
         platform: Platform::Ios,
         disabled: false,
         connected,
@@ -225,8 +225,8 @@ async fn failed_lookups_are_counted_and_then_refused() {
 async fn removing_a_device_unassigns_its_addresses_with_events() {
     let clock = clock();
     let inboxes = vec![
-        InboxId::parse("ibx_one1").unwrap(),
-        InboxId::parse("ibx_two2").unwrap(),
+        AddressId::parse("ibx_one1").unwrap(),
+        AddressId::parse("ibx_two2").unwrap(),
     ];
     let mut repo = MockDeviceRepository::new();
     let listed = inboxes.clone();
