@@ -24,6 +24,7 @@ use sealpost_kernel::{Clock, StoreError};
 use sealpost_messages::ingest::Ingest;
 use sealpost_messages::mailbox::Mailbox;
 use sealpost_messages::store::BlobStore;
+use sealpost_notifications::Notifications;
 use sealpost_pairing::Devices;
 use sealpost_store_pg::{MailNotifier, PgStore};
 use sealpost_subscriptions::Subscriptions;
@@ -127,6 +128,7 @@ pub async fn start(
         webhooks: Webhooks::new(Arc::new(store.clone()), clock.clone()),
         subscriptions: Subscriptions::new(Arc::new(store.clone()), clock.clone()),
         billing: billing(&store, config, &clock)?,
+        notifications: Notifications::new(Arc::new(store.clone()), clock.clone()),
         service_domains: config.domains.clone(),
         health: Arc::new(PgHealth(store.clone())),
         limiter: limiter.clone(),

@@ -10,6 +10,7 @@ mod billing;
 mod database;
 mod devices;
 mod messages;
+mod notifications;
 mod notify;
 mod records;
 mod schema;

@@ -282,3 +282,34 @@ diesel::table! {
 
 diesel::joinable!(payments -> accounts (account_id));
 diesel::allow_tables_to_appear_in_same_query!(payments, accounts);
+
+diesel::table! {
+    notification_preferences (account_id) {
+        account_id -> Text,
+        new_mail -> Bool,
+        device_paired -> Bool,
+        device_offline -> Bool,
+        new_sign_in -> Bool,
+        billing -> Bool,
+        support -> Bool,
+        webhook_failures -> Bool,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    notification_mutes (inbox_id) {
+        inbox_id -> Text,
+        account_id -> Text,
+        muted_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    push_devices (token) {
+        token -> Text,
+        account_id -> Text,
+        platform -> Text,
+        registered_at -> Timestamptz,
+    }
+}

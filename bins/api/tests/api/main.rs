@@ -12,6 +12,7 @@ mod devices;
 mod docs;
 mod errors;
 mod messages;
+mod notifications;
 mod ownership;
 mod storage;
 mod usage;
