@@ -25,14 +25,14 @@ use sealpost_messages::ingest::Ingest;
 use sealpost_messages::mailbox::Mailbox;
 use sealpost_messages::store::BlobStore;
 use sealpost_notifications::Notifications;
+use sealpost_notifications::push::{PushAlerts, PushSender};
 use sealpost_pairing::Devices;
+use sealpost_push::PushHttp;
 use sealpost_store_pg::{MailNotifier, PgStore};
 use sealpost_subscriptions::Subscriptions;
 use sealpost_webhook_http::{WebhookHttp, WebhookHttpConfig};
 use sealpost_webhooks::delivery::AttemptOutcome;
-use sealpost_webhooks::service::{
-    AttemptRecord, Sender, WebhookAlerts, WebhookTransport, Webhooks,
-};
+use sealpost_webhooks::service::{AttemptRecord, Sender, WebhookTransport, Webhooks};
 use tokio::task::JoinHandle;
 
 /// How often expired challenges and sessions are swept, and idle rate-limit keys forgotten.
@@ -147,6 +147,11 @@ pub async fn start(
         )));
         let sender = webhook_sender(&store, config, clock.clone())?;
         jobs.push(tokio::spawn(send_forever(sender)));
+        jobs.push(tokio::spawn(push_forever(push_sender(
+            &store,
+            config,
+            clock.clone(),
+        )?)));
     }
     tracing::info!(%addr, "serving the API");
     Ok(Running {
@@ -356,7 +361,7 @@ pub fn webhook_sender(
     Ok(Sender::new(
         Arc::new(store.clone()),
         Arc::new(transport),
-        Arc::new(LoggedAlerts),
+        Arc::new(PushAlerts::new(Arc::new(store.clone()), clock.clone())),
         clock,
     ))
 }
@@ -372,21 +377,6 @@ impl WebhookTransport for HttpTransport {
         body: String,
     ) -> AttemptOutcome {
         self.0.send(url, headers, body).await
-    }
-}
-
-/// The push adapter is not built yet; until it is, an auto-disabled webhook
-/// is reported in the log (ids only) and on the endpoint's own status.
-struct LoggedAlerts;
-
-#[async_trait::async_trait]
-impl WebhookAlerts for LoggedAlerts {
-    async fn webhook_disabled(
-        &self,
-        account: &sealpost_kernel::AccountId,
-        webhook: &sealpost_kernel::WebhookId,
-    ) {
-        tracing::warn!(%account, %webhook, "webhook switched off after three days of failures");
     }
 }
 
@@ -521,4 +511,36 @@ async fn send_round(
         });
     }
     Ok(fanned + started)
+}
+
+/// The push sender over APNs and FCM, configured from `SEALPOST_APNS_*`,
+/// `SEALPOST_FCM_*` and `SEALPOST_PUSH_CA_FILE`.
+pub fn push_sender(
+    store: &PgStore,
+    config: &Config,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<PushSender> {
+    let transport = PushHttp::from_config(config).context("configuring the push providers")?;
+    Ok(PushSender::new(
+        Arc::new(store.clone()),
+        Arc::new(transport),
+        clock,
+    ))
+}
+
+/// Pushes sent at once per round; each takes at most its 10-second limit.
+const PUSH_BATCH: i64 = 64;
+
+/// Rounds of the push sender, pausing a second when one found nothing.
+async fn push_forever(sender: PushSender) {
+    loop {
+        match sender.run_round(PUSH_BATCH).await {
+            Ok(round) if round.is_idle() => tokio::time::sleep(Duration::from_secs(1)).await,
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "push sender round failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
 }

@@ -4,11 +4,12 @@
 //!
 //! Pure like every domain crate: [`settings`] holds the preferences, the
 //! address mutes and the push tokens behind [`NotificationRepository`];
-//! `push` decides which outbox events become pushes, coalesces bursts,
-//! writes the generic texts and schedules retries, behind `PushRepository`
-//! and `PushTransport`.
+//! [`push`] decides which outbox events become pushes, coalesces bursts,
+//! writes the generic texts and schedules retries, behind
+//! [`push::PushRepository`] and [`push::PushTransport`].
 
 pub mod kind;
+pub mod push;
 pub mod settings;
 pub mod token;
 

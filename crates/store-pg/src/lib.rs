@@ -12,6 +12,7 @@ mod devices;
 mod messages;
 mod notifications;
 mod notify;
+mod push;
 mod records;
 mod schema;
 mod subscriptions;

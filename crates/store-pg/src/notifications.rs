@@ -11,7 +11,7 @@ use sealpost_notifications::{
     NotificationRepository, Preferences, PreferencesPatch, PushDevice, PushToken, Registered,
 };
 
-use crate::schema::{notification_mutes, notification_preferences, push_devices};
+use crate::schema::{notification_mutes, notification_preferences, push_deliveries, push_devices};
 use crate::{PgStore, db_error};
 
 #[derive(Queryable, Selectable, QueryableByName)]
@@ -185,6 +185,13 @@ impl NotificationRepository for PgStore {
                     ..device.clone()
                 }));
             }
+            // A token moving from another account leaves that account's
+            // pending pushes behind.
+            diesel::delete(
+                push_deliveries::table.filter(push_deliveries::token.eq(device.token.as_str())),
+            )
+            .execute(conn)
+            .await?;
             diesel::insert_into(push_devices::table)
                 .values((
                     push_devices::token.eq(device.token.as_str()),

@@ -153,6 +153,7 @@ diesel::table! {
         payload -> Jsonb,
         created_at -> Timestamptz,
         fanned_out -> Bool,
+        pushed -> Bool,
     }
 }
 
@@ -311,5 +312,29 @@ diesel::table! {
         account_id -> Text,
         platform -> Text,
         registered_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    push_batches (account_id, kind) {
+        account_id -> Text,
+        kind -> Text,
+        count -> Int4,
+        due_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    push_deliveries (id) {
+        id -> Int8,
+        token -> Text,
+        account_id -> Text,
+        platform -> Text,
+        kind -> Text,
+        count -> Int4,
+        attempts -> Int4,
+        next_attempt_at -> Timestamptz,
+        lease_until -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
     }
 }

@@ -14,6 +14,7 @@ mod errors;
 mod messages;
 mod notifications;
 mod ownership;
+mod push;
 mod storage;
 mod usage;
 mod webhook_delivery;
