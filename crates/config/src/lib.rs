@@ -627,6 +627,44 @@ mod tests {
     }
 
     #[test]
+    fn push_providers_are_enabled_by_their_keys() {
+        let config = Config::from_vars(&HashMap::new()).unwrap();
+        assert_eq!(
+            (config.apns, config.fcm, config.push_ca_file),
+            (None, None, None)
+        );
+
+        let config = Config::from_vars(&vars(&[
+            ("SEALPOST_APNS_KEY_FILE", "/keys/AuthKey_ABC.p8"),
+            ("SEALPOST_APNS_KEY_ID", "ABC"),
+            ("SEALPOST_APNS_TEAM_ID", "TEAM"),
+            ("SEALPOST_APNS_TOPIC", "net.example.app"),
+            ("SEALPOST_FCM_CREDENTIALS_FILE", "/keys/firebase.json"),
+            ("SEALPOST_FCM_URL", "https://fcm.example/"),
+        ]))
+        .unwrap();
+        let apns = config.apns.unwrap();
+        assert_eq!(apns.url, "https://api.push.apple.com");
+        assert_eq!(apns.key_file, PathBuf::from("/keys/AuthKey_ABC.p8"));
+        assert_eq!(
+            (apns.key_id.as_str(), apns.team_id.as_str()),
+            ("ABC", "TEAM")
+        );
+        let fcm = config.fcm.unwrap();
+        assert_eq!(fcm.url, "https://fcm.example");
+        assert_eq!((fcm.project_id, fcm.token_url), (None, None));
+
+        let half = Config::from_vars(&vars(&[("SEALPOST_APNS_KEY_FILE", "/k.p8")]));
+        assert!(matches!(
+            half,
+            Err(ConfigError::Invalid {
+                name: "SEALPOST_APNS_KEY_ID",
+                ..
+            })
+        ));
+    }
+
+    #[test]
     fn reads_and_checks_values() {
         let config = Config::from_vars(&vars(&[
             ("SEALPOST_DOMAINS", "A.example, b.example."),

@@ -537,11 +537,73 @@ async fn provider_answers_decide_between_retry_removal_and_drop() {
         .await;
     assert_eq!(shown.status, StatusCode::NOT_FOUND);
 
+    // FCM 401: the cached access token is dropped and a new one got for the retry.
+    register_token(&api, &owner, ANDROID_TOKEN, "android").await;
+    fcm.answer(401, None);
+    api.sign_in(&keys).await;
+    push_now(&api, &sender).await;
+    assert_eq!(pushes_waiting(&api).await, 1);
+    api.app.clock.advance(TimeDelta::seconds(30));
+    assert_eq!(sender.run_round(64).await.unwrap().attempts, 1);
+    assert_eq!(fcm.token_requests().len(), 2);
+    let sends = fcm.sends();
+    assert_eq!(bearer(&sends[sends.len() - 2]), "test-access-1");
+    assert_eq!(bearer(sends.last().unwrap()), "test-access-2");
+    assert_eq!(pushes_waiting(&api).await, 0);
+    let removed = api
+        .delete(
+            &format!("/notifications/devices/{ANDROID_TOKEN}"),
+            Some(&owner.token),
+        )
+        .await;
+    assert_eq!(removed.status, StatusCode::NO_CONTENT);
+
     // With no token left, nothing is queued at all.
     api.sign_in(&keys).await;
     push_now(&api, &sender).await;
     assert_eq!(pushes_waiting(&api).await, 0);
-    assert_eq!((apns.requests().len(), fcm.sends().len()), (4, 4));
+    assert_eq!((apns.requests().len(), fcm.sends().len()), (4, 6));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_provider_out_of_reach_is_tried_again_later() {
+    // Nothing listens where APNs is said to be.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let key_file = std::env::temp_dir().join(format!("sealpost-push-key-{}.p8", uuid_like()));
+    std::fs::write(
+        &key_file,
+        rcgen::KeyPair::generate().unwrap().serialize_pem(),
+    )
+    .unwrap();
+    let app = TestApp::spawn_with(move |config| {
+        config.apns = Some(ApnsKeys {
+            key_file,
+            key_id: KEY_ID.to_owned(),
+            team_id: TEAM_ID.to_owned(),
+            topic: TOPIC.to_owned(),
+            url,
+        });
+    })
+    .await;
+    let api = Api::with(app);
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    register_token(&api, &owner, IOS_TOKEN, "ios").await;
+    let sender = sender(&api);
+    api.sign_in(&keys).await;
+    push_now(&api, &sender).await;
+    assert_eq!(pushes_waiting(&api).await, 1);
+    assert_eq!(
+        count(
+            &api,
+            "SELECT count(*) AS n FROM push_deliveries WHERE attempts = 1"
+        )
+        .await,
+        1
+    );
+    assert_eq!(tokens_held(&api).await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
