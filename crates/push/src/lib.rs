@@ -15,6 +15,11 @@
 //! expired credentials: try again; any other 4xx: dropped. With no provider
 //! for a platform the push is logged at debug level and dropped.
 //!
+//! Not the `a2` crate: its endpoint is Apple's production or sandbox host
+//! only, so it cannot be pointed at a local stand-in, and the tests here
+//! run against real HTTP/2 on loopback. APNs is one POST with a JWT:
+//! reqwest (HTTP/2) and jsonwebtoken do it, as they do FCM.
+//!
 //! TLS: rustls with ring, the Mozilla roots compiled in, plus the PEM file
 //! `SEALPOST_PUSH_CA_FILE` names (tests). No redirects; 10 seconds per request.
 
