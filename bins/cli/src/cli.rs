@@ -66,6 +66,29 @@ pub enum Command {
     /// Pay for a plan: providers, checkout, payments.
     #[command(subcommand)]
     Billing(BillingCommand),
+    /// Which pushes the account's phones get, and addresses whose new mail
+    /// is not pushed.
+    #[command(subcommand)]
+    Notifications(NotificationsCommand),
+}
+
+/// Push notification preferences and muted addresses.
+#[derive(Debug, Subcommand)]
+pub enum NotificationsCommand {
+    /// Each kind on or off, and the muted addresses.
+    Show,
+    /// Switch one kind on or off.
+    Set {
+        /// new-mail, device-paired, device-offline, new-sign-in, billing,
+        /// support or webhook-failures.
+        kind: String,
+        /// on or off.
+        state: String,
+    },
+    /// Stop pushing new mail of one address (its id or email address).
+    Mute { address: String },
+    /// Push new mail of the address again.
+    Unmute { address: String },
 }
 
 /// Plans and the account's subscription.
@@ -132,6 +155,7 @@ impl Command {
             | Self::Device(_)
             | Self::Inbox(_)
             | Self::Usage
+            | Self::Notifications(_)
             | Self::Plan(PlanCommand::Show | PlanCommand::Change { .. })
             | Self::Billing(BillingCommand::Checkout { .. } | BillingCommand::Payment { .. }) => {
                 StoredCredential::Session

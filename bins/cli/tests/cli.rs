@@ -1465,3 +1465,74 @@ async fn device_activity_is_shown_to_the_hour_and_its_name_inert() {
     assert!(recent(line_of(&out, &worker_id)), "{out}");
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn notification_kinds_are_switched_and_addresses_muted_from_the_command_line() {
+    let app = TestApp::spawn().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cli = Cli::new(&app, &tmp.path().join("phone"));
+    cli.phrase = Some(printed_phrase(&cli.ok(&["init"]).await));
+
+    let shown = cli.ok(&["notifications", "show"]).await;
+    assert_eq!(
+        lines(&shown),
+        [
+            "new-mail           on",
+            "device-paired      on",
+            "device-offline     on",
+            "new-sign-in        on",
+            "billing            on",
+            "support            on",
+            "webhook-failures   on",
+            "Muted addresses: none",
+        ],
+        "{shown}"
+    );
+    let out = cli
+        .ok(&["notifications", "set", "new-sign-in", "off"])
+        .await;
+    assert_eq!(lines(&out), ["new-sign-in notifications are off."]);
+    // The API's key names do as well.
+    cli.ok(&["notifications", "set", "webhookFailures", "OFF"])
+        .await;
+    let shown = cli.ok(&["notifications", "show"]).await;
+    assert!(shown.contains("new-sign-in        off"), "{shown}");
+    assert!(shown.contains("webhook-failures   off"), "{shown}");
+    assert!(shown.contains("new-mail           on"), "{shown}");
+    let err = cli.fails(&["notifications", "set", "sms", "on"]).await;
+    assert!(err.contains("not a notification kind"), "{err}");
+    let err = cli
+        .fails(&["notifications", "set", "billing", "maybe"])
+        .await;
+    assert!(err.contains("neither on nor off"), "{err}");
+
+    let out = cli.ok(&["inbox", "create", "--prefix", "news"]).await;
+    let inbox_id = word_starting(&out, "ibx_");
+    let email = out
+        .split_whitespace()
+        .find(|w| w.contains('@'))
+        .unwrap()
+        .to_owned();
+    let out = cli.ok(&["notifications", "mute", &email]).await;
+    assert_eq!(
+        lines(&out),
+        [format!("New mail to {inbox_id} is no longer pushed.")]
+    );
+    let shown = cli.ok(&["notifications", "show"]).await;
+    assert!(shown.contains(&format!("  {inbox_id}  {email}")), "{shown}");
+    let out = cli.ok(&["notifications", "unmute", &inbox_id]).await;
+    assert_eq!(
+        lines(&out),
+        [format!("New mail to {inbox_id} is pushed again.")]
+    );
+    assert!(
+        cli.ok(&["notifications", "show"])
+            .await
+            .contains("Muted addresses: none")
+    );
+    let err = cli.fails(&["notifications", "mute", "ibx_notmine1"]).await;
+    assert!(
+        err.contains("not_found") || err.contains("no such"),
+        "{err}"
+    );
+}

@@ -1,4 +1,5 @@
 use async_trait::async_trait;
+use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, SessionId, StoreError, Timestamp};
 
 use crate::{Account, Bearer, Challenge, NewAccount, Session};
@@ -27,7 +28,9 @@ pub trait AccountRepository: Send + Sync {
     /// Removes and returns the challenge: a nonce is consumed by its first use.
     async fn take_challenge(&self, nonce_hash: [u8; 32]) -> Result<Option<Challenge>, StoreError>;
 
-    async fn create_session(&self, session: Session) -> Result<(), StoreError>;
+    /// Stores a session opened by sign-in, with its records (the sign-in
+    /// notice), in one transaction.
+    async fn create_session(&self, session: Session, records: Records) -> Result<(), StoreError>;
 
     /// Resolves a token hash to the session or device credential it belongs to.
     async fn bearer(&self, token_hash: [u8; 32]) -> Result<Option<Bearer>, StoreError>;

@@ -1,5 +1,6 @@
 use std::sync::Arc;
 
+use sealpost_activity::{Notice, Records};
 use sealpost_kernel::{AccountId, Clock, PlanId, SessionId, Timestamp};
 use sealpost_seal::{
     ChallengeKeypair, b64, random_bytes, random_token, sha256, verify_handshake_proof,
@@ -104,7 +105,9 @@ impl Accounts {
             return Err(AccountError::Unauthenticated);
         }
         let (session, token) = new_session(account_id, now);
-        self.repo.create_session(session.clone()).await?;
+        // The account's phones hear of every sign-in (push `newSignIn`).
+        let notice = Records::notice(Notice::signed_in(account_id, &session.id, now));
+        self.repo.create_session(session.clone(), notice).await?;
         Ok(SignedIn {
             account,
             token,

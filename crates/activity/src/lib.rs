@@ -13,7 +13,8 @@ use async_trait::async_trait;
 use chrono::TimeDelta;
 use sealpost_kernel::{
     AccountId, ActivityId, AddressId, Clock, Cursor, DeviceId, EventId, MessageId, Page,
-    PageRequest, PlanId, StoreError, Timestamp, string_enum, string_enum_serde,
+    PageRequest, PaymentId, PlanId, SessionId, StoreError, Timestamp, WebhookId, string_enum,
+    string_enum_serde,
 };
 use serde_json::{Value, json};
 
@@ -58,6 +59,18 @@ string_enum! {
 }
 string_enum_serde!(EventType);
 
+string_enum! {
+    /// Outbox entries for push notifications only: changes the SPEC's event
+    /// list does not name. They are written to the outbox already marked
+    /// fanned out, so webhooks never see them.
+    pub enum NoticeKind: "notice kind" {
+        SignedIn => "notice.signed_in",
+        PaymentPaid => "notice.payment_paid",
+        PaymentFailed => "notice.payment_failed",
+        WebhookDisabled => "notice.webhook_disabled",
+    }
+}
+
 impl EventType {
     /// The one type sent only on request (`POST .../test`), never by fan-out.
     pub fn is_test(self) -> bool {
@@ -85,11 +98,69 @@ pub struct Event {
     pub at: Timestamp,
 }
 
-/// The activity entries and events one decision causes.
+/// A push-only outbox entry ([`NoticeKind`]); ids only, like events.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notice {
+    pub id: EventId,
+    pub account: AccountId,
+    pub kind: NoticeKind,
+    pub payload: Value,
+    pub at: Timestamp,
+}
+
+impl Notice {
+    fn new(account: &AccountId, kind: NoticeKind, payload: Value, at: Timestamp) -> Notice {
+        Notice {
+            id: EventId::generate(),
+            account: account.clone(),
+            kind,
+            payload,
+            at,
+        }
+    }
+
+    /// A session was opened by the sign-in handshake.
+    pub fn signed_in(account: &AccountId, session: &SessionId, at: Timestamp) -> Notice {
+        Notice::new(
+            account,
+            NoticeKind::SignedIn,
+            json!({ "sessionId": session }),
+            at,
+        )
+    }
+
+    /// A payment settled as paid or failed.
+    pub fn payment_settled(
+        account: &AccountId,
+        payment: &PaymentId,
+        paid: bool,
+        at: Timestamp,
+    ) -> Notice {
+        let kind = if paid {
+            NoticeKind::PaymentPaid
+        } else {
+            NoticeKind::PaymentFailed
+        };
+        Notice::new(account, kind, json!({ "paymentId": payment }), at)
+    }
+
+    /// A webhook was switched off after three days of failures.
+    pub fn webhook_disabled(account: &AccountId, webhook: &WebhookId, at: Timestamp) -> Notice {
+        Notice::new(
+            account,
+            NoticeKind::WebhookDisabled,
+            json!({ "webhookId": webhook }),
+            at,
+        )
+    }
+}
+
+/// The activity entries, events and push notices one decision causes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Records {
     pub activity: Vec<ActivityEntry>,
     pub events: Vec<Event>,
+    pub notices: Vec<Notice>,
 }
 
 impl Records {
@@ -100,6 +171,15 @@ impl Records {
     pub fn extend(&mut self, other: Records) {
         self.activity.extend(other.activity);
         self.events.extend(other.events);
+        self.notices.extend(other.notices);
+    }
+
+    /// Records holding one push notice.
+    pub fn notice(notice: Notice) -> Records {
+        Records {
+            notices: vec![notice],
+            ..Records::default()
+        }
     }
 
     fn activity(

@@ -47,6 +47,8 @@ pub struct Settlement {
     pub to: PaymentStatus,
     pub at: Timestamp,
     pub purchase: Option<PlanPurchase>,
+    /// The payment's push notice (paid or failed).
+    pub records: Records,
 }
 
 /// An unpaid period ending: one transaction.

@@ -261,6 +261,12 @@ impl Billing {
                 to,
                 at: now,
                 purchase,
+                records: Records::notice(sealpost_activity::Notice::payment_settled(
+                    &payment.account,
+                    &payment.id,
+                    to == PaymentStatus::Paid,
+                    now,
+                )),
             };
             if self.repo.settle(settlement).await? == Applied::Done {
                 return Ok(Settled::Changed(Payment {

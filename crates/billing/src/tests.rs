@@ -368,6 +368,15 @@ async fn a_paid_notice_changes_the_plan_with_subscription_updated_in_one_settlem
         (settlement.from, settlement.to, settlement.at),
         (PaymentStatus::Pending, PaymentStatus::Paid, at(NOW))
     );
+    assert_eq!(
+        settlement
+            .records
+            .notices
+            .iter()
+            .map(|notice| notice.kind)
+            .collect::<Vec<_>>(),
+        [sealpost_activity::NoticeKind::PaymentPaid]
+    );
     let purchase = settlement.purchase.unwrap();
     assert_eq!(
         (
@@ -451,6 +460,12 @@ async fn a_failed_notice_buys_nothing_and_ignored_ones_read_nothing() {
     parts.repo.expect_settle().times(1).returning(|settlement| {
         assert_eq!(settlement.to, PaymentStatus::Failed);
         assert_eq!(settlement.purchase, None);
+        // The account's phones hear of it (push `billing`).
+        assert_eq!(settlement.records.notices.len(), 1);
+        assert_eq!(
+            settlement.records.notices[0].kind,
+            sealpost_activity::NoticeKind::PaymentFailed
+        );
         Ok(Applied::Done)
     });
     let settled = billing(parts, NOW)

@@ -22,6 +22,7 @@
 
 pub mod billing;
 mod error;
+pub mod notifications;
 pub mod sealing;
 pub mod types;
 pub mod webhook;

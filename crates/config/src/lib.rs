@@ -134,6 +134,56 @@ pub const VARIABLES: &[Variable] = &[
         default: "(unset)",
         meaning: "PEM file of extra trusted roots for webhook delivery (tests).",
     },
+    Variable {
+        name: "SEALPOST_APNS_KEY_FILE",
+        default: "(unset: no pushes to iOS)",
+        meaning: "Apple's token-signing key (`AuthKey_<id>.p8`, PKCS#8 PEM, ES256); set together with the three variables below.",
+    },
+    Variable {
+        name: "SEALPOST_APNS_KEY_ID",
+        default: "(unset)",
+        meaning: "The key's id (10 characters), sent as the JWT `kid`.",
+    },
+    Variable {
+        name: "SEALPOST_APNS_TEAM_ID",
+        default: "(unset)",
+        meaning: "The Apple developer team id, sent as the JWT `iss`.",
+    },
+    Variable {
+        name: "SEALPOST_APNS_TOPIC",
+        default: "(unset)",
+        meaning: "The iOS app's bundle id, sent as `apns-topic`.",
+    },
+    Variable {
+        name: "SEALPOST_APNS_URL",
+        default: "https://api.push.apple.com",
+        meaning: "APNs base URL; `https://api.sandbox.push.apple.com` for development builds of the app, or a test double.",
+    },
+    Variable {
+        name: "SEALPOST_FCM_CREDENTIALS_FILE",
+        default: "(unset: no pushes to Android)",
+        meaning: "A Firebase service-account JSON key file (`project_id`, `client_email`, `private_key`, `token_uri`).",
+    },
+    Variable {
+        name: "SEALPOST_FCM_PROJECT_ID",
+        default: "(the file's `project_id`)",
+        meaning: "The Firebase project messages are sent through.",
+    },
+    Variable {
+        name: "SEALPOST_FCM_URL",
+        default: "https://fcm.googleapis.com",
+        meaning: "FCM base URL; changed only to point at a test double.",
+    },
+    Variable {
+        name: "SEALPOST_FCM_TOKEN_URL",
+        default: "(the file's `token_uri`)",
+        meaning: "OAuth 2.0 token endpoint the service-account assertion is exchanged at; changed only to point at a test double.",
+    },
+    Variable {
+        name: "SEALPOST_PUSH_CA_FILE",
+        default: "(unset)",
+        meaning: "PEM file of extra trusted roots for APNs and FCM (tests).",
+    },
 ];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -170,6 +220,31 @@ pub struct Config {
     pub stripe: Option<StripeKeys>,
     /// The crypto provider, enabled when its keys are set.
     pub btcpay: Option<BtcpayKeys>,
+    /// Pushes to iOS, enabled when its keys are set.
+    pub apns: Option<ApnsKeys>,
+    /// Pushes to Android, enabled when a service-account file is set.
+    pub fcm: Option<FcmKeys>,
+    /// A PEM file of extra trusted roots for APNs and FCM (tests).
+    pub push_ca_file: Option<PathBuf>,
+}
+
+/// `SEALPOST_APNS_KEY_FILE`, `_KEY_ID`, `_TEAM_ID` and `_TOPIC` (all or none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApnsKeys {
+    pub key_file: PathBuf,
+    pub key_id: String,
+    pub team_id: String,
+    pub topic: String,
+    pub url: String,
+}
+
+/// `SEALPOST_FCM_CREDENTIALS_FILE` and what overrides the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FcmKeys {
+    pub credentials_file: PathBuf,
+    pub project_id: Option<String>,
+    pub url: String,
+    pub token_url: Option<String>,
 }
 
 /// `SEALPOST_STRIPE_SECRET_KEY` and `SEALPOST_STRIPE_WEBHOOK_SECRET` (both or
@@ -299,6 +374,34 @@ impl Config {
                 webhook_secret,
             },
         );
+        let apns = all_or_none(
+            &get,
+            &[
+                "SEALPOST_APNS_KEY_FILE",
+                "SEALPOST_APNS_KEY_ID",
+                "SEALPOST_APNS_TEAM_ID",
+                "SEALPOST_APNS_TOPIC",
+            ],
+        )?
+        .map(|[key_file, key_id, team_id, topic]| ApnsKeys {
+            key_file: PathBuf::from(key_file),
+            key_id,
+            team_id,
+            topic,
+            url: get("SEALPOST_APNS_URL")
+                .unwrap_or("https://api.push.apple.com")
+                .trim_end_matches('/')
+                .to_owned(),
+        });
+        let fcm = get("SEALPOST_FCM_CREDENTIALS_FILE").map(|file| FcmKeys {
+            credentials_file: PathBuf::from(file),
+            project_id: get("SEALPOST_FCM_PROJECT_ID").map(str::to_owned),
+            url: get("SEALPOST_FCM_URL")
+                .unwrap_or("https://fcm.googleapis.com")
+                .trim_end_matches('/')
+                .to_owned(),
+            token_url: get("SEALPOST_FCM_TOKEN_URL").map(str::to_owned),
+        });
         let billing_disabled: Vec<String> = get("SEALPOST_BILLING_DISABLED")
             .unwrap_or("")
             .split(',')
@@ -337,6 +440,9 @@ impl Config {
             billing_disabled,
             stripe,
             btcpay,
+            apns,
+            fcm,
+            push_ca_file: get("SEALPOST_PUSH_CA_FILE").map(PathBuf::from),
             database_url: get("DATABASE_URL")
                 .unwrap_or(DEFAULT_DATABASE_URL)
                 .to_owned(),
@@ -627,6 +733,44 @@ mod tests {
             })
         ));
         assert!(Config::from_vars(&vars(&[("SEALPOST_BILLING_DISABLED", "paypal")])).is_err());
+    }
+
+    #[test]
+    fn push_providers_are_enabled_by_their_keys() {
+        let config = Config::from_vars(&HashMap::new()).unwrap();
+        assert_eq!(
+            (config.apns, config.fcm, config.push_ca_file),
+            (None, None, None)
+        );
+
+        let config = Config::from_vars(&vars(&[
+            ("SEALPOST_APNS_KEY_FILE", "/keys/AuthKey_ABC.p8"),
+            ("SEALPOST_APNS_KEY_ID", "ABC"),
+            ("SEALPOST_APNS_TEAM_ID", "TEAM"),
+            ("SEALPOST_APNS_TOPIC", "net.example.app"),
+            ("SEALPOST_FCM_CREDENTIALS_FILE", "/keys/firebase.json"),
+            ("SEALPOST_FCM_URL", "https://fcm.example/"),
+        ]))
+        .unwrap();
+        let apns = config.apns.unwrap();
+        assert_eq!(apns.url, "https://api.push.apple.com");
+        assert_eq!(apns.key_file, PathBuf::from("/keys/AuthKey_ABC.p8"));
+        assert_eq!(
+            (apns.key_id.as_str(), apns.team_id.as_str()),
+            ("ABC", "TEAM")
+        );
+        let fcm = config.fcm.unwrap();
+        assert_eq!(fcm.url, "https://fcm.example");
+        assert_eq!((fcm.project_id, fcm.token_url), (None, None));
+
+        let half = Config::from_vars(&vars(&[("SEALPOST_APNS_KEY_FILE", "/k.p8")]));
+        assert!(matches!(
+            half,
+            Err(ConfigError::Invalid {
+                name: "SEALPOST_APNS_KEY_ID",
+                ..
+            })
+        ));
     }
 
     #[test]

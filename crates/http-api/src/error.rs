@@ -13,6 +13,7 @@ use sealpost_kernel::page::PageError;
 use sealpost_kernel::{InvalidId, StoreError};
 use sealpost_messages::ingest::IngestError;
 use sealpost_messages::mailbox::MailError;
+use sealpost_notifications::NotificationError;
 use sealpost_pairing::DeviceError;
 use sealpost_plans::LimitError;
 use sealpost_seal::BoxShapeError;
@@ -396,6 +397,15 @@ impl From<WebhookError> for ApiError {
             WebhookError::IdTaken => Self::new(ErrorCode::IdTaken, error.to_string()),
             WebhookError::NotFound => Self::not_found(),
             WebhookError::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<NotificationError> for ApiError {
+    fn from(error: NotificationError) -> Self {
+        match error {
+            NotificationError::NotFound => Self::not_found(),
+            NotificationError::Store(store) => store.into(),
         }
     }
 }

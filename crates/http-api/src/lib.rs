@@ -55,7 +55,8 @@ pub fn serve(
 
 fn routes(config: &mut web::ServiceConfig) {
     use routes::{
-        accounts, activity, addresses, billing, devices, health, messages, plans, webhooks,
+        accounts, activity, addresses, billing, devices, health, messages, notifications, plans,
+        webhooks,
     };
     config
         .route("/", web::get().to(index))
@@ -138,6 +139,11 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(webhooks::test)
         .service(webhooks::deliveries)
         .service(webhooks::redeliver)
+        .service(notifications::get_preferences)
+        .service(notifications::update_preferences)
+        .service(notifications::mute_inbox)
+        .service(notifications::register_device)
+        .service(notifications::remove_device)
         .service(
             web::resource("/messages")
                 .app_data(PayloadConfig::new(messages::INBOUND_BODY_LIMIT))

@@ -5,7 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    accounts, activity, addresses, billing, devices, health, messages, plans, webhooks,
+    accounts, activity, addresses, billing, devices, health, messages, notifications, plans,
+    webhooks,
 };
 
 #[derive(OpenApi)]
@@ -68,6 +69,11 @@ use crate::routes::{
         webhooks::test,
         webhooks::deliveries,
         webhooks::redeliver,
+        notifications::get_preferences,
+        notifications::update_preferences,
+        notifications::mute_inbox,
+        notifications::register_device,
+        notifications::remove_device,
     ),
     modifiers(&BearerAuth),
 )]

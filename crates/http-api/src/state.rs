@@ -9,6 +9,7 @@ use sealpost_billing::Billing;
 use sealpost_kernel::{Clock, StoreError};
 use sealpost_messages::ingest::Ingest;
 use sealpost_messages::mailbox::Mailbox;
+use sealpost_notifications::Notifications;
 use sealpost_pairing::Devices;
 use sealpost_subscriptions::Subscriptions;
 use sealpost_webhooks::service::Webhooks;
@@ -34,6 +35,8 @@ pub struct AppState {
     pub subscriptions: Subscriptions,
     /// Providers, checkout, payments, notices.
     pub billing: Billing,
+    /// Push preferences, address mutes and push tokens.
+    pub notifications: Notifications,
     /// The service's own domains and the API's public host: webhook URLs
     /// may not point at them.
     pub service_domains: Vec<String>,

@@ -16,7 +16,7 @@ pub mod smtp;
 mod sweeps;
 mod wiring;
 
-pub use sender::{send_forever, spawn_webhook_sender, webhook_sender};
+pub use sender::{push_forever, push_sender, send_forever, spawn_webhook_sender, webhook_sender};
 pub use sweeps::{Pass, SWEEP_EVERY, Sweeps, sweep_forever};
 pub use wiring::Services;
 
@@ -32,11 +32,12 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-/// The background jobs of one process: the hourly sweep pass and the webhook
-/// sender. They run until this value is dropped.
+/// The background jobs of one process: the hourly sweep pass, the webhook
+/// sender and the push sender. They run until this value is dropped.
 pub struct Jobs {
     _sweeps: AbortOnDrop<()>,
     _sender: AbortOnDrop<()>,
+    _push: AbortOnDrop<()>,
 }
 
 impl Jobs {
@@ -44,7 +45,9 @@ impl Jobs {
     /// `config` (`SEALPOST_WEBHOOK_*`).
     pub fn start(services: &Services, config: &Config) -> anyhow::Result<Jobs> {
         let sender = webhook_sender(&services.store, config, services.clock.clone())?;
+        let push = push_sender(&services.store, config, services.clock.clone())?;
         Ok(Jobs {
+            _push: AbortOnDrop(tokio::spawn(push_forever(push))),
             _sweeps: AbortOnDrop(tokio::spawn(sweep_forever(Sweeps::new(services)))),
             _sender: AbortOnDrop(spawn_webhook_sender(sender)),
         })

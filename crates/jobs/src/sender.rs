@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use sealpost_config::Config;
-use sealpost_kernel::{AccountId, Clock, StoreError, WebhookId};
+use sealpost_kernel::{Clock, StoreError};
+use sealpost_notifications::push::{PushAlerts, PushSender};
+use sealpost_push::PushHttp;
 use sealpost_store_pg::PgStore;
 use sealpost_webhook_http::{WebhookHttp, WebhookHttpConfig};
 use sealpost_webhooks::delivery::AttemptOutcome;
-use sealpost_webhooks::service::{AttemptRecord, Sender, WebhookAlerts, WebhookTransport};
+use sealpost_webhooks::service::{AttemptRecord, Sender, WebhookTransport};
 use tokio::task::JoinHandle;
 
 use crate::AbortOnDrop;
@@ -41,7 +43,8 @@ pub fn webhook_sender(
     Ok(Sender::new(
         Arc::new(store.clone()),
         Arc::new(transport),
-        Arc::new(LoggedAlerts),
+        // A webhook switched off for failing is pushed to its owner's phones.
+        Arc::new(PushAlerts::new(Arc::new(store.clone()), clock.clone())),
         clock,
     ))
 }
@@ -57,17 +60,6 @@ impl WebhookTransport for HttpTransport {
         body: String,
     ) -> AttemptOutcome {
         self.0.send(url, headers, body).await
-    }
-}
-
-/// The push adapter is not built yet; until it is, an auto-disabled webhook
-/// is reported in the log (ids only) and on the endpoint's own status.
-struct LoggedAlerts;
-
-#[async_trait::async_trait]
-impl WebhookAlerts for LoggedAlerts {
-    async fn webhook_disabled(&self, account: &AccountId, webhook: &WebhookId) {
-        tracing::warn!(%account, %webhook, "webhook switched off after three days of failures");
     }
 }
 
@@ -187,4 +179,36 @@ async fn send_round(
         });
     }
     Ok(fanned + started)
+}
+
+/// The push sender over APNs and FCM, configured from `SEALPOST_APNS_*`,
+/// `SEALPOST_FCM_*` and `SEALPOST_PUSH_CA_FILE`.
+pub fn push_sender(
+    store: &PgStore,
+    config: &Config,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<PushSender> {
+    let transport = PushHttp::from_config(config).context("configuring the push providers")?;
+    Ok(PushSender::new(
+        Arc::new(store.clone()),
+        Arc::new(transport),
+        clock,
+    ))
+}
+
+/// Pushes sent at once per round; each takes at most its 10-second limit.
+const PUSH_BATCH: i64 = 64;
+
+/// Rounds of the push sender, pausing a second when one found nothing.
+pub async fn push_forever(sender: PushSender) {
+    loop {
+        match sender.run_round(PUSH_BATCH).await {
+            Ok(round) if round.is_idle() => tokio::time::sleep(Duration::from_secs(1)).await,
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "push sender round failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
 }

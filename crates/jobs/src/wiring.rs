@@ -43,6 +43,8 @@ pub struct Services {
     pub webhooks: Webhooks,
     pub subscriptions: Subscriptions,
     pub billing: Billing,
+    /// Push preferences, address mutes and push tokens.
+    pub notifications: sealpost_notifications::Notifications,
     /// Keeps `ingest` alive in the eyes of every process's recovery.
     _instance_lock: Arc<InstanceLock>,
 }
@@ -85,6 +87,10 @@ impl Services {
             webhooks: Webhooks::new(Arc::new(store.clone()), clock.clone()),
             subscriptions: Subscriptions::new(Arc::new(store.clone()), clock.clone()),
             billing: billing(&store, config, &clock)?,
+            notifications: sealpost_notifications::Notifications::new(
+                Arc::new(store.clone()),
+                clock.clone(),
+            ),
             store,
             blobs,
             clock,

@@ -7,12 +7,13 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_accounts::{
     Account, AccountRepository, Bearer, Challenge, NewAccount, RegisterOutcome, Session,
 };
+use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, DeviceId, PlanId, SessionId, StoreError, Timestamp};
 use sealpost_seal::sha256;
 
 use crate::addresses::retire_address;
 use crate::devices::WORKER_ID_KIND;
-use crate::records::{queue_blobs_of, retire_id};
+use crate::records::{queue_blobs_of, retire_id, write_records};
 use crate::schema::{
     accounts, addresses, auth_challenges, device_credentials, devices, retired_account_ids,
     sessions,
@@ -181,14 +182,17 @@ impl AccountRepository for PgStore {
         .transpose()
     }
 
-    async fn create_session(&self, session: Session) -> Result<(), StoreError> {
+    async fn create_session(&self, session: Session, records: Records) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
-        diesel::insert_into(sessions::table)
-            .values(SessionRow::from_session(&session))
-            .execute(&mut conn)
-            .await
-            .map(|_| ())
-            .map_err(db_error)
+        conn.transaction(async |conn| {
+            diesel::insert_into(sessions::table)
+                .values(SessionRow::from_session(&session))
+                .execute(conn)
+                .await?;
+            write_records(conn, &records).await
+        })
+        .await
+        .map_err(db_error)
     }
 
     async fn bearer(&self, token_hash: [u8; 32]) -> Result<Option<Bearer>, StoreError> {

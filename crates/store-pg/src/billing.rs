@@ -413,6 +413,7 @@ impl BillingRepository for PgStore {
             if let Some(purchase) = &settlement.purchase {
                 buy(conn, &settlement.account, &account, purchase, settlement.at).await?;
             }
+            write_records(conn, &settlement.records).await?;
             Ok::<_, diesel::result::Error>(Applied::Done)
         })
         .await

@@ -52,6 +52,27 @@ pub(crate) async fn write_records(
             .execute(conn)
             .await?;
     }
+    if !records.notices.is_empty() {
+        // In the outbox for push; born fanned out, so webhooks skip them.
+        let rows: Vec<_> = records
+            .notices
+            .iter()
+            .map(|notice| {
+                (
+                    events::id.eq(notice.id.as_str()),
+                    events::account_id.eq(notice.account.as_str()),
+                    events::event_type.eq(notice.kind.as_str()),
+                    events::payload.eq(&notice.payload),
+                    events::created_at.eq(notice.at.as_datetime()),
+                    events::fanned_out.eq(true),
+                )
+            })
+            .collect();
+        diesel::insert_into(events::table)
+            .values(rows)
+            .execute(conn)
+            .await?;
+    }
     Ok(())
 }
 

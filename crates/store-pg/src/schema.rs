@@ -153,6 +153,7 @@ diesel::table! {
         payload -> Jsonb,
         created_at -> Timestamptz,
         fanned_out -> Bool,
+        pushed -> Bool,
     }
 }
 
@@ -282,3 +283,58 @@ diesel::table! {
 
 diesel::joinable!(payments -> accounts (account_id));
 diesel::allow_tables_to_appear_in_same_query!(payments, accounts);
+
+diesel::table! {
+    notification_preferences (account_id) {
+        account_id -> Text,
+        new_mail -> Bool,
+        device_paired -> Bool,
+        device_offline -> Bool,
+        new_sign_in -> Bool,
+        billing -> Bool,
+        support -> Bool,
+        webhook_failures -> Bool,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    notification_mutes (inbox_id) {
+        inbox_id -> Text,
+        account_id -> Text,
+        muted_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    push_devices (token) {
+        token -> Text,
+        account_id -> Text,
+        platform -> Text,
+        registered_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    push_batches (account_id, kind) {
+        account_id -> Text,
+        kind -> Text,
+        count -> Int4,
+        due_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    push_deliveries (id) {
+        id -> Int8,
+        token -> Text,
+        account_id -> Text,
+        platform -> Text,
+        kind -> Text,
+        count -> Int4,
+        attempts -> Int4,
+        next_attempt_at -> Timestamptz,
+        lease_until -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+    }
+}

@@ -12,6 +12,7 @@
     reason = "test support: a failed set-up should stop the test loudly"
 )]
 
+pub mod push;
 pub mod receiver;
 
 use std::collections::HashMap;

@@ -7,6 +7,7 @@ mod billing;
 mod devices;
 mod inboxes;
 mod mail;
+mod notifications;
 mod sessions;
 mod vault;
 
@@ -20,7 +21,7 @@ use url::Url;
 
 use crate::cli::{
     AddressCommand, AgentCommand, BillingCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand,
-    MailCommand, PlanCommand, SessionsCommand, StoredCredential,
+    MailCommand, NotificationsCommand, PlanCommand, SessionsCommand, StoredCredential,
 };
 use crate::state::{DeviceState, StateDir, StoredSession};
 
@@ -170,6 +171,18 @@ pub async fn run(cli: Cli) -> Result<()> {
                 billing::checkout(&ctx, &plan, provider.as_deref()).await
             }
             BillingCommand::Payment { id } => billing::payment(&ctx, &id).await,
+        },
+        Command::Notifications(command) => match command {
+            NotificationsCommand::Show => notifications::show(&ctx).await,
+            NotificationsCommand::Set { kind, state } => {
+                notifications::set(&ctx, &kind, &state).await
+            }
+            NotificationsCommand::Mute { address } => {
+                notifications::mute(&ctx, &address, true).await
+            }
+            NotificationsCommand::Unmute { address } => {
+                notifications::mute(&ctx, &address, false).await
+            }
         },
         Command::Mail(args) => {
             let device = args.device;

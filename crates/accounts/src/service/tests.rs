@@ -150,7 +150,14 @@ async fn verify_with_the_right_proof_opens_a_session() {
     let clock = clock();
     let (challenge, issued) = issue_challenge(&clock, account_id()).await;
     let mut repo = repo_with(challenge, Some(stored_account(clock.now())));
-    repo.expect_create_session().times(1).returning(|_| Ok(()));
+    repo.expect_create_session()
+        .withf(|session, records| {
+            records.notices.len() == 1
+                && records.notices[0].kind == sealpost_activity::NoticeKind::SignedIn
+                && records.notices[0].payload["sessionId"] == session.id.as_str()
+        })
+        .times(1)
+        .returning(|_, _| Ok(()));
     let proof = keys().handshake_proof(&issued.challenge_key, &issued.nonce, account_id().as_str());
 
     let signed_in = service(repo, &clock)

@@ -5,5 +5,6 @@ pub mod billing;
 pub mod devices;
 pub mod health;
 pub mod messages;
+pub mod notifications;
 pub mod plans;
 pub mod webhooks;

@@ -1,0 +1,3 @@
+DROP TABLE push_devices;
+DROP TABLE notification_mutes;
+DROP TABLE notification_preferences;
