@@ -18,6 +18,7 @@ use sealpost_billing::{
 };
 use sealpost_kernel::Timestamp;
 use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
 
 use crate::http::Executor;
 use crate::{BuildError, PreparedRequest};
@@ -35,10 +36,10 @@ pub struct BtcpayConfig {
     /// is kept).
     pub server_url: String,
     /// A Greenfield API key with `btcpay.store.cancreateinvoice`.
-    pub api_key: String,
+    pub api_key: Zeroizing<String>,
     pub store_id: String,
     /// The store webhook's secret.
-    pub webhook_secret: String,
+    pub webhook_secret: Zeroizing<String>,
     /// Where the payer goes after paying.
     pub redirect_url: String,
 }
@@ -135,7 +136,7 @@ pub fn checkout_request(config: &BtcpayConfig, request: &CheckoutRequest) -> Pre
         headers: vec![
             (
                 "Authorization".to_owned(),
-                format!("token {}", config.api_key),
+                format!("token {}", config.api_key.as_str()),
             ),
             ("Content-Type".to_owned(), "application/json".to_owned()),
             ("Accept".to_owned(), "application/json".to_owned()),

@@ -18,6 +18,7 @@ use sealpost_billing::{
 use sealpost_kernel::Timestamp;
 use serde::Deserialize;
 use url::form_urlencoded;
+use zeroize::Zeroizing;
 
 use crate::http::Executor;
 use crate::{BuildError, PreparedRequest};
@@ -36,9 +37,9 @@ const NAME: &str = "Stripe";
 pub struct StripeConfig {
     /// `sk_live_...` / `sk_test_...` (or a restricted `rk_...` key that may
     /// write Checkout Sessions).
-    pub secret_key: String,
+    pub secret_key: Zeroizing<String>,
     /// The webhook endpoint's signing secret, `whsec_...`.
-    pub webhook_secret: String,
+    pub webhook_secret: Zeroizing<String>,
     /// [`DEFAULT_API_BASE`] in production.
     pub api_base: String,
     /// Where Stripe sends the payer after paying (may hold
@@ -58,8 +59,8 @@ impl StripeConfig {
         cancel_url: impl Into<String>,
     ) -> Self {
         Self {
-            secret_key: secret_key.into(),
-            webhook_secret: webhook_secret.into(),
+            secret_key: Zeroizing::new(secret_key.into()),
+            webhook_secret: Zeroizing::new(webhook_secret.into()),
             api_base: DEFAULT_API_BASE.to_owned(),
             success_url: success_url.into(),
             cancel_url: cancel_url.into(),
@@ -118,7 +119,7 @@ pub fn checkout_request(config: &StripeConfig, request: &CheckoutRequest) -> Pre
         headers: vec![
             (
                 "Authorization".to_owned(),
-                format!("Bearer {}", config.secret_key),
+                format!("Bearer {}", config.secret_key.as_str()),
             ),
             ("Idempotency-Key".to_owned(), payment.to_owned()),
             (

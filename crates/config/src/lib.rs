@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use zeroize::Zeroizing;
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/sealpost_dev";
 
@@ -251,8 +252,8 @@ pub struct FcmKeys {
 /// neither); `SEALPOST_STRIPE_API_URL` only to point at a test double.
 #[derive(Clone, PartialEq, Eq)]
 pub struct StripeKeys {
-    pub secret_key: String,
-    pub webhook_secret: String,
+    pub secret_key: Zeroizing<String>,
+    pub webhook_secret: Zeroizing<String>,
     pub api_url: String,
 }
 
@@ -261,12 +262,13 @@ pub struct StripeKeys {
 #[derive(Clone, PartialEq, Eq)]
 pub struct BtcpayKeys {
     pub server_url: String,
-    pub api_key: String,
+    pub api_key: Zeroizing<String>,
     pub store_id: String,
-    pub webhook_secret: String,
+    pub webhook_secret: Zeroizing<String>,
 }
 
-// Keys never reach a log line through `{:?}`.
+// Keys never reach a log line through `{:?}`; they are held in `Zeroizing`
+// so the copies the configuration owns are wiped when dropped.
 impl std::fmt::Debug for StripeKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StripeKeys")
@@ -342,8 +344,8 @@ impl Config {
             ],
         )?
         .map(|[secret_key, webhook_secret]| StripeKeys {
-            secret_key,
-            webhook_secret,
+            secret_key: secret_key.into(),
+            webhook_secret: webhook_secret.into(),
             api_url: get("SEALPOST_STRIPE_API_URL")
                 .unwrap_or("https://api.stripe.com")
                 .trim_end_matches('/')
@@ -369,9 +371,9 @@ impl Config {
         .map(
             |[server_url, api_key, store_id, webhook_secret]| BtcpayKeys {
                 server_url: server_url.trim_end_matches('/').to_owned(),
-                api_key,
+                api_key: api_key.into(),
                 store_id,
-                webhook_secret,
+                webhook_secret: webhook_secret.into(),
             },
         );
         let apns = all_or_none(
@@ -713,7 +715,7 @@ mod tests {
         .unwrap();
         let stripe = config.stripe.unwrap();
         assert_eq!(stripe.api_url, "https://api.stripe.com");
-        assert_eq!(stripe.secret_key, "sk_test_1");
+        assert_eq!(stripe.secret_key.as_str(), "sk_test_1");
         assert!(
             !format!("{stripe:?}").contains("sk_test_1"),
             "keys stay out of logs"
@@ -771,6 +773,32 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn debug_output_never_holds_provider_secrets() {
+        let config = Config::from_vars(&vars(&[
+            ("SEALPOST_STRIPE_SECRET_KEY", "sk_live_stripe_secret"),
+            ("SEALPOST_STRIPE_WEBHOOK_SECRET", "whsec_stripe_hook"),
+            ("SEALPOST_BTCPAY_URL", "https://pay.example"),
+            ("SEALPOST_BTCPAY_API_KEY", "btcpay_api_secret"),
+            ("SEALPOST_BTCPAY_STORE_ID", "store1"),
+            ("SEALPOST_BTCPAY_WEBHOOK_SECRET", "btcpay_hook_secret"),
+        ]))
+        .unwrap();
+        let printed = format!("{config:?} {config:#?}");
+        for secret in [
+            "sk_live_stripe_secret",
+            "whsec_stripe_hook",
+            "btcpay_api_secret",
+            "btcpay_hook_secret",
+        ] {
+            assert!(!printed.contains(secret), "{secret} in {printed}");
+        }
+        assert!(printed.contains("https://pay.example"), "{printed}");
+        let btcpay = config.btcpay.unwrap();
+        assert_eq!(btcpay.api_key.as_str(), "btcpay_api_secret");
+        assert_eq!(btcpay.webhook_secret.as_str(), "btcpay_hook_secret");
     }
 
     #[test]

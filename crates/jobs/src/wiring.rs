@@ -122,7 +122,12 @@ fn payment_providers(config: &Config) -> anyhow::Result<Vec<Arc<dyn PaymentProvi
     if let Some(keys) = &config.stripe {
         let stripe = StripeProvider::new(StripeConfig {
             api_base: keys.api_url.clone(),
-            ..StripeConfig::new(&keys.secret_key, &keys.webhook_secret, &back, &back)
+            ..StripeConfig::new(
+                keys.secret_key.as_str(),
+                keys.webhook_secret.as_str(),
+                &back,
+                &back,
+            )
         })
         .context("configuring the Stripe provider")?;
         providers.push(Arc::new(stripe));

@@ -539,8 +539,8 @@ async fn a_signed_stripe_notice_pays_once_however_often_it_arrives() {
     let api = Api::with(
         TestApp::spawn_with(|config| {
             config.stripe = Some(sealpost_config::StripeKeys {
-                secret_key: "sk_test_e2e".into(),
-                webhook_secret: SECRET.into(),
+                secret_key: "sk_test_e2e".to_owned().into(),
+                webhook_secret: SECRET.to_owned().into(),
                 api_url: stripe_url,
             });
         })

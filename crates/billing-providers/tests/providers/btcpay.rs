@@ -33,7 +33,7 @@ fn checkout_request_matches_the_recorded_request() {
     );
     assert_eq!(
         prepared.header("Authorization"),
-        Some(format!("token {}", config.api_key).as_str())
+        Some(format!("token {}", config.api_key.as_str()).as_str())
     );
     assert_eq!(prepared.header("Content-Type"), Some("application/json"));
     let body: Value = serde_json::from_slice(&prepared.body).unwrap();
@@ -69,8 +69,11 @@ fn debug_output_hides_the_secrets() {
     let config = btcpay_config();
     let prepared = btcpay::checkout_request(&config, &checkout_request());
     let printed = format!("{config:?} {prepared:?}");
-    assert!(!printed.contains(&config.api_key), "{printed}");
-    assert!(!printed.contains(&config.webhook_secret), "{printed}");
+    assert!(!printed.contains(config.api_key.as_str()), "{printed}");
+    assert!(
+        !printed.contains(config.webhook_secret.as_str()),
+        "{printed}"
+    );
 }
 
 // ---- reading the answer ----
@@ -333,7 +336,7 @@ async fn checkout_over_the_wire() {
     );
     assert_eq!(
         received.header("authorization"),
-        Some(format!("token {}", btcpay_config().api_key).as_str())
+        Some(format!("token {}", btcpay_config().api_key.as_str()).as_str())
     );
     assert_eq!(received.header("content-type"), Some("application/json"));
     let body: Value = serde_json::from_slice(&received.body).unwrap();

@@ -65,9 +65,9 @@ pub fn btcpay_config() -> BtcpayConfig {
     let btcpay = &input["btcpay"];
     BtcpayConfig {
         server_url: text(btcpay, "server_url").to_owned(),
-        api_key: text(btcpay, "api_key").to_owned(),
+        api_key: text(btcpay, "api_key").to_owned().into(),
         store_id: text(btcpay, "store_id").to_owned(),
-        webhook_secret: text(btcpay, "webhook_secret").to_owned(),
+        webhook_secret: text(btcpay, "webhook_secret").to_owned().into(),
         redirect_url: text(btcpay, "redirect_url").to_owned(),
     }
 }

@@ -31,7 +31,7 @@ fn checkout_request_matches_the_recorded_request() {
     assert_eq!(prepared.url, "https://api.stripe.com/v1/checkout/sessions");
     assert_eq!(
         prepared.header("Authorization"),
-        Some(format!("Bearer {}", config.secret_key).as_str())
+        Some(format!("Bearer {}", config.secret_key.as_str()).as_str())
     );
     assert_eq!(
         prepared.header("Idempotency-Key"),
@@ -89,8 +89,11 @@ fn debug_output_hides_the_secrets() {
     let config = stripe_config();
     let prepared = stripe::checkout_request(&config, &checkout_request());
     let printed = format!("{config:?} {prepared:?}");
-    assert!(!printed.contains(&config.secret_key), "{printed}");
-    assert!(!printed.contains(&config.webhook_secret), "{printed}");
+    assert!(!printed.contains(config.secret_key.as_str()), "{printed}");
+    assert!(
+        !printed.contains(config.webhook_secret.as_str()),
+        "{printed}"
+    );
     assert!(printed.contains("<redacted>"));
 }
 
@@ -455,7 +458,7 @@ async fn checkout_over_the_wire() {
     assert_eq!(received.target, "/v1/checkout/sessions");
     assert_eq!(
         received.header("authorization"),
-        Some(format!("Bearer {}", stripe_config().secret_key).as_str())
+        Some(format!("Bearer {}", stripe_config().secret_key.as_str()).as_str())
     );
     assert_eq!(
         received.header("idempotency-key"),
