@@ -22,6 +22,7 @@
 
 pub mod billing;
 mod error;
+pub mod folders;
 pub mod sealing;
 pub mod types;
 pub mod webhook;

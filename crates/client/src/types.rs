@@ -716,6 +716,10 @@ pub struct Message {
     /// CONTRACT.md section 5 JSON, context
     /// `service/v1/message:<inboxId>:<id>`.
     pub content: SealedBox,
+    pub folder: crate::folders::Folder,
+    pub starred: bool,
+    /// The copy of mail sent from the address (`POST /messages/send`).
+    pub outgoing: bool,
 }
 
 /// A single message as the service wraps it: `{"message": ...}`.

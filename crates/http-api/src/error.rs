@@ -358,6 +358,7 @@ impl From<MailError> for ApiError {
                 retry_after: Some(retry_after_seconds),
                 ..Self::new(ErrorCode::RateLimited, error.to_string())
             },
+            MailError::Move(refusal) => Self::invalid_field("folder", refusal),
             MailError::Store(store) => store.into(),
             MailError::Blob(blob) => Self::internal(&blob),
         }

@@ -54,7 +54,7 @@ pub fn serve(
 
 fn routes(config: &mut web::ServiceConfig) {
     use routes::{
-        accounts, activity, addresses, billing, devices, health, messages, plans, webhooks,
+        accounts, activity, addresses, billing, devices, folders, health, messages, plans, webhooks,
     };
     config
         .route("/", web::get().to(index))
@@ -126,7 +126,14 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(addresses::unassign)
         .service(messages::list)
         .service(messages::wait)
+        // Fixed paths before `/messages/{id}`.
+        .service(folders::list)
+        .service(folders::folder_counts)
+        .service(folders::empty_trash)
         .service(messages::get_one)
+        .service(folders::star)
+        .service(folders::move_to)
+        .service(folders::remove)
         .service(messages::attachment)
         .service(messages::mark_read)
         .service(webhooks::list)

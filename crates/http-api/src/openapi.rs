@@ -5,7 +5,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    accounts, activity, addresses, billing, devices, health, messages, plans, webhooks,
+    accounts, activity, addresses, billing, devices, folders, health, messages, plans, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -60,6 +60,12 @@ use crate::routes::{
         messages::mark_read,
         messages::worker_messages,
         messages::inbound,
+        folders::list,
+        folders::folder_counts,
+        folders::star,
+        folders::move_to,
+        folders::remove,
+        folders::empty_trash,
         webhooks::list,
         webhooks::create,
         webhooks::update,

@@ -6,6 +6,7 @@
 //! [`mailbox`] serves them back to the account's clients.
 
 pub mod content;
+pub mod folders;
 pub mod ingest;
 pub mod mailbox;
 pub mod store;

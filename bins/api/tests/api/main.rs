@@ -11,6 +11,7 @@ mod billing;
 mod devices;
 mod docs;
 mod errors;
+mod folders;
 mod messages;
 mod ownership;
 mod storage;

@@ -36,6 +36,12 @@ pub struct MessageBody {
     /// Sealed CONTRACT.md section 5 JSON; context `service/v1/message:<inboxId>:<id>`.
     #[schema(value_type = Object)]
     content: SealedBox,
+    /// `inbox`, `sent`, `archive` or `trash`.
+    #[schema(value_type = String, example = "inbox")]
+    folder: &'static str,
+    starred: bool,
+    /// True for the copy of mail sent from the address (`POST /messages/send`).
+    outgoing: bool,
 }
 
 impl From<Message> for MessageBody {
@@ -48,11 +54,14 @@ impl From<Message> for MessageBody {
             size_bytes: message.size_bytes,
             key_epoch: message.key_epoch,
             content: message.content,
+            folder: message.folder.as_str(),
+            starred: message.starred,
+            outgoing: message.outgoing,
         }
     }
 }
 
-fn reader(caller: &Authenticated) -> Reader {
+pub(crate) fn reader(caller: &Authenticated) -> Reader {
     Reader {
         account: caller.account().clone(),
         worker: caller.worker().cloned(),
@@ -63,11 +72,11 @@ async fn plan_of(state: &AppState, caller: &Authenticated) -> Result<PlanId, Api
     Ok(state.accounts.account(caller.account()).await?.plan)
 }
 
-fn inbox_path(text: &str) -> Result<InboxId, ApiError> {
+pub(crate) fn inbox_path(text: &str) -> Result<InboxId, ApiError> {
     InboxId::parse(text).map_err(|_| ApiError::not_found())
 }
 
-fn message_path(text: &str) -> Result<MessageId, ApiError> {
+pub(crate) fn message_path(text: &str) -> Result<MessageId, ApiError> {
     MessageId::parse(text).map_err(|_| ApiError::not_found())
 }
 
@@ -82,8 +91,8 @@ fn cursor_of(message: &Message) -> String {
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MessagesPage {
-    messages: Vec<MessageBody>,
-    next_cursor: Option<String>,
+    pub(crate) messages: Vec<MessageBody>,
+    pub(crate) next_cursor: Option<String>,
 }
 
 /// An address's mail, newest first. Mail past the address's retention is never returned.
@@ -197,7 +206,7 @@ pub async fn wait(
 
 #[derive(Serialize, ToSchema)]
 pub struct MessageEnvelope {
-    message: MessageBody,
+    pub(crate) message: MessageBody,
 }
 
 /// One message. Counts against the plan's hourly object reads.
