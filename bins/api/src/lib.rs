@@ -23,7 +23,9 @@ use sealpost_http_api::{AppState, HealthProbe};
 use sealpost_kernel::{Clock, StoreError};
 use sealpost_messages::ingest::Ingest;
 use sealpost_messages::mailbox::Mailbox;
+use sealpost_messages::send::{MailRelay, Outbox};
 use sealpost_messages::store::BlobStore;
+use sealpost_outbound_mail::{DkimSettings, SmtpRelay};
 use sealpost_pairing::Devices;
 use sealpost_store_pg::{MailNotifier, PgStore};
 use sealpost_subscriptions::Subscriptions;
@@ -123,6 +125,7 @@ pub async fn start(
         activity: ActivityLog::new(Arc::new(store.clone()), clock.clone()),
         mailbox: Mailbox::new(Arc::new(store.clone()), blobs.clone(), clock.clone()),
         ingest,
+        outbox: outbox(&store, config, &clock)?,
         new_mail: notifier.sender(),
         webhooks: Webhooks::new(Arc::new(store.clone()), clock.clone()),
         subscriptions: Subscriptions::new(Arc::new(store.clone()), clock.clone()),
@@ -154,6 +157,31 @@ pub async fn start(
         jobs,
         _instance_lock: instance_lock,
     })
+}
+
+/// Sending through `SEALPOST_SMTP_RELAY`, DKIM-signed with
+/// `SEALPOST_DKIM_KEY`; off (503 `feature_disabled`) without a relay.
+pub fn outbox(store: &PgStore, config: &Config, clock: &Arc<dyn Clock>) -> anyhow::Result<Outbox> {
+    let relay = match &config.smtp_relay {
+        None => None,
+        Some(url) => {
+            let dkim = match &config.dkim_key_file {
+                Some(path) => Some(DkimSettings {
+                    selector: config.dkim_selector.clone(),
+                    private_key_pem: std::fs::read_to_string(path)
+                        .with_context(|| format!("reading SEALPOST_DKIM_KEY {}", path.display()))?,
+                }),
+                None => {
+                    tracing::warn!("SEALPOST_DKIM_KEY is unset: sent mail is not DKIM-signed");
+                    None
+                }
+            };
+            let relay = SmtpRelay::new(url, config.smtp_relay_timeout, dkim)
+                .context("configuring the outbound relay")?;
+            Some(Arc::new(relay) as Arc<dyn MailRelay>)
+        }
+    };
+    Ok(Outbox::new(Arc::new(store.clone()), relay, clock.clone()))
 }
 
 /// Billing with the providers `config` configures: those with keys (the

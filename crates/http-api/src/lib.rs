@@ -54,7 +54,8 @@ pub fn serve(
 
 fn routes(config: &mut web::ServiceConfig) {
     use routes::{
-        accounts, activity, addresses, billing, devices, folders, health, messages, plans, webhooks,
+        accounts, activity, addresses, billing, devices, folders, health, messages, plans, sending,
+        webhooks,
     };
     config
         .route("/", web::get().to(index))
@@ -127,6 +128,11 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(messages::list)
         .service(messages::wait)
         // Fixed paths before `/messages/{id}`.
+        .service(
+            web::resource("/messages/send")
+                .app_data(PayloadConfig::new(sending::SEND_BODY_LIMIT))
+                .route(web::post().to(sending::send)),
+        )
         .service(folders::list)
         .service(folders::folder_counts)
         .service(folders::empty_trash)

@@ -5,7 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    accounts, activity, addresses, billing, devices, folders, health, messages, plans, webhooks,
+    accounts, activity, addresses, billing, devices, folders, health, messages, plans, sending,
+    webhooks,
 };
 
 #[derive(OpenApi)]
@@ -66,6 +67,7 @@ use crate::routes::{
         folders::move_to,
         folders::remove,
         folders::empty_trash,
+        sending::send,
         webhooks::list,
         webhooks::create,
         webhooks::update,

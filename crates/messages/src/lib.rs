@@ -9,6 +9,7 @@ pub mod content;
 pub mod folders;
 pub mod ingest;
 pub mod mailbox;
+pub mod send;
 pub mod store;
 
 pub use content::{

@@ -251,3 +251,7 @@ pub trait BlobStore: Send + Sync {
 
 pub const RECEIVED_COUNTER: &str = "received";
 pub const OBJECT_READS_COUNTER: &str = "object_reads";
+/// Sends in the clock hour (`window_start` the hour) and in the UTC day
+/// (`window_start` 00:00 UTC), one per recipient.
+pub const SENT_HOUR_COUNTER: &str = "sent_hour";
+pub const SENT_DAY_COUNTER: &str = "sent_day";

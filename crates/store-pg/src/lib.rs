@@ -13,6 +13,7 @@ mod messages;
 mod notify;
 mod records;
 mod schema;
+mod sending;
 mod subscriptions;
 mod webhooks;
 

@@ -68,6 +68,8 @@ fn counts() -> UsageCounts {
         messages_stored: 7,
         received: 12,
         object_reads: 5,
+        sent_hour: 3,
+        sent_day: 9,
     }
 }
 
@@ -97,8 +99,8 @@ async fn usage_reports_every_field_from_the_counters_and_the_plan_table() {
             "addresses": { "used": 4, "limit": 100, "remaining": 96, "assigned": 1 },
             "messagesReceived": { "used": 12, "limit": 100_000, "windowEndsAt": "2026-12-01T08:00:00.000Z" },
             "messagesSent": {
-                "hour": { "used": 0, "limit": 60, "windowEndsAt": "2026-11-22T13:00:00.000Z" },
-                "day": { "used": 0, "limit": 1_000, "windowEndsAt": "2026-11-23T00:00:00.000Z" },
+                "hour": { "used": 3, "limit": 60, "windowEndsAt": "2026-11-22T13:00:00.000Z" },
+                "day": { "used": 9, "limit": 1_000, "windowEndsAt": "2026-11-23T00:00:00.000Z" },
             },
             "objectReads": { "used": 5, "limit": 10_000, "windowEndsAt": "2026-11-22T13:00:00.000Z" },
             "devices": { "used": 2, "limit": 10 },

@@ -12,6 +12,7 @@
 )]
 
 pub mod receiver;
+pub mod relay;
 
 use std::collections::HashMap;
 use std::net::TcpListener;

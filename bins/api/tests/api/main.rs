@@ -14,6 +14,7 @@ mod errors;
 mod folders;
 mod messages;
 mod ownership;
+mod sending;
 mod storage;
 mod usage;
 mod webhook_delivery;

@@ -7,4 +7,5 @@ pub mod folders;
 pub mod health;
 pub mod messages;
 pub mod plans;
+pub mod sending;
 pub mod webhooks;
