@@ -24,6 +24,7 @@ pub mod billing;
 mod error;
 pub mod folders;
 pub mod sealing;
+pub mod sending;
 pub mod types;
 pub mod webhook;
 
