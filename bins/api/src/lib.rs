@@ -176,7 +176,7 @@ pub fn outbox(store: &PgStore, config: &Config, clock: &Arc<dyn Clock>) -> anyho
                     None
                 }
             };
-            let relay = SmtpRelay::new(url, config.smtp_relay_timeout, dkim)
+            let relay = SmtpRelay::new(&url.0, config.smtp_relay_timeout, dkim)
                 .context("configuring the outbound relay")?;
             Some(Arc::new(relay) as Arc<dyn MailRelay>)
         }

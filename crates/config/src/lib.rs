@@ -156,7 +156,7 @@ pub struct Config {
     pub blob_dir: PathBuf,
     pub billing_sandbox: bool,
     /// Outbound relay URL; sending is off without one.
-    pub smtp_relay: Option<String>,
+    pub smtp_relay: Option<RelayUrl>,
     /// Bound on one whole relay submission.
     pub smtp_relay_timeout: std::time::Duration,
     /// PEM file of the shared domains' DKIM key.
@@ -184,6 +184,23 @@ pub struct Config {
     pub stripe: Option<StripeKeys>,
     /// The crypto provider, enabled when its keys are set.
     pub btcpay: Option<BtcpayKeys>,
+}
+
+/// `SEALPOST_SMTP_RELAY`: it may carry the relay's password, so `Debug`
+/// shows it without the credentials.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RelayUrl(pub String);
+
+impl std::fmt::Debug for RelayUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.split_once("://") {
+            Some((scheme, rest)) if rest.contains('@') => {
+                let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+                write!(f, "RelayUrl({scheme}://<credentials>@{host})")
+            }
+            _ => write!(f, "RelayUrl({})", self.0),
+        }
+    }
 }
 
 /// `SEALPOST_STRIPE_SECRET_KEY` and `SEALPOST_STRIPE_WEBHOOK_SECRET` (both or
@@ -349,7 +366,7 @@ impl Config {
             domains,
             blob_dir: PathBuf::from(get("SEALPOST_BLOB_DIR").unwrap_or("target/dev/blobs")),
             billing_sandbox: flag(get("SEALPOST_BILLING_SANDBOX"), "SEALPOST_BILLING_SANDBOX")?,
-            smtp_relay: get("SEALPOST_SMTP_RELAY").map(str::to_owned),
+            smtp_relay: get("SEALPOST_SMTP_RELAY").map(|url| RelayUrl(url.to_owned())),
             smtp_relay_timeout: std::time::Duration::from_secs(smtp_relay_timeout),
             dkim_key_file: get("SEALPOST_DKIM_KEY").map(PathBuf::from),
             dkim_selector: get("SEALPOST_DKIM_SELECTOR")
@@ -548,6 +565,14 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(config.smtp_relay_timeout.as_secs(), 5);
+        assert_eq!(
+            format!(
+                "{:?}",
+                RelayUrl("smtps://user:s3cret@relay.example:465".into())
+            ),
+            "RelayUrl(smtps://<credentials>@relay.example:465)",
+            "the password never reaches a log through Debug"
+        );
         assert_eq!(
             config.dkim_key_file,
             Some(PathBuf::from("/etc/sealpost/dkim.pem"))

@@ -27,7 +27,7 @@ async fn sending(behaviour: Behaviour) -> Sending {
     let relay = TestRelay::start(behaviour).await;
     let url = relay.url();
     let app = TestApp::spawn_with(|config| {
-        config.smtp_relay = Some(url);
+        config.smtp_relay = Some(sealpost_config::RelayUrl(url));
         config.dkim_key_file = Some(dkim_test_key_path());
         config.smtp_relay_timeout = Duration::from_secs(2);
     })
