@@ -313,11 +313,21 @@ pub struct MailArgs {
 /// The mail of an address, decrypted on this machine.
 #[derive(Debug, Subcommand)]
 pub enum MailCommand {
-    /// List an address's mail, newest first: id, time, read flag, sender,
-    /// subject and attachment count.
+    /// List mail, newest first: id, time, folder, read flag, star, sender
+    /// (recipients for sent mail), subject and attachment count. Every
+    /// address without INBOX; every folder but the trash without --folder.
     List {
         /// The address id (ibx_...) or the email address.
-        inbox_id: String,
+        inbox_id: Option<String>,
+        /// Only this folder.
+        #[arg(long, value_parser = ["inbox", "sent", "archive", "trash"])]
+        folder: Option<String>,
+        /// Only starred mail.
+        #[arg(long)]
+        starred: bool,
+        /// Only unread mail.
+        #[arg(long)]
+        unread: bool,
         /// Messages to show (1 to 200) [default: 50; with --all, the page
         /// size]
         #[arg(long, value_name = "N", value_parser = page_size())]
@@ -325,6 +335,61 @@ pub enum MailCommand {
         /// Every message, following the pages to the end.
         #[arg(long)]
         all: bool,
+    },
+    /// Send mail from one of your addresses through the service (operator
+    /// session only); a copy is kept in the sent folder.
+    Send {
+        /// One of your email addresses (or its id, ibx_...).
+        #[arg(long)]
+        from: String,
+        /// The name shown with the address.
+        #[arg(long, value_name = "NAME")]
+        from_name: Option<String>,
+        /// A recipient: `address` or `Name <address>`; repeat for more (up
+        /// to 50).
+        #[arg(long, required = true, value_name = "ADDRESS")]
+        to: Vec<String>,
+        #[arg(long)]
+        subject: String,
+        /// The text body.
+        #[arg(
+            long,
+            conflicts_with = "text_file",
+            required_unless_present = "text_file"
+        )]
+        text: Option<String>,
+        /// A file holding the text body (UTF-8).
+        #[arg(long, value_name = "FILE")]
+        text_file: Option<PathBuf>,
+        /// A file holding an HTML body (UTF-8), sent beside the text.
+        #[arg(long, value_name = "FILE")]
+        html_file: Option<PathBuf>,
+    },
+    /// Star a message (or take the star off with --off).
+    Star {
+        /// The message id (msg_...).
+        message_id: String,
+        #[arg(long)]
+        off: bool,
+    },
+    /// Move a message to another folder. Received mail never goes to sent,
+    /// sent mail never to inbox.
+    Move {
+        /// The message id (msg_...).
+        message_id: String,
+        #[arg(value_parser = ["inbox", "sent", "archive", "trash"])]
+        folder: String,
+    },
+    /// Move a message to the trash; a message already there is deleted for
+    /// good, with its attachments.
+    Delete {
+        /// The message id (msg_...).
+        message_id: String,
+    },
+    /// The trash.
+    Trash {
+        #[command(subcommand)]
+        command: TrashCommand,
     },
     /// Show a message: its headers, attachments and text body; then mark it
     /// read.
@@ -367,6 +432,13 @@ pub enum MailCommand {
         #[arg(long)]
         unread: bool,
     },
+}
+
+/// `mail trash`.
+#[derive(Debug, Subcommand)]
+pub enum TrashCommand {
+    /// Delete everything in the trash for good (operator session only).
+    Empty,
 }
 
 /// How `mail read` and `mail wait` show a message.

@@ -1536,3 +1536,127 @@ async fn notification_kinds_are_switched_and_addresses_muted_from_the_command_li
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mail_sent_with_the_cli_arrives_signed_and_is_filed_starred_and_trashed() {
+    use sealpost_testkit::relay::{Behaviour, TestRelay, dkim_test_key_path, dkim_verifies};
+
+    let relay = TestRelay::start(Behaviour::Accept).await;
+    let url = relay.url();
+    let app = TestApp::spawn_with(|config| {
+        config.smtp_relay = Some(sealpost_config::RelayUrl(url));
+        config.dkim_key_file = Some(dkim_test_key_path());
+    })
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Cli::new(&app, &tmp.path().join("operator"));
+    a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
+    let out = a.ok(&["inbox", "create", "--prefix", "shop"]).await;
+    let inbox_id = word_starting(&out, "ibx_");
+    let email = out
+        .split_whitespace()
+        .find(|w| w.contains('@'))
+        .unwrap_or_else(|| panic!("no address in:\n{out}"))
+        .to_owned();
+    let html = tmp.path().join("body.html");
+    std::fs::write(&html, "<p>Thanks! Code <b>551234</b>.</p>").unwrap();
+    let text = tmp.path().join("body.txt");
+    std::fs::write(&text, "Thanks! Code 551234.\n").unwrap();
+
+    let out = a
+        .ok(&[
+            "mail",
+            "send",
+            "--from",
+            &email,
+            "--to",
+            "Bob Example <bob@example.com>",
+            "--to",
+            "carol@example.org",
+            "--subject",
+            "Order 1234 confirmed",
+            "--text-file",
+            text.to_str().unwrap(),
+            "--html-file",
+            html.to_str().unwrap(),
+        ])
+        .await;
+    assert!(out.starts_with("Sent."), "{out}");
+    let message_id = word_starting(&out, "msg_");
+
+    // At the relay: both recipients, DKIM-signed for the shared domain.
+    let relayed = relay.received();
+    assert_eq!(relayed.len(), 1);
+    assert_eq!(
+        relayed[0].recipients,
+        ["bob@example.com", "carol@example.org"]
+    );
+    assert!(dkim_verifies(&relayed[0].data).await, "DKIM signature");
+
+    // The Sent copy, opened on this machine.
+    let out = a.ok(&["mail", "list", "--folder", "sent"]).await;
+    let line = line_of(&out, &message_id);
+    for expected in [
+        "sent",
+        "read",
+        "to Bob Example <bob@example.com>, carol@example.org",
+        "Order 1234 confirmed",
+    ] {
+        assert!(line.contains(expected), "{expected:?} not in {line}");
+    }
+    assert!(
+        a.ok(&["mail", "list", &inbox_id, "--folder", "inbox"])
+            .await
+            .contains("No mail"),
+        "sent mail is not in the inbox"
+    );
+    let out = a.ok(&["mail", "read", &message_id]).await;
+    assert!(out.contains("Subject     Order 1234 confirmed"), "{out}");
+    assert!(out.contains(&format!("From        {email}")), "{out}");
+    assert!(out.contains("Thanks! Code 551234."), "{out}");
+
+    // Star, move, delete, empty the trash.
+    assert!(
+        a.ok(&["mail", "star", &message_id])
+            .await
+            .contains("Starred")
+    );
+    let out = a.ok(&["mail", "list", "--starred"]).await;
+    assert!(line_of(&out, &message_id).contains("starred"), "{out}");
+    let out = a.ok(&["mail", "move", &message_id, "archive"]).await;
+    assert!(out.contains("is in archive"), "{out}");
+    let err = a.fails(&["mail", "move", &message_id, "inbox"]).await;
+    assert!(err.contains("invalid_field"), "{err}");
+    let out = a.ok(&["mail", "delete", &message_id]).await;
+    assert!(out.contains("trash"), "{out}");
+    line_of(
+        &a.ok(&["mail", "list", "--folder", "trash"]).await,
+        &message_id,
+    );
+    assert!(!a.ok(&["mail", "list"]).await.contains(&message_id));
+    let out = a.ok(&["mail", "trash", "empty"]).await;
+    assert!(out.contains("Deleted 1 message from the trash"), "{out}");
+    assert!(
+        a.ok(&["mail", "list", "--folder", "trash"])
+            .await
+            .contains("No mail in trash")
+    );
+
+    // An address that is not ours is refused by the service.
+    let err = a
+        .fails(&[
+            "mail",
+            "send",
+            "--from",
+            "nobody@mail.localhost",
+            "--to",
+            "bob@example.com",
+            "--subject",
+            "s",
+            "--text",
+            "t",
+        ])
+        .await;
+    assert!(err.contains("not_your_address"), "{err}");
+    assert_eq!(relay.received().len(), 1);
+}

@@ -379,6 +379,26 @@ impl Records {
         );
     }
 
+    /// Mail sent from `inbox`: activity `mail.sent`, event `message.sent`
+    /// (`messageId` is the copy in Sent, null when none was kept; `via` says
+    /// which kind of caller sent it).
+    pub fn mail_sent(
+        &mut self,
+        account: &AccountId,
+        inbox: &AddressId,
+        copy: Option<&MessageId>,
+        via: &str,
+        at: Timestamp,
+    ) {
+        self.activity(account, ActivityKind::MailSent, Some(inbox), None, at);
+        self.event(
+            account,
+            EventType::MessageSent,
+            json!({ "messageId": copy, "inboxId": inbox, "via": via }),
+            at,
+        );
+    }
+
     /// The account moved to `plan`: activity and event `subscription.updated`.
     pub fn subscription_updated(&mut self, account: &AccountId, plan: PlanId, at: Timestamp) {
         self.activity(account, ActivityKind::SubscriptionUpdated, None, None, at);

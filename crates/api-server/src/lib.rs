@@ -125,6 +125,7 @@ fn serve_http(
         webhooks: services.webhooks.clone(),
         subscriptions: services.subscriptions.clone(),
         billing: services.billing.clone(),
+        outbox: services.outbox.clone(),
         notifications: services.notifications.clone(),
         service_domains: service_domains(config),
         trusted_proxies: sealpost_http_api::client_ip::TrustedProxies::new(

@@ -22,8 +22,10 @@
 
 pub mod billing;
 mod error;
+pub mod folders;
 pub mod notifications;
 pub mod sealing;
+pub mod sending;
 pub mod types;
 pub mod webhook;
 

@@ -603,6 +603,9 @@ mod tests {
             "sizeBytes": 10,
             "keyEpoch": epoch,
             "content": content,
+            "folder": "inbox",
+            "starred": false,
+            "outgoing": false,
         }))
         .unwrap()
     }

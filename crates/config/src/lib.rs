@@ -63,7 +63,22 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "SEALPOST_SMTP_RELAY",
         default: "(unset: sending is off)",
-        meaning: "Outbound relay URL for sending mail.",
+        meaning: "Outbound relay for `POST /messages/send`: `smtp://host[:port]` (plain), `smtp://host[:port]?tls=required` or `?tls=opportunistic` (STARTTLS), `smtps://host[:port]` (TLS at once); credentials as `user:password@` (percent-encoded).",
+    },
+    Variable {
+        name: "SEALPOST_SMTP_RELAY_TIMEOUT",
+        default: "60",
+        meaning: "Seconds one whole relay submission may take (connect, greeting, every command, the message); a relay that has not finished in time fails the send with 502 `send_failed`.",
+    },
+    Variable {
+        name: "SEALPOST_DKIM_KEY",
+        default: "(unset: sent mail is not signed)",
+        meaning: "PEM file of the shared domains' DKIM key (RSA, PKCS#1 `BEGIN RSA PRIVATE KEY`); mail is signed `d=` the sending address's domain. Publish the public key as `<selector>._domainkey.<domain>` TXT for every shared domain.",
+    },
+    Variable {
+        name: "SEALPOST_DKIM_SELECTOR",
+        default: "sealpost",
+        meaning: "The DKIM selector (`s=`) the key is published under.",
     },
     Variable {
         name: "SEALPOST_SUPPORT_KEY",
@@ -196,7 +211,13 @@ pub struct Config {
     pub domains: Vec<String>,
     pub blob_dir: PathBuf,
     pub billing_sandbox: bool,
-    pub smtp_relay: Option<String>,
+    /// Outbound relay URL; sending is off without one.
+    pub smtp_relay: Option<RelayUrl>,
+    /// Bound on one whole relay submission.
+    pub smtp_relay_timeout: std::time::Duration,
+    /// PEM file of the shared domains' DKIM key.
+    pub dkim_key_file: Option<PathBuf>,
+    pub dkim_selector: String,
     /// Edge limit: requests per minute per IP and per account.
     pub edge_rate_per_minute: u32,
     /// The support team's X25519 public key; in-app support needs it.
@@ -246,6 +267,23 @@ pub struct FcmKeys {
     pub project_id: Option<String>,
     pub url: String,
     pub token_url: Option<String>,
+}
+
+/// `SEALPOST_SMTP_RELAY`: it may carry the relay's password, so `Debug`
+/// shows it without the credentials.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RelayUrl(pub String);
+
+impl std::fmt::Debug for RelayUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.split_once("://") {
+            Some((scheme, rest)) if rest.contains('@') => {
+                let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+                write!(f, "RelayUrl({scheme}://<credentials>@{host})")
+            }
+            _ => write!(f, "RelayUrl({})", self.0),
+        }
+    }
 }
 
 /// `SEALPOST_STRIPE_SECRET_KEY` and `SEALPOST_STRIPE_WEBHOOK_SECRET` (both or
@@ -329,6 +367,18 @@ impl Config {
                     return Err(ConfigError::Invalid {
                         name: "SEALPOST_EDGE_RATE",
                         reason: "expected a whole number of requests per minute above 0".into(),
+                    });
+                }
+            },
+        };
+        let smtp_relay_timeout = match get("SEALPOST_SMTP_RELAY_TIMEOUT") {
+            None => 60,
+            Some(text) => match text.parse::<u64>() {
+                Ok(seconds) if (1..=600).contains(&seconds) => seconds,
+                _ => {
+                    return Err(ConfigError::Invalid {
+                        name: "SEALPOST_SMTP_RELAY_TIMEOUT",
+                        reason: "expected whole seconds from 1 to 600".into(),
                     });
                 }
             },
@@ -455,7 +505,12 @@ impl Config {
             domains,
             blob_dir: PathBuf::from(get("SEALPOST_BLOB_DIR").unwrap_or("target/dev/blobs")),
             billing_sandbox: flag(get("SEALPOST_BILLING_SANDBOX"), "SEALPOST_BILLING_SANDBOX")?,
-            smtp_relay: get("SEALPOST_SMTP_RELAY").map(str::to_owned),
+            smtp_relay: get("SEALPOST_SMTP_RELAY").map(|url| RelayUrl(url.to_owned())),
+            smtp_relay_timeout: std::time::Duration::from_secs(smtp_relay_timeout),
+            dkim_key_file: get("SEALPOST_DKIM_KEY").map(PathBuf::from),
+            dkim_selector: get("SEALPOST_DKIM_SELECTOR")
+                .unwrap_or("sealpost")
+                .to_owned(),
             edge_rate_per_minute,
             support_key: get("SEALPOST_SUPPORT_KEY").map(str::to_owned),
             log_filter: get("SEALPOST_LOG").unwrap_or("info").to_owned(),
@@ -698,6 +753,48 @@ mod tests {
         assert_eq!(config.edge_rate_per_minute, 600);
         assert!(!config.billing_sandbox);
         assert_eq!(config.support_key, None);
+        assert_eq!(config.smtp_relay, None);
+        assert_eq!(config.smtp_relay_timeout.as_secs(), 60);
+        assert_eq!(config.dkim_selector, "sealpost");
+    }
+
+    #[test]
+    fn the_relay_timeout_is_bounded() {
+        for bad in ["0", "601", "ten"] {
+            let error =
+                Config::from_vars(&vars(&[("SEALPOST_SMTP_RELAY_TIMEOUT", bad)])).unwrap_err();
+            assert!(matches!(
+                error,
+                ConfigError::Invalid {
+                    name: "SEALPOST_SMTP_RELAY_TIMEOUT",
+                    ..
+                }
+            ));
+        }
+        let config = Config::from_vars(&vars(&[
+            (
+                "SEALPOST_SMTP_RELAY",
+                "smtp://relay.example:587?tls=required",
+            ),
+            ("SEALPOST_SMTP_RELAY_TIMEOUT", "5"),
+            ("SEALPOST_DKIM_KEY", "/etc/sealpost/dkim.pem"),
+            ("SEALPOST_DKIM_SELECTOR", "mail2026"),
+        ]))
+        .unwrap();
+        assert_eq!(config.smtp_relay_timeout.as_secs(), 5);
+        assert_eq!(
+            format!(
+                "{:?}",
+                RelayUrl("smtps://user:s3cret@relay.example:465".into())
+            ),
+            "RelayUrl(smtps://<credentials>@relay.example:465)",
+            "the password never reaches a log through Debug"
+        );
+        assert_eq!(
+            config.dkim_key_file,
+            Some(PathBuf::from("/etc/sealpost/dkim.pem"))
+        );
+        assert_eq!(config.dkim_selector, "mail2026");
     }
 
     #[test]

@@ -13,6 +13,7 @@ use sealpost_kernel::page::PageError;
 use sealpost_kernel::{InvalidId, StoreError};
 use sealpost_messages::ingest::IngestError;
 use sealpost_messages::mailbox::MailError;
+use sealpost_messages::send::SendError;
 use sealpost_notifications::NotificationError;
 use sealpost_pairing::DeviceError;
 use sealpost_plans::LimitError;
@@ -349,6 +350,7 @@ impl From<MailError> for ApiError {
                 retry_after: Some(retry_after_seconds),
                 ..Self::new(ErrorCode::RateLimited, error.to_string())
             },
+            MailError::Move(refusal) => Self::invalid_field("folder", refusal),
             MailError::Store(store) => store.into(),
             MailError::Blob(blob) => Self::internal(&blob),
         }
@@ -371,6 +373,32 @@ impl From<IngestError> for ApiError {
             },
             IngestError::Store(store) => store.into(),
             IngestError::Blob(blob) => Self::internal(&blob),
+        }
+    }
+}
+
+impl From<SendError> for ApiError {
+    fn from(error: SendError) -> Self {
+        match error {
+            SendError::FeatureDisabled => Self::new(ErrorCode::FeatureDisabled, error.to_string()),
+            SendError::InvalidField { field, reason } => Self::invalid_field(&field, reason),
+            SendError::NotYourAddress => Self::new(ErrorCode::NotYourAddress, error.to_string()),
+            SendError::AddressPaused => Self::new(ErrorCode::PaymentRequired, error.to_string()),
+            SendError::RateLimited {
+                retry_after_seconds,
+            } => Self {
+                retry_after: Some(retry_after_seconds),
+                ..Self::new(ErrorCode::RateLimited, error.to_string())
+            },
+            SendError::RelayFailed(reason) => {
+                // The relay's words are for the operator; they may quote addresses (masked).
+                tracing::warn!(%reason, "outgoing mail not accepted by the relay");
+                Self::new(
+                    ErrorCode::SendFailed,
+                    "the mail relay did not accept the message; nothing was sent or counted, retry later",
+                )
+            }
+            SendError::Store(store) => store.into(),
         }
     }
 }

@@ -55,8 +55,8 @@ pub fn serve(
 
 fn routes(config: &mut web::ServiceConfig) {
     use routes::{
-        accounts, activity, addresses, billing, devices, health, messages, notifications, plans,
-        webhooks,
+        accounts, activity, addresses, billing, devices, folders, health, messages, notifications,
+        plans, sending, webhooks,
     };
     config
         .route("/", web::get().to(index))
@@ -128,7 +128,19 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(addresses::unassign)
         .service(messages::list)
         .service(messages::wait)
+        // Fixed paths before `/messages/{id}`.
+        .service(
+            web::resource("/messages/send")
+                .app_data(PayloadConfig::new(sending::SEND_BODY_LIMIT))
+                .route(web::post().to(sending::send)),
+        )
+        .service(folders::list)
+        .service(folders::folder_counts)
+        .service(folders::empty_trash)
         .service(messages::get_one)
+        .service(folders::star)
+        .service(folders::move_to)
+        .service(folders::remove)
         .service(messages::attachment)
         .service(messages::mark_read)
         .service(webhooks::list)

@@ -5,8 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    accounts, activity, addresses, billing, devices, health, messages, notifications, plans,
-    webhooks,
+    accounts, activity, addresses, billing, devices, folders, health, messages, notifications,
+    plans, sending, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -61,6 +61,13 @@ use crate::routes::{
         messages::mark_read,
         messages::worker_messages,
         messages::inbound,
+        folders::list,
+        folders::folder_counts,
+        folders::star,
+        folders::move_to,
+        folders::remove,
+        folders::empty_trash,
+        sending::send,
         webhooks::list,
         webhooks::create,
         webhooks::update,

@@ -9,6 +9,7 @@ use sealpost_billing::Billing;
 use sealpost_kernel::{Clock, StoreError};
 use sealpost_messages::ingest::Ingest;
 use sealpost_messages::mailbox::Mailbox;
+use sealpost_messages::send::Outbox;
 use sealpost_notifications::Notifications;
 use sealpost_pairing::Devices;
 use sealpost_subscriptions::Subscriptions;
@@ -30,6 +31,8 @@ pub struct AppState {
     pub mailbox: Mailbox,
     /// `POST /messages`: the same sealing path SMTP takes.
     pub ingest: Ingest,
+    /// `POST /messages/send`.
+    pub outbox: Outbox,
     pub webhooks: Webhooks,
     /// Usage, overview, subscription and plan changes.
     pub subscriptions: Subscriptions,

@@ -43,6 +43,8 @@ pub struct Services {
     pub webhooks: Webhooks,
     pub subscriptions: Subscriptions,
     pub billing: Billing,
+    /// Sending through the outbound relay (`POST /messages/send`).
+    pub outbox: sealpost_messages::send::Outbox,
     /// Push preferences, address mutes and push tokens.
     pub notifications: sealpost_notifications::Notifications,
     /// Keeps `ingest` alive in the eyes of every process's recovery.
@@ -87,6 +89,7 @@ impl Services {
             webhooks: Webhooks::new(Arc::new(store.clone()), clock.clone()),
             subscriptions: Subscriptions::new(Arc::new(store.clone()), clock.clone()),
             billing: billing(&store, config, &clock)?,
+            outbox: outbox(&store, config, &clock)?,
             notifications: sealpost_notifications::Notifications::new(
                 Arc::new(store.clone()),
                 clock.clone(),
@@ -97,6 +100,37 @@ impl Services {
             _instance_lock: Arc::new(instance_lock),
         })
     }
+}
+
+/// Sending through `SEALPOST_SMTP_RELAY`, DKIM-signed with
+/// `SEALPOST_DKIM_KEY`; off (503 `feature_disabled`) without a relay.
+fn outbox(
+    store: &PgStore,
+    config: &Config,
+    clock: &Arc<dyn Clock>,
+) -> anyhow::Result<sealpost_messages::send::Outbox> {
+    use sealpost_messages::send::{MailRelay, Outbox};
+    use sealpost_outbound_mail::{DkimSettings, SmtpRelay};
+    let relay = match &config.smtp_relay {
+        None => None,
+        Some(url) => {
+            let dkim = match &config.dkim_key_file {
+                Some(path) => Some(DkimSettings {
+                    selector: config.dkim_selector.clone(),
+                    private_key_pem: std::fs::read_to_string(path)
+                        .with_context(|| format!("reading SEALPOST_DKIM_KEY {}", path.display()))?,
+                }),
+                None => {
+                    tracing::warn!("SEALPOST_DKIM_KEY is unset: sent mail is not DKIM-signed");
+                    None
+                }
+            };
+            let relay = SmtpRelay::new(&url.0, config.smtp_relay_timeout, dkim)
+                .context("configuring the outbound relay")?;
+            Some(Arc::new(relay) as Arc<dyn MailRelay>)
+        }
+    };
+    Ok(Outbox::new(Arc::new(store.clone()), relay, clock.clone()))
 }
 
 /// Billing with the providers `config` configures: those with keys (the

@@ -223,7 +223,7 @@ fn render_mailbox(addr: &Addr<'_>) -> Option<String> {
 
 /// Quotes a display name when it holds characters that would change how the
 /// rendered `Name <addr>` parses back.
-fn display_name(name: &str) -> Cow<'_, str> {
+pub(crate) fn display_name(name: &str) -> Cow<'_, str> {
     const SPECIALS: &[char] = &[',', ';', '<', '>', '"', '@', ':', '\\', '(', ')', '[', ']'];
     if name.contains(SPECIALS) {
         let escaped = name.replace('\\', "\\\\").replace('"', "\\\"");

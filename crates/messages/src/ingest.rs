@@ -9,6 +9,7 @@ use sealpost_plans::{plan, received_window};
 use sealpost_seal::{SealedBox, context, random_bytes, seal_binary};
 
 use crate::content::{ParsedMail, parse_mail};
+use crate::folders::Folder;
 use crate::recovery::BlobRecovery;
 use crate::store::{
     BlobError, BlobStore, Commit, Message, MessageRepository, NewMessage, RECEIVED_COUNTER,
@@ -275,6 +276,9 @@ impl Ingest {
                     size_bytes: size as u64,
                     key_epoch: recipient.key_epoch,
                     content: sealed,
+                    folder: Folder::Inbox,
+                    starred: false,
+                    outgoing: false,
                 },
                 attachments: stored,
                 held: recipient.paused,

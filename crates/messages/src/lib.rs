@@ -7,9 +7,11 @@
 //! deletes the blobs of deliveries that died before committing.
 
 pub mod content;
+pub mod folders;
 pub mod ingest;
 pub mod mailbox;
 pub mod recovery;
+pub mod send;
 pub mod store;
 
 pub use content::{

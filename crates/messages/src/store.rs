@@ -7,6 +7,8 @@ use sealpost_kernel::{
 };
 use sealpost_seal::SealedBox;
 
+use crate::folders::{Folder, FolderCounts, MessageFilter};
+
 /// A stored message as clients see it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Message {
@@ -18,6 +20,10 @@ pub struct Message {
     pub size_bytes: u64,
     pub key_epoch: u32,
     pub content: SealedBox,
+    pub folder: Folder,
+    pub starred: bool,
+    /// The copy of mail sent from the service (`POST /messages/send`).
+    pub outgoing: bool,
 }
 
 /// One attachment row: `blob_key` is `None` for attachments over 20 MB.
@@ -176,6 +182,51 @@ pub trait MessageRepository: Send + Sync {
         hour: Timestamp,
         limit: u64,
     ) -> Result<bool, StoreError>;
+    /// Newest first across the reader's addresses (a device: its own),
+    /// listed (not held), within retention at `now`, as `filter` says.
+    async fn page_all(
+        &self,
+        reader: &Reader,
+        filter: &MessageFilter,
+        now: Timestamp,
+        page: &PageRequest,
+    ) -> Result<Vec<Message>, StoreError>;
+    async fn set_starred(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        starred: bool,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+    /// Moves a readable message from `from` to `to`; false when it is not
+    /// (or no longer) in `from`.
+    async fn set_folder(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        from: Folder,
+        to: Folder,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+    /// Deletes a readable message that is in the trash, its attachment blobs
+    /// queued for deletion in the same transaction; false when it is not
+    /// (or no longer) there.
+    async fn delete_from_trash(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+    /// Deletes every message in the account's trash (blobs queued); how many.
+    async fn empty_trash(&self, account: &AccountId) -> Result<u64, StoreError>;
+    /// Listed mail within retention per folder, across the reader's
+    /// addresses or in one of them.
+    async fn folder_counts(
+        &self,
+        reader: &Reader,
+        inbox: Option<AddressId>,
+        now: Timestamp,
+    ) -> Result<FolderCounts, StoreError>;
     /// Deletes messages past their address's retention; their blobs go to the garbage queue.
     async fn delete_expired(&self, now: Timestamp) -> Result<u64, StoreError>;
     /// Blob keys queued for deletion (up to `limit`).
@@ -200,3 +251,7 @@ pub trait BlobStore: Send + Sync {
 
 pub const RECEIVED_COUNTER: &str = "received";
 pub const OBJECT_READS_COUNTER: &str = "object_reads";
+/// Sends in the clock hour (`window_start` the hour) and in the UTC day
+/// (`window_start` 00:00 UTC), one per recipient.
+pub const SENT_HOUR_COUNTER: &str = "sent_hour";
+pub const SENT_DAY_COUNTER: &str = "sent_day";

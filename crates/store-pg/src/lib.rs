@@ -16,6 +16,7 @@ mod notify;
 mod push;
 mod records;
 mod schema;
+mod sending;
 mod subscriptions;
 mod webhooks;
 

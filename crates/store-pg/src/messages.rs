@@ -5,12 +5,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool, Nullable, Text, Timestamptz};
+use diesel::sql_types::{Array, BigInt, Bool, Nullable, Text, Timestamptz};
 use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_kernel::{
     AccountId, AddressId, DeviceId, MessageId, PageRequest, PlanId, StoreError, Timestamp,
 };
+use sealpost_messages::folders::{Folder, FolderCount, FolderCounts, MessageFilter};
 use sealpost_messages::store::{
     Commit, Message, MessageRepository, NewMessage, PendingBlob, Reader, RecipientRecord,
     StoredAttachment,
@@ -35,7 +36,14 @@ struct MessageRow {
     size_bytes: i64,
     key_epoch: i32,
     content: serde_json::Value,
+    folder: String,
+    starred: bool,
+    outgoing: bool,
 }
+
+/// The columns of [`MessageRow`] for raw queries over `messages m`.
+const MESSAGE_COLUMNS: &str = "m.id, m.account_id, m.inbox_id, m.received_at, m.read, m.size_bytes, \
+     m.key_epoch, m.content, m.folder, m.starred, m.outgoing";
 
 impl MessageRow {
     fn into_message(self) -> Result<Message, StoreError> {
@@ -48,6 +56,9 @@ impl MessageRow {
             size_bytes: u64::try_from(self.size_bytes).map_err(StoreError::failed)?,
             key_epoch: u32::try_from(self.key_epoch).map_err(StoreError::failed)?,
             content: box_from_json(self.content)?,
+            folder: self.folder.parse::<Folder>().map_err(StoreError::failed)?,
+            starred: self.starred,
+            outgoing: self.outgoing,
         })
     }
 }
@@ -213,6 +224,19 @@ fn received_shard(id: &MessageId) -> i16 {
     (hasher.finish() % RECEIVED_SHARDS) as i16
 }
 
+/// A message the reader may see: `$1` the account, `$2` now, `$3` the
+/// reader's device (null for the whole account); over `messages m` joined
+/// to `addresses a`.
+const READABLE: &str = "m.account_id = $1 AND NOT m.held \
+     AND m.received_at > $2 - make_interval(days => a.retention_days::int) \
+     AND ($3::text IS NULL OR a.worker_id = $3)";
+
+#[derive(QueryableByName)]
+struct Deleted {
+    #[diesel(sql_type = BigInt)]
+    deleted: i64,
+}
+
 /// Messages of `inbox` still inside its retention at `now`.
 pub(crate) const RETAINED: &str =
     "m.received_at > $2 - make_interval(days => a.retention_days::int)";
@@ -339,6 +363,10 @@ impl MessageRepository for PgStore {
                     messages::key_epoch.eq(message.key_epoch as i32),
                     messages::content.eq(box_to_json(&message.content)),
                     messages::held.eq(new.held),
+                    messages::read.eq(message.read),
+                    messages::folder.eq(message.folder.as_str()),
+                    messages::starred.eq(message.starred),
+                    messages::outgoing.eq(message.outgoing),
                 ))
                 .execute(conn)
                 .await?;
@@ -378,7 +406,7 @@ impl MessageRepository for PgStore {
                 }
             }
             write_records(conn, &new.records).await?;
-            if !new.held {
+            if !new.held && !message.outgoing {
                 // Delivered at commit: waiters on this address wake up.
                 diesel::sql_query("SELECT pg_notify($1, $2)")
                     .bind::<Text, _>(MAIL_CHANNEL)
@@ -545,6 +573,8 @@ impl MessageRepository for PgStore {
             .filter(messages::inbox_id.eq(inbox.as_str()))
             .filter(messages::held.eq(false))
             .filter(messages::received_at.gt(cutoff))
+            // Waits are for mail arriving: sent copies do not count.
+            .filter(messages::outgoing.eq(false))
             .select(MessageRow::as_select())
             .order((messages::received_at.asc(), messages::id.asc()))
             .limit(limit)
@@ -568,7 +598,7 @@ impl MessageRepository for PgStore {
     ) -> Result<Option<Message>, StoreError> {
         let mut conn = self.conn().await?;
         let rows: Vec<MessageRow> = diesel::sql_query(format!(
-            "SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.read, m.size_bytes, m.key_epoch, m.content \
+            "SELECT {MESSAGE_COLUMNS} \
              FROM messages m JOIN addresses a ON a.id = m.inbox_id \
              WHERE m.id = $1 AND m.account_id = $3 AND NOT m.held AND {RETAINED} \
              AND ($4::text IS NULL OR a.worker_id = $4)"
@@ -594,7 +624,7 @@ impl MessageRepository for PgStore {
         };
         let mut conn = self.conn().await?;
         let rows: Vec<MessageRow> = diesel::sql_query(format!(
-            "SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.read, m.size_bytes, m.key_epoch, m.content \
+            "SELECT {MESSAGE_COLUMNS} \
              FROM messages m JOIN addresses a ON a.id = m.inbox_id \
              WHERE a.worker_id = $1 AND a.account_id = $3 AND NOT m.held AND {RETAINED} \
              ORDER BY m.received_at DESC, m.id DESC LIMIT $4"
@@ -681,6 +711,184 @@ impl MessageRepository for PgStore {
         .optional()
         .map_err(db_error)?;
         Ok(spent.is_some())
+    }
+
+    async fn page_all(
+        &self,
+        reader: &Reader,
+        filter: &MessageFilter,
+        now: Timestamp,
+        page: &PageRequest,
+    ) -> Result<Vec<Message>, StoreError> {
+        let folders: Vec<&str> = filter.folders().into_iter().map(Folder::as_str).collect();
+        let mut conn = self.conn().await?;
+        let rows: Vec<MessageRow> = diesel::sql_query(format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages m JOIN addresses a ON a.id = m.inbox_id \
+             WHERE {READABLE} AND m.folder = ANY($4) \
+             AND ($5::text IS NULL OR m.inbox_id = $5) \
+             AND ($6::bool IS NULL OR m.starred = $6) \
+             AND ($7::bool IS NULL OR m.read <> $7) \
+             AND ($8::timestamptz IS NULL OR (m.received_at, m.id) < ($8, $9)) \
+             ORDER BY m.received_at DESC, m.id DESC LIMIT $10"
+        ))
+        .bind::<Text, _>(reader.account.as_str())
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
+        .bind::<Array<Text>, _>(folders)
+        .bind::<Nullable<Text>, _>(filter.inbox.as_ref().map(AddressId::as_str))
+        .bind::<Nullable<Bool>, _>(filter.starred)
+        .bind::<Nullable<Bool>, _>(filter.unread)
+        .bind::<Nullable<Timestamptz>, _>(page.after.as_ref().map(|after| after.at.as_datetime()))
+        .bind::<Text, _>(page.after.as_ref().map_or("", |after| after.id.as_str()))
+        .bind::<BigInt, _>(page.fetch_limit())
+        .load(&mut conn)
+        .await
+        .map_err(db_error)?;
+        rows_into_messages(rows)
+    }
+
+    async fn set_starred(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        starred: bool,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let changed = diesel::sql_query(format!(
+            "UPDATE messages m SET starred = $5 FROM addresses a \
+             WHERE a.id = m.inbox_id AND m.id = $4 AND {READABLE}"
+        ))
+        .bind::<Text, _>(reader.account.as_str())
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
+        .bind::<Text, _>(id.as_str())
+        .bind::<Bool, _>(starred)
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(changed > 0)
+    }
+
+    async fn set_folder(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        from: Folder,
+        to: Folder,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let changed = diesel::sql_query(format!(
+            "UPDATE messages m SET folder = $6 FROM addresses a \
+             WHERE a.id = m.inbox_id AND m.id = $4 AND m.folder = $5 AND {READABLE}"
+        ))
+        .bind::<Text, _>(reader.account.as_str())
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
+        .bind::<Text, _>(id.as_str())
+        .bind::<Text, _>(from.as_str())
+        .bind::<Text, _>(to.as_str())
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(changed > 0)
+    }
+
+    async fn delete_from_trash(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        // One statement: the attachments its DELETE cascades to are still
+        // visible to the INSERT (same snapshot), so every blob is queued.
+        let Deleted { deleted } = diesel::sql_query(format!(
+            "WITH gone AS (DELETE FROM messages m USING addresses a \
+                 WHERE a.id = m.inbox_id AND m.id = $4 AND m.folder = 'trash' AND {READABLE} \
+                 RETURNING m.id), \
+               queued AS (INSERT INTO blob_garbage (blob_key, queued_at) \
+                 SELECT t.blob_key, $2 FROM attachments t JOIN gone g ON g.id = t.message_id \
+                 WHERE t.blob_key IS NOT NULL ON CONFLICT DO NOTHING) \
+             SELECT count(*) AS deleted FROM gone"
+        ))
+        .bind::<Text, _>(reader.account.as_str())
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
+        .bind::<Text, _>(id.as_str())
+        .get_result(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(deleted > 0)
+    }
+
+    async fn empty_trash(&self, account: &AccountId) -> Result<u64, StoreError> {
+        let mut conn = self.conn().await?;
+        let Deleted { deleted } = diesel::sql_query(
+            "WITH gone AS (DELETE FROM messages WHERE account_id = $1 AND folder = 'trash' \
+                 RETURNING id), \
+               queued AS (INSERT INTO blob_garbage (blob_key, queued_at) \
+                 SELECT t.blob_key, now() FROM attachments t JOIN gone g ON g.id = t.message_id \
+                 WHERE t.blob_key IS NOT NULL ON CONFLICT DO NOTHING) \
+             SELECT count(*) AS deleted FROM gone",
+        )
+        .bind::<Text, _>(account.as_str())
+        .get_result(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(deleted.max(0) as u64)
+    }
+
+    async fn folder_counts(
+        &self,
+        reader: &Reader,
+        inbox: Option<AddressId>,
+        now: Timestamp,
+    ) -> Result<FolderCounts, StoreError> {
+        #[derive(QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = Text)]
+            folder: String,
+            #[diesel(sql_type = BigInt)]
+            total: i64,
+            #[diesel(sql_type = BigInt)]
+            unread: i64,
+            #[diesel(sql_type = BigInt)]
+            starred: i64,
+            #[diesel(sql_type = BigInt)]
+            starred_unread: i64,
+        }
+        let mut conn = self.conn().await?;
+        let rows: Vec<Row> = diesel::sql_query(format!(
+            "SELECT m.folder, count(*) AS total, count(*) FILTER (WHERE NOT m.read) AS unread, \
+               count(*) FILTER (WHERE m.starred) AS starred, \
+               count(*) FILTER (WHERE m.starred AND NOT m.read) AS starred_unread \
+             FROM messages m JOIN addresses a ON a.id = m.inbox_id \
+             WHERE {READABLE} AND ($4::text IS NULL OR m.inbox_id = $4) GROUP BY m.folder"
+        ))
+        .bind::<Text, _>(reader.account.as_str())
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
+        .bind::<Nullable<Text>, _>(inbox.as_ref().map(AddressId::as_str))
+        .load(&mut conn)
+        .await
+        .map_err(db_error)?;
+        let mut counts = FolderCounts::default();
+        for row in rows {
+            let folder = row.folder.parse::<Folder>().map_err(StoreError::failed)?;
+            let count = |n: i64| n.max(0) as u64;
+            *counts.folder_mut(folder) = FolderCount {
+                total: count(row.total),
+                unread: count(row.unread),
+            };
+            // Starred mail in the trash is not shown as starred.
+            if folder != Folder::Trash {
+                counts.starred.total += count(row.starred);
+                counts.starred.unread += count(row.starred_unread);
+            }
+        }
+        Ok(counts)
     }
 
     async fn delete_expired(&self, now: Timestamp) -> Result<u64, StoreError> {

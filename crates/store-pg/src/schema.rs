@@ -176,6 +176,9 @@ diesel::table! {
         key_epoch -> Int4,
         content -> Jsonb,
         held -> Bool,
+        folder -> Text,
+        starred -> Bool,
+        outgoing -> Bool,
     }
 }
 

@@ -7,7 +7,9 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text, Timestamptz};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_kernel::{AccountId, PlanId, StoreError, Timestamp};
-use sealpost_messages::store::{OBJECT_READS_COUNTER, RECEIVED_COUNTER};
+use sealpost_messages::store::{
+    OBJECT_READS_COUNTER, RECEIVED_COUNTER, SENT_DAY_COUNTER, SENT_HOUR_COUNTER,
+};
 use sealpost_subscriptions::{
     Holdings, OverviewCounts, PauseState, PausedCounts, PlanChange, PlanChangeOutcome, Subscriber,
     SubscriptionRepository, UsageCounts, UsageWindows,
@@ -40,6 +42,10 @@ struct UsageRow {
     received: i64,
     #[diesel(sql_type = BigInt)]
     object_reads: i64,
+    #[diesel(sql_type = BigInt)]
+    sent_hour: i64,
+    #[diesel(sql_type = BigInt)]
+    sent_day: i64,
 }
 
 #[derive(QueryableByName)]
@@ -155,7 +161,9 @@ impl SubscriptionRepository for PgStore {
             "SELECT ad.addresses, ad.assigned, dv.devices, dv.agents, wh.webhooks, \
                ms.listed + mh.held AS messages_stored, \
                (SELECT COALESCE(sum(used), 0)::bigint FROM usage_counters WHERE account_id = $1 AND counter = $3 AND window_start = $4) AS received, \
-               COALESCE((SELECT used FROM usage_counters WHERE account_id = $1 AND counter = $5 AND window_start = $6), 0) AS object_reads \
+               COALESCE((SELECT used FROM usage_counters WHERE account_id = $1 AND counter = $5 AND window_start = $6), 0) AS object_reads, \
+               (SELECT COALESCE(sum(used), 0)::bigint FROM usage_counters WHERE account_id = $1 AND counter = $7 AND window_start = $6) AS sent_hour, \
+               (SELECT COALESCE(sum(used), 0)::bigint FROM usage_counters WHERE account_id = $1 AND counter = $8 AND window_start = $9) AS sent_day \
              FROM (SELECT count(*) AS addresses, count(worker_id) AS assigned FROM addresses WHERE account_id = $1) ad, \
                (SELECT count(*) FILTER (WHERE kind = 'device') AS devices, count(*) FILTER (WHERE kind = 'agent') AS agents \
                   FROM devices WHERE account_id = $1) dv, \
@@ -170,6 +178,9 @@ impl SubscriptionRepository for PgStore {
         .bind::<Timestamptz, _>(windows.received_start.as_datetime())
         .bind::<Text, _>(OBJECT_READS_COUNTER)
         .bind::<Timestamptz, _>(windows.hour_start.as_datetime())
+        .bind::<Text, _>(SENT_HOUR_COUNTER)
+        .bind::<Text, _>(SENT_DAY_COUNTER)
+        .bind::<Timestamptz, _>(windows.day_start.as_datetime())
         .get_result(&mut conn)
         .await
         .map_err(db_error)?;
@@ -182,6 +193,8 @@ impl SubscriptionRepository for PgStore {
             messages_stored: count(row.messages_stored),
             received: count(row.received),
             object_reads: count(row.object_reads),
+            sent_hour: count(row.sent_hour),
+            sent_day: count(row.sent_day),
         })
     }
 

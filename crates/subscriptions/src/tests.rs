@@ -68,6 +68,8 @@ fn counts() -> UsageCounts {
         messages_stored: 7,
         received: 12,
         object_reads: 5,
+        sent_hour: 3,
+        sent_day: 9,
     }
 }
 
@@ -107,8 +109,8 @@ async fn usage_reports_every_field_from_the_counters_and_the_plan_table() {
             },
             messages_received: window(12, 100_000, "2026-12-01T08:00:00Z"),
             messages_sent: SentUsage {
-                hour: window(0, 60, "2026-11-22T13:00:00Z"),
-                day: window(0, 1_000, "2026-11-23T00:00:00Z"),
+                hour: window(3, 60, "2026-11-22T13:00:00Z"),
+                day: window(9, 1_000, "2026-11-23T00:00:00Z"),
             },
             object_reads: window(5, 10_000, "2026-11-22T13:00:00Z"),
             devices: CountUsage {

@@ -58,6 +58,10 @@ pub struct UsageCounts {
     pub received: u64,
     /// The `object_reads` counter of the current clock hour.
     pub object_reads: u64,
+    /// Sends (one per recipient) in the current clock hour.
+    pub sent_hour: u64,
+    /// Sends (one per recipient) in the current UTC day.
+    pub sent_day: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,7 +121,7 @@ pub struct Usage {
     pub addresses: AddressUsage,
     /// SMTP and `POST /messages`, in the fixed 30-day window from account creation.
     pub messages_received: WindowUsage,
-    /// Sending is not built yet: always 0 used.
+    /// One per recipient of `POST /messages/send`, by clock hour and UTC day.
     pub messages_sent: SentUsage,
     /// Message bodies and attachments fetched this clock hour.
     pub object_reads: WindowUsage,
@@ -167,12 +171,12 @@ impl Usage {
             },
             messages_sent: SentUsage {
                 hour: WindowUsage {
-                    used: 0,
+                    used: counts.sent_hour,
                     limit: u64::from(limits.sends_per_hour),
                     window_ends_at: windows.hour_end,
                 },
                 day: WindowUsage {
-                    used: 0,
+                    used: counts.sent_day,
                     limit: u64::from(limits.sends_per_day),
                     window_ends_at: windows.day_end,
                 },

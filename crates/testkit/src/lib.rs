@@ -14,6 +14,7 @@
 
 pub mod push;
 pub mod receiver;
+pub mod relay;
 
 use std::collections::HashMap;
 use std::net::TcpListener;

@@ -1,7 +1,8 @@
-//! `mail list`, `mail read`, `mail wait`, `mail attachment`, `mail mark`:
-//! an address's mail, opened on this machine, as the operator (keys derived
-//! from the recovery phrase) or as this machine's paired device (keys from
-//! its key bundle).
+//! `mail list`, `mail read`, `mail wait`, `mail attachment`, `mail mark`,
+//! `mail star`, `mail move`, `mail delete`, `mail trash empty`: the mail,
+//! opened on this machine, as the operator (keys derived from the recovery
+//! phrase) or as this machine's paired device (keys from its key bundle);
+//! `mail send`: mail out, as the operator.
 
 use std::borrow::Cow;
 use std::fs::OpenOptions;
@@ -11,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
+use sealpost_client::folders::{Deletion, Folder, MailFilter};
 use sealpost_client::sealing::{self, AddressSecrets, KeyBundle, MessageContent};
+use sealpost_client::sending::SendMail;
 use sealpost_client::types::{Message, PageParams};
 use sealpost_client::{Client, ClientError, MAX_WAIT_SECONDS};
 use sealpost_kernel::{AddressId, MessageId};
@@ -123,43 +126,76 @@ fn size(bytes: u64) -> String {
     }
 }
 
-/// One line of `mail list`.
+/// One line of `mail list`: id, time, folder, read flag, star, then the
+/// sender (the recipients of sent mail), subject and attachment count.
 fn summary(keys: &MailKeys, message: &Message) -> String {
     let flag = if message.read { "read" } else { "unread" };
-    let head = format!("{}  {}  {flag:<6}", message.id, message.received_at);
+    let star = if message.starred { "starred" } else { "" };
+    let head = format!(
+        "{}  {}  {:<7}  {flag:<6}  {star:<7}",
+        message.id,
+        message.received_at,
+        message.folder.as_str()
+    );
     match sealing::open_message(keys, message) {
         Err(err) => format!("{head}  (unreadable: {err})"),
         Ok(content) => {
-            let from = escape::line(content.from.as_deref().unwrap_or("-"));
+            let who = if message.outgoing {
+                format!("to {}", escape::line(&content.to.join(", ")))
+            } else {
+                escape::line(content.from.as_deref().unwrap_or("-")).into_owned()
+            };
             let subject = escape::line(content.subject.as_deref().unwrap_or("(no subject)"));
             let count = content.attachments.len();
             if count == 0 {
-                format!("{head}  {from}  {subject}")
+                format!("{head}  {who}  {subject}")
             } else {
-                format!("{head}  {from}  {subject}  ({})", attachments(count))
+                format!("{head}  {who}  {subject}  ({})", attachments(count))
             }
         }
     }
 }
 
-/// Lists an address's mail, newest first; `--all` follows the pages.
+/// The filters of `mail list` besides the address.
+pub struct ListFilter {
+    pub folder: Option<String>,
+    pub starred: bool,
+    pub unread: bool,
+}
+
+fn parse_folder(text: &str) -> Result<Folder> {
+    text.parse::<Folder>().map_err(anyhow::Error::new)
+}
+
+/// Lists mail newest first, across addresses or in one; `--all` follows
+/// the pages.
 pub async fn list(
     ctx: &Ctx,
     device: bool,
-    inbox_id: &str,
+    inbox_id: Option<&str>,
+    filter: &ListFilter,
     limit: Option<u32>,
     all: bool,
 ) -> Result<()> {
     let (reader, client) = reader(ctx, device)?;
     let keys = unlock(ctx, &reader, &client).await?;
-    let inbox = resolve_inbox(&client, inbox_id).await?;
+    let inbox = match inbox_id {
+        Some(text) => Some(resolve_inbox(&client, text).await?),
+        None => None,
+    };
+    let query = MailFilter {
+        folder: filter.folder.as_deref().map(parse_folder).transpose()?,
+        inbox_id: inbox.clone(),
+        starred: filter.starred.then_some(true),
+        unread: filter.unread.then_some(true),
+    };
     let mut page = PageParams {
         limit: if all { limit.or(Some(ALL_PAGE)) } else { limit },
         cursor: None,
     };
     let mut shown = 0usize;
     loop {
-        let answer = client.list_messages(&inbox, &page).await?;
+        let answer = client.list_mail(&query, &page).await?;
         for message in &answer.messages {
             outln!("{}", summary(&keys, message));
         }
@@ -176,7 +212,13 @@ pub async fn list(
         }
     }
     if shown == 0 {
-        outln!("No mail in {inbox}.");
+        let place = match (&inbox, query.folder) {
+            (Some(inbox), Some(folder)) => format!(" in {inbox} ({folder})"),
+            (Some(inbox), None) => format!(" in {inbox}"),
+            (None, Some(folder)) => format!(" in {folder}"),
+            (None, None) => String::new(),
+        };
+        outln!("No mail{place}.");
     }
     Ok(())
 }
@@ -488,6 +530,111 @@ pub async fn mark(ctx: &Ctx, device: bool, message_id: &str, read: bool) -> Resu
     client.mark_read(&id, read).await?;
     let state = if read { "read" } else { "unread" };
     outln!("Marked {id} {state}.");
+    Ok(())
+}
+
+/// `mail send`'s arguments.
+pub struct Outgoing {
+    pub from: String,
+    pub from_name: Option<String>,
+    pub to: Vec<String>,
+    pub subject: String,
+    pub text: Option<String>,
+    pub text_file: Option<PathBuf>,
+    pub html_file: Option<PathBuf>,
+}
+
+fn read_body(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Sends mail from one of the account's addresses (the operator session).
+pub async fn send(ctx: &Ctx, device: bool, outgoing: Outgoing) -> Result<()> {
+    if device {
+        bail!("a device cannot send mail; sending needs the operator session (`sealpost login`)");
+    }
+    let (_, client) = ctx.signed_in()?;
+    let from = if outgoing.from.contains('@') {
+        outgoing.from.trim().to_owned()
+    } else {
+        let id = resolve_inbox(&client, &outgoing.from).await?;
+        client
+            .list_inboxes()
+            .await?
+            .inboxes
+            .into_iter()
+            .find(|inbox| inbox.id == id)
+            .map(|inbox| inbox.email_address)
+            .ok_or_else(|| anyhow!("no address {id} here; `sealpost inbox list` shows them"))?
+    };
+    let text = match (outgoing.text, &outgoing.text_file) {
+        (Some(text), _) => text,
+        (None, Some(path)) => read_body(path)?,
+        (None, None) => bail!("give the text with --text or --text-file"),
+    };
+    let html = outgoing.html_file.as_deref().map(read_body).transpose()?;
+    let sent = client
+        .send_mail(&SendMail {
+            from,
+            from_name: outgoing.from_name,
+            to: outgoing.to,
+            subject: outgoing.subject,
+            text,
+            html,
+        })
+        .await?;
+    match sent.message_id {
+        Some(id) => outln!("Sent. The copy {id} is in the sent folder."),
+        None => outln!("Sent. No copy was kept: the address has no key."),
+    }
+    Ok(())
+}
+
+/// Stars a message or takes the star off; needs no keys.
+pub async fn star(ctx: &Ctx, device: bool, message_id: &str, starred: bool) -> Result<()> {
+    let id = parse_message_id(message_id)?;
+    let (_, client) = reader(ctx, device)?;
+    client.star(&id, starred).await?;
+    if starred {
+        outln!("Starred {id}.");
+    } else {
+        outln!("Took the star off {id}.");
+    }
+    Ok(())
+}
+
+/// Moves a message to another folder; needs no keys.
+pub async fn move_to(ctx: &Ctx, device: bool, message_id: &str, folder: &str) -> Result<()> {
+    let id = parse_message_id(message_id)?;
+    let folder = parse_folder(folder)?;
+    let (_, client) = reader(ctx, device)?;
+    let moved = client.move_message(&id, folder).await?;
+    outln!("{id} is in {}.", moved.folder);
+    Ok(())
+}
+
+/// Moves a message to the trash, or deletes it from there for good.
+pub async fn delete(ctx: &Ctx, device: bool, message_id: &str) -> Result<()> {
+    let id = parse_message_id(message_id)?;
+    let (_, client) = reader(ctx, device)?;
+    match client.delete_message(&id).await? {
+        Deletion::Trashed => {
+            outln!("Moved {id} to the trash; deleting it again deletes it for good.");
+        }
+        Deletion::Deleted => outln!("Deleted {id} for good."),
+    }
+    Ok(())
+}
+
+/// Empties the trash (the operator session).
+pub async fn empty_trash(ctx: &Ctx, device: bool) -> Result<()> {
+    if device {
+        bail!("only the operator empties the trash (`sealpost login`)");
+    }
+    let (_, client) = ctx.signed_in()?;
+    let deleted = client.empty_trash().await?;
+    let noun = if deleted == 1 { "message" } else { "messages" };
+    outln!("Deleted {deleted} {noun} from the trash.");
     Ok(())
 }
 

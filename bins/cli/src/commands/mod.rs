@@ -22,6 +22,7 @@ use url::Url;
 use crate::cli::{
     AddressCommand, AgentCommand, BillingCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand,
     MailCommand, NotificationsCommand, PlanCommand, SessionsCommand, StoredCredential,
+    TrashCommand,
 };
 use crate::state::{DeviceState, StateDir, StoredSession};
 
@@ -189,9 +190,49 @@ pub async fn run(cli: Cli) -> Result<()> {
             match args.command {
                 MailCommand::List {
                     inbox_id,
+                    folder,
+                    starred,
+                    unread,
                     limit,
                     all,
-                } => mail::list(&ctx, device, &inbox_id, limit, all).await,
+                } => {
+                    let filter = mail::ListFilter {
+                        folder,
+                        starred,
+                        unread,
+                    };
+                    mail::list(&ctx, device, inbox_id.as_deref(), &filter, limit, all).await
+                }
+                MailCommand::Send {
+                    from,
+                    from_name,
+                    to,
+                    subject,
+                    text,
+                    text_file,
+                    html_file,
+                } => {
+                    let outgoing = mail::Outgoing {
+                        from,
+                        from_name,
+                        to,
+                        subject,
+                        text,
+                        text_file,
+                        html_file,
+                    };
+                    mail::send(&ctx, device, outgoing).await
+                }
+                MailCommand::Star { message_id, off } => {
+                    mail::star(&ctx, device, &message_id, !off).await
+                }
+                MailCommand::Move { message_id, folder } => {
+                    mail::move_to(&ctx, device, &message_id, &folder).await
+                }
+                MailCommand::Delete { message_id } => mail::delete(&ctx, device, &message_id).await,
+                MailCommand::Trash {
+                    command: TrashCommand::Empty,
+                } => mail::empty_trash(&ctx, device).await,
                 MailCommand::Read { message_id, show } => {
                     mail::read(&ctx, device, &message_id, show).await
                 }

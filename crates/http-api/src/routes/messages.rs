@@ -24,7 +24,7 @@ pub const INBOUND_BODY_LIMIT: usize = 35 * 1024 * 1024;
 /// SPEC: the wait answers within 60 seconds at most.
 const MAX_WAIT_SECONDS: u64 = 60;
 
-fn message_body(message: Message) -> wire::Message {
+pub(crate) fn message_body(message: Message) -> wire::Message {
     wire::Message {
         id: message.id,
         inbox_id: message.inbox,
@@ -33,10 +33,13 @@ fn message_body(message: Message) -> wire::Message {
         size_bytes: message.size_bytes,
         key_epoch: message.key_epoch,
         content: message.content,
+        folder: folder_name(message.folder),
+        starred: message.starred,
+        outgoing: message.outgoing,
     }
 }
 
-fn reader(caller: &Authenticated) -> Reader {
+pub(crate) fn reader(caller: &Authenticated) -> Reader {
     Reader {
         account: caller.account().clone(),
         worker: caller.worker().cloned(),
@@ -47,15 +50,26 @@ async fn plan_of(state: &AppState, caller: &Authenticated) -> Result<PlanId, Api
     Ok(state.accounts.account(caller.account()).await?.plan)
 }
 
-fn inbox_path(text: &str) -> Result<AddressId, ApiError> {
+pub(crate) fn inbox_path(text: &str) -> Result<AddressId, ApiError> {
     AddressId::parse(text).map_err(|_| ApiError::not_found())
 }
 
-fn message_path(text: &str) -> Result<MessageId, ApiError> {
+pub(crate) fn message_path(text: &str) -> Result<MessageId, ApiError> {
     MessageId::parse(text).map_err(|_| ApiError::not_found())
 }
 
-fn cursor_of(message: &Message) -> String {
+/// The wire's name of a folder.
+fn folder_name(folder: sealpost_messages::folders::Folder) -> wire::Folder {
+    use sealpost_messages::folders::Folder;
+    match folder {
+        Folder::Inbox => wire::Folder::Inbox,
+        Folder::Sent => wire::Folder::Sent,
+        Folder::Archive => wire::Folder::Archive,
+        Folder::Trash => wire::Folder::Trash,
+    }
+}
+
+pub(crate) fn cursor_of(message: &Message) -> String {
     Cursor {
         at: message.received_at,
         id: message.id.to_string(),

@@ -1,0 +1,258 @@
+//! The mailbox across addresses: `GET /messages` with filters, folder
+//! counts, stars, moves, deletion and the trash.
+
+use actix_web::web::{Bytes, Data, Path, Query};
+use actix_web::{HttpResponse, delete, get, post};
+use sealpost_kernel::{AddressId, PageLimits};
+use sealpost_messages::folders::{Folder, FolderCount, FolderCounts, MessageFilter};
+use sealpost_messages::mailbox::Deleted;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::{Authenticated, SessionCaller};
+use crate::error::ApiError;
+use crate::json::{Json, parse};
+use crate::routes::messages::{message_body, message_path, reader};
+use crate::state::AppState;
+use sealpost_wire as wire;
+use sealpost_wire::ErrorBody;
+
+fn folder_field(field: &str, text: &str) -> Result<Folder, ApiError> {
+    text.parse::<Folder>()
+        .map_err(|error| ApiError::invalid_field(field, error))
+}
+
+fn flag_field(field: &str, text: Option<&str>) -> Result<Option<bool>, ApiError> {
+    match text {
+        None | Some("") => Ok(None),
+        Some("true") => Ok(Some(true)),
+        Some("false") => Ok(Some(false)),
+        Some(_) => Err(ApiError::invalid_field(field, "expected true or false")),
+    }
+}
+
+fn inbox_field(text: Option<&str>) -> Result<Option<AddressId>, ApiError> {
+    text.filter(|text| !text.is_empty())
+        .map(|text| AddressId::parse(text).map_err(|error| ApiError::invalid_id("inboxId", error)))
+        .transpose()
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+pub struct MailboxQuery {
+    /// `inbox`, `sent`, `archive` or `trash`; absent lists every folder but the trash.
+    folder: Option<String>,
+    /// Only this address's mail (one the caller may read, else 404).
+    inbox_id: Option<String>,
+    /// `true`: starred mail only; `false`: unstarred only.
+    starred: Option<String>,
+    /// `true`: unread mail only; `false`: read only.
+    unread: Option<String>,
+    /// Page size, 1 to 200 (default 50).
+    limit: Option<String>,
+    /// `nextCursor` of the previous page.
+    cursor: Option<String>,
+}
+
+/// The caller's mail across its addresses (a device: the addresses assigned
+/// to it), newest first, filtered. Held mail and mail past retention never appear.
+#[utoipa::path(get, path = "/messages", tag = "messages", security(("bearer" = [])),
+    params(MailboxQuery),
+    responses((status = 200, body = wire::MessagePage), (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "inboxId names no address the caller may read")))]
+#[get("/messages")]
+pub async fn list(
+    state: Data<AppState>,
+    caller: Authenticated,
+    query: Query<MailboxQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let filter = MessageFilter {
+        folder: query
+            .folder
+            .as_deref()
+            .filter(|text| !text.is_empty())
+            .map(|text| folder_field("folder", text))
+            .transpose()?,
+        inbox: inbox_field(query.inbox_id.as_deref())?,
+        starred: flag_field("starred", query.starred.as_deref())?,
+        unread: flag_field("unread", query.unread.as_deref())?,
+    };
+    let request = sealpost_kernel::PageRequest::parse(
+        query.limit.as_deref(),
+        query.cursor.as_deref(),
+        PageLimits::STANDARD,
+    )?;
+    let page = state
+        .mailbox
+        .list_all(&reader(&caller), &filter, &request)
+        .await?;
+    Ok(HttpResponse::Ok().json(wire::MessagePage {
+        messages: page.items.into_iter().map(message_body).collect(),
+        next_cursor: page.next_cursor,
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct FolderCountBody {
+    total: u64,
+    unread: u64,
+}
+
+impl From<FolderCount> for FolderCountBody {
+    fn from(count: FolderCount) -> Self {
+        Self {
+            total: count.total,
+            unread: count.unread,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct FoldersBody {
+    inbox: FolderCountBody,
+    sent: FolderCountBody,
+    archive: FolderCountBody,
+    trash: FolderCountBody,
+    /// Starred mail in every folder but the trash.
+    starred: FolderCountBody,
+}
+
+impl From<FolderCounts> for FoldersBody {
+    fn from(counts: FolderCounts) -> Self {
+        Self {
+            inbox: counts.inbox.into(),
+            sent: counts.sent.into(),
+            archive: counts.archive.into(),
+            trash: counts.trash.into(),
+            starred: counts.starred.into(),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct FoldersEnvelope {
+    folders: FoldersBody,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+pub struct FoldersQuery {
+    /// Only this address's mail.
+    inbox_id: Option<String>,
+}
+
+/// How much listed mail each folder holds, and how much of it is unread.
+#[utoipa::path(get, path = "/messages/folders", tag = "messages", security(("bearer" = [])),
+    params(FoldersQuery),
+    responses((status = 200, body = FoldersEnvelope), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+#[get("/messages/folders")]
+pub async fn folder_counts(
+    state: Data<AppState>,
+    caller: Authenticated,
+    query: Query<FoldersQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let inbox = inbox_field(query.inbox_id.as_deref())?;
+    let found = state.mailbox.folder_counts(&reader(&caller), inbox).await?;
+    Ok(HttpResponse::Ok().json(FoldersEnvelope {
+        folders: found.into(),
+    }))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct StarRequest {
+    /// Default true; false removes the star.
+    starred: Option<bool>,
+}
+
+/// Stars a message (or removes the star with `starred: false`). The body is optional.
+#[utoipa::path(post, path = "/messages/{id}/star", tag = "messages", security(("bearer" = [])),
+    params(("id" = String, Path)), request_body(content = Option<StarRequest>),
+    responses((status = 204), (status = 404, body = ErrorBody)))]
+#[post("/messages/{id}/star")]
+pub async fn star(
+    state: Data<AppState>,
+    caller: Authenticated,
+    id: Path<String>,
+    body: Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let id = message_path(&id)?;
+    let starred = if body.iter().all(u8::is_ascii_whitespace) {
+        true
+    } else {
+        parse::<StarRequest>(&body)?.starred.unwrap_or(true)
+    };
+    state.mailbox.star(&reader(&caller), &id, starred).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct MoveRequest {
+    /// `inbox`, `sent`, `archive` or `trash`. Received mail never goes to
+    /// `sent`, and sent mail never to `inbox`.
+    folder: String,
+}
+
+/// Moves a message to another folder; answers it as it is afterwards.
+#[utoipa::path(post, path = "/messages/{id}/move", tag = "messages", security(("bearer" = [])),
+    params(("id" = String, Path)), request_body = MoveRequest,
+    responses((status = 200, body = wire::MessageReply),
+        (status = 400, body = ErrorBody, description = "invalid_field: unknown folder, or one the message may not go to"),
+        (status = 404, body = ErrorBody)))]
+#[post("/messages/{id}/move")]
+pub async fn move_to(
+    state: Data<AppState>,
+    caller: Authenticated,
+    id: Path<String>,
+    Json(body): Json<MoveRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let id = message_path(&id)?;
+    let folder = folder_field("folder", &body.folder)?;
+    let message = state.mailbox.move_to(&reader(&caller), &id, folder).await?;
+    Ok(HttpResponse::Ok().json(wire::MessageReply {
+        message: message_body(message),
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DeletedBody {
+    /// `trashed` (moved to the trash) or `deleted` (it was in the trash: gone for good).
+    #[schema(example = "trashed")]
+    result: &'static str,
+}
+
+/// Moves a message to the trash; a message already in the trash is deleted
+/// for good, with its attachments.
+#[utoipa::path(delete, path = "/messages/{id}", tag = "messages", security(("bearer" = [])),
+    params(("id" = String, Path)),
+    responses((status = 200, body = DeletedBody), (status = 404, body = ErrorBody)))]
+#[delete("/messages/{id}")]
+pub async fn remove(
+    state: Data<AppState>,
+    caller: Authenticated,
+    id: Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = message_path(&id)?;
+    let result = match state.mailbox.delete(&reader(&caller), &id).await? {
+        Deleted::Trashed => "trashed",
+        Deleted::ForGood => "deleted",
+    };
+    Ok(HttpResponse::Ok().json(DeletedBody { result }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EmptiedBody {
+    /// How many messages were deleted.
+    deleted: u64,
+}
+
+/// Deletes every message in the account's trash, attachments included (session only).
+#[utoipa::path(post, path = "/messages/trash/empty", tag = "messages", security(("bearer" = [])),
+    responses((status = 200, body = EmptiedBody), (status = 403, body = ErrorBody, description = "session_required")))]
+#[post("/messages/trash/empty")]
+pub async fn empty_trash(
+    state: Data<AppState>,
+    caller: SessionCaller,
+) -> Result<HttpResponse, ApiError> {
+    let deleted = state.mailbox.empty_trash(&caller.account).await?;
+    Ok(HttpResponse::Ok().json(EmptiedBody { deleted }))
+}
