@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
@@ -321,38 +321,11 @@ impl FcmStandIn {
 async fn read_request<S: tokio::io::AsyncRead + Unpin>(
     reader: &mut BufReader<S>,
 ) -> Option<PushRequest> {
-    let mut line = String::new();
-    if reader.read_line(&mut line).await.ok()? == 0 {
-        return None;
-    }
-    let mut words = line.split_whitespace();
-    let method = words.next()?.to_owned();
-    let path = words.next()?.to_owned();
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).await.ok()? == 0 {
-            return None;
-        }
-        let trimmed = line.trim_end();
-        if trimmed.is_empty() {
-            break;
-        }
-        if let Some((key, value)) = trimmed.split_once(':') {
-            headers.push((key.trim().to_owned(), value.trim().to_owned()));
-        }
-    }
-    let length: usize = headers
-        .iter()
-        .find(|(key, _)| key.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, value)| value.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).await.ok()?;
+    let request = crate::receiver::read_http_request(reader).await?;
     Some(PushRequest {
-        method,
-        path,
-        headers,
-        body,
+        method: request.method,
+        path: request.path,
+        headers: request.headers,
+        body: request.body,
     })
 }

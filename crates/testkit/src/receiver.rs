@@ -122,10 +122,34 @@ impl Receiver {
 async fn read_request<S: tokio::io::AsyncRead + Unpin>(
     reader: &mut BufReader<S>,
 ) -> Option<Received> {
+    let request = read_http_request(reader).await?;
+    Some(Received {
+        headers: request.headers,
+        body: request.body,
+        at: std::time::SystemTime::now(),
+    })
+}
+
+/// One HTTP/1.1 request as the stand-ins on loopback see it.
+pub(crate) struct HttpRequest {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
+}
+
+/// Reads one request (request line, headers, a `Content-Length` body) from
+/// a keep-alive connection; `None` when the peer closed it.
+pub(crate) async fn read_http_request<S: tokio::io::AsyncRead + Unpin>(
+    reader: &mut BufReader<S>,
+) -> Option<HttpRequest> {
     let mut line = String::new();
     if reader.read_line(&mut line).await.ok()? == 0 {
         return None;
     }
+    let mut words = line.split_whitespace();
+    let method = words.next()?.to_owned();
+    let path = words.next()?.to_owned();
     let mut headers = Vec::new();
     loop {
         line.clear();
@@ -147,9 +171,10 @@ async fn read_request<S: tokio::io::AsyncRead + Unpin>(
         .unwrap_or(0);
     let mut body = vec![0; length];
     reader.read_exact(&mut body).await.ok()?;
-    Some(Received {
+    Some(HttpRequest {
+        method,
+        path,
         headers,
         body,
-        at: std::time::SystemTime::now(),
     })
 }
