@@ -163,6 +163,11 @@ fn routes(config: &mut web::ServiceConfig) {
         );
 }
 
+/// Health probes: exempt from the edge limit, logged at debug only.
+fn is_probe(path: &str) -> bool {
+    matches!(path, "/healthz" | "/readyz")
+}
+
 /// `GET /`: where to go from here, for a person who opened the API's address.
 async fn index() -> HttpResponse {
     HttpResponse::Ok().json(serde_json::json!({
@@ -178,7 +183,7 @@ async fn limit_by_ip(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let probe = matches!(req.path(), "/healthz" | "/readyz");
+    let probe = is_probe(req.path());
     let client = req.extensions().get::<client_ip::ClientIp>().copied();
     if let (false, Some(state), Some(client)) = (probe, req.app_data::<Data<AppState>>(), client) {
         state.limiter.check_ip(client_ip::limit_key(client.0))?;
@@ -226,7 +231,7 @@ async fn log_request(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let probe = matches!(req.path(), "/healthz" | "/readyz");
+    let probe = is_probe(req.path());
     let started = std::time::Instant::now();
     let outcome = next.call(req).await;
     let status = match &outcome {
