@@ -171,6 +171,7 @@ pub fn smtp(runtime: &Runtime) -> Result<ExitCode> {
         url: url.clone(),
         blob_dir: blob_dir.clone(),
         logs: bench_dir.join("logs"),
+        server_key: sealpost_seal::ServerKeys::generate_text(),
     };
     let outcome = run_all(runtime, &stack, &postfix);
 
@@ -212,6 +213,7 @@ struct Stack {
     url: String,
     blob_dir: PathBuf,
     logs: PathBuf,
+    server_key: String,
 }
 
 impl Stack {
@@ -227,6 +229,7 @@ impl Stack {
             .env("SEALPOST_DOMAINS", "mail.localhost")
             .env("SEALPOST_BILLING_SANDBOX", "true")
             .env("SEALPOST_EDGE_RATE", "100000")
+            .env("SEALPOST_SERVER_KEY", &self.server_key)
             // The default log level (info), as in production, into a file.
             .env_remove("SEALPOST_LOG")
             .stdout(Stdio::null())

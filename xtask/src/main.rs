@@ -203,6 +203,7 @@ fn dev(runtime: &Runtime, with_seed: bool) -> Result<ExitCode> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
+    let server_key = dev_server_key(&root.join("target").join("dev"))?;
     let configure = |command: &mut Command| {
         command.env("DATABASE_URL", &url);
         if std::env::var_os("SEALPOST_BILLING_SANDBOX").is_none() {
@@ -213,6 +214,9 @@ fn dev(runtime: &Runtime, with_seed: bool) -> Result<ExitCode> {
                 "SEALPOST_BLOB_DIR",
                 root.join("target").join("dev").join("blobs"),
             );
+        }
+        if std::env::var_os("SEALPOST_SERVER_KEY").is_none() {
+            command.env("SEALPOST_SERVER_KEY", &server_key);
         }
     };
     // The SMTP ingest runs beside the API and stops with it.
@@ -488,6 +492,19 @@ fn exit_code(status: ExitStatus) -> ExitCode {
 /// The URL with its password masked.
 fn redact(url: &str) -> String {
     sealpost_store_pg::DatabaseUrl::parse(url).map_or_else(|_| url.to_owned(), |url| url.redacted())
+}
+
+/// The development server key: generated once and kept under `target/dev`,
+/// so what it sealed stays readable across restarts of the dev stack.
+fn dev_server_key(dev_dir: &std::path::Path) -> Result<String> {
+    let path = dev_dir.join("server-key");
+    if let Ok(key) = std::fs::read_to_string(&path) {
+        return Ok(key.trim().to_owned());
+    }
+    std::fs::create_dir_all(dev_dir).with_context(|| format!("creating {}", dev_dir.display()))?;
+    let key = sealpost_seal::ServerKeys::generate_text();
+    std::fs::write(&path, &key).with_context(|| format!("writing {}", path.display()))?;
+    Ok(key)
 }
 
 #[cfg(test)]

@@ -81,6 +81,16 @@ pub const VARIABLES: &[Variable] = &[
         meaning: "The DKIM selector (`s=`) the key is published under.",
     },
     Variable {
+        name: "SEALPOST_SERVER_KEY",
+        default: "(unset: the API refuses to start)",
+        meaning: "32 random bytes as base64url without padding (43 characters): seals webhook secrets and DKIM keys at rest and derives sign-in challenge secrets. Keep it outside the database; `cargo xtask dev` generates one.",
+    },
+    Variable {
+        name: "SEALPOST_SERVER_KEYS_OLD",
+        default: "(none)",
+        meaning: "Comma list of earlier server keys, still accepted for opening what they sealed while a rotation is under way.",
+    },
+    Variable {
         name: "SEALPOST_SUPPORT_KEY",
         default: "(unset: in-app support is off)",
         meaning: "The support team's X25519 public key (base64url).",
@@ -220,6 +230,9 @@ pub struct Config {
     pub dkim_selector: String,
     /// Edge limit: requests per minute per IP and per account.
     pub edge_rate_per_minute: u32,
+    /// `SEALPOST_SERVER_KEY` and `SEALPOST_SERVER_KEYS_OLD`; the processes
+    /// that need it refuse to start without it.
+    pub server_keys: Option<sealpost_seal::ServerKeys>,
     /// The support team's X25519 public key; in-app support needs it.
     pub support_key: Option<String>,
     pub log_filter: String,
@@ -484,7 +497,24 @@ impl Config {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let server_keys = get("SEALPOST_SERVER_KEY")
+            .map(|current| {
+                let old: Vec<&str> = get("SEALPOST_SERVER_KEYS_OLD")
+                    .unwrap_or("")
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|key| !key.is_empty())
+                    .collect();
+                sealpost_seal::ServerKeys::from_text(current, &old).map_err(|_| {
+                    ConfigError::Invalid {
+                        name: "SEALPOST_SERVER_KEY",
+                        reason: "expected 32 bytes as base64url (43 characters), here and in SEALPOST_SERVER_KEYS_OLD".into(),
+                    }
+                })
+            })
+            .transpose()?;
         Ok(Self {
+            server_keys,
             trusted_proxies,
             public_url: get("SEALPOST_PUBLIC_URL")
                 .map(|url| url.trim_end_matches('/').to_owned())

@@ -13,11 +13,14 @@
 //!   written) or AES-256-GCM (version 1, read only), as JSON or as the binary
 //!   attachment layout, plus the service's shape check [`check_box`].
 //! - [`team_fingerprint`] and the associated-data strings in [`context`].
+//! - [`ServerKeys`]: the service's own secrets sealed at rest or derived
+//!   under a key held outside the database.
 //!
 //! All binary values on the wire are base64url without padding ([`b64`]).
 //! The crate does no I/O and holds no state; every primitive comes from
 //! `ring`, `x25519-dalek` or `bip39`.
 
+mod at_rest;
 pub mod b64;
 mod boxes;
 pub mod context;
@@ -27,6 +30,7 @@ mod handshake;
 mod keys;
 mod primitives;
 
+pub use at_rest::{AtRestError, ServerKeys};
 pub use boxes::{BoxShapeError, SealedBox, check_box, open_binary, seal_binary};
 pub use error::SealError;
 pub use fingerprint::team_fingerprint;

@@ -198,6 +198,10 @@ impl TestApp {
             std::env::temp_dir().join(format!("sealpost-blobs-{}", uuid::Uuid::new_v4().simple()));
         // The development payment provider, as `cargo xtask dev` runs it.
         config.billing_sandbox = true;
+        config.server_keys = Some(sealpost_seal::ServerKeys::new(
+            sealpost_seal::random_bytes::<32>(),
+            [],
+        ));
         adjust(&mut config);
         let clock = Arc::new(TestClock::at(
             Timestamp::parse("2026-11-22T12:00:00Z").expect("a valid start time"),
