@@ -23,7 +23,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "DATABASE_URL",
         default: DEFAULT_DATABASE_URL,
-        meaning: "PostgreSQL connection URL. `cargo xtask dev` finds or starts a server and sets it.",
+        meaning: "PostgreSQL connection URL. TLS per libpq's `sslmode` (`disable`, `prefer` (default), `require`, `verify-ca`, `verify-full`) and `sslrootcert` (a PEM file, or `system`) in its query; see the notes below. `cargo xtask dev` finds or starts a server and sets it.",
     },
     Variable {
         name: "SEALPOST_HTTP_ADDR",

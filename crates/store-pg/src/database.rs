@@ -1,7 +1,7 @@
 //! Creating databases and running the embedded migrations: one `migrate()`
 //! used by `cargo xtask migrate`, by `sealpost-api` at start-up and by tests.
 
-use diesel_async::{AsyncConnection, AsyncMigrationHarness, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncMigrationHarness, RunQueryDsl};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
@@ -25,7 +25,7 @@ pub enum MigrateError {
 /// Applies every pending migration; returns how many ran. Needs the
 /// multi-thread tokio runtime (the harness blocks in place).
 pub async fn migrate(database_url: &str) -> Result<usize, MigrateError> {
-    let mut conn = AsyncPgConnection::establish(database_url).await?;
+    let mut conn = crate::connect(database_url).await?;
     diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
         .execute(&mut conn)
         .await?;
@@ -44,7 +44,7 @@ pub async fn migrate(database_url: &str) -> Result<usize, MigrateError> {
 pub async fn create_database_if_missing(database_url: &str) -> Result<bool, MigrateError> {
     let url = DatabaseUrl::parse(database_url)?;
     let name = url.database().ok_or(MigrateError::Url)?.to_owned();
-    let mut conn = AsyncPgConnection::establish(&url.with_database("postgres")).await?;
+    let mut conn = crate::connect(&url.with_database("postgres")).await?;
     #[derive(diesel::QueryableByName)]
     struct Exists {
         #[diesel(sql_type = diesel::sql_types::Bool)]

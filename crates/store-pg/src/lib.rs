@@ -7,6 +7,7 @@ mod accounts;
 mod activity;
 mod addresses;
 mod billing;
+mod connect;
 mod database;
 mod devices;
 mod jobs;
@@ -23,10 +24,12 @@ mod webhooks;
 use std::time::Duration;
 
 use diesel_async::AsyncPgConnection;
-use diesel_async::pooled_connection::AsyncDieselConnectionManager;
 use diesel_async::pooled_connection::deadpool::{Object, Pool, PoolError};
+use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig};
+use futures_util::FutureExt;
 use sealpost_kernel::StoreError;
 
+pub use connect::{PgConnector, SslMode, connect};
 pub use database::{DatabaseUrl, MigrateError, create_database_if_missing, migrate, quote_ident};
 pub use jobs::{Job, JobLock};
 pub use messages::InstanceLock;
@@ -42,8 +45,19 @@ pub struct PgStore {
 }
 
 impl PgStore {
+    /// A pool whose connections are opened by [`connect`]'s rules (TLS per
+    /// `sslmode`); a malformed URL or unreadable `sslrootcert` fails here.
     pub fn connect(database_url: &str, max_connections: usize) -> Result<Self, StoreError> {
-        let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(database_url);
+        let connector = PgConnector::new(database_url).map_err(StoreError::failed)?;
+        let mut config = ManagerConfig::default();
+        config.custom_setup = Box::new(move |_url| {
+            let connector = connector.clone();
+            async move { connector.connect().await }.boxed()
+        });
+        let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(
+            database_url,
+            config,
+        );
         let pool = Pool::builder(manager)
             .max_size(max_connections)
             .wait_timeout(Some(POOL_WAIT))

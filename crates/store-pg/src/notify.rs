@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use futures_util::StreamExt;
 use tokio::sync::broadcast;
 
@@ -48,7 +48,7 @@ async fn listen(
     database_url: &str,
     forward: &broadcast::Sender<String>,
 ) -> Result<(), diesel::result::Error> {
-    let mut conn = AsyncPgConnection::establish(database_url)
+    let mut conn = crate::connect(database_url)
         .await
         .map_err(|error| diesel::result::Error::QueryBuilderError(Box::new(error)))?;
     diesel::sql_query(format!("LISTEN {MAIL_CHANNEL}"))
