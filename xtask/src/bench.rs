@@ -229,6 +229,8 @@ impl Stack {
             .env("SEALPOST_DOMAINS", "mail.localhost")
             .env("SEALPOST_BILLING_SANDBOX", "true")
             .env("SEALPOST_EDGE_RATE", "100000")
+            // smtp-source opens a connection per message, all from loopback.
+            .env("SEALPOST_SMTP_CONNECT_RATE", "0")
             .env("SEALPOST_SERVER_KEY", &self.server_key)
             // The default log level (info), as in production, into a file.
             .env_remove("SEALPOST_LOG")

@@ -46,6 +46,26 @@ pub const VARIABLES: &[Variable] = &[
         meaning: "Address the SMTP ingest (`sealpost-smtp`) listens on.",
     },
     Variable {
+        name: "SEALPOST_SMTP_MAX_SESSIONS",
+        default: "1000",
+        meaning: "SMTP sessions the ingest holds at once; a connection over it is answered 421 4.3.2 and closed.",
+    },
+    Variable {
+        name: "SEALPOST_SMTP_MAX_SESSIONS_PER_IP",
+        default: "50",
+        meaning: "SMTP sessions at once from one client (an IPv4 address or an IPv6 /64); over it: 421 4.7.0 and close.",
+    },
+    Variable {
+        name: "SEALPOST_SMTP_CONNECT_RATE",
+        default: "600",
+        meaning: "New SMTP connections a minute from one client (a token bucket of that size, refilled evenly); over it: 421 4.7.0 and close. 0 turns the rate off (benchmarks).",
+    },
+    Variable {
+        name: "SEALPOST_SMTP_DATA_MEMORY",
+        default: "512",
+        meaning: "MiB of message data all SMTP sessions hold at once (above 0); over it: 452 4.3.1 at DATA, or at the end of a message that outgrew it. Parsing and sealing take a few times a message's size on top, so leave the process about four times this.",
+    },
+    Variable {
         name: "SEALPOST_DOMAINS",
         default: "mail.localhost",
         meaning: "Comma list of the shared domains addresses are created on and mail is accepted for.",
@@ -217,6 +237,14 @@ pub struct Config {
     pub database_url: String,
     pub http_addr: String,
     pub smtp_addr: String,
+    /// SMTP sessions at once (`SEALPOST_SMTP_MAX_SESSIONS`).
+    pub smtp_max_sessions: usize,
+    /// SMTP sessions at once per client (`SEALPOST_SMTP_MAX_SESSIONS_PER_IP`).
+    pub smtp_max_sessions_per_ip: usize,
+    /// New SMTP connections a minute per client, 0 for none (`SEALPOST_SMTP_CONNECT_RATE`).
+    pub smtp_connect_rate: u32,
+    /// Bytes of DATA held at once by all SMTP sessions (`SEALPOST_SMTP_DATA_MEMORY`, in MiB).
+    pub smtp_data_memory: usize,
     /// Shared domains addresses can be created on.
     pub domains: Vec<String>,
     pub blob_dir: PathBuf,
@@ -384,6 +412,22 @@ impl Config {
                 }
             },
         };
+        let whole = |name: &'static str, default: u64, min: u64, max: u64| match get(name) {
+            None => Ok(default),
+            Some(text) => match text.parse::<u64>() {
+                Ok(value) if (min..=max).contains(&value) => Ok(value),
+                _ => Err(ConfigError::Invalid {
+                    name,
+                    reason: format!("expected a whole number from {min} to {max}"),
+                }),
+            },
+        };
+        let smtp_max_sessions = whole("SEALPOST_SMTP_MAX_SESSIONS", 1000, 1, 1_000_000)? as usize;
+        let smtp_max_sessions_per_ip =
+            whole("SEALPOST_SMTP_MAX_SESSIONS_PER_IP", 50, 1, 1_000_000)? as usize;
+        let smtp_connect_rate = whole("SEALPOST_SMTP_CONNECT_RATE", 600, 0, 1_000_000)? as u32;
+        let smtp_data_memory =
+            whole("SEALPOST_SMTP_DATA_MEMORY", 512, 1, 1024 * 1024)? as usize * 1024 * 1024;
         let smtp_relay_timeout = match get("SEALPOST_SMTP_RELAY_TIMEOUT") {
             None => 60,
             Some(text) => match text.parse::<u64>() {
@@ -532,6 +576,10 @@ impl Config {
             smtp_addr: get("SEALPOST_SMTP_ADDR")
                 .unwrap_or("127.0.0.1:2525")
                 .to_owned(),
+            smtp_max_sessions,
+            smtp_max_sessions_per_ip,
+            smtp_connect_rate,
+            smtp_data_memory,
             domains,
             blob_dir: PathBuf::from(get("SEALPOST_BLOB_DIR").unwrap_or("target/dev/blobs")),
             billing_sandbox: flag(get("SEALPOST_BILLING_SANDBOX"), "SEALPOST_BILLING_SANDBOX")?,
@@ -786,6 +834,37 @@ mod tests {
         assert_eq!(config.smtp_relay, None);
         assert_eq!(config.smtp_relay_timeout.as_secs(), 60);
         assert_eq!(config.dkim_selector, "sealpost");
+        assert_eq!(config.smtp_max_sessions, 1000);
+        assert_eq!(config.smtp_max_sessions_per_ip, 50);
+        assert_eq!(config.smtp_connect_rate, 600);
+        assert_eq!(config.smtp_data_memory, 512 * 1024 * 1024);
+    }
+
+    #[test]
+    fn smtp_limits_are_read_and_bounded() {
+        let config = Config::from_vars(&vars(&[
+            ("SEALPOST_SMTP_MAX_SESSIONS", "20"),
+            ("SEALPOST_SMTP_MAX_SESSIONS_PER_IP", "3"),
+            ("SEALPOST_SMTP_CONNECT_RATE", "0"),
+            ("SEALPOST_SMTP_DATA_MEMORY", "64"),
+        ]))
+        .unwrap();
+        assert_eq!(config.smtp_max_sessions, 20);
+        assert_eq!(config.smtp_max_sessions_per_ip, 3);
+        assert_eq!(config.smtp_connect_rate, 0);
+        assert_eq!(config.smtp_data_memory, 64 * 1024 * 1024);
+        for (name, bad) in [
+            ("SEALPOST_SMTP_MAX_SESSIONS", "0"),
+            ("SEALPOST_SMTP_MAX_SESSIONS_PER_IP", "many"),
+            ("SEALPOST_SMTP_CONNECT_RATE", "-1"),
+            ("SEALPOST_SMTP_DATA_MEMORY", "0"),
+        ] {
+            let error = Config::from_vars(&vars(&[(name, bad)])).unwrap_err();
+            assert!(
+                matches!(error, ConfigError::Invalid { name: got, .. } if got == name),
+                "{name}={bad}: {error}"
+            );
+        }
     }
 
     #[test]

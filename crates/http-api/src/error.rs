@@ -371,6 +371,7 @@ impl From<IngestError> for ApiError {
                 retry_after: Some(retry_after_seconds),
                 ..Self::new(ErrorCode::RateLimited, error.to_string())
             },
+            IngestError::Structure(limit) => Self::invalid_field("raw", limit),
             IngestError::Store(store) => store.into(),
             IngestError::Blob(blob) => Self::internal(&blob),
         }

@@ -9,8 +9,10 @@ use anyhow::Context;
 use async_trait::async_trait;
 use sealpost_config::Config;
 use sealpost_kernel::Clock;
-use sealpost_messages::ingest::{Ingest, RecipientCheck};
-use sealpost_smtp_session::{Delivery, DeliveryOutcome, Envelope, RecipientDecision, SmtpConfig};
+use sealpost_messages::ingest::{Ingest, IngestError, RecipientCheck};
+use sealpost_smtp_session::{
+    DataMemory, Delivery, DeliveryOutcome, Envelope, RecipientDecision, SmtpConfig,
+};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -56,6 +58,15 @@ impl Delivery for SealingDelivery {
                 );
                 DeliveryOutcome::Accepted
             }
+            Err(IngestError::Structure(limit)) => {
+                tracing::info!(%limit, bytes = data.len(), "mail refused for its structure");
+                // Counts and limits only: nothing of the message is echoed.
+                let mut text = limit.to_string();
+                if let Some(first) = text.get(..1) {
+                    text = first.to_uppercase() + text.get(1..).unwrap_or_default();
+                }
+                DeliveryOutcome::ExceedsLimits(text)
+            }
             Err(error) => {
                 tracing::warn!(%error, "delivery failed; the client will retry");
                 DeliveryOutcome::TryLater("temporary failure; try again later".into())
@@ -87,6 +98,18 @@ pub async fn start(
     serve(services, config, listener).await
 }
 
+/// The session settings: the library's defaults with the connection caps
+/// and the DATA memory budget of the configuration.
+fn smtp_config(config: &Config, hostname: String) -> SmtpConfig {
+    SmtpConfig {
+        max_sessions: config.smtp_max_sessions,
+        max_sessions_per_ip: config.smtp_max_sessions_per_ip,
+        connections_per_ip_per_minute: config.smtp_connect_rate,
+        data_memory: DataMemory::new(config.smtp_data_memory),
+        ..SmtpConfig::new(hostname)
+    }
+}
+
 /// Recovers what a crashed ingest left behind, then serves SMTP on `listener`.
 async fn serve(
     services: Services,
@@ -109,7 +132,7 @@ async fn serve(
         .first()
         .cloned()
         .unwrap_or_else(|| "localhost".into());
-    let smtp = Arc::new(SmtpConfig::new(hostname));
+    let smtp = Arc::new(smtp_config(config, hostname));
     let addr = listener.local_addr().context("reading the bound address")?;
     let delivery: Arc<dyn Delivery> = Arc::new(SealingDelivery::new(services.ingest.clone()));
     let serving = tokio::spawn(async move {

@@ -17,6 +17,16 @@
 //!   files, inline images of multipart/related, nested messages. `sizeBytes`
 //!   is the decoded size; text attachments are decoded to UTF-8 from their
 //!   declared charset, binary ones are the transfer-decoded bytes.
+//!
+//! Hostile structure ([`parse_mail_checked`], used by the ingest): a message
+//! with more than [`MAX_MIME_PARTS`] parts (nested messages' parts
+//! included), parts nested more than [`MAX_MIME_DEPTH`] deep, or a header
+//! of more than [`MAX_HEADER_FIELDS`] fields is refused whole ([`MimeLimit`];
+//! SMTP answers 552 5.3.4 with its text), not stored cut short: the sender
+//! learns at once, and nothing half-kept reaches the recipient. Before
+//! parsing, the raw bytes are scanned for `Content-Type:` lines (only a
+//! part with one can hold others): more than [`MAX_MIME_PARTS`] of them is
+//! refused without parsing, so nesting the parser would follow is bounded.
 
 use std::borrow::Cow;
 
@@ -26,6 +36,25 @@ use serde::Serialize;
 
 /// Attachments larger than this are listed with `stored: false` and no bytes.
 pub const ATTACHMENT_STORE_LIMIT: u64 = 20 * 1024 * 1024;
+
+/// Most MIME parts in one message, those of nested messages included.
+pub const MAX_MIME_PARTS: usize = 500;
+/// Deepest nesting of parts (a multipart in a multipart, or a message in
+/// one, is one level each; the message itself is level 0).
+pub const MAX_MIME_DEPTH: usize = 20;
+/// Most header fields of the message or of any one part.
+pub const MAX_HEADER_FIELDS: usize = 1000;
+
+/// A limit of the service the message's structure is over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MimeLimit {
+    #[error("message has more than {MAX_MIME_PARTS} MIME parts")]
+    Parts,
+    #[error("message nests MIME parts more than {MAX_MIME_DEPTH} levels deep")]
+    Depth,
+    #[error("message has a header of more than {MAX_HEADER_FIELDS} fields")]
+    HeaderFields,
+}
 
 /// One parsed message: the JSON to seal, and the attachment bytes to seal
 /// and store one by one.
@@ -89,10 +118,72 @@ impl MessageContent {
 /// Parses a raw message. Never fails: what cannot be read as MIME is kept as
 /// text, so the recipient still sees the message.
 pub fn parse_mail(raw: &[u8]) -> ParsedMail {
-    let Some(message) = MessageParser::default().parse(raw) else {
-        return unstructured(raw);
-    };
+    match MessageParser::default().parse(raw) {
+        Some(message) => from_message(&message, raw),
+        None => unstructured(raw),
+    }
+}
 
+/// [`parse_mail`] for mail from outside: a message over the structure
+/// limits (see the module's documentation) is refused instead.
+pub fn parse_mail_checked(raw: &[u8]) -> Result<ParsedMail, MimeLimit> {
+    if content_type_lines(raw) > MAX_MIME_PARTS {
+        return Err(MimeLimit::Parts);
+    }
+    match MessageParser::default().parse(raw) {
+        Some(message) => {
+            check_shape(&message)?;
+            Ok(from_message(&message, raw))
+        }
+        None => Ok(unstructured(raw)),
+    }
+}
+
+/// Lines starting with `Content-Type:` (any case): an upper bound on the
+/// parts that can hold other parts.
+fn content_type_lines(raw: &[u8]) -> usize {
+    const NAME: &[u8] = b"content-type:";
+    std::iter::once(raw)
+        .chain(raw.split(|&b| b == b'\n').skip(1))
+        .filter(|line| {
+            line.get(..NAME.len())
+                .is_some_and(|start| start.eq_ignore_ascii_case(NAME))
+        })
+        .count()
+}
+
+/// Walks the part tree (without recursion) against the limits.
+fn check_shape(root: &Message<'_>) -> Result<(), MimeLimit> {
+    let mut parts = 0usize;
+    let mut pending: Vec<(&Message<'_>, usize, usize)> = vec![(root, 0, 0)];
+    while let Some((message, id, depth)) = pending.pop() {
+        if depth > MAX_MIME_DEPTH {
+            return Err(MimeLimit::Depth);
+        }
+        let Some(part) = message.parts.get(id) else {
+            continue;
+        };
+        parts += 1;
+        if parts > MAX_MIME_PARTS {
+            return Err(MimeLimit::Parts);
+        }
+        if part.headers.len() > MAX_HEADER_FIELDS {
+            return Err(MimeLimit::HeaderFields);
+        }
+        match &part.body {
+            PartType::Multipart(children) => pending.extend(
+                children
+                    .iter()
+                    .map(|child| (message, *child as usize, depth + 1)),
+            ),
+            PartType::Message(inner) => pending.push((inner, 0, depth + 1)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn from_message(message: &Message<'_>, raw: &[u8]) -> ParsedMail {
     let mut content = MessageContent {
         from: message.from().and_then(join_mailboxes),
         to: message.all_to().flat_map(render_list).collect(),

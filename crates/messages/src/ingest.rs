@@ -8,7 +8,7 @@ use sealpost_kernel::{AccountId, AddressId, Clock, MessageId, StoreError, Timest
 use sealpost_plans::{plan, received_window};
 use sealpost_seal::{SealedBox, context, random_bytes, seal_binary};
 
-use crate::content::{ParsedMail, parse_mail};
+use crate::content::{MimeLimit, ParsedMail, parse_mail_checked};
 use crate::folders::Folder;
 use crate::recovery::BlobRecovery;
 use crate::store::{
@@ -47,6 +47,10 @@ pub enum IngestError {
         "the monthly received-mail allowance is used up; it renews in {retry_after_seconds} seconds"
     )]
     OverAllowance { retry_after_seconds: u64 },
+    /// Over a structure limit (MIME parts, nesting, header fields): refused
+    /// for good, nothing stored.
+    #[error(transparent)]
+    Structure(#[from] MimeLimit),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -136,7 +140,7 @@ impl Ingest {
         recipients: &[String],
         raw: &[u8],
     ) -> Result<Vec<MessageId>, IngestError> {
-        let parsed = parse_mail(raw);
+        let parsed = parse_mail_checked(raw)?;
         let mut seen: Vec<AddressId> = Vec::new();
         let mut delivered = Vec::new();
         for address in recipients {
@@ -187,7 +191,7 @@ impl Ingest {
                 });
             }
         }
-        let parsed = parse_mail(raw);
+        let parsed = parse_mail_checked(raw)?;
         self.seal_and_commit(&recipient, &parsed, raw.len(), Via::Api)
             .await
     }
@@ -218,9 +222,50 @@ impl Ingest {
             .collect();
         if !keys.is_empty() {
             self.repo
-                .register_pending_blobs(keys, &self.instance, now)
+                .register_pending_blobs(keys.clone(), &self.instance, now)
                 .await?;
         }
+        let committed = self
+            .write_and_commit(recipient, parsed, &id, &public_key, sealed, size, via, now)
+            .await;
+        match committed {
+            Ok(Commit::Done) => Ok(id),
+            Ok(Commit::TakenOver) => {
+                // Recovery deleted what it found; what was written after is
+                // ours to delete. A failure leaves an unreferenced blob only.
+                for key in &keys {
+                    let _ = self.blobs.delete(key).await;
+                }
+                Err(IngestError::Store(StoreError::Unavailable(
+                    "recovery took this delivery over; try again".into(),
+                )))
+            }
+            Err(error) => {
+                if !keys.is_empty() {
+                    self.abandon(keys).await;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Seals and writes the attachment blobs, then commits the rows.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one delivery's parts, passed once"
+    )]
+    async fn write_and_commit(
+        &self,
+        recipient: &RecipientRecord,
+        parsed: &ParsedMail,
+        id: &MessageId,
+        public_key: &[u8; 32],
+        sealed: SealedBox,
+        size: usize,
+        via: Via,
+        now: Timestamp,
+    ) -> Result<Commit, IngestError> {
+        let attachments = &parsed.attachments;
         let mut stored = Vec::with_capacity(attachments.len());
         for part in attachments {
             let Some(bytes) = &part.bytes else {
@@ -236,9 +281,9 @@ impl Ingest {
                 });
                 continue;
             };
-            let key = blob_key(&id, part.index);
+            let key = blob_key(id, part.index);
             let ciphertext = seal_binary(
-                &public_key,
+                public_key,
                 &context::attachment(id.as_str(), part.index),
                 bytes,
             );
@@ -253,18 +298,12 @@ impl Ingest {
         let mut records = Records::new();
         if !recipient.paused {
             match via {
-                Via::Smtp => records.mail_received(&recipient.account, &recipient.inbox, &id, now),
-                Via::Api => {
-                    records.message_received(&recipient.account, &recipient.inbox, &id, now)
-                }
+                Via::Smtp => records.mail_received(&recipient.account, &recipient.inbox, id, now),
+                Via::Api => records.message_received(&recipient.account, &recipient.inbox, id, now),
             }
         }
         let (window_start, _) = received_window(recipient.account_created_at, now);
-        let written: Vec<String> = stored
-            .iter()
-            .filter_map(|attachment| attachment.blob_key.clone())
-            .collect();
-        let outcome = self
+        Ok(self
             .repo
             .commit(NewMessage {
                 message: Message {
@@ -286,20 +325,24 @@ impl Ingest {
                 records,
                 owner: self.instance.clone(),
             })
-            .await?;
-        match outcome {
-            Commit::Done => Ok(id),
-            Commit::TakenOver => {
-                // Recovery deleted what it found; what was written after is
-                // ours to delete. A failure leaves an unreferenced blob only.
-                for key in &written {
-                    let _ = self.blobs.delete(key).await;
-                }
-                Err(IngestError::Store(StoreError::Unavailable(
-                    "recovery took this delivery over; try again".into(),
-                )))
+            .await?)
+    }
+
+    /// A failed delivery's pending blobs, deleted at once rather than at the
+    /// next recovery. They are taken from this instance first: a commit that
+    /// landed after all (its reply lost) left no pending row, so its blobs
+    /// are not returned and stay. Whatever fails here is left to recovery
+    /// (ownerless rows, after [`crate::recovery::PENDING_BLOB_GRACE`]).
+    async fn abandon(&self, keys: Vec<String>) {
+        let Ok(still_pending) = self.repo.disown_pending_blobs(keys).await else {
+            return;
+        };
+        for key in &still_pending {
+            if self.blobs.delete(key).await.is_err() {
+                return;
             }
         }
+        let _ = self.repo.forget_pending_blobs(still_pending).await;
     }
 
     /// Recovery of pending blobs that spares this ingest's own deliveries.
@@ -522,6 +565,106 @@ mod tests {
         assert!(
             matches!(result, Err(IngestError::Store(StoreError::Unavailable(_)))),
             "the client is told to try again"
+        );
+    }
+
+    /// Two attachments, so a failure can come after one blob was written.
+    const TWO: &[u8] = b"From: a@example.com\r\nTo: shop@mail.localhost\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nhi\r\n--b\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=a.bin\r\n\r\nONE\r\n--b\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=b.bin\r\n\r\nTWO\r\n--b--\r\n";
+
+    #[tokio::test]
+    async fn a_blob_write_failing_midway_deletes_the_delivery_s_blobs_at_once() {
+        let mut seq = mockall::Sequence::new();
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient()
+            .returning(|_| Ok(Some(recipient(false, true))));
+        repo.expect_register_pending_blobs()
+            .withf(|keys, _, _| keys.len() == 2)
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _, _| Ok(()));
+        let mut blobs = MockBlobStore::new();
+        blobs
+            .expect_put()
+            .withf(|key, _| key.ends_with("/0"))
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| Ok(()));
+        blobs
+            .expect_put()
+            .withf(|key, _| key.ends_with("/1"))
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| Err(BlobError("disk full".into())));
+        repo.expect_commit().never();
+        repo.expect_disown_pending_blobs()
+            .withf(|keys| keys.len() == 2)
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(Ok);
+        blobs
+            .expect_delete()
+            .times(2)
+            .in_sequence(&mut seq)
+            .returning(|_| Ok(()));
+        repo.expect_forget_pending_blobs()
+            .withf(|keys| keys.len() == 2)
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_| Ok(()));
+        let result = ingest(repo, blobs)
+            .deliver(&["shop@mail.localhost".into()], TWO)
+            .await;
+        assert!(matches!(result, Err(IngestError::Blob(_))), "{result:?}");
+    }
+
+    #[tokio::test]
+    async fn a_failed_commit_deletes_only_the_blobs_still_pending() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient()
+            .returning(|_| Ok(Some(recipient(false, true))));
+        repo.expect_register_pending_blobs()
+            .returning(|_, _, _| Ok(()));
+        let mut blobs = MockBlobStore::new();
+        blobs.expect_put().times(2).returning(|_, _| Ok(()));
+        repo.expect_commit()
+            .times(1)
+            .returning(|_| Err(StoreError::Failed("connection lost".into())));
+        // Had the commit landed, no row would be pending: the store says
+        // which still are, and only those go.
+        repo.expect_disown_pending_blobs()
+            .times(1)
+            .returning(|keys| Ok(keys.into_iter().filter(|key| key.ends_with("/1")).collect()));
+        blobs
+            .expect_delete()
+            .withf(|key| key.ends_with("/1"))
+            .times(1)
+            .returning(|_| Ok(()));
+        repo.expect_forget_pending_blobs()
+            .withf(|keys| keys.len() == 1 && keys[0].ends_with("/1"))
+            .times(1)
+            .returning(|_| Ok(()));
+        let result = ingest(repo, blobs)
+            .deliver(&["shop@mail.localhost".into()], TWO)
+            .await;
+        assert!(matches!(result, Err(IngestError::Store(_))), "{result:?}");
+    }
+
+    #[tokio::test]
+    async fn a_message_over_the_structure_limits_is_refused_before_anything_is_written() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient().never();
+        repo.expect_register_pending_blobs().never();
+        let mut raw = String::from("From: a@example.com\r\n");
+        for i in 0..=crate::content::MAX_HEADER_FIELDS {
+            raw.push_str(&format!("X-{i}: x\r\n"));
+        }
+        raw.push_str("\r\nbody\r\n");
+        let result = ingest(repo, MockBlobStore::new())
+            .deliver(&["shop@mail.localhost".into()], raw.as_bytes())
+            .await;
+        assert!(
+            matches!(result, Err(IngestError::Structure(MimeLimit::HeaderFields))),
+            "{result:?}"
         );
     }
 

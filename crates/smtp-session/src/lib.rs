@@ -19,12 +19,25 @@
 //!   stays in step), the accepted recipients per message (452 4.5.3), an idle
 //!   timeout per read and a total session time (421 4.4.2, then close), and
 //!   50 failed commands per session (421 4.7.0, then close).
+//! - Connections ([`serve`]): at most [`SmtpConfig::max_sessions`] sessions
+//!   at once (over it: 421 4.3.2 and close), [`SmtpConfig::max_sessions_per_ip`]
+//!   per client and [`SmtpConfig::connections_per_ip_per_minute`] new
+//!   connections per client (421 4.7.0 and close); a client is its IPv4
+//!   address or its IPv6 /64. Each session is its own task with its own
+//!   timeouts, so a slow client holds only its own connection.
+//! - Memory: the DATA of all sessions sharing a [`DataMemory`] is bounded by
+//!   it. A message reserves as it grows (what it holds, at most twice
+//!   over); when what is left cannot cover the size given in `MAIL ...
+//!   SIZE=` (or the first 64 KiB) DATA is answered 452 4.3.1, and a message
+//!   that outgrows what is left is read to its end, dropped and answered 452
+//!   4.3.1. The reservation is kept until the delivery returned.
 //! - After STARTTLS the session starts over inside TLS with no state carried
 //!   across (RFC 3207); bytes the client pipelined after STARTTLS in plain
 //!   text are dropped.
 //! - Logs carry counts and reply codes only: no addresses, no content.
 
 mod io;
+mod limits;
 mod session;
 
 use std::net::IpAddr;
@@ -32,8 +45,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
+pub use limits::DataMemory;
 pub use tokio_rustls::TlsAcceptor;
 
 /// Longest command line, CRLF included (RFC 5321 4.5.3.1.4).
@@ -93,6 +107,9 @@ pub enum DeliveryOutcome {
     TryLater(String),
     /// 554 5.6.0 with the text.
     Rejected(String),
+    /// 552 5.3.4 with the text: over a limit of the service (MIME parts,
+    /// nesting, header fields), so sending it again will not help.
+    ExceedsLimits(String),
 }
 
 /// Server settings.
@@ -111,12 +128,22 @@ pub struct SmtpConfig {
     pub session_timeout: Duration,
     /// Offers STARTTLS when set.
     pub tls: Option<TlsAcceptor>,
+    /// Sessions at once over all clients ([`serve`] only).
+    pub max_sessions: usize,
+    /// Sessions at once from one client ([`serve`] only).
+    pub max_sessions_per_ip: usize,
+    /// New connections a minute from one client, 0 for no limit ([`serve`] only).
+    pub connections_per_ip_per_minute: u32,
+    /// DATA bytes held at once by every session sharing it.
+    pub data_memory: DataMemory,
 }
 
 impl SmtpConfig {
     /// Defaults: 50 MiB messages (room for an attachment over the 20 MB
     /// storage limit, base64 included), 100 recipients, 5 minutes idle
-    /// (RFC 5321 4.5.3.2.7), 30 minutes per session, no TLS.
+    /// (RFC 5321 4.5.3.2.7), 30 minutes per session, no TLS, 1,000
+    /// sessions (50 per client, 600 new a minute per client), 512 MiB of
+    /// DATA in memory.
     pub fn new(hostname: impl Into<String>) -> Self {
         Self {
             hostname: hostname.into(),
@@ -125,6 +152,10 @@ impl SmtpConfig {
             idle_timeout: Duration::from_secs(5 * 60),
             session_timeout: Duration::from_secs(30 * 60),
             tls: None,
+            max_sessions: 1000,
+            max_sessions_per_ip: 50,
+            connections_per_ip_per_minute: 600,
+            data_memory: DataMemory::new(512 * 1024 * 1024),
         }
     }
 }
@@ -138,6 +169,13 @@ impl std::fmt::Debug for SmtpConfig {
             .field("idle_timeout", &self.idle_timeout)
             .field("session_timeout", &self.session_timeout)
             .field("tls", &self.tls.is_some())
+            .field("max_sessions", &self.max_sessions)
+            .field("max_sessions_per_ip", &self.max_sessions_per_ip)
+            .field(
+                "connections_per_ip_per_minute",
+                &self.connections_per_ip_per_minute,
+            )
+            .field("data_memory", &self.data_memory.limit())
             .finish()
     }
 }
@@ -160,11 +198,18 @@ where
 /// Accepts connections for ever, one task per connection. A failing client
 /// or a failed `accept` is logged and never stops the loop; each session is
 /// also cut off a little after `session_timeout` should it hang anywhere.
+/// Connections over the session caps or the per-client rate are answered
+/// 421 and closed (see the crate's documentation).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     config: Arc<SmtpConfig>,
     delivery: Arc<dyn Delivery>,
 ) {
+    let gate = limits::Gate::new(
+        config.max_sessions,
+        config.max_sessions_per_ip,
+        config.connections_per_ip_per_minute,
+    );
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -175,17 +220,36 @@ pub async fn serve(
                 continue;
             }
         };
+        let client_ip = peer.ip().to_canonical();
+        let admitted = match gate.admit(client_ip) {
+            Ok(admitted) => admitted,
+            Err(refusal) => {
+                tracing::debug!(?refusal, "smtp connection refused");
+                let reply = refusal.reply(&config.hostname);
+                // Its own task, bounded in time: a client that does not read
+                // cannot hold up the accept loop.
+                tokio::spawn(async move {
+                    let mut stream = stream;
+                    let write = async {
+                        stream.write_all(reply.as_bytes()).await?;
+                        stream.shutdown().await
+                    };
+                    let _ = tokio::time::timeout(limits::REFUSAL_WRITE, write).await;
+                });
+                continue;
+            }
+        };
         let config = Arc::clone(&config);
         let delivery = Arc::clone(&delivery);
         tokio::spawn(async move {
+            let _admitted = admitted;
             // Nagle would hold back the pipelined replies.
             let _ = stream.set_nodelay(true);
             let hard_limit = config
                 .session_timeout
                 .saturating_add(config.idle_timeout)
                 .saturating_add(Duration::from_secs(30));
-            let session =
-                serve_session(stream, peer.ip().to_canonical(), &config, delivery.as_ref());
+            let session = serve_session(stream, client_ip, &config, delivery.as_ref());
             match tokio::time::timeout(hard_limit, session).await {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => tracing::debug!(kind = ?error.kind(), "smtp session i/o error"),

@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
 use crate::io::{Conn, Filled};
+use crate::limits::Reservation;
 use crate::{
     Delivery, DeliveryOutcome, Envelope, MAX_COMMAND_LINE, MAX_ERRORS, MAX_TEXT_LINE,
     RecipientDecision, SmtpConfig,
@@ -19,6 +20,9 @@ use crate::{
 
 /// Longest text taken from a hook into a reply.
 const MAX_REPLY_TEXT: usize = 200;
+/// What a message reserves of the DATA budget at first (or its declared
+/// `SIZE`), and at least what it reserves more each time it outgrows it.
+const DATA_STEP: usize = 64 * 1024;
 
 pub(crate) async fn run<S>(
     stream: S,
@@ -120,6 +124,8 @@ struct Transaction {
     /// Whether any RCPT was tried, to tell "no RCPT yet" (503) from "no
     /// valid recipient" (554) at DATA.
     rcpt_tried: bool,
+    /// `SIZE=` of MAIL, 0 when not given.
+    declared_size: usize,
 }
 
 /// A command line as read off the wire.
@@ -135,6 +141,8 @@ enum Body {
     Complete(Vec<u8>),
     TooBig,
     LineTooLong,
+    /// The DATA budget could not cover the message as it grew.
+    NoMemory,
     Closed,
     Timeout(Filled),
 }
@@ -363,6 +371,7 @@ where
             mail_from: from.address,
             recipients: Vec::new(),
             rcpt_tried: false,
+            declared_size: from.size,
         });
         self.reply(stats, 250, "2.1.0", "Sender OK");
     }
@@ -419,11 +428,29 @@ where
             }
             return Ok(None);
         }
+        // A first step of memory for the message; more is reserved as it
+        // grows (see `read_body`). A declared size the budget cannot cover
+        // now is refused at once, but not reserved: a client trickling its
+        // data holds only what it sent.
+        let mut reservation = self.config.data_memory.reservation();
+        let first = DATA_STEP.min(self.config.max_message_size.saturating_add(1));
+        if self.config.data_memory.available() < transaction.declared_size
+            || !reservation.grow_to(first)
+        {
+            stats.messages_refused = stats.messages_refused.saturating_add(1);
+            self.reply(
+                stats,
+                452,
+                "4.3.1",
+                "Insufficient system storage, try again later",
+            );
+            return Ok(None);
+        }
         self.conn
             .queue(b"354 Start mail input; end with <CRLF>.<CRLF>\r\n");
         stats.last_code = 354;
 
-        let body = self.read_body().await?;
+        let body = self.read_body(&mut reservation).await?;
         let transaction = self.transaction.take();
         let data = match body {
             Body::Complete(data) => data,
@@ -439,6 +466,16 @@ where
                     554,
                     "5.6.0",
                     "Message has a line longer than 1000 octets",
+                );
+                return Ok(None);
+            }
+            Body::NoMemory => {
+                stats.messages_refused = stats.messages_refused.saturating_add(1);
+                self.reply(
+                    stats,
+                    452,
+                    "4.3.1",
+                    "Insufficient system storage, try again later",
                 );
                 return Ok(None);
             }
@@ -473,14 +510,27 @@ where
                 stats.messages_refused = stats.messages_refused.saturating_add(1);
                 self.reply(stats, 554, "5.6.0", &clean(&text, "Message rejected"));
             }
+            DeliveryOutcome::ExceedsLimits(text) => {
+                stats.messages_refused = stats.messages_refused.saturating_add(1);
+                self.reply(
+                    stats,
+                    552,
+                    "5.3.4",
+                    &clean(&text, "Message exceeds a limit of this service"),
+                );
+            }
         }
+        // The message's memory is given back only now: delivery used it.
+        drop(data);
+        drop(reservation);
         Ok(None)
     }
 
     /// Reads the message up to `CRLF.CRLF`, dot-unstuffed by smtp-proto.
-    /// Past the size limit, or after an over-long line, the rest is read and
-    /// dropped so the next command is read in step.
-    async fn read_body(&mut self) -> io::Result<Body> {
+    /// Past the size limit, after an over-long line, or when `reservation`
+    /// cannot grow with the message, the rest is read and dropped so the
+    /// next command is read in step.
+    async fn read_body(&mut self, reservation: &mut Reservation) -> io::Result<Body> {
         let limit = self.config.max_message_size;
         let mut receiver = DataReceiver::new();
         // The receiver only sees a dot as a line start after a CRLF: feed it
@@ -488,9 +538,10 @@ where
         let mut primer = Vec::with_capacity(2);
         receiver.ingest(&mut b"\r\n".iter(), &mut primer);
 
-        let mut message = Vec::new();
+        let mut message = Vec::with_capacity(reservation.bytes().min(limit.saturating_add(1)));
         let mut skipper: Option<DummyDataReceiver> = None;
         let mut too_big = false;
+        let mut no_memory = false;
         let mut line_too_long = false;
         let mut line_len = 0usize;
 
@@ -507,7 +558,20 @@ where
             }
             self.conn.consume(consumed);
 
-            if skipper.is_none() && (line_too_long || message.len() > limit) {
+            if skipper.is_none() && message.len() <= limit && message.len() > reservation.bytes() {
+                // Grown past its reservation: ask for as much again (at
+                // least a step), else for just what it holds.
+                let wanted = message
+                    .len()
+                    .saturating_add(reservation.bytes().max(DATA_STEP))
+                    .min(limit.saturating_add(1));
+                if reservation.grow_to(wanted) {
+                    message.reserve_exact(wanted.saturating_sub(message.len()));
+                } else if !reservation.grow_to(message.len()) {
+                    no_memory = true;
+                }
+            }
+            if skipper.is_none() && (line_too_long || no_memory || message.len() > limit) {
                 too_big = message.len() > limit;
                 skipper = Some(DummyDataReceiver::new_data(&receiver));
                 message = Vec::new();
@@ -515,6 +579,8 @@ where
             if done {
                 return Ok(if too_big {
                     Body::TooBig
+                } else if no_memory {
+                    Body::NoMemory
                 } else if line_too_long {
                     Body::LineTooLong
                 } else {

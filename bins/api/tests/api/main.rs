@@ -19,6 +19,7 @@ mod ownership;
 mod proxies;
 mod push;
 mod sending;
+mod smtp_limits;
 mod storage;
 mod usage;
 mod webhook_delivery;

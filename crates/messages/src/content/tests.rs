@@ -424,3 +424,87 @@ fn parsed_json_round_trip_of_a_real_message() {
     let inner = parsed.attachments[0].bytes.as_deref().unwrap();
     assert!(String::from_utf8_lossy(inner).contains("inner body"));
 }
+
+/// A message whose body nests `levels` multiparts, one text part innermost.
+fn nested_multiparts(levels: usize) -> Vec<u8> {
+    let mut text = String::from("From: a@example.com\r\nSubject: deep\r\nMIME-Version: 1.0\r\n");
+    for level in 0..levels {
+        text.push_str(&format!(
+            "Content-Type: multipart/mixed; boundary=\"b{level}\"\r\n\r\n--b{level}\r\n"
+        ));
+    }
+    text.push_str("Content-Type: text/plain\r\n\r\ninnermost\r\n");
+    for level in (0..levels).rev() {
+        text.push_str(&format!("--b{level}--\r\n"));
+    }
+    text.into_bytes()
+}
+
+#[test]
+fn structure_within_the_limits_is_parsed_as_usual() {
+    let raw = nested_multiparts(MAX_MIME_DEPTH - 1);
+    let parsed = parse_mail_checked(&raw).unwrap();
+    assert_eq!(
+        parsed.content.text.as_deref().map(str::trim),
+        Some("innermost")
+    );
+    assert_eq!(parsed_without_limits(&raw), parsed);
+}
+
+fn parsed_without_limits(raw: &[u8]) -> ParsedMail {
+    parse_mail(raw)
+}
+
+#[test]
+fn nesting_deeper_than_the_limit_is_refused() {
+    let raw = nested_multiparts(MAX_MIME_DEPTH + 1);
+    assert_eq!(parse_mail_checked(&raw), Err(MimeLimit::Depth));
+    // Without the limits it is read as usual.
+    assert!(parse_mail(&raw).content.subject.is_some());
+}
+
+#[test]
+fn too_many_parts_are_refused() {
+    // Parts without a Content-Type line: the pre-scan does not see them,
+    // the walk over the parsed tree does.
+    let mut text = String::from(
+        "From: a@example.com\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=p\r\n\r\n",
+    );
+    for i in 0..MAX_MIME_PARTS {
+        text.push_str(&format!("--p\r\n\r\npart {i}\r\n"));
+    }
+    text.push_str("--p--\r\n");
+    assert_eq!(
+        parse_mail_checked(text.as_bytes()).unwrap_err().to_string(),
+        "message has more than 500 MIME parts"
+    );
+}
+
+#[test]
+fn a_header_with_too_many_fields_is_refused() {
+    let mut text = String::from("From: a@example.com\r\n");
+    for i in 0..MAX_HEADER_FIELDS {
+        text.push_str(&format!("X-Filler-{i}: x\r\n"));
+    }
+    text.push_str("\r\nbody\r\n");
+    assert_eq!(
+        parse_mail_checked(text.as_bytes()),
+        Err(MimeLimit::HeaderFields)
+    );
+    let within = text.replacen("X-Filler-0: x\r\n", "", 1);
+    assert!(parse_mail_checked(within.as_bytes()).is_ok());
+}
+
+#[test]
+fn a_flood_of_nested_messages_is_refused_before_parsing_on_a_small_stack() {
+    // 200,000 message/rfc822 levels in 6 MB: refused by the pre-scan, so the
+    // parser never builds (nor drops) a tree that deep.
+    let raw = "Content-Type: message/rfc822\r\n\r\n".repeat(200_000);
+    let refused = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || parse_mail_checked(raw.as_bytes()).err())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(refused, Some(MimeLimit::Parts));
+}

@@ -87,6 +87,7 @@ pub fn config() -> SmtpConfig {
         idle_timeout: Duration::from_secs(60),
         session_timeout: Duration::from_secs(600),
         tls: None,
+        ..SmtpConfig::new("mx.sealpost.test")
     }
 }
 

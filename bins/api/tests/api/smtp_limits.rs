@@ -1,0 +1,186 @@
+//! The SMTP ingest's hardening through the real wiring (`sealpost_jobs::smtp`
+//! over TCP, the real store and blob directory): the configured connection
+//! caps, hostile MIME structure refused with 552, and a delivery failing
+//! after its blobs were written leaving none behind.
+
+use std::path::{Path, PathBuf};
+
+use reqwest::StatusCode;
+use sealpost_seal::b64;
+use sealpost_testkit::TestApp;
+use serde_json::json;
+
+use crate::support::{Api, SignedIn, SmtpClient, new_keys};
+
+/// An account with one address that takes mail.
+async fn mailbox(app: TestApp) -> (Api, SignedIn, String) {
+    let api = Api::with(app);
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    let created = api
+        .post(
+            "/inboxes",
+            Some(&owner.token),
+            json!({ "id": "ibx_limit1", "domain": "mail.localhost", "prefix": "limits",
+                    "publicKey": b64::encode(&keys.inbox_public_key("ibx_limit1", 0)) }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
+    let address = created.body["inbox"]["emailAddress"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (api, owner, address)
+}
+
+/// A message nesting multiparts `levels` deep.
+fn nested(to: &str, levels: usize) -> String {
+    let mut text =
+        format!("From: s@example.com\r\nTo: {to}\r\nSubject: deep\r\nMIME-Version: 1.0\r\n");
+    for level in 0..levels {
+        text.push_str(&format!(
+            "Content-Type: multipart/mixed; boundary=\"b{level}\"\r\n\r\n--b{level}\r\n"
+        ));
+    }
+    text.push_str("Content-Type: text/plain\r\n\r\ninnermost\r\n");
+    for level in (0..levels).rev() {
+        text.push_str(&format!("--b{level}--\r\n"));
+    }
+    text
+}
+
+fn with_attachment(to: &str) -> String {
+    format!(
+        "From: s@example.com\r\nTo: {to}\r\nSubject: blobs\r\nMIME-Version: 1.0\r\n\
+         Content-Type: multipart/mixed; boundary=sep\r\n\r\n--sep\r\nContent-Type: text/plain\r\n\r\nhi\r\n\
+         --sep\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=a.bin\r\n\r\n\
+         first\r\n--sep\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=b.bin\r\n\r\n\
+         second\r\n--sep--\r\n"
+    )
+}
+
+async fn listed(api: &Api, owner: &SignedIn) -> usize {
+    let page = api
+        .get("/inboxes/ibx_limit1/messages", Some(&owner.token))
+        .await;
+    assert_eq!(page.status, StatusCode::OK);
+    page.body["messages"].as_array().unwrap().len()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_ingest_caps_sessions_per_client_and_refuses_hostile_structure_with_552() {
+    let app = TestApp::spawn_with(|config| {
+        config.smtp_max_sessions_per_ip = 2;
+        config.smtp_connect_rate = 0;
+    })
+    .await;
+    let (mut api, owner, address) = mailbox(app).await;
+    let smtp = api.app.spawn_smtp().await;
+
+    let (mut first, greeting) = SmtpClient::connect(smtp).await;
+    assert_eq!(greeting, 220);
+    let (_second, greeting) = SmtpClient::connect(smtp).await;
+    assert_eq!(greeting, 220);
+    let (_third, greeting) = SmtpClient::connect(smtp).await;
+    assert_eq!(greeting, 421, "a third session from one client");
+
+    assert_eq!(first.command("EHLO client.example").await, 250);
+    assert_eq!(first.command("MAIL FROM:<s@example.com>").await, 250);
+    assert_eq!(first.command(&format!("RCPT TO:<{address}>")).await, 250);
+    assert_eq!(first.data(&nested(&address, 30)).await, 552);
+    // Refused for good, and the session goes on: nesting within the limit passes.
+    assert_eq!(first.command("MAIL FROM:<s@example.com>").await, 250);
+    assert_eq!(first.command(&format!("RCPT TO:<{address}>")).await, 250);
+    assert_eq!(first.data(&nested(&address, 5)).await, 250);
+    assert_eq!(listed(&api, &owner).await, 1);
+
+    // The owner's own upload meets the same limits.
+    let posted = api
+        .post(
+            "/messages",
+            Some(&owner.token),
+            json!({ "inboxId": "ibx_limit1", "raw": b64::encode(nested(&address, 30).as_bytes()) }),
+        )
+        .await;
+    assert_eq!(
+        (posted.status, posted.code()),
+        (StatusCode::BAD_REQUEST, "invalid_field")
+    );
+    assert!(
+        posted.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("levels deep")
+    );
+    assert_eq!(listed(&api, &owner).await, 1);
+}
+
+/// Files under the blob directory, the stores' scratch space (`tmp/`) aside.
+fn blob_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|name| name == "tmp") && path.parent() == Some(dir) {
+                continue;
+            }
+            found.extend(blob_files(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delivery_failing_after_its_blobs_were_written_leaves_none_behind() {
+    use diesel_async::RunQueryDsl;
+    let (mut api, owner, address) = mailbox(TestApp::spawn().await).await;
+    let smtp = api.app.spawn_smtp().await;
+    let blob_dir = api.app.config.blob_dir.clone();
+
+    // The commit fails: the messages row is refused inside its transaction,
+    // after both attachments were sealed and written.
+    let mut conn = api.app.db.connect().await;
+    for statement in [
+        "CREATE FUNCTION refuse_mail() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$",
+        "CREATE TRIGGER refuse_mail BEFORE INSERT ON messages \
+         FOR EACH ROW EXECUTE FUNCTION refuse_mail()",
+    ] {
+        diesel::sql_query(statement)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+
+    let (mut client, _) = SmtpClient::connect(smtp).await;
+    assert_eq!(client.command("EHLO client.example").await, 250);
+    assert_eq!(client.command("MAIL FROM:<s@example.com>").await, 250);
+    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 250);
+    assert_eq!(client.data(&with_attachment(&address)).await, 451);
+
+    // At once, not at the next recovery: no blob, no pending row.
+    assert_eq!(blob_files(&blob_dir), Vec::<PathBuf>::new());
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        count: i64,
+    }
+    let pending = diesel::sql_query("SELECT count(*) AS count FROM pending_blobs")
+        .get_result::<Count>(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(pending.count, 0);
+
+    // Once the database takes mail again, the retry is stored whole.
+    diesel::sql_query("DROP TRIGGER refuse_mail ON messages")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(client.command("MAIL FROM:<s@example.com>").await, 250);
+    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 250);
+    assert_eq!(client.data(&with_attachment(&address)).await, 250);
+    assert_eq!(listed(&api, &owner).await, 1);
+    assert_eq!(blob_files(&blob_dir).len(), 2);
+}

@@ -1,0 +1,235 @@
+//! Connection caps, the per-client connection rate and the DATA memory
+//! budget, against `serve` on a real socket.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{Client, Recorder, config};
+use sealpost_smtp_session::{DataMemory, Delivery, DeliveryOutcome, SmtpConfig, serve};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::task::JoinHandle;
+
+async fn listen(config: SmtpConfig, delivery: Arc<Recorder>) -> (SocketAddr, JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(serve(
+        listener,
+        Arc::new(config),
+        delivery as Arc<dyn Delivery>,
+    ));
+    (addr, server)
+}
+
+/// A connection from `from` (any 127.0.0.0/8 address is this host).
+async fn connect_from(from: &str, addr: SocketAddr) -> Client<TcpStream> {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    Client::new(socket.connect(addr).await.unwrap())
+}
+
+/// EHLO, MAIL, RCPT: ready for DATA.
+async fn envelope(client: &mut Client<TcpStream>, mail_from: &str) {
+    client.command("EHLO client.example", 250, "").await;
+    client.command(mail_from, 250, "2.1.0").await;
+    client
+        .command("RCPT TO:<inbox@mail.localhost>", 250, "2.1.5")
+        .await;
+}
+
+fn body(bytes: usize, tag: &str) -> String {
+    let line = format!("{tag} {}\r\n", "x".repeat(70));
+    let mut text = format!("Subject: {tag}\r\n\r\n");
+    while text.len() < bytes {
+        text.push_str(&line);
+    }
+    text
+}
+
+#[tokio::test]
+async fn sessions_are_capped_per_client_and_in_total_and_a_slow_client_holds_only_its_own() {
+    let delivery = Recorder::new();
+    let (addr, server) = listen(
+        SmtpConfig {
+            max_sessions: 3,
+            max_sessions_per_ip: 2,
+            connections_per_ip_per_minute: 0,
+            ..config()
+        },
+        delivery.clone(),
+    )
+    .await;
+
+    let mut first = connect_from("127.0.0.1", addr).await;
+    assert_eq!(first.reply().await.code, 220);
+    let mut slow = connect_from("127.0.0.1", addr).await;
+    assert_eq!(slow.reply().await.code, 220);
+    // A third from the same client: 421 and closed.
+    let mut third = connect_from("127.0.0.1", addr).await;
+    third.reply().await.assert(421, "4.7.0");
+    assert!(third.closed().await);
+
+    // Another client takes the last slot; the next one finds the server full.
+    let mut other = connect_from("127.0.0.2", addr).await;
+    assert_eq!(other.reply().await.code, 220);
+    let mut full = connect_from("127.0.0.3", addr).await;
+    full.reply().await.assert(421, "4.3.2");
+    assert!(full.closed().await);
+
+    // A client trickling its DATA holds its own session only: the others
+    // deliver meanwhile, at their usual pace.
+    envelope(&mut slow, "MAIL FROM:<slow@example.org>").await;
+    slow.command("DATA", 354, "").await;
+    let trickle = tokio::spawn(async move {
+        for byte in "Subject: slow\r\n\r\nbit by bit\r\n".bytes() {
+            slow.send_bytes(&[byte]).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        slow
+    });
+    let started = Instant::now();
+    envelope(&mut other, "MAIL FROM:<quick@example.org>").await;
+    other.command("DATA", 354, "").await;
+    other.send(&format!("{}.\r\n", body(2000, "quick"))).await;
+    other.reply().await.assert(250, "2.0.0");
+    assert!(started.elapsed() < Duration::from_millis(500));
+    let mut slow = trickle.await.unwrap();
+    slow.send(".\r\n").await;
+    slow.reply().await.assert(250, "2.0.0");
+    assert_eq!(delivery.delivered().len(), 2);
+
+    // A session that ends frees its slot.
+    first.command("QUIT", 221, "2.0.0").await;
+    assert!(first.closed().await);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut again = connect_from("127.0.0.1", addr).await;
+        let reply = again.reply().await;
+        if reply.code == 220 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the slot was never freed: {reply:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.abort();
+}
+
+#[tokio::test]
+async fn new_connections_per_client_are_rate_limited() {
+    let (addr, server) = listen(
+        SmtpConfig {
+            connections_per_ip_per_minute: 3,
+            ..config()
+        },
+        Recorder::new(),
+    )
+    .await;
+    for _ in 0..3 {
+        let mut client = connect_from("127.0.0.1", addr).await;
+        assert_eq!(client.reply().await.code, 220);
+        client.command("QUIT", 221, "2.0.0").await;
+    }
+    let mut refused = connect_from("127.0.0.1", addr).await;
+    let reply = refused.reply().await;
+    reply.assert(421, "4.7.0");
+    assert!(reply.text().contains("slow down"), "{reply:?}");
+    assert!(refused.closed().await);
+    // Another client is not affected.
+    let mut other = connect_from("127.0.0.4", addr).await;
+    assert_eq!(other.reply().await.code, 220);
+    server.abort();
+}
+
+#[tokio::test]
+async fn data_in_memory_is_bounded_across_sessions() {
+    let memory = DataMemory::new(256 * 1024);
+    let delivery = Recorder::new();
+    let (addr, server) = listen(
+        SmtpConfig {
+            max_message_size: 1024 * 1024,
+            data_memory: memory.clone(),
+            ..config()
+        },
+        delivery.clone(),
+    )
+    .await;
+
+    // A declared size the budget cannot cover: 452 at DATA, nothing read.
+    let mut declared = connect_from("127.0.0.1", addr).await;
+    assert_eq!(declared.reply().await.code, 220);
+    envelope(&mut declared, "MAIL FROM:<big@example.org> SIZE=300000").await;
+    declared.command("DATA", 452, "4.3.1").await;
+    declared.command("RSET", 250, "2.0.0").await;
+
+    // One large message in flight...
+    let mut large = connect_from("127.0.0.1", addr).await;
+    assert_eq!(large.reply().await.code, 220);
+    envelope(&mut large, "MAIL FROM:<large@example.org>").await;
+    large.command("DATA", 354, "").await;
+    let large_body = body(110 * 1024, "large");
+    large.send(&large_body).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while memory.in_use() < 110 * 1024 {
+        assert!(
+            Instant::now() < deadline,
+            "the large message was never held"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // ...leaves too little for a second: 452 4.3.1, at DATA or at its end.
+    let mut second = connect_from("127.0.0.2", addr).await;
+    assert_eq!(second.reply().await.code, 220);
+    envelope(&mut second, "MAIL FROM:<second@example.org>").await;
+    second.send("DATA\r\n").await;
+    let reply = second.reply().await;
+    if reply.code == 354 {
+        second
+            .send(&format!("{}.\r\n", body(150 * 1024, "second")))
+            .await;
+        second.reply().await.assert(452, "4.3.1");
+    } else {
+        reply.assert(452, "4.3.1");
+    }
+    assert!(memory.in_use() <= memory.limit());
+
+    // The first finishes and is delivered whole; then all is given back
+    // and the second goes through on its retry.
+    large.send(".\r\n").await;
+    large.reply().await.assert(250, "2.0.0");
+    assert_eq!(memory.in_use(), 0);
+    assert_eq!(delivery.delivered()[0].1, large_body.as_bytes());
+    second.command("RSET", 250, "2.0.0").await;
+    envelope(&mut second, "MAIL FROM:<second@example.org>").await;
+    second.command("DATA", 354, "").await;
+    second
+        .send(&format!("{}.\r\n", body(150 * 1024, "second")))
+        .await;
+    second.reply().await.assert(250, "2.0.0");
+    assert_eq!(delivery.delivered().len(), 2);
+    assert_eq!(memory.in_use(), 0);
+    server.abort();
+}
+
+#[tokio::test]
+async fn a_message_over_the_services_limits_is_refused_with_552() {
+    let delivery = Recorder::answering(DeliveryOutcome::ExceedsLimits(
+        "Message has more than 500 MIME parts".into(),
+    ));
+    let (addr, server) = listen(config(), delivery).await;
+    let mut client = connect_from("127.0.0.1", addr).await;
+    assert_eq!(client.reply().await.code, 220);
+    envelope(&mut client, "MAIL FROM:<parts@example.org>").await;
+    client.command("DATA", 354, "").await;
+    client.send("Subject: parts\r\n\r\nhi\r\n.\r\n").await;
+    let reply = client.reply().await;
+    reply.assert(552, "5.3.4");
+    assert!(reply.text().contains("500 MIME parts"), "{reply:?}");
+    server.abort();
+}
