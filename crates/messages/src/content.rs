@@ -200,7 +200,7 @@ fn from_message(message: &Message<'_>, raw: &[u8]) -> ParsedMail {
         attachments: Vec::new(),
     };
 
-    if let Some(text) = broken_multipart_text(&message) {
+    if let Some(text) = broken_multipart_text(message) {
         content.text = Some(text.to_owned());
         return ParsedMail {
             content,
@@ -230,7 +230,7 @@ fn from_message(message: &Message<'_>, raw: &[u8]) -> ParsedMail {
     if blank(&content.text)
         && blank(&content.html)
         && attachments.is_empty()
-        && let Some(text) = body_as_text(&message, raw)
+        && let Some(text) = body_as_text(message, raw)
     {
         content.text = Some(text);
     }
