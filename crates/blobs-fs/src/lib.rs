@@ -2,7 +2,10 @@
 //!
 //! Writes go to a temporary file in the same directory tree, are synced, then
 //! renamed into place and the directory synced: a blob is either whole or
-//! absent after a crash. Only ciphertext ever reaches this store.
+//! absent after a crash. A directory created on the way (the blob root,
+//! `blobs/`, a message's own directory) has its parent synced too, up to
+//! the first that already existed, so the path to a synced blob survives a
+//! crash as well. Only ciphertext ever reaches this store.
 //!
 //! Several processes share the directory. Each open store writes its
 //! temporary files in a directory of its own, `tmp/<random>/`, whose `lock`
@@ -51,6 +54,7 @@ impl FsBlobStore {
         .await
         .map_err(|error| BlobError(error.to_string()))?
         .map_err(io_error)?;
+        create_dir_durably(&root.join("blobs")).await?;
         Ok(Self {
             root,
             scratch,
@@ -164,6 +168,36 @@ fn older_than(path: &Path, age: Duration) -> bool {
         .is_some_and(|elapsed| elapsed > age)
 }
 
+/// Creates `dir` and its missing parents, syncing the parent of each one
+/// created (or found created by a racing writer), so their entries are on
+/// disk before a blob inside them is called written.
+async fn create_dir_durably(dir: &Path) -> Result<(), BlobError> {
+    let mut missing = Vec::new();
+    let mut current = Some(dir);
+    while let Some(path) = current {
+        if tokio::fs::try_exists(path).await.map_err(io_error)? {
+            break;
+        }
+        missing.push(path.to_path_buf());
+        current = path
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty());
+    }
+    for created in missing.iter().rev() {
+        match tokio::fs::create_dir(created).await {
+            Ok(()) => {}
+            Err(error) if error.kind() == ErrorKind::AlreadyExists => {}
+            Err(error) => return Err(io_error(error)),
+        }
+        let parent = created
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        sync_dir(parent).await?;
+    }
+    Ok(())
+}
+
 async fn sync_dir(dir: &Path) -> Result<(), BlobError> {
     tokio::fs::File::open(dir)
         .await
@@ -180,7 +214,7 @@ impl BlobStore for FsBlobStore {
         let parent = path
             .parent()
             .ok_or_else(|| BlobError("blob key has no parent".into()))?;
-        tokio::fs::create_dir_all(parent).await.map_err(io_error)?;
+        create_dir_durably(parent).await?;
         let temporary = self.scratch.join(uuid::Uuid::new_v4().simple().to_string());
         let mut file = tokio::fs::File::create(&temporary)
             .await
@@ -220,6 +254,23 @@ impl BlobStore for FsBlobStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn directories_are_created_under_a_root_that_did_not_exist() {
+        let base = std::env::temp_dir().join(format!(
+            "sealpost-blob-test-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        let root = base.join("a").join("b");
+        let store = FsBlobStore::open(&root).await.unwrap();
+        assert!(root.join("blobs").is_dir());
+        store.put("msg_new/0", b"sealed".to_vec()).await.unwrap();
+        store.put("msg_new/1", b"more".to_vec()).await.unwrap();
+        assert_eq!(store.get("msg_new/1").await.unwrap().unwrap(), b"more");
+        create_dir_durably(&root.join("blobs")).await.unwrap();
+        drop(store);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     #[tokio::test]
     async fn put_get_delete_round_trip() {
