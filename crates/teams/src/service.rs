@@ -110,7 +110,7 @@ impl Teams {
     }
 
     /// The owner's team-member limit, or 402 below Fleet.
-    async fn team_limit(&self, owner: &AccountId) -> Result<u32, TeamError> {
+    pub async fn limit(&self, owner: &AccountId) -> Result<u32, TeamError> {
         let plan_id = self.repo.plan(owner).await?.ok_or(TeamError::NotFound)?;
         let limit = plan(plan_id).team_members;
         if limit == 0 {
@@ -121,7 +121,7 @@ impl Teams {
 
     /// `GET /team`.
     pub async fn team(&self, owner: &AccountId) -> Result<Team, TeamError> {
-        let limit = self.team_limit(owner).await?;
+        let limit = self.limit(owner).await?;
         let members = self.repo.members(owner).await?;
         Ok(Team { members, limit })
     }
@@ -135,7 +135,7 @@ impl Teams {
         public_key: [u8; 32],
         pin: SealedBox,
     ) -> Result<(), TeamError> {
-        let limit = self.team_limit(owner).await?;
+        let limit = self.limit(owner).await?;
         if &member == owner {
             return Err(invalid(
                 "memberId",
@@ -171,7 +171,7 @@ impl Teams {
         owner: &AccountId,
         member: &AccountId,
     ) -> Result<(), TeamError> {
-        self.team_limit(owner).await?;
+        self.limit(owner).await?;
         if self.repo.remove_member(owner, member).await? {
             Ok(())
         } else {
@@ -186,7 +186,7 @@ impl Teams {
         member: &AccountId,
         grants: Vec<GrantInput>,
     ) -> Result<(), TeamError> {
-        self.team_limit(owner).await?;
+        self.limit(owner).await?;
         if grants.is_empty() {
             return Err(invalid("grants", "at least one grant"));
         }
@@ -256,7 +256,7 @@ impl Teams {
         member: &AccountId,
         inbox: &AddressId,
     ) -> Result<(), TeamError> {
-        self.team_limit(owner).await?;
+        self.limit(owner).await?;
         if self.repo.remove_grants(owner, member, inbox).await? {
             Ok(())
         } else {
@@ -273,7 +273,7 @@ impl Teams {
         inbox: &AddressId,
         epoch: u32,
     ) -> Result<(), TeamError> {
-        self.team_limit(owner).await?;
+        self.limit(owner).await?;
         let owned = self
             .repo
             .owned_addresses(owner, vec![inbox.clone()])
