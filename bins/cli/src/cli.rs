@@ -70,6 +70,55 @@ pub enum Command {
     /// is not pushed.
     #[command(subcommand)]
     Notifications(NotificationsCommand),
+    /// Share addresses with other accounts (Fleet and up): members, grants
+    /// sealed on this machine, and the join code others give you.
+    #[command(subcommand)]
+    Team(TeamCommand),
+    /// The teams this account is in.
+    #[command(subcommand)]
+    Membership(MembershipCommand),
+}
+
+/// The owner's team.
+#[derive(Debug, Subcommand)]
+pub enum TeamCommand {
+    /// The members, their fingerprints and what each may use.
+    Show,
+    /// Add the account of a join code (shows the six words to compare).
+    Add {
+        /// service-team-1.<account id>.<key>, from `sealpost team join-code`.
+        join_code: String,
+    },
+    /// Remove a member and everything shared with it.
+    Remove {
+        /// The member's account id (acct_...).
+        member: String,
+    },
+    /// Share an address with a member, or take it back.
+    Grant {
+        /// The address id or email address.
+        address: String,
+        /// The member's account id (acct_...).
+        #[arg(long)]
+        to: String,
+        /// read, send or revoke.
+        #[arg(long)]
+        access: String,
+    },
+    /// This account's join code and its six-word fingerprint.
+    JoinCode,
+}
+
+/// Teams this account is a member of.
+#[derive(Debug, Subcommand)]
+pub enum MembershipCommand {
+    /// The teams, whether each is active, and the shared addresses.
+    List,
+    /// Leave a team.
+    Leave {
+        /// The owner's account id (acct_...).
+        owner: String,
+    },
 }
 
 /// Push notification preferences and muted addresses.
@@ -156,6 +205,8 @@ impl Command {
             | Self::Inbox(_)
             | Self::Usage
             | Self::Notifications(_)
+            | Self::Team(_)
+            | Self::Membership(_)
             | Self::Plan(PlanCommand::Show | PlanCommand::Change { .. })
             | Self::Billing(BillingCommand::Checkout { .. } | BillingCommand::Payment { .. }) => {
                 StoredCredential::Session

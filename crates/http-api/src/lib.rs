@@ -56,7 +56,7 @@ pub fn serve(
 fn routes(config: &mut web::ServiceConfig) {
     use routes::{
         accounts, activity, addresses, billing, devices, folders, health, messages, notifications,
-        plans, sending, webhooks,
+        plans, sending, teams, webhooks,
     };
     config
         .route("/", web::get().to(index))
@@ -156,6 +156,18 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(notifications::mute_inbox)
         .service(notifications::register_device)
         .service(notifications::remove_device)
+        .service(teams::show)
+        .service(teams::add_member)
+        .service(teams::remove_member)
+        .service(
+            web::resource("/team/members/{member_id}/grants")
+                .app_data(PayloadConfig::new(teams::GRANTS_BODY_LIMIT))
+                .route(web::post().to(teams::grant)),
+        )
+        .service(teams::revoke)
+        .service(teams::rotate)
+        .service(teams::memberships)
+        .service(teams::leave)
         .service(
             web::resource("/messages")
                 .app_data(PayloadConfig::new(messages::INBOUND_BODY_LIMIT))

@@ -6,7 +6,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
     accounts, activity, addresses, billing, devices, folders, health, messages, notifications,
-    plans, sending, webhooks,
+    plans, sending, teams, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -81,6 +81,14 @@ use crate::routes::{
         notifications::mute_inbox,
         notifications::register_device,
         notifications::remove_device,
+        teams::show,
+        teams::add_member,
+        teams::remove_member,
+        teams::grant,
+        teams::revoke,
+        teams::rotate,
+        teams::memberships,
+        teams::leave,
     ),
     modifiers(&BearerAuth),
 )]

@@ -47,6 +47,8 @@ pub struct Services {
     pub outbox: sealpost_messages::send::Outbox,
     /// Push preferences, address mutes and push tokens.
     pub notifications: sealpost_notifications::Notifications,
+    /// Teams: members, grants, memberships.
+    pub teams: sealpost_teams::Teams,
     /// Keeps `ingest` alive in the eyes of every process's recovery.
     _instance_lock: Arc<InstanceLock>,
 }
@@ -94,6 +96,7 @@ impl Services {
                 Arc::new(store.clone()),
                 clock.clone(),
             ),
+            teams: sealpost_teams::Teams::new(Arc::new(store.clone()), clock.clone()),
             store,
             blobs,
             clock,

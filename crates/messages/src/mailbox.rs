@@ -225,7 +225,7 @@ impl Mailbox {
         to: Folder,
     ) -> Result<Message, MailError> {
         for _ in 0..FOLDER_TRIES {
-            let mut message = self.readable(reader, id).await?;
+            let mut message = self.changeable(reader, id).await?;
             check_move(message.outgoing, to)?;
             if message.folder == to {
                 return Ok(message);
@@ -246,7 +246,7 @@ impl Mailbox {
     /// (its blobs deleted right after the rows).
     pub async fn delete(&self, reader: &Reader, id: &MessageId) -> Result<Deleted, MailError> {
         for _ in 0..FOLDER_TRIES {
-            let message = self.readable(reader, id).await?;
+            let message = self.changeable(reader, id).await?;
             let now = self.clock.now();
             let done = match deletion(message.folder) {
                 Deletion::ToTrash => self
@@ -295,10 +295,11 @@ impl Mailbox {
             .await?)
     }
 
-    /// A message the reader may see now, without spending an object read.
-    async fn readable(&self, reader: &Reader, id: &MessageId) -> Result<Message, MailError> {
+    /// A message the reader may change now (a team member: with `send`
+    /// access), without spending an object read.
+    async fn changeable(&self, reader: &Reader, id: &MessageId) -> Result<Message, MailError> {
         self.repo
-            .message(reader, id, self.clock.now())
+            .message_to_change(reader, id, self.clock.now())
             .await?
             .ok_or(MailError::NotFound)
     }
@@ -381,7 +382,7 @@ mod tests {
     #[tokio::test]
     async fn a_move_is_checked_against_the_folder_rules_before_anything_is_written() {
         let mut repo = MockMessageRepository::new();
-        repo.expect_message()
+        repo.expect_message_to_change()
             .returning(|_, _, _| Ok(Some(message(Folder::Inbox, false))));
         repo.expect_set_folder().never();
         let result = mailbox(repo, MockBlobStore::new())
@@ -402,7 +403,7 @@ mod tests {
             message(Folder::Archive, false),
             message(Folder::Inbox, false),
         ]));
-        repo.expect_message()
+        repo.expect_message_to_change()
             .times(2)
             .returning(move |_, _, _| Ok(reads.lock().unwrap().pop()));
         let mut seq = mockall::Sequence::new();
@@ -426,7 +427,7 @@ mod tests {
     #[tokio::test]
     async fn moving_to_the_folder_a_message_is_in_writes_nothing() {
         let mut repo = MockMessageRepository::new();
-        repo.expect_message()
+        repo.expect_message_to_change()
             .returning(|_, _, _| Ok(Some(message(Folder::Sent, true))));
         repo.expect_set_folder().never();
         let same = mailbox(repo, MockBlobStore::new())
@@ -439,7 +440,7 @@ mod tests {
     #[tokio::test]
     async fn deleting_trashes_and_deleting_from_the_trash_deletes_the_rows_then_the_blobs() {
         let mut repo = MockMessageRepository::new();
-        repo.expect_message()
+        repo.expect_message_to_change()
             .times(1)
             .returning(|_, _, _| Ok(Some(message(Folder::Archive, false))));
         repo.expect_set_folder()
@@ -455,7 +456,7 @@ mod tests {
 
         let mut seq = mockall::Sequence::new();
         let mut repo = MockMessageRepository::new();
-        repo.expect_message()
+        repo.expect_message_to_change()
             .returning(|_, _, _| Ok(Some(message(Folder::Trash, false))));
         repo.expect_set_folder().never();
         repo.expect_delete_from_trash()
@@ -486,6 +487,8 @@ mod tests {
     async fn a_message_that_cannot_be_read_cannot_be_starred_moved_or_deleted() {
         let mut repo = MockMessageRepository::new();
         repo.expect_message().returning(|_, _, _| Ok(None));
+        repo.expect_message_to_change()
+            .returning(|_, _, _| Ok(None));
         repo.expect_set_starred().returning(|_, _, _, _| Ok(false));
         let mailbox = mailbox(repo, MockBlobStore::new());
         assert!(matches!(

@@ -33,6 +33,9 @@ pub const MAX_NAME_CHARS: usize = 200;
 pub const MAX_BODY_BYTES: usize = 512 * 1024;
 /// `via` of `message.sent` for an operator session (the apps).
 pub const VIA_APP: &str = "app";
+/// `via` of `message.sent` when a team member sends from an address shared
+/// with `send` access.
+pub const VIA_MEMBER: &str = "member";
 
 /// What the caller asked to send.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -168,7 +171,9 @@ pub struct SentCopy {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait SendRepository: Send + Sync {
-    /// The account's live address with this name (lower case), if any.
+    /// The account's live address with this name (lower case), or one shared
+    /// with it by an active team with `send` access (`account` of the record
+    /// is then the owner), if any.
     async fn sender(
         &self,
         account: &AccountId,
@@ -379,6 +384,14 @@ impl Outbox {
         if sender.paused {
             return Err(SendError::AddressPaused);
         }
+        // A team member sending from a shared address: the address's owner
+        // counts the sends and receives the records.
+        let via = if sender.account == *account {
+            via
+        } else {
+            VIA_MEMBER
+        };
+        let account = &sender.account;
 
         let now = self.clock.now();
         let windows = SendWindows::at(now);

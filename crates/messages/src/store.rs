@@ -154,6 +154,14 @@ pub trait MessageRepository: Send + Sync {
         id: &MessageId,
         now: Timestamp,
     ) -> Result<Option<Message>, StoreError>;
+    /// [`MessageRepository::message`] when the reader may also change it
+    /// (move, delete): the owner, or a team member with `send` access.
+    async fn message_to_change(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        now: Timestamp,
+    ) -> Result<Option<Message>, StoreError>;
     /// The newest messages across the device's addresses.
     async fn worker_messages(
         &self,

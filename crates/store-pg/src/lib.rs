@@ -19,6 +19,7 @@ mod records;
 mod schema;
 mod sending;
 mod subscriptions;
+mod teams;
 mod webhooks;
 
 use std::time::Duration;

@@ -23,6 +23,7 @@ use crate::records::{box_from_json, box_to_json, write_records};
 use crate::schema::{
     accounts, addresses, attachments, blob_garbage, messages, pending_blobs, usage_counters,
 };
+use crate::teams::usable_by;
 use crate::{PgStore, bytes32, db_error};
 
 #[derive(Queryable, Selectable, QueryableByName)]
@@ -224,12 +225,18 @@ fn received_shard(id: &MessageId) -> i16 {
     (hasher.finish() % RECEIVED_SHARDS) as i16
 }
 
-/// A message the reader may see: `$1` the account, `$2` now, `$3` the
-/// reader's device (null for the whole account); over `messages m` joined
-/// to `addresses a`.
-const READABLE: &str = "m.account_id = $1 AND NOT m.held \
-     AND m.received_at > $2 - make_interval(days => a.retention_days::int) \
-     AND ($3::text IS NULL OR a.worker_id = $3)";
+/// A message the reader may see (`send`: change), over `messages m` joined
+/// to `addresses a`: `$1` the account, `$2` now, `$3` the reader's device
+/// (null for a session). The account's own mail (a device: its addresses'),
+/// or, for a session, mail of an address granted to it by an active team
+/// ([`usable_by`], the one place member access is decided).
+fn readable(send: bool) -> String {
+    format!(
+        "NOT m.held AND m.received_at > $2 - make_interval(days => a.retention_days::int) \
+         AND {}",
+        usable_by("m.account_id", "$1", "$3", send)
+    )
+}
 
 #[derive(QueryableByName)]
 struct Deleted {
@@ -242,6 +249,31 @@ pub(crate) const RETAINED: &str =
     "m.received_at > $2 - make_interval(days => a.retention_days::int)";
 
 impl PgStore {
+    /// One message the reader may see (`send`: change).
+    async fn message_for(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        now: Timestamp,
+        send: bool,
+    ) -> Result<Option<Message>, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<MessageRow> = diesel::sql_query(format!(
+            "SELECT {MESSAGE_COLUMNS} \
+             FROM messages m JOIN addresses a ON a.id = m.inbox_id \
+             WHERE m.id = $1 AND NOT m.held AND {RETAINED} AND {usable}",
+            usable = usable_by("m.account_id", "$3", "$4", send)
+        ))
+        .bind::<Text, _>(id.as_str())
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .bind::<Text, _>(reader.account.as_str())
+        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
+        .load(&mut conn)
+        .await
+        .map_err(db_error)?;
+        rows_into_messages(rows).map(|mut messages| messages.pop())
+    }
+
     /// The retention cutoff of one readable address, or `None` when the reader may not read it.
     async fn readable_cutoff(
         &self,
@@ -249,17 +281,26 @@ impl PgStore {
         inbox: &AddressId,
         now: Timestamp,
     ) -> Result<Option<DateTime<Utc>>, StoreError> {
-        let mut conn = self.conn().await?;
-        let mut query = addresses::table
-            .filter(addresses::id.eq(inbox.as_str()))
-            .filter(addresses::account_id.eq(reader.account.as_str()))
-            .select(addresses::retention_days)
-            .into_boxed();
-        if let Some(worker) = &reader.worker {
-            query = query.filter(addresses::worker_id.eq(worker.to_string()));
+        #[derive(QueryableByName)]
+        struct Retention {
+            #[diesel(sql_type = diesel::sql_types::SmallInt)]
+            retention_days: i16,
         }
-        let days: Option<i16> = query.first(&mut conn).await.optional().map_err(db_error)?;
-        Ok(days.map(|days| (now - chrono::TimeDelta::days(i64::from(days))).as_datetime()))
+        let mut conn = self.conn().await?;
+        let days: Option<Retention> = diesel::sql_query(format!(
+            "SELECT a.retention_days FROM addresses a WHERE a.id = $3 AND {}",
+            usable_by("a.account_id", "$1", "$2", false)
+        ))
+        .bind::<Text, _>(reader.account.as_str())
+        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
+        .bind::<Text, _>(inbox.as_str())
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db_error)?;
+        Ok(days.map(|row| {
+            (now - chrono::TimeDelta::days(i64::from(row.retention_days))).as_datetime()
+        }))
     }
 }
 
@@ -596,21 +637,16 @@ impl MessageRepository for PgStore {
         id: &MessageId,
         now: Timestamp,
     ) -> Result<Option<Message>, StoreError> {
-        let mut conn = self.conn().await?;
-        let rows: Vec<MessageRow> = diesel::sql_query(format!(
-            "SELECT {MESSAGE_COLUMNS} \
-             FROM messages m JOIN addresses a ON a.id = m.inbox_id \
-             WHERE m.id = $1 AND m.account_id = $3 AND NOT m.held AND {RETAINED} \
-             AND ($4::text IS NULL OR a.worker_id = $4)"
-        ))
-        .bind::<Text, _>(id.as_str())
-        .bind::<Timestamptz, _>(now.as_datetime())
-        .bind::<Text, _>(reader.account.as_str())
-        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
-        .load(&mut conn)
-        .await
-        .map_err(db_error)?;
-        rows_into_messages(rows).map(|mut messages| messages.pop())
+        self.message_for(reader, id, now, false).await
+    }
+
+    async fn message_to_change(
+        &self,
+        reader: &Reader,
+        id: &MessageId,
+        now: Timestamp,
+    ) -> Result<Option<Message>, StoreError> {
+        self.message_for(reader, id, now, true).await
     }
 
     async fn worker_messages(
@@ -721,10 +757,11 @@ impl MessageRepository for PgStore {
         page: &PageRequest,
     ) -> Result<Vec<Message>, StoreError> {
         let folders: Vec<&str> = filter.folders().into_iter().map(Folder::as_str).collect();
+        let readable = readable(false);
         let mut conn = self.conn().await?;
         let rows: Vec<MessageRow> = diesel::sql_query(format!(
             "SELECT {MESSAGE_COLUMNS} FROM messages m JOIN addresses a ON a.id = m.inbox_id \
-             WHERE {READABLE} AND m.folder = ANY($4) \
+             WHERE {readable} AND m.folder = ANY($4) \
              AND ($5::text IS NULL OR m.inbox_id = $5) \
              AND ($6::bool IS NULL OR m.starred = $6) \
              AND ($7::bool IS NULL OR m.read <> $7) \
@@ -754,10 +791,11 @@ impl MessageRepository for PgStore {
         starred: bool,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
+        let readable = readable(true);
         let mut conn = self.conn().await?;
         let changed = diesel::sql_query(format!(
             "UPDATE messages m SET starred = $5 FROM addresses a \
-             WHERE a.id = m.inbox_id AND m.id = $4 AND {READABLE}"
+             WHERE a.id = m.inbox_id AND m.id = $4 AND {readable}"
         ))
         .bind::<Text, _>(reader.account.as_str())
         .bind::<Timestamptz, _>(now.as_datetime())
@@ -778,10 +816,11 @@ impl MessageRepository for PgStore {
         to: Folder,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
+        let readable = readable(true);
         let mut conn = self.conn().await?;
         let changed = diesel::sql_query(format!(
             "UPDATE messages m SET folder = $6 FROM addresses a \
-             WHERE a.id = m.inbox_id AND m.id = $4 AND m.folder = $5 AND {READABLE}"
+             WHERE a.id = m.inbox_id AND m.id = $4 AND m.folder = $5 AND {readable}"
         ))
         .bind::<Text, _>(reader.account.as_str())
         .bind::<Timestamptz, _>(now.as_datetime())
@@ -801,12 +840,13 @@ impl MessageRepository for PgStore {
         id: &MessageId,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
+        let readable = readable(true);
         let mut conn = self.conn().await?;
         // One statement: the attachments its DELETE cascades to are still
         // visible to the INSERT (same snapshot), so every blob is queued.
         let Deleted { deleted } = diesel::sql_query(format!(
             "WITH gone AS (DELETE FROM messages m USING addresses a \
-                 WHERE a.id = m.inbox_id AND m.id = $4 AND m.folder = 'trash' AND {READABLE} \
+                 WHERE a.id = m.inbox_id AND m.id = $4 AND m.folder = 'trash' AND {readable} \
                  RETURNING m.id), \
                queued AS (INSERT INTO blob_garbage (blob_key, queued_at) \
                  SELECT t.blob_key, $2 FROM attachments t JOIN gone g ON g.id = t.message_id \
@@ -859,13 +899,14 @@ impl MessageRepository for PgStore {
             #[diesel(sql_type = BigInt)]
             starred_unread: i64,
         }
+        let readable = readable(false);
         let mut conn = self.conn().await?;
         let rows: Vec<Row> = diesel::sql_query(format!(
             "SELECT m.folder, count(*) AS total, count(*) FILTER (WHERE NOT m.read) AS unread, \
                count(*) FILTER (WHERE m.starred) AS starred, \
                count(*) FILTER (WHERE m.starred AND NOT m.read) AS starred_unread \
              FROM messages m JOIN addresses a ON a.id = m.inbox_id \
-             WHERE {READABLE} AND ($4::text IS NULL OR m.inbox_id = $4) GROUP BY m.folder"
+             WHERE {readable} AND ($4::text IS NULL OR m.inbox_id = $4) GROUP BY m.folder"
         ))
         .bind::<Text, _>(reader.account.as_str())
         .bind::<Timestamptz, _>(now.as_datetime())

@@ -341,3 +341,32 @@ diesel::table! {
         created_at -> Timestamptz,
     }
 }
+
+diesel::table! {
+    team_members (owner_id, member_id) {
+        owner_id -> Text,
+        member_id -> Text,
+        public_key -> Bytea,
+        pin -> Jsonb,
+        joined_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    team_grants (owner_id, member_id, inbox_id, epoch) {
+        owner_id -> Text,
+        member_id -> Text,
+        inbox_id -> Text,
+        epoch -> Int4,
+        access -> Text,
+        sealed -> Jsonb,
+        granted_at -> Timestamptz,
+    }
+}
+
+diesel::joinable!(team_grants -> addresses (inbox_id));
+diesel::allow_tables_to_appear_in_same_query!(team_members, team_grants);
+diesel::allow_tables_to_appear_in_same_query!(team_members, addresses);
+diesel::allow_tables_to_appear_in_same_query!(team_members, accounts);
+diesel::allow_tables_to_appear_in_same_query!(team_grants, addresses);
+diesel::allow_tables_to_appear_in_same_query!(team_grants, accounts);

@@ -21,6 +21,7 @@ mod push;
 mod sending;
 mod smtp_limits;
 mod storage;
+mod teams;
 mod usage;
 mod webhook_delivery;
 mod webhooks;

@@ -43,8 +43,9 @@ enum Reader {
 
 /// The keys mail is opened with.
 enum MailKeys {
-    /// Derived from the phrase: every address of the account.
-    Operator(AccountKeys),
+    /// Derived from the phrase: every address of the account; and the keys
+    /// of addresses other accounts share with it (team grants).
+    Operator(AccountKeys, KeyBundle),
     /// The device's key bundle: the addresses assigned to it.
     Device(KeyBundle),
 }
@@ -52,7 +53,11 @@ enum MailKeys {
 impl AddressSecrets for MailKeys {
     fn secret_for(&self, inbox_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
         match self {
-            Self::Operator(keys) => keys.secret_for(inbox_id, epoch),
+            // A shared address's key is the owner's: the grant's, never one
+            // derived from this account's phrase.
+            Self::Operator(keys, shared) => shared
+                .secret_for(inbox_id, epoch)
+                .or_else(|| keys.secret_for(inbox_id, epoch)),
             Self::Device(bundle) => bundle.secret_for(inbox_id, epoch),
         }
     }
@@ -82,7 +87,12 @@ fn reader(ctx: &Ctx, device: bool) -> Result<(Reader, Client)> {
 /// the device's from its key bundle.
 async fn unlock(ctx: &Ctx, reader: &Reader, client: &Client) -> Result<MailKeys> {
     match reader {
-        Reader::Operator(session) => Ok(MailKeys::Operator(vault::unlock(session)?)),
+        Reader::Operator(session) => {
+            let keys = vault::unlock(session)?;
+            let memberships = client.memberships().await?;
+            let shared = sealpost_client::teams::shared_keys(&keys, &memberships);
+            Ok(MailKeys::Operator(keys, shared))
+        }
         Reader::Device(device) => match open_key_bundle(ctx, device, client).await? {
             Some((bundle, _)) => Ok(MailKeys::Device(bundle)),
             None => bail!(

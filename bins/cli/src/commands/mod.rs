@@ -9,6 +9,7 @@ mod inboxes;
 mod mail;
 mod notifications;
 mod sessions;
+mod teams;
 mod vault;
 
 use std::path::PathBuf;
@@ -21,8 +22,8 @@ use url::Url;
 
 use crate::cli::{
     AddressCommand, AgentCommand, BillingCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand,
-    MailCommand, NotificationsCommand, PlanCommand, SessionsCommand, StoredCredential,
-    TrashCommand,
+    MailCommand, MembershipCommand, NotificationsCommand, PlanCommand, SessionsCommand,
+    StoredCredential, TeamCommand, TrashCommand,
 };
 use crate::state::{DeviceState, StateDir, StoredSession};
 
@@ -172,6 +173,21 @@ pub async fn run(cli: Cli) -> Result<()> {
                 billing::checkout(&ctx, &plan, provider.as_deref()).await
             }
             BillingCommand::Payment { id } => billing::payment(&ctx, &id).await,
+        },
+        Command::Team(command) => match command {
+            TeamCommand::Show => teams::show(&ctx).await,
+            TeamCommand::Add { join_code } => teams::add(&ctx, &join_code).await,
+            TeamCommand::Remove { member } => teams::remove(&ctx, &member).await,
+            TeamCommand::Grant {
+                address,
+                to,
+                access,
+            } => teams::grant(&ctx, &address, &to, &access).await,
+            TeamCommand::JoinCode => teams::join_code(&ctx).await,
+        },
+        Command::Membership(command) => match command {
+            MembershipCommand::List => teams::memberships(&ctx).await,
+            MembershipCommand::Leave { owner } => teams::leave(&ctx, &owner).await,
         },
         Command::Notifications(command) => match command {
             NotificationsCommand::Show => notifications::show(&ctx).await,

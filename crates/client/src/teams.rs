@@ -1,0 +1,298 @@
+//! Teams (SPEC.md "Teams"): join codes and their six-word fingerprint, the
+//! owner's grants sealed to a member's key, the member opening them, and
+//! the team and membership endpoints.
+//!
+//! A grant holds one address's keys at one epoch as JSON `{inboxKey,
+//! sealingKey}` (base64url), sealed to the member's sign-in key with the
+//! associated data `service/v1/team-grant:<owner>:<member>:<inbox>:<epoch>`.
+
+use std::fmt;
+
+use reqwest::Method;
+use sealpost_kernel::{AccountId, AddressId};
+use sealpost_seal::{AccountKeys, SealedBox, b64, context, team_fingerprint};
+
+use crate::sealing::{AddressKeys, KeyBundle, OpenError};
+use crate::types::{
+    AddMemberRequest, GrantAccess, GrantKeys, GrantRequest, GrantsRequest, Membership,
+    MembershipList, Team, TeamMember, TeamMemberReply,
+};
+use crate::{Client, Result};
+
+/// The prefix of a join code.
+pub const JOIN_CODE_PREFIX: &str = "service-team-1";
+
+/// What a person joining a team gives the owner:
+/// `service-team-1.<account id>.<sign-in public key>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JoinCode {
+    pub account_id: AccountId,
+    pub public_key: [u8; 32],
+}
+
+/// Why a join code was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum JoinCodeError {
+    #[error("a join code has three parts separated by dots: service-team-1.<account id>.<key>")]
+    Shape,
+    #[error("a join code starts with service-team-1.")]
+    Prefix,
+    #[error("the join code's account id is malformed")]
+    AccountId,
+    #[error("the join code's key is not a 32-byte key in base64url")]
+    Key,
+}
+
+impl JoinCode {
+    /// The join code of the account `keys` belong to.
+    #[must_use]
+    pub fn for_keys(keys: &AccountKeys) -> Self {
+        Self {
+            account_id: AccountId::from_trusted(keys.account_id()),
+            public_key: keys.auth_public_key(),
+        }
+    }
+
+    /// Reads a join code (surrounding white space ignored).
+    pub fn parse(text: &str) -> Result<Self, JoinCodeError> {
+        let parts: Vec<&str> = text.trim().split('.').collect();
+        let [prefix, account, key] = parts.as_slice() else {
+            return Err(JoinCodeError::Shape);
+        };
+        if *prefix != JOIN_CODE_PREFIX {
+            return Err(JoinCodeError::Prefix);
+        }
+        Ok(Self {
+            account_id: AccountId::parse(account).map_err(|_| JoinCodeError::AccountId)?,
+            public_key: b64::decode_32(key).map_err(|_| JoinCodeError::Key)?,
+        })
+    }
+
+    /// The six words both people compare before the owner adds the member.
+    #[must_use]
+    pub fn fingerprint(&self) -> String {
+        fingerprint(&self.public_key)
+    }
+}
+
+impl fmt::Display for JoinCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{JOIN_CODE_PREFIX}.{}.{}",
+            self.account_id,
+            b64::encode(&self.public_key)
+        )
+    }
+}
+
+/// The six-word fingerprint of a sign-in key, words separated by spaces.
+#[must_use]
+pub fn fingerprint(public_key: &[u8; 32]) -> String {
+    team_fingerprint(public_key).join(" ")
+}
+
+/// The member's key sealed to the owner's vault: the `pin` of `POST
+/// /team/members` (no associated data).
+#[must_use]
+pub fn seal_pin(owner: &AccountKeys, member_key: &[u8; 32]) -> SealedBox {
+    SealedBox::seal(&owner.vault_public_key(), "", member_key)
+}
+
+/// The owner's keys of `inbox` at `epoch`, sealed to the member.
+#[must_use]
+pub fn seal_grant(
+    owner: &AccountKeys,
+    member: &AccountId,
+    member_key: &[u8; 32],
+    inbox: &AddressId,
+    epoch: u32,
+) -> SealedBox {
+    let keys = GrantKeys {
+        inbox_key: b64::encode(&owner.inbox_secret(inbox.as_str(), epoch).to_bytes()),
+        sealing_key: b64::encode(&owner.inbox_sealing_key(inbox.as_str(), epoch)),
+    };
+    // A struct of two strings always serialises.
+    let json = serde_json::to_vec(&keys).unwrap_or_default();
+    SealedBox::seal(
+        member_key,
+        &context::team_grant(&owner.account_id(), member.as_str(), inbox.as_str(), epoch),
+        &json,
+    )
+}
+
+/// One grant request for `inbox` at `epoch` with `access`, sealed for `member`.
+#[must_use]
+pub fn grant_request(
+    owner: &AccountKeys,
+    member: &AccountId,
+    member_key: &[u8; 32],
+    inbox: &AddressId,
+    epoch: u32,
+    access: GrantAccess,
+) -> GrantRequest {
+    GrantRequest::new(
+        inbox,
+        epoch,
+        access,
+        &seal_grant(owner, member, member_key, inbox, epoch),
+    )
+}
+
+/// Opens one grant as the member.
+pub fn open_grant(
+    member: &AccountKeys,
+    owner: &AccountId,
+    inbox: &AddressId,
+    epoch: u32,
+    sealed: &SealedBox,
+) -> Result<AddressKeys, OpenError> {
+    let json = sealed.open(
+        &member.auth_secret(),
+        &context::team_grant(owner.as_str(), &member.account_id(), inbox.as_str(), epoch),
+    )?;
+    let keys: GrantKeys =
+        serde_json::from_slice(&json).map_err(|e| OpenError::Content(e.to_string()))?;
+    let decode = |text: &str| {
+        b64::decode_32(text).map_err(|_| OpenError::Content("a grant key is not 32 bytes".into()))
+    };
+    Ok(AddressKeys {
+        inbox_id: inbox.clone(),
+        epoch,
+        inbox_key: decode(&keys.inbox_key)?,
+        sealing_key: decode(&keys.sealing_key)?,
+    })
+}
+
+/// Every key shared with the member across its memberships, as a bundle
+/// that opens shared mail (grants that do not open are left out).
+#[must_use]
+pub fn shared_keys(member: &AccountKeys, memberships: &[Membership]) -> KeyBundle {
+    let mut bundle = KeyBundle::default();
+    for membership in memberships {
+        for address in &membership.addresses {
+            for grant in &address.grants {
+                if let Ok(keys) = open_grant(
+                    member,
+                    &membership.owner_id,
+                    &address.inbox_id,
+                    grant.epoch,
+                    &grant.sealed,
+                ) {
+                    bundle.inboxes.push(keys);
+                }
+            }
+        }
+    }
+    bundle
+}
+
+impl Client {
+    /// `GET /team` (session, Fleet and up): the members and the plan's limit.
+    pub async fn team(&self) -> Result<Team> {
+        self.json(self.authed(Method::GET, "/team")).await
+    }
+
+    /// `POST /team/members`: adds the account of `code`, pinning its key in
+    /// the owner's vault.
+    pub async fn add_team_member(
+        &self,
+        owner: &AccountKeys,
+        code: &JoinCode,
+    ) -> Result<TeamMember> {
+        let body = AddMemberRequest::new(
+            &code.account_id,
+            &code.public_key,
+            &seal_pin(owner, &code.public_key),
+        );
+        let reply: TeamMemberReply = self
+            .json(self.authed(Method::POST, "/team/members").json(&body))
+            .await?;
+        Ok(reply.member)
+    }
+
+    /// `DELETE /team/members/:memberId`: the member and every grant.
+    pub async fn remove_team_member(&self, member: &AccountId) -> Result<()> {
+        self.empty(self.authed(Method::DELETE, &format!("/team/members/{member}")))
+            .await
+    }
+
+    /// `POST /team/members/:memberId/grants`: up to 500, all or nothing.
+    pub async fn grant(&self, member: &AccountId, grants: Vec<GrantRequest>) -> Result<TeamMember> {
+        let reply: TeamMemberReply = self
+            .json(
+                self.authed(Method::POST, &format!("/team/members/{member}/grants"))
+                    .json(&GrantsRequest { grants }),
+            )
+            .await?;
+        Ok(reply.member)
+    }
+
+    /// `DELETE /team/members/:memberId/grants/:inboxId`.
+    pub async fn revoke_grant(&self, member: &AccountId, inbox: &AddressId) -> Result<()> {
+        self.empty(self.authed(
+            Method::DELETE,
+            &format!("/team/members/{member}/grants/{inbox}"),
+        ))
+        .await
+    }
+
+    /// `GET /memberships`: the teams this account is in.
+    pub async fn memberships(&self) -> Result<Vec<Membership>> {
+        let list: MembershipList = self.json(self.authed(Method::GET, "/memberships")).await?;
+        Ok(list.memberships)
+    }
+
+    /// `DELETE /memberships/:ownerId`: leaves a team.
+    pub async fn leave_team(&self, owner: &AccountId) -> Result<()> {
+        self.empty(self.authed(Method::DELETE, &format!("/memberships/{owner}")))
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sealpost_seal::RecoveryPhrase;
+
+    use super::*;
+
+    #[test]
+    fn join_codes_round_trip_and_refuse_what_is_malformed() {
+        let keys = RecoveryPhrase::generate().keys();
+        let code = JoinCode::for_keys(&keys);
+        let text = code.to_string();
+        assert!(text.starts_with("service-team-1.acct_"));
+        assert_eq!(JoinCode::parse(&format!(" {text}\n")).unwrap(), code);
+        assert_eq!(code.fingerprint().split(' ').count(), 6);
+        assert_eq!(JoinCode::parse("nonsense"), Err(JoinCodeError::Shape));
+        let id = keys.account_id();
+        let key = b64::encode(&keys.auth_public_key());
+        assert_eq!(
+            JoinCode::parse(&format!("team.{id}.{key}")),
+            Err(JoinCodeError::Prefix)
+        );
+        assert_eq!(
+            JoinCode::parse(&format!("service-team-1.acct_x.{key}")),
+            Err(JoinCodeError::AccountId)
+        );
+        assert_eq!(
+            JoinCode::parse(&format!("service-team-1.{id}.AAAA")),
+            Err(JoinCodeError::Key)
+        );
+    }
+
+    #[test]
+    fn a_grant_opens_for_its_member_only() {
+        let owner = RecoveryPhrase::generate().keys();
+        let member = RecoveryPhrase::generate().keys();
+        let other = RecoveryPhrase::generate().keys();
+        let member_id = AccountId::from_trusted(member.account_id());
+        let owner_id = AccountId::from_trusted(owner.account_id());
+        let inbox = AddressId::parse("ibx_team01").unwrap();
+        let sealed = seal_grant(&owner, &member_id, &member.auth_public_key(), &inbox, 0);
+        let keys = open_grant(&member, &owner_id, &inbox, 0, &sealed).unwrap();
+        assert_eq!(keys.public_key(), owner.inbox_public_key("ibx_team01", 0));
+        assert!(open_grant(&other, &owner_id, &inbox, 0, &sealed).is_err());
+        assert!(open_grant(&member, &owner_id, &inbox, 1, &sealed).is_err());
+    }
+}

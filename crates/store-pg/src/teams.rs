@@ -1,0 +1,400 @@
+//! `TeamRepository` over PostgreSQL, and the one SQL test of a member's
+//! access to an owner's address that every message query uses.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{Array, Text};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use sealpost_kernel::{AccountId, AddressId, PlanId, StoreError, Timestamp};
+use sealpost_teams::{
+    Access, AddOutcome, Grant, Member, MemberGrant, Membership, NewMember, OwnedAddress,
+    SharedAddress, SharedKey, TeamRepository, plans_with_teams,
+};
+
+use crate::records::{box_from_json, box_to_json};
+use crate::schema::{accounts, addresses, team_grants, team_members};
+use crate::{PgStore, bytes32, db_error};
+
+/// SQL that is true when the account bound at `account` (a placeholder such
+/// as `$1`) holds a grant for the address `a` from its owner, the owner's
+/// plan has teams (the membership is active), and, with `send`, the access
+/// is `send`. The plans come from the one plan table.
+pub(crate) fn member_grant(account: &str, send: bool) -> String {
+    let plans: Vec<String> = plans_with_teams()
+        .into_iter()
+        .map(|plan| format!("'{}'", plan.as_str()))
+        .collect();
+    let plans = plans.join(", ");
+    let access = if send { " AND g.access = 'send'" } else { "" };
+    format!(
+        "EXISTS (SELECT 1 FROM team_grants g JOIN accounts o ON o.id = g.owner_id \
+         WHERE g.member_id = {account} AND g.inbox_id = a.id AND g.owner_id = a.account_id{access} \
+         AND o.plan_id IN ({plans}))"
+    )
+}
+
+/// SQL over an address `a` (its owner column `owner`, e.g. `m.account_id`
+/// or `a.account_id`): the caller bound at `account` may use it, either as
+/// its owner (a device credential bound at `worker`: only the device's own
+/// addresses) or, for a session, as an active member holding a grant
+/// (`send` access for changes).
+pub(crate) fn usable_by(owner: &str, account: &str, worker: &str, send: bool) -> String {
+    format!(
+        "(({owner} = {account} AND ({worker}::text IS NULL OR a.worker_id = {worker})) \
+         OR ({worker}::text IS NULL AND {}))",
+        member_grant(account, send)
+    )
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+fn access(text: &str) -> Result<Access, StoreError> {
+    text.parse().map_err(StoreError::failed)
+}
+
+fn epoch(value: i32) -> Result<u32, StoreError> {
+    u32::try_from(value).map_err(StoreError::failed)
+}
+
+#[async_trait]
+impl TeamRepository for PgStore {
+    async fn plan(&self, account: &AccountId) -> Result<Option<PlanId>, StoreError> {
+        let mut conn = self.conn().await?;
+        let plan: Option<String> = accounts::table
+            .find(account.as_str())
+            .select(accounts::plan_id)
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        plan.map(|plan| plan.parse().map_err(StoreError::failed))
+            .transpose()
+    }
+
+    async fn sign_in_key(&self, account: &AccountId) -> Result<Option<[u8; 32]>, StoreError> {
+        let mut conn = self.conn().await?;
+        let key: Option<Vec<u8>> = accounts::table
+            .find(account.as_str())
+            .select(accounts::auth_public_key)
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        key.map(bytes32).transpose()
+    }
+
+    async fn members(&self, owner: &AccountId) -> Result<Vec<Member>, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<(String, Vec<u8>, serde_json::Value, DateTime<Utc>)> = team_members::table
+            .filter(team_members::owner_id.eq(owner.as_str()))
+            .select((
+                team_members::member_id,
+                team_members::public_key,
+                team_members::pin,
+                team_members::joined_at,
+            ))
+            .order((team_members::joined_at.asc(), team_members::member_id.asc()))
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?;
+        let grants: Vec<(String, String, i32, String)> = team_grants::table
+            .filter(team_grants::owner_id.eq(owner.as_str()))
+            .select((
+                team_grants::member_id,
+                team_grants::inbox_id,
+                team_grants::epoch,
+                team_grants::access,
+            ))
+            .order((team_grants::inbox_id.asc(), team_grants::epoch.asc()))
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?;
+        rows.into_iter()
+            .map(|(member, public_key, pin, joined_at)| {
+                let grants = grants
+                    .iter()
+                    .filter(|(of, ..)| *of == member)
+                    .map(|(_, inbox, epoch_value, access_text)| {
+                        Ok(MemberGrant {
+                            inbox: AddressId::from_trusted(inbox.clone()),
+                            epoch: epoch(*epoch_value)?,
+                            access: access(access_text)?,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, StoreError>>()?;
+                Ok(Member {
+                    member: AccountId::from_trusted(member),
+                    public_key: bytes32(public_key)?,
+                    pin: box_from_json(pin)?,
+                    joined_at: Timestamp::from(joined_at),
+                    grants,
+                })
+            })
+            .collect()
+    }
+
+    async fn add_member(&self, new: NewMember, limit: u32) -> Result<AddOutcome, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            // The owner's row serialises adds, so the count holds until commit.
+            let _: String = accounts::table
+                .find(new.owner.as_str())
+                .select(accounts::id)
+                .for_update()
+                .first(conn)
+                .await?;
+            let present: i64 = team_members::table
+                .filter(team_members::owner_id.eq(new.owner.as_str()))
+                .filter(team_members::member_id.eq(new.member.as_str()))
+                .count()
+                .get_result(conn)
+                .await?;
+            if present > 0 {
+                return Ok(AddOutcome::AlreadyMember);
+            }
+            let members: i64 = team_members::table
+                .filter(team_members::owner_id.eq(new.owner.as_str()))
+                .count()
+                .get_result(conn)
+                .await?;
+            if members >= i64::from(limit) {
+                return Ok(AddOutcome::LimitReached);
+            }
+            diesel::insert_into(team_members::table)
+                .values((
+                    team_members::owner_id.eq(new.owner.as_str()),
+                    team_members::member_id.eq(new.member.as_str()),
+                    team_members::public_key.eq(new.public_key.to_vec()),
+                    team_members::pin.eq(box_to_json(&new.pin)),
+                    team_members::joined_at.eq(new.joined_at.as_datetime()),
+                ))
+                .execute(conn)
+                .await?;
+            Ok::<_, diesel::result::Error>(AddOutcome::Added)
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn remove_member(
+        &self,
+        owner: &AccountId,
+        member: &AccountId,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        // The grants go with it (foreign key, cascade).
+        diesel::delete(
+            team_members::table
+                .filter(team_members::owner_id.eq(owner.as_str()))
+                .filter(team_members::member_id.eq(member.as_str())),
+        )
+        .execute(&mut conn)
+        .await
+        .map(|deleted| deleted > 0)
+        .map_err(db_error)
+    }
+
+    async fn owned_addresses(
+        &self,
+        owner: &AccountId,
+        inboxes: Vec<AddressId>,
+    ) -> Result<Vec<(AddressId, OwnedAddress)>, StoreError> {
+        let ids: Vec<String> = inboxes.into_iter().map(AddressId::into_string).collect();
+        let mut conn = self.conn().await?;
+        let rows: Vec<(String, i32)> = addresses::table
+            .filter(addresses::account_id.eq(owner.as_str()))
+            .filter(addresses::id.eq_any(ids))
+            .select((addresses::id, addresses::key_epoch))
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?;
+        rows.into_iter()
+            .map(|(id, key_epoch)| {
+                Ok((
+                    AddressId::from_trusted(id),
+                    OwnedAddress {
+                        key_epoch: epoch(key_epoch)?,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    async fn put_grants(
+        &self,
+        owner: &AccountId,
+        member: &AccountId,
+        grants: Vec<Grant>,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            // Locks the membership: a removal waits for the grants or wins.
+            let present: Option<String> = team_members::table
+                .filter(team_members::owner_id.eq(owner.as_str()))
+                .filter(team_members::member_id.eq(member.as_str()))
+                .select(team_members::member_id)
+                .for_update()
+                .first(conn)
+                .await
+                .optional()?;
+            if present.is_none() {
+                return Ok(false);
+            }
+            // Addresses deleted since the check: the foreign key refuses the
+            // insert and the whole request fails; checked again under lock.
+            let ids: Vec<&str> = grants.iter().map(|grant| grant.inbox.as_str()).collect();
+            let owned: i64 = diesel::sql_query(
+                "SELECT count(*) AS n FROM (SELECT 1 FROM addresses \
+                 WHERE account_id = $1 AND id = ANY($2) FOR SHARE) a",
+            )
+            .bind::<Text, _>(owner.as_str())
+            .bind::<Array<Text>, _>(&ids)
+            .get_result::<Count>(conn)
+            .await?
+            .n;
+            let mut distinct = ids.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            if owned != distinct.len() as i64 {
+                return Ok(false);
+            }
+            for grant in &grants {
+                diesel::insert_into(team_grants::table)
+                    .values((
+                        team_grants::owner_id.eq(owner.as_str()),
+                        team_grants::member_id.eq(member.as_str()),
+                        team_grants::inbox_id.eq(grant.inbox.as_str()),
+                        team_grants::epoch.eq(i32::try_from(grant.epoch).unwrap_or(i32::MAX)),
+                        team_grants::access.eq(grant.access.as_str()),
+                        team_grants::sealed.eq(box_to_json(&grant.sealed)),
+                        team_grants::granted_at.eq(grant.granted_at.as_datetime()),
+                    ))
+                    .on_conflict((
+                        team_grants::owner_id,
+                        team_grants::member_id,
+                        team_grants::inbox_id,
+                        team_grants::epoch,
+                    ))
+                    .do_update()
+                    .set((
+                        team_grants::access.eq(grant.access.as_str()),
+                        team_grants::sealed.eq(box_to_json(&grant.sealed)),
+                        team_grants::granted_at.eq(grant.granted_at.as_datetime()),
+                    ))
+                    .execute(conn)
+                    .await?;
+                // One access per address: every epoch the member holds.
+                diesel::update(
+                    team_grants::table
+                        .filter(team_grants::owner_id.eq(owner.as_str()))
+                        .filter(team_grants::member_id.eq(member.as_str()))
+                        .filter(team_grants::inbox_id.eq(grant.inbox.as_str())),
+                )
+                .set(team_grants::access.eq(grant.access.as_str()))
+                .execute(conn)
+                .await?;
+            }
+            Ok::<_, diesel::result::Error>(true)
+        })
+        .await
+        .map_err(db_error)
+    }
+
+    async fn remove_grants(
+        &self,
+        owner: &AccountId,
+        member: &AccountId,
+        inbox: &AddressId,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::delete(
+            team_grants::table
+                .filter(team_grants::owner_id.eq(owner.as_str()))
+                .filter(team_grants::member_id.eq(member.as_str()))
+                .filter(team_grants::inbox_id.eq(inbox.as_str())),
+        )
+        .execute(&mut conn)
+        .await
+        .map(|deleted| deleted > 0)
+        .map_err(db_error)
+    }
+
+    async fn memberships(&self, member: &AccountId) -> Result<Vec<Membership>, StoreError> {
+        let mut conn = self.conn().await?;
+        let teams: Vec<(String, String, DateTime<Utc>)> = team_members::table
+            .inner_join(accounts::table.on(accounts::id.eq(team_members::owner_id)))
+            .filter(team_members::member_id.eq(member.as_str()))
+            .select((
+                team_members::owner_id,
+                accounts::plan_id,
+                team_members::joined_at,
+            ))
+            .order((team_members::joined_at.asc(), team_members::owner_id.asc()))
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?;
+        type GrantRow = (String, String, String, i32, i32, String, serde_json::Value);
+        let grants: Vec<GrantRow> = team_grants::table
+            .inner_join(addresses::table)
+            .filter(team_grants::member_id.eq(member.as_str()))
+            .select((
+                team_grants::owner_id,
+                team_grants::inbox_id,
+                addresses::email_address,
+                addresses::key_epoch,
+                team_grants::epoch,
+                team_grants::access,
+                team_grants::sealed,
+            ))
+            .order((team_grants::inbox_id.asc(), team_grants::epoch.asc()))
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?;
+        let mut memberships = Vec::with_capacity(teams.len());
+        for (owner, plan, joined_at) in teams {
+            let mut addresses: Vec<SharedAddress> = Vec::new();
+            for (_, inbox, email_address, key_epoch, grant_epoch, access_text, sealed) in
+                grants.iter().filter(|row| row.0 == owner)
+            {
+                let key = SharedKey {
+                    epoch: epoch(*grant_epoch)?,
+                    sealed: box_from_json(sealed.clone())?,
+                };
+                match addresses.last_mut() {
+                    Some(last) if last.inbox.as_str() == inbox => last.grants.push(key),
+                    _ => addresses.push(SharedAddress {
+                        inbox: AddressId::from_trusted(inbox.clone()),
+                        email_address: email_address.clone(),
+                        key_epoch: epoch(*key_epoch)?,
+                        access: access(access_text)?,
+                        grants: vec![key],
+                    }),
+                }
+            }
+            memberships.push(Membership {
+                owner: AccountId::from_trusted(owner),
+                owner_plan: plan.parse().map_err(StoreError::failed)?,
+                joined_at: Timestamp::from(joined_at),
+                active: false,
+                addresses,
+            });
+        }
+        Ok(memberships)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_member_test_names_the_plans_with_teams() {
+        let sql = super::member_grant("$1", true);
+        assert!(sql.contains("IN ('fleet', 'enterprise')"), "{sql}");
+        assert!(sql.contains("g.access = 'send'"));
+        assert!(!super::member_grant("$1", false).contains("g.access"));
+    }
+}

@@ -1,0 +1,310 @@
+//! The `Teams` service behind `TeamRepository`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use sealpost_kernel::{AccountId, AddressId, Clock, PlanId, StoreError};
+use sealpost_plans::{PLANS, plan};
+use sealpost_seal::SealedBox;
+
+use crate::model::{
+    Access, AddOutcome, Grant, GrantInput, Member, Membership, NewMember, OwnedAddress, Team,
+};
+
+/// SPEC.md Limits: team grants per request.
+pub const MAX_GRANTS_PER_REQUEST: usize = 500;
+
+/// The plans whose accounts have teams (from the one plan table): a
+/// membership is active while its owner is on one of them.
+pub fn plans_with_teams() -> Vec<PlanId> {
+    PLANS
+        .iter()
+        .filter(|plan| plan.has_teams())
+        .map(|plan| plan.id)
+        .collect()
+}
+
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait TeamRepository: Send + Sync {
+    /// The account's plan; `None` when there is no such account.
+    async fn plan(&self, account: &AccountId) -> Result<Option<PlanId>, StoreError>;
+    /// The X25519 key the account signs in with.
+    async fn sign_in_key(&self, account: &AccountId) -> Result<Option<[u8; 32]>, StoreError>;
+    /// The owner's members with their grants, oldest member first.
+    async fn members(&self, owner: &AccountId) -> Result<Vec<Member>, StoreError>;
+    /// Adds the member unless it is one already or the team holds `limit`
+    /// members, checked under a lock on the owner.
+    async fn add_member(&self, member: NewMember, limit: u32) -> Result<AddOutcome, StoreError>;
+    /// Removes the member and every grant; `false` when it was none.
+    async fn remove_member(
+        &self,
+        owner: &AccountId,
+        member: &AccountId,
+    ) -> Result<bool, StoreError>;
+    /// Which of `inboxes` are live addresses of the owner, with their key epoch.
+    async fn owned_addresses(
+        &self,
+        owner: &AccountId,
+        inboxes: Vec<AddressId>,
+    ) -> Result<Vec<(AddressId, OwnedAddress)>, StoreError>;
+    /// Stores every grant (replacing one at the same address and epoch) and
+    /// sets each address's access on every epoch the member holds for it, in
+    /// one transaction; `false` (nothing stored) when the member is not in
+    /// the team.
+    async fn put_grants(
+        &self,
+        owner: &AccountId,
+        member: &AccountId,
+        grants: Vec<Grant>,
+    ) -> Result<bool, StoreError>;
+    /// Removes the member's grants for one address; `false` when there were none.
+    async fn remove_grants(
+        &self,
+        owner: &AccountId,
+        member: &AccountId,
+        inbox: &AddressId,
+    ) -> Result<bool, StoreError>;
+    /// The teams `member` is in, oldest first, with the owners' plans and
+    /// the shared addresses (`active` is decided by the service).
+    async fn memberships(&self, member: &AccountId) -> Result<Vec<Membership>, StoreError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TeamError {
+    #[error("teams need the Fleet plan or higher")]
+    PlanCapabilityRequired,
+    #[error("no such record")]
+    NotFound,
+    #[error("{field}: {reason}")]
+    InvalidField { field: String, reason: String },
+    #[error("that account is already a member of the team")]
+    AlreadyMember,
+    #[error("the team has its plan's {limit} members; remove one or upgrade")]
+    TeamLimitReached { limit: u32 },
+    #[error("{0}")]
+    EpochConflict(String),
+    #[error("rotating address keys is not available yet")]
+    FeatureDisabled,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn invalid(field: &str, reason: impl Into<String>) -> TeamError {
+    TeamError::InvalidField {
+        field: field.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+#[derive(Clone)]
+pub struct Teams {
+    repo: Arc<dyn TeamRepository>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Teams {
+    pub fn new(repo: Arc<dyn TeamRepository>, clock: Arc<dyn Clock>) -> Self {
+        Self { repo, clock }
+    }
+
+    /// The owner's team-member limit, or 402 below Fleet.
+    pub async fn limit(&self, owner: &AccountId) -> Result<u32, TeamError> {
+        let plan_id = self.repo.plan(owner).await?.ok_or(TeamError::NotFound)?;
+        let limit = plan(plan_id).team_members;
+        if limit == 0 {
+            return Err(TeamError::PlanCapabilityRequired);
+        }
+        Ok(limit)
+    }
+
+    /// `GET /team`.
+    pub async fn team(&self, owner: &AccountId) -> Result<Team, TeamError> {
+        let limit = self.limit(owner).await?;
+        let members = self.repo.members(owner).await?;
+        Ok(Team { members, limit })
+    }
+
+    /// `POST /team/members`: `public_key` must be the key `member` signs in
+    /// with (else 404, as for an unknown account).
+    pub async fn add_member(
+        &self,
+        owner: &AccountId,
+        member: AccountId,
+        public_key: [u8; 32],
+        pin: SealedBox,
+    ) -> Result<(), TeamError> {
+        let limit = self.limit(owner).await?;
+        if &member == owner {
+            return Err(invalid(
+                "memberId",
+                "an account cannot be a member of its own team",
+            ));
+        }
+        if self.repo.sign_in_key(&member).await? != Some(public_key) {
+            return Err(TeamError::NotFound);
+        }
+        let outcome = self
+            .repo
+            .add_member(
+                NewMember {
+                    owner: owner.clone(),
+                    member,
+                    public_key,
+                    pin,
+                    joined_at: self.clock.now(),
+                },
+                limit,
+            )
+            .await?;
+        match outcome {
+            AddOutcome::Added => Ok(()),
+            AddOutcome::AlreadyMember => Err(TeamError::AlreadyMember),
+            AddOutcome::LimitReached => Err(TeamError::TeamLimitReached { limit }),
+        }
+    }
+
+    /// `DELETE /team/members/:memberId`: the member and all its grants.
+    pub async fn remove_member(
+        &self,
+        owner: &AccountId,
+        member: &AccountId,
+    ) -> Result<(), TeamError> {
+        self.limit(owner).await?;
+        if self.repo.remove_member(owner, member).await? {
+            Ok(())
+        } else {
+            Err(TeamError::NotFound)
+        }
+    }
+
+    /// `POST /team/members/:memberId/grants`: all or nothing.
+    pub async fn grant(
+        &self,
+        owner: &AccountId,
+        member: &AccountId,
+        grants: Vec<GrantInput>,
+    ) -> Result<(), TeamError> {
+        self.limit(owner).await?;
+        if grants.is_empty() {
+            return Err(invalid("grants", "at least one grant"));
+        }
+        if grants.len() > MAX_GRANTS_PER_REQUEST {
+            return Err(invalid(
+                "grants",
+                format!("up to {MAX_GRANTS_PER_REQUEST} grants per request"),
+            ));
+        }
+        let mut access: BTreeMap<&AddressId, Access> = BTreeMap::new();
+        let mut seen = BTreeSet::new();
+        for grant in &grants {
+            if !seen.insert((&grant.inbox, grant.epoch)) {
+                return Err(invalid(
+                    "grants",
+                    format!("{} epoch {} is given twice", grant.inbox, grant.epoch),
+                ));
+            }
+            if *access.entry(&grant.inbox).or_insert(grant.access) != grant.access {
+                return Err(invalid(
+                    "grants",
+                    format!(
+                        "{} is given two different accesses; an address has one",
+                        grant.inbox
+                    ),
+                ));
+            }
+        }
+        let inboxes: Vec<AddressId> = access.keys().map(|inbox| (*inbox).clone()).collect();
+        let owned: BTreeMap<AddressId, OwnedAddress> = self
+            .repo
+            .owned_addresses(owner, inboxes)
+            .await?
+            .into_iter()
+            .collect();
+        for grant in &grants {
+            let address = owned.get(&grant.inbox).ok_or(TeamError::NotFound)?;
+            if grant.epoch > address.key_epoch {
+                return Err(TeamError::EpochConflict(format!(
+                    "{} is at key epoch {}; grants are for epochs 0 to {}",
+                    grant.inbox, address.key_epoch, address.key_epoch
+                )));
+            }
+        }
+        let now = self.clock.now();
+        let grants = grants
+            .into_iter()
+            .map(|grant| Grant {
+                inbox: grant.inbox,
+                epoch: grant.epoch,
+                access: grant.access,
+                sealed: grant.sealed,
+                granted_at: now,
+            })
+            .collect();
+        if self.repo.put_grants(owner, member, grants).await? {
+            Ok(())
+        } else {
+            Err(TeamError::NotFound)
+        }
+    }
+
+    /// `DELETE /team/members/:memberId/grants/:inboxId`.
+    pub async fn revoke(
+        &self,
+        owner: &AccountId,
+        member: &AccountId,
+        inbox: &AddressId,
+    ) -> Result<(), TeamError> {
+        self.limit(owner).await?;
+        if self.repo.remove_grants(owner, member, inbox).await? {
+            Ok(())
+        } else {
+            Err(TeamError::NotFound)
+        }
+    }
+
+    /// `POST /inboxes/:id/rotate`: the address must be the owner's (404),
+    /// the epoch its `keyEpoch + 1` (409 `epoch_conflict`), and then the
+    /// answer is 503 `feature_disabled`: rotation is not available yet.
+    pub async fn rotate(
+        &self,
+        owner: &AccountId,
+        inbox: &AddressId,
+        epoch: u32,
+    ) -> Result<(), TeamError> {
+        self.limit(owner).await?;
+        let owned = self
+            .repo
+            .owned_addresses(owner, vec![inbox.clone()])
+            .await?;
+        let (_, address) = owned.first().ok_or(TeamError::NotFound)?;
+        let next = u64::from(address.key_epoch) + 1;
+        if u64::from(epoch) != next {
+            return Err(TeamError::EpochConflict(format!(
+                "the address is at key epoch {}; the next epoch is {next}",
+                address.key_epoch
+            )));
+        }
+        Err(TeamError::FeatureDisabled)
+    }
+
+    /// `GET /memberships`: any plan.
+    pub async fn memberships(&self, member: &AccountId) -> Result<Vec<Membership>, TeamError> {
+        let mut memberships = self.repo.memberships(member).await?;
+        for membership in &mut memberships {
+            membership.active = plan(membership.owner_plan).has_teams();
+        }
+        Ok(memberships)
+    }
+
+    /// `DELETE /memberships/:ownerId`: leaves a team (the owner's grants to
+    /// the member go with it).
+    pub async fn leave(&self, member: &AccountId, owner: &AccountId) -> Result<(), TeamError> {
+        if self.repo.remove_member(owner, member).await? {
+            Ok(())
+        } else {
+            Err(TeamError::NotFound)
+        }
+    }
+}

@@ -1,0 +1,2 @@
+DROP TABLE team_grants;
+DROP TABLE team_members;
