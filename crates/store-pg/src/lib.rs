@@ -10,6 +10,7 @@ mod billing;
 mod connect;
 mod database;
 mod devices;
+mod group_commit;
 mod jobs;
 mod messages;
 mod notifications;
@@ -43,6 +44,8 @@ const POOL_WAIT: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool<AsyncPgConnection>,
+    /// Message commits waiting to be written together (group_commit.rs).
+    batcher: std::sync::Arc<group_commit::Batcher>,
 }
 
 impl PgStore {
@@ -66,7 +69,10 @@ impl PgStore {
             .runtime(deadpool::Runtime::Tokio1)
             .build()
             .map_err(StoreError::failed)?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            batcher: std::sync::Arc::default(),
+        })
     }
 
     async fn conn(&self) -> Result<Object<AsyncPgConnection>, StoreError> {

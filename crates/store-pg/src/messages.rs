@@ -18,11 +18,8 @@ use sealpost_messages::store::{
 };
 use tokio::task::JoinHandle;
 
-use crate::notify::MAIL_CHANNEL;
-use crate::records::{box_from_json, box_to_json, write_records};
-use crate::schema::{
-    accounts, addresses, attachments, blob_garbage, messages, pending_blobs, usage_counters,
-};
+use crate::records::box_from_json;
+use crate::schema::{accounts, addresses, attachments, blob_garbage, messages, pending_blobs};
 use crate::teams::usable_by;
 use crate::{PgStore, bytes32, db_error};
 
@@ -217,7 +214,7 @@ async fn keep_instance_lock(store: PgStore, instance: String, mut conn: AsyncPgC
 const RECEIVED_SHARDS: u64 = 32;
 
 /// The `received` shard a delivery adds to, from its (random) message id.
-fn received_shard(id: &MessageId) -> i16 {
+pub(crate) fn received_shard(id: &MessageId) -> i16 {
     use std::hash::{DefaultHasher, Hash, Hasher};
     let mut hasher = DefaultHasher::new();
     id.as_str().hash(&mut hasher);
@@ -391,97 +388,8 @@ impl MessageRepository for PgStore {
     }
 
     async fn commit(&self, new: NewMessage) -> Result<Commit, StoreError> {
-        let mut conn = self.conn().await?;
-        conn.transaction(async |conn| {
-            let message = &new.message;
-            diesel::insert_into(messages::table)
-                .values((
-                    messages::id.eq(message.id.as_str()),
-                    messages::account_id.eq(message.account.as_str()),
-                    messages::inbox_id.eq(message.inbox.as_str()),
-                    messages::received_at.eq(message.received_at.as_datetime()),
-                    messages::size_bytes.eq(message.size_bytes as i64),
-                    messages::key_epoch.eq(message.key_epoch as i32),
-                    messages::content.eq(box_to_json(&message.content)),
-                    messages::held.eq(new.held),
-                    messages::read.eq(message.read),
-                    messages::folder.eq(message.folder.as_str()),
-                    messages::starred.eq(message.starred),
-                    messages::outgoing.eq(message.outgoing),
-                ))
-                .execute(conn)
-                .await?;
-            if !new.attachments.is_empty() {
-                let rows: Vec<_> = new
-                    .attachments
-                    .iter()
-                    .map(|attachment| {
-                        (
-                            attachments::message_id.eq(message.id.as_str()),
-                            attachments::index.eq(attachment.index as i32),
-                            attachments::blob_key.eq(attachment.blob_key.as_deref()),
-                            attachments::size_bytes.eq(attachment.size_bytes as i64),
-                        )
-                    })
-                    .collect();
-                diesel::insert_into(attachments::table)
-                    .values(rows)
-                    .execute(conn)
-                    .await?;
-                let keys: Vec<&str> = new
-                    .attachments
-                    .iter()
-                    .filter_map(|a| a.blob_key.as_deref())
-                    .collect();
-                let cleared = diesel::delete(
-                    pending_blobs::table
-                        .filter(pending_blobs::blob_key.eq_any(&keys))
-                        .filter(pending_blobs::owner.eq(&new.owner)),
-                )
-                .execute(conn)
-                .await?;
-                if cleared != keys.len() {
-                    // Recovery took them over (this instance was believed
-                    // dead) and deletes their blobs: keep nothing.
-                    return Err(diesel::result::Error::RollbackTransaction);
-                }
-            }
-            write_records(conn, &new.records).await?;
-            if !new.held && !message.outgoing {
-                // Delivered at commit: waiters on this address wake up.
-                diesel::sql_query("SELECT pg_notify($1, $2)")
-                    .bind::<Text, _>(MAIL_CHANNEL)
-                    .bind::<Text, _>(message.inbox.as_str())
-                    .execute(conn)
-                    .await?;
-            }
-            // Last, so the shard's row lock is held only through COMMIT.
-            diesel::insert_into(usage_counters::table)
-                .values((
-                    usage_counters::account_id.eq(message.account.as_str()),
-                    usage_counters::counter.eq(sealpost_messages::store::RECEIVED_COUNTER),
-                    usage_counters::window_start.eq(new.window_start.as_datetime()),
-                    usage_counters::shard.eq(received_shard(&message.id)),
-                    usage_counters::used.eq(1_i64),
-                ))
-                .on_conflict((
-                    usage_counters::account_id,
-                    usage_counters::counter,
-                    usage_counters::window_start,
-                    usage_counters::shard,
-                ))
-                .do_update()
-                .set(usage_counters::used.eq(usage_counters::used + 1_i64))
-                .execute(conn)
-                .await?;
-            Ok::<_, diesel::result::Error>(Commit::Done)
-        })
-        .await
-        .or_else(|error| match error {
-            // Rolled back above: recovery took the pending blobs over.
-            diesel::result::Error::RollbackTransaction => Ok(Commit::TakenOver),
-            error => Err(db_error(error)),
-        })
+        // Batched with the commits running at the same time (group_commit.rs).
+        self.group_commit(new).await
     }
 
     async fn pending_blobs(&self) -> Result<Vec<PendingBlob>, StoreError> {
@@ -989,6 +897,7 @@ mod tests {
 
     use super::*;
     use crate::database::{create_database_if_missing, migrate};
+    use crate::schema::usage_counters;
 
     #[test]
     fn received_shards_spread_message_ids() {

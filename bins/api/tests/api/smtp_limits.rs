@@ -184,3 +184,144 @@ async fn a_delivery_failing_after_its_blobs_were_written_leaves_none_behind() {
     assert_eq!(listed(&api, &owner).await, 1);
     assert_eq!(blob_files(&blob_dir).len(), 2);
 }
+
+/// Sends one message to `address` on a session of its own; the final reply.
+async fn deliver_one(smtp: std::net::SocketAddr, address: String, body: String) -> u16 {
+    let (mut client, greeting) = SmtpClient::connect(smtp).await;
+    assert_eq!(greeting, 220);
+    assert_eq!(client.command("EHLO client.example").await, 250);
+    assert_eq!(client.command("MAIL FROM:<s@example.com>").await, 250);
+    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 250);
+    client.data(&body).await
+}
+
+async fn count(api: &Api, query: &str) -> i64 {
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        count: i64,
+    }
+    let mut conn = api.app.db.connect().await;
+    diesel::sql_query(query)
+        .get_result::<Count>(&mut conn)
+        .await
+        .unwrap()
+        .count
+}
+
+async fn execute(api: &Api, statements: &[&str]) {
+    use diesel_async::RunQueryDsl;
+    let mut conn = api.app.db.connect().await;
+    for statement in statements {
+        diesel::sql_query(*statement)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deliveries_finishing_together_are_committed_in_one_transaction_each_answered_250() {
+    let (mut api, owner, address) = mailbox(TestApp::spawn().await).await;
+    let smtp = api.app.spawn_smtp().await;
+    // Each message row takes 0.2 s to insert: commits pile up behind the
+    // busy ones and are then written together.
+    execute(
+        &api,
+        &[
+            // Which transaction wrote each row: the top-level id (a row's
+            // xmin is its savepoint's).
+            "CREATE TABLE written_by (xact text NOT NULL)",
+            "CREATE FUNCTION slow_mail() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN PERFORM pg_sleep(0.2); \
+             INSERT INTO written_by VALUES (pg_current_xact_id()::text); \
+             RETURN NEW; END $$",
+            "CREATE TRIGGER slow_mail BEFORE INSERT ON messages \
+             FOR EACH ROW EXECUTE FUNCTION slow_mail()",
+        ],
+    )
+    .await;
+    const SESSIONS: usize = 12;
+    let sending: Vec<_> = (0..SESSIONS)
+        .map(|_| {
+            tokio::spawn(deliver_one(
+                smtp,
+                address.clone(),
+                with_attachment(&address),
+            ))
+        })
+        .collect();
+    for sent in sending {
+        assert_eq!(sent.await.unwrap(), 250);
+    }
+    assert_eq!(listed(&api, &owner).await, SESSIONS);
+    assert_eq!(
+        count(&api, "SELECT COALESCE(SUM(used), 0)::bigint AS count FROM usage_counters WHERE counter = 'received'").await,
+        SESSIONS as i64
+    );
+    assert_eq!(
+        count(&api, "SELECT count(*) AS count FROM pending_blobs").await,
+        0
+    );
+    let transactions = count(&api, "SELECT count(DISTINCT xact) AS count FROM written_by").await;
+    assert!(
+        transactions < SESSIONS as i64,
+        "{SESSIONS} messages in {transactions} transactions"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_batch_answers_451_and_no_250_is_ever_given_for_what_was_not_stored() {
+    let (mut api, owner, address) = mailbox(TestApp::spawn().await).await;
+    let smtp = api.app.spawn_smtp().await;
+    let blob_dir = api.app.config.blob_dir.clone();
+    // Slow inserts batch the commits; the one message with a size no other
+    // has fails its whole transaction.
+    let poisoned = format!(
+        "{}X-Poison: yes\r\n\r\npoison\r\n",
+        with_attachment(&address)
+    );
+    let poisoned_size = poisoned.len() + 2;
+    let trigger = format!(
+        "CREATE FUNCTION poison_mail() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN PERFORM pg_sleep(0.2); \
+         IF NEW.size_bytes = {poisoned_size} THEN RAISE EXCEPTION 'poisoned'; END IF; \
+         RETURN NEW; END $$"
+    );
+    execute(
+        &api,
+        &[
+            &trigger,
+            "CREATE TRIGGER poison_mail BEFORE INSERT ON messages \
+             FOR EACH ROW EXECUTE FUNCTION poison_mail()",
+        ],
+    )
+    .await;
+    let mut sending = Vec::new();
+    for i in 0..10 {
+        let body = if i == 3 {
+            poisoned.clone()
+        } else {
+            with_attachment(&address)
+        };
+        sending.push(tokio::spawn(deliver_one(smtp, address.clone(), body)));
+    }
+    let mut replies = Vec::new();
+    for sent in sending {
+        replies.push(sent.await.unwrap());
+    }
+    assert_eq!(replies[3], 451, "{replies:?}");
+    assert!(
+        replies.iter().all(|code| *code == 250 || *code == 451),
+        "{replies:?}"
+    );
+    let accepted = replies.iter().filter(|code| **code == 250).count();
+    // Every 250 is stored, nothing else is, and no blob of the refused stays.
+    assert_eq!(listed(&api, &owner).await, accepted);
+    assert_eq!(
+        count(&api, "SELECT count(*) AS count FROM pending_blobs").await,
+        0
+    );
+    assert_eq!(blob_files(&blob_dir).len(), 2 * accepted);
+}
