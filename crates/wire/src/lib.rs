@@ -21,8 +21,11 @@ mod addresses;
 mod billing;
 mod devices;
 mod encoding;
+mod folders;
 mod messages;
+mod notifications;
 mod plans;
+mod sending;
 mod service;
 mod webhooks;
 
@@ -32,8 +35,11 @@ pub use addresses::*;
 pub use billing::*;
 pub use devices::*;
 pub use encoding::sealed_json;
+pub use folders::*;
 pub use messages::*;
+pub use notifications::*;
 pub use plans::*;
+pub use sending::*;
 pub use service::*;
 pub use webhooks::*;
 
