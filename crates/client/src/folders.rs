@@ -76,12 +76,9 @@ impl Client {
     /// `POST /messages/{id}/star`: stars the message, or removes the star.
     pub async fn star(&self, id: &MessageId, starred: bool) -> Result<()> {
         let path = format!("/messages/{id}/star");
-        self.empty(
-            self.authed(Method::POST, &path)
-                .json(&StarRequest {
-                    starred: Some(starred),
-                }),
-        )
+        self.empty(self.authed(Method::POST, &path).json(&StarRequest {
+            starred: Some(starred),
+        }))
         .await
     }
 

@@ -47,13 +47,12 @@ impl Client {
         platform: PushPlatform,
     ) -> Result<PushDevice> {
         let envelope: PushDeviceEnvelope = self
-            .json(
-                self.authed(Method::POST, "/notifications/devices")
-                    .json(&RegisterDeviceRequest {
-                        token: token.to_owned(),
-                        platform,
-                    }),
-            )
+            .json(self.authed(Method::POST, "/notifications/devices").json(
+                &RegisterDeviceRequest {
+                    token: token.to_owned(),
+                    platform,
+                },
+            ))
             .await?;
         Ok(envelope.device)
     }

@@ -6,7 +6,7 @@
 )]
 
 use sealpost_client::Client;
-use sealpost_client::notifications::{UpdatePreferencesRequest, PushPlatform};
+use sealpost_client::notifications::{PushPlatform, UpdatePreferencesRequest};
 use sealpost_client::types::CreateAddressRequest;
 use sealpost_kernel::AddressId;
 use sealpost_testkit::TestApp;

@@ -52,6 +52,7 @@ pub struct StarRequest {
 pub struct MoveRequest {
     /// `inbox`, `sent`, `archive` or `trash`. Received mail never goes to
     /// `sent`, and sent mail never to `inbox`.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::Folder))]
     pub folder: String,
 }
 
@@ -66,6 +67,7 @@ impl MoveRequest {
 
 /// What `DELETE /messages/{id}` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Deletion {
     /// Moved to the trash.
@@ -78,7 +80,6 @@ pub enum Deletion {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DeletedBody {
     /// `trashed` (moved to the trash) or `deleted` (it was in the trash: gone for good).
-    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "trashed"))]
     pub result: Deletion,
 }
 

@@ -25,6 +25,8 @@ mod folders;
 mod messages;
 mod notifications;
 mod plans;
+#[cfg(feature = "openapi")]
+pub mod schemas;
 mod sending;
 mod service;
 mod webhooks;

@@ -90,9 +90,12 @@ wire_enum!(
 pub struct RegisterDeviceRequest {
     /// The APNs device token or FCM registration token: 1 to 4096 letters,
     /// digits and `- _ : .`.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 4096, pattern = "^[A-Za-z0-9_:.-]+$")
+    )]
     pub token: String,
     /// `ios` (APNs) or `android` (FCM).
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub platform: PushPlatform,
 }
 
@@ -103,7 +106,6 @@ pub struct RegisterDeviceRequest {
 pub struct PushDevice {
     pub token: String,
     /// `ios` or `android`.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub platform: PushPlatform,
     pub registered_at: Timestamp,
 }

@@ -11,7 +11,7 @@ use utoipa::IntoParams;
 
 use crate::auth::{Authenticated, SessionCaller};
 use crate::error::ApiError;
-use crate::json::{Json, parse};
+use crate::json::{Json, parse_optional};
 use crate::routes::messages::{message_body, message_path, reader};
 use crate::state::AppState;
 use sealpost_wire as wire;
@@ -24,31 +24,36 @@ fn folder_field(field: &str, text: &str) -> Result<Folder, ApiError> {
 
 fn flag_field(field: &str, text: Option<&str>) -> Result<Option<bool>, ApiError> {
     match text {
-        None | Some("") => Ok(None),
+        None => Ok(None),
         Some("true") => Ok(Some(true)),
         Some("false") => Ok(Some(false)),
         Some(_) => Err(ApiError::invalid_field(field, "expected true or false")),
     }
 }
 
-fn inbox_field(text: Option<&str>) -> Result<Option<AddressId>, ApiError> {
-    text.filter(|text| !text.is_empty())
-        .map(|text| AddressId::parse(text).map_err(|error| ApiError::invalid_id("inboxId", error)))
+fn address_field(text: Option<&str>) -> Result<Option<AddressId>, ApiError> {
+    text.map(|text| AddressId::parse(text).map_err(|error| ApiError::invalid_id("inboxId", error)))
         .transpose()
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase")]
 pub struct MailboxQuery {
     /// `inbox`, `sent`, `archive` or `trash`; absent lists every folder but the trash.
+    #[param(value_type = sealpost_wire::Folder, required = false)]
     folder: Option<String>,
     /// Only this address's mail (one the caller may read, else 404).
+    #[param(value_type = sealpost_kernel::AddressId, required = false)]
     inbox_id: Option<String>,
     /// `true`: starred mail only; `false`: unstarred only.
+    #[param(value_type = bool, required = false)]
     starred: Option<String>,
     /// `true`: unread mail only; `false`: read only.
+    #[param(value_type = bool, required = false)]
     unread: Option<String>,
     /// Page size, 1 to 200 (default 50).
+    #[param(value_type = u32, required = false, minimum = 1, maximum = 200)]
     limit: Option<String>,
     /// `nextCursor` of the previous page.
     cursor: Option<String>,
@@ -70,10 +75,9 @@ pub async fn list(
         folder: query
             .folder
             .as_deref()
-            .filter(|text| !text.is_empty())
             .map(|text| folder_field("folder", text))
             .transpose()?,
-        inbox: inbox_field(query.inbox_id.as_deref())?,
+        inbox: address_field(query.inbox_id.as_deref())?,
         starred: flag_field("starred", query.starred.as_deref())?,
         unread: flag_field("unread", query.unread.as_deref())?,
     };
@@ -110,9 +114,11 @@ fn folder_counts_body(counts: FolderCounts) -> wire::FolderCounts {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase")]
 pub struct FoldersQuery {
     /// Only this address's mail.
+    #[param(value_type = sealpost_kernel::AddressId, required = false)]
     inbox_id: Option<String>,
 }
 
@@ -126,7 +132,7 @@ pub async fn folder_counts(
     caller: Authenticated,
     query: Query<FoldersQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let inbox = inbox_field(query.inbox_id.as_deref())?;
+    let inbox = address_field(query.inbox_id.as_deref())?;
     let found = state.mailbox.folder_counts(&reader(&caller), inbox).await?;
     Ok(HttpResponse::Ok().json(wire::FoldersEnvelope {
         folders: folder_counts_body(found),
@@ -135,7 +141,7 @@ pub async fn folder_counts(
 
 /// Stars a message (or removes the star with `starred: false`). The body is optional.
 #[utoipa::path(post, path = "/messages/{id}/star", tag = "messages", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body(content = Option<wire::StarRequest>),
+    params(("id" = sealpost_kernel::MessageId, Path)), request_body(content = Option<wire::StarRequest>),
     responses((status = 204), (status = 404, body = ErrorBody)))]
 #[post("/messages/{id}/star")]
 pub async fn star(
@@ -145,18 +151,16 @@ pub async fn star(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let id = message_path(&id)?;
-    let starred = if body.iter().all(u8::is_ascii_whitespace) {
-        true
-    } else {
-        parse::<wire::StarRequest>(&body)?.starred.unwrap_or(true)
-    };
+    let starred = parse_optional::<wire::StarRequest>(&body)?
+        .and_then(|body| body.starred)
+        .unwrap_or(true);
     state.mailbox.star(&reader(&caller), &id, starred).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
 /// Moves a message to another folder; answers it as it is afterwards.
 #[utoipa::path(post, path = "/messages/{id}/move", tag = "messages", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body = wire::MoveRequest,
+    params(("id" = sealpost_kernel::MessageId, Path)), request_body = wire::MoveRequest,
     responses((status = 200, body = wire::MessageReply),
         (status = 400, body = ErrorBody, description = "invalid_field: unknown folder, or one the message may not go to"),
         (status = 404, body = ErrorBody)))]
@@ -178,7 +182,7 @@ pub async fn move_to(
 /// Moves a message to the trash; a message already in the trash is deleted
 /// for good, with its attachments.
 #[utoipa::path(delete, path = "/messages/{id}", tag = "messages", security(("bearer" = [])),
-    params(("id" = String, Path)),
+    params(("id" = sealpost_kernel::MessageId, Path)),
     responses((status = 200, body = wire::DeletedBody), (status = 404, body = ErrorBody)))]
 #[delete("/messages/{id}")]
 pub async fn remove(

@@ -34,7 +34,10 @@ async fn envelope(
 ) -> Result<wire::NotificationSettings, ApiError> {
     Ok(wire::NotificationSettings {
         preferences: preferences_body(preferences),
-        muted_inboxes: state.notifications.muted_inboxes(caller.account()).await?,
+        muted_inboxes: state
+            .notifications
+            .muted_addresses(caller.account())
+            .await?,
     })
 }
 
@@ -78,7 +81,7 @@ pub async fn update_preferences(
 
 /// Mutes or unmutes new-mail pushes for one address.
 #[utoipa::path(patch, path = "/notifications/inboxes/{id}", tag = "notifications", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body = wire::MuteRequest,
+    params(("id" = sealpost_kernel::AddressId, Path)), request_body = wire::MuteRequest,
     responses((status = 200, body = wire::Mute), (status = 400, body = ErrorBody, description = "invalid_field"),
         (status = 404, body = ErrorBody, description = "no such address on this account")))]
 #[patch("/notifications/inboxes/{id}")]
@@ -91,7 +94,7 @@ pub async fn mute_inbox(
     let inbox = AddressId::parse(&id).map_err(|_| ApiError::not_found())?;
     state
         .notifications
-        .set_muted(caller.account(), caller.worker(), &inbox, body.muted)
+        .set_muted(caller.account(), caller.own_device(), &inbox, body.muted)
         .await?;
     Ok(HttpResponse::Ok().json(wire::Mute {
         inbox_id: inbox,
