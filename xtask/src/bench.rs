@@ -154,7 +154,7 @@ pub fn smtp(runtime: &Runtime) -> Result<ExitCode> {
     let name = format!("{BENCH_DB_PREFIX}{}", std::process::id());
     let url = format!("{server}/{name}");
     runtime.block_on(async {
-        drop_leftover_databases(&server).await;
+        drop_leftover_databases(&server, BENCH_DB_PREFIX).await;
         sealpost_store_pg::create_database_if_missing(&url)
             .await
             .context("creating the bench database")?;
@@ -187,7 +187,7 @@ pub fn smtp(runtime: &Runtime) -> Result<ExitCode> {
 /// Whether `<pid>`, the suffix of a name this command made, is a dead
 /// process. Anything else (another tool's name sharing the prefix, a live
 /// run) is not ours to remove.
-fn leftover_of_dead_run(pid: &str) -> bool {
+pub(crate) fn leftover_of_dead_run(pid: &str) -> bool {
     !pid.is_empty()
         && pid.bytes().all(|b| b.is_ascii_digit())
         && !Path::new("/proc").join(pid).exists()
@@ -311,13 +311,13 @@ fn run_all(runtime: &Runtime, stack: &Stack, postfix: &Postfix) -> Result<Vec<Re
 }
 
 /// A child process stopped (SIGTERM, then SIGKILL) when dropped.
-struct Service {
+pub(crate) struct Service {
     name: &'static str,
     child: Child,
 }
 
 impl Service {
-    fn start(name: &'static str, command: &mut Command) -> Result<Service> {
+    pub(crate) fn start(name: &'static str, command: &mut Command) -> Result<Service> {
         let child = command
             .spawn()
             .with_context(|| format!("starting {name}"))?;
@@ -495,7 +495,7 @@ impl Postfix {
 }
 
 /// A port free right now on loopback.
-fn free_addr() -> Result<SocketAddr> {
+pub(crate) fn free_addr() -> Result<SocketAddr> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
     Ok(listener.local_addr()?)
 }
@@ -786,12 +786,12 @@ struct Name {
 }
 
 /// Drops bench databases of earlier runs whose xtask is gone.
-async fn drop_leftover_databases(server: &str) {
+pub(crate) async fn drop_leftover_databases(server: &str, prefix: &str) {
     let Ok(mut conn) = AsyncPgConnection::establish(&format!("{server}/postgres")).await else {
         return;
     };
     let Ok(names) = diesel::sql_query(format!(
-        "SELECT datname FROM pg_database WHERE datname ~ '^{BENCH_DB_PREFIX}[0-9]+$'"
+        "SELECT datname FROM pg_database WHERE datname ~ '^{prefix}[0-9]+$'"
     ))
     .load::<Name>(&mut conn)
     .await
@@ -800,7 +800,7 @@ async fn drop_leftover_databases(server: &str) {
     };
     for Name { datname } in names {
         if datname
-            .strip_prefix(BENCH_DB_PREFIX)
+            .strip_prefix(prefix)
             .is_some_and(leftover_of_dead_run)
         {
             let _ = diesel::sql_query(format!(
@@ -813,7 +813,7 @@ async fn drop_leftover_databases(server: &str) {
     }
 }
 
-async fn drop_database(server: &str, name: &str) -> Result<()> {
+pub(crate) async fn drop_database(server: &str, name: &str) -> Result<()> {
     let mut conn = AsyncPgConnection::establish(&format!("{server}/postgres")).await?;
     diesel::sql_query(format!(
         "DROP DATABASE IF EXISTS {} WITH (FORCE)",
@@ -821,7 +821,7 @@ async fn drop_database(server: &str, name: &str) -> Result<()> {
     ))
     .execute(&mut conn)
     .await
-    .with_context(|| format!("dropping the bench database {name}"))?;
+    .with_context(|| format!("dropping the database {name}"))?;
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 
 //! `cargo xtask`: developer tasks for the Sealpost workspace.
 
+mod api_check;
 mod bench;
 mod bench_webhooks;
 mod postgres;
@@ -64,6 +65,9 @@ enum Task {
     Ci,
     /// Write the API's OpenAPI document to docs/openapi.json (a test keeps the two equal).
     Openapi,
+    /// Schemathesis (pinned, in target/api-check/venv) against a fresh stack's
+    /// /openapi.json with a seeded account: fails on any failure or 5xx (docs/api.md).
+    ApiCheck,
     /// Benchmarks on a fresh database (dropped at the end); see docs/benchmarks.md.
     Bench {
         #[command(subcommand)]
@@ -121,6 +125,7 @@ fn run(task: Task) -> Result<ExitCode> {
             println!("wrote docs/openapi.json");
             Ok(ExitCode::SUCCESS)
         }
+        Task::ApiCheck => api_check::run(&runtime),
         Task::Test { args } => test(&runtime, &args),
         Task::Ci => ci(&runtime),
         Task::Bench { what: Bench::Smtp } => bench::smtp(&runtime),

@@ -14,6 +14,8 @@ use x25519_dalek::{PublicKey, StaticSecret};
 
 /// What was made, for the summary.
 pub struct Seeded {
+    /// The session the account was registered with.
+    pub token: String,
     pub phrase: RecoveryPhrase,
     pub account_id: String,
     pub plan: &'static str,
@@ -163,6 +165,7 @@ pub async fn seed(api_url: &str) -> Result<Seeded> {
     };
 
     Ok(Seeded {
+        token: signed_in.token.clone(),
         phrase,
         account_id: signed_in.account.id.to_string(),
         plan,

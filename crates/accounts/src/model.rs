@@ -73,7 +73,7 @@ pub enum Bearer {
     Session(Session),
     Device {
         account_id: AccountId,
-        worker_id: DeviceId,
+        device_id: DeviceId,
     },
 }
 
@@ -86,7 +86,7 @@ pub enum Caller {
     },
     Device {
         account: AccountId,
-        worker: DeviceId,
+        device: DeviceId,
     },
     ApiKey {
         account: AccountId,

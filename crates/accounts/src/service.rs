@@ -135,10 +135,10 @@ impl Accounts {
             }),
             Bearer::Device {
                 account_id,
-                worker_id,
+                device_id,
             } => Ok(Caller::Device {
                 account: account_id,
-                worker: worker_id,
+                device: device_id,
             }),
         }
     }

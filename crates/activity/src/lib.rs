@@ -7,16 +7,18 @@
 //! Entries and events carry ids and timestamps only: never content, senders
 //! or subjects.
 
-use std::sync::Arc;
-
-use async_trait::async_trait;
 use chrono::TimeDelta;
 use sealpost_kernel::{
-    AccountId, ActivityId, AddressId, Clock, Cursor, DeviceId, EventId, MessageId, Page,
-    PageRequest, PaymentId, PlanId, SessionId, StoreError, Timestamp, WebhookId, string_enum,
-    string_enum_serde,
+    AccountId, ActivityId, AddressId, DeviceId, EventId, MessageId, PaymentId, PlanId, SessionId,
+    Timestamp, WebhookId, string_enum, string_enum_serde,
 };
 use serde_json::{Value, json};
+
+mod repository;
+mod service;
+
+pub use repository::*;
+pub use service::*;
 
 /// SPEC.md Limits: activity retention.
 pub const ACTIVITY_RETENTION: TimeDelta = TimeDelta::days(90);
@@ -25,12 +27,12 @@ string_enum! {
     /// SPEC.md "Activity entry" kinds.
     #[derive(PartialOrd, Ord)]
     pub enum ActivityKind: "activity kind" {
-        WorkerPaired => "worker.paired",
-        WorkerRemoved => "worker.removed",
-        InboxCreated => "inbox.created",
-        InboxDeleted => "inbox.deleted",
-        InboxAssigned => "inbox.assigned",
-        InboxRemoved => "inbox.removed",
+        DevicePaired => "worker.paired",
+        DeviceRemoved => "worker.removed",
+        AddressCreated => "inbox.created",
+        AddressDeleted => "inbox.deleted",
+        AddressAssigned => "inbox.assigned",
+        AddressRemoved => "inbox.removed",
         SubscriptionUpdated => "subscription.updated",
         MessageReceived => "message.received",
         MailReceived => "mail.received",
@@ -43,14 +45,14 @@ string_enum! {
     /// SPEC.md "Events" types.
     #[derive(PartialOrd, Ord)]
     pub enum EventType: "event type" {
-        WorkerPaired => "worker.paired",
-        WorkerConnected => "worker.connected",
-        WorkerDisconnected => "worker.disconnected",
-        WorkerRemoved => "worker.removed",
-        InboxCreated => "inbox.created",
-        InboxDeleted => "inbox.deleted",
-        InboxAssigned => "inbox.assigned",
-        InboxRemoved => "inbox.removed",
+        DevicePaired => "worker.paired",
+        DeviceConnected => "worker.connected",
+        DeviceDisconnected => "worker.disconnected",
+        DeviceRemoved => "worker.removed",
+        AddressCreated => "inbox.created",
+        AddressDeleted => "inbox.deleted",
+        AddressAssigned => "inbox.assigned",
+        AddressRemoved => "inbox.removed",
         MessageReceived => "message.received",
         MessageSent => "message.sent",
         SubscriptionUpdated => "subscription.updated",
@@ -211,72 +213,72 @@ impl Records {
     }
 
     /// `worker.paired`; `kind` is `device` or `agent`.
-    pub fn worker_paired(
+    pub fn device_paired(
         &mut self,
         account: &AccountId,
         worker: &DeviceId,
         kind: &str,
         at: Timestamp,
     ) {
-        self.activity(account, ActivityKind::WorkerPaired, None, Some(worker), at);
+        self.activity(account, ActivityKind::DevicePaired, None, Some(worker), at);
         self.event(
             account,
-            EventType::WorkerPaired,
+            EventType::DevicePaired,
             json!({ "workerId": worker, "kind": kind }),
             at,
         );
     }
 
-    pub fn worker_removed(&mut self, account: &AccountId, worker: &DeviceId, at: Timestamp) {
-        self.activity(account, ActivityKind::WorkerRemoved, None, Some(worker), at);
+    pub fn device_removed(&mut self, account: &AccountId, worker: &DeviceId, at: Timestamp) {
+        self.activity(account, ActivityKind::DeviceRemoved, None, Some(worker), at);
         self.event(
             account,
-            EventType::WorkerRemoved,
+            EventType::DeviceRemoved,
             json!({ "workerId": worker }),
             at,
         );
     }
 
     /// Connection changes are events only; the activity log does not list them.
-    pub fn worker_connected(&mut self, account: &AccountId, worker: &DeviceId, at: Timestamp) {
+    pub fn device_connected(&mut self, account: &AccountId, worker: &DeviceId, at: Timestamp) {
         self.event(
             account,
-            EventType::WorkerConnected,
+            EventType::DeviceConnected,
             json!({ "workerId": worker }),
             at,
         );
     }
 
-    pub fn worker_disconnected(&mut self, account: &AccountId, worker: &DeviceId, at: Timestamp) {
+    pub fn device_disconnected(&mut self, account: &AccountId, worker: &DeviceId, at: Timestamp) {
         self.event(
             account,
-            EventType::WorkerDisconnected,
+            EventType::DeviceDisconnected,
             json!({ "workerId": worker }),
             at,
         );
     }
 
-    pub fn inbox_created(&mut self, account: &AccountId, inbox: &AddressId, at: Timestamp) {
-        self.activity(account, ActivityKind::InboxCreated, Some(inbox), None, at);
+    pub fn address_created(&mut self, account: &AccountId, inbox: &AddressId, at: Timestamp) {
+        self.activity(account, ActivityKind::AddressCreated, Some(inbox), None, at);
         self.event(
             account,
-            EventType::InboxCreated,
+            EventType::AddressCreated,
             json!({ "inboxId": inbox }),
             at,
         );
     }
 
-    pub fn inbox_deleted(&mut self, account: &AccountId, inbox: &AddressId, at: Timestamp) {
-        self.activity(account, ActivityKind::InboxDeleted, Some(inbox), None, at);
+    pub fn address_deleted(&mut self, account: &AccountId, inbox: &AddressId, at: Timestamp) {
+        self.activity(account, ActivityKind::AddressDeleted, Some(inbox), None, at);
         self.event(
             account,
-            EventType::InboxDeleted,
+            EventType::AddressDeleted,
             json!({ "inboxId": inbox }),
             at,
         );
     }
 
-    pub fn inbox_assigned(
+    pub fn address_assigned(
         &mut self,
         account: &AccountId,
         inbox: &AddressId,
@@ -285,20 +287,20 @@ impl Records {
     ) {
         self.activity(
             account,
-            ActivityKind::InboxAssigned,
+            ActivityKind::AddressAssigned,
             Some(inbox),
             Some(worker),
             at,
         );
         self.event(
             account,
-            EventType::InboxAssigned,
+            EventType::AddressAssigned,
             json!({ "workerId": worker, "inboxId": inbox }),
             at,
         );
     }
 
-    pub fn inbox_removed(
+    pub fn address_removed(
         &mut self,
         account: &AccountId,
         inbox: &AddressId,
@@ -307,14 +309,14 @@ impl Records {
     ) {
         self.activity(
             account,
-            ActivityKind::InboxRemoved,
+            ActivityKind::AddressRemoved,
             Some(inbox),
             Some(worker),
             at,
         );
         self.event(
             account,
-            EventType::InboxRemoved,
+            EventType::AddressRemoved,
             json!({ "workerId": worker, "inboxId": inbox }),
             at,
         );
@@ -411,57 +413,12 @@ impl Records {
     }
 }
 
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
-#[async_trait]
-pub trait ActivityRepository: Send + Sync {
-    /// Newest first, after the request's cursor, up to `fetch_limit()` rows.
-    async fn activity_page(
-        &self,
-        account: &AccountId,
-        worker: Option<DeviceId>,
-        page: &PageRequest,
-    ) -> Result<Vec<ActivityEntry>, StoreError>;
-    async fn delete_activity_before(&self, before: Timestamp) -> Result<u64, StoreError>;
-}
-
-/// `GET /activity` and its retention sweep.
-#[derive(Clone)]
-pub struct ActivityLog {
-    repo: Arc<dyn ActivityRepository>,
-    clock: Arc<dyn Clock>,
-}
-
-impl ActivityLog {
-    pub fn new(repo: Arc<dyn ActivityRepository>, clock: Arc<dyn Clock>) -> Self {
-        Self { repo, clock }
-    }
-
-    /// The account's log; for a device, only the entries about it.
-    pub async fn page(
-        &self,
-        account: &AccountId,
-        worker: Option<DeviceId>,
-        request: &PageRequest,
-    ) -> Result<Page<ActivityEntry>, StoreError> {
-        let rows = self.repo.activity_page(account, worker, request).await?;
-        Ok(Page::from_rows(rows, request, |entry| Cursor {
-            at: entry.at,
-            id: entry.id.to_string(),
-        }))
-    }
-
-    /// Removes entries older than 90 days.
-    pub async fn sweep(&self) -> Result<u64, StoreError> {
-        self.repo
-            .delete_activity_before(self.clock.now() - ACTIVITY_RETENTION)
-            .await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sealpost_kernel::{PageLimits, TestClock};
+    use std::sync::Arc;
+
+    use sealpost_kernel::{Clock, PageLimits, PageRequest, TestClock};
 
     fn account() -> AccountId {
         AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap()
@@ -497,8 +454,8 @@ mod tests {
         let mut records = Records::new();
         let worker = DeviceId::parse("wkr_abcd").unwrap();
         let at = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
-        records.worker_disconnected(&account(), &worker, at);
-        records.worker_connected(&account(), &worker, at);
+        records.device_disconnected(&account(), &worker, at);
+        records.device_connected(&account(), &worker, at);
         assert!(records.activity.is_empty());
         assert_eq!(records.events.len(), 2);
     }
@@ -542,8 +499,8 @@ mod tests {
                 assert_eq!(page.fetch_limit(), 2);
                 let mut records = Records::new();
                 let inbox = AddressId::parse("ibx_abcd").unwrap();
-                records.inbox_created(account, &inbox, at);
-                records.inbox_deleted(account, &inbox, at);
+                records.address_created(account, &inbox, at);
+                records.address_deleted(account, &inbox, at);
                 Ok(records.activity)
             });
         let log = ActivityLog::new(Arc::new(repo), clock);

@@ -7,12 +7,14 @@
 //! [`BillingRepository`] (and the account facts behind
 //! `SubscriptionRepository`), time comes from a `Clock`.
 
+mod error;
 mod payment;
 pub mod provider;
 mod repository;
 mod rules;
 mod service;
 
+pub use error::*;
 pub use payment::*;
 pub use provider::*;
 pub use repository::*;

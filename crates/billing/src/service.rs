@@ -13,25 +13,6 @@ const STALE_RETRIES: usize = 3;
 /// Accounts looked at per lapse sweep round.
 const LAPSE_BATCH: i64 = 100;
 
-#[derive(Debug, thiserror::Error)]
-pub enum BillingError {
-    /// 503 `provider_unavailable`: not configured, switched off, or failing.
-    #[error("the {provider} payment provider is not available: {reason}")]
-    ProviderUnavailable {
-        provider: ProviderId,
-        reason: &'static str,
-    },
-    #[error(transparent)]
-    Refused(#[from] CheckoutRefusal),
-    /// A provider notice whose signature or body does not verify.
-    #[error(transparent)]
-    Notice(#[from] NoticeError),
-    #[error("no such record")]
-    NotFound,
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
 /// What a lapse sweep did.
 #[derive(Debug, Default)]
 pub struct LapseSweep {
@@ -373,7 +354,7 @@ impl Billing {
     ) -> Result<bool, BillingError> {
         let now = self.clock.now();
         let mut records = Records::new();
-        records.inbox_deleted(account, &address, now);
+        records.address_deleted(account, &address, now);
         let deletion = PausedDeletion {
             account: account.clone(),
             id: address,
@@ -394,9 +375,9 @@ impl Billing {
             let assigned = self.repo.device_addresses(account, &device).await?;
             let mut records = Records::new();
             for address in &assigned {
-                records.inbox_removed(account, address, &device, now);
+                records.address_removed(account, address, &device, now);
             }
-            records.worker_removed(account, &device, now);
+            records.device_removed(account, &device, now);
             let deletion = PausedDeletion {
                 account: account.clone(),
                 id: device.clone(),

@@ -691,7 +691,7 @@ async fn at_deletes_at_what_the_pause_holds_is_deleted_with_its_events_then_the_
             deletion.id == inbox("ibx_held01")
                 && deletion.due == at(NOW)
                 && deletion.records.events.len() == 1
-                && deletion.records.events[0].kind == EventType::InboxDeleted
+                && deletion.records.events[0].kind == EventType::AddressDeleted
                 && deletion.records.events[0].payload == json!({ "inboxId": "ibx_held01" })
         })
         .times(1)
@@ -712,7 +712,7 @@ async fn at_deletes_at_what_the_pause_holds_is_deleted_with_its_events_then_the_
             let kinds: Vec<EventType> = deletion.records.events.iter().map(|e| e.kind).collect();
             deletion.id == worker("wkr_held01")
                 && deletion.assigned == vec![inbox("ibx_live01")]
-                && kinds == vec![EventType::InboxRemoved, EventType::WorkerRemoved]
+                && kinds == vec![EventType::AddressRemoved, EventType::DeviceRemoved]
                 && deletion.records.events[1].payload == json!({ "workerId": "wkr_held01" })
         })
         .times(1)

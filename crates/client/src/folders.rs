@@ -3,12 +3,14 @@
 
 use reqwest::Method;
 use sealpost_kernel::{AddressId, MessageId};
-use serde::{Deserialize, Serialize};
 
 use crate::types::{Message, MessagePage, MessageReply, PageParams, percent_encode};
 use crate::{Client, Result};
 
-pub use sealpost_wire::{Folder, UnknownFolder};
+pub use sealpost_wire::{
+    DeletedBody, Deletion, EmptiedBody, Folder, FolderCount, FolderCounts, FoldersEnvelope,
+    MoveRequest, StarRequest, UnknownFolder,
+};
 
 /// The filters of `GET /messages`; `None` filters nothing. Without a
 /// folder, every folder but the trash is listed.
@@ -49,59 +51,6 @@ impl MailFilter {
     }
 }
 
-/// How many messages a folder holds, and how many of them are unread.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-pub struct FolderCount {
-    pub total: u64,
-    pub unread: u64,
-}
-
-/// `GET /messages/folders`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-pub struct FolderCounts {
-    pub inbox: FolderCount,
-    pub sent: FolderCount,
-    pub archive: FolderCount,
-    pub trash: FolderCount,
-    /// Starred mail in every folder but the trash.
-    pub starred: FolderCount,
-}
-
-#[derive(Deserialize)]
-struct FoldersEnvelope {
-    folders: FolderCounts,
-}
-
-#[derive(Serialize)]
-struct StarRequest {
-    starred: bool,
-}
-
-#[derive(Serialize)]
-struct MoveRequest {
-    folder: Folder,
-}
-
-/// What `DELETE /messages/{id}` did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Deletion {
-    /// Moved to the trash.
-    Trashed,
-    /// It was in the trash: deleted for good, attachments included.
-    Deleted,
-}
-
-#[derive(Deserialize)]
-struct DeletedBody {
-    result: Deletion,
-}
-
-#[derive(Deserialize)]
-struct EmptiedBody {
-    deleted: u64,
-}
-
 impl Client {
     /// `GET /messages`: one page of the caller's mail across its addresses
     /// (a device: the addresses assigned to it), newest first, filtered.
@@ -127,10 +76,9 @@ impl Client {
     /// `POST /messages/{id}/star`: stars the message, or removes the star.
     pub async fn star(&self, id: &MessageId, starred: bool) -> Result<()> {
         let path = format!("/messages/{id}/star");
-        self.empty(
-            self.authed(Method::POST, &path)
-                .json(&StarRequest { starred }),
-        )
+        self.empty(self.authed(Method::POST, &path).json(&StarRequest {
+            starred: Some(starred),
+        }))
         .await
     }
 
@@ -141,7 +89,7 @@ impl Client {
         let reply: MessageReply = self
             .json(
                 self.authed(Method::POST, &path)
-                    .json(&MoveRequest { folder }),
+                    .json(&MoveRequest::new(folder)),
             )
             .await?;
         Ok(reply.message)

@@ -144,7 +144,7 @@ async fn pairing_from_both_sides() {
 
     // The credential comes once.
     let first = device.poll_pairing(&opened.token).await.unwrap();
-    assert_eq!(first.state, PairingState::AwaitingInbox);
+    assert_eq!(first.state, PairingState::AwaitingAddress);
     assert_eq!(first.worker_id.as_ref(), Some(&id));
     let credential = first.credential.clone().unwrap();
     assert!(!format!("{first:?}").contains(&credential));

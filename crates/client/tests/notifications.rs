@@ -6,7 +6,7 @@
 )]
 
 use sealpost_client::Client;
-use sealpost_client::notifications::{PreferencesUpdate, PushPlatform};
+use sealpost_client::notifications::{PushPlatform, UpdatePreferencesRequest};
 use sealpost_client::types::CreateAddressRequest;
 use sealpost_kernel::AddressId;
 use sealpost_testkit::TestApp;
@@ -24,9 +24,9 @@ async fn preferences_mutes_and_push_tokens_round_trip() {
     assert!(settings.preferences.new_mail && settings.preferences.webhook_failures);
     assert!(settings.muted_inboxes.is_empty());
     let settings = client
-        .update_notification_preferences(&PreferencesUpdate {
+        .update_notification_preferences(&UpdatePreferencesRequest {
             billing: Some(false),
-            ..PreferencesUpdate::default()
+            ..UpdatePreferencesRequest::default()
         })
         .await
         .unwrap();

@@ -93,16 +93,16 @@ impl Authenticated {
     }
 
     /// The device a device credential is limited to; `None` for account-wide callers.
-    pub fn worker(&self) -> Option<&DeviceId> {
+    pub fn own_device(&self) -> Option<&DeviceId> {
         match &self.0 {
-            Caller::Device { worker, .. } => Some(worker),
+            Caller::Device { device, .. } => Some(device),
             _ => None,
         }
     }
 
     /// A device credential reaches only its own device; anything else looks missing.
-    pub fn check_worker(&self, id: &DeviceId) -> Result<(), ApiError> {
-        match self.worker() {
+    pub fn check_device(&self, id: &DeviceId) -> Result<(), ApiError> {
+        match self.own_device() {
             Some(own) if own != id => Err(ApiError::not_found()),
             _ => Ok(()),
         }
@@ -111,7 +111,7 @@ impl Authenticated {
     /// For device-only endpoints: any other caller gets 403 `device_required`
     /// (the endpoint exists; it is the identity that is wrong).
     pub fn device(&self) -> Result<&DeviceId, ApiError> {
-        self.worker().ok_or_else(|| {
+        self.own_device().ok_or_else(|| {
             ApiError::new(
                 ErrorCode::DeviceRequired,
                 "only a device credential can call this endpoint",

@@ -35,7 +35,7 @@ pub enum ErrorCode {
     Unauthenticated,
     SessionExpired,
     AllocationExhausted,
-    WorkerLimitReached,
+    DeviceLimitReached,
     PaymentRequired,
     PlanCapabilityRequired,
     PlanRequired,
@@ -82,7 +82,7 @@ impl ErrorCode {
                 StatusCode::BAD_REQUEST
             }
             Unauthenticated | SessionExpired => StatusCode::UNAUTHORIZED,
-            AllocationExhausted | WorkerLimitReached | PaymentRequired | PlanCapabilityRequired => {
+            AllocationExhausted | DeviceLimitReached | PaymentRequired | PlanCapabilityRequired => {
                 StatusCode::PAYMENT_REQUIRED
             }
             PlanRequired | NotYourAddress | AccountSuspended | SessionRequired | DeviceRequired => {
@@ -116,7 +116,7 @@ impl ErrorCode {
             Unauthenticated => "unauthenticated",
             SessionExpired => "session_expired",
             AllocationExhausted => "allocation_exhausted",
-            WorkerLimitReached => "worker_limit_reached",
+            DeviceLimitReached => "worker_limit_reached",
             PaymentRequired => "payment_required",
             PlanCapabilityRequired => "plan_capability_required",
             PlanRequired => "plan_required",
@@ -301,7 +301,7 @@ impl From<LimitError> for ApiError {
             LimitError::AllocationExhausted { .. } | LimitError::OneAddressPerDevice => {
                 ErrorCode::AllocationExhausted
             }
-            LimitError::WorkerLimitReached { .. } => ErrorCode::WorkerLimitReached,
+            LimitError::DeviceLimitReached { .. } => ErrorCode::DeviceLimitReached,
             LimitError::CustomAddressNeedsScale => ErrorCode::PlanRequired,
         };
         Self::new(code, error.to_string())
@@ -500,7 +500,7 @@ mod tests {
         assert_eq!(ErrorCode::InvalidId.status(), StatusCode::BAD_REQUEST);
         assert_eq!(ErrorCode::SessionExpired.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(
-            ErrorCode::WorkerLimitReached.status(),
+            ErrorCode::DeviceLimitReached.status(),
             StatusCode::PAYMENT_REQUIRED
         );
         assert_eq!(ErrorCode::SessionRequired.status(), StatusCode::FORBIDDEN);

@@ -37,6 +37,15 @@ impl Route {
     }
 }
 
+impl Route {
+    fn templates(&self) -> usize {
+        self.segments
+            .iter()
+            .filter(|segment| segment.starts_with('{'))
+            .count()
+    }
+}
+
 fn segments(path: &str) -> Vec<&str> {
     path.trim_end_matches('/').split('/').skip(1).collect()
 }
@@ -71,22 +80,22 @@ static ROUTES: LazyLock<Vec<Route>> = LazyLock::new(|| {
         .collect()
 });
 
-/// The methods the API serves at `path`, or none when it serves nothing there.
+/// The methods the API serves at `path`, or none when it serves nothing
+/// there. A literal segment beats a template: `/inboxes/allocation` is that
+/// route's path, not an address id for `/inboxes/{id}`.
 fn allowed_methods(path: &str) -> BTreeSet<&'static str> {
     let path = segments(path);
-    ROUTES
-        .iter()
-        .filter(|route| route.matches(&path))
+    let matching: Vec<&Route> = ROUTES.iter().filter(|route| route.matches(&path)).collect();
+    let fewest = matching.iter().map(|route| route.templates()).min();
+    matching
+        .into_iter()
+        .filter(|route| Some(route.templates()) == fewest)
         .flat_map(|route| route.methods.iter().map(String::as_str))
         .collect()
 }
 
-/// The default service.
-pub async fn no_route(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    let allowed = allowed_methods(req.path());
-    if allowed.is_empty() {
-        return Err(ApiError::new(ErrorCode::NotFound, "no such route"));
-    }
+/// 405 with `Allow` for a method the path does not serve.
+fn method_not_allowed(req: &HttpRequest, allowed: BTreeSet<&str>) -> HttpResponse {
     let allow = allowed.into_iter().collect::<Vec<_>>().join(", ");
     let mut response = actix_web::ResponseError::error_response(&ApiError::new(
         ErrorCode::MethodNotAllowed,
@@ -95,7 +104,27 @@ pub async fn no_route(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     if let Ok(value) = header::HeaderValue::from_str(&allow) {
         response.headers_mut().insert(header::ALLOW, value);
     }
-    Ok(response)
+    response
+}
+
+/// A request that a template route would take although a literal route
+/// names its path with other methods (`PATCH /inboxes/allocation` is not
+/// `PATCH /inboxes/{id}`): its 405, before routing.
+pub fn shadowed(req: &HttpRequest) -> Option<HttpResponse> {
+    let allowed = allowed_methods(req.path());
+    if allowed.is_empty() || allowed.contains(req.method().as_str()) {
+        return None;
+    }
+    Some(method_not_allowed(req, allowed))
+}
+
+/// The default service.
+pub async fn no_route(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let allowed = allowed_methods(req.path());
+    if allowed.is_empty() {
+        return Err(ApiError::new(ErrorCode::NotFound, "no such route"));
+    }
+    Ok(method_not_allowed(&req, allowed))
 }
 
 #[cfg(test)]
@@ -113,5 +142,14 @@ mod tests {
         assert!(allowed_methods("/inboxes/ibx_abcd/nothing").is_empty());
         assert!(allowed_methods("/nothing").is_empty());
         assert_eq!(allowed_methods("/"), BTreeSet::from(["GET"]));
+        assert_eq!(
+            allowed_methods("/inboxes/allocation"),
+            BTreeSet::from(["GET"]),
+            "a literal route is not the template's id"
+        );
+        assert_eq!(
+            allowed_methods("/messages/folders"),
+            BTreeSet::from(["GET"])
+        );
     }
 }

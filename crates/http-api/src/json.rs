@@ -41,10 +41,15 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     match serde_path_to_error::deserialize(&mut deserializer) {
-        Ok(value) => deserializer
-            .end()
-            .map(|()| value)
-            .map_err(ApiError::invalid_json),
+        Ok(value) => {
+            deserializer.end().map_err(ApiError::invalid_json)?;
+            // Every request body is an object; serde would also read a
+            // struct from an array of its fields (`[null, null]`).
+            if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+                return Err(ApiError::invalid_field(".", "expected a JSON object"));
+            }
+            Ok(value)
+        }
         Err(error) => {
             let path = error.path().to_string();
             let inner = error.into_inner();
@@ -59,6 +64,15 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             })
         }
     }
+}
+
+/// An optional body: nothing (or only whitespace) and `null` are `None`.
+pub fn parse_optional<T: DeserializeOwned>(bytes: &[u8]) -> Result<Option<T>, ApiError> {
+    let text = bytes.trim_ascii();
+    if text.is_empty() || text == b"null" {
+        return Ok(None);
+    }
+    parse(text).map(Some)
 }
 
 /// serde_json's message without its " at line 1 column 9" suffix.

@@ -41,6 +41,7 @@ pub fn serve(
             .app_data(web::PathConfig::default().error_handler(|_, _| ApiError::not_found().into()))
             .configure(routes)
             .default_service(web::to(fallback::no_route))
+            .wrap(from_fn(refuse_shadowed))
             .wrap(from_fn(limit_by_ip))
             .wrap(from_fn(request_id_header))
             .wrap(from_fn(log_request))
@@ -191,6 +192,20 @@ async fn index() -> HttpResponse {
 }
 
 /// Per-IP edge limit, before any handler work. Probes are exempt.
+/// 405 for a method a literal path does not serve, before a template route
+/// of that method takes it (see `fallback::shadowed`).
+async fn refuse_shadowed(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    if let Some(response) = fallback::shadowed(req.request()) {
+        return Err(
+            actix_web::error::InternalError::from_response("method not allowed", response).into(),
+        );
+    }
+    next.call(req).await
+}
+
 async fn limit_by_ip(
     req: ServiceRequest,
     next: Next<impl MessageBody>,

@@ -1,7 +1,13 @@
 //! The OpenAPI document, generated from the handlers' annotations and served
 //! at `/openapi.json`. `docs/openapi.json` is a copy kept equal by a test.
 
+use sealpost_webhooks::events::EventType;
+use utoipa::openapi::header::Header;
+use utoipa::openapi::path::{Operation, ParameterIn};
+use utoipa::openapi::response::Response;
+use utoipa::openapi::schema::{ArrayItems, Object, ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{Content, Ref, RefOr};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
@@ -90,7 +96,7 @@ use crate::routes::{
         teams::memberships,
         teams::leave,
     ),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &SharedResponses, &EventNames),
 )]
 struct ApiDoc;
 
@@ -106,9 +112,257 @@ impl Modify for BearerAuth {
     }
 }
 
+/// The answers any operation can give besides its own, added here once
+/// rather than on every route: 429 (the edge limits, per IP and, once the
+/// bearer is known, per account; with `Retry-After`) on every operation; 401
+/// on every operation with a bearer; 400 (`invalid_json`, `invalid_field`)
+/// and 413 (`too_large`) on every operation with a request body; 400
+/// (`invalid_field`) on every operation with query parameters. They are
+/// `components.responses` that each operation refers to; an operation that
+/// declares one of these statuses itself keeps its own description (a 429
+/// gains the `Retry-After` header, a 400 the body's codes).
+struct SharedResponses;
+
+const UNAUTHORIZED: &str = "Unauthorized";
+const RATE_LIMITED: &str = "RateLimited";
+const BAD_BODY: &str = "BadBody";
+const TOO_LARGE: &str = "TooLarge";
+const BAD_QUERY: &str = "BadQuery";
+
+fn error_response(description: &str) -> Response {
+    let mut response = Response::new(description);
+    response.content.insert(
+        "application/json".to_owned(),
+        RefOr::T(Content::new(Some(Ref::from_schema_name("ErrorBody")))),
+    );
+    response
+}
+
+fn retry_after() -> Header {
+    let mut header = Header::new(Object::with_type(Type::Integer));
+    header.description = Some("Seconds until a request may succeed again.".to_owned());
+    header
+}
+
+fn response_ref(name: &str) -> RefOr<Response> {
+    RefOr::Ref(Ref::from_response_name(name))
+}
+
+impl SharedResponses {
+    fn add(operation: &mut Operation) {
+        let authenticated = operation
+            .security
+            .as_ref()
+            .is_some_and(|requirements| !requirements.is_empty());
+        let has_body = operation.request_body.is_some();
+        let has_query = operation.parameters.iter().flatten().any(|parameter| {
+            matches!(parameter, RefOr::T(parameter) if parameter.parameter_in == ParameterIn::Query)
+        });
+        let responses = &mut operation.responses.responses;
+        if has_query {
+            responses
+                .entry("400".to_owned())
+                .or_insert_with(|| response_ref(BAD_QUERY));
+        }
+        match responses.get_mut("429") {
+            Some(RefOr::T(own)) => {
+                own.headers
+                    .entry("Retry-After".to_owned())
+                    .or_insert_with(|| RefOr::T(retry_after()));
+            }
+            Some(RefOr::Ref(_)) => {}
+            None => {
+                responses.insert("429".to_owned(), response_ref(RATE_LIMITED));
+            }
+        }
+        if authenticated {
+            responses
+                .entry("401".to_owned())
+                .or_insert_with(|| response_ref(UNAUTHORIZED));
+        }
+        if has_body {
+            responses
+                .entry("413".to_owned())
+                .or_insert_with(|| response_ref(TOO_LARGE));
+            match responses.get_mut("400") {
+                Some(RefOr::T(own)) => {
+                    if !own.description.contains("invalid_json") {
+                        own.description = format!(
+                            "invalid_json or invalid_field: the body is not JSON or a field has the wrong type; {}",
+                            own.description
+                        );
+                    }
+                }
+                Some(RefOr::Ref(_)) => {}
+                None => {
+                    responses.insert("400".to_owned(), response_ref(BAD_BODY));
+                }
+            }
+        }
+    }
+}
+
+impl Modify for SharedResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+                &mut item.head,
+                &mut item.options,
+                &mut item.trace,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                Self::add(operation);
+            }
+        }
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.responses.insert(
+            UNAUTHORIZED.to_owned(),
+            RefOr::T(error_response(
+                "unauthenticated (no bearer, or an unknown, revoked or malformed one) or session_expired",
+            )),
+        );
+        let mut rate_limited = error_response(
+            "rate_limited: the edge limit (per IP; per account once the bearer is known) or a plan quota. An unauthenticated request over the per-IP limit gets this before any 401.",
+        );
+        rate_limited
+            .headers
+            .insert("Retry-After".to_owned(), RefOr::T(retry_after()));
+        components
+            .responses
+            .insert(RATE_LIMITED.to_owned(), RefOr::T(rate_limited));
+        components.responses.insert(
+            BAD_BODY.to_owned(),
+            RefOr::T(error_response(
+                "invalid_json (the body is not JSON) or invalid_field (a field is missing or has the wrong type; the message names it)",
+            )),
+        );
+        components.responses.insert(
+            BAD_QUERY.to_owned(),
+            RefOr::T(error_response(
+                "invalid_field: a query parameter out of range, of the wrong type, given twice, or a cursor this service did not hand out",
+            )),
+        );
+        components.responses.insert(
+            TOO_LARGE.to_owned(),
+            RefOr::T(error_response(
+                "too_large: the body is over this endpoint's limit",
+            )),
+        );
+    }
+}
+
+/// The event types a webhook may subscribe to, from the one list
+/// (`EventType::ALL`) the service checks, plus `*`.
+struct EventNames;
+
+impl Modify for EventNames {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let names: Vec<&str> = EventType::ALL
+            .iter()
+            .map(|event| event.as_str())
+            .chain(["*"])
+            .collect();
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        for body in ["CreateWebhookRequest", "UpdateWebhookRequest"] {
+            let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut(body) else {
+                continue;
+            };
+            if let Some(RefOr::T(Schema::Array(array))) = object.properties.get_mut("events") {
+                array.items = ArrayItems::RefOrSchema(Box::new(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .enum_values(Some(names.clone()))
+                        .into(),
+                ));
+            }
+        }
+    }
+}
+
 /// The document as pretty JSON.
 pub fn openapi_json() -> String {
     ApiDoc::openapi()
         .to_pretty_json()
         .unwrap_or_else(|error| format!("{{\"error\": \"{error}\"}}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use sealpost_kernel::{AddressId, PageLimits};
+    use serde_json::Value;
+
+    use super::*;
+
+    fn document() -> Value {
+        serde_json::from_str(&openapi_json()).unwrap()
+    }
+
+    /// The numbers in the document are literals (the derive takes no
+    /// constants); this keeps them equal to the ones the validators use.
+    #[test]
+    fn constraints_match_the_validators() {
+        let doc = document();
+        let schemas = &doc["components"]["schemas"];
+        for body in ["CreateAddressRequest", "UpdateAddressRequest"] {
+            let days = &schemas[body]["properties"]["retentionDays"];
+            assert_eq!(days["minimum"], 1, "{body}");
+            assert_eq!(
+                days["maximum"],
+                u64::from(sealpost_addresses::MAX_RETENTION_DAYS),
+                "{body}"
+            );
+        }
+        let mut limits = 0;
+        for item in doc["paths"].as_object().unwrap().values() {
+            for operation in item.as_object().unwrap().values() {
+                for parameter in operation["parameters"].as_array().into_iter().flatten() {
+                    if parameter["name"] == "limit" {
+                        limits += 1;
+                        assert_eq!(parameter["schema"]["minimum"], 1);
+                        assert_eq!(parameter["schema"]["maximum"], PageLimits::STANDARD.max);
+                        assert_eq!(parameter["schema"]["maximum"], PageLimits::ACTIVITY.max);
+                    }
+                }
+            }
+        }
+        assert!(limits >= 4, "every paged list documents its limit");
+        assert_eq!(
+            schemas["AddressId"]["pattern"],
+            AddressId::PATTERN,
+            "id schemas carry the kernel's pattern"
+        );
+    }
+
+    #[test]
+    fn every_operation_declares_the_shared_answers() {
+        let doc = document();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                let responses = operation["responses"].as_object().unwrap();
+                let name = format!("{method} {path}");
+                assert!(responses.contains_key("429"), "{name}: 429");
+                if operation["security"]
+                    .as_array()
+                    .is_some_and(|s| !s.is_empty())
+                {
+                    assert!(responses.contains_key("401"), "{name}: 401");
+                }
+                if operation.get("requestBody").is_some() {
+                    assert!(responses.contains_key("400"), "{name}: 400");
+                    assert!(responses.contains_key("413"), "{name}: 413");
+                }
+            }
+        }
+        let limited = &doc["components"]["responses"][RATE_LIMITED];
+        assert!(limited["headers"]["Retry-After"].is_object());
+    }
 }

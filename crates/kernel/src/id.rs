@@ -54,14 +54,33 @@ fn server_body() -> String {
         .to_ascii_lowercase()
 }
 
+/// The shapes above as regular expressions of the body, for the OpenAPI
+/// `pattern` of each id kind (a test checks them against `parse`).
+macro_rules! shape_pattern {
+    (client_shape) => {
+        "[A-Za-z0-9]{4,48}"
+    };
+    (account_shape) => {
+        "[a-z2-7]{24}"
+    };
+    (server_shape) => {
+        "[0-9a-v]{26}"
+    };
+    (ticket_shape) => {
+        "[a-z0-9]{20}"
+    };
+}
+
 macro_rules! prefixed_id {
-    ($(#[$meta:meta])* $name:ident, $prefix:literal, $kind:literal, $shape:path) => {
+    ($(#[$meta:meta])* $name:ident, $prefix:literal, $kind:literal, $shape:ident) => {
         $(#[$meta])*
         #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(String);
 
         impl $name {
             pub const PREFIX: &'static str = $prefix;
+            /// The id's whole shape as a regular expression (anchored).
+            pub const PATTERN: &'static str = concat!("^", $prefix, shape_pattern!($shape), "$");
 
             /// Checks prefix and shape: the only way an outside value becomes an id.
             pub fn parse(text: &str) -> Result<Self, InvalidId> {
@@ -228,6 +247,105 @@ mod tests {
         assert!(
             ids.windows(2).all(|pair| pair[0] < pair[1]),
             "text order is creation order"
+        );
+    }
+
+    #[test]
+    fn patterns_accept_exactly_what_parse_accepts() {
+        fn agree<T>(pattern: &str, parse: fn(&str) -> Result<T, InvalidId>, texts: &[String]) {
+            let regex = regex::Regex::new(pattern).unwrap();
+            for text in texts {
+                assert_eq!(
+                    regex.is_match(text),
+                    parse(text).is_ok(),
+                    "{pattern} and parse disagree on {text:?}"
+                );
+            }
+        }
+        let bodies: Vec<String> = [
+            "",
+            "abc",
+            "abcd",
+            "ABCD09",
+            "ab-cd",
+            "ab cd",
+            "abcdefghij0123456789",
+            "ABCDEFGHIJ0123456789",
+            "tul7dckxx25gyxvml33luw2o",
+            "tul7dckxx25gyxvml33luw21",
+            "0123456789abcdefghijklmnop",
+            "0123456789abcdefghijklmnow",
+            "é1234",
+        ]
+        .iter()
+        .map(|body| (*body).to_owned())
+        .chain([
+            "a".repeat(48),
+            "a".repeat(49),
+            MessageId::generate().as_str()[4..].to_owned(),
+        ])
+        .collect();
+        let with = |prefix: &str| -> Vec<String> {
+            bodies
+                .iter()
+                .map(|body| format!("{prefix}{body}"))
+                .chain(bodies.iter().map(|body| format!("x{prefix}{body}")))
+                .chain(bodies.iter().map(|body| format!("{prefix}{body}\n")))
+                .collect()
+        };
+        agree(
+            AccountId::PATTERN,
+            AccountId::parse,
+            &with(AccountId::PREFIX),
+        );
+        agree(
+            AddressId::PATTERN,
+            AddressId::parse,
+            &with(AddressId::PREFIX),
+        );
+        agree(DeviceId::PATTERN, DeviceId::parse, &with(DeviceId::PREFIX));
+        agree(ApiKeyId::PATTERN, ApiKeyId::parse, &with(ApiKeyId::PREFIX));
+        agree(
+            WebhookId::PATTERN,
+            WebhookId::parse,
+            &with(WebhookId::PREFIX),
+        );
+        agree(TicketId::PATTERN, TicketId::parse, &with(TicketId::PREFIX));
+        agree(
+            TicketMessageId::PATTERN,
+            TicketMessageId::parse,
+            &with(TicketMessageId::PREFIX),
+        );
+        agree(
+            MessageId::PATTERN,
+            MessageId::parse,
+            &with(MessageId::PREFIX),
+        );
+        agree(EventId::PATTERN, EventId::parse, &with(EventId::PREFIX));
+        agree(
+            DeliveryId::PATTERN,
+            DeliveryId::parse,
+            &with(DeliveryId::PREFIX),
+        );
+        agree(
+            ActivityId::PATTERN,
+            ActivityId::parse,
+            &with(ActivityId::PREFIX),
+        );
+        agree(
+            SessionId::PATTERN,
+            SessionId::parse,
+            &with(SessionId::PREFIX),
+        );
+        agree(
+            PaymentId::PATTERN,
+            PaymentId::parse,
+            &with(PaymentId::PREFIX),
+        );
+        agree(
+            PairingSessionId::PATTERN,
+            PairingSessionId::parse,
+            &with(PairingSessionId::PREFIX),
         );
     }
 

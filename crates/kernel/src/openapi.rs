@@ -33,7 +33,7 @@ macro_rules! id_schema {
             fn schema() -> RefOr<Schema> {
                 ObjectBuilder::new()
                     .schema_type(Type::String)
-                    .pattern(Some(format!("^{}", $name::PREFIX)))
+                    .pattern(Some($name::PATTERN))
                     .into()
             }
         }

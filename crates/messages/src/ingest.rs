@@ -167,7 +167,7 @@ impl Ingest {
     }
 
     /// `POST /messages`: one raw message into one of the account's addresses.
-    pub async fn deliver_to_inbox(
+    pub async fn deliver_to_address(
         &self,
         account: &AccountId,
         inbox: &AddressId,

@@ -68,8 +68,8 @@ impl Mailbox {
         Self { repo, blobs, clock }
     }
 
-    async fn check_inbox(&self, reader: &Reader, inbox: &AddressId) -> Result<(), MailError> {
-        if self.repo.can_read_inbox(reader, inbox).await? {
+    async fn check_address(&self, reader: &Reader, inbox: &AddressId) -> Result<(), MailError> {
+        if self.repo.can_read_address(reader, inbox).await? {
             Ok(())
         } else {
             Err(MailError::NotFound)
@@ -83,7 +83,7 @@ impl Mailbox {
         inbox: &AddressId,
         request: &PageRequest,
     ) -> Result<Page<Message>, MailError> {
-        self.check_inbox(reader, inbox).await?;
+        self.check_address(reader, inbox).await?;
         let rows = self
             .repo
             .page(reader, inbox, self.clock.now(), request)
@@ -101,7 +101,7 @@ impl Mailbox {
         inbox: &AddressId,
         after: Option<&Cursor>,
     ) -> Result<Vec<Message>, MailError> {
-        self.check_inbox(reader, inbox).await?;
+        self.check_address(reader, inbox).await?;
         let after = after.map(|cursor| (cursor.at, cursor.id.clone()));
         Ok(self
             .repo
@@ -187,7 +187,7 @@ impl Mailbox {
         request: &PageRequest,
     ) -> Result<Page<Message>, MailError> {
         if let Some(inbox) = &filter.inbox {
-            self.check_inbox(reader, inbox).await?;
+            self.check_address(reader, inbox).await?;
         }
         let rows = self
             .repo
@@ -287,7 +287,7 @@ impl Mailbox {
         inbox: Option<AddressId>,
     ) -> Result<FolderCounts, MailError> {
         if let Some(inbox) = &inbox {
-            self.check_inbox(reader, inbox).await?;
+            self.check_address(reader, inbox).await?;
         }
         Ok(self
             .repo
@@ -508,7 +508,7 @@ mod tests {
     #[tokio::test]
     async fn lists_and_counts_of_one_address_check_the_reader_may_read_it() {
         let mut repo = MockMessageRepository::new();
-        repo.expect_can_read_inbox().returning(|_, _| Ok(false));
+        repo.expect_can_read_address().returning(|_, _| Ok(false));
         repo.expect_page_all().never();
         repo.expect_folder_counts().never();
         let mailbox = mailbox(repo, MockBlobStore::new());

@@ -130,7 +130,11 @@ pub trait MessageRepository: Send + Sync {
     async fn forget_pending_blobs(&self, keys: Vec<String>) -> Result<(), StoreError>;
 
     /// Whether the reader may read this address (a device: only its own).
-    async fn can_read_inbox(&self, reader: &Reader, inbox: &AddressId) -> Result<bool, StoreError>;
+    async fn can_read_address(
+        &self,
+        reader: &Reader,
+        inbox: &AddressId,
+    ) -> Result<bool, StoreError>;
     /// Newest first, listed (not held) and within retention at `now`.
     async fn page(
         &self,

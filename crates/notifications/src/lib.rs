@@ -8,8 +8,10 @@
 //! writes the generic texts and schedules retries, behind
 //! [`push::PushRepository`] and [`push::PushTransport`].
 
+mod error;
 pub mod kind;
 pub mod push;
+mod repository;
 pub mod settings;
 pub mod token;
 

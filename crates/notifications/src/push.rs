@@ -100,8 +100,8 @@ pub fn push_kind(kind: &str, payload: &Value) -> Option<(PushKind, Option<Addres
                     .map(|id| AddressId::from_trusted(id.to_owned()));
                 Some((PushKind::NewMail, inbox))
             }
-            EventType::WorkerPaired => Some((PushKind::DevicePaired, None)),
-            EventType::WorkerDisconnected => Some((PushKind::DeviceOffline, None)),
+            EventType::DevicePaired => Some((PushKind::DevicePaired, None)),
+            EventType::DeviceDisconnected => Some((PushKind::DeviceOffline, None)),
             EventType::SubscriptionUpdated => Some((PushKind::Billing, None)),
             _ => None,
         };

@@ -2,11 +2,15 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use sealpost_kernel::{AccountId, AddressId, Clock, DeviceId, StoreError, Timestamp};
+use sealpost_kernel::{AccountId, AddressId, Clock, DeviceId, Timestamp};
 
 use crate::kind::{Preferences, PreferencesPatch};
 use crate::token::{Platform, PushToken};
+
+pub use crate::error::NotificationError;
+#[cfg(any(test, feature = "mock"))]
+pub use crate::repository::MockNotificationRepository;
+pub use crate::repository::NotificationRepository;
 
 /// Push tokens kept per account: registering another drops the oldest.
 /// Phones renew their tokens, so old ones are the likeliest to be dead.
@@ -28,55 +32,6 @@ pub enum Registered {
     Added(PushDevice),
     /// Already this account's: unchanged but for its platform.
     Existing(PushDevice),
-}
-
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
-#[async_trait]
-pub trait NotificationRepository: Send + Sync {
-    /// The stored preferences; `None` while the account never changed any.
-    async fn preferences(&self, account: &AccountId) -> Result<Option<Preferences>, StoreError>;
-    /// Applies `patch` to the stored preferences (or to `defaults` when none
-    /// are stored) in one statement, so concurrent patches of different kinds
-    /// both take effect. Returns the result.
-    async fn update_preferences(
-        &self,
-        account: &AccountId,
-        patch: &PreferencesPatch,
-        defaults: &Preferences,
-        at: Timestamp,
-    ) -> Result<Preferences, StoreError>;
-    async fn muted_inboxes(&self, account: &AccountId) -> Result<Vec<AddressId>, StoreError>;
-    /// Mutes or unmutes the address when it is the account's (and, for a
-    /// device credential, assigned to `device`). `false`: no such address.
-    async fn set_muted(
-        &self,
-        account: &AccountId,
-        device: Option<DeviceId>,
-        inbox: &AddressId,
-        muted: bool,
-        at: Timestamp,
-    ) -> Result<bool, StoreError>;
-    /// Stores the token for `device.account` (taking it from any other
-    /// account), keeping the newest `keep` tokens of that account.
-    async fn register_device(
-        &self,
-        device: &PushDevice,
-        keep: u32,
-    ) -> Result<Registered, StoreError>;
-    /// `false`: the account holds no such token.
-    async fn remove_device(
-        &self,
-        account: &AccountId,
-        token: &PushToken,
-    ) -> Result<bool, StoreError>;
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum NotificationError {
-    #[error("no such record")]
-    NotFound,
-    #[error(transparent)]
-    Store(#[from] StoreError),
 }
 
 /// Preferences, mutes and tokens: what the account says it wants pushed.
@@ -106,11 +61,11 @@ impl Notifications {
             .await?)
     }
 
-    pub async fn muted_inboxes(
+    pub async fn muted_addresses(
         &self,
         account: &AccountId,
     ) -> Result<Vec<AddressId>, NotificationError> {
-        Ok(self.repo.muted_inboxes(account).await?)
+        Ok(self.repo.muted_addresses(account).await?)
     }
 
     /// Mutes (or unmutes) new-mail pushes for one address. Another account's

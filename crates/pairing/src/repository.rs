@@ -84,7 +84,7 @@ pub trait DeviceRepository: Send + Sync {
         account: &AccountId,
         id: &DeviceId,
     ) -> Result<Option<Device>, StoreError>;
-    async fn assigned_inboxes(
+    async fn assigned_addresses(
         &self,
         account: &AccountId,
         id: &DeviceId,

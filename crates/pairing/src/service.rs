@@ -189,7 +189,7 @@ impl Devices {
         };
         let credential = random_token();
         let mut records = Records::new();
-        records.worker_paired(account, &device.id, device.kind.as_str(), now);
+        records.device_paired(account, &device.id, device.kind.as_str(), now);
         let outcome = self
             .repo
             .claim(Claim {
@@ -207,7 +207,7 @@ impl Devices {
             ClaimOutcome::NotFound => Err(DeviceError::NotFound),
             ClaimOutcome::IdTaken => Err(DeviceError::IdTaken),
             ClaimOutcome::LimitReached => Err(DeviceError::Limit(
-                sealpost_plans::LimitError::WorkerLimitReached {
+                sealpost_plans::LimitError::DeviceLimitReached {
                     limit: limits.devices.unwrap_or(u32::MAX),
                 },
             )),
@@ -251,12 +251,12 @@ impl Devices {
     pub async fn remove(&self, account: &AccountId, id: &DeviceId) -> Result<(), DeviceError> {
         for _ in 0..STALE_RETRIES {
             let now = self.clock.now();
-            let assigned = self.repo.assigned_inboxes(account, id).await?;
+            let assigned = self.repo.assigned_addresses(account, id).await?;
             let mut records = Records::new();
             for inbox in &assigned {
-                records.inbox_removed(account, inbox, id, now);
+                records.address_removed(account, inbox, id, now);
             }
-            records.worker_removed(account, id, now);
+            records.device_removed(account, id, now);
             match self.repo.remove(account, id, assigned, records).await? {
                 WriteOutcome::Changed => return Ok(()),
                 WriteOutcome::NotFound => return Err(DeviceError::NotFound),
@@ -278,7 +278,7 @@ impl Devices {
         let mut device = self.get(account, id).await?;
         let mut records = Records::new();
         if !device.connected {
-            records.worker_connected(account, id, now);
+            records.device_connected(account, id, now);
         }
         self.repo
             .record_activity(account, id, now.start_of_hour(), records)
@@ -318,7 +318,7 @@ impl Devices {
         let mut disconnected = 0;
         for device in self.repo.stale_devices(before).await? {
             let mut records = Records::new();
-            records.worker_disconnected(&device.account, &device.id, now);
+            records.device_disconnected(&device.account, &device.id, now);
             if self
                 .repo
                 .mark_disconnected(&device.id, before, records)

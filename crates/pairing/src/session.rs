@@ -15,9 +15,9 @@ string_enum! {
         /// Looked up by an operator.
         OperatorDetected => "operator_detected",
         /// Claimed: the device exists and its credential is minted.
-        AwaitingInbox => "awaiting_inbox",
+        AwaitingAddress => "awaiting_inbox",
         /// The new device got its first address.
-        InboxAssigned => "inbox_assigned",
+        AddressAssigned => "inbox_assigned",
     }
 }
 
@@ -25,7 +25,7 @@ impl PairingState {
     pub fn is_claimed(self) -> bool {
         matches!(
             self,
-            PairingState::AwaitingInbox | PairingState::InboxAssigned
+            PairingState::AwaitingAddress | PairingState::AddressAssigned
         )
     }
 }

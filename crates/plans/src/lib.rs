@@ -4,6 +4,10 @@
 use chrono::TimeDelta;
 use sealpost_kernel::{PlanId, Timestamp};
 
+mod error;
+
+pub use error::LimitError;
+
 /// SPEC.md: received mail counts in a fixed, non-rolling 30-day window.
 pub const RECEIVED_WINDOW: TimeDelta = TimeDelta::days(30);
 
@@ -156,19 +160,6 @@ pub fn plan(id: PlanId) -> &'static Plan {
     }
 }
 
-/// A plan limit that refuses an action. Each maps to one SPEC.md code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum LimitError {
-    #[error("the plan allows {limit} addresses; delete one or upgrade")]
-    AllocationExhausted { limit: u32 },
-    #[error("on the Free plan a device holds one address")]
-    OneAddressPerDevice,
-    #[error("the plan allows {limit} devices; remove one or upgrade")]
-    WorkerLimitReached { limit: u32 },
-    #[error("choosing the exact address needs the Scale plan or higher")]
-    CustomAddressNeedsScale,
-}
-
 impl Plan {
     pub fn is_free(&self) -> bool {
         self.id == PlanId::Free
@@ -188,7 +179,7 @@ impl Plan {
     pub fn check_new_device(&self, paired: u64) -> Result<(), LimitError> {
         match self.devices {
             Some(limit) if paired >= u64::from(limit) => {
-                Err(LimitError::WorkerLimitReached { limit })
+                Err(LimitError::DeviceLimitReached { limit })
             }
             _ => Ok(()),
         }
@@ -297,7 +288,7 @@ mod tests {
         assert_eq!(free.check_new_device(0), Ok(()));
         assert_eq!(
             free.check_new_device(1),
-            Err(LimitError::WorkerLimitReached { limit: 1 })
+            Err(LimitError::DeviceLimitReached { limit: 1 })
         );
         assert_eq!(plan(PlanId::Fleet).check_new_device(1_000_000), Ok(()));
         assert_eq!(free.check_assignment(0), Ok(()));

@@ -12,7 +12,7 @@ use sealpost_kernel::{AccountId, DeviceId, PlanId, SessionId, StoreError, Timest
 use sealpost_seal::sha256;
 
 use crate::addresses::retire_address;
-use crate::devices::WORKER_ID_KIND;
+use crate::devices::DEVICE_ID_KIND;
 use crate::records::{queue_blobs_of, retire_id, write_records};
 use crate::schema::{
     accounts, addresses, auth_challenges, device_credentials, devices, retired_account_ids,
@@ -223,7 +223,7 @@ impl AccountRepository for PgStore {
             .map_err(db_error)?;
         Ok(device.map(|(account_id, worker_id)| Bearer::Device {
             account_id: AccountId::from_trusted(account_id),
-            worker_id: DeviceId::from_trusted(worker_id),
+            device_id: DeviceId::from_trusted(worker_id),
         }))
     }
 
@@ -293,7 +293,7 @@ impl AccountRepository for PgStore {
                 .load(conn)
                 .await?;
             for id in &workers {
-                retire_id(conn, WORKER_ID_KIND, id, at).await?;
+                retire_id(conn, DEVICE_ID_KIND, id, at).await?;
             }
             queue_blobs_of(conn, "m.account_id = $1", account.as_str(), at).await?;
             // Everything the account owns hangs off `accounts` with ON DELETE CASCADE:

@@ -16,7 +16,7 @@ use crate::records::{
 use crate::schema::{accounts, addresses, devices, pairing_sessions, retired_addresses};
 use crate::{PgStore, bytes32, db_error};
 
-pub(crate) const INBOX_ID_KIND: &str = "inbox";
+pub(crate) const ADDRESS_ID_KIND: &str = "inbox";
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = addresses, check_for_backend(diesel::pg::Pg))]
@@ -67,7 +67,7 @@ pub(crate) async fn retire_address(
         .on_conflict_do_nothing()
         .execute(conn)
         .await?;
-    retire_id(conn, INBOX_ID_KIND, id, at).await
+    retire_id(conn, ADDRESS_ID_KIND, id, at).await
 }
 
 /// Deletes the account's address `id` in the caller's transaction: its mail's
@@ -129,7 +129,7 @@ impl AddressRepository for PgStore {
                 .await?;
             let id = address.id.as_str();
             let id_used: i64 = addresses::table.find(id).count().get_result(conn).await?;
-            if id_used > 0 || id_retired(conn, INBOX_ID_KIND, id).await? {
+            if id_used > 0 || id_retired(conn, ADDRESS_ID_KIND, id).await? {
                 return Ok(CreateOutcome::IdTaken);
             }
             let live: i64 = addresses::table
@@ -300,7 +300,7 @@ impl AddressRepository for PgStore {
         account: &AccountId,
         id: &AddressId,
         worker: &DeviceId,
-        expected_worker: Option<DeviceId>,
+        expected_device: Option<DeviceId>,
         max_per_device: Option<u32>,
         records: Records,
     ) -> Result<AssignOutcome, StoreError> {
@@ -327,7 +327,7 @@ impl AddressRepository for PgStore {
             let (Some(_), Some(current)) = (device, current) else {
                 return Ok(AssignOutcome::NotFound);
             };
-            if current.as_deref() != expected_worker.as_ref().map(DeviceId::as_str) {
+            if current.as_deref() != expected_device.as_ref().map(DeviceId::as_str) {
                 return Ok(AssignOutcome::Stale);
             }
             if let Some(max) = max_per_device {
@@ -348,9 +348,9 @@ impl AddressRepository for PgStore {
             diesel::update(
                 pairing_sessions::table
                     .filter(pairing_sessions::worker_id.eq(worker.as_str()))
-                    .filter(pairing_sessions::state.eq(PairingState::AwaitingInbox.as_str())),
+                    .filter(pairing_sessions::state.eq(PairingState::AwaitingAddress.as_str())),
             )
-            .set(pairing_sessions::state.eq(PairingState::InboxAssigned.as_str()))
+            .set(pairing_sessions::state.eq(PairingState::AddressAssigned.as_str()))
             .execute(conn)
             .await?;
             write_records(conn, &records).await?;

@@ -20,7 +20,7 @@ use crate::schema::{
 };
 use crate::{PgStore, bytes32, db_error};
 
-pub(crate) const WORKER_ID_KIND: &str = "worker";
+pub(crate) const DEVICE_ID_KIND: &str = "worker";
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = devices, check_for_backend(diesel::pg::Pg))]
@@ -165,7 +165,7 @@ pub(crate) async fn remove_device(
         .execute(conn)
         .await?;
     if let Some(at) = at {
-        retire_id(conn, WORKER_ID_KIND, id.as_str(), at).await?;
+        retire_id(conn, DEVICE_ID_KIND, id.as_str(), at).await?;
     }
     write_records(conn, records).await?;
     Ok(WriteOutcome::Changed)
@@ -362,7 +362,7 @@ impl DeviceRepository for PgStore {
             }
             let id = claim.device.id.as_str();
             let exists: i64 = devices::table.find(id).count().get_result(conn).await?;
-            if exists > 0 || id_retired(conn, WORKER_ID_KIND, id).await? {
+            if exists > 0 || id_retired(conn, DEVICE_ID_KIND, id).await? {
                 return Ok(ClaimOutcome::IdTaken);
             }
             if let Some(max) = claim.max_devices {
@@ -400,7 +400,7 @@ impl DeviceRepository for PgStore {
                 .await?;
             diesel::update(pairing_sessions::table.find(claim.session.as_str()))
                 .set((
-                    pairing_sessions::state.eq(PairingState::AwaitingInbox.as_str()),
+                    pairing_sessions::state.eq(PairingState::AwaitingAddress.as_str()),
                     pairing_sessions::claimed_by.eq(account.as_str()),
                     pairing_sessions::worker_id.eq(id),
                     pairing_sessions::handoff.eq(box_to_json(&claim.handoff)),
@@ -461,7 +461,7 @@ impl DeviceRepository for PgStore {
             .transpose()
     }
 
-    async fn assigned_inboxes(
+    async fn assigned_addresses(
         &self,
         account: &AccountId,
         id: &DeviceId,

@@ -469,7 +469,11 @@ impl MessageRepository for PgStore {
             .map_err(db_error)
     }
 
-    async fn can_read_inbox(&self, reader: &Reader, inbox: &AddressId) -> Result<bool, StoreError> {
+    async fn can_read_address(
+        &self,
+        reader: &Reader,
+        inbox: &AddressId,
+    ) -> Result<bool, StoreError> {
         Ok(self
             .readable_cutoff(reader, inbox, epoch())
             .await?

@@ -101,7 +101,7 @@ impl NotificationRepository for PgStore {
         Ok(row.into())
     }
 
-    async fn muted_inboxes(&self, account: &AccountId) -> Result<Vec<AddressId>, StoreError> {
+    async fn muted_addresses(&self, account: &AccountId) -> Result<Vec<AddressId>, StoreError> {
         let mut conn = self.conn().await?;
         let ids: Vec<String> = notification_mutes::table
             .filter(notification_mutes::account_id.eq(account.as_str()))

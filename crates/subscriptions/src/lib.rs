@@ -11,11 +11,13 @@
 //! subscription record carries its fields with their "nothing yet" values.
 
 mod change;
+mod error;
 mod repository;
 mod service;
 mod usage;
 
 pub use change::*;
+pub use error::*;
 pub use repository::*;
 pub use service::*;
 pub use usage::*;

@@ -8,16 +8,6 @@ use crate::*;
 /// Attempts at a plan change whose input moved under it.
 const STALE_RETRIES: usize = 3;
 
-#[derive(Debug, thiserror::Error)]
-pub enum SubscriptionError {
-    #[error(transparent)]
-    Change(#[from] ChangeError),
-    #[error("no such record")]
-    NotFound,
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
 /// `GET /usage`, `GET /overview`, `GET /subscription`, `POST /subscription/plan`.
 #[derive(Clone)]
 pub struct Subscriptions {

@@ -808,13 +808,13 @@ mod tests {
             operator,
             &active,
             &only,
-            EventType::InboxCreated
+            EventType::AddressCreated
         ));
         assert!(!creates_delivery(
             operator,
             &active,
             &only,
-            EventType::InboxDeleted
+            EventType::AddressDeleted
         ));
         assert!(!creates_delivery(
             operator,

@@ -184,9 +184,9 @@ mod tests {
     fn a_list_matches_only_its_types() {
         let filter = EventFilter::parse(&["message.received", "inbox.created"]).unwrap();
         assert!(filter.matches(EventType::MessageReceived));
-        assert!(filter.matches(EventType::InboxCreated));
+        assert!(filter.matches(EventType::AddressCreated));
         assert!(!filter.matches(EventType::MessageSent));
-        assert!(!filter.matches(EventType::WorkerPaired));
+        assert!(!filter.matches(EventType::DevicePaired));
         assert_eq!(filter.to_strings(), ["message.received", "inbox.created"]);
     }
 
@@ -211,14 +211,14 @@ mod tests {
         assert!(EventFilter::parse(&[""]).is_err());
         assert!(EventFilter::parse(&["all"]).is_err());
         let err = EventFilter::parse(&["inbox.created", "inbox.created"]).unwrap_err();
-        assert_eq!(err, EventFilterError::Duplicate(EventType::InboxCreated));
+        assert_eq!(err, EventFilterError::Duplicate(EventType::AddressCreated));
         assert!(err.to_string().contains("inbox.created"), "{err}");
     }
 
     #[test]
     fn serde_uses_the_list_form() {
         let filter: EventFilter = serde_json::from_str(r#"["inbox.deleted"]"#).unwrap();
-        assert_eq!(filter, EventFilter::Only(vec![EventType::InboxDeleted]));
+        assert_eq!(filter, EventFilter::Only(vec![EventType::AddressDeleted]));
         assert_eq!(
             serde_json::to_string(&filter).unwrap(),
             r#"["inbox.deleted"]"#

@@ -16,7 +16,9 @@
 
 pub mod delivery;
 pub mod endpoint;
+mod error;
 pub mod events;
+mod repository;
 pub mod service;
 pub mod url;
 

@@ -6,19 +6,16 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use chrono::TimeDelta;
 use sealpost_activity::Event;
 use sealpost_kernel::{
-    AccountId, Clock, Cursor, DeliveryId, Page, PageRequest, PlanId, StoreError, Timestamp,
-    WebhookId,
+    AccountId, Clock, Cursor, DeliveryId, Page, PageRequest, PlanId, StoreError, WebhookId,
 };
 use sealpost_plans::plan;
 use sealpost_seal::SealedBox;
 
 use crate::delivery::{
-    AttemptOutcome, Delivery, DeliveryStatus, WebhookEvent, after_attempt, creates_delivery,
-    on_plan_change,
+    Delivery, DeliveryStatus, WebhookEvent, after_attempt, creates_delivery, on_plan_change,
 };
 use crate::endpoint::{
     EndpointError, EndpointHealth, EndpointStatus, HourlyAllowance, MAX_ENDPOINTS_PER_ACCOUNT,
@@ -27,157 +24,13 @@ use crate::endpoint::{
 use crate::events::EventFilter;
 use crate::url::WebhookUrl;
 
+pub use crate::error::WebhookError;
+pub use crate::repository::*;
+
 /// The delivery log is kept 30 days (SPEC.md Limits).
 pub const DELIVERY_LOG_RETENTION: TimeDelta = TimeDelta::days(30);
 /// How long a sender holds a claimed delivery; after a crash another takes it.
 pub const LEASE: TimeDelta = TimeDelta::seconds(60);
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Endpoint {
-    pub id: WebhookId,
-    pub account: AccountId,
-    pub url: String,
-    pub events: EventFilter,
-    pub meta: Option<SealedBox>,
-    /// `whsec_...`; shown on creation and rotation only.
-    pub secret: String,
-    pub status: EndpointStatus,
-    /// Events created before this were made while it was off (or before it existed).
-    pub active_since: Timestamp,
-    pub health: EndpointHealth,
-    pub created_at: Timestamp,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CreateOutcome {
-    Created,
-    IdTaken,
-    LimitReached,
-}
-
-/// A claimed delivery with what the attempt needs.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DueDelivery {
-    pub delivery: Delivery,
-    pub endpoint: Endpoint,
-    pub plan: PlanId,
-}
-
-/// A finished attempt (or a delivery failed without one), to be written
-/// back: the delivery's new state, its endpoint's failure record, and when
-/// `disable` is set the endpoint switched off with its other pending
-/// deliveries failed with that error.
-#[derive(Clone, Debug, PartialEq)]
-pub struct AttemptRecord {
-    pub delivery: Delivery,
-    pub account: AccountId,
-    pub health: EndpointHealth,
-    pub disable: Option<String>,
-}
-
-/// Decides the deliveries one event creates, given the account's endpoints.
-pub type FanOutRule = dyn Fn(&Event, &[Endpoint], PlanId) -> Vec<Delivery> + Send + Sync;
-
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
-#[async_trait]
-pub trait WebhookRepository: Send + Sync {
-    /// Inserts unless the id was ever used or the account holds `max` endpoints.
-    async fn create_endpoint(
-        &self,
-        endpoint: Endpoint,
-        max: u32,
-    ) -> Result<CreateOutcome, StoreError>;
-    async fn endpoints(&self, account: &AccountId) -> Result<Vec<Endpoint>, StoreError>;
-    async fn endpoint(
-        &self,
-        account: &AccountId,
-        id: &WebhookId,
-    ) -> Result<Option<Endpoint>, StoreError>;
-    async fn save_endpoint(&self, endpoint: Endpoint) -> Result<bool, StoreError>;
-    /// Deletes it and its delivery log; its id is never used again.
-    async fn delete_endpoint(
-        &self,
-        account: &AccountId,
-        id: &WebhookId,
-        at: Timestamp,
-    ) -> Result<bool, StoreError>;
-    async fn insert_delivery(
-        &self,
-        account: &AccountId,
-        delivery: Delivery,
-        manual: bool,
-    ) -> Result<(), StoreError>;
-    async fn manual_sends_since(
-        &self,
-        account: &AccountId,
-        since: Timestamp,
-    ) -> Result<u64, StoreError>;
-    async fn deliveries(
-        &self,
-        account: &AccountId,
-        webhook: &WebhookId,
-        status: Option<DeliveryStatus>,
-        page: &PageRequest,
-    ) -> Result<Vec<Delivery>, StoreError>;
-    async fn delivery(
-        &self,
-        account: &AccountId,
-        webhook: &WebhookId,
-        id: &DeliveryId,
-    ) -> Result<Option<Delivery>, StoreError>;
-
-    /// Takes up to `limit` events not fanned out yet, applies `rule` to each
-    /// with its account's endpoints and plan, stores the deliveries and marks
-    /// the events done, in one transaction. Returns how many events.
-    async fn fan_out(&self, limit: i64, rule: &FanOutRule) -> Result<usize, StoreError>;
-    /// Leases up to `limit` pending deliveries due at `now` until
-    /// `lease_until`, at most [`in_flight_cap`](crate::delivery::in_flight_cap)
-    /// leased per endpoint at once; endpoints at their cap are skipped, so
-    /// the others' due deliveries fill the free slots.
-    async fn claim_due(
-        &self,
-        now: Timestamp,
-        lease_until: Timestamp,
-        limit: i64,
-    ) -> Result<Vec<DueDelivery>, StoreError>;
-    /// Writes attempts' results (and their leases off), their endpoints'
-    /// failure records (in order, as [`HealthWrite::merge`]), and for each
-    /// with `disable` the endpoint off with its other pending deliveries
-    /// failed with that error: all in one transaction.
-    ///
-    /// [`HealthWrite::merge`]: crate::delivery::HealthWrite::merge
-    async fn record_attempts(&self, records: &[AttemptRecord]) -> Result<(), StoreError>;
-    async fn delete_deliveries_before(&self, before: Timestamp) -> Result<u64, StoreError>;
-}
-
-/// Sends one attempt over HTTPS.
-#[async_trait]
-pub trait WebhookTransport: Send + Sync {
-    async fn send(
-        &self,
-        url: &str,
-        headers: &[(&'static str, String)],
-        body: String,
-    ) -> AttemptOutcome;
-}
-
-/// Tells the account an endpoint was switched off for failing (push, when on).
-#[async_trait]
-pub trait WebhookAlerts: Send + Sync {
-    async fn webhook_disabled(&self, account: &AccountId, webhook: &WebhookId);
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum WebhookError {
-    #[error(transparent)]
-    Rule(#[from] EndpointError),
-    #[error("this webhook id was used before")]
-    IdTaken,
-    #[error("no such record")]
-    NotFound,
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
 
 /// What `PATCH /webhook-endpoints/:id` may change.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -530,7 +383,10 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::delivery::{DISABLED_ERROR, PLAN_ERROR};
+    use async_trait::async_trait;
+    use sealpost_kernel::Timestamp;
+
+    use crate::delivery::{AttemptOutcome, DISABLED_ERROR, PLAN_ERROR};
     use crate::events::EventType;
     use sealpost_kernel::{EventId, TestClock};
 
@@ -571,7 +427,7 @@ mod tests {
         let webhook = WebhookId::from_trusted(format!("whk_test{n}"));
         let event = WebhookEvent {
             id: EventId::generate(),
-            event_type: EventType::InboxCreated,
+            event_type: EventType::AddressCreated,
             created_at: now,
             payload: serde_json::json!({"inboxId": "ibx_abcd"}),
         };

@@ -24,10 +24,13 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct RegisterRequest {
     /// `acct_` + 24 base32 characters, derived from the recovery phrase.
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::AccountId))]
     pub account_id: String,
     /// base64url of `derive("auth-verifier")`; stored only as its SHA-256.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
     pub auth_verifier: String,
     /// base64url X25519 public key of `derive("auth-key")`.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
     pub auth_public_key: String,
 }
 
@@ -52,6 +55,7 @@ impl RegisterRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ChallengeRequest {
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::AccountId))]
     pub account_id: String,
 }
 
@@ -82,9 +86,11 @@ pub struct Challenge {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct VerifyRequest {
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::AccountId))]
     pub account_id: String,
     pub nonce: String,
     /// base64url HMAC-SHA256 (`docs/protocol.md`, Signing in).
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
     pub proof: String,
 }
 

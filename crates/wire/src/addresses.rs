@@ -50,7 +50,6 @@ pub struct Inbox {
     pub operator_id: AccountId,
     pub email_address: String,
     /// `active` (assigned to a device) or `unassigned`.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub status: AddressStatus,
     pub created_at: Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -83,6 +82,7 @@ pub struct AddressList {
 #[serde(rename_all = "camelCase")]
 pub struct CreateAddressRequest {
     /// `ibx_` + 4 to 48 letters and digits, chosen by the client.
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::AddressId))]
     pub id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
@@ -93,11 +93,13 @@ pub struct CreateAddressRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub email_address: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 90))]
     pub retention_days: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schemas::SealedBoxJson>))]
     pub meta: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schemas::Key32>))]
     pub public_key: Option<String>,
 }
 
@@ -139,9 +141,10 @@ impl CreateAddressRequest {
 #[serde(rename_all = "camelCase")]
 pub struct UpdateAddressRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schemas::SealedBoxJson>))]
     pub meta: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 90))]
     pub retention_days: Option<i64>,
 }
 
@@ -179,6 +182,7 @@ pub struct Allocation {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AssignRequest {
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::AddressId))]
     pub inbox_id: String,
 }
 

@@ -75,8 +75,10 @@ pub struct Payment {
 #[serde(rename_all = "camelCase")]
 pub struct CheckoutRequest {
     /// `operator`, `scale` or `fleet`.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::SoldPlan))]
     pub plan_id: String,
     /// One of `GET /billing/providers`.
+    #[cfg_attr(feature = "openapi", schema(value_type = ProviderId))]
     pub provider: String,
 }
 

@@ -45,9 +45,9 @@ wire_enum!(
         /// An operator looked the code up.
         OperatorDetected = "operator_detected",
         /// Claimed; the credential is minted.
-        AwaitingInbox = "awaiting_inbox",
+        AwaitingAddress = "awaiting_inbox",
         /// The first address was assigned to the new device.
-        InboxAssigned = "inbox_assigned",
+        AddressAssigned = "inbox_assigned",
     }
 );
 
@@ -75,10 +75,10 @@ wire_enum!(
 #[serde(rename_all = "camelCase")]
 pub struct OpenPairingRequest {
     /// ios, android, web or unknown.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub platform: Platform,
     pub device_name: String,
     /// The device's X25519 public key, base64url; its key bundle is sealed to it.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
     pub public_key: String,
 }
 
@@ -103,7 +103,6 @@ pub struct OpenedPairing {
     pub token: String,
     /// 8 digits to show the operator.
     pub code: String,
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub state: PairingState,
 }
 
@@ -121,7 +120,6 @@ impl fmt::Debug for OpenedPairing {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PairingPoll {
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub state: PairingState,
     pub code: String,
     /// Only on the first poll after the claim.
@@ -158,9 +156,7 @@ pub struct LookupRequest {
 #[serde(rename_all = "camelCase")]
 pub struct PairingSession {
     pub id: PairingSessionId,
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub state: PairingState,
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub platform: Platform,
     pub device_name: String,
     #[serde(with = "b64::serde_32")]
@@ -179,11 +175,13 @@ pub struct LookupReply {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ClaimRequest {
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::PairingSessionId))]
     pub session_id: String,
     /// `wkr_` + 4 to 48 letters and digits, chosen by the client.
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::DeviceId))]
     pub worker_id: String,
     /// Sealed profile box (context `service/v1/worker-profile:<workerId>`).
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::SealedBoxJson))]
     pub profile: Value,
 }
 
@@ -207,12 +205,9 @@ pub struct Worker {
     pub id: DeviceId,
     pub operator_id: AccountId,
     /// `device` or `agent`.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub kind: DeviceKind,
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub platform: Platform,
     /// `online`, `offline` (not active for two hours) or `disabled`.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub status: DeviceStatus,
     pub created_at: Timestamp,
     /// Truncated to the hour.
@@ -245,11 +240,11 @@ pub struct DevicePage {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UpdateDeviceRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schemas::SealedBoxJson>))]
     pub profile: Option<Value>,
     /// Only `disabled`: revokes the device credential at once.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schemas::DisableStatus>))]
     pub status: Option<DeviceStatus>,
 }
 
@@ -278,7 +273,7 @@ impl UpdateDeviceRequest {
 #[serde(rename_all = "camelCase")]
 pub struct KeysRequest {
     /// Sealed to the device's pairing public key, context `service/v1/worker-keys:<workerId>`.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::SealedBoxJson))]
     pub keys: Value,
 }
 

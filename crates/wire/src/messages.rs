@@ -138,8 +138,10 @@ pub struct ReadRequest {
 #[serde(rename_all = "camelCase")]
 pub struct DeliverRequest {
     /// One of the caller's addresses; it must have a publicKey.
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::AddressId))]
     pub inbox_id: String,
     /// The whole RFC 5322 message, base64url without padding.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Base64Url))]
     pub raw: String,
 }
 

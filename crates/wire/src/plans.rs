@@ -250,6 +250,7 @@ pub struct SubscriptionReply {
 #[serde(rename_all = "camelCase")]
 pub struct ChangePlanRequest {
     /// `free`, `operator`, `scale`, `fleet` or `enterprise`.
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::PlanId))]
     pub plan_id: String,
 }
 

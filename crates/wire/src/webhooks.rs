@@ -59,10 +59,8 @@ pub struct Webhook {
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub meta: Option<SealedBox>,
     /// `active` or `disabled`.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub status: WebhookStatus,
     /// `manual` or `failing`; null while active.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub disabled_reason: Option<DisabledReason>,
     pub failing_since: Option<Timestamp>,
     pub last_success_at: Option<Timestamp>,
@@ -82,11 +80,22 @@ pub struct WebhookList {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreateWebhookRequest {
     /// `whk_` + 4 to 48 letters and digits, chosen by the client.
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::WebhookId))]
     pub id: String,
+    /// https only, a public host.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 2048,
+            pattern = "^https://[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*\\.[A-Za-z]{2,63}(/[A-Za-z0-9._~/-]*)?$"
+        )
+    )]
     pub url: String,
+    /// Event types (`eventTypes` of the list), or `["*"]` for all.
+    #[cfg_attr(feature = "openapi", schema(min_items = 1))]
     pub events: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schemas::SealedBoxJson>))]
     pub meta: Option<Value>,
 }
 
@@ -102,15 +111,22 @@ pub struct CreatedWebhook {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UpdateWebhookRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 2048,
+            pattern = "^https://[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*\\.[A-Za-z]{2,63}(/[A-Za-z0-9._~/-]*)?$"
+        )
+    )]
     pub url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(min_items = 1))]
     pub events: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schemas::SealedBoxJson>))]
     pub meta: Option<Value>,
     /// `active` (clears the failure record) or `disabled`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub status: Option<WebhookStatus>,
 }
 
@@ -146,7 +162,6 @@ pub struct Delivery {
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub event: Value,
     /// pending, succeeded or failed.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub status: DeliveryStatus,
     pub attempts: u32,
     pub response_status: Option<u16>,

@@ -800,7 +800,7 @@ async fn a_release_between_the_sweeps_read_and_its_delete_wins() {
     let delete_address = |id: &str, due: Timestamp| {
         let id = AddressId::parse(id).unwrap();
         let mut records = Records::new();
-        records.inbox_deleted(&account, &id, due);
+        records.address_deleted(&account, &id, due);
         PausedDeletion {
             account: account.clone(),
             id,
@@ -842,7 +842,7 @@ async fn a_release_between_the_sweeps_read_and_its_delete_wins() {
     assert_eq!(subscription(&api, &owner).await["pause"], Value::Null);
     let device = DeviceId::parse("wkr_race01").unwrap();
     let mut records = Records::new();
-    records.worker_removed(&account, &device, deletes_at);
+    records.device_removed(&account, &device, deletes_at);
     let removal = PausedDeletion {
         account: account.clone(),
         id: device,

@@ -133,7 +133,7 @@ async fn wait_for_claim(client: &Client, token: &str) -> Result<(DeviceId, Strin
                 outln!("The operator found this device; waiting for the claim.");
                 detected = true;
             }
-            PairingState::AwaitingInbox | PairingState::InboxAssigned => {
+            PairingState::AwaitingAddress | PairingState::AddressAssigned => {
                 bail!("the session was claimed, but its credential was already collected");
             }
             _ => {}

@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use sealpost_client::folders::{Deletion, Folder, MailFilter};
 use sealpost_client::sealing::{self, AddressSecrets, KeyBundle, MessageContent};
-use sealpost_client::sending::SendMail;
+use sealpost_client::sending::SendMailRequest;
 use sealpost_client::types::{Message, PageParams};
 use sealpost_client::{Client, ClientError, MAX_WAIT_SECONDS};
 use sealpost_kernel::{AddressId, MessageId};
@@ -584,7 +584,7 @@ pub async fn send(ctx: &Ctx, device: bool, outgoing: Outgoing) -> Result<()> {
     };
     let html = outgoing.html_file.as_deref().map(read_body).transpose()?;
     let sent = client
-        .send_mail(&SendMail {
+        .send_mail(&SendMailRequest {
             from,
             from_name: outgoing.from_name,
             to: outgoing.to,

@@ -2,7 +2,7 @@
 //! `notifications mute|unmute ADDRESS`.
 
 use anyhow::{Result, bail};
-use sealpost_client::notifications::{NotificationPreferences, PreferencesUpdate};
+use sealpost_client::notifications::{NotificationPreferences, UpdatePreferencesRequest};
 
 use super::Ctx;
 use super::vault::resolve_inbox;
@@ -48,8 +48,8 @@ fn kind(text: &str) -> Result<&'static str> {
         })
 }
 
-fn update(key: &str, on: bool) -> PreferencesUpdate {
-    let mut update = PreferencesUpdate::default();
+fn update(key: &str, on: bool) -> UpdatePreferencesRequest {
+    let mut update = UpdatePreferencesRequest::default();
     let slot = match key {
         "newMail" => &mut update.new_mail,
         "devicePaired" => &mut update.device_paired,

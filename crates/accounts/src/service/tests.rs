@@ -246,7 +246,7 @@ async fn authenticate_tells_live_expired_unknown_and_device_tokens_apart() {
             }
             h if h == sha256(token("dev-").as_bytes()) => Some(Bearer::Device {
                 account_id: account_id(),
-                worker_id: worker_copy.clone(),
+                device_id: worker_copy.clone(),
             }),
             _ => None,
         })
@@ -269,7 +269,7 @@ async fn authenticate_tells_live_expired_unknown_and_device_tokens_apart() {
         device,
         Caller::Device {
             account: account_id(),
-            worker
+            device: worker
         }
     );
     assert!(matches!(
@@ -333,7 +333,7 @@ async fn session_only_operations_refuse_a_device() {
     repo.expect_delete_sessions_except().never();
     let device = Caller::Device {
         account: account_id(),
-        worker: DeviceId::parse("wkr_phone01").unwrap(),
+        device: DeviceId::parse("wkr_phone01").unwrap(),
     };
     let accounts = service(repo, &clock);
     assert!(matches!(

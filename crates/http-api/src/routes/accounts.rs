@@ -167,7 +167,7 @@ pub async fn revoke_other_sessions(
 
 /// Revokes one session (the current one too).
 #[utoipa::path(delete, path = "/accounts/sessions/{id}", tag = "accounts", security(("bearer" = [])),
-    params(("id" = String, Path, description = "ses_...")),
+    params(("id" = sealpost_kernel::SessionId, Path)),
     responses(
         (status = 204),
         (status = 404, body = wire::ErrorBody),

@@ -11,8 +11,10 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Page size; default and maximum depend on the list (`docs/api.md`).
+    #[param(value_type = u32, required = false, minimum = 1, maximum = 200)]
     pub limit: Option<String>,
     /// `nextCursor` of the previous page.
     pub cursor: Option<String>,
@@ -51,7 +53,7 @@ pub async fn list(
     let request = query.request(PageLimits::ACTIVITY)?;
     let page = state
         .activity
-        .page(caller.account(), caller.worker().cloned(), &request)
+        .page(caller.account(), caller.own_device().cloned(), &request)
         .await?;
     Ok(HttpResponse::Ok().json(wire::ActivityPage {
         activity: page.items.into_iter().map(activity_body).collect(),

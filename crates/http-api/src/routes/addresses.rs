@@ -15,7 +15,7 @@ use crate::state::AppState;
 /// Sealed address label.
 pub const META_LIMIT: usize = 4 * 1024;
 
-fn inbox_body(address: Address) -> wire::Inbox {
+fn address_body(address: Address) -> wire::Inbox {
     wire::Inbox {
         status: address.status().into(),
         id: address.id,
@@ -31,13 +31,13 @@ fn inbox_body(address: Address) -> wire::Inbox {
     }
 }
 
-fn inbox_reply(address: Address) -> wire::AddressReply {
+fn address_reply(address: Address) -> wire::AddressReply {
     wire::AddressReply {
-        inbox: inbox_body(address),
+        inbox: address_body(address),
     }
 }
 
-fn parse_inbox_path(text: &str) -> Result<AddressId, ApiError> {
+fn parse_address_path(text: &str) -> Result<AddressId, ApiError> {
     AddressId::parse(text).map_err(|_| ApiError::not_found())
 }
 
@@ -70,10 +70,10 @@ pub async fn domains(state: Data<AppState>, _caller: Authenticated) -> HttpRespo
 pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpResponse, ApiError> {
     let addresses = state
         .addresses
-        .list(caller.account(), caller.worker().cloned())
+        .list(caller.account(), caller.own_device().cloned())
         .await?;
     Ok(HttpResponse::Ok().json(wire::AddressList {
-        inboxes: addresses.into_iter().map(inbox_body).collect(),
+        inboxes: addresses.into_iter().map(address_body).collect(),
     }))
 }
 
@@ -118,7 +118,7 @@ pub async fn create(
             },
         )
         .await?;
-    Ok(HttpResponse::Created().json(inbox_reply(address)))
+    Ok(HttpResponse::Created().json(address_reply(address)))
 }
 
 /// The plan's address allowance and how much of it is used.
@@ -142,7 +142,7 @@ pub async fn allocation(
 
 /// Changes the label or the retention; a shorter retention applies to mail already stored.
 #[utoipa::path(patch, path = "/inboxes/{id}", tag = "addresses", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body = wire::UpdateAddressRequest,
+    params(("id" = sealpost_kernel::AddressId, Path)), request_body = wire::UpdateAddressRequest,
     responses((status = 200, body = wire::AddressReply), (status = 404, body = wire::ErrorBody)))]
 #[patch("/inboxes/{id}")]
 pub async fn update(
@@ -151,7 +151,7 @@ pub async fn update(
     id: Path<String>,
     Json(body): Json<wire::UpdateAddressRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_inbox_path(&id)?;
+    let id = parse_address_path(&id)?;
     let meta = body
         .meta
         .as_ref()
@@ -161,19 +161,19 @@ pub async fn update(
         .addresses
         .update(&caller.account, &id, meta, body.retention_days)
         .await?;
-    Ok(HttpResponse::Ok().json(inbox_reply(address)))
+    Ok(HttpResponse::Ok().json(address_reply(address)))
 }
 
 /// Deletes the address with its mail; the address is retired for everyone, forever.
 #[utoipa::path(delete, path = "/inboxes/{id}", tag = "addresses", security(("bearer" = [])),
-    params(("id" = String, Path)), responses((status = 204), (status = 404, body = wire::ErrorBody)))]
+    params(("id" = sealpost_kernel::AddressId, Path)), responses((status = 204), (status = 404, body = wire::ErrorBody)))]
 #[delete("/inboxes/{id}")]
 pub async fn remove(
     state: Data<AppState>,
     caller: SessionCaller,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_inbox_path(&id)?;
+    let id = parse_address_path(&id)?;
     state.addresses.delete(&caller.account, &id).await?;
     // The rows are gone; their sealed blobs follow now (the hourly sweep retries failures).
     if let Err(error) = state.mailbox.collect_garbage().await {
@@ -184,7 +184,7 @@ pub async fn remove(
 
 /// Assigns an address to a device (moving it from another device if needed). On Free a device holds one.
 #[utoipa::path(post, path = "/workers/{id}/inboxes", tag = "addresses", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body = wire::AssignRequest,
+    params(("id" = sealpost_kernel::DeviceId, Path)), request_body = wire::AssignRequest,
     responses((status = 200, body = wire::AddressReply), (status = 402, body = wire::ErrorBody, description = "allocation_exhausted: Free device already holds one"),
         (status = 404, body = wire::ErrorBody)))]
 #[post("/workers/{id}/inboxes")]
@@ -203,12 +203,12 @@ pub async fn assign(
         .assign(&caller.account, plan, &inbox, &worker)
         .await?;
     let address = state.addresses.get(&caller.account, &inbox).await?;
-    Ok(HttpResponse::Ok().json(inbox_reply(address)))
+    Ok(HttpResponse::Ok().json(address_reply(address)))
 }
 
 /// Takes an address off a device; it stays on the account.
 #[utoipa::path(delete, path = "/workers/{id}/inboxes/{inboxId}", tag = "addresses", security(("bearer" = [])),
-    params(("id" = String, Path), ("inboxId" = String, Path)),
+    params(("id" = sealpost_kernel::DeviceId, Path), ("inboxId" = sealpost_kernel::AddressId, Path)),
     responses((status = 204), (status = 404, body = wire::ErrorBody)))]
 #[delete("/workers/{id}/inboxes/{inbox_id}")]
 pub async fn unassign(
@@ -218,7 +218,7 @@ pub async fn unassign(
 ) -> Result<HttpResponse, ApiError> {
     let (worker, inbox) = path.into_inner();
     let worker = DeviceId::parse(&worker).map_err(|_| ApiError::not_found())?;
-    let inbox = parse_inbox_path(&inbox)?;
+    let inbox = parse_address_path(&inbox)?;
     state
         .addresses
         .unassign(&caller.account, &inbox, &worker)

@@ -81,7 +81,7 @@ pub async fn checkout(
 
 /// One of the account's payments. The plan changes when it is paid.
 #[utoipa::path(get, path = "/billing/payments/{id}", tag = "billing", security(("bearer" = [])),
-    params(("id" = String, Path, description = "pay_...")),
+    params(("id" = sealpost_kernel::PaymentId, Path)),
     responses((status = 200, body = wire::PaymentReply), (status = 404, body = wire::ErrorBody)))]
 #[get("/billing/payments/{id}")]
 pub async fn get_payment(

@@ -18,7 +18,7 @@ pub const PROFILE_LIMIT: usize = 8 * 1024;
 /// Sealed key bundle: the keys of every address the device holds.
 pub const KEY_BUNDLE_LIMIT: usize = 128 * 1024;
 
-fn worker_body(device: Device) -> wire::Worker {
+fn device_body(device: Device) -> wire::Worker {
     wire::Worker {
         status: device.status().into(),
         id: device.id,
@@ -33,9 +33,9 @@ fn worker_body(device: Device) -> wire::Worker {
     }
 }
 
-fn worker_reply(device: Device) -> wire::DeviceReply {
+fn device_reply(device: Device) -> wire::DeviceReply {
     wire::DeviceReply {
-        worker: worker_body(device),
+        worker: device_body(device),
     }
 }
 
@@ -150,7 +150,7 @@ pub async fn claim(
         .devices
         .claim(&caller.account, plan, &session_id, worker_id, profile)
         .await?;
-    Ok(HttpResponse::Created().json(worker_reply(device)))
+    Ok(HttpResponse::Created().json(device_reply(device)))
 }
 
 /// The account's devices, newest first. A device sees only itself.
@@ -163,7 +163,7 @@ pub async fn list(
     query: Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let request = query.request(PageLimits::STANDARD)?;
-    let page = match caller.worker() {
+    let page = match caller.own_device() {
         Some(own) => {
             let device = state.devices.get(caller.account(), own).await?;
             sealpost_kernel::Page {
@@ -174,14 +174,14 @@ pub async fn list(
         None => state.devices.list(caller.account(), &request).await?,
     };
     Ok(HttpResponse::Ok().json(wire::DevicePage {
-        workers: page.items.into_iter().map(worker_body).collect(),
+        workers: page.items.into_iter().map(device_body).collect(),
         next_cursor: page.next_cursor,
     }))
 }
 
 /// One device.
 #[utoipa::path(get, path = "/workers/{id}", tag = "devices", security(("bearer" = [])),
-    params(("id" = String, Path)), responses((status = 200, body = wire::DeviceReply), (status = 404, body = wire::ErrorBody)))]
+    params(("id" = sealpost_kernel::DeviceId, Path)), responses((status = 200, body = wire::DeviceReply), (status = 404, body = wire::ErrorBody)))]
 #[get("/workers/{id}")]
 pub async fn get_one(
     state: Data<AppState>,
@@ -189,14 +189,14 @@ pub async fn get_one(
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = parse_device_id(&id)?;
-    caller.check_worker(&id)?;
+    caller.check_device(&id)?;
     let device = state.devices.get(caller.account(), &id).await?;
-    Ok(HttpResponse::Ok().json(worker_reply(device)))
+    Ok(HttpResponse::Ok().json(device_reply(device)))
 }
 
 /// Updates the sealed profile, or disables the device.
 #[utoipa::path(patch, path = "/workers/{id}", tag = "devices", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body = wire::UpdateDeviceRequest,
+    params(("id" = sealpost_kernel::DeviceId, Path)), request_body = wire::UpdateDeviceRequest,
     responses((status = 200, body = wire::DeviceReply), (status = 404, body = wire::ErrorBody)))]
 #[patch("/workers/{id}")]
 pub async fn update(
@@ -233,12 +233,12 @@ pub async fn update(
         state.devices.disable(&caller.account, &id).await?;
     }
     let device = state.devices.get(&caller.account, &id).await?;
-    Ok(HttpResponse::Ok().json(worker_reply(device)))
+    Ok(HttpResponse::Ok().json(device_reply(device)))
 }
 
 /// Removes the device: its credential stops, its addresses become unassigned.
 #[utoipa::path(delete, path = "/workers/{id}", tag = "devices", security(("bearer" = [])),
-    params(("id" = String, Path)), responses((status = 204), (status = 404, body = wire::ErrorBody)))]
+    params(("id" = sealpost_kernel::DeviceId, Path)), responses((status = 204), (status = 404, body = wire::ErrorBody)))]
 #[delete("/workers/{id}")]
 pub async fn remove(
     state: Data<AppState>,
@@ -260,7 +260,7 @@ pub async fn heartbeat(
 ) -> Result<HttpResponse, ApiError> {
     let own = caller.device()?.clone();
     let device = state.devices.heartbeat(caller.account(), &own).await?;
-    Ok(HttpResponse::Ok().json(worker_reply(device)))
+    Ok(HttpResponse::Ok().json(device_reply(device)))
 }
 
 fn keys_body(bundle: sealpost_pairing::KeyBundle) -> wire::DeviceKeys {
@@ -272,7 +272,7 @@ fn keys_body(bundle: sealpost_pairing::KeyBundle) -> wire::DeviceKeys {
 
 /// Hands a sealed key bundle to a paired device (replaces the previous one).
 #[utoipa::path(post, path = "/workers/{id}/keys", tag = "devices", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body = wire::KeysRequest,
+    params(("id" = sealpost_kernel::DeviceId, Path)), request_body = wire::KeysRequest,
     responses((status = 200, body = wire::DeviceKeys), (status = 404, body = wire::ErrorBody)))]
 #[post("/workers/{id}/keys")]
 pub async fn set_keys(
@@ -289,7 +289,7 @@ pub async fn set_keys(
 
 /// The device's key bundle: read by the device itself (or the account).
 #[utoipa::path(get, path = "/workers/{id}/keys", tag = "devices", security(("bearer" = [])),
-    params(("id" = String, Path)), responses((status = 200, body = wire::DeviceKeys), (status = 404, body = wire::ErrorBody)))]
+    params(("id" = sealpost_kernel::DeviceId, Path)), responses((status = 200, body = wire::DeviceKeys), (status = 404, body = wire::ErrorBody)))]
 #[get("/workers/{id}/keys")]
 pub async fn get_keys(
     state: Data<AppState>,
@@ -297,7 +297,7 @@ pub async fn get_keys(
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = parse_device_id(&id)?;
-    caller.check_worker(&id)?;
+    caller.check_device(&id)?;
     let bundle = state.devices.keys(caller.account(), &id).await?;
     Ok(HttpResponse::Ok().json(keys_body(bundle)))
 }

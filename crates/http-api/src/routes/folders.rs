@@ -6,12 +6,12 @@ use actix_web::{HttpResponse, delete, get, post};
 use sealpost_kernel::{AddressId, PageLimits};
 use sealpost_messages::folders::{Folder, FolderCount, FolderCounts, MessageFilter};
 use sealpost_messages::mailbox::Deleted;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::auth::{Authenticated, SessionCaller};
 use crate::error::ApiError;
-use crate::json::{Json, parse};
+use crate::json::{Json, parse_optional};
 use crate::routes::messages::{message_body, message_path, reader};
 use crate::state::AppState;
 use sealpost_wire as wire;
@@ -24,31 +24,36 @@ fn folder_field(field: &str, text: &str) -> Result<Folder, ApiError> {
 
 fn flag_field(field: &str, text: Option<&str>) -> Result<Option<bool>, ApiError> {
     match text {
-        None | Some("") => Ok(None),
+        None => Ok(None),
         Some("true") => Ok(Some(true)),
         Some("false") => Ok(Some(false)),
         Some(_) => Err(ApiError::invalid_field(field, "expected true or false")),
     }
 }
 
-fn inbox_field(text: Option<&str>) -> Result<Option<AddressId>, ApiError> {
-    text.filter(|text| !text.is_empty())
-        .map(|text| AddressId::parse(text).map_err(|error| ApiError::invalid_id("inboxId", error)))
+fn address_field(text: Option<&str>) -> Result<Option<AddressId>, ApiError> {
+    text.map(|text| AddressId::parse(text).map_err(|error| ApiError::invalid_id("inboxId", error)))
         .transpose()
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase")]
 pub struct MailboxQuery {
     /// `inbox`, `sent`, `archive` or `trash`; absent lists every folder but the trash.
+    #[param(value_type = sealpost_wire::Folder, required = false)]
     folder: Option<String>,
     /// Only this address's mail (one the caller may read, else 404).
+    #[param(value_type = sealpost_kernel::AddressId, required = false)]
     inbox_id: Option<String>,
     /// `true`: starred mail only; `false`: unstarred only.
+    #[param(value_type = bool, required = false)]
     starred: Option<String>,
     /// `true`: unread mail only; `false`: read only.
+    #[param(value_type = bool, required = false)]
     unread: Option<String>,
     /// Page size, 1 to 200 (default 50).
+    #[param(value_type = u32, required = false, minimum = 1, maximum = 200)]
     limit: Option<String>,
     /// `nextCursor` of the previous page.
     cursor: Option<String>,
@@ -70,10 +75,9 @@ pub async fn list(
         folder: query
             .folder
             .as_deref()
-            .filter(|text| !text.is_empty())
             .map(|text| folder_field("folder", text))
             .transpose()?,
-        inbox: inbox_field(query.inbox_id.as_deref())?,
+        inbox: address_field(query.inbox_id.as_deref())?,
         starred: flag_field("starred", query.starred.as_deref())?,
         unread: flag_field("unread", query.unread.as_deref())?,
     };
@@ -92,81 +96,52 @@ pub async fn list(
     }))
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct FolderCountBody {
-    total: u64,
-    unread: u64,
-}
-
-impl From<FolderCount> for FolderCountBody {
-    fn from(count: FolderCount) -> Self {
-        Self {
-            total: count.total,
-            unread: count.unread,
-        }
+fn folder_count(count: FolderCount) -> wire::FolderCount {
+    wire::FolderCount {
+        total: count.total,
+        unread: count.unread,
     }
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct FoldersBody {
-    inbox: FolderCountBody,
-    sent: FolderCountBody,
-    archive: FolderCountBody,
-    trash: FolderCountBody,
-    /// Starred mail in every folder but the trash.
-    starred: FolderCountBody,
-}
-
-impl From<FolderCounts> for FoldersBody {
-    fn from(counts: FolderCounts) -> Self {
-        Self {
-            inbox: counts.inbox.into(),
-            sent: counts.sent.into(),
-            archive: counts.archive.into(),
-            trash: counts.trash.into(),
-            starred: counts.starred.into(),
-        }
+fn folder_counts_body(counts: FolderCounts) -> wire::FolderCounts {
+    wire::FolderCounts {
+        inbox: folder_count(counts.inbox),
+        sent: folder_count(counts.sent),
+        archive: folder_count(counts.archive),
+        trash: folder_count(counts.trash),
+        starred: folder_count(counts.starred),
     }
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct FoldersEnvelope {
-    folders: FoldersBody,
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase")]
 pub struct FoldersQuery {
     /// Only this address's mail.
+    #[param(value_type = sealpost_kernel::AddressId, required = false)]
     inbox_id: Option<String>,
 }
 
 /// How much listed mail each folder holds, and how much of it is unread.
 #[utoipa::path(get, path = "/messages/folders", tag = "messages", security(("bearer" = [])),
     params(FoldersQuery),
-    responses((status = 200, body = FoldersEnvelope), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = wire::FoldersEnvelope), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 #[get("/messages/folders")]
 pub async fn folder_counts(
     state: Data<AppState>,
     caller: Authenticated,
     query: Query<FoldersQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let inbox = inbox_field(query.inbox_id.as_deref())?;
+    let inbox = address_field(query.inbox_id.as_deref())?;
     let found = state.mailbox.folder_counts(&reader(&caller), inbox).await?;
-    Ok(HttpResponse::Ok().json(FoldersEnvelope {
-        folders: found.into(),
+    Ok(HttpResponse::Ok().json(wire::FoldersEnvelope {
+        folders: folder_counts_body(found),
     }))
-}
-
-#[derive(Deserialize, ToSchema)]
-pub struct StarRequest {
-    /// Default true; false removes the star.
-    starred: Option<bool>,
 }
 
 /// Stars a message (or removes the star with `starred: false`). The body is optional.
 #[utoipa::path(post, path = "/messages/{id}/star", tag = "messages", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body(content = Option<StarRequest>),
+    params(("id" = sealpost_kernel::MessageId, Path)), request_body(content = Option<wire::StarRequest>),
     responses((status = 204), (status = 404, body = ErrorBody)))]
 #[post("/messages/{id}/star")]
 pub async fn star(
@@ -176,25 +151,16 @@ pub async fn star(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let id = message_path(&id)?;
-    let starred = if body.iter().all(u8::is_ascii_whitespace) {
-        true
-    } else {
-        parse::<StarRequest>(&body)?.starred.unwrap_or(true)
-    };
+    let starred = parse_optional::<wire::StarRequest>(&body)?
+        .and_then(|body| body.starred)
+        .unwrap_or(true);
     state.mailbox.star(&reader(&caller), &id, starred).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct MoveRequest {
-    /// `inbox`, `sent`, `archive` or `trash`. Received mail never goes to
-    /// `sent`, and sent mail never to `inbox`.
-    folder: String,
-}
-
 /// Moves a message to another folder; answers it as it is afterwards.
 #[utoipa::path(post, path = "/messages/{id}/move", tag = "messages", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body = MoveRequest,
+    params(("id" = sealpost_kernel::MessageId, Path)), request_body = wire::MoveRequest,
     responses((status = 200, body = wire::MessageReply),
         (status = 400, body = ErrorBody, description = "invalid_field: unknown folder, or one the message may not go to"),
         (status = 404, body = ErrorBody)))]
@@ -203,7 +169,7 @@ pub async fn move_to(
     state: Data<AppState>,
     caller: Authenticated,
     id: Path<String>,
-    Json(body): Json<MoveRequest>,
+    Json(body): Json<wire::MoveRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let id = message_path(&id)?;
     let folder = folder_field("folder", &body.folder)?;
@@ -213,18 +179,11 @@ pub async fn move_to(
     }))
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct DeletedBody {
-    /// `trashed` (moved to the trash) or `deleted` (it was in the trash: gone for good).
-    #[schema(example = "trashed")]
-    result: &'static str,
-}
-
 /// Moves a message to the trash; a message already in the trash is deleted
 /// for good, with its attachments.
 #[utoipa::path(delete, path = "/messages/{id}", tag = "messages", security(("bearer" = [])),
-    params(("id" = String, Path)),
-    responses((status = 200, body = DeletedBody), (status = 404, body = ErrorBody)))]
+    params(("id" = sealpost_kernel::MessageId, Path)),
+    responses((status = 200, body = wire::DeletedBody), (status = 404, body = ErrorBody)))]
 #[delete("/messages/{id}")]
 pub async fn remove(
     state: Data<AppState>,
@@ -233,26 +192,20 @@ pub async fn remove(
 ) -> Result<HttpResponse, ApiError> {
     let id = message_path(&id)?;
     let result = match state.mailbox.delete(&reader(&caller), &id).await? {
-        Deleted::Trashed => "trashed",
-        Deleted::ForGood => "deleted",
+        Deleted::Trashed => wire::Deletion::Trashed,
+        Deleted::ForGood => wire::Deletion::Deleted,
     };
-    Ok(HttpResponse::Ok().json(DeletedBody { result }))
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct EmptiedBody {
-    /// How many messages were deleted.
-    deleted: u64,
+    Ok(HttpResponse::Ok().json(wire::DeletedBody { result }))
 }
 
 /// Deletes every message in the account's trash, attachments included (session only).
 #[utoipa::path(post, path = "/messages/trash/empty", tag = "messages", security(("bearer" = [])),
-    responses((status = 200, body = EmptiedBody), (status = 403, body = ErrorBody, description = "session_required")))]
+    responses((status = 200, body = wire::EmptiedBody), (status = 403, body = ErrorBody, description = "session_required")))]
 #[post("/messages/trash/empty")]
 pub async fn empty_trash(
     state: Data<AppState>,
     caller: SessionCaller,
 ) -> Result<HttpResponse, ApiError> {
     let deleted = state.mailbox.empty_trash(&caller.account).await?;
-    Ok(HttpResponse::Ok().json(EmptiedBody { deleted }))
+    Ok(HttpResponse::Ok().json(wire::EmptiedBody { deleted }))
 }

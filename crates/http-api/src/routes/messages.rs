@@ -15,7 +15,7 @@ use utoipa::IntoParams;
 
 use crate::auth::{Authenticated, SessionCaller};
 use crate::error::ApiError;
-use crate::json::{Json, parse};
+use crate::json::{Json, parse_optional};
 use crate::routes::activity::PageQuery;
 use crate::state::AppState;
 
@@ -42,7 +42,7 @@ pub(crate) fn message_body(message: Message) -> wire::Message {
 pub(crate) fn reader(caller: &Authenticated) -> Reader {
     Reader {
         account: caller.account().clone(),
-        worker: caller.worker().cloned(),
+        worker: caller.own_device().cloned(),
     }
 }
 
@@ -50,7 +50,7 @@ async fn plan_of(state: &AppState, caller: &Authenticated) -> Result<PlanId, Api
     Ok(state.accounts.account(caller.account()).await?.plan)
 }
 
-pub(crate) fn inbox_path(text: &str) -> Result<AddressId, ApiError> {
+pub(crate) fn address_path(text: &str) -> Result<AddressId, ApiError> {
     AddressId::parse(text).map_err(|_| ApiError::not_found())
 }
 
@@ -79,7 +79,7 @@ pub(crate) fn cursor_of(message: &Message) -> String {
 
 /// An address's mail, newest first. Mail past the address's retention is never returned.
 #[utoipa::path(get, path = "/inboxes/{id}/messages", tag = "messages", security(("bearer" = [])),
-    params(("id" = String, Path), PageQuery),
+    params(("id" = sealpost_kernel::AddressId, Path), PageQuery),
     responses((status = 200, body = wire::MessagePage), (status = 404, body = wire::ErrorBody)))]
 #[get("/inboxes/{id}/messages")]
 pub async fn list(
@@ -88,7 +88,7 @@ pub async fn list(
     id: Path<String>,
     query: Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let inbox = inbox_path(&id)?;
+    let inbox = address_path(&id)?;
     let request = query.request(PageLimits::STANDARD)?;
     let page = state
         .mailbox
@@ -101,6 +101,7 @@ pub async fn list(
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct WaitQuery {
     /// A cursor: only mail newer than it counts. Use `cursor` from the previous
     /// answer; `now` for mail arriving after this request starts; absent for
@@ -108,12 +109,13 @@ pub struct WaitQuery {
     /// the wait is not missed).
     after: Option<String>,
     /// Seconds to wait, 1 to 60 (default 30).
+    #[param(value_type = u32, required = false, minimum = 1, maximum = 60)]
     timeout: Option<String>,
 }
 
 /// Waits for mail newer than `after`: answers as soon as it lands, or 204 at the timeout.
 #[utoipa::path(get, path = "/inboxes/{id}/messages/wait", tag = "messages", security(("bearer" = [])),
-    params(("id" = String, Path), WaitQuery),
+    params(("id" = sealpost_kernel::AddressId, Path), WaitQuery),
     responses((status = 200, body = wire::WaitBody), (status = 204, description = "nothing arrived in time"),
         (status = 404, body = wire::ErrorBody)))]
 #[get("/inboxes/{id}/messages/wait")]
@@ -123,7 +125,7 @@ pub async fn wait(
     id: Path<String>,
     query: Query<WaitQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let inbox = inbox_path(&id)?;
+    let inbox = address_path(&id)?;
     let seconds = match query.timeout.as_deref() {
         None => 30,
         Some(text) => match text.parse::<u64>() {
@@ -179,7 +181,7 @@ pub async fn wait(
 
 /// One message. Counts against the plan's hourly object reads.
 #[utoipa::path(get, path = "/messages/{id}", tag = "messages", security(("bearer" = [])),
-    params(("id" = String, Path)),
+    params(("id" = sealpost_kernel::MessageId, Path)),
     responses((status = 200, body = wire::MessageReply), (status = 404, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 #[get("/messages/{id}")]
 pub async fn get_one(
@@ -197,7 +199,7 @@ pub async fn get_one(
 
 /// An attachment's sealed bytes (binary box). Counts against the hourly object reads.
 #[utoipa::path(get, path = "/messages/{id}/attachments/{index}", tag = "messages", security(("bearer" = [])),
-    params(("id" = String, Path), ("index" = u32, Path)),
+    params(("id" = sealpost_kernel::MessageId, Path), ("index" = u32, Path)),
     responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>),
         (status = 404, body = wire::ErrorBody, description = "no such attachment, or over 20 MB and not stored"),
         (status = 429, body = wire::ErrorBody)))]
@@ -222,7 +224,7 @@ pub async fn attachment(
 
 /// Marks a message read (or unread with `read: false`). The body is optional.
 #[utoipa::path(post, path = "/messages/{id}/read", tag = "messages", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body(content = Option<wire::ReadRequest>),
+    params(("id" = sealpost_kernel::MessageId, Path)), request_body(content = Option<wire::ReadRequest>),
     responses((status = 204), (status = 404, body = wire::ErrorBody)))]
 #[post("/messages/{id}/read")]
 pub async fn mark_read(
@@ -232,11 +234,9 @@ pub async fn mark_read(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let id = message_path(&id)?;
-    let read = if body.iter().all(u8::is_ascii_whitespace) {
-        true
-    } else {
-        parse::<wire::ReadRequest>(&body)?.read.unwrap_or(true)
-    };
+    let read = parse_optional::<wire::ReadRequest>(&body)?
+        .and_then(|body| body.read)
+        .unwrap_or(true);
     state.mailbox.mark_read(&reader(&caller), &id, read).await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -272,7 +272,7 @@ pub async fn inbound(
         .map_err(|_| ApiError::invalid_field("raw", "expected base64url without padding"))?;
     let id = state
         .ingest
-        .deliver_to_inbox(&caller.account, &inbox, &raw)
+        .deliver_to_address(&caller.account, &inbox, &raw)
         .await?;
     Ok(HttpResponse::Created().json(wire::Delivered { message_id: id }))
 }

@@ -111,8 +111,8 @@ pub async fn create(
 
 /// Changes url, events, meta or status.
 #[utoipa::path(patch, path = "/webhook-endpoints/{id}", tag = "webhooks", security(("bearer" = [])),
-    params(("id" = String, Path)), request_body = wire::UpdateWebhookRequest,
-    responses((status = 200, body = wire::WebhookReply), (status = 400, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
+    params(("id" = sealpost_kernel::WebhookId, Path)), request_body = wire::UpdateWebhookRequest,
+    responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 200, body = wire::WebhookReply), (status = 400, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 #[patch("/webhook-endpoints/{id}")]
 pub async fn update(
     state: Data<AppState>,
@@ -148,7 +148,7 @@ pub async fn update(
 
 /// Removes the endpoint and its delivery log.
 #[utoipa::path(delete, path = "/webhook-endpoints/{id}", tag = "webhooks", security(("bearer" = [])),
-    params(("id" = String, Path)), responses((status = 204), (status = 404, body = wire::ErrorBody)))]
+    params(("id" = sealpost_kernel::WebhookId, Path)), responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 204), (status = 404, body = wire::ErrorBody)))]
 #[delete("/webhook-endpoints/{id}")]
 pub async fn remove(
     state: Data<AppState>,
@@ -163,7 +163,7 @@ pub async fn remove(
 
 /// A new signing secret, shown once; the old one stops at once.
 #[utoipa::path(post, path = "/webhook-endpoints/{id}/rotate-secret", tag = "webhooks", security(("bearer" = [])),
-    params(("id" = String, Path)), responses((status = 200, body = wire::Secret), (status = 404, body = wire::ErrorBody)))]
+    params(("id" = sealpost_kernel::WebhookId, Path)), responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 200, body = wire::Secret), (status = 404, body = wire::ErrorBody)))]
 #[post("/webhook-endpoints/{id}/rotate-secret")]
 pub async fn rotate_secret(
     state: Data<AppState>,
@@ -187,8 +187,8 @@ fn sent_body(delivery: Delivery) -> wire::Sent {
 
 /// Sends a `webhook.test` event. Tests plus redeliveries: 60 an hour.
 #[utoipa::path(post, path = "/webhook-endpoints/{id}/test", tag = "webhooks", security(("bearer" = [])),
-    params(("id" = String, Path)),
-    responses((status = 202, body = wire::Sent), (status = 409, body = wire::ErrorBody, description = "webhook_disabled"), (status = 429, body = wire::ErrorBody)))]
+    params(("id" = sealpost_kernel::WebhookId, Path)),
+    responses((status = 404, body = wire::ErrorBody), (status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 202, body = wire::Sent), (status = 409, body = wire::ErrorBody, description = "webhook_disabled"), (status = 429, body = wire::ErrorBody)))]
 #[post("/webhook-endpoints/{id}/test")]
 pub async fn test(
     state: Data<AppState>,
@@ -221,17 +221,20 @@ fn delivery_body(delivery: Delivery) -> wire::Delivery {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct DeliveriesQuery {
+    #[param(value_type = u32, required = false, minimum = 1, maximum = 200)]
     limit: Option<String>,
     cursor: Option<String>,
     /// pending, succeeded or failed.
+    #[param(value_type = sealpost_wire::DeliveryStatus, required = false)]
     status: Option<String>,
 }
 
 /// The delivery log (kept 30 days), newest first.
 #[utoipa::path(get, path = "/webhook-endpoints/{id}/deliveries", tag = "webhooks", security(("bearer" = [])),
-    params(("id" = String, Path), DeliveriesQuery),
-    responses((status = 200, body = wire::DeliveryPage), (status = 404, body = wire::ErrorBody)))]
+    params(("id" = sealpost_kernel::WebhookId, Path), DeliveriesQuery),
+    responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 200, body = wire::DeliveryPage), (status = 404, body = wire::ErrorBody)))]
 #[get("/webhook-endpoints/{id}/deliveries")]
 pub async fn deliveries(
     state: Data<AppState>,
@@ -264,8 +267,8 @@ pub async fn deliveries(
 
 /// Sends a delivery's event again: a new delivery id, the same event id.
 #[utoipa::path(post, path = "/webhook-endpoints/{id}/deliveries/{deliveryId}/redeliver", tag = "webhooks", security(("bearer" = [])),
-    params(("id" = String, Path), ("deliveryId" = String, Path)),
-    responses((status = 202, body = wire::Sent), (status = 404, body = wire::ErrorBody), (status = 409, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
+    params(("id" = sealpost_kernel::WebhookId, Path), ("deliveryId" = sealpost_kernel::DeliveryId, Path)),
+    responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 202, body = wire::Sent), (status = 404, body = wire::ErrorBody), (status = 409, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 #[post("/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver")]
 pub async fn redeliver(
     state: Data<AppState>,

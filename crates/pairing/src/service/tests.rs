@@ -81,7 +81,7 @@ async fn the_credential_is_minted_at_the_claim_and_handed_over_once() {
     let slot = claimed.clone();
     repo.expect_claim().times(1).returning(move |claim| {
         assert_eq!(claim.max_devices, Some(1), "Free plan: one device");
-        assert_eq!(claim.records.events[0].kind, EventType::WorkerPaired);
+        assert_eq!(claim.records.events[0].kind, EventType::DevicePaired);
         *slot.lock().unwrap() = Some(claim);
         Ok(ClaimOutcome::Claimed)
     });
@@ -98,7 +98,7 @@ async fn the_credential_is_minted_at_the_claim_and_handed_over_once() {
 
     // The device polls: the first poll after the claim gets the credential, later ones do not.
     let mut after = session.clone();
-    after.state = PairingState::AwaitingInbox;
+    after.state = PairingState::AwaitingAddress;
     after.worker_id = Some(worker());
     let mut repo = MockDeviceRepository::new();
     repo.expect_pairing_by_token()
@@ -116,7 +116,7 @@ async fn the_credential_is_minted_at_the_claim_and_handed_over_once() {
     );
     let second = devices.poll_pairing(&token).await.unwrap();
     assert_eq!(second.handed_over, None);
-    assert_eq!(second.state, PairingState::AwaitingInbox);
+    assert_eq!(second.state, PairingState::AwaitingAddress);
 }
 
 #[tokio::test]
@@ -161,7 +161,7 @@ async fn a_second_device_on_free_is_worker_limit_reached() {
         .await;
     assert!(matches!(
         result,
-        Err(DeviceError::Limit(LimitError::WorkerLimitReached {
+        Err(DeviceError::Limit(LimitError::DeviceLimitReached {
             limit: 1
         }))
     ));
@@ -171,7 +171,7 @@ async fn a_second_device_on_free_is_worker_limit_reached() {
 async fn a_claimed_session_cannot_be_cancelled() {
     let clock = clock();
     let (token, mut session) = open(&clock).await;
-    session.state = PairingState::AwaitingInbox;
+    session.state = PairingState::AwaitingAddress;
     let mut repo = MockDeviceRepository::new();
     repo.expect_pairing_by_token()
         .returning(move |_| Ok(Some(session.clone())));
@@ -230,7 +230,7 @@ async fn removing_a_device_unassigns_its_addresses_with_events() {
     ];
     let mut repo = MockDeviceRepository::new();
     let listed = inboxes.clone();
-    repo.expect_assigned_inboxes()
+    repo.expect_assigned_addresses()
         .returning(move |_, _| Ok(listed.clone()));
     repo.expect_remove()
         .withf(|_, _, assigned, records: &Records| {
@@ -238,9 +238,9 @@ async fn removing_a_device_unassigns_its_addresses_with_events() {
             assigned.len() == 2
                 && kinds
                     == vec![
-                        EventType::InboxRemoved,
-                        EventType::InboxRemoved,
-                        EventType::WorkerRemoved,
+                        EventType::AddressRemoved,
+                        EventType::AddressRemoved,
+                        EventType::DeviceRemoved,
                     ]
         })
         .times(1)
@@ -261,7 +261,7 @@ async fn heartbeat_reconnects_a_disconnected_device() {
         .withf(|_, _, hour, records| {
             hour.to_string() == "2026-11-22T12:00:00.000Z"
                 && records.events.len() == 1
-                && records.events[0].kind == EventType::WorkerConnected
+                && records.events[0].kind == EventType::DeviceConnected
         })
         .times(1)
         .returning(|_, _, _, _| Ok(()));
@@ -281,7 +281,7 @@ async fn the_sweep_reports_stale_devices_disconnected() {
         .withf(move |before| *before == cutoff)
         .returning(|_| Ok(vec![device(true)]));
     repo.expect_mark_disconnected()
-        .withf(|_, _, records| records.events[0].kind == EventType::WorkerDisconnected)
+        .withf(|_, _, records| records.events[0].kind == EventType::DeviceDisconnected)
         .times(1)
         .returning(|_, _, _| Ok(true));
     repo.expect_sweep_pairing().times(1).returning(|_, _| Ok(0));

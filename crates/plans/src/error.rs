@@ -1,0 +1,12 @@
+/// A plan limit that refuses an action. Each maps to one SPEC.md code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LimitError {
+    #[error("the plan allows {limit} addresses; delete one or upgrade")]
+    AllocationExhausted { limit: u32 },
+    #[error("on the Free plan a device holds one address")]
+    OneAddressPerDevice,
+    #[error("the plan allows {limit} devices; remove one or upgrade")]
+    DeviceLimitReached { limit: u32 },
+    #[error("choosing the exact address needs the Scale plan or higher")]
+    CustomAddressNeedsScale,
+}

@@ -1,0 +1,39 @@
+//! `POST /messages/send`: [`SendMailRequest`] in, [`SentMail`] out.
+
+use sealpost_kernel::MessageId;
+use serde::{Deserialize, Serialize};
+
+/// Mail to send from one of the account's addresses.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SendMailRequest {
+    /// One of the account's addresses (the email address).
+    #[cfg_attr(feature = "openapi", schema(example = "shop.x7kq2m@mail.example"))]
+    pub from: String,
+    /// Display name for `From`; no control characters, up to 200 characters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_name: Option<String>,
+    /// 1 to 50 recipients, each `address` or `Name <address>`; the same
+    /// address twice is sent once.
+    pub to: Vec<String>,
+    /// Up to 998 characters, no control characters.
+    pub subject: String,
+    /// The plain-text body, up to 512 KiB.
+    pub text: String,
+    /// An HTML body, up to 512 KiB; the message is then multipart/alternative.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub html: Option<String>,
+}
+
+/// The answer of `POST /messages/send`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SentMail {
+    /// Always true: the relay accepted the message.
+    pub sent: bool,
+    /// The copy in `sent`; null when the address has no publicKey (nothing
+    /// can be sealed to it) or the copy could not be stored.
+    pub message_id: Option<MessageId>,
+}
