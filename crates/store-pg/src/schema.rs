@@ -26,7 +26,6 @@ diesel::table! {
     auth_challenges (nonce_hash) {
         nonce_hash -> Bytea,
         account_id -> Text,
-        challenge_secret -> Bytea,
         expires_at -> Timestamptz,
     }
 }
@@ -231,7 +230,8 @@ diesel::table! {
         url -> Text,
         events -> Jsonb,
         meta -> Nullable<Jsonb>,
-        secret -> Text,
+        secret -> Nullable<Text>,
+        secret_sealed -> Nullable<Bytea>,
         active -> Bool,
         disabled_reason -> Nullable<Text>,
         active_since -> Timestamptz,

@@ -14,7 +14,7 @@ use sealpost_kernel::{
     WebhookId,
 };
 use sealpost_plans::plan;
-use sealpost_seal::SealedBox;
+use sealpost_seal::{SealedBox, ServerKeys};
 
 use crate::delivery::{
     AttemptOutcome, Delivery, DeliveryStatus, WebhookEvent, after_attempt, creates_delivery,
@@ -22,7 +22,7 @@ use crate::delivery::{
 };
 use crate::endpoint::{
     EndpointError, EndpointHealth, EndpointStatus, HourlyAllowance, MAX_ENDPOINTS_PER_ACCOUNT,
-    check_can_create, check_can_send, check_plan, generate_secret,
+    StoredSecret, check_can_create, check_can_send, check_plan, generate_secret,
 };
 use crate::events::EventFilter;
 use crate::url::WebhookUrl;
@@ -39,8 +39,9 @@ pub struct Endpoint {
     pub url: String,
     pub events: EventFilter,
     pub meta: Option<SealedBox>,
-    /// `whsec_...`; shown on creation and rotation only.
-    pub secret: String,
+    /// `whsec_...`, sealed under the server key; shown on creation and
+    /// rotation only.
+    pub secret: StoredSecret,
     pub status: EndpointStatus,
     /// Events created before this were made while it was off (or before it existed).
     pub active_since: Timestamp,
@@ -93,7 +94,30 @@ pub trait WebhookRepository: Send + Sync {
         account: &AccountId,
         id: &WebhookId,
     ) -> Result<Option<Endpoint>, StoreError>;
+    /// Writes url, events, meta, status and health (never the secret).
     async fn save_endpoint(&self, endpoint: Endpoint) -> Result<bool, StoreError>;
+    /// Writes only the secret; false when no such endpoint of the account.
+    async fn set_secret(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+        secret: StoredSecret,
+    ) -> Result<bool, StoreError>;
+    /// Up to `limit` endpoints after `after` (by id) whose secret is plain
+    /// or sealed under a key other than `current_key` (its hex id).
+    async fn secrets_to_seal(
+        &self,
+        current_key: &str,
+        after: Option<WebhookId>,
+        limit: i64,
+    ) -> Result<Vec<(WebhookId, StoredSecret)>, StoreError>;
+    /// Replaces the secret only while it is still `old`.
+    async fn replace_secret(
+        &self,
+        id: &WebhookId,
+        old: StoredSecret,
+        new: StoredSecret,
+    ) -> Result<bool, StoreError>;
     /// Deletes it and its delivery log; its id is never used again.
     async fn delete_endpoint(
         &self,
@@ -188,15 +212,61 @@ pub struct EndpointPatch {
     pub active: Option<bool>,
 }
 
+/// An endpoint and its signing secret in the clear, as creation and
+/// rotation answer it (the only times it is shown).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WithSecret {
+    pub endpoint: Endpoint,
+    pub secret: String,
+}
+
 #[derive(Clone)]
 pub struct Webhooks {
     repo: Arc<dyn WebhookRepository>,
     clock: Arc<dyn Clock>,
+    keys: Arc<ServerKeys>,
 }
 
 impl Webhooks {
-    pub fn new(repo: Arc<dyn WebhookRepository>, clock: Arc<dyn Clock>) -> Self {
-        Self { repo, clock }
+    /// `keys` seal the signing secrets the store keeps.
+    pub fn new(repo: Arc<dyn WebhookRepository>, clock: Arc<dyn Clock>, keys: ServerKeys) -> Self {
+        Self {
+            repo,
+            clock,
+            keys: Arc::new(keys),
+        }
+    }
+
+    /// Seals every secret still stored in the clear (rows from before
+    /// secrets were sealed) or under an older server key, under the current
+    /// one. Run at start-up; returns (sealed, unreadable): an unreadable one
+    /// was sealed under a key no longer configured and needs rotating.
+    pub async fn seal_secrets(&self) -> Result<(u64, u64), StoreError> {
+        const PAGE: i64 = 500;
+        let current = self.keys.current_id();
+        let (mut sealed, mut unreadable) = (0, 0);
+        let mut after = None;
+        loop {
+            let rows = self
+                .repo
+                .secrets_to_seal(&current, after.clone(), PAGE)
+                .await?;
+            let last = rows.len() < usize::try_from(PAGE).unwrap_or(usize::MAX);
+            for (id, old) in rows {
+                after = Some(id.clone());
+                let Ok(secret) = old.open(&self.keys) else {
+                    unreadable += 1;
+                    continue;
+                };
+                let new = StoredSecret::seal(&self.keys, &secret);
+                if self.repo.replace_secret(&id, old, new).await? {
+                    sealed += 1;
+                }
+            }
+            if last {
+                return Ok((sealed, unreadable));
+            }
+        }
     }
 
     pub async fn list(&self, account: &AccountId) -> Result<Vec<Endpoint>, WebhookError> {
@@ -210,7 +280,7 @@ impl Webhooks {
             .ok_or(WebhookError::NotFound)
     }
 
-    /// Creates an endpoint; its secret is in the returned record (shown once).
+    /// Creates an endpoint; its secret is returned beside it (shown once).
     pub async fn create(
         &self,
         account: &AccountId,
@@ -219,17 +289,18 @@ impl Webhooks {
         url: WebhookUrl,
         events: EventFilter,
         meta: Option<SealedBox>,
-    ) -> Result<Endpoint, WebhookError> {
+    ) -> Result<WithSecret, WebhookError> {
         let limits = plan(plan_id);
         check_can_create(limits, 0)?;
         let now = self.clock.now();
+        let secret = generate_secret();
         let endpoint = Endpoint {
             id,
             account: account.clone(),
             url: url.as_str().to_owned(),
             events,
             meta,
-            secret: generate_secret(),
+            secret: StoredSecret::seal(&self.keys, &secret),
             status: EndpointStatus::Active,
             active_since: now,
             health: EndpointHealth::default(),
@@ -240,7 +311,7 @@ impl Webhooks {
             .create_endpoint(endpoint.clone(), MAX_ENDPOINTS_PER_ACCOUNT)
             .await?
         {
-            CreateOutcome::Created => Ok(endpoint),
+            CreateOutcome::Created => Ok(WithSecret { endpoint, secret }),
             CreateOutcome::IdTaken => Err(WebhookError::IdTaken),
             CreateOutcome::LimitReached => Err(EndpointError::LimitReached {
                 limit: MAX_ENDPOINTS_PER_ACCOUNT,
@@ -297,13 +368,20 @@ impl Webhooks {
         &self,
         account: &AccountId,
         id: &WebhookId,
-    ) -> Result<Endpoint, WebhookError> {
+    ) -> Result<WithSecret, WebhookError> {
         let mut endpoint = self.get(account, id).await?;
-        endpoint.secret = generate_secret();
-        if !self.repo.save_endpoint(endpoint.clone()).await? {
+        let secret = generate_secret();
+        endpoint.secret = StoredSecret::seal(&self.keys, &secret);
+        // Only the secret is written: a concurrent change to anything else
+        // (the sender switching the endpoint off) stands.
+        if !self
+            .repo
+            .set_secret(account, id, endpoint.secret.clone())
+            .await?
+        {
             return Err(WebhookError::NotFound);
         }
-        Ok(endpoint)
+        Ok(WithSecret { endpoint, secret })
     }
 
     async fn check_manual_send(
@@ -414,20 +492,28 @@ pub struct Sender {
     transport: Arc<dyn WebhookTransport>,
     alerts: Arc<dyn WebhookAlerts>,
     clock: Arc<dyn Clock>,
+    keys: Arc<ServerKeys>,
 }
 
+/// A delivery's error when its endpoint's secret does not open under the
+/// configured server keys (sealed under a key since removed).
+pub const SECRET_UNREADABLE_ERROR: &str = "signing secret unreadable: rotate it";
+
 impl Sender {
+    /// `keys` open the endpoints' sealed secrets.
     pub fn new(
         repo: Arc<dyn WebhookRepository>,
         transport: Arc<dyn WebhookTransport>,
         alerts: Arc<dyn WebhookAlerts>,
         clock: Arc<dyn Clock>,
+        keys: ServerKeys,
     ) -> Self {
         Self {
             repo,
             transport,
             alerts,
             clock,
+            keys: Arc::new(keys),
         }
     }
 
@@ -475,7 +561,11 @@ impl Sender {
         } = due;
         // The plan rule: no webhooks on the plan, nothing is sent.
         let held = on_plan_change(plan(plan_id)).fail_pending_with();
-        if let Some(error) = held.or((!endpoint.status.is_active()).then_some("webhook disabled")) {
+        let secret = endpoint.secret.open(&self.keys);
+        let refused = held
+            .or((!endpoint.status.is_active()).then_some("webhook disabled"))
+            .or(secret.is_err().then_some(SECRET_UNREADABLE_ERROR));
+        if let Some(error) = refused {
             delivery.fail_pending(error);
             return AttemptRecord {
                 delivery,
@@ -485,7 +575,8 @@ impl Sender {
             };
         }
         let sent_at = self.clock.now();
-        let headers = delivery.headers(&endpoint.secret, sent_at.unix_seconds());
+        let secret = secret.unwrap_or_default();
+        let headers = delivery.headers(&secret, sent_at.unix_seconds());
         let outcome = self
             .transport
             .send(&endpoint.url, &headers, delivery.body.clone())
@@ -567,6 +658,10 @@ mod tests {
         }
     }
 
+    fn test_keys() -> ServerKeys {
+        ServerKeys::new([3; 32], [])
+    }
+
     fn due(n: usize, now: Timestamp, plan: PlanId, health: EndpointHealth) -> DueDelivery {
         let webhook = WebhookId::from_trusted(format!("whk_test{n}"));
         let event = WebhookEvent {
@@ -583,7 +678,7 @@ mod tests {
                 url: format!("https://r{n}.hooks.test/hook"),
                 events: EventFilter::parse(&["*"]).unwrap(),
                 meta: None,
-                secret: generate_secret(),
+                secret: StoredSecret::seal(&test_keys(), &generate_secret()),
                 status: EndpointStatus::Active,
                 active_since: now,
                 health,
@@ -608,6 +703,7 @@ mod tests {
             transport.clone(),
             alerts.clone(),
             Arc::new(TestClock::at(now)),
+            test_keys(),
         );
         (sender, transport, alerts)
     }
