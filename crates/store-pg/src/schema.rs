@@ -98,6 +98,8 @@ diesel::table! {
         claimed_by -> Nullable<Text>,
         worker_id -> Nullable<Text>,
         handoff -> Nullable<Jsonb>,
+        last_polled_at -> Timestamptz,
+        opened_from -> Nullable<Text>,
     }
 }
 
