@@ -18,7 +18,8 @@ use sealpost_webhooks::delivery::{
 use sealpost_webhooks::endpoint::{DisabledReason, EndpointHealth, EndpointStatus, StoredSecret};
 use sealpost_webhooks::events::EventFilter;
 use sealpost_webhooks::service::{
-    AttemptRecord, CreateOutcome, DueDelivery, Endpoint, FanOutRule, WebhookRepository,
+    AttemptRecord, CreateOutcome, DueDelivery, Endpoint, EndpointChange, FanOutRule,
+    WebhookRepository,
 };
 
 use crate::records::{box_from_json, box_to_json, id_retired, retire_id};
@@ -284,27 +285,59 @@ impl WebhookRepository for PgStore {
             .transpose()
     }
 
-    async fn save_endpoint(&self, endpoint: Endpoint) -> Result<bool, StoreError> {
+    async fn update_endpoint(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+        change: EndpointChange,
+    ) -> Result<Option<Endpoint>, StoreError> {
         let mut conn = self.conn().await?;
-        let updated = diesel::update(
-            webhooks::table
-                .filter(webhooks::id.eq(endpoint.id.as_str()))
-                .filter(webhooks::account_id.eq(endpoint.account.as_str())),
-        )
-        .set((
-            webhooks::url.eq(&endpoint.url),
-            webhooks::events.eq(serde_json::json!(endpoint.events.to_strings())),
-            webhooks::meta.eq(endpoint.meta.as_ref().map(box_to_json)),
-            webhooks::active.eq(endpoint.status.is_active()),
-            webhooks::disabled_reason.eq(endpoint.status.disabled_reason().map(|r| r.as_str())),
-            webhooks::active_since.eq(endpoint.active_since.as_datetime()),
-            webhooks::failing_since.eq(endpoint.health.failing_since.map(|t| t.as_datetime())),
-            webhooks::last_success_at.eq(endpoint.health.last_success_at.map(|t| t.as_datetime())),
-        ))
-        .execute(&mut conn)
-        .await
+        let target = webhooks::table
+            .filter(webhooks::id.eq(id.as_str()))
+            .filter(webhooks::account_id.eq(account.as_str()));
+        let status = change.status.as_ref();
+        // Only the columns the change sets: a `None` leaves its column out.
+        let columns = (
+            change.url.as_ref().map(|url| webhooks::url.eq(url)),
+            change
+                .events
+                .as_ref()
+                .map(|events| webhooks::events.eq(serde_json::json!(events.to_strings()))),
+            change
+                .meta
+                .as_ref()
+                .map(|meta| webhooks::meta.eq(Some(box_to_json(meta)))),
+            status.map(|(status, _, _)| webhooks::active.eq(status.is_active())),
+            status.map(|(status, _, _)| {
+                webhooks::disabled_reason.eq(status.disabled_reason().map(|r| r.as_str()))
+            }),
+            status.map(|(_, health, _)| {
+                webhooks::failing_since.eq(health.failing_since.map(|t| t.as_datetime()))
+            }),
+            status.map(|(_, health, _)| {
+                webhooks::last_success_at.eq(health.last_success_at.map(|t| t.as_datetime()))
+            }),
+            status
+                .and_then(|(_, _, since)| *since)
+                .map(|since| webhooks::active_since.eq(since.as_datetime())),
+        );
+        let nothing = change == EndpointChange::default();
+        let row = if nothing {
+            target
+                .select(EndpointRow::as_select())
+                .first(&mut conn)
+                .await
+                .optional()
+        } else {
+            diesel::update(target)
+                .set(columns)
+                .returning(EndpointRow::as_returning())
+                .get_result(&mut conn)
+                .await
+                .optional()
+        }
         .map_err(db_error)?;
-        Ok(updated > 0)
+        row.map(EndpointRow::into_endpoint).transpose()
     }
 
     async fn set_secret(
@@ -431,21 +464,37 @@ impl WebhookRepository for PgStore {
             .map_err(db_error)
     }
 
-    async fn manual_sends_since(
+    async fn insert_manual_delivery(
         &self,
         account: &AccountId,
+        delivery: Delivery,
         since: Timestamp,
+        limit: u64,
     ) -> Result<u64, StoreError> {
         let mut conn = self.conn().await?;
-        let count: i64 = webhook_deliveries::table
-            .filter(webhook_deliveries::account_id.eq(account.as_str()))
-            .filter(webhook_deliveries::manual.eq(true))
-            .filter(webhook_deliveries::created_at.ge(since.as_datetime()))
-            .count()
-            .get_result(&mut conn)
-            .await
-            .map_err(db_error)?;
-        Ok(count.max(0) as u64)
+        conn.transaction(async |conn| {
+            // One manual send at a time per account: count and insert together.
+            accounts::table
+                .find(account.as_str())
+                .select(accounts::id)
+                .for_update()
+                .first::<String>(conn)
+                .await?;
+            let count: i64 = webhook_deliveries::table
+                .filter(webhook_deliveries::account_id.eq(account.as_str()))
+                .filter(webhook_deliveries::manual.eq(true))
+                .filter(webhook_deliveries::created_at.ge(since.as_datetime()))
+                .count()
+                .get_result(conn)
+                .await?;
+            let used = count.max(0) as u64;
+            if used < limit {
+                insert_delivery_row(conn, account, &delivery, true).await?;
+            }
+            Ok::<_, diesel::result::Error>(used)
+        })
+        .await
+        .map_err(db_error)
     }
 
     async fn deliveries(

@@ -21,8 +21,9 @@ use crate::delivery::{
     on_plan_change,
 };
 use crate::endpoint::{
-    EndpointError, EndpointHealth, EndpointStatus, HourlyAllowance, MAX_ENDPOINTS_PER_ACCOUNT,
-    StoredSecret, check_can_create, check_can_send, check_plan, generate_secret,
+    EndpointError, EndpointHealth, EndpointStatus, HourlyAllowance, MANUAL_SENDS_PER_HOUR,
+    MAX_ENDPOINTS_PER_ACCOUNT, StoredSecret, check_can_create, check_can_send, check_plan,
+    generate_secret,
 };
 use crate::events::EventFilter;
 use crate::url::WebhookUrl;
@@ -94,8 +95,15 @@ pub trait WebhookRepository: Send + Sync {
         account: &AccountId,
         id: &WebhookId,
     ) -> Result<Option<Endpoint>, StoreError>;
-    /// Writes url, events, meta, status and health (never the secret).
-    async fn save_endpoint(&self, endpoint: Endpoint) -> Result<bool, StoreError>;
+    /// Writes only what `change` sets and answers the row as it then is;
+    /// `None` when no such endpoint of the account. A column the change
+    /// leaves alone keeps whatever a concurrent writer put there.
+    async fn update_endpoint(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+        change: EndpointChange,
+    ) -> Result<Option<Endpoint>, StoreError>;
     /// Writes only the secret; false when no such endpoint of the account.
     async fn set_secret(
         &self,
@@ -131,10 +139,16 @@ pub trait WebhookRepository: Send + Sync {
         delivery: Delivery,
         manual: bool,
     ) -> Result<(), StoreError>;
-    async fn manual_sends_since(
+    /// Counts the account's manual sends (tests and redeliveries) since
+    /// `since` and, when fewer than `limit`, inserts `delivery` as one: under
+    /// the account's row lock, so a burst cannot pass the count together.
+    /// Answers the count before the insert.
+    async fn insert_manual_delivery(
         &self,
         account: &AccountId,
+        delivery: Delivery,
         since: Timestamp,
+        limit: u64,
     ) -> Result<u64, StoreError>;
     async fn deliveries(
         &self,
@@ -201,6 +215,16 @@ pub enum WebhookError {
     NotFound,
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// The columns one `PATCH` writes: only those it changes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EndpointChange {
+    pub url: Option<String>,
+    pub events: Option<EventFilter>,
+    pub meta: Option<SealedBox>,
+    /// Status and failure record, and `active_since` when switched back on.
+    pub status: Option<(EndpointStatus, EndpointHealth, Option<Timestamp>)>,
 }
 
 /// What `PATCH /webhook-endpoints/:id` may change.
@@ -326,29 +350,23 @@ impl Webhooks {
         id: &WebhookId,
         patch: EndpointPatch,
     ) -> Result<Endpoint, WebhookError> {
-        let mut endpoint = self.get(account, id).await?;
-        if let Some(url) = patch.url {
-            endpoint.url = url.as_str().to_owned();
-        }
-        if let Some(events) = patch.events {
-            endpoint.events = events;
-        }
-        if let Some(meta) = patch.meta {
-            endpoint.meta = Some(meta);
-        }
-        if let Some(active) = patch.active {
+        let endpoint = self.get(account, id).await?;
+        let status = patch.active.map(|active| {
             let was_active = endpoint.status.is_active();
             let (status, health) = EndpointStatus::patch(active, endpoint.health);
-            endpoint.status = status;
-            endpoint.health = health;
-            if active && !was_active {
-                endpoint.active_since = self.clock.now();
-            }
-        }
-        if !self.repo.save_endpoint(endpoint.clone()).await? {
-            return Err(WebhookError::NotFound);
-        }
-        Ok(endpoint)
+            let since = (active && !was_active).then(|| self.clock.now());
+            (status, health, since)
+        });
+        let change = EndpointChange {
+            url: patch.url.map(|url| url.as_str().to_owned()),
+            events: patch.events,
+            meta: patch.meta,
+            status,
+        };
+        self.repo
+            .update_endpoint(account, id, change)
+            .await?
+            .ok_or(WebhookError::NotFound)
     }
 
     pub async fn delete(&self, account: &AccountId, id: &WebhookId) -> Result<(), WebhookError> {
@@ -384,18 +402,28 @@ impl Webhooks {
         Ok(WithSecret { endpoint, secret })
     }
 
-    async fn check_manual_send(
-        &self,
-        account: &AccountId,
-        plan_id: PlanId,
-        endpoint: &Endpoint,
-    ) -> Result<(), WebhookError> {
+    fn check_manual_send(plan_id: PlanId, endpoint: &Endpoint) -> Result<(), WebhookError> {
         check_plan(plan(plan_id))?;
         check_can_send(&endpoint.status)?;
+        Ok(())
+    }
+
+    /// Inserts a test or redelivery if the hour's allowance has room
+    /// (counted and inserted atomically by the store).
+    async fn insert_manual(
+        &self,
+        account: &AccountId,
+        delivery: &Delivery,
+    ) -> Result<(), WebhookError> {
         let allowance = HourlyAllowance::at(self.clock.now());
         let used = self
             .repo
-            .manual_sends_since(account, allowance.window_start())
+            .insert_manual_delivery(
+                account,
+                delivery.clone(),
+                allowance.window_start(),
+                MANUAL_SENDS_PER_HOUR,
+            )
             .await?;
         allowance.check_manual_send(used)?;
         Ok(())
@@ -409,16 +437,14 @@ impl Webhooks {
         id: &WebhookId,
     ) -> Result<Delivery, WebhookError> {
         let endpoint = self.get(account, id).await?;
-        self.check_manual_send(account, plan_id, &endpoint).await?;
+        Self::check_manual_send(plan_id, &endpoint)?;
         let now = self.clock.now();
         let delivery = Delivery::new(
             endpoint.id.clone(),
             &WebhookEvent::test(&endpoint.id, now),
             now,
         );
-        self.repo
-            .insert_delivery(account, delivery.clone(), true)
-            .await?;
+        self.insert_manual(account, &delivery).await?;
         Ok(delivery)
     }
 
@@ -436,11 +462,9 @@ impl Webhooks {
             .delivery(account, id, delivery_id)
             .await?
             .ok_or(WebhookError::NotFound)?;
-        self.check_manual_send(account, plan_id, &endpoint).await?;
+        Self::check_manual_send(plan_id, &endpoint)?;
         let delivery = original.redeliver(self.clock.now());
-        self.repo
-            .insert_delivery(account, delivery.clone(), true)
-            .await?;
+        self.insert_manual(account, &delivery).await?;
         Ok(delivery)
     }
 
