@@ -13,6 +13,7 @@ mod jobs;
 mod messages;
 mod notifications;
 mod notify;
+mod pruning;
 mod push;
 mod records;
 mod schema;
