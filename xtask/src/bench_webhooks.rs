@@ -134,7 +134,9 @@ async fn run_scenario(url: &str, statuses: &[u16]) -> Result<Figures> {
     let store = PgStore::connect(url, 16)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let account = AccountId::from_trusted(ACCOUNT.to_owned());
-    let webhooks = Webhooks::new(Arc::new(store.clone()), clock.clone());
+    // One server key for the endpoints' sealed secrets and the sender.
+    let keys = sealpost_seal::ServerKeys::new(sealpost_seal::random_bytes::<32>(), []);
+    let webhooks = Webhooks::new(Arc::new(store.clone()), clock.clone(), keys.clone());
     for (i, receiver) in receivers.iter().enumerate() {
         let url = validate_url(
             &format!("https://r{i}.hooks.test:{}/hook", receiver.addr.port()),
@@ -166,6 +168,7 @@ async fn run_scenario(url: &str, statuses: &[u16]) -> Result<Figures> {
     let mut config = sealpost_config::Config::from_vars(&Default::default())?;
     config.webhook_resolve = Some(resolve);
     config.webhook_ca_file = Some(ca_file);
+    config.server_keys = Some(keys);
     let sender = sealpost_jobs::webhook_sender(&store, &config, clock)?;
     let started = Instant::now();
     let running = sealpost_jobs::spawn_webhook_sender(sender);

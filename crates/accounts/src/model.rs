@@ -23,13 +23,13 @@ pub struct NewAccount {
     pub auth_verifier_hash: [u8; 32],
 }
 
-/// A pending sign-in challenge. Keyed by the SHA-256 of its nonce; holds the
-/// ephemeral secret for the two minutes it lives, never the nonce itself.
+/// A pending sign-in challenge. Keyed by the SHA-256 of its nonce; holds
+/// neither the nonce nor the challenge's secret, which is derived from the
+/// nonce under the server key when the proof arrives.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Challenge {
     pub nonce_hash: [u8; 32],
     pub account_id: AccountId,
-    pub challenge_secret: [u8; 32],
     pub expires_at: Timestamp,
 }
 

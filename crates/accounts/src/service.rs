@@ -3,7 +3,7 @@ use std::sync::Arc;
 use sealpost_activity::{Notice, Records};
 use sealpost_kernel::{AccountId, Clock, PlanId, SessionId, Timestamp};
 use sealpost_seal::{
-    ChallengeKeypair, b64, random_bytes, random_token, sha256, verify_handshake_proof,
+    ChallengeKeypair, ServerKeys, b64, random_bytes, random_token, sha256, verify_handshake_proof,
 };
 
 use crate::{
@@ -15,15 +15,31 @@ use crate::{
 /// Length of a base64url token made from 32 random bytes.
 const TOKEN_LEN: usize = 43;
 
+/// The purpose a challenge's secret is derived for (`ServerKeys::derive`).
+const CHALLENGE_PURPOSE: &str = "sign-in challenge";
+
 #[derive(Clone)]
 pub struct Accounts {
     repo: Arc<dyn AccountRepository>,
     clock: Arc<dyn Clock>,
+    keys: Arc<ServerKeys>,
 }
 
 impl Accounts {
-    pub fn new(repo: Arc<dyn AccountRepository>, clock: Arc<dyn Clock>) -> Self {
-        Self { repo, clock }
+    /// `keys` derive each challenge's secret from its nonce, so nothing the
+    /// database holds is enough to answer a challenge.
+    pub fn new(repo: Arc<dyn AccountRepository>, clock: Arc<dyn Clock>, keys: ServerKeys) -> Self {
+        Self {
+            repo,
+            clock,
+            keys: Arc::new(keys),
+        }
+    }
+
+    /// The challenge key pair of `nonce`: its secret is derived under the
+    /// current server key, never stored.
+    fn challenge_keypair(&self, nonce: &str) -> ChallengeKeypair {
+        ChallengeKeypair::from_secret(*self.keys.derive(CHALLENGE_PURPOSE, nonce.as_bytes()))
     }
 
     /// `POST /accounts`: creates the account on the Free plan and signs it in.
@@ -54,14 +70,13 @@ impl Accounts {
     /// the answer has the same shape and takes the same work whether or not it exists.
     pub async fn challenge(&self, account_id: AccountId) -> Result<IssuedChallenge, AccountError> {
         let now = self.clock.now();
-        let keypair = ChallengeKeypair::generate();
         let nonce = b64::encode(&random_bytes::<32>());
+        let keypair = self.challenge_keypair(&nonce);
         let expires_at = now + CHALLENGE_LIFETIME;
         self.repo
             .save_challenge(Challenge {
                 nonce_hash: sha256(nonce.as_bytes()),
                 account_id,
-                challenge_secret: keypair.secret,
                 expires_at,
             })
             .await?;
@@ -95,7 +110,7 @@ impl Accounts {
             .await?
             .ok_or(AccountError::Unauthenticated)?;
         let proven = verify_handshake_proof(
-            &challenge.challenge_secret,
+            &self.challenge_keypair(nonce).secret,
             &account.auth_public_key,
             nonce,
             account_id.as_str(),

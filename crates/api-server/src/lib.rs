@@ -82,11 +82,32 @@ pub async fn start(
     listener: Option<TcpListener>,
     options: StartOptions,
 ) -> anyhow::Result<Running> {
+    // Refused before anything else: without the key no one can sign in.
+    sealpost_jobs::server_keys(config)?;
     let applied = sealpost_store_pg::migrate(&config.database_url)
         .await
         .context("migrating the database")?;
     tracing::info!(applied, "database migrated");
     let services = Services::from_config(config, clock).await?;
+    // Webhook secrets still in the clear (rows from before they were sealed)
+    // or sealed under an older server key are sealed under the current one.
+    let (sealed, unreadable) = services
+        .webhooks
+        .seal_secrets()
+        .await
+        .context("sealing webhook secrets under the server key")?;
+    if sealed > 0 {
+        tracing::info!(
+            sealed,
+            "webhook secrets sealed under the current server key"
+        );
+    }
+    if unreadable > 0 {
+        tracing::warn!(
+            unreadable,
+            "webhook secrets sealed under a server key no longer configured: their endpoints need a rotate-secret"
+        );
+    }
     let http = match listener {
         Some(listener) => Some(serve_http(&services, config, listener, options.workers)?),
         None => None,

@@ -102,13 +102,13 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "SEALPOST_SERVER_KEY",
-        default: "(unset: the API refuses to start)",
-        meaning: "32 random bytes as base64url without padding (43 characters): seals webhook secrets and DKIM keys at rest and derives sign-in challenge secrets. Keep it outside the database; `cargo xtask dev` generates one.",
+        default: "(unset: the API and the jobs refuse to start)",
+        meaning: "32 random bytes as base64url without padding (43 characters): seals webhook signing secrets at rest and derives sign-in challenge secrets. Keep it outside the database and give every API and jobs process the same one (the SMTP ingest needs none); `cargo xtask dev` generates one.",
     },
     Variable {
         name: "SEALPOST_SERVER_KEYS_OLD",
         default: "(none)",
-        meaning: "Comma list of earlier server keys, still accepted for opening what they sealed while a rotation is under way.",
+        meaning: "Comma list of earlier server keys, still accepted for opening what they sealed while a rotation is under way; each API or jobs start seals such rows again under the current key.",
     },
     Variable {
         name: "SEALPOST_SUPPORT_KEY",

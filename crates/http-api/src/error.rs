@@ -316,6 +316,9 @@ impl From<DeviceError> for ApiError {
             DeviceError::IdTaken => Self::new(ErrorCode::IdTaken, error.to_string()),
             DeviceError::TooManyLookups {
                 retry_after_seconds,
+            }
+            | DeviceError::TooManyPairings {
+                retry_after_seconds,
             } => Self {
                 retry_after: Some(retry_after_seconds),
                 ..Self::new(ErrorCode::RateLimited, error.to_string())

@@ -18,7 +18,7 @@ mod wiring;
 
 pub use sender::{push_forever, push_sender, send_forever, spawn_webhook_sender, webhook_sender};
 pub use sweeps::{Pass, SWEEP_EVERY, Sweeps, sweep_forever};
-pub use wiring::Services;
+pub use wiring::{Services, server_keys};
 
 use sealpost_config::Config;
 use tokio::task::JoinHandle;

@@ -46,6 +46,7 @@ pub fn webhook_sender(
         // A webhook switched off for failing is pushed to its owner's phones.
         Arc::new(PushAlerts::new(Arc::new(store.clone()), clock.clone())),
         clock,
+        crate::server_keys(config)?,
     ))
 }
 

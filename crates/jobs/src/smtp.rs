@@ -94,7 +94,19 @@ pub async fn start(
     clock: Arc<dyn Clock>,
     listener: TcpListener,
 ) -> anyhow::Result<SmtpServer> {
-    let services = Services::from_config(config, clock).await?;
+    // The ingest neither signs anyone in nor opens a webhook secret, so it
+    // does not need the server key: without one it runs with a throwaway
+    // key, and the key stays on the hosts that need it.
+    let services = if config.server_keys.is_some() {
+        Services::from_config(config, clock).await?
+    } else {
+        let mut config = config.clone();
+        config.server_keys = Some(sealpost_seal::ServerKeys::new(
+            sealpost_seal::random_bytes::<32>(),
+            [],
+        ));
+        Services::from_config(&config, clock).await?
+    };
     serve(services, config, listener).await
 }
 

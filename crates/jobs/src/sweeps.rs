@@ -16,6 +16,29 @@ use crate::Services;
 /// How often a process runs a sweep pass.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);
 
+/// How long each usage counter's window lasts (`sealpost_messages::store`):
+/// a row is pruned once its window has ended.
+const USAGE_WINDOWS: [(&str, chrono::TimeDelta); 4] = [
+    (
+        sealpost_messages::store::RECEIVED_COUNTER,
+        chrono::TimeDelta::days(30),
+    ),
+    (
+        sealpost_messages::store::OBJECT_READS_COUNTER,
+        chrono::TimeDelta::hours(1),
+    ),
+    (
+        sealpost_messages::store::SENT_HOUR_COUNTER,
+        chrono::TimeDelta::hours(1),
+    ),
+    (
+        sealpost_messages::store::SENT_DAY_COUNTER,
+        chrono::TimeDelta::days(1),
+    ),
+];
+/// Counters not listed above are kept this long after their window starts.
+const LONGEST_USAGE_WINDOW: chrono::TimeDelta = chrono::TimeDelta::days(31);
+
 /// What [`Sweeps::run_once`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pass {
@@ -28,6 +51,7 @@ pub enum Pass {
 /// Every domain's sweep, run in one pass.
 pub struct Sweeps {
     store: PgStore,
+    clock: std::sync::Arc<dyn sealpost_kernel::Clock>,
     accounts: Accounts,
     billing: Billing,
     devices: Devices,
@@ -41,6 +65,7 @@ impl Sweeps {
     pub fn new(services: &Services) -> Self {
         Self {
             store: services.store.clone(),
+            clock: services.clock.clone(),
             accounts: services.accounts.clone(),
             billing: services.billing.clone(),
             devices: services.devices.clone(),
@@ -110,6 +135,19 @@ impl Sweeps {
         match self.mailbox.sweep().await {
             Ok((expired, blobs)) => tracing::info!(expired, blobs, "swept expired mail and blobs"),
             Err(error) => tracing::warn!(%error, "mail sweep failed"),
+        }
+        // Growth: outbox rows both consumers passed, usage windows that ended.
+        match self.store.prune_outbox().await {
+            Ok(pruned) => tracing::info!(pruned, "pruned delivered outbox events"),
+            Err(error) => tracing::warn!(%error, "outbox pruning failed"),
+        }
+        match self
+            .store
+            .prune_usage_windows(self.clock.now(), &USAGE_WINDOWS, LONGEST_USAGE_WINDOW)
+            .await
+        {
+            Ok(pruned) => tracing::info!(pruned, "pruned ended usage windows"),
+            Err(error) => tracing::warn!(%error, "usage window pruning failed"),
         }
         match self.blob_recovery.run().await {
             Ok(recovered) => tracing::info!(

@@ -53,10 +53,29 @@ pub struct Services {
     _instance_lock: Arc<InstanceLock>,
 }
 
+/// The server keys (`SEALPOST_SERVER_KEY`), which the API and the jobs
+/// cannot run without: sign-in challenges are derived under them and webhook
+/// secrets sealed.
+///
+/// # Errors
+/// When `SEALPOST_SERVER_KEY` is unset, with a message that says what to do.
+pub fn server_keys(config: &Config) -> anyhow::Result<sealpost_seal::ServerKeys> {
+    config.server_keys.clone().context(
+        "SEALPOST_SERVER_KEY is unset: set it to 32 random bytes as base64url \
+         (for example the output of `openssl rand 32 | basenc --base64url | tr -d =`), \
+         keep it outside the database, and give every API and jobs process the same one \
+         (docs/configuration.md)",
+    )
+}
+
 impl Services {
     /// Connects to the database (already migrated) and the blob directory,
     /// builds the services and takes this process's ingest instance lock.
+    ///
+    /// # Errors
+    /// Also when `SEALPOST_SERVER_KEY` is unset ([`server_keys`]).
     pub async fn from_config(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Services> {
+        let keys = server_keys(config)?;
         let store = PgStore::connect(&config.database_url, POOL_SIZE)
             .context("connecting to the database")?;
         store.ping().await.context("reaching the database")?;
@@ -77,7 +96,7 @@ impl Services {
             .await
             .context("taking the ingest instance lock")?;
         Ok(Services {
-            accounts: Accounts::new(Arc::new(store.clone()), clock.clone()),
+            accounts: Accounts::new(Arc::new(store.clone()), clock.clone(), keys.clone()),
             devices: Devices::new(Arc::new(store.clone()), clock.clone()),
             addresses: Addresses::new(
                 Arc::new(store.clone()),
@@ -88,7 +107,7 @@ impl Services {
             mailbox: Mailbox::new(Arc::new(store.clone()), blobs.clone(), clock.clone()),
             blob_recovery: ingest.recovery(),
             ingest,
-            webhooks: Webhooks::new(Arc::new(store.clone()), clock.clone()),
+            webhooks: Webhooks::new(Arc::new(store.clone()), clock.clone(), keys),
             subscriptions: Subscriptions::new(Arc::new(store.clone()), clock.clone()),
             billing: billing(&store, config, &clock)?,
             outbox: outbox(&store, config, &clock)?,

@@ -12,6 +12,10 @@ pub enum DeviceError {
     IdTaken,
     #[error("too many failed code lookups; retry in {retry_after_seconds} seconds")]
     TooManyLookups { retry_after_seconds: u64 },
+    #[error(
+        "too many pairing sessions open from this address; retry in {retry_after_seconds} seconds"
+    )]
+    TooManyPairings { retry_after_seconds: u64 },
     #[error(transparent)]
     Limit(#[from] LimitError),
     #[error("{field}: {reason}")]

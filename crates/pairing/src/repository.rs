@@ -42,11 +42,38 @@ pub enum WriteOutcome {
     Stale,
 }
 
+/// What [`DeviceRepository::insert_pairing`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairingInsert {
+    Inserted,
+    /// The code collides with a live session's: draw another.
+    CodeTaken,
+    /// The client address already holds its live sessions.
+    TooMany,
+}
+
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait DeviceRepository: Send + Sync {
-    /// Inserts the session; `false` when its code collides with a live session's.
-    async fn insert_pairing(&self, session: PairingSession) -> Result<bool, StoreError>;
+    /// Inserts the session opened from `source` (a hash of the client
+    /// address) unless that source holds `max` unclaimed sessions polled
+    /// after `live_since`, or its code collides with a live session's.
+    /// Counted and inserted under one lock per source.
+    async fn insert_pairing(
+        &self,
+        session: PairingSession,
+        source: String,
+        max: u32,
+        live_since: Timestamp,
+    ) -> Result<PairingInsert, StoreError>;
+    /// The session of the token, its last poll set to `now`, unless it is
+    /// unclaimed and was last polled at or before `live_since` (gone).
+    async fn poll_pairing(
+        &self,
+        token_hash: [u8; 32],
+        now: Timestamp,
+        live_since: Timestamp,
+    ) -> Result<Option<PairingSession>, StoreError>;
     async fn pairing_by_token(
         &self,
         token_hash: [u8; 32],
@@ -55,23 +82,39 @@ pub trait DeviceRepository: Send + Sync {
         &self,
         id: &PairingSessionId,
     ) -> Result<Option<PairingSession>, StoreError>;
-    /// Only sessions nobody claimed yet.
-    async fn live_pairing_by_code(&self, code: &str) -> Result<Option<PairingSession>, StoreError>;
-    async fn mark_detected(&self, id: &PairingSessionId, by: &AccountId) -> Result<(), StoreError>;
+    /// Only sessions nobody claimed yet, polled after `live_since`.
+    async fn live_pairing_by_code(
+        &self,
+        code: &str,
+        live_since: Timestamp,
+    ) -> Result<Option<PairingSession>, StoreError>;
+    /// Marks the session detected by `by` while it is unclaimed and no other
+    /// account detected it; `false` otherwise.
+    async fn mark_detected(
+        &self,
+        id: &PairingSessionId,
+        by: &AccountId,
+    ) -> Result<bool, StoreError>;
     /// Deletes the session if it is still unclaimed; `false` otherwise.
     async fn delete_unclaimed_pairing(&self, id: &PairingSessionId) -> Result<bool, StoreError>;
     /// Removes and returns the waiting credential (first poll after the claim).
     async fn take_handoff(&self, id: &PairingSessionId) -> Result<Option<SealedBox>, StoreError>;
-    async fn lookup_failures(
-        &self,
-        key: &str,
-        since: Timestamp,
-    ) -> Result<Vec<Timestamp>, StoreError>;
-    async fn record_lookup_failure(
+    /// Atomically (one lock per key): when every key has fewer than `limit`
+    /// failures after `since`, records one failure at `at` for each and
+    /// answers `None` (the lookup may go ahead; [`release_lookup`] takes the
+    /// failure back when it succeeds); otherwise records nothing and answers
+    /// the failures of the first key at its limit.
+    ///
+    /// [`release_lookup`]: DeviceRepository::release_lookup
+    async fn reserve_lookup(
         &self,
         keys: Vec<String>,
         at: Timestamp,
-    ) -> Result<(), StoreError>;
+        since: Timestamp,
+        limit: u32,
+    ) -> Result<Option<Vec<Timestamp>>, StoreError>;
+    /// Removes one failure at `at` for each key (a lookup that succeeded).
+    async fn release_lookup(&self, keys: Vec<String>, at: Timestamp) -> Result<(), StoreError>;
     async fn claim(&self, claim: Claim) -> Result<ClaimOutcome, StoreError>;
 
     async fn devices(
@@ -134,10 +177,13 @@ pub trait DeviceRepository: Send + Sync {
         before: Timestamp,
         records: Records,
     ) -> Result<bool, StoreError>;
-    /// Removes unclaimed sessions created before `created_before` and lookup failures before `failures_before`.
+    /// Removes unclaimed sessions (never claimed ones) created before
+    /// `created_before` or last polled before `polled_before`, and lookup
+    /// failures before `failures_before`.
     async fn sweep_pairing(
         &self,
         created_before: Timestamp,
+        polled_before: Timestamp,
         failures_before: Timestamp,
     ) -> Result<u64, StoreError>;
 }

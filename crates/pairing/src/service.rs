@@ -4,7 +4,7 @@ use sealpost_activity::Records;
 use sealpost_kernel::{
     AccountId, Clock, Cursor, DeviceId, Page, PageRequest, PairingSessionId, PlanId,
 };
-use sealpost_seal::{SealedBox, random_token, sha256};
+use sealpost_seal::{SealedBox, b64, random_token, sha256};
 
 use crate::*;
 
@@ -41,12 +41,15 @@ impl Devices {
         Self { repo, clock }
     }
 
-    /// `POST /workers/pairing-session` (device, no auth).
+    /// `POST /workers/pairing-session` (device, no auth), from `client_ip`
+    /// (the limiter's key): at most [`MAX_OPEN_PER_IP`] live unclaimed
+    /// sessions per address.
     pub async fn open_pairing(
         &self,
         platform: Platform,
         device_name: String,
         public_key: [u8; 32],
+        client_ip: &str,
     ) -> Result<OpenedPairing, DeviceError> {
         if device_name.chars().count() > 100 {
             return Err(DeviceError::InvalidField {
@@ -55,6 +58,8 @@ impl Devices {
             });
         }
         let now = self.clock.now();
+        // Only a hash of the address is kept with the session.
+        let source = b64::encode(&sha256(format!("pairing-source:{client_ip}").as_bytes()));
         for _ in 0..CODE_ATTEMPTS {
             let token = random_token();
             let session = PairingSession {
@@ -73,12 +78,29 @@ impl Devices {
                 handoff: None,
             };
             let code = session.code.clone();
-            if self.repo.insert_pairing(session).await? {
-                return Ok(OpenedPairing {
-                    token,
-                    code,
-                    state: PairingState::Waiting,
-                });
+            match self
+                .repo
+                .insert_pairing(
+                    session,
+                    source.clone(),
+                    MAX_OPEN_PER_IP,
+                    now - UNPOLLED_LIFETIME,
+                )
+                .await?
+            {
+                PairingInsert::Inserted => {
+                    return Ok(OpenedPairing {
+                        token,
+                        code,
+                        state: PairingState::Waiting,
+                    });
+                }
+                PairingInsert::TooMany => {
+                    return Err(DeviceError::TooManyPairings {
+                        retry_after_seconds: 60,
+                    });
+                }
+                PairingInsert::CodeTaken => {}
             }
         }
         Err(DeviceError::Store(
@@ -86,11 +108,14 @@ impl Devices {
         ))
     }
 
-    /// `GET /workers/pairing-session/:token`: the credential appears on the first poll after the claim.
+    /// `GET /workers/pairing-session/:token`: the credential appears on the
+    /// first poll after the claim. Each poll keeps an unclaimed session
+    /// alive for [`UNPOLLED_LIFETIME`]; after that it is gone.
     pub async fn poll_pairing(&self, token: &str) -> Result<PairingView, DeviceError> {
+        let now = self.clock.now();
         let session = self
             .repo
-            .pairing_by_token(sha256(token.as_bytes()))
+            .poll_pairing(sha256(token.as_bytes()), now, now - UNPOLLED_LIFETIME)
             .await?
             .ok_or(DeviceError::NotFound)?;
         let mut handed_over = None;
@@ -130,25 +155,42 @@ impl Devices {
         code: &str,
     ) -> Result<PairingSession, DeviceError> {
         let now = self.clock.now();
-        let keys = [format!("account:{account}"), format!("ip:{client_ip}")];
-        for key in &keys {
-            let failures = self.repo.lookup_failures(key, now - LOOKUP_WINDOW).await?;
-            if let Some(retry_after_seconds) = lookup_retry_after(&failures, now) {
-                return Err(DeviceError::TooManyLookups {
-                    retry_after_seconds,
-                });
-            }
+        let keys = vec![format!("account:{account}"), format!("ip:{client_ip}")];
+        // Counted before the lookup, atomically: a burst of lookups cannot
+        // all pass the check before any failure is written. A lookup that
+        // finds its session takes its failure back.
+        if let Some(failures) = self
+            .repo
+            .reserve_lookup(
+                keys.clone(),
+                now,
+                now - LOOKUP_WINDOW,
+                FAILED_LOOKUP_LIMIT as u32,
+            )
+            .await?
+        {
+            return Err(DeviceError::TooManyLookups {
+                retry_after_seconds: lookup_retry_after(&failures, now).unwrap_or(1),
+            });
         }
         let found = if is_code(code) {
-            self.repo.live_pairing_by_code(code).await?
+            self.repo
+                .live_pairing_by_code(code, now - UNPOLLED_LIFETIME)
+                .await?
         } else {
             None
         };
-        let Some(mut session) = found else {
-            self.repo.record_lookup_failure(keys.to_vec(), now).await?;
+        // A session another account detected first is not this one's to
+        // take over: it answers like a wrong code.
+        let Some(mut session) = found.filter(|session| {
+            session.detected_by.is_none() || session.detected_by.as_ref() == Some(account)
+        }) else {
             return Err(DeviceError::NotFound);
         };
-        self.repo.mark_detected(&session.id, account).await?;
+        if !self.repo.mark_detected(&session.id, account).await? {
+            return Err(DeviceError::NotFound);
+        }
+        self.repo.release_lookup(keys, now).await?;
         session.state = PairingState::OperatorDetected;
         session.detected_by = Some(account.clone());
         Ok(session)
@@ -328,7 +370,11 @@ impl Devices {
             }
         }
         self.repo
-            .sweep_pairing(now - UNCLAIMED_LIFETIME, now - LOOKUP_WINDOW)
+            .sweep_pairing(
+                now - UNCLAIMED_LIFETIME,
+                now - UNPOLLED_LIFETIME,
+                now - LOOKUP_WINDOW,
+            )
             .await?;
         Ok(disconnected)
     }

@@ -7,6 +7,11 @@ pub const UNCLAIMED_LIFETIME: TimeDelta = TimeDelta::days(14);
 /// SPEC.md Limits: after ten failed lookups in five minutes, further lookups get 429.
 pub const FAILED_LOOKUP_LIMIT: usize = 10;
 pub const LOOKUP_WINDOW: TimeDelta = TimeDelta::minutes(5);
+/// An unclaimed session whose device stopped polling is gone this long after
+/// its last poll (or its creation): codes of abandoned screens stop working.
+pub const UNPOLLED_LIFETIME: TimeDelta = TimeDelta::minutes(10);
+/// Live unclaimed sessions one client address may hold at once.
+pub const MAX_OPEN_PER_IP: u32 = 20;
 
 string_enum! {
     pub enum PairingState: "pairing state" {

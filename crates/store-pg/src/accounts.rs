@@ -87,7 +87,6 @@ impl SessionRow {
 struct ChallengeRow {
     nonce_hash: Vec<u8>,
     account_id: String,
-    challenge_secret: Vec<u8>,
     expires_at: DateTime<Utc>,
 }
 
@@ -152,7 +151,6 @@ impl AccountRepository for PgStore {
             .values(ChallengeRow {
                 nonce_hash: challenge.nonce_hash.to_vec(),
                 account_id: challenge.account_id.into_string(),
-                challenge_secret: challenge.challenge_secret.to_vec(),
                 expires_at: challenge.expires_at.as_datetime(),
             })
             .execute(&mut conn)
@@ -175,7 +173,6 @@ impl AccountRepository for PgStore {
             Ok(Challenge {
                 nonce_hash: bytes32(row.nonce_hash)?,
                 account_id: AccountId::from_trusted(row.account_id),
-                challenge_secret: bytes32(row.challenge_secret)?,
                 expires_at: row.expires_at.into(),
             })
         })

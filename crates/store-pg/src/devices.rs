@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use diesel::sql_types::{Text, Timestamptz};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_kernel::{
@@ -10,7 +11,7 @@ use sealpost_kernel::{
 };
 use sealpost_pairing::{
     Claim, ClaimOutcome, Device, DeviceKind, DeviceRepository, HandoffKey, KeyBundle,
-    PairingSession, PairingState, Platform, WriteOutcome,
+    PairingInsert, PairingSession, PairingState, Platform, WriteOutcome,
 };
 use sealpost_seal::SealedBox;
 
@@ -189,27 +190,81 @@ pub(crate) async fn device_addresses(
 
 #[async_trait]
 impl DeviceRepository for PgStore {
-    async fn insert_pairing(&self, session: PairingSession) -> Result<bool, StoreError> {
+    async fn insert_pairing(
+        &self,
+        session: PairingSession,
+        source: String,
+        max: u32,
+        live_since: Timestamp,
+    ) -> Result<PairingInsert, StoreError> {
         let mut conn = self.conn().await?;
-        let inserted = diesel::insert_into(pairing_sessions::table)
-            .values((
-                pairing_sessions::id.eq(session.id.as_str()),
-                pairing_sessions::token_hash.eq(session.token_hash.as_slice()),
-                pairing_sessions::code.eq(&session.code),
-                pairing_sessions::state.eq(session.state.as_str()),
-                pairing_sessions::platform.eq(session.platform.as_str()),
-                pairing_sessions::device_name.eq(&session.device_name),
-                pairing_sessions::public_key.eq(session.public_key.as_slice()),
-                pairing_sessions::handoff_key.eq(session.handoff_key.0.as_slice()),
-                pairing_sessions::created_at.eq(session.created_at.as_datetime()),
-            ))
-            .execute(&mut conn)
+        let outcome = conn
+            .transaction(async |conn| {
+                // One opener at a time per source: count and insert together.
+                diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))")
+                    .bind::<Text, _>(&source)
+                    .execute(conn)
+                    .await?;
+                let live: i64 = pairing_sessions::table
+                    .filter(pairing_sessions::opened_from.eq(&source))
+                    .filter(pairing_sessions::claimed_by.is_null())
+                    .filter(pairing_sessions::last_polled_at.gt(live_since.as_datetime()))
+                    .count()
+                    .get_result(conn)
+                    .await?;
+                if live >= i64::from(max) {
+                    return Ok(PairingInsert::TooMany);
+                }
+                diesel::insert_into(pairing_sessions::table)
+                    .values((
+                        pairing_sessions::id.eq(session.id.as_str()),
+                        pairing_sessions::token_hash.eq(session.token_hash.as_slice()),
+                        pairing_sessions::code.eq(&session.code),
+                        pairing_sessions::state.eq(session.state.as_str()),
+                        pairing_sessions::platform.eq(session.platform.as_str()),
+                        pairing_sessions::device_name.eq(&session.device_name),
+                        pairing_sessions::public_key.eq(session.public_key.as_slice()),
+                        pairing_sessions::handoff_key.eq(session.handoff_key.0.as_slice()),
+                        pairing_sessions::created_at.eq(session.created_at.as_datetime()),
+                        pairing_sessions::last_polled_at.eq(session.created_at.as_datetime()),
+                        pairing_sessions::opened_from.eq(&source),
+                    ))
+                    .execute(conn)
+                    .await?;
+                Ok::<_, diesel::result::Error>(PairingInsert::Inserted)
+            })
             .await;
-        match inserted {
-            Ok(_) => Ok(true),
-            Err(error) if is_unique_violation(&error) => Ok(false),
+        match outcome {
+            Ok(outcome) => Ok(outcome),
+            Err(error) if is_unique_violation(&error) => Ok(PairingInsert::CodeTaken),
             Err(error) => Err(db_error(error)),
         }
+    }
+
+    async fn poll_pairing(
+        &self,
+        token_hash: [u8; 32],
+        now: Timestamp,
+        live_since: Timestamp,
+    ) -> Result<Option<PairingSession>, StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::update(
+            pairing_sessions::table
+                .filter(pairing_sessions::token_hash.eq(token_hash.as_slice()))
+                .filter(
+                    pairing_sessions::claimed_by
+                        .is_not_null()
+                        .or(pairing_sessions::last_polled_at.gt(live_since.as_datetime())),
+                ),
+        )
+        .set(pairing_sessions::last_polled_at.eq(now.as_datetime()))
+        .returning(PairingRow::as_returning())
+        .get_result(&mut conn)
+        .await
+        .optional()
+        .map_err(db_error)?
+        .map(PairingRow::into_session)
+        .transpose()
     }
 
     async fn pairing_by_token(
@@ -229,21 +284,36 @@ impl DeviceRepository for PgStore {
             .await
     }
 
-    async fn live_pairing_by_code(&self, code: &str) -> Result<Option<PairingSession>, StoreError> {
+    async fn live_pairing_by_code(
+        &self,
+        code: &str,
+        live_since: Timestamp,
+    ) -> Result<Option<PairingSession>, StoreError> {
         let code = code.to_owned();
         self.pairing_where(|q| {
             q.filter(pairing_sessions::code.eq(code))
                 .filter(pairing_sessions::claimed_by.is_null())
+                .filter(pairing_sessions::last_polled_at.gt(live_since.as_datetime()))
         })
         .await
     }
 
-    async fn mark_detected(&self, id: &PairingSessionId, by: &AccountId) -> Result<(), StoreError> {
+    async fn mark_detected(
+        &self,
+        id: &PairingSessionId,
+        by: &AccountId,
+    ) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
-        diesel::update(
+        // The first account to detect it keeps it.
+        let updated = diesel::update(
             pairing_sessions::table
                 .filter(pairing_sessions::id.eq(id.as_str()))
-                .filter(pairing_sessions::claimed_by.is_null()),
+                .filter(pairing_sessions::claimed_by.is_null())
+                .filter(
+                    pairing_sessions::detected_by
+                        .is_null()
+                        .or(pairing_sessions::detected_by.eq(by.as_str())),
+                ),
         )
         .set((
             pairing_sessions::state.eq(PairingState::OperatorDetected.as_str()),
@@ -251,8 +321,8 @@ impl DeviceRepository for PgStore {
         ))
         .execute(&mut conn)
         .await
-        .map(|_| ())
-        .map_err(db_error)
+        .map_err(db_error)?;
+        Ok(updated > 0)
     }
 
     async fn delete_unclaimed_pairing(&self, id: &PairingSessionId) -> Result<bool, StoreError> {
@@ -295,43 +365,68 @@ impl DeviceRepository for PgStore {
         handoff.map(box_from_json).transpose()
     }
 
-    async fn lookup_failures(
+    async fn reserve_lookup(
         &self,
-        key: &str,
+        mut keys: Vec<String>,
+        at: Timestamp,
         since: Timestamp,
-    ) -> Result<Vec<Timestamp>, StoreError> {
+        limit: u32,
+    ) -> Result<Option<Vec<Timestamp>>, StoreError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<DateTime<Utc>> = pairing_lookup_failures::table
-            .filter(pairing_lookup_failures::key.eq(key))
-            .filter(pairing_lookup_failures::at.gt(since.as_datetime()))
-            .select(pairing_lookup_failures::at)
-            .load(&mut conn)
-            .await
-            .map_err(db_error)?;
-        Ok(rows.into_iter().map(Into::into).collect())
+        conn.transaction(async |conn| {
+            // Locks in one order, so two lookups never wait on each other in a cycle.
+            let mut ordered = keys.clone();
+            ordered.sort();
+            for key in &ordered {
+                diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 11))")
+                    .bind::<Text, _>(key)
+                    .execute(conn)
+                    .await?;
+            }
+            for key in &keys {
+                let failures: Vec<DateTime<Utc>> = pairing_lookup_failures::table
+                    .filter(pairing_lookup_failures::key.eq(key))
+                    .filter(pairing_lookup_failures::at.gt(since.as_datetime()))
+                    .select(pairing_lookup_failures::at)
+                    .load(conn)
+                    .await?;
+                if failures.len() >= limit as usize {
+                    return Ok(Some(failures.into_iter().map(Into::into).collect()));
+                }
+            }
+            let rows: Vec<_> = keys
+                .drain(..)
+                .map(|key| {
+                    (
+                        pairing_lookup_failures::key.eq(key),
+                        pairing_lookup_failures::at.eq(at.as_datetime()),
+                    )
+                })
+                .collect();
+            diesel::insert_into(pairing_lookup_failures::table)
+                .values(rows)
+                .execute(conn)
+                .await?;
+            Ok::<_, diesel::result::Error>(None)
+        })
+        .await
+        .map_err(db_error)
     }
 
-    async fn record_lookup_failure(
-        &self,
-        keys: Vec<String>,
-        at: Timestamp,
-    ) -> Result<(), StoreError> {
+    async fn release_lookup(&self, keys: Vec<String>, at: Timestamp) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<_> = keys
-            .iter()
-            .map(|key| {
-                (
-                    pairing_lookup_failures::key.eq(key.as_str()),
-                    pairing_lookup_failures::at.eq(at.as_datetime()),
-                )
-            })
-            .collect();
-        diesel::insert_into(pairing_lookup_failures::table)
-            .values(rows)
+        for key in keys {
+            diesel::sql_query(
+                "DELETE FROM pairing_lookup_failures WHERE ctid IN \
+                 (SELECT ctid FROM pairing_lookup_failures WHERE key = $1 AND at = $2 LIMIT 1)",
+            )
+            .bind::<Text, _>(key)
+            .bind::<Timestamptz, _>(at.as_datetime())
             .execute(&mut conn)
             .await
-            .map(|_| ())
-            .map_err(db_error)
+            .map_err(db_error)?;
+        }
+        Ok(())
     }
 
     async fn claim(&self, claim: Claim) -> Result<ClaimOutcome, StoreError> {
@@ -645,12 +740,20 @@ impl DeviceRepository for PgStore {
     async fn sweep_pairing(
         &self,
         created_before: Timestamp,
+        polled_before: Timestamp,
         failures_before: Timestamp,
     ) -> Result<u64, StoreError> {
         let mut conn = self.conn().await?;
+        // Claimed sessions stay: their device may not have fetched its
+        // credential yet.
         let sessions = diesel::delete(
             pairing_sessions::table
-                .filter(pairing_sessions::created_at.lt(created_before.as_datetime())),
+                .filter(pairing_sessions::claimed_by.is_null())
+                .filter(
+                    pairing_sessions::created_at
+                        .lt(created_before.as_datetime())
+                        .or(pairing_sessions::last_polled_at.lt(polled_before.as_datetime())),
+                ),
         )
         .execute(&mut conn)
         .await

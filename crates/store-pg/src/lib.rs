@@ -15,6 +15,7 @@ mod jobs;
 mod messages;
 mod notifications;
 mod notify;
+mod pruning;
 mod push;
 mod records;
 mod schema;

@@ -26,7 +26,6 @@ diesel::table! {
     auth_challenges (nonce_hash) {
         nonce_hash -> Bytea,
         account_id -> Text,
-        challenge_secret -> Bytea,
         expires_at -> Timestamptz,
     }
 }
@@ -99,6 +98,8 @@ diesel::table! {
         claimed_by -> Nullable<Text>,
         worker_id -> Nullable<Text>,
         handoff -> Nullable<Jsonb>,
+        last_polled_at -> Timestamptz,
+        opened_from -> Nullable<Text>,
     }
 }
 
@@ -231,7 +232,8 @@ diesel::table! {
         url -> Text,
         events -> Jsonb,
         meta -> Nullable<Jsonb>,
-        secret -> Text,
+        secret -> Nullable<Text>,
+        secret_sealed -> Nullable<Bytea>,
         active -> Bool,
         disabled_reason -> Nullable<Text>,
         active_since -> Timestamptz,

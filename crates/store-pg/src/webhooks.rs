@@ -15,10 +15,11 @@ use sealpost_kernel::{
 use sealpost_webhooks::delivery::{
     Delivery, DeliveryStatus, FAILING_IN_FLIGHT, HEALTHY_IN_FLIGHT, HealthWrite,
 };
-use sealpost_webhooks::endpoint::{DisabledReason, EndpointHealth, EndpointStatus};
+use sealpost_webhooks::endpoint::{DisabledReason, EndpointHealth, EndpointStatus, StoredSecret};
 use sealpost_webhooks::events::EventFilter;
 use sealpost_webhooks::service::{
-    AttemptRecord, CreateOutcome, DueDelivery, Endpoint, FanOutRule, WebhookRepository,
+    AttemptRecord, CreateOutcome, DueDelivery, Endpoint, EndpointChange, FanOutRule,
+    WebhookRepository,
 };
 
 use crate::records::{box_from_json, box_to_json, id_retired, retire_id};
@@ -35,13 +36,34 @@ struct EndpointRow {
     url: String,
     events: serde_json::Value,
     meta: Option<serde_json::Value>,
-    secret: String,
+    secret: Option<String>,
+    secret_sealed: Option<Vec<u8>>,
     active: bool,
     disabled_reason: Option<String>,
     active_since: DateTime<Utc>,
     failing_since: Option<DateTime<Utc>>,
     last_success_at: Option<DateTime<Utc>>,
     created_at: DateTime<Utc>,
+}
+
+/// The one of the two secret columns that is set (a CHECK keeps it one).
+fn stored_secret(
+    plain: Option<String>,
+    sealed: Option<Vec<u8>>,
+) -> Result<StoredSecret, StoreError> {
+    match (plain, sealed) {
+        (_, Some(sealed)) => Ok(StoredSecret::Sealed(sealed)),
+        (Some(plain), None) => Ok(StoredSecret::Plain(plain)),
+        (None, None) => Err(StoreError::Failed("a webhook row without a secret".into())),
+    }
+}
+
+/// The two secret columns of a stored secret.
+fn secret_columns(secret: &StoredSecret) -> (Option<&str>, Option<&[u8]>) {
+    match secret {
+        StoredSecret::Sealed(sealed) => (None, Some(sealed.as_slice())),
+        StoredSecret::Plain(plain) => (Some(plain.as_str()), None),
+    }
 }
 
 impl EndpointRow {
@@ -58,7 +80,7 @@ impl EndpointRow {
             url: self.url,
             events: EventFilter::parse(&names).map_err(StoreError::failed)?,
             meta: self.meta.map(box_from_json).transpose()?,
-            secret: self.secret,
+            secret: stored_secret(self.secret, self.secret_sealed)?,
             status: EndpointStatus::from_parts(self.active, reason),
             active_since: self.active_since.into(),
             health: EndpointHealth {
@@ -219,7 +241,8 @@ impl WebhookRepository for PgStore {
                     webhooks::url.eq(&endpoint.url),
                     webhooks::events.eq(serde_json::json!(endpoint.events.to_strings())),
                     webhooks::meta.eq(endpoint.meta.as_ref().map(box_to_json)),
-                    webhooks::secret.eq(&endpoint.secret),
+                    webhooks::secret.eq(secret_columns(&endpoint.secret).0),
+                    webhooks::secret_sealed.eq(secret_columns(&endpoint.secret).1),
                     webhooks::active.eq(endpoint.status.is_active()),
                     webhooks::disabled_reason
                         .eq(endpoint.status.disabled_reason().map(|r| r.as_str())),
@@ -262,23 +285,142 @@ impl WebhookRepository for PgStore {
             .transpose()
     }
 
-    async fn save_endpoint(&self, endpoint: Endpoint) -> Result<bool, StoreError> {
+    async fn update_endpoint(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+        change: EndpointChange,
+    ) -> Result<Option<Endpoint>, StoreError> {
         let mut conn = self.conn().await?;
+        let target = webhooks::table
+            .filter(webhooks::id.eq(id.as_str()))
+            .filter(webhooks::account_id.eq(account.as_str()));
+        let status = change.status.as_ref();
+        // Only the columns the change sets: a `None` leaves its column out.
+        let columns = (
+            change.url.as_ref().map(|url| webhooks::url.eq(url)),
+            change
+                .events
+                .as_ref()
+                .map(|events| webhooks::events.eq(serde_json::json!(events.to_strings()))),
+            change
+                .meta
+                .as_ref()
+                .map(|meta| webhooks::meta.eq(Some(box_to_json(meta)))),
+            status.map(|(status, _, _)| webhooks::active.eq(status.is_active())),
+            status.map(|(status, _, _)| {
+                webhooks::disabled_reason.eq(status.disabled_reason().map(|r| r.as_str()))
+            }),
+            status.map(|(_, health, _)| {
+                webhooks::failing_since.eq(health.failing_since.map(|t| t.as_datetime()))
+            }),
+            status.map(|(_, health, _)| {
+                webhooks::last_success_at.eq(health.last_success_at.map(|t| t.as_datetime()))
+            }),
+            status
+                .and_then(|(_, _, since)| *since)
+                .map(|since| webhooks::active_since.eq(since.as_datetime())),
+        );
+        let nothing = change == EndpointChange::default();
+        let row = if nothing {
+            target
+                .select(EndpointRow::as_select())
+                .first(&mut conn)
+                .await
+                .optional()
+        } else {
+            diesel::update(target)
+                .set(columns)
+                .returning(EndpointRow::as_returning())
+                .get_result(&mut conn)
+                .await
+                .optional()
+        }
+        .map_err(db_error)?;
+        row.map(EndpointRow::into_endpoint).transpose()
+    }
+
+    async fn set_secret(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+        secret: StoredSecret,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let (plain, sealed) = secret_columns(&secret);
         let updated = diesel::update(
             webhooks::table
-                .filter(webhooks::id.eq(endpoint.id.as_str()))
-                .filter(webhooks::account_id.eq(endpoint.account.as_str())),
+                .filter(webhooks::id.eq(id.as_str()))
+                .filter(webhooks::account_id.eq(account.as_str())),
         )
         .set((
-            webhooks::url.eq(&endpoint.url),
-            webhooks::events.eq(serde_json::json!(endpoint.events.to_strings())),
-            webhooks::meta.eq(endpoint.meta.as_ref().map(box_to_json)),
-            webhooks::secret.eq(&endpoint.secret),
-            webhooks::active.eq(endpoint.status.is_active()),
-            webhooks::disabled_reason.eq(endpoint.status.disabled_reason().map(|r| r.as_str())),
-            webhooks::active_since.eq(endpoint.active_since.as_datetime()),
-            webhooks::failing_since.eq(endpoint.health.failing_since.map(|t| t.as_datetime())),
-            webhooks::last_success_at.eq(endpoint.health.last_success_at.map(|t| t.as_datetime())),
+            webhooks::secret.eq(plain),
+            webhooks::secret_sealed.eq(sealed),
+        ))
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(updated > 0)
+    }
+
+    async fn secrets_to_seal(
+        &self,
+        current_key: &str,
+        after: Option<WebhookId>,
+        limit: i64,
+    ) -> Result<Vec<(WebhookId, StoredSecret)>, StoreError> {
+        #[derive(QueryableByName)]
+        struct SecretRow {
+            #[diesel(sql_type = Text)]
+            id: String,
+            #[diesel(sql_type = Nullable<Text>)]
+            secret: Option<String>,
+            #[diesel(sql_type = Nullable<diesel::sql_types::Bytea>)]
+            secret_sealed: Option<Vec<u8>>,
+        }
+        let mut conn = self.conn().await?;
+        // Bytes 2 to 5 of a sealed value are its key's id.
+        let rows: Vec<SecretRow> = diesel::sql_query(
+            "SELECT id, secret, secret_sealed FROM webhooks \
+             WHERE (secret IS NOT NULL \
+                    OR encode(substring(secret_sealed FROM 2 FOR 4), 'hex') <> $1) \
+               AND id > $2 \
+             ORDER BY id LIMIT $3",
+        )
+        .bind::<Text, _>(current_key)
+        .bind::<Text, _>(after.as_ref().map_or("", WebhookId::as_str))
+        .bind::<BigInt, _>(limit)
+        .load(&mut conn)
+        .await
+        .map_err(db_error)?;
+        rows.into_iter()
+            .map(|row| {
+                Ok((
+                    WebhookId::from_trusted(row.id),
+                    stored_secret(row.secret, row.secret_sealed)?,
+                ))
+            })
+            .collect()
+    }
+
+    async fn replace_secret(
+        &self,
+        id: &WebhookId,
+        old: StoredSecret,
+        new: StoredSecret,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let (old_plain, old_sealed) = secret_columns(&old);
+        let (plain, sealed) = secret_columns(&new);
+        let updated = diesel::update(
+            webhooks::table
+                .filter(webhooks::id.eq(id.as_str()))
+                .filter(webhooks::secret.is_not_distinct_from(old_plain))
+                .filter(webhooks::secret_sealed.is_not_distinct_from(old_sealed)),
+        )
+        .set((
+            webhooks::secret.eq(plain),
+            webhooks::secret_sealed.eq(sealed),
         ))
         .execute(&mut conn)
         .await
@@ -322,21 +464,37 @@ impl WebhookRepository for PgStore {
             .map_err(db_error)
     }
 
-    async fn manual_sends_since(
+    async fn insert_manual_delivery(
         &self,
         account: &AccountId,
+        delivery: Delivery,
         since: Timestamp,
+        limit: u64,
     ) -> Result<u64, StoreError> {
         let mut conn = self.conn().await?;
-        let count: i64 = webhook_deliveries::table
-            .filter(webhook_deliveries::account_id.eq(account.as_str()))
-            .filter(webhook_deliveries::manual.eq(true))
-            .filter(webhook_deliveries::created_at.ge(since.as_datetime()))
-            .count()
-            .get_result(&mut conn)
-            .await
-            .map_err(db_error)?;
-        Ok(count.max(0) as u64)
+        conn.transaction(async |conn| {
+            // One manual send at a time per account: count and insert together.
+            accounts::table
+                .find(account.as_str())
+                .select(accounts::id)
+                .for_update()
+                .first::<String>(conn)
+                .await?;
+            let count: i64 = webhook_deliveries::table
+                .filter(webhook_deliveries::account_id.eq(account.as_str()))
+                .filter(webhook_deliveries::manual.eq(true))
+                .filter(webhook_deliveries::created_at.ge(since.as_datetime()))
+                .count()
+                .get_result(conn)
+                .await?;
+            let used = count.max(0) as u64;
+            if used < limit {
+                insert_delivery_row(conn, account, &delivery, true).await?;
+            }
+            Ok::<_, diesel::result::Error>(used)
+        })
+        .await
+        .map_err(db_error)
     }
 
     async fn deliveries(

@@ -5,7 +5,9 @@
 use chrono::TimeDelta;
 use sealpost_kernel::{Timestamp, string_enum};
 use sealpost_plans::Plan;
-use sealpost_seal::{BoxShapeError, SealedBox, b64, check_box, random_bytes};
+use sealpost_seal::{
+    AtRestError, BoxShapeError, SealedBox, ServerKeys, b64, check_box, random_bytes,
+};
 
 /// SPEC.md Limits: 10 webhooks per account.
 pub const MAX_ENDPOINTS_PER_ACCOUNT: u32 = 10;
@@ -89,6 +91,61 @@ pub fn check_meta(meta: &serde_json::Value) -> Result<SealedBox, BoxShapeError> 
 #[must_use]
 pub fn generate_secret() -> String {
     format!("{SECRET_PREFIX}{}", b64::encode(&random_bytes::<32>()))
+}
+
+/// The purpose signing secrets are sealed for (`ServerKeys::seal`).
+pub const SECRET_PURPOSE: &str = "webhook-secret";
+
+/// A signing secret as the store holds it.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoredSecret {
+    /// Sealed under a server key for [`SECRET_PURPOSE`].
+    Sealed(Vec<u8>),
+    /// A row written before secrets were sealed, until the start-up pass
+    /// ([`Webhooks::seal_secrets`](crate::service::Webhooks::seal_secrets))
+    /// seals it.
+    Plain(String),
+}
+
+impl StoredSecret {
+    /// `secret` sealed under the current server key.
+    #[must_use]
+    pub fn seal(keys: &ServerKeys, secret: &str) -> Self {
+        Self::Sealed(keys.seal(SECRET_PURPOSE, secret.as_bytes()))
+    }
+
+    /// The secret itself.
+    ///
+    /// # Errors
+    /// When it was sealed under a key no longer configured, or changed.
+    pub fn open(&self, keys: &ServerKeys) -> Result<String, AtRestError> {
+        match self {
+            Self::Plain(secret) => Ok(secret.clone()),
+            Self::Sealed(sealed) => {
+                let bytes = keys.open(SECRET_PURPOSE, sealed)?;
+                String::from_utf8(bytes.to_vec()).map_err(|_| AtRestError::Malformed)
+            }
+        }
+    }
+
+    /// Whether it should be sealed (again) under the current key.
+    #[must_use]
+    pub fn needs_seal(&self, keys: &ServerKeys) -> bool {
+        match self {
+            Self::Plain(_) => true,
+            Self::Sealed(sealed) => keys.needs_reseal(sealed),
+        }
+    }
+}
+
+// Never printed: a plaintext row would otherwise reach logs.
+impl std::fmt::Debug for StoredSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Sealed(_) => "StoredSecret::Sealed(..)",
+            Self::Plain(_) => "StoredSecret::Plain(..)",
+        })
+    }
 }
 
 string_enum! {

@@ -16,9 +16,7 @@
 
 pub mod delivery;
 pub mod endpoint;
-mod error;
 pub mod events;
-mod repository;
 pub mod service;
 pub mod url;
 
@@ -30,7 +28,7 @@ pub use delivery::{
 };
 pub use endpoint::{
     DisabledReason, EndpointError, EndpointHealth, EndpointStatus, HourlyAllowance,
-    MAX_ENDPOINTS_PER_ACCOUNT, check_can_create, generate_secret,
+    MAX_ENDPOINTS_PER_ACCOUNT, SECRET_PURPOSE, StoredSecret, check_can_create, generate_secret,
 };
 pub use events::{EventFilter, EventFilterError, EventType};
 pub use sealpost_signature::{SignatureError, sign, verify};

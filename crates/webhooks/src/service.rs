@@ -6,31 +6,226 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use chrono::TimeDelta;
 use sealpost_activity::Event;
 use sealpost_kernel::{
-    AccountId, Clock, Cursor, DeliveryId, Page, PageRequest, PlanId, StoreError, WebhookId,
+    AccountId, Clock, Cursor, DeliveryId, Page, PageRequest, PlanId, StoreError, Timestamp,
+    WebhookId,
 };
 use sealpost_plans::plan;
-use sealpost_seal::SealedBox;
+use sealpost_seal::{SealedBox, ServerKeys};
 
 use crate::delivery::{
-    Delivery, DeliveryStatus, WebhookEvent, after_attempt, creates_delivery, on_plan_change,
+    AttemptOutcome, Delivery, DeliveryStatus, WebhookEvent, after_attempt, creates_delivery,
+    on_plan_change,
 };
 use crate::endpoint::{
-    EndpointError, EndpointHealth, EndpointStatus, HourlyAllowance, MAX_ENDPOINTS_PER_ACCOUNT,
-    check_can_create, check_can_send, check_plan, generate_secret,
+    EndpointError, EndpointHealth, EndpointStatus, HourlyAllowance, MANUAL_SENDS_PER_HOUR,
+    MAX_ENDPOINTS_PER_ACCOUNT, StoredSecret, check_can_create, check_can_send, check_plan,
+    generate_secret,
 };
 use crate::events::EventFilter;
 use crate::url::WebhookUrl;
-
-pub use crate::error::WebhookError;
-pub use crate::repository::*;
 
 /// The delivery log is kept 30 days (SPEC.md Limits).
 pub const DELIVERY_LOG_RETENTION: TimeDelta = TimeDelta::days(30);
 /// How long a sender holds a claimed delivery; after a crash another takes it.
 pub const LEASE: TimeDelta = TimeDelta::seconds(60);
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Endpoint {
+    pub id: WebhookId,
+    pub account: AccountId,
+    pub url: String,
+    pub events: EventFilter,
+    pub meta: Option<SealedBox>,
+    /// `whsec_...`, sealed under the server key; shown on creation and
+    /// rotation only.
+    pub secret: StoredSecret,
+    pub status: EndpointStatus,
+    /// Events created before this were made while it was off (or before it existed).
+    pub active_since: Timestamp,
+    pub health: EndpointHealth,
+    pub created_at: Timestamp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreateOutcome {
+    Created,
+    IdTaken,
+    LimitReached,
+}
+
+/// A claimed delivery with what the attempt needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DueDelivery {
+    pub delivery: Delivery,
+    pub endpoint: Endpoint,
+    pub plan: PlanId,
+}
+
+/// A finished attempt (or a delivery failed without one), to be written
+/// back: the delivery's new state, its endpoint's failure record, and when
+/// `disable` is set the endpoint switched off with its other pending
+/// deliveries failed with that error.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttemptRecord {
+    pub delivery: Delivery,
+    pub account: AccountId,
+    pub health: EndpointHealth,
+    pub disable: Option<String>,
+}
+
+/// Decides the deliveries one event creates, given the account's endpoints.
+pub type FanOutRule = dyn Fn(&Event, &[Endpoint], PlanId) -> Vec<Delivery> + Send + Sync;
+
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait WebhookRepository: Send + Sync {
+    /// Inserts unless the id was ever used or the account holds `max` endpoints.
+    async fn create_endpoint(
+        &self,
+        endpoint: Endpoint,
+        max: u32,
+    ) -> Result<CreateOutcome, StoreError>;
+    async fn endpoints(&self, account: &AccountId) -> Result<Vec<Endpoint>, StoreError>;
+    async fn endpoint(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+    ) -> Result<Option<Endpoint>, StoreError>;
+    /// Writes only what `change` sets and answers the row as it then is;
+    /// `None` when no such endpoint of the account. A column the change
+    /// leaves alone keeps whatever a concurrent writer put there.
+    async fn update_endpoint(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+        change: EndpointChange,
+    ) -> Result<Option<Endpoint>, StoreError>;
+    /// Writes only the secret; false when no such endpoint of the account.
+    async fn set_secret(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+        secret: StoredSecret,
+    ) -> Result<bool, StoreError>;
+    /// Up to `limit` endpoints after `after` (by id) whose secret is plain
+    /// or sealed under a key other than `current_key` (its hex id).
+    async fn secrets_to_seal(
+        &self,
+        current_key: &str,
+        after: Option<WebhookId>,
+        limit: i64,
+    ) -> Result<Vec<(WebhookId, StoredSecret)>, StoreError>;
+    /// Replaces the secret only while it is still `old`.
+    async fn replace_secret(
+        &self,
+        id: &WebhookId,
+        old: StoredSecret,
+        new: StoredSecret,
+    ) -> Result<bool, StoreError>;
+    /// Deletes it and its delivery log; its id is never used again.
+    async fn delete_endpoint(
+        &self,
+        account: &AccountId,
+        id: &WebhookId,
+        at: Timestamp,
+    ) -> Result<bool, StoreError>;
+    async fn insert_delivery(
+        &self,
+        account: &AccountId,
+        delivery: Delivery,
+        manual: bool,
+    ) -> Result<(), StoreError>;
+    /// Counts the account's manual sends (tests and redeliveries) since
+    /// `since` and, when fewer than `limit`, inserts `delivery` as one: under
+    /// the account's row lock, so a burst cannot pass the count together.
+    /// Answers the count before the insert.
+    async fn insert_manual_delivery(
+        &self,
+        account: &AccountId,
+        delivery: Delivery,
+        since: Timestamp,
+        limit: u64,
+    ) -> Result<u64, StoreError>;
+    async fn deliveries(
+        &self,
+        account: &AccountId,
+        webhook: &WebhookId,
+        status: Option<DeliveryStatus>,
+        page: &PageRequest,
+    ) -> Result<Vec<Delivery>, StoreError>;
+    async fn delivery(
+        &self,
+        account: &AccountId,
+        webhook: &WebhookId,
+        id: &DeliveryId,
+    ) -> Result<Option<Delivery>, StoreError>;
+
+    /// Takes up to `limit` events not fanned out yet, applies `rule` to each
+    /// with its account's endpoints and plan, stores the deliveries and marks
+    /// the events done, in one transaction. Returns how many events.
+    async fn fan_out(&self, limit: i64, rule: &FanOutRule) -> Result<usize, StoreError>;
+    /// Leases up to `limit` pending deliveries due at `now` until
+    /// `lease_until`, at most [`in_flight_cap`](crate::delivery::in_flight_cap)
+    /// leased per endpoint at once; endpoints at their cap are skipped, so
+    /// the others' due deliveries fill the free slots.
+    async fn claim_due(
+        &self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<DueDelivery>, StoreError>;
+    /// Writes attempts' results (and their leases off), their endpoints'
+    /// failure records (in order, as [`HealthWrite::merge`]), and for each
+    /// with `disable` the endpoint off with its other pending deliveries
+    /// failed with that error: all in one transaction.
+    ///
+    /// [`HealthWrite::merge`]: crate::delivery::HealthWrite::merge
+    async fn record_attempts(&self, records: &[AttemptRecord]) -> Result<(), StoreError>;
+    async fn delete_deliveries_before(&self, before: Timestamp) -> Result<u64, StoreError>;
+}
+
+/// Sends one attempt over HTTPS.
+#[async_trait]
+pub trait WebhookTransport: Send + Sync {
+    async fn send(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: String,
+    ) -> AttemptOutcome;
+}
+
+/// Tells the account an endpoint was switched off for failing (push, when on).
+#[async_trait]
+pub trait WebhookAlerts: Send + Sync {
+    async fn webhook_disabled(&self, account: &AccountId, webhook: &WebhookId);
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error(transparent)]
+    Rule(#[from] EndpointError),
+    #[error("this webhook id was used before")]
+    IdTaken,
+    #[error("no such record")]
+    NotFound,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The columns one `PATCH` writes: only those it changes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EndpointChange {
+    pub url: Option<String>,
+    pub events: Option<EventFilter>,
+    pub meta: Option<SealedBox>,
+    /// Status and failure record, and `active_since` when switched back on.
+    pub status: Option<(EndpointStatus, EndpointHealth, Option<Timestamp>)>,
+}
 
 /// What `PATCH /webhook-endpoints/:id` may change.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -41,15 +236,61 @@ pub struct EndpointPatch {
     pub active: Option<bool>,
 }
 
+/// An endpoint and its signing secret in the clear, as creation and
+/// rotation answer it (the only times it is shown).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WithSecret {
+    pub endpoint: Endpoint,
+    pub secret: String,
+}
+
 #[derive(Clone)]
 pub struct Webhooks {
     repo: Arc<dyn WebhookRepository>,
     clock: Arc<dyn Clock>,
+    keys: Arc<ServerKeys>,
 }
 
 impl Webhooks {
-    pub fn new(repo: Arc<dyn WebhookRepository>, clock: Arc<dyn Clock>) -> Self {
-        Self { repo, clock }
+    /// `keys` seal the signing secrets the store keeps.
+    pub fn new(repo: Arc<dyn WebhookRepository>, clock: Arc<dyn Clock>, keys: ServerKeys) -> Self {
+        Self {
+            repo,
+            clock,
+            keys: Arc::new(keys),
+        }
+    }
+
+    /// Seals every secret still stored in the clear (rows from before
+    /// secrets were sealed) or under an older server key, under the current
+    /// one. Run at start-up; returns (sealed, unreadable): an unreadable one
+    /// was sealed under a key no longer configured and needs rotating.
+    pub async fn seal_secrets(&self) -> Result<(u64, u64), StoreError> {
+        const PAGE: i64 = 500;
+        let current = self.keys.current_id();
+        let (mut sealed, mut unreadable) = (0, 0);
+        let mut after = None;
+        loop {
+            let rows = self
+                .repo
+                .secrets_to_seal(&current, after.clone(), PAGE)
+                .await?;
+            let last = rows.len() < usize::try_from(PAGE).unwrap_or(usize::MAX);
+            for (id, old) in rows {
+                after = Some(id.clone());
+                let Ok(secret) = old.open(&self.keys) else {
+                    unreadable += 1;
+                    continue;
+                };
+                let new = StoredSecret::seal(&self.keys, &secret);
+                if self.repo.replace_secret(&id, old, new).await? {
+                    sealed += 1;
+                }
+            }
+            if last {
+                return Ok((sealed, unreadable));
+            }
+        }
     }
 
     pub async fn list(&self, account: &AccountId) -> Result<Vec<Endpoint>, WebhookError> {
@@ -63,7 +304,7 @@ impl Webhooks {
             .ok_or(WebhookError::NotFound)
     }
 
-    /// Creates an endpoint; its secret is in the returned record (shown once).
+    /// Creates an endpoint; its secret is returned beside it (shown once).
     pub async fn create(
         &self,
         account: &AccountId,
@@ -72,17 +313,18 @@ impl Webhooks {
         url: WebhookUrl,
         events: EventFilter,
         meta: Option<SealedBox>,
-    ) -> Result<Endpoint, WebhookError> {
+    ) -> Result<WithSecret, WebhookError> {
         let limits = plan(plan_id);
         check_can_create(limits, 0)?;
         let now = self.clock.now();
+        let secret = generate_secret();
         let endpoint = Endpoint {
             id,
             account: account.clone(),
             url: url.as_str().to_owned(),
             events,
             meta,
-            secret: generate_secret(),
+            secret: StoredSecret::seal(&self.keys, &secret),
             status: EndpointStatus::Active,
             active_since: now,
             health: EndpointHealth::default(),
@@ -93,7 +335,7 @@ impl Webhooks {
             .create_endpoint(endpoint.clone(), MAX_ENDPOINTS_PER_ACCOUNT)
             .await?
         {
-            CreateOutcome::Created => Ok(endpoint),
+            CreateOutcome::Created => Ok(WithSecret { endpoint, secret }),
             CreateOutcome::IdTaken => Err(WebhookError::IdTaken),
             CreateOutcome::LimitReached => Err(EndpointError::LimitReached {
                 limit: MAX_ENDPOINTS_PER_ACCOUNT,
@@ -108,29 +350,23 @@ impl Webhooks {
         id: &WebhookId,
         patch: EndpointPatch,
     ) -> Result<Endpoint, WebhookError> {
-        let mut endpoint = self.get(account, id).await?;
-        if let Some(url) = patch.url {
-            endpoint.url = url.as_str().to_owned();
-        }
-        if let Some(events) = patch.events {
-            endpoint.events = events;
-        }
-        if let Some(meta) = patch.meta {
-            endpoint.meta = Some(meta);
-        }
-        if let Some(active) = patch.active {
+        let endpoint = self.get(account, id).await?;
+        let status = patch.active.map(|active| {
             let was_active = endpoint.status.is_active();
             let (status, health) = EndpointStatus::patch(active, endpoint.health);
-            endpoint.status = status;
-            endpoint.health = health;
-            if active && !was_active {
-                endpoint.active_since = self.clock.now();
-            }
-        }
-        if !self.repo.save_endpoint(endpoint.clone()).await? {
-            return Err(WebhookError::NotFound);
-        }
-        Ok(endpoint)
+            let since = (active && !was_active).then(|| self.clock.now());
+            (status, health, since)
+        });
+        let change = EndpointChange {
+            url: patch.url.map(|url| url.as_str().to_owned()),
+            events: patch.events,
+            meta: patch.meta,
+            status,
+        };
+        self.repo
+            .update_endpoint(account, id, change)
+            .await?
+            .ok_or(WebhookError::NotFound)
     }
 
     pub async fn delete(&self, account: &AccountId, id: &WebhookId) -> Result<(), WebhookError> {
@@ -150,27 +386,44 @@ impl Webhooks {
         &self,
         account: &AccountId,
         id: &WebhookId,
-    ) -> Result<Endpoint, WebhookError> {
+    ) -> Result<WithSecret, WebhookError> {
         let mut endpoint = self.get(account, id).await?;
-        endpoint.secret = generate_secret();
-        if !self.repo.save_endpoint(endpoint.clone()).await? {
+        let secret = generate_secret();
+        endpoint.secret = StoredSecret::seal(&self.keys, &secret);
+        // Only the secret is written: a concurrent change to anything else
+        // (the sender switching the endpoint off) stands.
+        if !self
+            .repo
+            .set_secret(account, id, endpoint.secret.clone())
+            .await?
+        {
             return Err(WebhookError::NotFound);
         }
-        Ok(endpoint)
+        Ok(WithSecret { endpoint, secret })
     }
 
-    async fn check_manual_send(
-        &self,
-        account: &AccountId,
-        plan_id: PlanId,
-        endpoint: &Endpoint,
-    ) -> Result<(), WebhookError> {
+    fn check_manual_send(plan_id: PlanId, endpoint: &Endpoint) -> Result<(), WebhookError> {
         check_plan(plan(plan_id))?;
         check_can_send(&endpoint.status)?;
+        Ok(())
+    }
+
+    /// Inserts a test or redelivery if the hour's allowance has room
+    /// (counted and inserted atomically by the store).
+    async fn insert_manual(
+        &self,
+        account: &AccountId,
+        delivery: &Delivery,
+    ) -> Result<(), WebhookError> {
         let allowance = HourlyAllowance::at(self.clock.now());
         let used = self
             .repo
-            .manual_sends_since(account, allowance.window_start())
+            .insert_manual_delivery(
+                account,
+                delivery.clone(),
+                allowance.window_start(),
+                MANUAL_SENDS_PER_HOUR,
+            )
             .await?;
         allowance.check_manual_send(used)?;
         Ok(())
@@ -184,16 +437,14 @@ impl Webhooks {
         id: &WebhookId,
     ) -> Result<Delivery, WebhookError> {
         let endpoint = self.get(account, id).await?;
-        self.check_manual_send(account, plan_id, &endpoint).await?;
+        Self::check_manual_send(plan_id, &endpoint)?;
         let now = self.clock.now();
         let delivery = Delivery::new(
             endpoint.id.clone(),
             &WebhookEvent::test(&endpoint.id, now),
             now,
         );
-        self.repo
-            .insert_delivery(account, delivery.clone(), true)
-            .await?;
+        self.insert_manual(account, &delivery).await?;
         Ok(delivery)
     }
 
@@ -211,11 +462,9 @@ impl Webhooks {
             .delivery(account, id, delivery_id)
             .await?
             .ok_or(WebhookError::NotFound)?;
-        self.check_manual_send(account, plan_id, &endpoint).await?;
+        Self::check_manual_send(plan_id, &endpoint)?;
         let delivery = original.redeliver(self.clock.now());
-        self.repo
-            .insert_delivery(account, delivery.clone(), true)
-            .await?;
+        self.insert_manual(account, &delivery).await?;
         Ok(delivery)
     }
 
@@ -267,20 +516,28 @@ pub struct Sender {
     transport: Arc<dyn WebhookTransport>,
     alerts: Arc<dyn WebhookAlerts>,
     clock: Arc<dyn Clock>,
+    keys: Arc<ServerKeys>,
 }
 
+/// A delivery's error when its endpoint's secret does not open under the
+/// configured server keys (sealed under a key since removed).
+pub const SECRET_UNREADABLE_ERROR: &str = "signing secret unreadable: rotate it";
+
 impl Sender {
+    /// `keys` open the endpoints' sealed secrets.
     pub fn new(
         repo: Arc<dyn WebhookRepository>,
         transport: Arc<dyn WebhookTransport>,
         alerts: Arc<dyn WebhookAlerts>,
         clock: Arc<dyn Clock>,
+        keys: ServerKeys,
     ) -> Self {
         Self {
             repo,
             transport,
             alerts,
             clock,
+            keys: Arc::new(keys),
         }
     }
 
@@ -328,7 +585,11 @@ impl Sender {
         } = due;
         // The plan rule: no webhooks on the plan, nothing is sent.
         let held = on_plan_change(plan(plan_id)).fail_pending_with();
-        if let Some(error) = held.or((!endpoint.status.is_active()).then_some("webhook disabled")) {
+        let secret = endpoint.secret.open(&self.keys);
+        let refused = held
+            .or((!endpoint.status.is_active()).then_some("webhook disabled"))
+            .or(secret.is_err().then_some(SECRET_UNREADABLE_ERROR));
+        if let Some(error) = refused {
             delivery.fail_pending(error);
             return AttemptRecord {
                 delivery,
@@ -338,7 +599,8 @@ impl Sender {
             };
         }
         let sent_at = self.clock.now();
-        let headers = delivery.headers(&endpoint.secret, sent_at.unix_seconds());
+        let secret = secret.unwrap_or_default();
+        let headers = delivery.headers(&secret, sent_at.unix_seconds());
         let outcome = self
             .transport
             .send(&endpoint.url, &headers, delivery.body.clone())
@@ -383,10 +645,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use async_trait::async_trait;
-    use sealpost_kernel::Timestamp;
-
-    use crate::delivery::{AttemptOutcome, DISABLED_ERROR, PLAN_ERROR};
+    use crate::delivery::{DISABLED_ERROR, PLAN_ERROR};
     use crate::events::EventType;
     use sealpost_kernel::{EventId, TestClock};
 
@@ -423,6 +682,10 @@ mod tests {
         }
     }
 
+    fn test_keys() -> ServerKeys {
+        ServerKeys::new([3; 32], [])
+    }
+
     fn due(n: usize, now: Timestamp, plan: PlanId, health: EndpointHealth) -> DueDelivery {
         let webhook = WebhookId::from_trusted(format!("whk_test{n}"));
         let event = WebhookEvent {
@@ -439,7 +702,7 @@ mod tests {
                 url: format!("https://r{n}.hooks.test/hook"),
                 events: EventFilter::parse(&["*"]).unwrap(),
                 meta: None,
-                secret: generate_secret(),
+                secret: StoredSecret::seal(&test_keys(), &generate_secret()),
                 status: EndpointStatus::Active,
                 active_since: now,
                 health,
@@ -464,6 +727,7 @@ mod tests {
             transport.clone(),
             alerts.clone(),
             Arc::new(TestClock::at(now)),
+            test_keys(),
         );
         (sender, transport, alerts)
     }

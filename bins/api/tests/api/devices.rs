@@ -2,6 +2,8 @@ use chrono::TimeDelta;
 use reqwest::StatusCode;
 use serde_json::json;
 
+use sealpost_seal::b64;
+
 use crate::support::{Api, new_keys, profile_box};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -364,4 +366,193 @@ async fn key_bundles_go_to_the_device_and_profiles_are_checked() {
         )
         .await;
     assert_eq!(status.code(), "invalid_field");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_of_bad_codes_gets_ten_misses_and_no_more() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    let http = reqwest::Client::new();
+    let mut burst = tokio::task::JoinSet::new();
+    for attempt in 0..30 {
+        let request = http
+            .post(api.app.url("/workers/pair/lookup"))
+            .bearer_auth(&owner.token)
+            .json(&json!({ "code": format!("{:08}", 90_000_000 + attempt) }));
+        burst.spawn(async move { request.send().await.unwrap().status() });
+    }
+    let statuses = burst.join_all().await;
+    let misses = statuses
+        .iter()
+        .filter(|status| **status == StatusCode::NOT_FOUND)
+        .count();
+    let limited = statuses
+        .iter()
+        .filter(|status| **status == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!((misses, limited), (10, 20), "{statuses:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lookup_does_not_take_over_a_session_another_account_detected() {
+    let api = Api::spawn().await;
+    let first = api.register(&new_keys().1).await;
+    let second = api.register(&new_keys().1).await;
+    let (_, code) = api.open_pairing().await;
+    let found = api
+        .post(
+            "/workers/pair/lookup",
+            Some(&first.token),
+            json!({ "code": code }),
+        )
+        .await;
+    assert_eq!(found.status, StatusCode::OK, "{}", found.body);
+    let session_id = found.body["session"]["id"].as_str().unwrap().to_owned();
+    let taken = api
+        .post(
+            "/workers/pair/lookup",
+            Some(&second.token),
+            json!({ "code": code }),
+        )
+        .await;
+    assert_eq!(taken.status, StatusCode::NOT_FOUND, "{}", taken.body);
+    let claimed = api
+        .post(
+            "/workers/pair",
+            Some(&first.token),
+            json!({ "sessionId": session_id, "workerId": "wkr_first001", "profile": profile_box("wkr_first001") }),
+        )
+        .await;
+    assert_eq!(claimed.status, StatusCode::CREATED, "{}", claimed.body);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_nobody_polls_expire_within_minutes() {
+    let api = Api::spawn().await;
+    let owner = api.register(&new_keys().1).await;
+    let (abandoned, abandoned_code) = api.open_pairing().await;
+    let (kept, kept_code) = api.open_pairing().await;
+    for _ in 0..3 {
+        api.app.clock.advance(TimeDelta::minutes(6));
+        let polled = api
+            .get(&format!("/workers/pairing-session/{kept}"), None)
+            .await;
+        assert_eq!(polled.status, StatusCode::OK, "{}", polled.body);
+    }
+    let gone = api
+        .post(
+            "/workers/pair/lookup",
+            Some(&owner.token),
+            json!({ "code": abandoned_code }),
+        )
+        .await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+    let polled = api
+        .get(&format!("/workers/pairing-session/{abandoned}"), None)
+        .await;
+    assert_eq!(polled.status, StatusCode::NOT_FOUND);
+    let found = api
+        .post(
+            "/workers/pair/lookup",
+            Some(&owner.token),
+            json!({ "code": kept_code }),
+        )
+        .await;
+    assert_eq!(found.status, StatusCode::OK, "{}", found.body);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pairing_sessions_per_address_are_capped() {
+    let api = Api::spawn().await;
+    for _ in 0..20 {
+        api.open_pairing().await;
+    }
+    let refused = api
+        .post(
+            "/workers/pairing-session",
+            None,
+            json!({ "platform": "android", "deviceName": "One too many", "publicKey": b64::encode(&[7u8; 32]) }),
+        )
+        .await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (StatusCode::TOO_MANY_REQUESTS, "rate_limited")
+    );
+    assert!(refused.headers.contains_key("retry-after"));
+    // Sessions nobody polls stop counting once they expire.
+    api.app.clock.advance(TimeDelta::minutes(11));
+    api.open_pairing().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sweep_keeps_claimed_sessions_whose_device_has_not_polled() {
+    let api = Api::spawn().await;
+    let owner = api.register(&new_keys().1).await;
+    let (token, code) = api.open_pairing().await;
+    let found = api
+        .post(
+            "/workers/pair/lookup",
+            Some(&owner.token),
+            json!({ "code": code }),
+        )
+        .await;
+    let session_id = found.body["session"]["id"].as_str().unwrap().to_owned();
+    let claimed = api
+        .post(
+            "/workers/pair",
+            Some(&owner.token),
+            json!({ "sessionId": session_id, "workerId": "wkr_late0001", "profile": profile_box("wkr_late0001") }),
+        )
+        .await;
+    assert_eq!(claimed.status, StatusCode::CREATED, "{}", claimed.body);
+    let (unclaimed, _) = api.open_pairing().await;
+    api.app.clock.advance(TimeDelta::days(15));
+    api.app.services().devices.sweep().await.unwrap();
+    let polled = api
+        .get(&format!("/workers/pairing-session/{token}"), None)
+        .await;
+    assert_eq!(polled.status, StatusCode::OK, "{}", polled.body);
+    assert_eq!(polled.body["workerId"], "wkr_late0001");
+    assert!(polled.body["credential"].is_string());
+    let mut conn = api.app.db.connect().await;
+    let left: i64 = diesel_async::RunQueryDsl::get_result(
+        diesel::dsl::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+            "(SELECT count(*) FROM pairing_sessions)",
+        )),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+    assert_eq!(left, 1, "only the claimed session is left");
+    let gone = api
+        .get(&format!("/workers/pairing-session/{unclaimed}"), None)
+        .await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_pairing_token_never_reaches_the_logs() {
+    let logs = crate::support::captured_logs();
+    let api = Api::spawn().await;
+    let (token, _) = api.open_pairing().await;
+    api.get(&format!("/workers/pairing-session/{token}"), None)
+        .await;
+    // A malformed and an unknown token, and a cancel.
+    let unknown = format!("{}x", &token[..token.len() - 1]);
+    for path in [
+        format!("/workers/pairing-session/{unknown}"),
+        format!("/workers/pairing-session/{token}%zz"),
+    ] {
+        api.get(&path, None).await;
+    }
+    api.delete(&format!("/workers/pairing-session/{token}"), None)
+        .await;
+    let text = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    assert!(
+        text.contains("/workers/pairing-session/{token}"),
+        "the logs see the requests"
+    );
+    assert!(!text.contains(&token), "the token is logged");
+    assert!(!text.contains(&unknown), "a guessed token is logged");
 }

@@ -199,3 +199,88 @@ async fn two_job_processes_at_once_sweep_once_and_send_each_delivery_once() {
     two.stop().await;
     api.app.stop().await;
 }
+
+#[derive(diesel::QueryableByName)]
+struct Left {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    name: String,
+}
+
+async fn left(api: &Api, query: &str) -> Vec<String> {
+    let mut conn = api.app.db.connect().await;
+    let mut names: Vec<String> =
+        diesel_async::RunQueryDsl::load::<Left>(diesel::sql_query(query), &mut conn)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|row| row.name)
+            .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sweep_prunes_passed_outbox_rows_and_ended_usage_windows() {
+    let api = Api::spawn().await;
+    let owner = api.register(&new_keys().1).await;
+    let mut conn = api.app.db.connect().await;
+    // Now is 2026-11-22T12:00Z (the test clock).
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(
+            "INSERT INTO events (id, account_id, type, payload, created_at, fanned_out, pushed) VALUES \
+             ('evt_both', $1, 'inbox.created', '{}', now(), true, true), \
+             ('evt_webhooks_only', $1, 'inbox.created', '{}', now(), true, false), \
+             ('evt_push_only', $1, 'inbox.created', '{}', now(), false, true), \
+             ('evt_neither', $1, 'inbox.created', '{}', now(), false, false)",
+        )
+        .bind::<diesel::sql_types::Text, _>(&owner.account_id),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(
+            "INSERT INTO usage_counters (account_id, counter, window_start, used, shard) VALUES \
+             ($1, 'received', '2026-10-20T00:00:00Z', 1, 0), \
+             ($1, 'received', '2026-10-25T00:00:00Z', 1, 0), \
+             ($1, 'object_reads', '2026-11-22T10:00:00Z', 1, 0), \
+             ($1, 'object_reads', '2026-11-22T12:00:00Z', 1, 0), \
+             ($1, 'sent_hour', '2026-11-22T11:00:00Z', 1, 0), \
+             ($1, 'sent_day', '2026-11-21T00:00:00Z', 1, 0), \
+             ($1, 'sent_day', '2026-11-22T00:00:00Z', 1, 0), \
+             ($1, 'future_counter', '2026-10-01T00:00:00Z', 1, 0), \
+             ($1, 'future_counter', '2026-11-01T00:00:00Z', 1, 0)",
+        )
+        .bind::<diesel::sql_types::Text, _>(&owner.account_id),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+
+    assert_eq!(api.sweeps().run_once().await, Pass::Ran);
+
+    assert_eq!(
+        left(
+            &api,
+            "SELECT id AS name FROM events WHERE id LIKE 'evt\\_%' AND payload = '{}'"
+        )
+        .await,
+        ["evt_neither", "evt_push_only", "evt_webhooks_only"],
+        "only rows every consumer passed are pruned"
+    );
+    assert_eq!(
+        left(
+            &api,
+            "SELECT counter || ' ' || to_char(window_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24') AS name \
+             FROM usage_counters"
+        )
+        .await,
+        [
+            "future_counter 2026-11-01 00",
+            "object_reads 2026-11-22 12",
+            "received 2026-10-25 00",
+            "sent_day 2026-11-22 00",
+        ],
+        "only windows that ended are pruned"
+    );
+}

@@ -18,6 +18,7 @@ mod notifications;
 mod ownership;
 mod proxies;
 mod push;
+mod secrets;
 mod sending;
 mod smtp_limits;
 mod storage;

@@ -18,17 +18,12 @@ struct Table {
     name: String,
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn no_token_phrase_or_verifier_is_stored_in_the_clear() {
-    let api = Api::spawn().await;
-    let (phrase, keys) = new_keys();
-    let registered = api.register(&keys).await;
-    let second = api.sign_in(&keys).await;
-
+/// Every row of every table as text, one row a line.
+pub async fn database_text(api: &Api) -> String {
     let mut conn = api.app.db.connect().await;
     let tables: Vec<Table> = diesel::sql_query(
         "SELECT table_name::text AS name FROM information_schema.tables \
@@ -49,6 +44,17 @@ async fn no_token_phrase_or_verifier_is_stored_in_the_clear() {
             everything.push('\n');
         }
     }
+    everything
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_token_phrase_or_verifier_is_stored_in_the_clear() {
+    let api = Api::spawn().await;
+    let (phrase, keys) = new_keys();
+    let registered = api.register(&keys).await;
+    let second = api.sign_in(&keys).await;
+
+    let everything = database_text(&api).await;
     assert!(
         everything.contains(&keys.account_id()),
         "the scan sees the data"

@@ -236,3 +236,88 @@ async fn tests_and_redeliveries_are_logged_and_limited_to_60_an_hour() {
         .await;
     assert_eq!(bad.code(), "invalid_field");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_of_tests_gets_sixty_and_no_more() {
+    let api = Api::spawn().await;
+    let owner = operator(&api).await;
+    api.post(
+        "/webhook-endpoints",
+        Some(&owner.token),
+        json!({ "id": "whk_burst1", "url": "https://hooks.example.com/x", "events": ["*"] }),
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let mut burst = tokio::task::JoinSet::new();
+    for _ in 0..75 {
+        let request = http
+            .post(api.app.url("/webhook-endpoints/whk_burst1/test"))
+            .bearer_auth(&owner.token)
+            .json(&json!({}));
+        burst.spawn(async move { request.send().await.unwrap().status() });
+    }
+    let statuses = burst.join_all().await;
+    let sent = statuses
+        .iter()
+        .filter(|status| **status == StatusCode::ACCEPTED)
+        .count();
+    let limited = statuses
+        .iter()
+        .filter(|status| **status == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!((sent, limited), (60, 15), "{statuses:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_patch_writes_only_what_it_changes() {
+    use sealpost_webhooks::service::{EndpointChange, WebhookRepository};
+    let api = Api::spawn().await;
+    let owner = operator(&api).await;
+    api.post(
+        "/webhook-endpoints",
+        Some(&owner.token),
+        json!({ "id": "whk_patch1", "url": "https://hooks.example.com/x", "events": ["*"] }),
+    )
+    .await;
+    // The PATCH has read the row (active); the sender then switches it off
+    // for failing; the PATCH's write of a new URL must not switch it on.
+    let mut conn = api.app.db.connect().await;
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(
+            "UPDATE webhooks SET active = false, disabled_reason = 'failing' WHERE id = 'whk_patch1'",
+        ),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+    let store = sealpost_store_pg::PgStore::connect(&api.app.db.url, 2).unwrap();
+    let account = sealpost_kernel::AccountId::parse(&owner.account_id).unwrap();
+    let id = sealpost_kernel::WebhookId::parse("whk_patch1").unwrap();
+    let change = EndpointChange {
+        url: Some("https://hooks.example.com/moved".to_owned()),
+        ..EndpointChange::default()
+    };
+    let after = store
+        .update_endpoint(&account, &id, change)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.url, "https://hooks.example.com/moved");
+    assert!(!after.status.is_active(), "the switch-off stands");
+
+    // Through the API too: the reply and the row stay disabled.
+    let patched = api
+        .send(
+            reqwest::Method::PATCH,
+            "/webhook-endpoints/whk_patch1",
+            Some(&owner.token),
+            Some(json!({ "events": ["inbox.created"] }).to_string().into()),
+        )
+        .await;
+    assert_eq!(patched.status, StatusCode::OK, "{}", patched.body);
+    assert_eq!(patched.body["webhook"]["status"], "disabled");
+    assert_eq!(
+        patched.body["webhook"]["url"],
+        "https://hooks.example.com/moved"
+    );
+}

@@ -29,8 +29,15 @@ fn clock() -> Arc<TestClock> {
     ))
 }
 
+/// The server key the tests' service runs under.
+const SERVER_KEY: [u8; 32] = [9; 32];
+
 fn service(repo: MockAccountRepository, clock: &Arc<TestClock>) -> Accounts {
-    Accounts::new(Arc::new(repo), clock.clone())
+    Accounts::new(
+        Arc::new(repo),
+        clock.clone(),
+        sealpost_seal::ServerKeys::new(SERVER_KEY, []),
+    )
 }
 
 fn stored_account(now: Timestamp) -> Account {
@@ -169,6 +176,34 @@ async fn verify_with_the_right_proof_opens_a_session() {
         signed_in.session.token_hash,
         sha256(signed_in.token.as_bytes())
     );
+}
+
+#[tokio::test]
+async fn the_challenge_secret_is_derived_under_the_server_key_and_never_stored() {
+    let clock = clock();
+    let (challenge, issued) = issue_challenge(&clock, account_id()).await;
+    // What the store holds is the nonce's hash and the account: nothing else
+    // (the struct has no secret field), and the key is the nonce's derivation.
+    assert_eq!(challenge.nonce_hash, sha256(issued.nonce.as_bytes()));
+    let derived = sealpost_seal::ServerKeys::new(SERVER_KEY, [])
+        .derive("sign-in challenge", issued.nonce.as_bytes());
+    assert_eq!(
+        issued.challenge_key,
+        sealpost_seal::ChallengeKeypair::from_secret(*derived).public
+    );
+
+    // A service under another server key (someone with the database but not
+    // the key) cannot check the proof the right key would accept.
+    let mut repo = repo_with(challenge, Some(stored_account(clock.now())));
+    repo.expect_create_session().never();
+    let other = Accounts::new(
+        Arc::new(repo),
+        clock.clone(),
+        sealpost_seal::ServerKeys::new([10; 32], []),
+    );
+    let proof = keys().handshake_proof(&issued.challenge_key, &issued.nonce, account_id().as_str());
+    let result = other.verify(&account_id(), &issued.nonce, &proof).await;
+    assert!(matches!(result, Err(AccountError::Unauthenticated)));
 }
 
 #[tokio::test]

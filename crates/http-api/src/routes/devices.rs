@@ -43,12 +43,21 @@ fn parse_device_id(text: &str) -> Result<DeviceId, ApiError> {
     DeviceId::parse(text).map_err(|_| ApiError::not_found())
 }
 
+/// The client as the limits count it: an IPv6 client per /64.
+fn client_key(request: &HttpRequest) -> String {
+    crate::client_ip::ClientIp::of(request)
+        .map(|client| crate::client_ip::limit_key(client.0).to_string())
+        .unwrap_or_default()
+}
+
 /// Opens a pairing session (called by the device).
 #[utoipa::path(post, path = "/workers/pairing-session", tag = "devices", request_body = wire::OpenPairingRequest,
-    responses((status = 201, body = wire::OpenedPairing), (status = 400, body = wire::ErrorBody)))]
+    responses((status = 201, body = wire::OpenedPairing), (status = 400, body = wire::ErrorBody),
+        (status = 429, body = wire::ErrorBody, description = "rate_limited: the address holds 20 live sessions")))]
 #[post("/workers/pairing-session")]
 pub async fn open_pairing(
     state: Data<AppState>,
+    request: HttpRequest,
     Json(body): Json<wire::OpenPairingRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let platform: Platform =
@@ -59,7 +68,12 @@ pub async fn open_pairing(
         b64::decode_32(&body.public_key).map_err(|_| ApiError::invalid_key("publicKey"))?;
     let opened = state
         .devices
-        .open_pairing(platform, body.device_name, public_key)
+        .open_pairing(
+            platform,
+            body.device_name,
+            public_key,
+            &client_key(&request),
+        )
         .await?;
     Ok(HttpResponse::Created().json(wire::OpenedPairing {
         token: opened.token,
@@ -110,13 +124,9 @@ pub async fn lookup(
     request: HttpRequest,
     Json(body): Json<wire::LookupRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    // Counted per client, an IPv6 client per /64.
-    let ip = crate::client_ip::ClientIp::of(&request)
-        .map(|client| crate::client_ip::limit_key(client.0).to_string())
-        .unwrap_or_default();
     let session = state
         .devices
-        .lookup(&caller.account, &ip, &body.code)
+        .lookup(&caller.account, &client_key(&request), &body.code)
         .await?;
     Ok(HttpResponse::Ok().json(wire::LookupReply {
         session: wire::PairingSession {

@@ -98,14 +98,13 @@ pub async fn create(
     let url = url(&state, &body.url)?;
     let events = filter(&body.events)?;
     let meta = meta(body.meta.as_ref())?;
-    let endpoint = state
+    let created = state
         .webhooks
         .create(&caller.account, plan, id, url, events, meta)
         .await?;
-    let secret = endpoint.secret.clone();
     Ok(HttpResponse::Created().json(wire::CreatedWebhook {
-        webhook: webhook_body(endpoint),
-        secret,
+        webhook: webhook_body(created.endpoint),
+        secret: created.secret,
     }))
 }
 
@@ -172,9 +171,9 @@ pub async fn rotate_secret(
 ) -> Result<HttpResponse, ApiError> {
     webhook_plan(&state, &caller.account).await?;
     let id = webhook_path(&id)?;
-    let endpoint = state.webhooks.rotate_secret(&caller.account, &id).await?;
+    let rotated = state.webhooks.rotate_secret(&caller.account, &id).await?;
     Ok(HttpResponse::Ok().json(wire::Secret {
-        secret: endpoint.secret,
+        secret: rotated.secret,
     }))
 }
 

@@ -49,12 +49,15 @@ async fn open(clock: &Arc<TestClock>) -> (String, PairingSession) {
     let mut repo = MockDeviceRepository::new();
     let stored = Arc::new(Mutex::new(None));
     let slot = stored.clone();
-    repo.expect_insert_pairing().returning(move |session| {
-        *slot.lock().unwrap() = Some(session);
-        Ok(true)
-    });
+    repo.expect_insert_pairing()
+        .returning(move |session, source, max, _| {
+            assert_eq!(max, MAX_OPEN_PER_IP);
+            assert!(!source.contains("192.0.2.7"), "only a hash of the address");
+            *slot.lock().unwrap() = Some(session);
+            Ok(PairingInsert::Inserted)
+        });
     let opened = Devices::new(Arc::new(repo), clock.clone())
-        .open_pairing(Platform::Android, "Pixel".into(), [5; 32])
+        .open_pairing(Platform::Android, "Pixel".into(), [5; 32], "192.0.2.7")
         .await
         .unwrap();
     let session = stored.lock().unwrap().take().unwrap();
@@ -101,8 +104,8 @@ async fn the_credential_is_minted_at_the_claim_and_handed_over_once() {
     after.state = PairingState::AwaitingAddress;
     after.worker_id = Some(worker());
     let mut repo = MockDeviceRepository::new();
-    repo.expect_pairing_by_token()
-        .returning(move |_| Ok(Some(after.clone())));
+    repo.expect_poll_pairing()
+        .returning(move |_, _, _| Ok(Some(after.clone())));
     let handoff = Mutex::new(Some(claim.handoff.clone()));
     repo.expect_take_handoff()
         .returning(move |_| Ok(handoff.lock().unwrap().take()));
@@ -188,13 +191,14 @@ async fn failed_lookups_are_counted_and_then_refused() {
     let now = Timestamp::parse("2026-11-22T12:30:00Z").unwrap();
     let failures: Vec<Timestamp> = (0..10).map(|i| now - TimeDelta::seconds(10 + i)).collect();
     let mut repo = MockDeviceRepository::new();
-    repo.expect_lookup_failures().returning(move |key, _| {
-        Ok(if key.starts_with("ip:") {
-            failures.clone()
-        } else {
-            vec![]
+    repo.expect_reserve_lookup()
+        .withf(|keys, _, _, limit| {
+            keys.len() == 2
+                && keys[0].starts_with("account:")
+                && keys[1] == "ip:192.0.2.7"
+                && *limit == 10
         })
-    });
+        .returning(move |_, _, _, _| Ok(Some(failures.clone())));
     repo.expect_live_pairing_by_code().never();
     let result = Devices::new(Arc::new(repo), clock.clone())
         .lookup(&account(), "192.0.2.7", "12345678")
@@ -206,19 +210,89 @@ async fn failed_lookups_are_counted_and_then_refused() {
         })
     ));
 
+    // A miss keeps the failure it reserved; nothing is released.
     let mut repo = MockDeviceRepository::new();
-    repo.expect_lookup_failures().returning(|_, _| Ok(vec![]));
-    repo.expect_live_pairing_by_code().returning(|_| Ok(None));
-    repo.expect_record_lookup_failure()
-        .withf(|keys, _| {
-            keys.len() == 2 && keys[0].starts_with("account:") && keys[1] == "ip:192.0.2.7"
-        })
+    repo.expect_reserve_lookup()
         .times(1)
-        .returning(|_, _| Ok(()));
+        .returning(|_, _, _, _| Ok(None));
+    repo.expect_live_pairing_by_code()
+        .returning(|_, _| Ok(None));
+    repo.expect_release_lookup().never();
     let result = Devices::new(Arc::new(repo), clock)
         .lookup(&account(), "192.0.2.7", "12345678")
         .await;
     assert!(matches!(result, Err(DeviceError::NotFound)));
+}
+
+#[tokio::test]
+async fn a_session_another_account_detected_is_not_taken_over() {
+    let clock = clock();
+    let (_, mut session) = open(&clock).await;
+    session.detected_by = Some(AccountId::parse("acct_bbbbbbbbbbbbbbbbbbbbbbbb").unwrap());
+    session.state = PairingState::OperatorDetected;
+    let code = session.code.clone();
+    let mut repo = MockDeviceRepository::new();
+    repo.expect_reserve_lookup()
+        .returning(|_, _, _, _| Ok(None));
+    let found = session.clone();
+    repo.expect_live_pairing_by_code()
+        .returning(move |_, _| Ok(Some(found.clone())));
+    repo.expect_mark_detected().never();
+    repo.expect_release_lookup().never();
+    let devices = Devices::new(Arc::new(repo), clock.clone());
+    let result = devices.lookup(&account(), "192.0.2.7", &code).await;
+    assert!(matches!(result, Err(DeviceError::NotFound)), "{result:?}");
+
+    // The store's guard settles a race between two first lookups: the
+    // loser answers like a wrong code and keeps its failure.
+    session.detected_by = None;
+    let mut repo = MockDeviceRepository::new();
+    repo.expect_reserve_lookup()
+        .returning(|_, _, _, _| Ok(None));
+    repo.expect_live_pairing_by_code()
+        .returning(move |_, _| Ok(Some(session.clone())));
+    repo.expect_mark_detected().returning(|_, _| Ok(false));
+    repo.expect_release_lookup().never();
+    let result = Devices::new(Arc::new(repo), clock)
+        .lookup(&account(), "192.0.2.7", &code)
+        .await;
+    assert!(matches!(result, Err(DeviceError::NotFound)));
+}
+
+#[tokio::test]
+async fn a_found_session_takes_its_failure_back() {
+    let clock = clock();
+    let (_, session) = open(&clock).await;
+    let code = session.code.clone();
+    let mut repo = MockDeviceRepository::new();
+    repo.expect_reserve_lookup()
+        .returning(|_, _, _, _| Ok(None));
+    let live_since = clock.now() - TimeDelta::minutes(10);
+    repo.expect_live_pairing_by_code()
+        .withf(move |_, since| *since == live_since)
+        .returning(move |_, _| Ok(Some(session.clone())));
+    repo.expect_mark_detected().returning(|_, _| Ok(true));
+    repo.expect_release_lookup()
+        .times(1)
+        .returning(|_, _| Ok(()));
+    let found = Devices::new(Arc::new(repo), clock)
+        .lookup(&account(), "192.0.2.7", &code)
+        .await
+        .unwrap();
+    assert_eq!(found.detected_by, Some(account()));
+}
+
+#[tokio::test]
+async fn an_address_holding_its_sessions_cannot_open_another() {
+    let clock = clock();
+    let mut repo = MockDeviceRepository::new();
+    repo.expect_insert_pairing()
+        .times(1)
+        .returning(|_, _, _, _| Ok(PairingInsert::TooMany));
+    let result = Devices::new(Arc::new(repo), clock)
+        .open_pairing(Platform::Android, "Pixel".into(), [5; 32], "192.0.2.7")
+        .await;
+    assert!(matches!(result, Err(DeviceError::TooManyPairings { .. })));
 }
 
 #[tokio::test]
@@ -284,7 +358,13 @@ async fn the_sweep_reports_stale_devices_disconnected() {
         .withf(|_, _, records| records.events[0].kind == EventType::DeviceDisconnected)
         .times(1)
         .returning(|_, _, _| Ok(true));
-    repo.expect_sweep_pairing().times(1).returning(|_, _| Ok(0));
+    let now = clock.now();
+    repo.expect_sweep_pairing()
+        .withf(move |created, polled, _| {
+            *created == now - TimeDelta::days(14) && *polled == now - TimeDelta::minutes(10)
+        })
+        .times(1)
+        .returning(|_, _, _| Ok(0));
     assert_eq!(
         Devices::new(Arc::new(repo), clock).sweep().await.unwrap(),
         1

@@ -1,0 +1,61 @@
+//! Growth limits: the outbox rows every consumer has passed and the usage
+//! windows that ended, pruned by the hourly sweep.
+
+use chrono::TimeDelta;
+use diesel::sql_types::{Interval, Text, Timestamptz};
+use diesel_async::RunQueryDsl;
+use sealpost_kernel::{StoreError, Timestamp};
+
+use crate::{PgStore, db_error};
+
+impl PgStore {
+    /// Deletes `events` rows both consumers have passed: fanned out to
+    /// webhooks and collected for pushes. Returns how many.
+    pub async fn prune_outbox(&self) -> Result<u64, StoreError> {
+        let mut conn = self.conn().await?;
+        let deleted = diesel::sql_query("DELETE FROM events WHERE fanned_out AND pushed")
+            .execute(&mut conn)
+            .await
+            .map_err(db_error)?;
+        Ok(deleted as u64)
+    }
+
+    /// Deletes `usage_counters` rows whose window ended by `now`: a counter
+    /// named in `windows` has that length, any other `longest`. Returns how
+    /// many.
+    pub async fn prune_usage_windows(
+        &self,
+        now: Timestamp,
+        windows: &[(&str, TimeDelta)],
+        longest: TimeDelta,
+    ) -> Result<u64, StoreError> {
+        let mut conn = self.conn().await?;
+        let mut deleted = 0;
+        for (counter, length) in windows {
+            deleted += diesel::sql_query(
+                "DELETE FROM usage_counters WHERE counter = $1 AND window_start + $2 <= $3",
+            )
+            .bind::<Text, _>(*counter)
+            .bind::<Interval, _>(interval(*length))
+            .bind::<Timestamptz, _>(now.as_datetime())
+            .execute(&mut conn)
+            .await
+            .map_err(db_error)?;
+        }
+        let named: Vec<String> = windows.iter().map(|(name, _)| (*name).to_owned()).collect();
+        deleted += diesel::sql_query(
+            "DELETE FROM usage_counters WHERE counter <> ALL($1) AND window_start + $2 <= $3",
+        )
+        .bind::<diesel::sql_types::Array<Text>, _>(named)
+        .bind::<Interval, _>(interval(longest))
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(deleted as u64)
+    }
+}
+
+fn interval(length: TimeDelta) -> diesel::data_types::PgInterval {
+    diesel::data_types::PgInterval::from_microseconds(length.num_microseconds().unwrap_or(i64::MAX))
+}

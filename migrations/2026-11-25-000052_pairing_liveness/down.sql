@@ -1,0 +1,2 @@
+DROP INDEX pairing_opened_from;
+ALTER TABLE pairing_sessions DROP COLUMN opened_from, DROP COLUMN last_polled_at;
