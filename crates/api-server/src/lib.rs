@@ -135,6 +135,7 @@ fn serve_http(
         limiter: limiter.clone(),
         clock: services.clock.clone(),
         support_key: config.support_key.clone(),
+        support: services.support.clone(),
     };
     let addr = listener.local_addr().context("reading the bound address")?;
     let server = sealpost_http_api::serve(listener, state, workers)?;

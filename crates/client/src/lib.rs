@@ -26,6 +26,7 @@ pub mod folders;
 pub mod notifications;
 pub mod sealing;
 pub mod sending;
+pub mod support;
 pub mod types;
 pub mod webhook;
 

@@ -56,7 +56,7 @@ pub fn serve(
 fn routes(config: &mut web::ServiceConfig) {
     use routes::{
         accounts, activity, addresses, billing, devices, folders, health, messages, notifications,
-        plans, sending, webhooks,
+        plans, sending, support, webhooks,
     };
     config
         .route("/", web::get().to(index))
@@ -156,6 +156,13 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(notifications::mute_inbox)
         .service(notifications::register_device)
         .service(notifications::remove_device)
+        .service(support::overview)
+        .service(support::create)
+        .service(support::get_one)
+        .service(support::add_message)
+        .service(support::close)
+        .service(support::reopen)
+        .service(support::bind_key)
         .service(
             web::resource("/messages")
                 .app_data(PayloadConfig::new(messages::INBOUND_BODY_LIMIT))

@@ -6,7 +6,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
     accounts, activity, addresses, billing, devices, folders, health, messages, notifications,
-    plans, sending, webhooks,
+    plans, sending, support, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -81,6 +81,13 @@ use crate::routes::{
         notifications::mute_inbox,
         notifications::register_device,
         notifications::remove_device,
+        support::overview,
+        support::create,
+        support::get_one,
+        support::add_message,
+        support::close,
+        support::reopen,
+        support::bind_key,
     ),
     modifiers(&BearerAuth),
 )]

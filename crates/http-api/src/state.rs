@@ -52,4 +52,6 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// The support team's public key, shown on `GET /accounts/me`.
     pub support_key: Option<String>,
+    /// In-app support: tickets, the support key, the staff side.
+    pub support: sealpost_support::Support,
 }

@@ -18,6 +18,7 @@ mod records;
 mod schema;
 mod sending;
 mod subscriptions;
+mod support;
 mod webhooks;
 
 use std::time::Duration;

@@ -341,3 +341,58 @@ diesel::table! {
         created_at -> Timestamptz,
     }
 }
+
+diesel::table! {
+    support_tickets (id) {
+        id -> Text,
+        account_id -> Text,
+        status -> Text,
+        last_author -> Text,
+        unread -> Bool,
+        header_for_staff -> Jsonb,
+        header_for_account -> Jsonb,
+        account_key -> Bytea,
+        staff_key -> Bytea,
+        binding -> Nullable<Bytea>,
+        stored_bytes -> Int8,
+        message_count -> Int4,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+        closed_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    support_messages (id) {
+        id -> Text,
+        ticket_id -> Text,
+        account_id -> Text,
+        author -> Text,
+        position -> Int4,
+        staff_key -> Bytea,
+        for_staff -> Jsonb,
+        for_account -> Jsonb,
+        stored_bytes -> Int8,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    support_bindings (account_id) {
+        account_id -> Text,
+        account_key -> Bytea,
+        staff_key -> Bytea,
+        mac -> Bytea,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    operator_switches (id) {
+        id -> Bool,
+        support_key -> Nullable<Bytea>,
+        support_off -> Bool,
+        webhooks_paused -> Bool,
+        updated_at -> Timestamptz,
+    }
+}

@@ -24,6 +24,7 @@ mod encoding;
 mod messages;
 mod plans;
 mod service;
+mod support;
 mod webhooks;
 
 pub use accounts::*;
@@ -35,6 +36,7 @@ pub use encoding::sealed_json;
 pub use messages::*;
 pub use plans::*;
 pub use service::*;
+pub use support::*;
 pub use webhooks::*;
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ mod proxies;
 mod push;
 mod sending;
 mod storage;
+mod tickets;
 mod usage;
 mod webhook_delivery;
 mod webhooks;

@@ -9,4 +9,5 @@ pub mod messages;
 pub mod notifications;
 pub mod plans;
 pub mod sending;
+pub mod support;
 pub mod webhooks;
