@@ -295,3 +295,142 @@ impl Client {
         Ok(reply.changed)
     }
 }
+
+pub use sealpost_wire::{
+    AbuseReceived, AbuseReportBody, AbuseReportList, AbuseReportRequest, AuditEntryBody, AuditLog,
+    ResolveReportRequest, RotateKeyRequest, StaffTicketReply, SuspendRequest, SuspensionBody,
+    SwitchesBody, SwitchesRequest,
+};
+
+/// Staff side: verifies a ticket's binding with the support secret (the
+/// ticket id is the request id). `false` flags a mismatch to look into.
+#[must_use]
+pub fn verify_ticket_binding(support_secret: &StaticSecret, ticket: &StaffTicket) -> bool {
+    let (Some(binding), Ok(account_key)) = (
+        ticket
+            .binding
+            .as_deref()
+            .and_then(|text| b64::decode(text).ok()),
+        b64::decode_32(&ticket.account_key),
+    ) else {
+        return false;
+    };
+    sealpost_seal::verify_support_binding(
+        support_secret,
+        &account_key,
+        ticket.account_id.as_str(),
+        ticket.ticket.id.as_str(),
+        &binding,
+    )
+}
+
+impl Client {
+    /// `POST /abuse/reports` (no token needed).
+    pub async fn report_abuse(&self, request: &AbuseReportRequest) -> Result<AbuseReceived> {
+        self.json(self.public(Method::POST, "/abuse/reports").json(request))
+            .await
+    }
+
+    // ---- Staff API: the client's token is a staff token ----
+
+    /// `GET /staff/tickets`.
+    pub async fn staff_tickets(&self, status: Option<&str>) -> Result<StaffTicketList> {
+        let path = match status {
+            Some(status) => format!("/staff/tickets?status={status}"),
+            None => "/staff/tickets".to_owned(),
+        };
+        self.json(self.authed(Method::GET, &path)).await
+    }
+
+    /// `GET /staff/tickets/{id}`.
+    pub async fn staff_ticket(&self, id: &TicketId) -> Result<StaffTicketDetail> {
+        self.json(self.authed(Method::GET, &format!("/staff/tickets/{id}")))
+            .await
+    }
+
+    /// `POST /staff/tickets/{id}/messages`.
+    pub async fn staff_reply(
+        &self,
+        id: &TicketId,
+        request: &TicketMessageRequest,
+    ) -> Result<MessageAdded> {
+        self.json(
+            self.authed(Method::POST, &format!("/staff/tickets/{id}/messages"))
+                .json(request),
+        )
+        .await
+    }
+
+    /// `POST /staff/tickets/{id}/resolve`.
+    pub async fn staff_resolve(&self, id: &TicketId) -> Result<StaffTicket> {
+        let reply: StaffTicketReply = self
+            .json(self.authed(Method::POST, &format!("/staff/tickets/{id}/resolve")))
+            .await?;
+        Ok(reply.ticket)
+    }
+
+    /// `POST /staff/support-key`: the new public key (the secret stays here).
+    pub async fn rotate_support_key(&self, staff_key: &[u8; 32]) -> Result<SwitchesBody> {
+        self.json(
+            self.authed(Method::POST, "/staff/support-key")
+                .json(&RotateKeyRequest {
+                    staff_key: b64::encode(staff_key),
+                }),
+        )
+        .await
+    }
+
+    /// `GET /staff/switches`.
+    pub async fn switches(&self) -> Result<SwitchesBody> {
+        self.json(self.authed(Method::GET, "/staff/switches")).await
+    }
+
+    /// `PATCH /staff/switches`.
+    pub async fn update_switches(&self, request: &SwitchesRequest) -> Result<SwitchesBody> {
+        self.json(self.authed(Method::PATCH, "/staff/switches").json(request))
+            .await
+    }
+
+    /// `POST /staff/accounts/{id}/suspend` (`suspend`) or `.../unsuspend`.
+    pub async fn set_suspended(
+        &self,
+        account: &str,
+        suspend: bool,
+        reason: &str,
+    ) -> Result<SuspensionBody> {
+        let verb = if suspend { "suspend" } else { "unsuspend" };
+        self.json(
+            self.authed(Method::POST, &format!("/staff/accounts/{account}/{verb}"))
+                .json(&SuspendRequest {
+                    reason: reason.to_owned(),
+                }),
+        )
+        .await
+    }
+
+    /// `GET /staff/abuse-reports`.
+    pub async fn abuse_reports(&self, status: Option<&str>) -> Result<AbuseReportList> {
+        let path = match status {
+            Some(status) => format!("/staff/abuse-reports?status={status}"),
+            None => "/staff/abuse-reports".to_owned(),
+        };
+        self.json(self.authed(Method::GET, &path)).await
+    }
+
+    /// `POST /staff/abuse-reports/{id}/resolve`.
+    pub async fn resolve_abuse_report(&self, id: &str, resolution: &str) -> Result<()> {
+        self.empty(
+            self.authed(Method::POST, &format!("/staff/abuse-reports/{id}/resolve"))
+                .json(&ResolveReportRequest {
+                    resolution: resolution.to_owned(),
+                }),
+        )
+        .await
+    }
+
+    /// `GET /staff/audit`.
+    pub async fn audit_log(&self, limit: u32) -> Result<AuditLog> {
+        self.json(self.authed(Method::GET, &format!("/staff/audit?limit={limit}")))
+            .await
+    }
+}

@@ -19,7 +19,7 @@ use sealpost_pairing::DeviceError;
 use sealpost_plans::LimitError;
 use sealpost_seal::BoxShapeError;
 use sealpost_subscriptions::{ChangeError, SubscriptionError};
-use sealpost_support::{Refusal, SupportError};
+use sealpost_support::{Refusal, StaffError, SupportError};
 use sealpost_webhooks::endpoint::EndpointError;
 use sealpost_webhooks::service::WebhookError;
 use sealpost_wire::{ErrorBody, ErrorDetail};
@@ -486,6 +486,17 @@ impl From<SupportError> for ApiError {
             }
             SupportError::Refused(refusal) => refusal.into(),
             SupportError::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<StaffError> for ApiError {
+    fn from(error: StaffError) -> Self {
+        match error {
+            StaffError::Unauthenticated => Self::new(ErrorCode::Unauthenticated, error.to_string()),
+            StaffError::NotFound => Self::not_found(),
+            StaffError::Invalid(reason) => Self::new(ErrorCode::InvalidField, reason),
+            StaffError::Store(store) => store.into(),
         }
     }
 }

@@ -5,8 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    accounts, activity, addresses, billing, devices, folders, health, messages, notifications,
-    plans, sending, support, webhooks,
+    abuse, accounts, activity, addresses, billing, devices, folders, health, messages,
+    notifications, plans, sending, staff, support, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -88,6 +88,19 @@ use crate::routes::{
         support::close,
         support::reopen,
         support::bind_key,
+        abuse::report,
+        staff::tickets,
+        staff::get_ticket,
+        staff::reply,
+        staff::resolve,
+        staff::rotate_key,
+        staff::get_switches,
+        staff::update_switches,
+        staff::suspend,
+        staff::unsuspend,
+        staff::abuse_reports,
+        staff::resolve_report,
+        staff::audit,
     ),
     modifiers(&BearerAuth),
 )]

@@ -54,4 +54,8 @@ pub struct AppState {
     pub support_key: Option<String>,
     /// In-app support: tickets, the support key, the staff side.
     pub support: sealpost_support::Support,
+    /// Staff tokens, the audit log, abuse reports, suspensions, switches.
+    pub staff: sealpost_support::Staff,
+    /// The tight per-IP limit of `POST /abuse/reports`.
+    pub abuse_limiter: Arc<crate::rate_limit::AbuseLimiter>,
 }

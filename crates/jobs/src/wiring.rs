@@ -49,6 +49,8 @@ pub struct Services {
     pub notifications: sealpost_notifications::Notifications,
     /// In-app support tickets and the staff side.
     pub support: sealpost_support::Support,
+    /// Staff tokens, audit log, abuse reports, suspensions, switches.
+    pub staff: sealpost_support::Staff,
     /// Keeps `ingest` alive in the eyes of every process's recovery.
     _instance_lock: Arc<InstanceLock>,
 }
@@ -97,6 +99,7 @@ impl Services {
                 clock.clone(),
             ),
             support: support(&store, config, &clock)?,
+            staff: sealpost_support::Staff::new(Arc::new(store.clone()), clock.clone()),
             store,
             blobs,
             clock,

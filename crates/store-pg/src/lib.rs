@@ -17,6 +17,7 @@ mod push;
 mod records;
 mod schema;
 mod sending;
+mod staff;
 mod subscriptions;
 mod support;
 mod webhooks;

@@ -396,3 +396,48 @@ diesel::table! {
         updated_at -> Timestamptz,
     }
 }
+
+diesel::table! {
+    staff_tokens (id) {
+        id -> Text,
+        name -> Text,
+        token_hash -> Bytea,
+        created_at -> Timestamptz,
+        revoked_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    staff_audit (id) {
+        id -> Int8,
+        actor -> Text,
+        action -> Text,
+        target -> Nullable<Text>,
+        note -> Nullable<Text>,
+        at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    abuse_reports (id) {
+        id -> Text,
+        email_address -> Nullable<Text>,
+        message_id -> Nullable<Text>,
+        reason -> Text,
+        details -> Nullable<Text>,
+        contact -> Nullable<Text>,
+        status -> Text,
+        account_id -> Nullable<Text>,
+        created_at -> Timestamptz,
+        resolved_at -> Nullable<Timestamptz>,
+        resolution -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    account_suspensions (account_id) {
+        account_id -> Text,
+        reason -> Text,
+        since -> Timestamptz,
+    }
+}

@@ -13,6 +13,7 @@
 pub mod model;
 pub mod rules;
 pub mod service;
+pub mod staff;
 
 pub use model::{
     Author, Binding, BoxPair, NewMessage, NewTicket, PublicKey, Ticket, TicketMessage,
@@ -20,9 +21,15 @@ pub use model::{
 };
 pub use rules::{Guard, Refusal, SweepCutoffs, SweepReport, Usage, Write};
 pub use service::{Availability, Overview, Support, SupportError, SupportRepository, Switches};
+pub use staff::{
+    AbuseReason, AbuseReport, AbuseStatus, AbuseTarget, AuditEntry, Staff, StaffError, StaffMember,
+    StaffRepository, StaffTokenInfo, Suspension,
+};
 
 #[cfg(any(test, feature = "mock"))]
 pub use service::MockSupportRepository;
+#[cfg(any(test, feature = "mock"))]
+pub use staff::MockStaffRepository;
 
 #[cfg(test)]
 mod tests;

@@ -24,6 +24,7 @@ mod encoding;
 mod messages;
 mod plans;
 mod service;
+mod staff;
 mod support;
 mod webhooks;
 
@@ -36,6 +37,7 @@ pub use encoding::sealed_json;
 pub use messages::*;
 pub use plans::*;
 pub use service::*;
+pub use staff::*;
 pub use support::*;
 pub use webhooks::*;
 

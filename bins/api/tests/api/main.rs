@@ -19,6 +19,7 @@ mod ownership;
 mod proxies;
 mod push;
 mod sending;
+mod staff;
 mod storage;
 mod tickets;
 mod usage;

@@ -1,3 +1,4 @@
+pub mod abuse;
 pub mod accounts;
 pub mod activity;
 pub mod addresses;
@@ -9,5 +10,6 @@ pub mod messages;
 pub mod notifications;
 pub mod plans;
 pub mod sending;
+pub mod staff;
 pub mod support;
 pub mod webhooks;
