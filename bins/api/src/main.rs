@@ -22,6 +22,25 @@ struct Args {
     /// Serve HTTP only: another process (`--jobs-only`) runs the jobs.
     #[arg(long)]
     no_jobs: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Staff tokens for the staff API and `sealpost staff` (operator only).
+    #[command(name = "staff-token", subcommand)]
+    StaffToken(StaffToken),
+}
+
+#[derive(clap::Subcommand)]
+enum StaffToken {
+    /// Creates a token for NAME and prints it once; only its hash is stored.
+    Create { name: String },
+    /// Revokes a token by its id (stm_...) or name.
+    Revoke { id_or_name: String },
+    /// Lists tokens, live and revoked.
+    List,
 }
 
 #[tokio::main]
@@ -29,6 +48,20 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let config = Config::from_env()?;
     sealpost_config::init_tracing(&config);
+    if let Some(Command::StaffToken(command)) = args.command {
+        use sealpost_api_server::StaffTokenCommand;
+        let command = match command {
+            StaffToken::Create { name } => StaffTokenCommand::Create(name),
+            StaffToken::Revoke { id_or_name } => StaffTokenCommand::Revoke(id_or_name),
+            StaffToken::List => StaffTokenCommand::List,
+        };
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        for line in sealpost_api_server::staff_token(&config, command).await? {
+            writeln!(out, "{line}").context("writing to stdout")?;
+        }
+        return Ok(());
+    }
     let listener = if args.jobs_only {
         None
     } else {

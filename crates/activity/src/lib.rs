@@ -70,6 +70,8 @@ string_enum! {
         PaymentPaid => "notice.payment_paid",
         PaymentFailed => "notice.payment_failed",
         WebhookDisabled => "notice.webhook_disabled",
+        SupportReplied => "notice.support_replied",
+        SupportResolved => "notice.support_resolved",
     }
 }
 
@@ -154,6 +156,23 @@ impl Notice {
             json!({ "webhookId": webhook }),
             at,
         )
+    }
+}
+
+impl Notice {
+    /// Support answered a ticket (`replied`) or resolved it.
+    pub fn support(
+        account: &AccountId,
+        ticket: &sealpost_kernel::TicketId,
+        replied: bool,
+        at: Timestamp,
+    ) -> Notice {
+        let kind = if replied {
+            NoticeKind::SupportReplied
+        } else {
+            NoticeKind::SupportResolved
+        };
+        Notice::new(account, kind, json!({ "ticketId": ticket }), at)
     }
 }
 

@@ -135,6 +135,7 @@ fn serve_http(
         .context("SEALPOST_EDGE_RATE must be above 0")?;
     let limiter = Arc::new(EdgeLimiter::per_minute(rate));
     let notifier = MailNotifier::start(config.database_url.clone());
+    let abuse_limiter = Arc::new(sealpost_http_api::rate_limit::AbuseLimiter::new());
     let state = AppState {
         accounts: services.accounts.clone(),
         devices: services.devices.clone(),
@@ -157,6 +158,9 @@ fn serve_http(
         limiter: limiter.clone(),
         clock: services.clock.clone(),
         support_key: config.support_key.clone(),
+        support: services.support.clone(),
+        staff: services.staff.clone(),
+        abuse_limiter: abuse_limiter.clone(),
     };
     let addr = listener.local_addr().context("reading the bound address")?;
     let server = sealpost_http_api::serve(listener, state, workers)?;
@@ -168,6 +172,7 @@ fn serve_http(
         loop {
             tick.tick().await;
             limiter.forget_idle();
+            abuse_limiter.forget_idle();
         }
     });
     tracing::info!(%addr, "serving the API");
@@ -186,4 +191,54 @@ fn service_domains(config: &Config) -> Vec<String> {
         .ok()
         .and_then(|url| url.host_str().map(str::to_owned));
     config.domains.iter().cloned().chain(public_host).collect()
+}
+
+/// What `sealpost-api staff-token ...` does.
+pub enum StaffTokenCommand {
+    /// A new token for a named staff member, printed once.
+    Create(String),
+    /// Revokes a token by id or name.
+    Revoke(String),
+    List,
+}
+
+/// Operator command: manages staff tokens on the configured database
+/// (migrated first). Returns the lines to print.
+pub async fn staff_token(
+    config: &Config,
+    command: StaffTokenCommand,
+) -> anyhow::Result<Vec<String>> {
+    sealpost_store_pg::migrate(&config.database_url)
+        .await
+        .context("migrating the database")?;
+    let store = PgStore::connect(&config.database_url, 2).context("connecting to the database")?;
+    let staff =
+        sealpost_support::Staff::new(Arc::new(store), Arc::new(sealpost_kernel::SystemClock));
+    Ok(match command {
+        StaffTokenCommand::Create(name) => {
+            let (info, token) = staff.create_token(&name).await?;
+            vec![
+                format!("staff member {} ({})", info.name, info.id),
+                format!("token (shown once): {token}"),
+            ]
+        }
+        StaffTokenCommand::Revoke(who) => {
+            staff.revoke_token(&who).await?;
+            vec![format!("revoked {who}")]
+        }
+        StaffTokenCommand::List => staff
+            .tokens()
+            .await?
+            .into_iter()
+            .map(|token| {
+                let state = token
+                    .revoked_at
+                    .map_or_else(|| "live".to_owned(), |at| format!("revoked {at}"));
+                format!(
+                    "{}\t{}\t{}\t{state}",
+                    token.id, token.name, token.created_at
+                )
+            })
+            .collect(),
+    })
 }

@@ -27,6 +27,7 @@ pub mod notifications;
 pub mod sealing;
 pub mod sending;
 pub mod teams;
+pub mod support;
 pub mod types;
 pub mod webhook;
 

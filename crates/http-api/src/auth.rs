@@ -24,7 +24,7 @@ pub struct SessionCaller {
     pub caller: Caller,
 }
 
-fn bearer_token(req: &HttpRequest) -> Result<String, ApiError> {
+pub(crate) fn bearer_token(req: &HttpRequest) -> Result<String, ApiError> {
     let value = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -42,7 +42,7 @@ fn bearer_token(req: &HttpRequest) -> Result<String, ApiError> {
     Ok(token.trim().to_owned())
 }
 
-fn state(req: &HttpRequest) -> Result<Data<AppState>, ApiError> {
+pub(crate) fn state(req: &HttpRequest) -> Result<Data<AppState>, ApiError> {
     req.app_data::<Data<AppState>>().cloned().ok_or_else(|| {
         ApiError::internal(&std::io::Error::other("application state is not installed"))
     })
@@ -51,10 +51,23 @@ fn state(req: &HttpRequest) -> Result<Data<AppState>, ApiError> {
 async fn authenticate(
     state: Data<AppState>,
     token: Result<String, ApiError>,
+    path: String,
 ) -> Result<Caller, ApiError> {
     let caller = state.accounts.authenticate(&token?).await?;
     state.limiter.check_account(caller.account())?;
+    // A suspended account reaches only its support requests.
+    if !is_support_path(&path) && state.staff.suspension(caller.account()).await?.is_some() {
+        return Err(ApiError::new(
+            ErrorCode::AccountSuspended,
+            "this account is suspended; contact support through the app",
+        ));
+    }
     Ok(caller)
+}
+
+/// `/support` and everything under it.
+fn is_support_path(path: &str) -> bool {
+    path == "/support" || path.starts_with("/support/")
 }
 
 impl FromRequest for Authenticated {
@@ -64,7 +77,8 @@ impl FromRequest for Authenticated {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let token = bearer_token(req);
         let state = state(req);
-        Box::pin(async move { Ok(Authenticated(authenticate(state?, token).await?)) })
+        let path = req.path().to_owned();
+        Box::pin(async move { Ok(Authenticated(authenticate(state?, token, path).await?)) })
     }
 }
 
@@ -75,8 +89,9 @@ impl FromRequest for SessionCaller {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let token = bearer_token(req);
         let state = state(req);
+        let path = req.path().to_owned();
         Box::pin(async move {
-            let caller = authenticate(state?, token).await?;
+            let caller = authenticate(state?, token, path).await?;
             let session = caller.session()?.clone();
             Ok(SessionCaller {
                 account: caller.account().clone(),

@@ -19,6 +19,7 @@ use sealpost_pairing::DeviceError;
 use sealpost_plans::LimitError;
 use sealpost_seal::BoxShapeError;
 use sealpost_subscriptions::{ChangeError, SubscriptionError};
+use sealpost_support::{Refusal, StaffError, SupportError};
 use sealpost_webhooks::endpoint::EndpointError;
 use sealpost_webhooks::service::WebhookError;
 use sealpost_wire::{ErrorBody, ErrorDetail};
@@ -478,6 +479,58 @@ impl From<BillingError> for ApiError {
 }
 
 /// A client box field: shape checked (400 `invalid_box`), size capped (413 `too_large`).
+impl From<SupportError> for ApiError {
+    fn from(error: SupportError) -> Self {
+        match error {
+            SupportError::Unavailable => {
+                Self::new(ErrorCode::SupportUnavailable, error.to_string())
+            }
+            SupportError::StaffKeyChanged => {
+                Self::new(ErrorCode::StaffKeyChanged, error.to_string())
+            }
+            SupportError::Refused(refusal) => refusal.into(),
+            SupportError::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<StaffError> for ApiError {
+    fn from(error: StaffError) -> Self {
+        match error {
+            StaffError::Unauthenticated => Self::new(ErrorCode::Unauthenticated, error.to_string()),
+            StaffError::NotFound => Self::not_found(),
+            StaffError::Invalid(reason) => Self::new(ErrorCode::InvalidField, reason),
+            StaffError::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> Self {
+        let code = match refusal {
+            Refusal::NotFound => return Self::not_found(),
+            Refusal::IdTaken => ErrorCode::IdTaken,
+            Refusal::TooManyOpen => ErrorCode::TooManyOpen,
+            Refusal::TooManyTickets => ErrorCode::TooManyTickets,
+            Refusal::TicketClosed => ErrorCode::TicketClosed,
+            Refusal::TicketFull => ErrorCode::TicketFull,
+            Refusal::StorageFull => ErrorCode::SupportStorageFull,
+            Refusal::TooManyNew {
+                retry_after_seconds,
+            }
+            | Refusal::TooManyReplies {
+                retry_after_seconds,
+            } => {
+                return Self {
+                    retry_after: Some(retry_after_seconds),
+                    ..Self::new(ErrorCode::RateLimited, refusal.to_string())
+                };
+            }
+        };
+        Self::new(code, refusal.to_string())
+    }
+}
+
 pub fn check_box_field(
     field: &str,
     value: &serde_json::Value,

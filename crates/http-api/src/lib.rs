@@ -56,8 +56,8 @@ pub fn serve(
 
 fn routes(config: &mut web::ServiceConfig) {
     use routes::{
-        accounts, activity, addresses, billing, devices, folders, health, messages, notifications,
-        plans, sending, teams, webhooks,
+        abuse, accounts, activity, addresses, billing, devices, folders, health, messages,
+        notifications, plans, sending, staff, support, teams, webhooks,
     };
     config
         .route("/", web::get().to(index))
@@ -169,6 +169,26 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(teams::rotate)
         .service(teams::memberships)
         .service(teams::leave)
+        .service(support::overview)
+        .service(support::create)
+        .service(support::get_one)
+        .service(support::add_message)
+        .service(support::close)
+        .service(support::reopen)
+        .service(support::bind_key)
+        .service(abuse::report)
+        .service(staff::tickets)
+        .service(staff::get_ticket)
+        .service(staff::reply)
+        .service(staff::resolve)
+        .service(staff::rotate_key)
+        .service(staff::get_switches)
+        .service(staff::update_switches)
+        .service(staff::suspend)
+        .service(staff::unsuspend)
+        .service(staff::abuse_reports)
+        .service(staff::resolve_report)
+        .service(staff::audit)
         .service(
             web::resource("/messages")
                 .app_data(PayloadConfig::new(messages::INBOUND_BODY_LIMIT))

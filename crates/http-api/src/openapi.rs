@@ -11,8 +11,8 @@ use utoipa::openapi::{Content, Ref, RefOr};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    accounts, activity, addresses, billing, devices, folders, health, messages, notifications,
-    plans, sending, teams, webhooks,
+    abuse, accounts, activity, addresses, billing, devices, folders, health, messages,
+    notifications, plans, sending, staff, support, teams, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -95,6 +95,26 @@ use crate::routes::{
         teams::rotate,
         teams::memberships,
         teams::leave,
+        support::overview,
+        support::create,
+        support::get_one,
+        support::add_message,
+        support::close,
+        support::reopen,
+        support::bind_key,
+        abuse::report,
+        staff::tickets,
+        staff::get_ticket,
+        staff::reply,
+        staff::resolve,
+        staff::rotate_key,
+        staff::get_switches,
+        staff::update_switches,
+        staff::suspend,
+        staff::unsuspend,
+        staff::abuse_reports,
+        staff::resolve_report,
+        staff::audit,
     ),
     modifiers(&BearerAuth, &SharedResponses, &EventNames),
 )]

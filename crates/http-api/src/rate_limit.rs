@@ -54,6 +54,43 @@ impl EdgeLimiter {
     }
 }
 
+/// `POST /abuse/reports`: five reports at once per IP, then one every
+/// twelve minutes (five an hour).
+pub struct AbuseLimiter {
+    per_ip: DefaultKeyedRateLimiter<IpAddr>,
+    clock: DefaultClock,
+}
+
+impl Default for AbuseLimiter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AbuseLimiter {
+    pub const PER_HOUR: u32 = 5;
+
+    pub fn new() -> Self {
+        let quota = Quota::per_hour(NonZeroU32::new(Self::PER_HOUR).unwrap_or(NonZeroU32::MIN));
+        Self {
+            per_ip: RateLimiter::keyed(quota),
+            clock: DefaultClock::default(),
+        }
+    }
+
+    pub fn check(&self, ip: IpAddr) -> Result<(), ApiError> {
+        self.per_ip.check_key(&ip).map_err(|not_until| {
+            let wait = not_until.wait_time_from(self.clock.now());
+            ApiError::rate_limited(wait.as_secs() + u64::from(wait.subsec_nanos() > 0))
+        })
+    }
+
+    pub fn forget_idle(&self) {
+        self.per_ip.retain_recent();
+        self.per_ip.shrink_to_fit();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

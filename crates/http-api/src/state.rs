@@ -54,4 +54,10 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// The support team's public key, shown on `GET /accounts/me`.
     pub support_key: Option<String>,
+    /// In-app support: tickets, the support key, the staff side.
+    pub support: sealpost_support::Support,
+    /// Staff tokens, the audit log, abuse reports, suspensions, switches.
+    pub staff: sealpost_support::Staff,
+    /// The tight per-IP limit of `POST /abuse/reports`.
+    pub abuse_limiter: Arc<crate::rate_limit::AbuseLimiter>,
 }

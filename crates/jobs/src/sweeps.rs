@@ -59,6 +59,7 @@ pub struct Sweeps {
     mailbox: Mailbox,
     webhooks: Webhooks,
     blob_recovery: BlobRecovery,
+    support: sealpost_support::Support,
 }
 
 impl Sweeps {
@@ -73,6 +74,7 @@ impl Sweeps {
             mailbox: services.mailbox.clone(),
             webhooks: services.webhooks.clone(),
             blob_recovery: services.blob_recovery.clone(),
+            support: services.support.clone(),
         }
     }
 
@@ -126,6 +128,14 @@ impl Sweeps {
         match self.activity.sweep().await {
             Ok(removed) => tracing::info!(removed, "swept old activity"),
             Err(error) => tracing::warn!(%error, "activity sweep failed"),
+        }
+        match self.support.sweep().await {
+            Ok(report) => tracing::info!(
+                closed = report.closed,
+                deleted = report.deleted,
+                "closed idle support tickets and deleted long-closed ones"
+            ),
+            Err(error) => tracing::warn!(%error, "support sweep failed"),
         }
         match self.webhooks.sweep().await {
             Ok(removed) => tracing::info!(removed, "swept the webhook delivery log"),

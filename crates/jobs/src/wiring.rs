@@ -49,6 +49,10 @@ pub struct Services {
     pub notifications: sealpost_notifications::Notifications,
     /// Teams: members, grants, memberships.
     pub teams: sealpost_teams::Teams,
+    /// In-app support tickets and the staff side.
+    pub support: sealpost_support::Support,
+    /// Staff tokens, audit log, abuse reports, suspensions, switches.
+    pub staff: sealpost_support::Staff,
     /// Keeps `ingest` alive in the eyes of every process's recovery.
     _instance_lock: Arc<InstanceLock>,
 }
@@ -116,12 +120,35 @@ impl Services {
                 clock.clone(),
             ),
             teams: sealpost_teams::Teams::new(Arc::new(store.clone()), clock.clone()),
+            support: support(&store, config, &clock)?,
+            staff: sealpost_support::Staff::new(Arc::new(store.clone()), clock.clone()),
             store,
             blobs,
             clock,
             _instance_lock: Arc::new(instance_lock),
         })
     }
+}
+
+/// Support with `SEALPOST_SUPPORT_KEY` as the key until staff rotate it.
+fn support(
+    store: &PgStore,
+    config: &Config,
+    clock: &Arc<dyn Clock>,
+) -> anyhow::Result<sealpost_support::Support> {
+    let key = config
+        .support_key
+        .as_deref()
+        .map(|text| {
+            sealpost_support::PublicKey::parse(text)
+                .context("SEALPOST_SUPPORT_KEY must be a 32-byte X25519 public key in base64url")
+        })
+        .transpose()?;
+    Ok(sealpost_support::Support::new(
+        Arc::new(store.clone()),
+        clock.clone(),
+        key,
+    ))
 }
 
 /// Sending through `SEALPOST_SMTP_RELAY`, DKIM-signed with

@@ -87,10 +87,8 @@ pub type QueueRule = dyn Fn(&OutboxEntry<'_>, &AccountSettings) -> Option<Queued
 /// Which push kind an outbox entry is, with the address new mail came to.
 /// Entries no push is about (addresses created, devices removed, ...) are `None`.
 ///
-/// Support replies and resolutions ([`PushKind::Support`]) have their
-/// preference and text but no outbox entry yet: in-app support is another
-/// issue. It adds a notice kind (or event) in the ticket change's `Records`
-/// and maps it to [`PushKind::Support`] here; nothing else changes.
+/// Support replies and resolutions are the `notice.support_*` entries a
+/// ticket change writes ([`PushKind::Support`]).
 pub fn push_kind(kind: &str, payload: &Value) -> Option<(PushKind, Option<AddressId>)> {
     if let Ok(event) = kind.parse::<EventType>() {
         return match event {
@@ -110,6 +108,7 @@ pub fn push_kind(kind: &str, payload: &Value) -> Option<(PushKind, Option<Addres
         NoticeKind::SignedIn => Some((PushKind::NewSignIn, None)),
         NoticeKind::PaymentPaid | NoticeKind::PaymentFailed => Some((PushKind::Billing, None)),
         NoticeKind::WebhookDisabled => Some((PushKind::WebhookFailures, None)),
+        NoticeKind::SupportReplied | NoticeKind::SupportResolved => Some((PushKind::Support, None)),
     }
 }
 

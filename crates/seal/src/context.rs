@@ -43,6 +43,19 @@ pub fn team_grant(owner_id: &str, member_id: &str, inbox_id: &str, epoch: u32) -
     format!("service/v1/team-grant:{owner_id}:{member_id}:{inbox_id}:{epoch}")
 }
 
+/// Support ticket header (this service's choice; the contract lists none):
+/// `service/v1/support-header:<ticketId>`.
+#[must_use]
+pub fn support_header(ticket_id: &str) -> String {
+    format!("service/v1/support-header:{ticket_id}")
+}
+
+/// Support ticket message: `service/v1/support-message:<ticketId>:<messageId>`.
+#[must_use]
+pub fn support_message(ticket_id: &str, message_id: &str) -> String {
+    format!("service/v1/support-message:{ticket_id}:{message_id}")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

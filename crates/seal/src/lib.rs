@@ -29,6 +29,7 @@ mod fingerprint;
 mod handshake;
 mod keys;
 mod primitives;
+mod support;
 
 pub use at_rest::{AtRestError, ServerKeys};
 pub use boxes::{BoxShapeError, SealedBox, check_box, open_binary, seal_binary};
@@ -37,5 +38,6 @@ pub use fingerprint::team_fingerprint;
 pub use handshake::{ChallengeKeypair, handshake_proof, verify_handshake_proof};
 pub use keys::{AccountKeys, RecoveryPhrase};
 pub use primitives::{random_bytes, random_token, sha256};
+pub use support::{KEY_REQUEST, support_binding, verify_support_binding};
 /// Re-exported so that callers need no direct dependency on `x25519-dalek`.
 pub use x25519_dalek::{PublicKey, StaticSecret};

@@ -20,8 +20,10 @@ mod push;
 mod records;
 mod schema;
 mod sending;
+mod staff;
 mod subscriptions;
 mod teams;
+mod support;
 mod webhooks;
 
 use std::time::Duration;

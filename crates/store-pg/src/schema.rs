@@ -372,3 +372,103 @@ diesel::allow_tables_to_appear_in_same_query!(team_members, addresses);
 diesel::allow_tables_to_appear_in_same_query!(team_members, accounts);
 diesel::allow_tables_to_appear_in_same_query!(team_grants, addresses);
 diesel::allow_tables_to_appear_in_same_query!(team_grants, accounts);
+
+diesel::table! {
+    support_tickets (id) {
+        id -> Text,
+        account_id -> Text,
+        status -> Text,
+        last_author -> Text,
+        unread -> Bool,
+        header_for_staff -> Jsonb,
+        header_for_account -> Jsonb,
+        account_key -> Bytea,
+        staff_key -> Bytea,
+        binding -> Nullable<Bytea>,
+        stored_bytes -> Int8,
+        message_count -> Int4,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+        closed_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    support_messages (id) {
+        id -> Text,
+        ticket_id -> Text,
+        account_id -> Text,
+        author -> Text,
+        position -> Int4,
+        staff_key -> Bytea,
+        for_staff -> Jsonb,
+        for_account -> Jsonb,
+        stored_bytes -> Int8,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    support_bindings (account_id) {
+        account_id -> Text,
+        account_key -> Bytea,
+        staff_key -> Bytea,
+        mac -> Bytea,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    operator_switches (id) {
+        id -> Bool,
+        support_key -> Nullable<Bytea>,
+        support_off -> Bool,
+        webhooks_paused -> Bool,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    staff_tokens (id) {
+        id -> Text,
+        name -> Text,
+        token_hash -> Bytea,
+        created_at -> Timestamptz,
+        revoked_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    staff_audit (id) {
+        id -> Int8,
+        actor -> Text,
+        action -> Text,
+        target -> Nullable<Text>,
+        note -> Nullable<Text>,
+        at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    abuse_reports (id) {
+        id -> Text,
+        email_address -> Nullable<Text>,
+        message_id -> Nullable<Text>,
+        reason -> Text,
+        details -> Nullable<Text>,
+        contact -> Nullable<Text>,
+        status -> Text,
+        account_id -> Nullable<Text>,
+        created_at -> Timestamptz,
+        resolved_at -> Nullable<Timestamptz>,
+        resolution -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    account_suspensions (account_id) {
+        account_id -> Text,
+        reason -> Text,
+        since -> Timestamptz,
+    }
+}

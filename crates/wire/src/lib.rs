@@ -30,6 +30,8 @@ pub mod schemas;
 mod sending;
 mod service;
 mod teams;
+mod staff;
+mod support;
 mod webhooks;
 
 pub use accounts::*;
@@ -45,6 +47,8 @@ pub use plans::*;
 pub use sending::*;
 pub use service::*;
 pub use teams::*;
+pub use staff::*;
+pub use support::*;
 pub use webhooks::*;
 
 #[cfg(test)]

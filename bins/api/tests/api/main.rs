@@ -23,6 +23,8 @@ mod sending;
 mod smtp_limits;
 mod storage;
 mod teams;
+mod staff;
+mod tickets;
 mod usage;
 mod webhook_delivery;
 mod webhooks;

@@ -48,7 +48,7 @@ fn open_content(keys: &AccountKeys, message: &Value) -> Value {
     serde_json::from_slice(&plain).unwrap()
 }
 
-async fn everything_in_the_database(api: &Api) -> String {
+pub(crate) async fn everything_in_the_database(api: &Api) -> String {
     use diesel_async::RunQueryDsl;
     #[derive(diesel::QueryableByName)]
     struct Text {

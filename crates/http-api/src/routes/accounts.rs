@@ -117,7 +117,14 @@ pub async fn me(state: Data<AppState>, caller: Authenticated) -> Result<HttpResp
     let account = state.accounts.account(caller.0.account()).await?;
     Ok(HttpResponse::Ok().json(wire::Me {
         account: account_body(account),
-        support_key: state.support_key.clone(),
+        // The rotated key once staff rotated it, else the configured one.
+        support_key: state
+            .support
+            .availability()
+            .await?
+            .staff_key
+            .map(|key| key.to_text())
+            .or_else(|| state.support_key.clone()),
     }))
 }
 

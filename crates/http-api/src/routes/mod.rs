@@ -1,3 +1,4 @@
+pub mod abuse;
 pub mod accounts;
 pub mod activity;
 pub mod addresses;
@@ -10,4 +11,6 @@ pub mod notifications;
 pub mod plans;
 pub mod sending;
 pub mod teams;
+pub mod staff;
+pub mod support;
 pub mod webhooks;

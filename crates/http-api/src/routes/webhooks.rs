@@ -86,7 +86,8 @@ pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpRe
 /// Registers an https endpoint (10 per account); the secret is returned once.
 #[utoipa::path(post, path = "/webhook-endpoints", tag = "webhooks", security(("bearer" = [])), request_body = wire::CreateWebhookRequest,
     responses((status = 201, body = wire::CreatedWebhook), (status = 400, body = wire::ErrorBody, description = "invalid_url, invalid_field, invalid_id, invalid_box"),
-        (status = 403, body = wire::ErrorBody, description = "plan_required"), (status = 409, body = wire::ErrorBody, description = "limit_reached, id_taken")))]
+        (status = 403, body = wire::ErrorBody, description = "plan_required"), (status = 409, body = wire::ErrorBody, description = "limit_reached, id_taken"),
+        (status = 503, body = wire::ErrorBody, description = "feature_disabled: adding webhooks is paused")))]
 #[post("/webhook-endpoints")]
 pub async fn create(
     state: Data<AppState>,
@@ -94,6 +95,13 @@ pub async fn create(
     Json(body): Json<wire::CreateWebhookRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let plan = webhook_plan(&state, &caller.account).await?;
+    // Operators can pause adding webhooks; existing ones keep delivering.
+    if state.support.availability().await?.switches.webhooks_paused {
+        return Err(ApiError::new(
+            ErrorCode::FeatureDisabled,
+            "adding webhooks is paused; try again later",
+        ));
+    }
     let id = WebhookId::parse(&body.id).map_err(|error| ApiError::invalid_id("id", error))?;
     let url = url(&state, &body.url)?;
     let events = filter(&body.events)?;

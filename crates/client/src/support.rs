@@ -1,0 +1,436 @@
+//! In-app support from both sides: the account's `/support` endpoints and
+//! the staff API (`/staff/...`, a staff token as the bearer), with the
+//! sealing conventions both follow.
+//!
+//! - Header: JSON `{"category", "priority", "subject"}` sealed with context
+//!   `service/v1/support-header:<ticketId>`.
+//! - Message: JSON `{"text"}` sealed with context
+//!   `service/v1/support-message:<ticketId>:<messageId>`.
+//! - Each is sealed twice: to the support key (`forStaff`) and to the
+//!   account's vault key (`forAccount`, the ticket's `accountKey`).
+//! - The binding: [`sealpost_seal::support_binding`] with the ticket id as
+//!   the request id (`key` for `POST /support/key`).
+//!
+//! ```
+//! use sealpost_client::support::{self, TicketHeader};
+//! use sealpost_seal::{PublicKey, RecoveryPhrase, StaticSecret, random_bytes};
+//!
+//! let keys = RecoveryPhrase::generate().keys();
+//! let support_secret = StaticSecret::from(random_bytes::<32>());
+//! let staff_key = PublicKey::from(&support_secret).to_bytes();
+//! let header = TicketHeader::new("billing", "normal", "Refund");
+//! let sealed = support::seal_new_ticket(&keys, &staff_key, &header, "Please refund");
+//! let ticket = &sealed.request;
+//! let opened = support::open_header(&support_secret, &sealed.ticket_id, &serde_json::from_value(ticket.header.for_staff.clone()).unwrap()).unwrap();
+//! assert_eq!(opened.subject, "Refund");
+//! ```
+
+use reqwest::Method;
+use sealpost_kernel::{TicketId, TicketMessageId};
+use sealpost_seal::{
+    AccountKeys, SealError, SealedBox, StaticSecret, b64, context, random_bytes, support_binding,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::{Client, Result};
+
+pub use sealpost_wire::{
+    BoxPairRequest, CreateTicketRequest, FirstMessageRequest, MessageAdded, StaffBinding,
+    StaffTicket, StaffTicketDetail, StaffTicketList, SupportKeyReply, SupportKeyRequest,
+    SupportOverview, Ticket, TicketAuthor, TicketDetail, TicketMessage, TicketMessageRequest,
+    TicketReply, TicketStatus,
+};
+
+const ALPHABET: &[u8; 36] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+
+fn random_body(len: usize) -> String {
+    let mut body = String::with_capacity(len);
+    while body.len() < len {
+        for byte in random_bytes::<32>() {
+            // 252 = 7 * 36: no modulo bias.
+            if byte < 252 && body.len() < len {
+                body.push(char::from(ALPHABET[usize::from(byte % 36)]));
+            }
+        }
+    }
+    body
+}
+
+/// A new ticket id: `tkt_` + 20 random lowercase letters and digits.
+#[must_use]
+pub fn new_ticket_id() -> TicketId {
+    TicketId::from_trusted(format!("{}{}", TicketId::PREFIX, random_body(20)))
+}
+
+/// A new ticket message id: `tkm_` + 16 random lowercase letters and digits.
+#[must_use]
+pub fn new_message_id() -> TicketMessageId {
+    TicketMessageId::from_trusted(format!("{}{}", TicketMessageId::PREFIX, random_body(16)))
+}
+
+/// What a ticket's header holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TicketHeader {
+    pub category: String,
+    /// low, normal, high or urgent.
+    pub priority: String,
+    pub subject: String,
+}
+
+impl TicketHeader {
+    #[must_use]
+    pub fn new(category: &str, priority: &str, subject: &str) -> Self {
+        Self {
+            category: category.to_owned(),
+            priority: priority.to_owned(),
+            subject: subject.to_owned(),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct MessageText {
+    text: String,
+}
+
+fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
+    // Strings only: serialising cannot fail.
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+fn pair(
+    staff_key: &[u8; 32],
+    account_key: &[u8; 32],
+    context: &str,
+    plain: &[u8],
+) -> BoxPairRequest {
+    BoxPairRequest::new(
+        &SealedBox::seal(staff_key, context, plain),
+        &SealedBox::seal(account_key, context, plain),
+    )
+}
+
+/// A ticket ready for `POST /support/tickets`, and its ids.
+pub struct SealedTicket {
+    pub ticket_id: TicketId,
+    pub message_id: TicketMessageId,
+    pub request: CreateTicketRequest,
+}
+
+/// Seals a new ticket (header and first message) for the account of `keys`
+/// and the support key `staff_key`, with the binding.
+#[must_use]
+pub fn seal_new_ticket(
+    keys: &AccountKeys,
+    staff_key: &[u8; 32],
+    header: &TicketHeader,
+    text: &str,
+) -> SealedTicket {
+    let ticket_id = new_ticket_id();
+    let message_id = new_message_id();
+    let account_key = keys.vault_public_key();
+    let header_pair = pair(
+        staff_key,
+        &account_key,
+        &context::support_header(ticket_id.as_str()),
+        &to_json(header),
+    );
+    let message = pair(
+        staff_key,
+        &account_key,
+        &context::support_message(ticket_id.as_str(), message_id.as_str()),
+        &to_json(&MessageText {
+            text: text.to_owned(),
+        }),
+    );
+    let binding = support_binding(
+        &keys.vault_secret(),
+        staff_key,
+        &keys.account_id(),
+        ticket_id.as_str(),
+        staff_key,
+    );
+    SealedTicket {
+        request: CreateTicketRequest {
+            id: ticket_id.to_string(),
+            account_key: b64::encode(&account_key),
+            staff_key: b64::encode(staff_key),
+            binding: Some(b64::encode(&binding)),
+            header: header_pair,
+            message: FirstMessageRequest {
+                id: message_id.to_string(),
+                for_staff: message.for_staff,
+                for_account: message.for_account,
+            },
+        },
+        ticket_id,
+        message_id,
+    }
+}
+
+/// Seals a message of either side: to `staff_key` and to the ticket's
+/// `account_key`.
+#[must_use]
+pub fn seal_message(
+    staff_key: &[u8; 32],
+    account_key: &[u8; 32],
+    ticket_id: &TicketId,
+    text: &str,
+) -> TicketMessageRequest {
+    let id = new_message_id();
+    let boxes = pair(
+        staff_key,
+        account_key,
+        &context::support_message(ticket_id.as_str(), id.as_str()),
+        &to_json(&MessageText {
+            text: text.to_owned(),
+        }),
+    );
+    TicketMessageRequest {
+        id: id.to_string(),
+        staff_key: b64::encode(staff_key),
+        for_staff: boxes.for_staff,
+        for_account: boxes.for_account,
+    }
+}
+
+/// The account's `POST /support/key` body for `staff_key`.
+#[must_use]
+pub fn key_binding(keys: &AccountKeys, staff_key: &[u8; 32]) -> SupportKeyRequest {
+    let mac = support_binding(
+        &keys.vault_secret(),
+        staff_key,
+        &keys.account_id(),
+        sealpost_seal::KEY_REQUEST,
+        staff_key,
+    );
+    SupportKeyRequest {
+        account_key: b64::encode(&keys.vault_public_key()),
+        binding: b64::encode(&mac),
+        staff_key: b64::encode(staff_key),
+    }
+}
+
+/// Opens a header copy with the reader's secret (the account's vault key
+/// or the support key).
+pub fn open_header(
+    secret: &StaticSecret,
+    ticket_id: &TicketId,
+    sealed: &SealedBox,
+) -> std::result::Result<TicketHeader, SealError> {
+    let plain = sealed.open(secret, &context::support_header(ticket_id.as_str()))?;
+    serde_json::from_slice(&plain).map_err(|_| SealError::InvalidBox("not a ticket header".into()))
+}
+
+/// Opens a message copy with the reader's secret.
+pub fn open_message(
+    secret: &StaticSecret,
+    ticket_id: &TicketId,
+    message_id: &TicketMessageId,
+    sealed: &SealedBox,
+) -> std::result::Result<String, SealError> {
+    let plain = sealed.open(
+        secret,
+        &context::support_message(ticket_id.as_str(), message_id.as_str()),
+    )?;
+    let message: MessageText = serde_json::from_slice(&plain)
+        .map_err(|_| SealError::InvalidBox("not a ticket message".into()))?;
+    Ok(message.text)
+}
+
+impl Client {
+    /// `GET /support`: tickets newest first, availability and the support key.
+    pub async fn support(&self) -> Result<SupportOverview> {
+        self.json(self.authed(Method::GET, "/support")).await
+    }
+
+    /// `POST /support/tickets`.
+    pub async fn create_ticket(&self, request: &CreateTicketRequest) -> Result<Ticket> {
+        let reply: TicketReply = self
+            .json(self.authed(Method::POST, "/support/tickets").json(request))
+            .await?;
+        Ok(reply.ticket)
+    }
+
+    /// `GET /support/tickets/{id}`: marks staff replies read.
+    pub async fn get_ticket(&self, id: &TicketId) -> Result<TicketDetail> {
+        self.json(self.authed(Method::GET, &format!("/support/tickets/{id}")))
+            .await
+    }
+
+    /// `POST /support/tickets/{id}/messages`.
+    pub async fn add_ticket_message(
+        &self,
+        id: &TicketId,
+        request: &TicketMessageRequest,
+    ) -> Result<MessageAdded> {
+        self.json(
+            self.authed(Method::POST, &format!("/support/tickets/{id}/messages"))
+                .json(request),
+        )
+        .await
+    }
+
+    /// `POST /support/tickets/{id}/close`.
+    pub async fn close_ticket(&self, id: &TicketId) -> Result<Ticket> {
+        let reply: TicketReply = self
+            .json(self.authed(Method::POST, &format!("/support/tickets/{id}/close")))
+            .await?;
+        Ok(reply.ticket)
+    }
+
+    /// `POST /support/tickets/{id}/reopen`.
+    pub async fn reopen_ticket(&self, id: &TicketId) -> Result<Ticket> {
+        let reply: TicketReply = self
+            .json(self.authed(Method::POST, &format!("/support/tickets/{id}/reopen")))
+            .await?;
+        Ok(reply.ticket)
+    }
+
+    /// `POST /support/key`: whether anything changed.
+    pub async fn bind_support_key(&self, request: &SupportKeyRequest) -> Result<bool> {
+        let reply: SupportKeyReply = self
+            .json(self.authed(Method::POST, "/support/key").json(request))
+            .await?;
+        Ok(reply.changed)
+    }
+}
+
+pub use sealpost_wire::{
+    AbuseReceived, AbuseReportBody, AbuseReportList, AbuseReportRequest, AuditEntryBody, AuditLog,
+    ResolveReportRequest, RotateKeyRequest, StaffTicketReply, SuspendRequest, SuspensionBody,
+    SwitchesBody, SwitchesRequest,
+};
+
+/// Staff side: verifies a ticket's binding with the support secret (the
+/// ticket id is the request id). `false` flags a mismatch to look into.
+#[must_use]
+pub fn verify_ticket_binding(support_secret: &StaticSecret, ticket: &StaffTicket) -> bool {
+    let (Some(binding), Ok(account_key)) = (
+        ticket
+            .binding
+            .as_deref()
+            .and_then(|text| b64::decode(text).ok()),
+        b64::decode_32(&ticket.account_key),
+    ) else {
+        return false;
+    };
+    sealpost_seal::verify_support_binding(
+        support_secret,
+        &account_key,
+        ticket.account_id.as_str(),
+        ticket.ticket.id.as_str(),
+        &binding,
+    )
+}
+
+impl Client {
+    /// `POST /abuse/reports` (no token needed).
+    pub async fn report_abuse(&self, request: &AbuseReportRequest) -> Result<AbuseReceived> {
+        self.json(self.public(Method::POST, "/abuse/reports").json(request))
+            .await
+    }
+
+    // ---- Staff API: the client's token is a staff token ----
+
+    /// `GET /staff/tickets`.
+    pub async fn staff_tickets(&self, status: Option<&str>) -> Result<StaffTicketList> {
+        let path = match status {
+            Some(status) => format!("/staff/tickets?status={status}"),
+            None => "/staff/tickets".to_owned(),
+        };
+        self.json(self.authed(Method::GET, &path)).await
+    }
+
+    /// `GET /staff/tickets/{id}`.
+    pub async fn staff_ticket(&self, id: &TicketId) -> Result<StaffTicketDetail> {
+        self.json(self.authed(Method::GET, &format!("/staff/tickets/{id}")))
+            .await
+    }
+
+    /// `POST /staff/tickets/{id}/messages`.
+    pub async fn staff_reply(
+        &self,
+        id: &TicketId,
+        request: &TicketMessageRequest,
+    ) -> Result<MessageAdded> {
+        self.json(
+            self.authed(Method::POST, &format!("/staff/tickets/{id}/messages"))
+                .json(request),
+        )
+        .await
+    }
+
+    /// `POST /staff/tickets/{id}/resolve`.
+    pub async fn staff_resolve(&self, id: &TicketId) -> Result<StaffTicket> {
+        let reply: StaffTicketReply = self
+            .json(self.authed(Method::POST, &format!("/staff/tickets/{id}/resolve")))
+            .await?;
+        Ok(reply.ticket)
+    }
+
+    /// `POST /staff/support-key`: the new public key (the secret stays here).
+    pub async fn rotate_support_key(&self, staff_key: &[u8; 32]) -> Result<SwitchesBody> {
+        self.json(
+            self.authed(Method::POST, "/staff/support-key")
+                .json(&RotateKeyRequest {
+                    staff_key: b64::encode(staff_key),
+                }),
+        )
+        .await
+    }
+
+    /// `GET /staff/switches`.
+    pub async fn switches(&self) -> Result<SwitchesBody> {
+        self.json(self.authed(Method::GET, "/staff/switches")).await
+    }
+
+    /// `PATCH /staff/switches`.
+    pub async fn update_switches(&self, request: &SwitchesRequest) -> Result<SwitchesBody> {
+        self.json(self.authed(Method::PATCH, "/staff/switches").json(request))
+            .await
+    }
+
+    /// `POST /staff/accounts/{id}/suspend` (`suspend`) or `.../unsuspend`.
+    pub async fn set_suspended(
+        &self,
+        account: &str,
+        suspend: bool,
+        reason: &str,
+    ) -> Result<SuspensionBody> {
+        let verb = if suspend { "suspend" } else { "unsuspend" };
+        self.json(
+            self.authed(Method::POST, &format!("/staff/accounts/{account}/{verb}"))
+                .json(&SuspendRequest {
+                    reason: reason.to_owned(),
+                }),
+        )
+        .await
+    }
+
+    /// `GET /staff/abuse-reports`.
+    pub async fn abuse_reports(&self, status: Option<&str>) -> Result<AbuseReportList> {
+        let path = match status {
+            Some(status) => format!("/staff/abuse-reports?status={status}"),
+            None => "/staff/abuse-reports".to_owned(),
+        };
+        self.json(self.authed(Method::GET, &path)).await
+    }
+
+    /// `POST /staff/abuse-reports/{id}/resolve`.
+    pub async fn resolve_abuse_report(&self, id: &str, resolution: &str) -> Result<()> {
+        self.empty(
+            self.authed(Method::POST, &format!("/staff/abuse-reports/{id}/resolve"))
+                .json(&ResolveReportRequest {
+                    resolution: resolution.to_owned(),
+                }),
+        )
+        .await
+    }
+
+    /// `GET /staff/audit`.
+    pub async fn audit_log(&self, limit: u32) -> Result<AuditLog> {
+        self.json(self.authed(Method::GET, &format!("/staff/audit?limit={limit}")))
+            .await
+    }
+}

@@ -1,0 +1,364 @@
+//! The staff API under `/staff`: staff tokens only (sessions, device
+//! credentials and revoked tokens get 401). Staff read and write the
+//! `forStaff` copies; the support team's private key never reaches the
+//! service. Every action is written to the audit log.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::web::{Data, Path, Query};
+use actix_web::{FromRequest, HttpRequest, HttpResponse, dev::Payload, get, patch, post};
+use sealpost_kernel::AccountId;
+use sealpost_seal::b64;
+use sealpost_support::rules::MESSAGE_MAX_LEN;
+use sealpost_support::{
+    AbuseReport, AbuseStatus, AbuseTarget, AuditEntry, NewMessage, StaffMember, Switches, Ticket,
+    TicketStatus,
+};
+use sealpost_wire as wire;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::support::{key, message_body, message_id, pair, ticket_body, ticket_path};
+use crate::auth::{bearer_token, state};
+use crate::error::ApiError;
+use crate::json::Json;
+use crate::state::AppState;
+
+/// A live staff token's holder.
+pub struct StaffCaller(pub StaffMember);
+
+impl FromRequest for StaffCaller {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let token = bearer_token(req);
+        let state = state(req);
+        Box::pin(async move { Ok(StaffCaller(state?.staff.authenticate(&token?).await?)) })
+    }
+}
+
+fn staff_ticket(ticket: Ticket) -> wire::StaffTicket {
+    wire::StaffTicket {
+        account_id: ticket.account.clone(),
+        account_key: ticket.account_key.to_text(),
+        staff_key: ticket.staff_key.to_text(),
+        binding: ticket.binding.map(|mac| b64::encode(&mac)),
+        ticket: ticket_body(ticket, true),
+    }
+}
+
+async fn switches_body(
+    state: &AppState,
+    switches: Switches,
+) -> Result<wire::SwitchesBody, ApiError> {
+    let availability = state.support.availability().await?;
+    Ok(wire::SwitchesBody {
+        staff_key: availability.staff_key.map(|key| key.to_text()),
+        support_off: switches.support_off,
+        webhooks_paused: switches.webhooks_paused,
+    })
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct StatusQuery {
+    /// open or resolved; all when left out.
+    status: Option<String>,
+}
+
+/// Tickets of every account, most recently active first (up to 500).
+#[utoipa::path(get, path = "/staff/tickets", tag = "staff", security(("bearer" = [])), params(StatusQuery),
+    responses((status = 200, body = wire::StaffTicketList), (status = 400, body = wire::ErrorBody, description = "invalid_field: status"),
+        (status = 401, body = wire::ErrorBody, description = "not a live staff token")))]
+#[get("/staff/tickets")]
+pub async fn tickets(
+    state: Data<AppState>,
+    _caller: StaffCaller,
+    query: Query<StatusQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let status = query
+        .status
+        .as_deref()
+        .map(|text| {
+            text.parse::<TicketStatus>()
+                .map_err(|_| ApiError::invalid_field("status", "open or resolved"))
+        })
+        .transpose()?;
+    let tickets = state.support.staff_list(status).await?;
+    Ok(HttpResponse::Ok().json(wire::StaffTicketList {
+        tickets: tickets.into_iter().map(staff_ticket).collect(),
+    }))
+}
+
+/// One ticket with its `forStaff` copies and the account's last key binding.
+#[utoipa::path(get, path = "/staff/tickets/{id}", tag = "staff", security(("bearer" = [])), params(("id" = String, Path)),
+    responses((status = 200, body = wire::StaffTicketDetail), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
+#[get("/staff/tickets/{id}")]
+pub async fn get_ticket(
+    state: Data<AppState>,
+    caller: StaffCaller,
+    id: Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = ticket_path(&id)?;
+    let (ticket, messages, binding) = state.support.staff_read(&id).await?;
+    state
+        .staff
+        .audit(&caller.0.id, "ticket.read", Some(id.as_str()), None)
+        .await?;
+    Ok(HttpResponse::Ok().json(wire::StaffTicketDetail {
+        ticket: staff_ticket(ticket),
+        messages: messages
+            .into_iter()
+            .map(|message| message_body(message, true))
+            .collect(),
+        key_binding: binding.map(|binding| wire::StaffBinding {
+            account_key: binding.account_key.to_text(),
+            staff_key: binding.staff_key.to_text(),
+            binding: b64::encode(&binding.mac),
+            at: binding.at,
+        }),
+    }))
+}
+
+/// A staff reply, both copies sealed by the staff client. The account sees
+/// the ticket unread with `lastAuthor: staff` and gets a support push.
+#[utoipa::path(post, path = "/staff/tickets/{id}/messages", tag = "staff", security(("bearer" = [])),
+    params(("id" = String, Path)), request_body = wire::TicketMessageRequest,
+    responses((status = 201, body = wire::MessageAdded), (status = 400, body = wire::ErrorBody, description = "invalid_id, invalid_key, invalid_box"),
+        (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody),
+        (status = 409, body = wire::ErrorBody, description = "staff_key_changed, ticket_closed, ticket_full, support_storage_full, id_taken"),
+        (status = 413, body = wire::ErrorBody, description = "too_large")))]
+#[post("/staff/tickets/{id}/messages")]
+pub async fn reply(
+    state: Data<AppState>,
+    caller: StaffCaller,
+    id: Path<String>,
+    Json(body): Json<wire::TicketMessageRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let id = ticket_path(&id)?;
+    let message = NewMessage {
+        id: message_id(&body.id)?,
+        staff_key: key("staffKey", &body.staff_key)?,
+        boxes: pair("", &body.for_staff, &body.for_account, MESSAGE_MAX_LEN)?,
+    };
+    let (_, at) = state.support.staff_reply(&id, &message).await?;
+    state
+        .staff
+        .audit(&caller.0.id, "ticket.reply", Some(id.as_str()), None)
+        .await?;
+    Ok(HttpResponse::Created().json(wire::MessageAdded { ok: true, at }))
+}
+
+/// Resolves a ticket; the account gets a support push.
+#[utoipa::path(post, path = "/staff/tickets/{id}/resolve", tag = "staff", security(("bearer" = [])), params(("id" = String, Path)),
+    responses((status = 200, body = wire::StaffTicketReply), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
+#[post("/staff/tickets/{id}/resolve")]
+pub async fn resolve(
+    state: Data<AppState>,
+    caller: StaffCaller,
+    id: Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = ticket_path(&id)?;
+    let ticket = state.support.staff_resolve(&id).await?;
+    state
+        .staff
+        .audit(&caller.0.id, "ticket.resolve", Some(id.as_str()), None)
+        .await?;
+    Ok(HttpResponse::Ok().json(wire::StaffTicketReply {
+        ticket: staff_ticket(ticket),
+    }))
+}
+
+/// Rotates the support key: new tickets and messages must be sealed to it
+/// (409 `staff_key_changed` otherwise); old ones keep the key they were sealed to.
+#[utoipa::path(post, path = "/staff/support-key", tag = "staff", security(("bearer" = [])), request_body = wire::RotateKeyRequest,
+    responses((status = 200, body = wire::SwitchesBody), (status = 400, body = wire::ErrorBody, description = "invalid_key"), (status = 401, body = wire::ErrorBody)))]
+#[post("/staff/support-key")]
+pub async fn rotate_key(
+    state: Data<AppState>,
+    caller: StaffCaller,
+    Json(body): Json<wire::RotateKeyRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let new_key = key("staffKey", &body.staff_key)?;
+    let switches = state.staff.rotate_key(&caller.0, new_key).await?;
+    Ok(HttpResponse::Ok().json(switches_body(&state, switches).await?))
+}
+
+/// The operator switches.
+#[utoipa::path(get, path = "/staff/switches", tag = "staff", security(("bearer" = [])),
+    responses((status = 200, body = wire::SwitchesBody), (status = 401, body = wire::ErrorBody)))]
+#[get("/staff/switches")]
+pub async fn get_switches(
+    state: Data<AppState>,
+    _caller: StaffCaller,
+) -> Result<HttpResponse, ApiError> {
+    let switches = state.support.availability().await?.switches;
+    Ok(HttpResponse::Ok().json(switches_body(&state, switches).await?))
+}
+
+/// Switches in-app support off or on, pauses or resumes adding webhooks.
+#[utoipa::path(patch, path = "/staff/switches", tag = "staff", security(("bearer" = [])), request_body = wire::SwitchesRequest,
+    responses((status = 200, body = wire::SwitchesBody), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody)))]
+#[patch("/staff/switches")]
+pub async fn update_switches(
+    state: Data<AppState>,
+    caller: StaffCaller,
+    Json(body): Json<wire::SwitchesRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let switches = state
+        .staff
+        .switch(&caller.0, body.support_off, body.webhooks_paused)
+        .await?;
+    Ok(HttpResponse::Ok().json(switches_body(&state, switches).await?))
+}
+
+fn account_path(text: &str) -> Result<AccountId, ApiError> {
+    AccountId::parse(text).map_err(|_| ApiError::not_found())
+}
+
+async fn suspension_body(
+    state: &AppState,
+    account: AccountId,
+) -> Result<wire::SuspensionBody, ApiError> {
+    let suspension = state.staff.suspension(&account).await?;
+    Ok(wire::SuspensionBody {
+        account_id: account,
+        suspended: suspension.is_some(),
+        reason: suspension.as_ref().map(|s| s.reason.clone()),
+        since: suspension.map(|s| s.since),
+    })
+}
+
+/// Suspends an account: every endpoint but `/support*` answers 403
+/// `account_suspended`, its mail is refused, its webhooks wait; nothing is deleted.
+#[utoipa::path(post, path = "/staff/accounts/{id}/suspend", tag = "staff", security(("bearer" = [])),
+    params(("id" = String, Path)), request_body = wire::SuspendRequest,
+    responses((status = 200, body = wire::SuspensionBody), (status = 400, body = wire::ErrorBody, description = "invalid_field: reason"),
+        (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
+#[post("/staff/accounts/{id}/suspend")]
+pub async fn suspend(
+    state: Data<AppState>,
+    caller: StaffCaller,
+    id: Path<String>,
+    Json(body): Json<wire::SuspendRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let account = account_path(&id)?;
+    state
+        .staff
+        .suspend(&caller.0, &account, &body.reason)
+        .await?;
+    Ok(HttpResponse::Ok().json(suspension_body(&state, account).await?))
+}
+
+/// Lifts a suspension; held webhook deliveries go out again.
+#[utoipa::path(post, path = "/staff/accounts/{id}/unsuspend", tag = "staff", security(("bearer" = [])),
+    params(("id" = String, Path)), request_body = wire::SuspendRequest,
+    responses((status = 200, body = wire::SuspensionBody), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
+#[post("/staff/accounts/{id}/unsuspend")]
+pub async fn unsuspend(
+    state: Data<AppState>,
+    caller: StaffCaller,
+    id: Path<String>,
+    Json(body): Json<wire::SuspendRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let account = account_path(&id)?;
+    state
+        .staff
+        .unsuspend(&caller.0, &account, &body.reason)
+        .await?;
+    Ok(HttpResponse::Ok().json(suspension_body(&state, account).await?))
+}
+
+fn report_body(report: AbuseReport) -> wire::AbuseReportBody {
+    let (email_address, message_id) = match report.target {
+        AbuseTarget::EmailAddress(address) => (Some(address), None),
+        AbuseTarget::MessageId(message) => (None, Some(message)),
+    };
+    wire::AbuseReportBody {
+        id: report.id,
+        email_address,
+        message_id,
+        reason: report.reason.as_str().to_owned(),
+        details: report.details,
+        contact: report.contact,
+        status: report.status.as_str().to_owned(),
+        account_id: report.account,
+        created_at: report.created_at,
+        resolved_at: report.resolved_at,
+        resolution: report.resolution,
+    }
+}
+
+/// Abuse reports, newest first (up to 500), with the account each target
+/// belonged to.
+#[utoipa::path(get, path = "/staff/abuse-reports", tag = "staff", security(("bearer" = [])), params(StatusQuery),
+    responses((status = 200, body = wire::AbuseReportList), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody)))]
+#[get("/staff/abuse-reports")]
+pub async fn abuse_reports(
+    state: Data<AppState>,
+    _caller: StaffCaller,
+    query: Query<StatusQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let status = query
+        .status
+        .as_deref()
+        .map(|text| {
+            text.parse::<AbuseStatus>()
+                .map_err(|_| ApiError::invalid_field("status", "open or resolved"))
+        })
+        .transpose()?;
+    let reports = state.staff.reports(status).await?;
+    Ok(HttpResponse::Ok().json(wire::AbuseReportList {
+        reports: reports.into_iter().map(report_body).collect(),
+    }))
+}
+
+/// Resolves a report with a note.
+#[utoipa::path(post, path = "/staff/abuse-reports/{id}/resolve", tag = "staff", security(("bearer" = [])),
+    params(("id" = String, Path)), request_body = wire::ResolveReportRequest,
+    responses((status = 204), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
+#[post("/staff/abuse-reports/{id}/resolve")]
+pub async fn resolve_report(
+    state: Data<AppState>,
+    caller: StaffCaller,
+    id: Path<String>,
+    Json(body): Json<wire::ResolveReportRequest>,
+) -> Result<HttpResponse, ApiError> {
+    state
+        .staff
+        .resolve_report(&caller.0, &id, &body.resolution)
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct AuditQuery {
+    /// 1 to 500, default 100.
+    limit: Option<u32>,
+}
+
+fn audit_body(entry: AuditEntry) -> wire::AuditEntryBody {
+    wire::AuditEntryBody {
+        actor: entry.actor,
+        action: entry.action,
+        target: entry.target,
+        note: entry.note,
+        at: entry.at,
+    }
+}
+
+/// The audit log of staff actions, newest first.
+#[utoipa::path(get, path = "/staff/audit", tag = "staff", security(("bearer" = [])), params(AuditQuery),
+    responses((status = 200, body = wire::AuditLog), (status = 401, body = wire::ErrorBody)))]
+#[get("/staff/audit")]
+pub async fn audit(
+    state: Data<AppState>,
+    _caller: StaffCaller,
+    query: Query<AuditQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let entries = state.staff.audit_log(query.limit.unwrap_or(100)).await?;
+    Ok(HttpResponse::Ok().json(wire::AuditLog {
+        entries: entries.into_iter().map(audit_body).collect(),
+    }))
+}

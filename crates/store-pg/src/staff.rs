@@ -1,0 +1,317 @@
+//! `StaffRepository` over PostgreSQL: staff tokens, the audit log, abuse
+//! reports, suspensions and the operator switches.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{Nullable, Text, Timestamptz};
+use diesel_async::RunQueryDsl;
+use sealpost_kernel::{AccountId, StoreError, Timestamp};
+use sealpost_support::{
+    AbuseReport, AbuseStatus, AbuseTarget, AuditEntry, PublicKey, StaffMember, StaffRepository,
+    StaffTokenInfo, Suspension, Switches,
+};
+
+use crate::schema::{abuse_reports, account_suspensions, accounts, staff_audit, staff_tokens};
+use crate::{PgStore, db_error};
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = abuse_reports, check_for_backend(diesel::pg::Pg))]
+struct ReportRow {
+    id: String,
+    email_address: Option<String>,
+    message_id: Option<String>,
+    reason: String,
+    details: Option<String>,
+    contact: Option<String>,
+    status: String,
+    account_id: Option<String>,
+    created_at: DateTime<Utc>,
+    resolved_at: Option<DateTime<Utc>>,
+    resolution: Option<String>,
+}
+
+impl TryFrom<ReportRow> for AbuseReport {
+    type Error = StoreError;
+
+    fn try_from(row: ReportRow) -> Result<Self, StoreError> {
+        let target = match (row.email_address, row.message_id) {
+            (Some(address), _) => AbuseTarget::EmailAddress(address),
+            (None, Some(message)) => AbuseTarget::MessageId(message),
+            (None, None) => return Err(StoreError::Failed("a report without a target".into())),
+        };
+        Ok(AbuseReport {
+            id: row.id,
+            target,
+            reason: row.reason.parse().map_err(StoreError::failed)?,
+            details: row.details,
+            contact: row.contact,
+            status: row.status.parse().map_err(StoreError::failed)?,
+            account: row.account_id.map(AccountId::from_trusted),
+            created_at: row.created_at.into(),
+            resolved_at: row.resolved_at.map(Timestamp::from),
+            resolution: row.resolution,
+        })
+    }
+}
+
+#[async_trait]
+impl StaffRepository for PgStore {
+    async fn create_token(
+        &self,
+        id: &str,
+        name: &str,
+        token_hash: [u8; 32],
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::insert_into(staff_tokens::table)
+            .values((
+                staff_tokens::id.eq(id),
+                staff_tokens::name.eq(name),
+                staff_tokens::token_hash.eq(token_hash.as_slice()),
+                staff_tokens::created_at.eq(at.as_datetime()),
+            ))
+            .execute(&mut conn)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn staff_by_token(
+        &self,
+        token_hash: [u8; 32],
+    ) -> Result<Option<StaffMember>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row: Option<(String, String)> = staff_tokens::table
+            .filter(staff_tokens::token_hash.eq(token_hash.as_slice()))
+            .filter(staff_tokens::revoked_at.is_null())
+            .select((staff_tokens::id, staff_tokens::name))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        Ok(row.map(|(id, name)| StaffMember { id, name }))
+    }
+
+    async fn revoke_token(&self, id_or_name: &str, at: Timestamp) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let revoked = diesel::update(
+            staff_tokens::table
+                .filter(
+                    staff_tokens::id
+                        .eq(id_or_name)
+                        .or(staff_tokens::name.eq(id_or_name)),
+                )
+                .filter(staff_tokens::revoked_at.is_null()),
+        )
+        .set(staff_tokens::revoked_at.eq(at.as_datetime()))
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(revoked > 0)
+    }
+
+    async fn tokens(&self) -> Result<Vec<StaffTokenInfo>, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<(String, String, DateTime<Utc>, Option<DateTime<Utc>>)> = staff_tokens::table
+            .order(staff_tokens::created_at.asc())
+            .select((
+                staff_tokens::id,
+                staff_tokens::name,
+                staff_tokens::created_at,
+                staff_tokens::revoked_at,
+            ))
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, name, created_at, revoked_at)| StaffTokenInfo {
+                id,
+                name,
+                created_at: created_at.into(),
+                revoked_at: revoked_at.map(Timestamp::from),
+            })
+            .collect())
+    }
+
+    async fn write_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::insert_into(staff_audit::table)
+            .values((
+                staff_audit::actor.eq(&entry.actor),
+                staff_audit::action.eq(&entry.action),
+                staff_audit::target.eq(entry.target.as_deref()),
+                staff_audit::note.eq(entry.note.as_deref()),
+                staff_audit::at.eq(entry.at.as_datetime()),
+            ))
+            .execute(&mut conn)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn audit_log(&self, limit: u32) -> Result<Vec<AuditEntry>, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<(
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+            DateTime<Utc>,
+        )> = staff_audit::table
+            .order((staff_audit::at.desc(), staff_audit::id.desc()))
+            .limit(i64::from(limit))
+            .select((
+                staff_audit::actor,
+                staff_audit::action,
+                staff_audit::target,
+                staff_audit::note,
+                staff_audit::at,
+            ))
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(actor, action, target, note, at)| AuditEntry {
+                actor,
+                action,
+                target,
+                note,
+                at: at.into(),
+            })
+            .collect())
+    }
+
+    async fn add_report(&self, report: &AbuseReport) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        let (address, message) = match &report.target {
+            AbuseTarget::EmailAddress(address) => (Some(address.as_str()), None),
+            AbuseTarget::MessageId(message) => (None, Some(message.as_str())),
+        };
+        // The account is looked up in the same statement and never returned.
+        diesel::sql_query(
+            "INSERT INTO abuse_reports (id, email_address, message_id, reason, details, contact, \
+             status, account_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'open', \
+             COALESCE((SELECT account_id FROM addresses WHERE email_address = $2), \
+                      (SELECT a.account_id FROM messages m JOIN addresses a ON a.id = m.inbox_id \
+                       WHERE m.id = $3)), $7)",
+        )
+        .bind::<Text, _>(&report.id)
+        .bind::<Nullable<Text>, _>(address)
+        .bind::<Nullable<Text>, _>(message)
+        .bind::<Text, _>(report.reason.as_str())
+        .bind::<Nullable<Text>, _>(report.details.as_deref())
+        .bind::<Nullable<Text>, _>(report.contact.as_deref())
+        .bind::<Timestamptz, _>(report.created_at.as_datetime())
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn reports(&self, status: Option<AbuseStatus>) -> Result<Vec<AbuseReport>, StoreError> {
+        let mut conn = self.conn().await?;
+        let mut query = abuse_reports::table
+            .order(abuse_reports::created_at.desc())
+            .limit(500)
+            .select(ReportRow::as_select())
+            .into_boxed();
+        if let Some(status) = status {
+            query = query.filter(abuse_reports::status.eq(status.as_str()));
+        }
+        let rows: Vec<ReportRow> = query.load(&mut conn).await.map_err(db_error)?;
+        rows.into_iter().map(AbuseReport::try_from).collect()
+    }
+
+    async fn resolve_report(
+        &self,
+        id: &str,
+        resolution: &str,
+        at: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let changed = diesel::update(
+            abuse_reports::table
+                .find(id)
+                .filter(abuse_reports::status.eq(AbuseStatus::Open.as_str())),
+        )
+        .set((
+            abuse_reports::status.eq(AbuseStatus::Resolved.as_str()),
+            abuse_reports::resolved_at.eq(at.as_datetime()),
+            abuse_reports::resolution.eq(resolution),
+        ))
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(changed > 0)
+    }
+
+    async fn set_suspension(
+        &self,
+        account: &AccountId,
+        suspension: Option<Suspension>,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let exists: i64 = accounts::table
+            .filter(accounts::id.eq(account.as_str()))
+            .count()
+            .get_result(&mut conn)
+            .await
+            .map_err(db_error)?;
+        if exists == 0 {
+            return Ok(false);
+        }
+        match suspension {
+            Some(suspension) => {
+                diesel::insert_into(account_suspensions::table)
+                    .values((
+                        account_suspensions::account_id.eq(account.as_str()),
+                        account_suspensions::reason.eq(&suspension.reason),
+                        account_suspensions::since.eq(suspension.since.as_datetime()),
+                    ))
+                    .on_conflict(account_suspensions::account_id)
+                    .do_update()
+                    .set(account_suspensions::reason.eq(&suspension.reason))
+                    .execute(&mut conn)
+                    .await
+                    .map_err(db_error)?;
+            }
+            None => {
+                diesel::delete(account_suspensions::table.find(account.as_str()))
+                    .execute(&mut conn)
+                    .await
+                    .map_err(db_error)?;
+            }
+        }
+        Ok(true)
+    }
+
+    async fn suspension(&self, account: &AccountId) -> Result<Option<Suspension>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row: Option<(String, DateTime<Utc>)> = account_suspensions::table
+            .find(account.as_str())
+            .select((account_suspensions::reason, account_suspensions::since))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        Ok(row.map(|(reason, since)| Suspension {
+            reason,
+            since: since.into(),
+        }))
+    }
+
+    async fn update_switches(
+        &self,
+        support_key: Option<PublicKey>,
+        support_off: Option<bool>,
+        webhooks_paused: Option<bool>,
+        at: Timestamp,
+    ) -> Result<Switches, StoreError> {
+        self.set_switches(support_key, support_off, webhooks_paused, at)
+            .await
+    }
+}

@@ -1,0 +1,35 @@
+//! In-app support (SPEC.md "Support ticket", the Support endpoints, the
+//! Ticket rows of the state table and the support limits).
+//!
+//! A ticket's header and each message are two sealed boxes: one for the
+//! support team's key, one for the account's own key. The service keeps
+//! both and opens neither; it holds in the clear only who wrote, when, the
+//! keys sealed to and the open and read flags.
+//!
+//! Pure like every domain crate: [`service::Support`] decides, the store
+//! behind [`SupportRepository`] applies each write under the account's lock
+//! after [`rules::Guard::check`] passes on the counts taken there.
+
+pub mod model;
+pub mod rules;
+pub mod service;
+pub mod staff;
+
+pub use model::{
+    Author, Binding, BoxPair, NewMessage, NewTicket, PublicKey, Ticket, TicketMessage,
+    TicketStatus, box_bytes,
+};
+pub use rules::{Guard, Refusal, SweepCutoffs, SweepReport, Usage, Write};
+pub use service::{Availability, Overview, Support, SupportError, SupportRepository, Switches};
+pub use staff::{
+    AbuseReason, AbuseReport, AbuseStatus, AbuseTarget, AuditEntry, Staff, StaffError, StaffMember,
+    StaffRepository, StaffTokenInfo, Suspension,
+};
+
+#[cfg(any(test, feature = "mock"))]
+pub use service::MockSupportRepository;
+#[cfg(any(test, feature = "mock"))]
+pub use staff::MockStaffRepository;
+
+#[cfg(test)]
+mod tests;
