@@ -302,7 +302,10 @@ impl From<LimitError> for ApiError {
                 ErrorCode::AllocationExhausted
             }
             LimitError::WorkerLimitReached { .. } => ErrorCode::WorkerLimitReached,
-            LimitError::CustomAddressNeedsScale => ErrorCode::PlanRequired,
+            LimitError::CustomAddressNeedsScale
+            | LimitError::OwnDomainsNeedScale
+            | LimitError::OwnDomainReceiveOnly => ErrorCode::PlanRequired,
+            LimitError::OwnDomainLimit { .. } => ErrorCode::LimitReached,
         };
         Self::new(code, error.to_string())
     }

@@ -167,6 +167,14 @@ pub enum LimitError {
     WorkerLimitReached { limit: u32 },
     #[error("choosing the exact address needs the Scale plan or higher")]
     CustomAddressNeedsScale,
+    #[error("own domains need the Scale plan or higher")]
+    OwnDomainsNeedScale,
+    #[error("the plan allows {limit} own domains; remove one or upgrade")]
+    OwnDomainLimit { limit: u32 },
+    #[error(
+        "the plan no longer includes own domains: the domain still receives mail for a while but takes no new addresses"
+    )]
+    OwnDomainReceiveOnly,
 }
 
 impl Plan {
@@ -206,6 +214,20 @@ impl Plan {
     pub fn check_custom_address(&self) -> Result<(), LimitError> {
         if matches!(self.id, PlanId::Free | PlanId::Operator) {
             return Err(LimitError::CustomAddressNeedsScale);
+        }
+        Ok(())
+    }
+
+    /// Adding one more own domain when the account holds `current` (every
+    /// claim counts, proved or not).
+    pub fn check_new_own_domain(&self, current: u64) -> Result<(), LimitError> {
+        if self.own_domains == 0 {
+            return Err(LimitError::OwnDomainsNeedScale);
+        }
+        if current >= u64::from(self.own_domains) {
+            return Err(LimitError::OwnDomainLimit {
+                limit: self.own_domains,
+            });
         }
         Ok(())
     }
@@ -306,6 +328,24 @@ mod tests {
             Err(LimitError::OneAddressPerDevice)
         );
         assert_eq!(plan(PlanId::Operator).check_assignment(5), Ok(()));
+    }
+
+    #[test]
+    fn own_domain_limits() {
+        assert_eq!(
+            plan(PlanId::Operator).check_new_own_domain(0),
+            Err(LimitError::OwnDomainsNeedScale)
+        );
+        assert_eq!(plan(PlanId::Scale).check_new_own_domain(9), Ok(()));
+        assert_eq!(
+            plan(PlanId::Scale).check_new_own_domain(10),
+            Err(LimitError::OwnDomainLimit { limit: 10 })
+        );
+        assert_eq!(plan(PlanId::Fleet).check_new_own_domain(49), Ok(()));
+        assert_eq!(
+            plan(PlanId::Fleet).check_new_own_domain(50),
+            Err(LimitError::OwnDomainLimit { limit: 50 })
+        );
     }
 
     #[test]
