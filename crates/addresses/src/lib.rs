@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, AddressId, Clock, DeviceId, PlanId, StoreError, Timestamp};
-use sealpost_plans::LimitError;
+use sealpost_plans::{LimitError, OwnDomainAccess, own_domain_access};
 use sealpost_seal::SealedBox;
 
 pub const DEFAULT_RETENTION_DAYS: u8 = 7;
@@ -157,11 +157,33 @@ pub trait AddressRepository: Send + Sync {
     ) -> Result<bool, StoreError>;
 }
 
+/// An own domain of the account, proved, as address creation sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OwnDomainState {
+    /// At step `live`: addresses can be created on it.
+    pub live: bool,
+    /// When the plan was first seen without own domains.
+    pub plan_lost_at: Option<Timestamp>,
+}
+
+/// The account's own domains (docs/domains.md).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait OwnDomainDirectory: Send + Sync {
+    /// The account's proved own domain `name` (lower case ASCII), if any.
+    async fn own_domain(
+        &self,
+        account: &AccountId,
+        name: &str,
+    ) -> Result<Option<OwnDomainState>, StoreError>;
+}
+
 #[derive(Clone)]
 pub struct Addresses {
     repo: Arc<dyn AddressRepository>,
     clock: Arc<dyn Clock>,
     domains: Vec<String>,
+    own_domains: Option<Arc<dyn OwnDomainDirectory>>,
 }
 
 impl Addresses {
@@ -174,7 +196,14 @@ impl Addresses {
             repo,
             clock,
             domains,
+            own_domains: None,
         }
+    }
+
+    /// Addresses may also be created on the account's live own domains.
+    pub fn with_own_domains(mut self, directory: Arc<dyn OwnDomainDirectory>) -> Self {
+        self.own_domains = Some(directory);
+        self
     }
 
     /// The domains addresses can be created on.
@@ -192,6 +221,12 @@ impl Addresses {
         let id = input.id.clone().ok_or_else(|| invalid("id", "required"))?;
         let retention_days = retention(input.retention_days)?;
         let name = self.requested_name(&input)?;
+        let field = if input.email_address.is_some() {
+            "emailAddress"
+        } else {
+            "domain"
+        };
+        let name = self.on_served_domain(account, plan, name, field).await?;
         if matches!(name, Name::Exact { .. }) {
             limits.check_custom_address()?;
         }
@@ -279,16 +314,51 @@ impl Addresses {
         }
     }
 
+    /// The domain in its stored form; whether it is served is decided by
+    /// [`Self::on_served_domain`].
     fn served_domain(&self, domain: &str, field: &'static str) -> Result<String, AddressError> {
         let domain = domain.trim().trim_end_matches('.').to_ascii_lowercase();
-        if self.domains.contains(&domain) {
-            Ok(domain)
-        } else {
-            Err(invalid(
-                field,
-                "not a domain this service serves; see GET /domains",
-            ))
+        if domain.is_empty() {
+            return Err(invalid(field, "required"));
         }
+        Ok(domain)
+    }
+
+    /// A shared domain, or a live own domain of the account whose plan
+    /// still includes own domains (else 403 `plan_required`).
+    async fn on_served_domain(
+        &self,
+        account: &AccountId,
+        plan: PlanId,
+        name: Name,
+        field: &'static str,
+    ) -> Result<Name, AddressError> {
+        let (Name::Exact { domain, .. } | Name::Generated { domain, .. }) = &name;
+        if self.domains.contains(domain) {
+            return Ok(name);
+        }
+        let unknown = || invalid(field, "not a domain this service serves; see GET /domains");
+        let Some(directory) = &self.own_domains else {
+            return Err(unknown());
+        };
+        let Some(state) = directory.own_domain(account, domain).await? else {
+            return Err(unknown());
+        };
+        if !state.live {
+            return Err(invalid(
+                field,
+                "this own domain is not live yet; see GET /domains/custom",
+            ));
+        }
+        let access = own_domain_access(
+            sealpost_plans::plan(plan),
+            state.plan_lost_at,
+            self.clock.now(),
+        );
+        if access != OwnDomainAccess::Full {
+            return Err(LimitError::OwnDomainReceiveOnly.into());
+        }
+        Ok(name)
     }
 
     pub async fn list(

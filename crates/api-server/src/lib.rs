@@ -127,6 +127,7 @@ fn serve_http(
         billing: services.billing.clone(),
         outbox: services.outbox.clone(),
         notifications: services.notifications.clone(),
+        domains: services.domains.clone(),
         service_domains: service_domains(config),
         trusted_proxies: sealpost_http_api::client_ip::TrustedProxies::new(
             config.trusted_proxies.clone(),

@@ -343,6 +343,20 @@ impl From<AddressError> for ApiError {
     }
 }
 
+impl From<sealpost_domains::DomainError> for ApiError {
+    fn from(error: sealpost_domains::DomainError) -> Self {
+        use sealpost_domains::DomainError;
+        match error {
+            DomainError::InvalidName(reason) => Self::invalid_field("domain", reason),
+            DomainError::TakenByOther => Self::new(ErrorCode::AlreadyUsed, error.to_string()),
+            DomainError::Limit(limit) => limit.into(),
+            DomainError::NotFound => Self::not_found(),
+            DomainError::InUse => Self::new(ErrorCode::DomainInUse, error.to_string()),
+            DomainError::Store(store) => store.into(),
+        }
+    }
+}
+
 impl From<MailError> for ApiError {
     fn from(error: MailError) -> Self {
         match error {

@@ -55,8 +55,8 @@ pub fn serve(
 
 fn routes(config: &mut web::ServiceConfig) {
     use routes::{
-        accounts, activity, addresses, billing, devices, folders, health, messages, notifications,
-        plans, sending, webhooks,
+        accounts, activity, addresses, billing, devices, domains, folders, health, messages,
+        notifications, plans, sending, webhooks,
     };
     config
         .route("/", web::get().to(index))
@@ -118,6 +118,10 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(devices::remove)
         .service(devices::set_keys)
         .service(devices::get_keys)
+        .service(domains::list)
+        .service(domains::add)
+        .service(domains::check)
+        .service(domains::remove)
         .service(addresses::domains)
         .service(addresses::allocation)
         .service(addresses::list)

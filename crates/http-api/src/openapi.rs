@@ -5,8 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    accounts, activity, addresses, billing, devices, folders, health, messages, notifications,
-    plans, sending, webhooks,
+    accounts, activity, addresses, billing, devices, domains, folders, health, messages,
+    notifications, plans, sending, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -47,6 +47,10 @@ use crate::routes::{
         devices::set_keys,
         devices::get_keys,
         addresses::domains,
+        domains::add,
+        domains::list,
+        domains::check,
+        domains::remove,
         addresses::allocation,
         addresses::list,
         addresses::create,

@@ -40,6 +40,8 @@ pub struct AppState {
     pub billing: Billing,
     /// Push preferences, address mutes and push tokens.
     pub notifications: Notifications,
+    /// Own domains.
+    pub domains: sealpost_domains::Domains,
     /// The service's own domains and the API's public host: webhook URLs
     /// may not point at them.
     pub service_domains: Vec<String>,

@@ -35,6 +35,7 @@ pub struct Sweeps {
     mailbox: Mailbox,
     webhooks: Webhooks,
     blob_recovery: BlobRecovery,
+    domains: sealpost_domains::Domains,
 }
 
 impl Sweeps {
@@ -48,6 +49,7 @@ impl Sweeps {
             mailbox: services.mailbox.clone(),
             webhooks: services.webhooks.clone(),
             blob_recovery: services.blob_recovery.clone(),
+            domains: services.domains.clone(),
         }
     }
 
@@ -85,6 +87,15 @@ impl Sweeps {
         match self.billing.release_stragglers().await {
             Ok(released) => tracing::info!(released, "released held mail of unpaused addresses"),
             Err(error) => tracing::warn!(%error, "releasing held mail failed"),
+        }
+        // Before the pause deletions: they end the pause this reads.
+        match self.domains.sweep().await {
+            Ok((marked, removed)) => tracing::info!(
+                marked,
+                removed,
+                "tracked own domains' plan loss; removed those unpaid past deletesAt"
+            ),
+            Err(error) => tracing::warn!(%error, "own-domain sweep failed"),
         }
         match self.billing.delete_expired_pauses().await {
             Ok(deleted) => tracing::info!(

@@ -9,6 +9,7 @@ mod addresses;
 mod billing;
 mod database;
 mod devices;
+mod domains;
 mod jobs;
 mod messages;
 mod notifications;
@@ -28,6 +29,7 @@ use diesel_async::pooled_connection::deadpool::{Object, Pool, PoolError};
 use sealpost_kernel::StoreError;
 
 pub use database::{DatabaseUrl, MigrateError, create_database_if_missing, migrate, quote_ident};
+pub use domains::DomainZone;
 pub use jobs::{Job, JobLock};
 pub use messages::InstanceLock;
 pub use notify::MailNotifier;

@@ -10,6 +10,7 @@ mod addresses;
 mod billing;
 mod devices;
 mod docs;
+mod domains;
 mod errors;
 mod folders;
 mod jobs;

@@ -3,6 +3,7 @@ pub mod activity;
 pub mod addresses;
 pub mod billing;
 pub mod devices;
+pub mod domains;
 pub mod folders;
 pub mod health;
 pub mod messages;
