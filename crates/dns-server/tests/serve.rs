@@ -2,8 +2,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
-use std::sync::Arc;
-
 use sealpost_dns_check::DnsResolver;
 use sealpost_dns_server::proto::rr::rdata::{MX, NS};
 use sealpost_dns_server::proto::rr::{RData, RecordType};
