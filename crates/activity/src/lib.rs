@@ -37,6 +37,13 @@ string_enum! {
         MessageReceived => "message.received",
         MailReceived => "mail.received",
         MailSent => "mail.sent",
+        // Own domains (docs/domains.md): a claim added, ownership proved,
+        // live, needing attention, removed. Not in the event outbox.
+        DomainAdded => "domain.added",
+        DomainVerified => "domain.verified",
+        DomainLive => "domain.live",
+        DomainAttention => "domain.attention",
+        DomainRemoved => "domain.removed",
     }
 }
 string_enum_serde!(ActivityKind);
@@ -229,6 +236,12 @@ impl Records {
             payload,
             at,
         });
+    }
+
+    /// An own domain's activity entry (`domain.*`); no event: the event
+    /// list of the API has no domain events.
+    pub fn domain(&mut self, account: &AccountId, kind: ActivityKind, at: Timestamp) {
+        self.activity(account, kind, None, None, at);
     }
 
     /// `worker.paired`; `kind` is `device` or `agent`.
@@ -448,7 +461,11 @@ mod tests {
         for kind in ActivityKind::ALL {
             assert_eq!(kind.as_str().parse::<ActivityKind>().unwrap(), kind);
         }
-        assert_eq!(ActivityKind::ALL.len(), 10);
+        assert_eq!(
+            ActivityKind::ALL.len(),
+            15,
+            "the ten of the API and five domain kinds"
+        );
         assert_eq!(EventType::ALL.len(), 12);
         assert!("worker.exploded".parse::<EventType>().is_err());
     }

@@ -202,3 +202,81 @@ async fn free_devices_hold_one_address_and_moves_emit_both_events() {
         Err(AddressError::Limit(LimitError::OneAddressPerDevice))
     ));
 }
+
+fn own_domain_service(repo: MockAddressRepository, state: Option<OwnDomainState>) -> Addresses {
+    let mut directory = MockOwnDomainDirectory::new();
+    directory
+        .expect_own_domain()
+        .withf(|_, name| name == "example.com")
+        .returning(move |_, _| Ok(state));
+    service(repo).with_own_domains(Arc::new(directory))
+}
+
+fn on_own_domain(id: &str) -> NewAddress {
+    NewAddress {
+        id: Some(AddressId::parse(id).unwrap()),
+        email_address: Some("Hello@Example.com".into()),
+        ..NewAddress::default()
+    }
+}
+
+#[tokio::test]
+async fn addresses_are_made_on_a_live_own_domain() {
+    let mut repo = MockAddressRepository::new();
+    repo.expect_create()
+        .withf(|address, _, _| {
+            address.email_address == "hello@example.com" && address.domain == "example.com"
+        })
+        .times(1)
+        .returning(|_, _, _| Ok(CreateOutcome::Created));
+    let live = OwnDomainState {
+        live: true,
+        plan_lost_at: None,
+    };
+    own_domain_service(repo, Some(live))
+        .create(&account(), PlanId::Scale, on_own_domain("ibx_own001"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn own_domains_not_live_unknown_or_after_plan_loss_take_no_address() {
+    let not_live = OwnDomainState {
+        live: false,
+        plan_lost_at: None,
+    };
+    let lost = OwnDomainState {
+        live: true,
+        plan_lost_at: Some(Timestamp::parse("2026-11-21T12:00:00Z").unwrap()),
+    };
+    for (state, plan) in [
+        (None, PlanId::Scale),
+        (Some(not_live), PlanId::Scale),
+        (Some(lost), PlanId::Operator),
+    ] {
+        let mut repo = MockAddressRepository::new();
+        repo.expect_create().never();
+        let result = own_domain_service(repo, state)
+            .create(&account(), plan, on_own_domain("ibx_own002"))
+            .await;
+        match state {
+            Some(OwnDomainState { live: true, .. }) => assert!(
+                matches!(
+                    result,
+                    Err(AddressError::Limit(LimitError::OwnDomainReceiveOnly))
+                ),
+                "{result:?}"
+            ),
+            _ => assert!(
+                matches!(
+                    result,
+                    Err(AddressError::InvalidField {
+                        field: "emailAddress",
+                        ..
+                    })
+                ),
+                "{result:?}"
+            ),
+        }
+    }
+}

@@ -150,6 +150,7 @@ fn serve_http(
         outbox: services.outbox.clone(),
         notifications: services.notifications.clone(),
         teams: services.teams.clone(),
+        domains: services.domains.clone(),
         service_domains: service_domains(config),
         trusted_proxies: sealpost_http_api::client_ip::TrustedProxies::new(
             config.trusted_proxies.clone(),

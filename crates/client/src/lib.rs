@@ -26,8 +26,8 @@ pub mod folders;
 pub mod notifications;
 pub mod sealing;
 pub mod sending;
-pub mod teams;
 pub mod support;
+pub mod teams;
 pub mod types;
 pub mod webhook;
 

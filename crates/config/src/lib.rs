@@ -116,6 +116,26 @@ pub const VARIABLES: &[Variable] = &[
         meaning: "The support team's X25519 public key (base64url).",
     },
     Variable {
+        name: "SEALPOST_DNS_RESOLVER",
+        default: "(unset: the system's resolvers)",
+        meaning: "`ip:port` (or `ip`, port 53) of the DNS resolver the own-domain checks ask for TXT, NS and MX records; answers are not cached.",
+    },
+    Variable {
+        name: "SEALPOST_DNS_NAMESERVERS",
+        default: "ns1.mail.localhost,ns2.mail.localhost",
+        meaning: "The service's two nameservers (comma list of host names): own domains are delegated to exactly these, and `sealpost-dns` serves them as the zones' NS records.",
+    },
+    Variable {
+        name: "SEALPOST_MX_HOST",
+        default: "(the first of SEALPOST_DOMAINS)",
+        meaning: "The host own domains' MX record names; a domain is live once its MX shows this host.",
+    },
+    Variable {
+        name: "SEALPOST_DNS_ADDR",
+        default: "127.0.0.1:5353",
+        meaning: "Where `sealpost-dns`, the authoritative DNS of own domains, listens (UDP and TCP).",
+    },
+    Variable {
         name: "SEALPOST_LOG",
         default: "info",
         meaning: "Log filter in `tracing` syntax, e.g. `info,sealpost_store_pg=debug`.",
@@ -289,6 +309,63 @@ pub struct Config {
     pub fcm: Option<FcmKeys>,
     /// A PEM file of extra trusted roots for APNs and FCM (tests).
     pub push_ca_file: Option<PathBuf>,
+    /// Own domains: the resolver the checks ask, the nameservers and MX
+    /// host they expect, and where `sealpost-dns` listens.
+    pub dns: DnsSettings,
+}
+
+/// `SEALPOST_DNS_RESOLVER`, `SEALPOST_DNS_NAMESERVERS`, `SEALPOST_MX_HOST`, `SEALPOST_DNS_ADDR`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DnsSettings {
+    /// `None`: the system's resolvers.
+    pub resolver: Option<std::net::SocketAddr>,
+    pub nameservers: Vec<String>,
+    pub mx_host: String,
+    pub addr: String,
+}
+
+fn dns_settings<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+    domains: &[String],
+) -> Result<DnsSettings, ConfigError> {
+    let resolver = match get("SEALPOST_DNS_RESOLVER") {
+        None => None,
+        Some(text) => Some(
+            text.parse::<std::net::SocketAddr>()
+                .or_else(|_| {
+                    text.parse::<std::net::IpAddr>()
+                        .map(|ip| std::net::SocketAddr::new(ip, 53))
+                })
+                .map_err(|_| ConfigError::Invalid {
+                    name: "SEALPOST_DNS_RESOLVER",
+                    reason: "expected ip:port or ip".into(),
+                })?,
+        ),
+    };
+    let host = |text: &str| text.trim().trim_end_matches('.').to_ascii_lowercase();
+    let nameservers: Vec<String> = get("SEALPOST_DNS_NAMESERVERS")
+        .unwrap_or("ns1.mail.localhost,ns2.mail.localhost")
+        .split(',')
+        .map(host)
+        .filter(|name| !name.is_empty())
+        .collect();
+    if nameservers.len() != 2 {
+        return Err(ConfigError::Invalid {
+            name: "SEALPOST_DNS_NAMESERVERS",
+            reason: "expected two host names, comma separated".into(),
+        });
+    }
+    Ok(DnsSettings {
+        resolver,
+        nameservers,
+        mx_host: get("SEALPOST_MX_HOST")
+            .map(host)
+            .or_else(|| domains.first().cloned())
+            .unwrap_or_else(|| "mail.localhost".into()),
+        addr: get("SEALPOST_DNS_ADDR")
+            .unwrap_or("127.0.0.1:5353")
+            .to_owned(),
+    })
 }
 
 /// `SEALPOST_APNS_KEY_FILE`, `_KEY_ID`, `_TEAM_ID` and `_TOPIC` (all or none).
@@ -440,6 +517,7 @@ impl Config {
                 }
             },
         };
+        let dns = dns_settings(&get, &domains)?;
         let http_addr = get("SEALPOST_HTTP_ADDR")
             .unwrap_or("127.0.0.1:8080")
             .to_owned();
@@ -569,6 +647,7 @@ impl Config {
             apns,
             fcm,
             push_ca_file: get("SEALPOST_PUSH_CA_FILE").map(PathBuf::from),
+            dns,
             database_url: get("DATABASE_URL")
                 .unwrap_or(DEFAULT_DATABASE_URL)
                 .to_owned(),

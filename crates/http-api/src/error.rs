@@ -303,7 +303,10 @@ impl From<LimitError> for ApiError {
                 ErrorCode::AllocationExhausted
             }
             LimitError::DeviceLimitReached { .. } => ErrorCode::DeviceLimitReached,
-            LimitError::CustomAddressNeedsScale => ErrorCode::PlanRequired,
+            LimitError::CustomAddressNeedsScale
+            | LimitError::OwnDomainsNeedScale
+            | LimitError::OwnDomainReceiveOnly => ErrorCode::PlanRequired,
+            LimitError::OwnDomainLimit { .. } => ErrorCode::LimitReached,
         };
         Self::new(code, error.to_string())
     }
@@ -340,6 +343,20 @@ impl From<AddressError> for ApiError {
             AddressError::Limit(limit) => limit.into(),
             AddressError::NotFound => Self::not_found(),
             AddressError::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<sealpost_domains::DomainError> for ApiError {
+    fn from(error: sealpost_domains::DomainError) -> Self {
+        use sealpost_domains::DomainError;
+        match error {
+            DomainError::InvalidName(reason) => Self::invalid_field("domain", reason),
+            DomainError::TakenByOther => Self::new(ErrorCode::AlreadyUsed, error.to_string()),
+            DomainError::Limit(limit) => limit.into(),
+            DomainError::NotFound => Self::not_found(),
+            DomainError::InUse => Self::new(ErrorCode::DomainInUse, error.to_string()),
+            DomainError::Store(store) => store.into(),
         }
     }
 }

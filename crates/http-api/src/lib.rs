@@ -56,7 +56,7 @@ pub fn serve(
 
 fn routes(config: &mut web::ServiceConfig) {
     use routes::{
-        abuse, accounts, activity, addresses, billing, devices, folders, health, messages,
+        abuse, accounts, activity, addresses, billing, devices, domains, folders, health, messages,
         notifications, plans, sending, staff, support, teams, webhooks,
     };
     config
@@ -119,6 +119,10 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(devices::remove)
         .service(devices::set_keys)
         .service(devices::get_keys)
+        .service(domains::list)
+        .service(domains::add)
+        .service(domains::check)
+        .service(domains::remove)
         .service(addresses::domains)
         .service(addresses::allocation)
         .service(addresses::list)

@@ -11,7 +11,7 @@ use utoipa::openapi::{Content, Ref, RefOr};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    abuse, accounts, activity, addresses, billing, devices, folders, health, messages,
+    abuse, accounts, activity, addresses, billing, devices, domains, folders, health, messages,
     notifications, plans, sending, staff, support, teams, webhooks,
 };
 
@@ -53,6 +53,10 @@ use crate::routes::{
         devices::set_keys,
         devices::get_keys,
         addresses::domains,
+        domains::add,
+        domains::list,
+        domains::check,
+        domains::remove,
         addresses::allocation,
         addresses::list,
         addresses::create,

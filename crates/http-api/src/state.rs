@@ -42,6 +42,8 @@ pub struct AppState {
     pub notifications: Notifications,
     /// Team members, grants and memberships.
     pub teams: sealpost_teams::Teams,
+    /// Own domains.
+    pub domains: sealpost_domains::Domains,
     /// The service's own domains and the API's public host: webhook URLs
     /// may not point at them.
     pub service_domains: Vec<String>,

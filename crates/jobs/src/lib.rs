@@ -11,11 +11,13 @@
 //! PostgreSQL advisory lock (another process's pass is skipped meanwhile),
 //! and the sender's fan-out and attempts lock or lease the rows they take.
 
+mod domain_checks;
 mod sender;
 pub mod smtp;
 mod sweeps;
 mod wiring;
 
+pub use domain_checks::{CHECK_EVERY, check_domains_forever};
 pub use sender::{push_forever, push_sender, send_forever, spawn_webhook_sender, webhook_sender};
 pub use sweeps::{Pass, SWEEP_EVERY, Sweeps, sweep_forever};
 pub use wiring::{Services, server_keys};
@@ -38,6 +40,7 @@ pub struct Jobs {
     _sweeps: AbortOnDrop<()>,
     _sender: AbortOnDrop<()>,
     _push: AbortOnDrop<()>,
+    _domains: AbortOnDrop<()>,
 }
 
 impl Jobs {
@@ -48,6 +51,9 @@ impl Jobs {
         let push = push_sender(&services.store, config, services.clock.clone())?;
         Ok(Jobs {
             _push: AbortOnDrop(tokio::spawn(push_forever(push))),
+            _domains: AbortOnDrop(tokio::spawn(check_domains_forever(
+                services.domains.clone(),
+            ))),
             _sweeps: AbortOnDrop(tokio::spawn(sweep_forever(Sweeps::new(services)))),
             _sender: AbortOnDrop(spawn_webhook_sender(sender)),
         })

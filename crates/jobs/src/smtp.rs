@@ -41,6 +41,9 @@ impl Delivery for SealingDelivery {
             Ok(RecipientCheck::OverAllowance) => RecipientDecision::TryLater(
                 "the mailbox owner's monthly allowance is used up".into(),
             ),
+            Ok(RecipientCheck::DomainRefused) => RecipientDecision::Refused(
+                "this domain's plan no longer includes own domains; mail is refused".into(),
+            ),
             Err(error) => {
                 tracing::warn!(%error, "recipient check failed");
                 RecipientDecision::TryLater("temporary failure; try again later".into())

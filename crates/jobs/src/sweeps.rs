@@ -60,6 +60,7 @@ pub struct Sweeps {
     webhooks: Webhooks,
     blob_recovery: BlobRecovery,
     support: sealpost_support::Support,
+    domains: sealpost_domains::Domains,
 }
 
 impl Sweeps {
@@ -75,6 +76,7 @@ impl Sweeps {
             webhooks: services.webhooks.clone(),
             blob_recovery: services.blob_recovery.clone(),
             support: services.support.clone(),
+            domains: services.domains.clone(),
         }
     }
 
@@ -112,6 +114,15 @@ impl Sweeps {
         match self.billing.release_stragglers().await {
             Ok(released) => tracing::info!(released, "released held mail of unpaused addresses"),
             Err(error) => tracing::warn!(%error, "releasing held mail failed"),
+        }
+        // Before the pause deletions: they end the pause this reads.
+        match self.domains.sweep().await {
+            Ok((marked, removed)) => tracing::info!(
+                marked,
+                removed,
+                "tracked own domains' plan loss; removed those unpaid past deletesAt"
+            ),
+            Err(error) => tracing::warn!(%error, "own-domain sweep failed"),
         }
         match self.billing.delete_expired_pauses().await {
             Ok(deleted) => tracing::info!(

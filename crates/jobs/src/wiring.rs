@@ -53,6 +53,8 @@ pub struct Services {
     pub support: sealpost_support::Support,
     /// Staff tokens, audit log, abuse reports, suspensions, switches.
     pub staff: sealpost_support::Staff,
+    /// Own domains: claims, their DNS checks, plan loss.
+    pub domains: sealpost_domains::Domains,
     /// Keeps `ingest` alive in the eyes of every process's recovery.
     _instance_lock: Arc<InstanceLock>,
 }
@@ -92,7 +94,8 @@ impl Services {
             blobs.clone(),
             clock.clone(),
             config.domains.clone(),
-        );
+        )
+        .with_own_domains(Arc::new(store.clone()));
         // Held before anything is delivered: other processes' recovery
         // leaves this instance's deliveries in flight alone.
         let instance_lock = store
@@ -106,7 +109,9 @@ impl Services {
                 Arc::new(store.clone()),
                 clock.clone(),
                 config.domains.clone(),
-            ),
+            )
+            .with_own_domains(Arc::new(store.clone())),
+            domains: own_domains(&store, config, &clock)?,
             activity: ActivityLog::new(Arc::new(store.clone()), clock.clone()),
             mailbox: Mailbox::new(Arc::new(store.clone()), blobs.clone(), clock.clone()),
             blob_recovery: ingest.recovery(),
@@ -149,6 +154,61 @@ fn support(
         clock.clone(),
         key,
     ))
+}
+
+/// Own domains checked through `SEALPOST_DNS_RESOLVER`, expecting
+/// `SEALPOST_DNS_NAMESERVERS` and `SEALPOST_MX_HOST`; a DKIM key is made at
+/// each ownership proof when a server key is configured.
+fn own_domains(
+    store: &PgStore,
+    config: &Config,
+    clock: &Arc<dyn Clock>,
+) -> anyhow::Result<sealpost_domains::Domains> {
+    use sealpost_domains::{DomainSettings, Domains};
+    let resolver = sealpost_dns_check::DnsResolver::new(config.dns.resolver)
+        .map_err(anyhow::Error::msg)
+        .context("configuring the DNS resolver (SEALPOST_DNS_RESOLVER)")?;
+    let public_host = url_host(&config.public_url);
+    let service_domains = config
+        .domains
+        .iter()
+        .chain(&config.dns.nameservers)
+        .chain(std::iter::once(&config.dns.mx_host))
+        .cloned()
+        .chain(public_host)
+        .collect();
+    let domains = Domains::new(
+        Arc::new(store.clone()),
+        Arc::new(resolver),
+        clock.clone(),
+        DomainSettings {
+            service_domains,
+            nameservers: config.dns.nameservers.clone(),
+            mx_host: config.dns.mx_host.clone(),
+            dkim_selector: config.dkim_selector.clone(),
+        },
+    );
+    Ok(match &config.server_keys {
+        Some(keys) => domains.with_dkim(
+            Arc::new(sealpost_outbound_mail::RsaDkimKeyMaker),
+            keys.clone(),
+        ),
+        None => domains,
+    })
+}
+
+/// The host of `url` (`http://host:port/...`), without a URL parser.
+fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => host.split(':').next()?,
+    };
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
 }
 
 /// Sending through `SEALPOST_SMTP_RELAY`, DKIM-signed with

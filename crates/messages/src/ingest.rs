@@ -10,6 +10,7 @@ use sealpost_seal::{SealedBox, context, random_bytes, seal_binary};
 
 use crate::content::{MimeLimit, ParsedMail, parse_mail_checked};
 use crate::folders::Folder;
+use crate::own_domains::OwnDomainGate;
 use crate::recovery::BlobRecovery;
 use crate::store::{
     BlobError, BlobStore, Commit, Message, MessageRepository, NewMessage, RECEIVED_COUNTER,
@@ -26,6 +27,9 @@ pub enum RecipientCheck {
     NoKey,
     /// The account has used its received-mail allowance for this window.
     OverAllowance,
+    /// An own domain whose plan lost own domains more than 21 days ago:
+    /// mail is refused until the plan includes them again.
+    DomainRefused,
 }
 
 /// How the mail came in; decides the activity kind.
@@ -63,6 +67,8 @@ pub struct Ingest {
     blobs: Arc<dyn BlobStore>,
     clock: Arc<dyn Clock>,
     domains: Vec<String>,
+    /// Proved own domains, when wired (docs/domains.md).
+    own_domains: Option<Arc<dyn OwnDomainGate>>,
     /// Random per `Ingest`: owns the pending blobs of its deliveries. The
     /// process running it keeps it alive in the store for its lifetime.
     instance: String,
@@ -90,8 +96,15 @@ impl Ingest {
             blobs,
             clock,
             domains,
+            own_domains: None,
             instance,
         }
+    }
+
+    /// Also takes mail for addresses on proved own domains.
+    pub fn with_own_domains(mut self, gate: Arc<dyn OwnDomainGate>) -> Self {
+        self.own_domains = Some(gate);
+        self
     }
 
     /// This ingest's instance id: the owner of its pending blobs. The process
@@ -105,11 +118,19 @@ impl Ingest {
     /// whose account is under its allowance.
     pub async fn check_recipient(&self, address: &str) -> Result<RecipientCheck, StoreError> {
         let address = address.trim().to_ascii_lowercase();
-        let served = address
-            .rsplit_once('@')
-            .is_some_and(|(_, domain)| self.domains.iter().any(|d| d == domain));
-        if !served {
+        let Some((_, domain)) = address.rsplit_once('@') else {
             return Ok(RecipientCheck::Unknown);
+        };
+        if !self.domains.iter().any(|d| d == domain) {
+            let Some(gate) = &self.own_domains else {
+                return Ok(RecipientCheck::Unknown);
+            };
+            let Some(hold) = gate.own_domain(domain).await? else {
+                return Ok(RecipientCheck::Unknown);
+            };
+            if !hold.receives(self.clock.now()) {
+                return Ok(RecipientCheck::DomainRefused);
+            }
         }
         let Some(recipient) = self.repo.recipient(&address).await? else {
             return Ok(RecipientCheck::Unknown);
@@ -180,7 +201,9 @@ impl Ingest {
             .ok_or(IngestError::Unknown)?;
         match self.admit(&recipient).await? {
             RecipientCheck::Accept => {}
-            RecipientCheck::Unknown => return Err(IngestError::Unknown),
+            RecipientCheck::Unknown | RecipientCheck::DomainRefused => {
+                return Err(IngestError::Unknown);
+            }
             RecipientCheck::NoKey => return Err(IngestError::NoKey),
             RecipientCheck::OverAllowance => {
                 let (_, window_end) =

@@ -10,6 +10,7 @@ pub mod content;
 pub mod folders;
 pub mod ingest;
 pub mod mailbox;
+pub mod own_domains;
 pub mod recovery;
 pub mod send;
 pub mod store;

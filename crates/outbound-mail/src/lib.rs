@@ -14,6 +14,9 @@
 //! Errors name the relay's reply code and text with anything that looks
 //! like an address masked, so the log never carries a sender or recipient.
 
+mod dkim_keys;
+pub use dkim_keys::{DKIM_RSA_BITS, RsaDkimKeyMaker};
+
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;

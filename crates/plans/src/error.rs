@@ -9,4 +9,12 @@ pub enum LimitError {
     DeviceLimitReached { limit: u32 },
     #[error("choosing the exact address needs the Scale plan or higher")]
     CustomAddressNeedsScale,
+    #[error("own domains need the Scale plan or higher")]
+    OwnDomainsNeedScale,
+    #[error("the plan allows {limit} own domains; remove one or upgrade")]
+    OwnDomainLimit { limit: u32 },
+    #[error(
+        "the plan no longer includes own domains: the domain still receives mail for a while but takes no new addresses"
+    )]
+    OwnDomainReceiveOnly,
 }

@@ -201,6 +201,20 @@ impl Plan {
         Ok(())
     }
 
+    /// Adding one more own domain when the account holds `current` (every
+    /// claim counts, proved or not).
+    pub fn check_new_own_domain(&self, current: u64) -> Result<(), LimitError> {
+        if self.own_domains == 0 {
+            return Err(LimitError::OwnDomainsNeedScale);
+        }
+        if current >= u64::from(self.own_domains) {
+            return Err(LimitError::OwnDomainLimit {
+                limit: self.own_domains,
+            });
+        }
+        Ok(())
+    }
+
     pub fn has_webhooks(&self) -> bool {
         self.webhooks > 0
     }
@@ -297,6 +311,24 @@ mod tests {
             Err(LimitError::OneAddressPerDevice)
         );
         assert_eq!(plan(PlanId::Operator).check_assignment(5), Ok(()));
+    }
+
+    #[test]
+    fn own_domain_limits() {
+        assert_eq!(
+            plan(PlanId::Operator).check_new_own_domain(0),
+            Err(LimitError::OwnDomainsNeedScale)
+        );
+        assert_eq!(plan(PlanId::Scale).check_new_own_domain(9), Ok(()));
+        assert_eq!(
+            plan(PlanId::Scale).check_new_own_domain(10),
+            Err(LimitError::OwnDomainLimit { limit: 10 })
+        );
+        assert_eq!(plan(PlanId::Fleet).check_new_own_domain(49), Ok(()));
+        assert_eq!(
+            plan(PlanId::Fleet).check_new_own_domain(50),
+            Err(LimitError::OwnDomainLimit { limit: 50 })
+        );
     }
 
     #[test]

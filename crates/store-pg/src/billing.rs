@@ -15,7 +15,6 @@ use sealpost_kernel::{
     AccountId, AddressId, DeviceId, MessageId, PaymentId, PlanId, StoreError, Timestamp,
 };
 use sealpost_pairing::WriteOutcome;
-use sealpost_subscriptions::PausedCounts;
 
 use crate::addresses::delete_address;
 use crate::devices::{device_addresses, remove_device};
@@ -164,7 +163,10 @@ async fn anything_paused(
     conn: &mut AsyncPgConnection,
     account: &AccountId,
 ) -> Result<bool, diesel::result::Error> {
-    Ok(paused_counts(conn, account).await? != PausedCounts::default())
+    // Own domains are held with the pause, not paused themselves: they never
+    // keep a pause open.
+    let paused = paused_counts(conn, account).await?;
+    Ok(paused.addresses > 0 || paused.devices > 0)
 }
 
 /// Unpauses the oldest paused rows of `table` (addresses or devices) while

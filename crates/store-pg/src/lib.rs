@@ -10,6 +10,7 @@ mod billing;
 mod connect;
 mod database;
 mod devices;
+mod domains;
 mod group_commit;
 mod jobs;
 mod messages;
@@ -22,8 +23,8 @@ mod schema;
 mod sending;
 mod staff;
 mod subscriptions;
-mod teams;
 mod support;
+mod teams;
 mod webhooks;
 
 use std::time::Duration;
@@ -36,6 +37,7 @@ use sealpost_kernel::StoreError;
 
 pub use connect::{PgConnector, SslMode, connect};
 pub use database::{DatabaseUrl, MigrateError, create_database_if_missing, migrate, quote_ident};
+pub use domains::DomainZone;
 pub use jobs::{Job, JobLock};
 pub use messages::InstanceLock;
 pub use notify::MailNotifier;

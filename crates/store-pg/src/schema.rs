@@ -472,3 +472,25 @@ diesel::table! {
         since -> Timestamptz,
     }
 }
+
+diesel::table! {
+    own_domains (account_id, name) {
+        account_id -> Text,
+        name -> Text,
+        token -> Text,
+        step -> Text,
+        proved_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        checked_at -> Nullable<Timestamptz>,
+        next_check_at -> Timestamptz,
+        checks_in_step -> Int4,
+        plan_lost_at -> Nullable<Timestamptz>,
+        dkim_selector -> Nullable<Text>,
+        dkim_algorithm -> Nullable<Text>,
+        dkim_public_key -> Nullable<Bytea>,
+        dkim_private_key -> Nullable<Bytea>,
+    }
+}
+diesel::joinable!(own_domains -> accounts (account_id));
+diesel::allow_tables_to_appear_in_same_query!(own_domains, accounts);
+diesel::allow_tables_to_appear_in_same_query!(own_domains, addresses);

@@ -46,6 +46,8 @@ struct UsageRow {
     sent_hour: i64,
     #[diesel(sql_type = BigInt)]
     sent_day: i64,
+    #[diesel(sql_type = BigInt)]
+    domains: i64,
 }
 
 #[derive(QueryableByName)]
@@ -113,6 +115,8 @@ struct PausedRow {
     addresses: i64,
     #[diesel(sql_type = BigInt)]
     devices: i64,
+    #[diesel(sql_type = BigInt)]
+    domains: i64,
 }
 
 /// `$1` the account, `$2` now: the account's messages still inside retention,
@@ -163,7 +167,8 @@ impl SubscriptionRepository for PgStore {
                (SELECT COALESCE(sum(used), 0)::bigint FROM usage_counters WHERE account_id = $1 AND counter = $3 AND window_start = $4) AS received, \
                COALESCE((SELECT used FROM usage_counters WHERE account_id = $1 AND counter = $5 AND window_start = $6), 0) AS object_reads, \
                (SELECT COALESCE(sum(used), 0)::bigint FROM usage_counters WHERE account_id = $1 AND counter = $7 AND window_start = $6) AS sent_hour, \
-               (SELECT COALESCE(sum(used), 0)::bigint FROM usage_counters WHERE account_id = $1 AND counter = $8 AND window_start = $9) AS sent_day \
+               (SELECT COALESCE(sum(used), 0)::bigint FROM usage_counters WHERE account_id = $1 AND counter = $8 AND window_start = $9) AS sent_day, \
+               (SELECT count(*) FROM own_domains WHERE account_id = $1) AS domains \
              FROM (SELECT count(*) AS addresses, count(worker_id) AS assigned FROM addresses WHERE account_id = $1) ad, \
                (SELECT count(*) FILTER (WHERE kind = 'device') AS devices, count(*) FILTER (WHERE kind = 'agent') AS agents \
                   FROM devices WHERE account_id = $1) dv, \
@@ -195,6 +200,7 @@ impl SubscriptionRepository for PgStore {
             object_reads: count(row.object_reads),
             sent_hour: count(row.sent_hour),
             sent_day: count(row.sent_day),
+            domains: count(row.domains),
         })
     }
 
@@ -305,7 +311,8 @@ pub(crate) async fn paused_counts(
 ) -> Result<PausedCounts, diesel::result::Error> {
     let row: PausedRow = diesel::sql_query(
         "SELECT (SELECT count(*) FROM addresses WHERE account_id = $1 AND paused_at IS NOT NULL) AS addresses, \
-                (SELECT count(*) FROM devices WHERE account_id = $1 AND paused_at IS NOT NULL) AS devices",
+                (SELECT count(*) FROM devices WHERE account_id = $1 AND paused_at IS NOT NULL) AS devices, \
+                (SELECT count(*) FROM own_domains WHERE account_id = $1 AND proved_at IS NOT NULL) AS domains",
     )
     .bind::<Text, _>(account.as_str())
     .get_result(conn)
@@ -313,6 +320,7 @@ pub(crate) async fn paused_counts(
     Ok(PausedCounts {
         addresses: count(row.addresses),
         devices: count(row.devices),
+        domains: count(row.domains),
     })
 }
 

@@ -209,7 +209,7 @@ impl Subscription {
                     addresses: paused.addresses,
                     devices: paused.devices,
                     api_keys: 0,
-                    domains: 0,
+                    domains: paused.domains,
                 }),
             renews_at: subscriber.paid_until,
             ..Subscription::on(subscriber.plan)

@@ -49,6 +49,8 @@ pub struct PauseState {
 pub struct PausedCounts {
     pub addresses: u64,
     pub devices: u64,
+    /// Proved own domains of the paused account (removed at `deletesAt`).
+    pub domains: u64,
 }
 
 /// A guarded plan change, written in one transaction.

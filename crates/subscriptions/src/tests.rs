@@ -70,6 +70,7 @@ fn counts() -> UsageCounts {
         object_reads: 5,
         sent_hour: 3,
         sent_day: 9,
+        domains: 2,
     }
 }
 
@@ -136,7 +137,7 @@ async fn usage_reports_every_field_from_the_counters_and_the_plan_table() {
                 allowed: true
             },
             domains: CountUsage {
-                used: 0,
+                used: 2,
                 limit: Some(0)
             },
             messages_stored: 7,
@@ -584,6 +585,7 @@ fn a_paused_subscription_shows_the_lapsed_plan_its_counts_and_the_lapsed_receive
         PausedCounts {
             addresses: 4,
             devices: 2,
+            domains: 1,
         },
     );
     assert_eq!(
@@ -595,7 +597,7 @@ fn a_paused_subscription_shows_the_lapsed_plan_its_counts_and_the_lapsed_receive
             addresses: 4,
             devices: 2,
             api_keys: 0,
-            domains: 0,
+            domains: 1,
         })
     );
     let usage = Usage::compute(&paused, since, &UsageCounts::default());
@@ -619,6 +621,7 @@ fn a_paused_subscription_shows_the_lapsed_plan_its_counts_and_the_lapsed_receive
         PausedCounts {
             addresses: 1,
             devices: 0,
+            domains: 0,
         },
     );
     assert_eq!(record.pause.unwrap().plan_id, None);

@@ -62,6 +62,8 @@ pub struct UsageCounts {
     pub sent_hour: u64,
     /// Sends (one per recipient) in the current UTC day.
     pub sent_day: u64,
+    /// Own domains, every claim (proved or not).
+    pub domains: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,7 +135,7 @@ pub struct Usage {
     /// API keys cannot be issued yet: always 0 used.
     pub api_keys: GatedUsage,
     pub webhooks: GatedUsage,
-    /// Own domains are not built yet: always 0 used.
+    /// Own domains, every claim counted (the limit is what `POST /domains/custom` checks).
     pub domains: CountUsage,
     /// Messages held now, listed or held after a missed payment, across addresses.
     pub messages_stored: u64,
@@ -206,7 +208,7 @@ impl Usage {
                 Some(u64::from(limits.webhooks)),
             ),
             domains: CountUsage {
-                used: 0,
+                used: counts.domains,
                 limit: Some(u64::from(limits.own_domains)),
             },
             messages_stored: counts.messages_stored,

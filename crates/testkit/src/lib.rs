@@ -12,6 +12,7 @@
     reason = "test support: a failed set-up should stop the test loudly"
 )]
 
+pub mod dns;
 pub mod push;
 pub mod receiver;
 pub mod relay;

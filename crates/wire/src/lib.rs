@@ -20,6 +20,7 @@ mod activity;
 mod addresses;
 mod billing;
 mod devices;
+mod domains;
 mod encoding;
 mod folders;
 mod messages;
@@ -29,9 +30,9 @@ mod plans;
 pub mod schemas;
 mod sending;
 mod service;
-mod teams;
 mod staff;
 mod support;
+mod teams;
 mod webhooks;
 
 pub use accounts::*;
@@ -39,6 +40,7 @@ pub use activity::*;
 pub use addresses::*;
 pub use billing::*;
 pub use devices::*;
+pub use domains::*;
 pub use encoding::sealed_json;
 pub use folders::*;
 pub use messages::*;
@@ -46,9 +48,9 @@ pub use notifications::*;
 pub use plans::*;
 pub use sending::*;
 pub use service::*;
-pub use teams::*;
 pub use staff::*;
 pub use support::*;
+pub use teams::*;
 pub use webhooks::*;
 
 #[cfg(test)]

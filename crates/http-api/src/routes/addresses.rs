@@ -45,22 +45,31 @@ async fn plan_of(state: &AppState, account: &AccountId) -> Result<PlanId, ApiErr
     Ok(state.accounts.account(account).await?.plan)
 }
 
-/// Domains addresses can be created on.
+/// Domains addresses can be created on: the shared ones, then the account's live own domains (`reserved: true`).
 #[utoipa::path(get, path = "/domains", tag = "addresses", security(("bearer" = [])),
     responses((status = 200, body = wire::DomainList)))]
 #[get("/domains")]
-pub async fn domains(state: Data<AppState>, _caller: Authenticated) -> HttpResponse {
-    HttpResponse::Ok().json(wire::DomainList {
-        domains: state
-            .addresses
-            .domains()
-            .iter()
-            .map(|domain| wire::Domain {
-                domain: domain.clone(),
-                reserved: false,
-            })
-            .collect(),
-    })
+pub async fn domains(
+    state: Data<AppState>,
+    caller: Authenticated,
+) -> Result<HttpResponse, ApiError> {
+    let shared = state.addresses.domains().iter().map(|domain| wire::Domain {
+        domain: domain.clone(),
+        reserved: false,
+    });
+    let own = state
+        .domains
+        .list(caller.account())
+        .await?
+        .into_iter()
+        .filter(|domain| domain.step == sealpost_domains::Step::Live)
+        .map(|domain| wire::Domain {
+            domain: domain.name.as_str().to_owned(),
+            reserved: true,
+        });
+    Ok(HttpResponse::Ok().json(wire::DomainList {
+        domains: shared.chain(own).collect(),
+    }))
 }
 
 /// Every address on the account, newest first. A device sees the addresses assigned to it.

@@ -1,0 +1,274 @@
+//! An authoritative DNS server over UDP and TCP (hickory-server) that asks a
+//! [`ZoneSource`] for every question: the service's own nameservers
+//! (`sealpost-dns`, zones read from PostgreSQL) and the tests' stand-in for
+//! the public DNS ([`MemoryZones`], edited while it runs) both run on it.
+//!
+//! Rules: only standard queries with exactly one question are answered;
+//! names outside the source's zones get REFUSED; recursion is never offered;
+//! zone transfers (AXFR, IXFR) are REFUSED and ANY is not implemented; a
+//! message that does not parse is dropped by the server library.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use hickory_server::Server;
+use hickory_server::net::runtime::Time;
+use hickory_server::proto::op::{MessageType, Metadata, OpCode, ResponseCode};
+use hickory_server::proto::rr::{LowerName, Name, RData, Record, RecordType};
+use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
+use hickory_server::zone_handler::MessageResponseBuilder;
+
+pub use hickory_server::proto;
+
+/// The answer to one question.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// Not a name of any zone served here.
+    Refused,
+    /// The name exists; `records` of the asked type (empty: no data).
+    Records {
+        records: Vec<Record>,
+        /// The zone's SOA, sent in the authority section of an empty answer.
+        soa: Option<Record>,
+    },
+    /// The name does not exist in a zone served here.
+    NoName { soa: Option<Record> },
+}
+
+#[async_trait]
+pub trait ZoneSource: Send + Sync + 'static {
+    /// `name` is lower case and fully qualified.
+    async fn answer(&self, name: &Name, kind: RecordType) -> Answer;
+}
+
+/// Answers DNS requests from a [`ZoneSource`].
+pub struct Handler<S> {
+    source: Arc<S>,
+}
+
+impl<S> Handler<S> {
+    pub fn new(source: Arc<S>) -> Self {
+        Self { source }
+    }
+}
+
+#[async_trait]
+impl<S: ZoneSource> RequestHandler for Handler<S> {
+    async fn handle_request<R: ResponseHandler, T: Time>(
+        &self,
+        request: &Request,
+        mut response_handle: R,
+    ) -> ResponseInfo {
+        let builder = MessageResponseBuilder::from_message_request(request);
+        let refuse = |code: ResponseCode| (code, Vec::new(), None::<Record>);
+        let (code, records, soa) = if request.metadata.message_type != MessageType::Query
+            || request.metadata.op_code != OpCode::Query
+        {
+            refuse(ResponseCode::NotImp)
+        } else if request.queries.len() != 1 {
+            refuse(ResponseCode::FormErr)
+        } else {
+            let query = &request.queries.queries()[0];
+            let kind = query.query_type();
+            match kind {
+                RecordType::AXFR | RecordType::IXFR => refuse(ResponseCode::Refused),
+                RecordType::ANY => refuse(ResponseCode::NotImp),
+                _ => {
+                    let name = Name::from(LowerName::clone(query.name()));
+                    match self.source.answer(&name, kind).await {
+                        Answer::Refused => refuse(ResponseCode::Refused),
+                        Answer::Records { records, soa } => {
+                            let soa = if records.is_empty() { soa } else { None };
+                            (ResponseCode::NoError, records, soa)
+                        }
+                        Answer::NoName { soa } => (ResponseCode::NXDomain, Vec::new(), soa),
+                    }
+                }
+            }
+        };
+        let mut metadata = Metadata::response_from_request(&request.metadata);
+        metadata.response_code = code;
+        metadata.recursion_available = false;
+        metadata.authoritative = matches!(code, ResponseCode::NoError | ResponseCode::NXDomain);
+        let response = builder.build(
+            metadata,
+            records.iter(),
+            None.iter(),
+            soa.iter(),
+            None.iter(),
+        );
+        match response_handle.send_response(response).await {
+            Ok(info) => info,
+            Err(error) => {
+                tracing::warn!(%error, "sending a DNS answer failed");
+                let mut metadata = Metadata::response_from_request(&request.metadata);
+                metadata.response_code = ResponseCode::ServFail;
+                ResponseInfo::from(hickory_server::proto::op::Header {
+                    metadata,
+                    counts: Default::default(),
+                })
+            }
+        }
+    }
+}
+
+/// A DNS server answering on one UDP socket and one TCP listener.
+pub struct DnsServer {
+    pub udp_addr: SocketAddr,
+    pub tcp_addr: SocketAddr,
+    server: Server<Handler<dyn_source::Boxed>>,
+}
+
+mod dyn_source {
+    use super::*;
+
+    /// A boxed source, so one server type serves any source.
+    pub struct Boxed(pub Arc<dyn ZoneSource>);
+
+    #[async_trait]
+    impl ZoneSource for Boxed {
+        async fn answer(&self, name: &Name, kind: RecordType) -> Answer {
+            self.0.answer(name, kind).await
+        }
+    }
+}
+
+impl DnsServer {
+    /// Serves `source` on `addr` over UDP and TCP (port 0: one free port,
+    /// the same for both where possible).
+    pub async fn start(
+        addr: SocketAddr,
+        source: Arc<dyn ZoneSource>,
+    ) -> std::io::Result<DnsServer> {
+        let tcp = tokio::net::TcpListener::bind(addr).await?;
+        let tcp_addr = tcp.local_addr()?;
+        let udp = match tokio::net::UdpSocket::bind(tcp_addr).await {
+            Ok(socket) => socket,
+            Err(_) if addr.port() == 0 => tokio::net::UdpSocket::bind(addr).await?,
+            Err(error) => return Err(error),
+        };
+        let udp_addr = udp.local_addr()?;
+        let mut server = Server::new(Handler::new(Arc::new(dyn_source::Boxed(source))));
+        server.register_socket(udp);
+        server.register_listener(tcp, Duration::from_secs(10), 64 * 1024);
+        Ok(DnsServer {
+            udp_addr,
+            tcp_addr,
+            server,
+        })
+    }
+
+    /// Stops serving and waits for the tasks to end.
+    pub async fn stop(mut self) {
+        if let Err(error) = self.server.shutdown_gracefully().await {
+            tracing::warn!(%error, "DNS server shut down with an error");
+        }
+    }
+
+    /// Serves until the server fails.
+    pub async fn run(mut self) -> Result<(), String> {
+        self.server
+            .block_until_done()
+            .await
+            .map_err(|error| error.to_string())
+    }
+}
+
+/// TXT record data from one string of any length, split into the
+/// 255-byte character strings DNS requires.
+pub fn txt(value: &str) -> RData {
+    let parts: Vec<String> = value
+        .as_bytes()
+        .chunks(255)
+        .map(|chunk| String::from_utf8_lossy(chunk).into_owned())
+        .collect();
+    RData::TXT(hickory_server::proto::rr::rdata::TXT::new(parts))
+}
+
+/// A fully qualified, lower-case DNS name from text (a trailing dot optional).
+pub fn fqdn(text: &str) -> Result<Name, String> {
+    Name::from_ascii(format!(
+        "{}.",
+        text.trim_end_matches('.').to_ascii_lowercase()
+    ))
+    .map_err(|error| format!("{text:?} is not a DNS name: {error}"))
+}
+
+/// Zones held in memory and edited while the server runs: the tests' stand-in
+/// for the public DNS. Every zone is authoritative for its apex and all names
+/// under it; names outside any zone are refused.
+#[derive(Default)]
+pub struct MemoryZones {
+    zones: Mutex<Vec<Name>>,
+    records: Mutex<HashMap<(Name, RecordType), Vec<Record>>>,
+}
+
+impl MemoryZones {
+    pub fn new() -> Arc<MemoryZones> {
+        Arc::new(MemoryZones::default())
+    }
+
+    fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        mutex
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Serves `apex` (no records yet).
+    pub fn add_zone(&self, apex: &str) -> Result<(), String> {
+        Self::lock(&self.zones).push(fqdn(apex)?);
+        Ok(())
+    }
+
+    /// Replaces the records of `kind` at `name` with `data` (TTL 0: nothing
+    /// downstream keeps them).
+    pub fn set(&self, name: &str, kind: RecordType, data: Vec<RData>) -> Result<(), String> {
+        let name = fqdn(name)?;
+        let records = data
+            .into_iter()
+            .map(|rdata| Record::from_rdata(name.clone(), 0, rdata))
+            .collect::<Vec<_>>();
+        let mut all = Self::lock(&self.records);
+        if records.is_empty() {
+            all.remove(&(name, kind));
+        } else {
+            all.insert((name, kind), records);
+        }
+        Ok(())
+    }
+
+    /// Removes the records of `kind` at `name`.
+    pub fn clear(&self, name: &str, kind: RecordType) -> Result<(), String> {
+        self.set(name, kind, Vec::new())
+    }
+}
+
+#[async_trait]
+impl ZoneSource for MemoryZones {
+    async fn answer(&self, name: &Name, kind: RecordType) -> Answer {
+        if !Self::lock(&self.zones)
+            .iter()
+            .any(|apex| apex.zone_of(name))
+        {
+            return Answer::Refused;
+        }
+        let all = Self::lock(&self.records);
+        if let Some(records) = all.get(&(name.clone(), kind)) {
+            return Answer::Records {
+                records: records.clone(),
+                soa: None,
+            };
+        }
+        if all.keys().any(|(owner, _)| owner == name) {
+            Answer::Records {
+                records: Vec::new(),
+                soa: None,
+            }
+        } else {
+            Answer::NoName { soa: None }
+        }
+    }
+}
