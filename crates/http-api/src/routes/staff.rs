@@ -333,8 +333,10 @@ pub async fn resolve_report(
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AuditQuery {
-    /// 1 to 500, default 100.
+    /// Entries to show, newest first: 1 to 200, default 100.
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<u32>,
 }
 
@@ -357,7 +359,10 @@ pub async fn audit(
     _caller: StaffCaller,
     query: Query<AuditQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let entries = state.staff.audit_log(query.limit.unwrap_or(100)).await?;
+    let entries = state
+        .staff
+        .audit_log(query.limit.unwrap_or(100).clamp(1, 200))
+        .await?;
     Ok(HttpResponse::Ok().json(wire::AuditLog {
         entries: entries.into_iter().map(audit_body).collect(),
     }))
