@@ -188,10 +188,12 @@ fn serve_http(
 /// The shared mail domains and the API's own public host: a webhook URL
 /// pointing at either would call the service itself.
 fn service_domains(config: &Config) -> Vec<String> {
-    let public_host = url::Url::parse(&config.public_url)
-        .ok()
-        .and_then(|url| url.host_str().map(str::to_owned));
-    config.domains.iter().cloned().chain(public_host).collect()
+    config
+        .domains
+        .iter()
+        .cloned()
+        .chain(config.public_host())
+        .collect()
 }
 
 /// What `sealpost-api staff-token ...` does.

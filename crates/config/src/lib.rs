@@ -449,6 +449,19 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The host people reach the service at, out of `SEALPOST_PUBLIC_URL`
+    /// (no brackets around an IPv6 address); none when it names no host.
+    pub fn public_host(&self) -> Option<String> {
+        url::Url::parse(&self.public_url)
+            .ok()?
+            .host()
+            .map(|host| match host {
+                url::Host::Domain(name) => name.to_ascii_lowercase(),
+                url::Host::Ipv4(address) => address.to_string(),
+                url::Host::Ipv6(address) => address.to_string(),
+            })
+    }
+
     /// Reads the process environment. Only the variables of [`VARIABLES`]
     /// are looked at; one of them holding bytes that are not UTF-8 is an
     /// error naming it, anything else in the environment is left alone.
@@ -988,6 +1001,7 @@ mod tests {
     #[test]
     fn payment_providers_are_enabled_by_their_keys_all_or_none() {
         let config = Config::from_vars(&HashMap::new()).unwrap();
+        assert_eq!(config.public_host().as_deref(), Some("127.0.0.1"));
         assert_eq!((config.stripe, config.btcpay), (None, None));
         assert_eq!(config.public_url, "http://127.0.0.1:8080");
 
@@ -998,6 +1012,7 @@ mod tests {
             ("SEALPOST_BILLING_DISABLED", "btcpay, Sandbox"),
         ]))
         .unwrap();
+        assert_eq!(config.public_host().as_deref(), Some("sealpost.example"));
         let stripe = config.stripe.unwrap();
         assert_eq!(stripe.api_url, "https://api.stripe.com");
         assert_eq!(stripe.secret_key.as_str(), "sk_test_1");

@@ -168,14 +168,13 @@ fn own_domains(
     let resolver = sealpost_dns_check::DnsResolver::new(config.dns.resolver)
         .map_err(anyhow::Error::msg)
         .context("configuring the DNS resolver (SEALPOST_DNS_RESOLVER)")?;
-    let public_host = url_host(&config.public_url);
     let service_domains = config
         .domains
         .iter()
         .chain(&config.dns.nameservers)
         .chain(std::iter::once(&config.dns.mx_host))
         .cloned()
-        .chain(public_host)
+        .chain(config.public_host())
         .collect();
     let domains = Domains::new(
         Arc::new(store.clone()),
@@ -195,20 +194,6 @@ fn own_domains(
         ),
         None => domains,
     })
-}
-
-/// The host of `url` (`http://host:port/...`), without a URL parser.
-fn url_host(url: &str) -> Option<String> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    let host = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next()?,
-        None => host.split(':').next()?,
-    };
-    (!host.is_empty()).then(|| host.to_ascii_lowercase())
 }
 
 /// Sending through `SEALPOST_SMTP_RELAY`, DKIM-signed with

@@ -62,9 +62,23 @@ async fn switches_body(
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct StatusQuery {
     /// open or resolved; all when left out.
     status: Option<String>,
+}
+
+impl StatusQuery {
+    /// The `status` filter of the ticket and report lists.
+    fn parse<T: std::str::FromStr>(&self) -> Result<Option<T>, ApiError> {
+        self.status
+            .as_deref()
+            .map(|text| {
+                text.parse::<T>()
+                    .map_err(|_| ApiError::invalid_field("status", "open or resolved"))
+            })
+            .transpose()
+    }
 }
 
 /// Tickets of every account, most recently active first (up to 500).
@@ -77,14 +91,7 @@ pub async fn tickets(
     _caller: StaffCaller,
     query: Query<StatusQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let status = query
-        .status
-        .as_deref()
-        .map(|text| {
-            text.parse::<TicketStatus>()
-                .map_err(|_| ApiError::invalid_field("status", "open or resolved"))
-        })
-        .transpose()?;
+    let status = query.parse::<TicketStatus>()?;
     let tickets = state.support.staff_list(status).await?;
     Ok(HttpResponse::Ok().json(wire::StaffTicketList {
         tickets: tickets.into_iter().map(staff_ticket).collect(),
@@ -300,14 +307,7 @@ pub async fn abuse_reports(
     _caller: StaffCaller,
     query: Query<StatusQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let status = query
-        .status
-        .as_deref()
-        .map(|text| {
-            text.parse::<AbuseStatus>()
-                .map_err(|_| ApiError::invalid_field("status", "open or resolved"))
-        })
-        .transpose()?;
+    let status = query.parse::<AbuseStatus>()?;
     let reports = state.staff.reports(status).await?;
     Ok(HttpResponse::Ok().json(wire::AbuseReportList {
         reports: reports.into_iter().map(report_body).collect(),
