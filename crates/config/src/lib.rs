@@ -518,18 +518,7 @@ impl Config {
         let smtp_connect_rate = whole("SEALPOST_SMTP_CONNECT_RATE", 600, 0, 1_000_000)? as u32;
         let smtp_data_memory =
             whole("SEALPOST_SMTP_DATA_MEMORY", 512, 1, 1024 * 1024)? as usize * 1024 * 1024;
-        let smtp_relay_timeout = match get("SEALPOST_SMTP_RELAY_TIMEOUT") {
-            None => 60,
-            Some(text) => match text.parse::<u64>() {
-                Ok(seconds) if (1..=600).contains(&seconds) => seconds,
-                _ => {
-                    return Err(ConfigError::Invalid {
-                        name: "SEALPOST_SMTP_RELAY_TIMEOUT",
-                        reason: "expected whole seconds from 1 to 600".into(),
-                    });
-                }
-            },
-        };
+        let smtp_relay_timeout = whole("SEALPOST_SMTP_RELAY_TIMEOUT", 60, 1, 600)?;
         let dns = dns_settings(&get, &domains)?;
         let http_addr = get("SEALPOST_HTTP_ADDR")
             .unwrap_or("127.0.0.1:8080")

@@ -283,9 +283,8 @@ impl Domains {
     ) -> Result<Added, DomainError> {
         let name = self.parse_name(input)?;
         let limits = plan(plan_id);
-        if limits.own_domains == 0 {
-            return Err(LimitError::OwnDomainsNeedScale.into());
-        }
+        // The count itself is checked by the store, under the account's lock.
+        limits.check_new_own_domain(0)?;
         let now = self.clock.now();
         let domain = OwnDomain {
             account: account.clone(),

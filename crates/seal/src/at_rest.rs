@@ -92,7 +92,7 @@ impl ServerKeys {
     /// A fresh random key as base64url, for `cargo xtask dev` and operators.
     #[must_use]
     pub fn generate_text() -> String {
-        crate::b64::encode(&random_bytes::<32>())
+        crate::random_token()
     }
 
     /// The current key's id, as lowercase hex (safe to log).
@@ -202,7 +202,7 @@ impl std::fmt::Debug for ServerKeys {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    data_encoding::HEXLOWER.encode(bytes)
 }
 
 #[cfg(test)]
