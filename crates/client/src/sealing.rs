@@ -61,14 +61,14 @@ const ID_ALPHABET: &[u8; 36] = b"abcdefghijklmnopqrstuvwxyz0123456789";
 /// Length of the random part: 16 characters, about 82 bits.
 const ID_LEN: usize = 16;
 
-/// 16 random lowercase letters and digits, without modulo bias.
-fn random_id_body() -> String {
+/// `len` random lowercase letters and digits, without modulo bias.
+pub(crate) fn random_id_body(len: usize) -> String {
     // 252 = 7 * 36: bytes at or above it are dropped so each character is
     // equally likely.
-    let mut body = String::with_capacity(ID_LEN);
-    while body.len() < ID_LEN {
+    let mut body = String::with_capacity(len);
+    while body.len() < len {
         for byte in random_bytes::<32>() {
-            if byte < 252 && body.len() < ID_LEN {
+            if byte < 252 && body.len() < len {
                 body.push(char::from(ID_ALPHABET[usize::from(byte % 36)]));
             }
         }
@@ -79,19 +79,19 @@ fn random_id_body() -> String {
 /// A new device id: `wkr_` + 16 random lowercase letters and digits.
 #[must_use]
 pub fn new_device_id() -> DeviceId {
-    DeviceId::from_trusted(format!("{}{}", DeviceId::PREFIX, random_id_body()))
+    DeviceId::from_trusted(format!("{}{}", DeviceId::PREFIX, random_id_body(ID_LEN)))
 }
 
 /// A new address id: `ibx_` + 16 random lowercase letters and digits.
 #[must_use]
 pub fn new_address_id() -> AddressId {
-    AddressId::from_trusted(format!("{}{}", AddressId::PREFIX, random_id_body()))
+    AddressId::from_trusted(format!("{}{}", AddressId::PREFIX, random_id_body(ID_LEN)))
 }
 
 /// A new webhook id: `whk_` + 16 random lowercase letters and digits.
 #[must_use]
 pub fn new_webhook_id() -> WebhookId {
-    WebhookId::from_trusted(format!("{}{}", WebhookId::PREFIX, random_id_body()))
+    WebhookId::from_trusted(format!("{}{}", WebhookId::PREFIX, random_id_body(ID_LEN)))
 }
 
 // ---- Address labels -------------------------------------------------------

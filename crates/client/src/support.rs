@@ -28,7 +28,7 @@
 use reqwest::Method;
 use sealpost_kernel::{TicketId, TicketMessageId};
 use sealpost_seal::{
-    AccountKeys, SealError, SealedBox, StaticSecret, b64, context, random_bytes, support_binding,
+    AccountKeys, SealError, SealedBox, StaticSecret, b64, context, support_binding,
 };
 use serde::{Deserialize, Serialize};
 
@@ -41,31 +41,24 @@ pub use sealpost_wire::{
     TicketReply, TicketStatus,
 };
 
-const ALPHABET: &[u8; 36] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-
-fn random_body(len: usize) -> String {
-    let mut body = String::with_capacity(len);
-    while body.len() < len {
-        for byte in random_bytes::<32>() {
-            // 252 = 7 * 36: no modulo bias.
-            if byte < 252 && body.len() < len {
-                body.push(char::from(ALPHABET[usize::from(byte % 36)]));
-            }
-        }
-    }
-    body
-}
-
 /// A new ticket id: `tkt_` + 20 random lowercase letters and digits.
 #[must_use]
 pub fn new_ticket_id() -> TicketId {
-    TicketId::from_trusted(format!("{}{}", TicketId::PREFIX, random_body(20)))
+    TicketId::from_trusted(format!(
+        "{}{}",
+        TicketId::PREFIX,
+        crate::sealing::random_id_body(20)
+    ))
 }
 
 /// A new ticket message id: `tkm_` + 16 random lowercase letters and digits.
 #[must_use]
 pub fn new_message_id() -> TicketMessageId {
-    TicketMessageId::from_trusted(format!("{}{}", TicketMessageId::PREFIX, random_body(16)))
+    TicketMessageId::from_trusted(format!(
+        "{}{}",
+        TicketMessageId::PREFIX,
+        crate::sealing::random_id_body(16)
+    ))
 }
 
 /// What a ticket's header holds.

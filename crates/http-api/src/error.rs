@@ -495,7 +495,6 @@ impl From<BillingError> for ApiError {
     }
 }
 
-/// A client box field: shape checked (400 `invalid_box`), size capped (413 `too_large`).
 impl From<SupportError> for ApiError {
     fn from(error: SupportError) -> Self {
         match error {
@@ -548,6 +547,7 @@ impl From<Refusal> for ApiError {
     }
 }
 
+/// A client box field: shape checked (400 `invalid_box`), size capped (413 `too_large`).
 pub fn check_box_field(
     field: &str,
     value: &serde_json::Value,

@@ -215,7 +215,6 @@ async fn index() -> HttpResponse {
     }))
 }
 
-/// Per-IP edge limit, before any handler work. Probes are exempt.
 /// 405 for a method a literal path does not serve, before a template route
 /// of that method takes it (see `fallback::shadowed`).
 async fn refuse_shadowed(
@@ -230,6 +229,7 @@ async fn refuse_shadowed(
     next.call(req).await
 }
 
+/// Per-IP edge limit, before any handler work. Probes are exempt.
 async fn limit_by_ip(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
