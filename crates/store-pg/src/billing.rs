@@ -147,7 +147,6 @@ struct IdRow {
     id: String,
 }
 
-/// Whether anything on the account is still paused.
 /// Locks the account row; whether its pause's `deletesAt` is at or before `due`.
 async fn pause_due(
     conn: &mut AsyncPgConnection,
@@ -159,6 +158,7 @@ async fn pause_due(
         .is_some_and(|locked| locked.paused && locked.deletes_at.is_some_and(|at| at <= due)))
 }
 
+/// Whether anything on the account is still paused.
 async fn anything_paused(
     conn: &mut AsyncPgConnection,
     account: &AccountId,

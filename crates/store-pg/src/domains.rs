@@ -443,17 +443,4 @@ impl PgStore {
             }),
         )
     }
-
-    /// How many own domains the account holds (every claim), and how many
-    /// proved ones a missed payment's pause holds.
-    pub async fn own_domain_count(&self, account: &AccountId) -> Result<u64, StoreError> {
-        let mut conn = self.conn().await?;
-        let count: i64 = own_domains::table
-            .filter(own_domains::account_id.eq(account.as_str()))
-            .count()
-            .get_result(&mut conn)
-            .await
-            .map_err(db_error)?;
-        Ok(count as u64)
-    }
 }
