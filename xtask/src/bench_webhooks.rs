@@ -12,8 +12,8 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_kernel::{AccountId, Clock, PlanId, SystemClock, WebhookId};
 use sealpost_store_pg::PgStore;
 use sealpost_testkit::receiver::{NEVER_ANSWER, Receiver};
+use sealpost_webhooks::Webhooks;
 use sealpost_webhooks::events::EventFilter;
-use sealpost_webhooks::service::Webhooks;
 use sealpost_webhooks::url::validate_url;
 
 const EVENTS: usize = 10_000;

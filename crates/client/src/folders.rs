@@ -9,7 +9,7 @@ use crate::{Client, Result};
 
 pub use sealpost_wire::{
     DeletedBody, Deletion, EmptiedBody, Folder, FolderCount, FolderCounts, FoldersEnvelope,
-    MoveRequest, StarRequest, UnknownFolder,
+    MoveRequest, StarRequest,
 };
 
 /// The filters of `GET /messages`; `None` filters nothing. Without a

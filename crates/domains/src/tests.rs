@@ -1,7 +1,9 @@
 use std::sync::{Arc, Mutex};
 
+use sealpost_activity::ActivityKind;
 use sealpost_kernel::{AccountId, PlanId, TestClock, Timestamp};
 use sealpost_plans::LimitError;
+use sealpost_seal::ServerKeys;
 
 use crate::*;
 

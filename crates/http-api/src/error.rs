@@ -20,8 +20,8 @@ use sealpost_plans::LimitError;
 use sealpost_seal::BoxShapeError;
 use sealpost_subscriptions::{ChangeError, SubscriptionError};
 use sealpost_support::{Refusal, StaffError, SupportError};
+use sealpost_webhooks::WebhookError;
 use sealpost_webhooks::endpoint::EndpointError;
-use sealpost_webhooks::service::WebhookError;
 use sealpost_wire::{ErrorBody, ErrorDetail};
 
 /// Every machine-readable code the API answers with (SPEC.md "Errors").

@@ -13,7 +13,7 @@ use sealpost_messages::send::Outbox;
 use sealpost_notifications::Notifications;
 use sealpost_pairing::Devices;
 use sealpost_subscriptions::Subscriptions;
-use sealpost_webhooks::service::Webhooks;
+use sealpost_webhooks::Webhooks;
 
 use crate::rate_limit::EdgeLimiter;
 

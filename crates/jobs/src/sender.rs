@@ -12,7 +12,7 @@ use sealpost_push::PushHttp;
 use sealpost_store_pg::PgStore;
 use sealpost_webhook_http::{WebhookHttp, WebhookHttpConfig};
 use sealpost_webhooks::delivery::AttemptOutcome;
-use sealpost_webhooks::service::{AttemptRecord, Sender, WebhookTransport};
+use sealpost_webhooks::{AttemptRecord, Sender, WebhookTransport};
 use tokio::task::JoinHandle;
 
 use crate::AbortOnDrop;

@@ -9,7 +9,7 @@ use sealpost_messages::mailbox::Mailbox;
 use sealpost_messages::recovery::BlobRecovery;
 use sealpost_pairing::Devices;
 use sealpost_store_pg::{Job, PgStore};
-use sealpost_webhooks::service::Webhooks;
+use sealpost_webhooks::Webhooks;
 
 use crate::Services;
 

@@ -18,7 +18,7 @@ use sealpost_messages::store::BlobStore;
 use sealpost_pairing::Devices;
 use sealpost_store_pg::{InstanceLock, PgStore};
 use sealpost_subscriptions::Subscriptions;
-use sealpost_webhooks::service::Webhooks;
+use sealpost_webhooks::Webhooks;
 
 /// Connections in the pool of one process.
 const POOL_SIZE: usize = 16;

@@ -1,5 +1,5 @@
 //! The shared vocabulary of every Sealpost crate: typed prefixed ids, the
-//! clock and timestamps, cursor pages, plan ids, string-valued enums
+//! clock and timestamps, cursor pages, plan ids, mailbox folders, string-valued enums
 //! ([`string_enum!`]) and the storage error that domain crates surface
 //! without knowing which database sits behind it.
 
@@ -7,6 +7,7 @@
 mod string_enum;
 
 pub mod clock;
+pub mod folder;
 pub mod id;
 pub mod page;
 pub mod plan;
@@ -14,6 +15,7 @@ pub mod store;
 pub mod time;
 
 pub use clock::{Clock, SystemClock, TestClock};
+pub use folder::Folder;
 pub use id::*;
 pub use page::{Cursor, Page, PageLimits, PageRequest};
 pub use plan::PlanId;

@@ -17,15 +17,26 @@ impl PartialSchema for Timestamp {
 }
 impl ToSchema for Timestamp {}
 
-impl PartialSchema for PlanId {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .enum_values(Some(PlanId::ALL.map(PlanId::as_str)))
-            .into()
-    }
+/// A string schema listing the enum's names, with a description when given.
+macro_rules! string_enum_schema {
+    ($($name:ident => $description:expr),*) => {$(
+        impl PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description($description)
+                    .enum_values(Some($name::ALL.map($name::as_str)))
+                    .into()
+            }
+        }
+        impl ToSchema for $name {}
+    )*};
 }
-impl ToSchema for PlanId {}
+
+string_enum_schema!(
+    PlanId => None::<&str>,
+    Folder => Some("Where a message sits. Received mail lands in `inbox`, the copy of mail sent from the service in `sent`.")
+);
 
 macro_rules! id_schema {
     ($($name:ident),*) => {$(

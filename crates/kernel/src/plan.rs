@@ -1,10 +1,7 @@
 //! Plan ids (CONTRACT.md section 7). The limits live in the plans crate.
 
-use serde::{Deserialize, Serialize};
-
 string_enum! {
-    #[derive(PartialOrd, Ord, Serialize, Deserialize)]
-    #[serde(rename_all = "lowercase")]
+    #[derive(PartialOrd, Ord)]
     pub enum PlanId: "plan id" {
         Free => "free",
         Operator => "operator",
@@ -13,6 +10,7 @@ string_enum! {
         Enterprise => "enterprise",
     }
 }
+string_enum_serde!(PlanId);
 
 impl PlanId {
     pub fn display_name(self) -> &'static str {

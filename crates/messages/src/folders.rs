@@ -7,61 +7,8 @@
 //! Deleting moves a message to `trash`; deleting it from `trash` deletes it
 //! for good.
 
-use std::fmt;
-use std::str::FromStr;
-
 use sealpost_kernel::AddressId;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Folder {
-    Inbox,
-    Sent,
-    Archive,
-    Trash,
-}
-
-impl Folder {
-    pub const ALL: [Folder; 4] = [Folder::Inbox, Folder::Sent, Folder::Archive, Folder::Trash];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Folder::Inbox => "inbox",
-            Folder::Sent => "sent",
-            Folder::Archive => "archive",
-            Folder::Trash => "trash",
-        }
-    }
-
-    /// Where a new message lands.
-    pub fn for_new(outgoing: bool) -> Folder {
-        if outgoing {
-            Folder::Sent
-        } else {
-            Folder::Inbox
-        }
-    }
-}
-
-impl fmt::Display for Folder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown folder {0:?}; expected inbox, sent, archive or trash")]
-pub struct UnknownFolder(pub String);
-
-impl FromStr for Folder {
-    type Err = UnknownFolder;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Folder::ALL
-            .into_iter()
-            .find(|folder| folder.as_str() == text)
-            .ok_or_else(|| UnknownFolder(text.to_owned()))
-    }
-}
+pub use sealpost_kernel::Folder;
 
 /// A move the folder rules refuse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -162,8 +109,6 @@ mod tests {
         }
         assert!("Inbox".parse::<Folder>().is_err());
         assert!("spam".parse::<Folder>().is_err());
-        assert_eq!(Folder::for_new(false), Folder::Inbox);
-        assert_eq!(Folder::for_new(true), Folder::Sent);
     }
 
     #[test]

@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use chrono::TimeDelta;
 use sealpost_activity::{EventType, Notice, NoticeKind};
 use sealpost_kernel::{AccountId, AddressId, Clock, StoreError, Timestamp, WebhookId};
-use sealpost_webhooks::service::WebhookAlerts;
+use sealpost_webhooks::WebhookAlerts;
 use serde_json::Value;
 
 use crate::kind::{Preferences, PushKind};

@@ -163,10 +163,7 @@ async fn anything_paused(
     conn: &mut AsyncPgConnection,
     account: &AccountId,
 ) -> Result<bool, diesel::result::Error> {
-    // Own domains are held with the pause, not paused themselves: they never
-    // keep a pause open.
-    let paused = paused_counts(conn, account).await?;
-    Ok(paused.addresses > 0 || paused.devices > 0)
+    Ok(paused_counts(conn, account).await?.holds_anything())
 }
 
 /// Unpauses the oldest paused rows of `table` (addresses or devices) while

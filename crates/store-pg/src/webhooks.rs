@@ -17,7 +17,7 @@ use sealpost_webhooks::delivery::{
 };
 use sealpost_webhooks::endpoint::{DisabledReason, EndpointHealth, EndpointStatus, StoredSecret};
 use sealpost_webhooks::events::EventFilter;
-use sealpost_webhooks::service::{
+use sealpost_webhooks::{
     AttemptRecord, CreateOutcome, DueDelivery, Endpoint, EndpointChange, FanOutRule,
     WebhookRepository,
 };

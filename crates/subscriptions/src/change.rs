@@ -197,11 +197,10 @@ impl Subscription {
     /// SPEC.md: `pause` is `None` when nothing is paused (the owner may have
     /// deleted what was; the sweep ends such a pause).
     pub fn of(subscriber: &Subscriber, paused: PausedCounts) -> Subscription {
-        let nothing_paused = paused == PausedCounts::default();
         Subscription {
             pause: subscriber
                 .pause
-                .filter(|_| !nothing_paused)
+                .filter(|_| paused.holds_anything())
                 .map(|state| Pause {
                     plan_id: state.plan,
                     since: state.since,

@@ -53,6 +53,14 @@ pub struct PausedCounts {
     pub domains: u64,
 }
 
+impl PausedCounts {
+    /// Whether the pause still holds something. Own domains are held with
+    /// the pause, not paused themselves: they never keep a pause open.
+    pub fn holds_anything(&self) -> bool {
+        self.addresses > 0 || self.devices > 0
+    }
+}
+
 /// A guarded plan change, written in one transaction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlanChange {

@@ -630,6 +630,14 @@ fn a_paused_subscription_shows_the_lapsed_plan_its_counts_and_the_lapsed_receive
         Subscription::of(&released, PausedCounts::default()).pause,
         None
     );
+    // Own domains are held with a pause but never keep one open: with only
+    // domains left, nothing is paused (the billing store ends such a pause).
+    let only_domains = PausedCounts {
+        domains: 2,
+        ..PausedCounts::default()
+    };
+    assert!(!only_domains.holds_anything());
+    assert_eq!(Subscription::of(&released, only_domains).pause, None);
     assert_eq!(record.renews_at, Some(at("2026-12-31T08:00:00Z")));
     let usage = Usage::compute(&released, since, &UsageCounts::default());
     assert_eq!(usage.messages_received.limit, 100_000);

@@ -6,28 +6,36 @@
 //! both and opens neither; it holds in the clear only who wrote, when, the
 //! keys sealed to and the open and read flags.
 //!
+//! [`staff`] is the staff side (tokens, the audit log, abuse reports,
+//! suspension): a self-contained feature with its own model, repository
+//! trait, service and error in one module.
+//!
 //! Pure like every domain crate: [`service::Support`] decides, the store
 //! behind [`SupportRepository`] applies each write under the account's lock
 //! after [`rules::Guard::check`] passes on the counts taken there.
 
+mod error;
 pub mod model;
+mod repository;
 pub mod rules;
 pub mod service;
 pub mod staff;
 
+pub use error::SupportError;
 pub use model::{
     Author, Binding, BoxPair, NewMessage, NewTicket, PublicKey, Ticket, TicketMessage,
     TicketStatus, box_bytes,
 };
+pub use repository::{SupportRepository, Switches};
 pub use rules::{Guard, Refusal, SweepCutoffs, SweepReport, Usage, Write};
-pub use service::{Availability, Overview, Support, SupportError, SupportRepository, Switches};
+pub use service::{Availability, Overview, Support};
 pub use staff::{
     AbuseReason, AbuseReport, AbuseStatus, AbuseTarget, AuditEntry, Staff, StaffError, StaffMember,
     StaffRepository, StaffTokenInfo, Suspension,
 };
 
 #[cfg(any(test, feature = "mock"))]
-pub use service::MockSupportRepository;
+pub use repository::MockSupportRepository;
 #[cfg(any(test, feature = "mock"))]
 pub use staff::MockStaffRepository;
 

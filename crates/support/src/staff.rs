@@ -8,7 +8,7 @@ use sealpost_kernel::{AccountId, Clock, StoreError, Timestamp, string_enum};
 use sealpost_seal::{random_token, sha256};
 
 use crate::model::PublicKey;
-use crate::service::Switches;
+use crate::repository::Switches;
 
 /// Staff tokens start with this, so they are told apart from sessions at a glance.
 pub const TOKEN_PREFIX: &str = "stf_";

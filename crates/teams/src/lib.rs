@@ -15,17 +15,20 @@
 //! - a membership is `active` while the owner's plan has teams; while it is
 //!   not, the member reads nothing of the owner's (grants are kept).
 
+mod error;
 mod model;
+mod repository;
 mod service;
 
+pub use error::TeamError;
 pub use model::{
     Access, AddOutcome, Grant, GrantInput, Member, MemberGrant, Membership, NewMember,
     OwnedAddress, SharedAddress, SharedKey, Team,
 };
-pub use service::{MAX_GRANTS_PER_REQUEST, TeamError, TeamRepository, Teams, plans_with_teams};
-
 #[cfg(any(test, feature = "mock"))]
-pub use service::MockTeamRepository;
+pub use repository::MockTeamRepository;
+pub use repository::TeamRepository;
+pub use service::{MAX_GRANTS_PER_REQUEST, Teams, plans_with_teams};
 
 #[cfg(test)]
 mod tests;

@@ -3,14 +3,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use sealpost_kernel::{AccountId, AddressId, Clock, PlanId, StoreError};
+use sealpost_kernel::{AccountId, AddressId, Clock, PlanId};
 use sealpost_plans::{PLANS, plan};
 use sealpost_seal::SealedBox;
 
+use crate::error::{TeamError, invalid};
 use crate::model::{
-    Access, AddOutcome, Grant, GrantInput, Member, Membership, NewMember, OwnedAddress, Team,
+    Access, AddOutcome, Grant, GrantInput, Membership, NewMember, OwnedAddress, Team,
 };
+use crate::repository::TeamRepository;
 
 /// SPEC.md Limits: team grants per request.
 pub const MAX_GRANTS_PER_REQUEST: usize = 500;
@@ -23,79 +24,6 @@ pub fn plans_with_teams() -> Vec<PlanId> {
         .filter(|plan| plan.has_teams())
         .map(|plan| plan.id)
         .collect()
-}
-
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
-#[async_trait]
-pub trait TeamRepository: Send + Sync {
-    /// The account's plan; `None` when there is no such account.
-    async fn plan(&self, account: &AccountId) -> Result<Option<PlanId>, StoreError>;
-    /// The X25519 key the account signs in with.
-    async fn sign_in_key(&self, account: &AccountId) -> Result<Option<[u8; 32]>, StoreError>;
-    /// The owner's members with their grants, oldest member first.
-    async fn members(&self, owner: &AccountId) -> Result<Vec<Member>, StoreError>;
-    /// Adds the member unless it is one already or the team holds `limit`
-    /// members, checked under a lock on the owner.
-    async fn add_member(&self, member: NewMember, limit: u32) -> Result<AddOutcome, StoreError>;
-    /// Removes the member and every grant; `false` when it was none.
-    async fn remove_member(
-        &self,
-        owner: &AccountId,
-        member: &AccountId,
-    ) -> Result<bool, StoreError>;
-    /// Which of `inboxes` are live addresses of the owner, with their key epoch.
-    async fn owned_addresses(
-        &self,
-        owner: &AccountId,
-        inboxes: Vec<AddressId>,
-    ) -> Result<Vec<(AddressId, OwnedAddress)>, StoreError>;
-    /// Stores every grant (replacing one at the same address and epoch) and
-    /// sets each address's access on every epoch the member holds for it, in
-    /// one transaction; `false` (nothing stored) when the member is not in
-    /// the team.
-    async fn put_grants(
-        &self,
-        owner: &AccountId,
-        member: &AccountId,
-        grants: Vec<Grant>,
-    ) -> Result<bool, StoreError>;
-    /// Removes the member's grants for one address; `false` when there were none.
-    async fn remove_grants(
-        &self,
-        owner: &AccountId,
-        member: &AccountId,
-        inbox: &AddressId,
-    ) -> Result<bool, StoreError>;
-    /// The teams `member` is in, oldest first, with the owners' plans and
-    /// the shared addresses (`active` is decided by the service).
-    async fn memberships(&self, member: &AccountId) -> Result<Vec<Membership>, StoreError>;
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum TeamError {
-    #[error("teams need the Fleet plan or higher")]
-    PlanCapabilityRequired,
-    #[error("no such record")]
-    NotFound,
-    #[error("{field}: {reason}")]
-    InvalidField { field: String, reason: String },
-    #[error("that account is already a member of the team")]
-    AlreadyMember,
-    #[error("the team has its plan's {limit} members; remove one or upgrade")]
-    TeamLimitReached { limit: u32 },
-    #[error("{0}")]
-    EpochConflict(String),
-    #[error("rotating address keys is not available yet")]
-    FeatureDisabled,
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-fn invalid(field: &str, reason: impl Into<String>) -> TeamError {
-    TeamError::InvalidField {
-        field: field.to_owned(),
-        reason: reason.into(),
-    }
 }
 
 #[derive(Clone)]

@@ -36,64 +36,8 @@ pub struct Message {
     pub outgoing: bool,
 }
 
-/// Where a message sits. Received mail lands in `Inbox`, the copy of sent
-/// mail in `Sent`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum Folder {
-    Inbox,
-    Sent,
-    Archive,
-    Trash,
-}
-
-impl Folder {
-    pub const ALL: [Folder; 4] = [Folder::Inbox, Folder::Sent, Folder::Archive, Folder::Trash];
-
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Folder::Inbox => "inbox",
-            Folder::Sent => "sent",
-            Folder::Archive => "archive",
-            Folder::Trash => "trash",
-        }
-    }
-}
-
-impl std::fmt::Display for Folder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A folder name that is not one of the four.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnknownFolder(pub String);
-
-impl std::fmt::Display for UnknownFolder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "unknown folder {:?}; expected inbox, sent, archive or trash",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for UnknownFolder {}
-
-impl std::str::FromStr for Folder {
-    type Err = UnknownFolder;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Folder::ALL
-            .into_iter()
-            .find(|folder| folder.as_str() == text)
-            .ok_or_else(|| UnknownFolder(text.to_owned()))
-    }
-}
+/// Mailbox folders: the kernel's closed set of names.
+pub use sealpost_kernel::Folder;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

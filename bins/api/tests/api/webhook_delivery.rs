@@ -5,7 +5,7 @@
 use chrono::TimeDelta;
 use reqwest::StatusCode;
 use sealpost_testkit::TestApp;
-use sealpost_webhooks::service::Sender;
+use sealpost_webhooks::Sender;
 use serde_json::{Value, json};
 
 use crate::support::{Api, SignedIn, new_keys};
@@ -151,10 +151,10 @@ async fn a_sender_that_dies_mid_attempt_loses_nothing() {
     } = setup(200, json!(["*"])).await;
     api.create_inbox(&owner.token, "ibx_crash01").await;
     // A first sender fans out and leases the delivery, then dies before sending.
-    use sealpost_webhooks::service::WebhookRepository;
+    use sealpost_webhooks::WebhookRepository;
     let store = sealpost_store_pg::PgStore::connect(&api.app.db.url, 2).unwrap();
     store
-        .fan_out(100, &sealpost_webhooks::service::fan_out_rule)
+        .fan_out(100, &sealpost_webhooks::fan_out_rule)
         .await
         .unwrap();
     let now = sealpost_kernel::Clock::now(&*api.app.clock);
@@ -289,10 +289,10 @@ async fn nothing_goes_out_while_the_plan_lacks_webhooks() {
     api.create_inbox(&owner.token, "ibx_plan001").await;
     let sender = sender(&api);
     // Fanned out while on Operator, then the plan drops to Free before sending.
-    use sealpost_webhooks::service::WebhookRepository;
+    use sealpost_webhooks::WebhookRepository;
     let store = sealpost_store_pg::PgStore::connect(&api.app.db.url, 2).unwrap();
     store
-        .fan_out(100, &sealpost_webhooks::service::fan_out_rule)
+        .fan_out(100, &sealpost_webhooks::fan_out_rule)
         .await
         .unwrap();
     api.set_plan(&owner.account_id, "free").await;

@@ -270,7 +270,7 @@ async fn a_burst_of_tests_gets_sixty_and_no_more() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_patch_writes_only_what_it_changes() {
-    use sealpost_webhooks::service::{EndpointChange, WebhookRepository};
+    use sealpost_webhooks::{EndpointChange, WebhookRepository};
     let api = Api::spawn().await;
     let owner = operator(&api).await;
     api.post(

@@ -18,8 +18,10 @@ use sealpost_wire as wire;
 use sealpost_wire::ErrorBody;
 
 fn folder_field(field: &str, text: &str) -> Result<Folder, ApiError> {
-    text.parse::<Folder>()
-        .map_err(|error| ApiError::invalid_field(field, error))
+    text.parse::<Folder>().map_err(|error| {
+        let names: Vec<&str> = Folder::ALL.map(Folder::as_str).into();
+        ApiError::invalid_field(field, format!("{error}; expected {}", names.join(", ")))
+    })
 }
 
 fn flag_field(field: &str, text: Option<&str>) -> Result<Option<bool>, ApiError> {

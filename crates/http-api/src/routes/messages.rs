@@ -33,7 +33,7 @@ pub(crate) fn message_body(message: Message) -> wire::Message {
         size_bytes: message.size_bytes,
         key_epoch: message.key_epoch,
         content: message.content,
-        folder: folder_name(message.folder),
+        folder: message.folder,
         starred: message.starred,
         outgoing: message.outgoing,
     }
@@ -56,17 +56,6 @@ pub(crate) fn address_path(text: &str) -> Result<AddressId, ApiError> {
 
 pub(crate) fn message_path(text: &str) -> Result<MessageId, ApiError> {
     MessageId::parse(text).map_err(|_| ApiError::not_found())
-}
-
-/// The wire's name of a folder.
-fn folder_name(folder: sealpost_messages::folders::Folder) -> wire::Folder {
-    use sealpost_messages::folders::Folder;
-    match folder {
-        Folder::Inbox => wire::Folder::Inbox,
-        Folder::Sent => wire::Folder::Sent,
-        Folder::Archive => wire::Folder::Archive,
-        Folder::Trash => wire::Folder::Trash,
-    }
 }
 
 pub(crate) fn cursor_of(message: &Message) -> String {

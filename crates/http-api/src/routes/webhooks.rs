@@ -7,8 +7,8 @@ use sealpost_seal::SealedBox;
 use sealpost_webhooks::delivery::{Delivery, DeliveryStatus};
 use sealpost_webhooks::endpoint::{META_MAX_LEN, check_plan};
 use sealpost_webhooks::events::{EventFilter, EventType};
-use sealpost_webhooks::service::{Endpoint, EndpointPatch};
 use sealpost_webhooks::url::validate_url;
+use sealpost_webhooks::{Endpoint, EndpointPatch};
 use sealpost_wire as wire;
 use serde::Deserialize;
 use serde_json::Value;
@@ -43,8 +43,7 @@ async fn plan_of(state: &AppState, account: &AccountId) -> Result<PlanId, ApiErr
 /// Every webhook endpoint needs a plan with webhooks (Operator and up): 403 `plan_required`.
 async fn webhook_plan(state: &AppState, account: &AccountId) -> Result<PlanId, ApiError> {
     let plan = plan_of(state, account).await?;
-    check_plan(sealpost_plans::plan(plan))
-        .map_err(sealpost_webhooks::service::WebhookError::from)?;
+    check_plan(sealpost_plans::plan(plan)).map_err(sealpost_webhooks::WebhookError::from)?;
     Ok(plan)
 }
 

@@ -1,0 +1,83 @@
+//! The storage trait the ticket service is given, and the operators'
+//! switches it stores.
+
+use async_trait::async_trait;
+use sealpost_activity::Records;
+use sealpost_kernel::{AccountId, StoreError, TicketId, Timestamp};
+
+use crate::model::{
+    Author, Binding, NewMessage, NewTicket, PublicKey, Ticket, TicketMessage, TicketStatus,
+};
+use crate::rules::{Guard, Refusal, SweepCutoffs, SweepReport};
+
+/// What operators switched, stored by the service (configuration gives the
+/// defaults).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Switches {
+    /// The support key staff rotated to; overrides `SEALPOST_SUPPORT_KEY`.
+    pub support_key: Option<PublicKey>,
+    /// In-app support switched off.
+    pub support_off: bool,
+    /// Adding webhooks paused.
+    pub webhooks_paused: bool,
+}
+
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait SupportRepository: Send + Sync {
+    async fn switches(&self) -> Result<Switches, StoreError>;
+    /// The account's tickets, newest first.
+    async fn tickets(&self, account: &AccountId) -> Result<Vec<Ticket>, StoreError>;
+    /// Tickets of every account (`status` or all), most recently active first.
+    async fn all_tickets(&self, status: Option<TicketStatus>) -> Result<Vec<Ticket>, StoreError>;
+    /// One ticket: the account's (`Some`) or anyone's (`None`, staff).
+    async fn ticket(
+        &self,
+        account: Option<AccountId>,
+        id: &TicketId,
+    ) -> Result<Option<Ticket>, StoreError>;
+    /// A ticket's messages, oldest first.
+    async fn messages(&self, id: &TicketId) -> Result<Vec<TicketMessage>, StoreError>;
+    /// Clears the ticket's unread flag.
+    async fn mark_read(&self, id: &TicketId) -> Result<(), StoreError>;
+    /// Stores the ticket and its first message when `guard` passes on the
+    /// account's counts (taken under the account's lock).
+    async fn create_ticket(
+        &self,
+        account: &AccountId,
+        ticket: &NewTicket,
+        guard: &Guard,
+    ) -> Result<Result<Ticket, Refusal>, StoreError>;
+    /// Adds a message by `author` when `guard` passes, with `records`.
+    async fn add_message(
+        &self,
+        account: &AccountId,
+        ticket: &TicketId,
+        author: Author,
+        message: &NewMessage,
+        guard: &Guard,
+        records: &Records,
+    ) -> Result<Result<Timestamp, Refusal>, StoreError>;
+    /// Resolves an open ticket (`records` written only when it changes).
+    /// `None`: no such ticket of the account.
+    async fn close(
+        &self,
+        account: &AccountId,
+        ticket: &TicketId,
+        at: Timestamp,
+        records: &Records,
+    ) -> Result<Option<Ticket>, StoreError>;
+    /// Opens a resolved ticket again when `guard` passes.
+    async fn reopen(
+        &self,
+        account: &AccountId,
+        ticket: &TicketId,
+        guard: &Guard,
+    ) -> Result<Result<Ticket, Refusal>, StoreError>;
+    /// Stores the account's binding; `true` when anything changed.
+    async fn save_binding(&self, binding: &Binding) -> Result<bool, StoreError>;
+    /// The account's last binding.
+    async fn binding(&self, account: &AccountId) -> Result<Option<Binding>, StoreError>;
+    /// Closes inactive tickets and deletes long-closed ones.
+    async fn sweep(&self, cutoffs: &SweepCutoffs) -> Result<SweepReport, StoreError>;
+}
