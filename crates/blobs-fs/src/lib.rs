@@ -267,9 +267,51 @@ mod tests {
         store.put("msg_new/0", b"sealed".to_vec()).await.unwrap();
         store.put("msg_new/1", b"more".to_vec()).await.unwrap();
         assert_eq!(store.get("msg_new/1").await.unwrap().unwrap(), b"more");
-        create_dir_durably(&root.join("blobs")).await.unwrap();
         drop(store);
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// Writers racing to create the same missing directories all succeed:
+    /// a directory another writer made first counts as made (and is synced).
+    #[tokio::test]
+    async fn racing_writers_share_the_directories_they_create() {
+        let base = std::env::temp_dir().join(format!(
+            "sealpost-blob-test-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        let deep = base.join("x").join("y").join("z");
+        let racers: Vec<_> = (0..8)
+            .map(|_| tokio::spawn(create_dir_durably_owned(deep.clone())))
+            .collect();
+        for racer in racers {
+            racer.await.unwrap().unwrap();
+        }
+        assert!(deep.is_dir());
+
+        let store = FsBlobStore::open(&base).await.unwrap();
+        let store = std::sync::Arc::new(store);
+        let puts: Vec<_> = (0..8)
+            .map(|part| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    store
+                        .put(&format!("msg_race/{part}"), vec![part as u8])
+                        .await
+                })
+            })
+            .collect();
+        for put in puts {
+            put.await.unwrap().unwrap();
+        }
+        for part in 0..8u8 {
+            let key = format!("msg_race/{part}");
+            assert_eq!(store.get(&key).await.unwrap().unwrap(), vec![part]);
+        }
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    async fn create_dir_durably_owned(dir: std::path::PathBuf) -> Result<(), BlobError> {
+        create_dir_durably(&dir).await
     }
 
     #[tokio::test]
