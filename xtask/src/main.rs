@@ -23,6 +23,9 @@ Environment:
   SEALPOST_XTASK_SKIP_DEFAULT_PG=1  ignore a server on 127.0.0.1:5432 and use the private
                                     cluster in target/pg/ (port 55432); to test that path
   SEALPOST_HTTP_ADDR                address the API listens on in `dev` (default 127.0.0.1:8080)
+  SEALPOST_SMTP_ADDR                address the SMTP ingest listens on in `dev` (default 127.0.0.1:2525)
+  SEALPOST_DNS_ADDR                 address `sealpost-dns` answers on in `dev`, UDP and TCP
+                                    (default 127.0.0.1:5353)
 
 PostgreSQL is found in this order: DATABASE_URL, a server on 127.0.0.1:5432 (user
 postgres, trust auth), else a private cluster started from the local binaries in target/pg/.
@@ -41,7 +44,8 @@ enum Task {
     Postgres,
     /// Create the dev database (`sealpost_dev` or DATABASE_URL) if missing and run migrations.
     Migrate,
-    /// Migrate the dev database, then run the API and the SMTP ingest.
+    /// Migrate the dev database, then run the API, the SMTP ingest and the
+    /// own domains' DNS server.
     Dev {
         /// Once the API answers, fill it with a demo account (see `seed`).
         #[arg(long)]
@@ -188,7 +192,7 @@ fn dev(runtime: &Runtime, with_seed: bool) -> Result<ExitCode> {
     let url = migrate_dev_database(runtime)?;
     let root = postgres::workspace_root();
     eprintln!(
-        "xtask: building the API, the SMTP ingest and the CLI (a first build takes a few minutes; later starts take seconds)"
+        "xtask: building the API, the SMTP ingest, the DNS server and the CLI (a first build takes a few minutes; later starts take seconds)"
     );
     let built = cargo(&root)
         .args([
@@ -197,6 +201,8 @@ fn dev(runtime: &Runtime, with_seed: bool) -> Result<ExitCode> {
             "sealpost-api",
             "-p",
             "sealpost-smtp-ingest",
+            "-p",
+            "sealpost-dns",
             "-p",
             "sealpost-cli",
         ])
@@ -224,30 +230,62 @@ fn dev(runtime: &Runtime, with_seed: bool) -> Result<ExitCode> {
             command.env("SEALPOST_SERVER_KEY", &server_key);
         }
     };
-    // The SMTP ingest runs beside the API and stops with it.
+    // The SMTP ingest and the DNS server run beside the API and stop with it.
     let mut smtp = Command::new(target.join("debug").join("sealpost-smtp"));
     configure(&mut smtp);
     let mut smtp = smtp.spawn().context("starting sealpost-smtp")?;
+    let mut dns = Command::new(target.join("debug").join("sealpost-dns"));
+    configure(&mut dns);
+    let mut dns = match dns.spawn().context("starting sealpost-dns") {
+        Ok(dns) => dns,
+        Err(err) => {
+            let _ = smtp.kill();
+            let _ = smtp.wait();
+            return Err(err);
+        }
+    };
     let mut api = Command::new(target.join("debug").join("sealpost-api"));
     configure(&mut api);
-    let addr = std::env::var("SEALPOST_HTTP_ADDR").unwrap_or_else(|_| "127.0.0.1:8080".to_owned());
-    let smtp_addr =
-        std::env::var("SEALPOST_SMTP_ADDR").unwrap_or_else(|_| "127.0.0.1:2525".to_owned());
+    let addr = dev_setting("SEALPOST_HTTP_ADDR");
+    let smtp_addr = dev_setting("SEALPOST_SMTP_ADDR");
+    let dns_addr = dev_setting("SEALPOST_DNS_ADDR");
     let cli = target.join("debug").join("sealpost");
     println!(
-        "Sealpost API on http://{addr}, SMTP on {smtp_addr}; Ctrl-C stops both.\n\
+        "Sealpost API on http://{addr}, SMTP on {smtp_addr}, own domains' DNS on {dns_addr} (UDP and TCP;\n\
+         try `dig @{dns_host} -p {dns_port} <domain> SOA`); Ctrl-C stops them all.\n\
          The CLI is built at {cli}: run `{cli} init` in another terminal,\n\
          or install it with `cargo install --path bins/cli` and run `sealpost init`.",
-        cli = cli.display()
+        cli = cli.display(),
+        dns_host = dns_addr
+            .rsplit_once(':')
+            .map_or(dns_addr.as_str(), |(host, _)| host),
+        dns_port = dns_addr.rsplit_once(':').map_or("53", |(_, port)| port),
     );
     if with_seed {
         let api_url = format!("http://{addr}");
         std::thread::spawn(move || seed::when_up(&api_url));
     }
     let status = run_child(runtime, &mut api);
-    let _ = smtp.kill();
-    let _ = smtp.wait();
+    for child in [&mut smtp, &mut dns] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     Ok(exit_code(status?))
+}
+
+/// A dev stack setting: the environment's value, else the default the
+/// services themselves apply (`sealpost_config::VARIABLES`).
+fn dev_setting(name: &str) -> String {
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.is_empty())
+        .or_else(|| {
+            sealpost_config::VARIABLES
+                .iter()
+                .find(|variable| variable.name == name)
+                .map(|variable| variable.default.to_owned())
+        })
+        .unwrap_or_default()
 }
 
 fn test(runtime: &Runtime, extra: &[String]) -> Result<ExitCode> {

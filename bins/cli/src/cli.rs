@@ -50,6 +50,10 @@ pub enum Command {
     Inbox(AddressCommand),
     /// The domains addresses can be created on (`inbox create --domain`).
     Domains,
+    /// Bring your own domain (Scale and up): claim it, prove it with a TXT
+    /// record, delegate it to the service's nameservers, check, remove.
+    #[command(subcommand)]
+    Domain(DomainCommand),
     /// This machine as a device: pair it with an account, check it, list the
     /// address keys it holds.
     #[command(subcommand)]
@@ -77,6 +81,22 @@ pub enum Command {
     /// The teams this account is in.
     #[command(subcommand)]
     Membership(MembershipCommand),
+}
+
+/// The account's own domains.
+#[derive(Debug, Subcommand)]
+pub enum DomainCommand {
+    /// Claim a domain; prints the TXT record that proves you own it.
+    Add {
+        /// The domain, e.g. example.org (Unicode names are fine).
+        domain: String,
+    },
+    /// The account's own domains and the step each is at.
+    List,
+    /// Check the domain's DNS now; prints its step and what to do next.
+    Check { domain: String },
+    /// Remove the domain (refused while addresses exist on it).
+    Remove { domain: String },
 }
 
 /// The owner's team.
@@ -205,6 +225,7 @@ impl Command {
             | Self::Inbox(_)
             | Self::Usage
             | Self::Notifications(_)
+            | Self::Domain(_)
             | Self::Team(_)
             | Self::Membership(_)
             | Self::Plan(PlanCommand::Show | PlanCommand::Change { .. })

@@ -14,6 +14,8 @@ pub enum CreateOutcome {
     /// The name is live or retired.
     AddressTaken,
     LimitReached,
+    /// The own domain was removed (or stopped being live) since it was checked.
+    DomainGone,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,11 +31,14 @@ pub enum AssignOutcome {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait AddressRepository: Send + Sync {
-    /// Inserts unless the id was ever used, the name is live or retired, or the
-    /// account already holds `max_addresses`.
+    /// Inserts unless the id was ever used, the name is live or retired, the
+    /// account already holds `max_addresses`, or (`on_own_domain`) the
+    /// account's own domain is no longer live: checked under the lock its
+    /// removal takes, so a domain and an address on it never race.
     async fn create(
         &self,
         address: Address,
+        on_own_domain: bool,
         max_addresses: u32,
         records: Records,
     ) -> Result<CreateOutcome, StoreError>;

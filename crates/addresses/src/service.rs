@@ -93,9 +93,10 @@ impl Addresses {
             };
             let mut records = Records::new();
             records.address_created(account, &id, now);
+            let on_own_domain = !self.domains.contains(&address.domain);
             match self
                 .repo
-                .create(address.clone(), limits.addresses, records)
+                .create(address.clone(), on_own_domain, limits.addresses, records)
                 .await?
             {
                 CreateOutcome::Created => return Ok(address),
@@ -110,6 +111,12 @@ impl Addresses {
                     return Err(AddressError::AddressTaken);
                 }
                 CreateOutcome::AddressTaken => continue,
+                CreateOutcome::DomainGone => {
+                    return Err(invalid(
+                        field,
+                        "this own domain is not live; see GET /domains/custom",
+                    ));
+                }
             }
         }
         Err(AddressError::AddressTaken)

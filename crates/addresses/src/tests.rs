@@ -28,8 +28,10 @@ fn input(id: &str) -> NewAddress {
 async fn a_prefix_gets_a_random_ending_and_defaults_apply() {
     let mut repo = MockAddressRepository::new();
     repo.expect_create()
-        .withf(|_, max, records| *max == 3 && records.events.len() == 1)
-        .returning(|_, _, _| Ok(CreateOutcome::Created));
+        .withf(|_, on_own_domain, max, records| {
+            !*on_own_domain && *max == 3 && records.events.len() == 1
+        })
+        .returning(|_, _, _, _| Ok(CreateOutcome::Created));
     let mut new = input("ibx_shop01");
     new.prefix = Some("Shop".into());
     let address = service(repo)
@@ -65,7 +67,7 @@ async fn exact_names_need_scale() {
 async fn an_exact_name_that_is_taken_is_address_taken_but_a_random_one_retries() {
     let mut repo = MockAddressRepository::new();
     repo.expect_create()
-        .returning(|_, _, _| Ok(CreateOutcome::AddressTaken));
+        .returning(|_, _, _, _| Ok(CreateOutcome::AddressTaken));
     let mut new = input("ibx_exact1");
     new.email_address = Some("Hello@Mail.Localhost".into());
     new.domain = None;
@@ -75,7 +77,7 @@ async fn an_exact_name_that_is_taken_is_address_taken_but_a_random_one_retries()
     let mut repo = MockAddressRepository::new();
     let attempts = Arc::new(Mutex::new(Vec::new()));
     let seen = attempts.clone();
-    repo.expect_create().returning(move |address, _, _| {
+    repo.expect_create().returning(move |address, _, _, _| {
         let mut seen = seen.lock().unwrap();
         seen.push(address.email_address);
         Ok(if seen.len() < 3 {
@@ -95,7 +97,7 @@ async fn an_exact_name_that_is_taken_is_address_taken_but_a_random_one_retries()
 async fn the_plan_limit_is_allocation_exhausted() {
     let mut repo = MockAddressRepository::new();
     repo.expect_create()
-        .returning(|_, _, _| Ok(CreateOutcome::LimitReached));
+        .returning(|_, _, _, _| Ok(CreateOutcome::LimitReached));
     let result = service(repo)
         .create(&account(), PlanId::Free, input("ibx_four04"))
         .await;
@@ -224,11 +226,13 @@ fn on_own_domain(id: &str) -> NewAddress {
 async fn addresses_are_made_on_a_live_own_domain() {
     let mut repo = MockAddressRepository::new();
     repo.expect_create()
-        .withf(|address, _, _| {
-            address.email_address == "hello@example.com" && address.domain == "example.com"
+        .withf(|address, on_own_domain, _, _| {
+            address.email_address == "hello@example.com"
+                && address.domain == "example.com"
+                && *on_own_domain
         })
         .times(1)
-        .returning(|_, _, _| Ok(CreateOutcome::Created));
+        .returning(|_, _, _, _| Ok(CreateOutcome::Created));
     let live = OwnDomainState {
         live: true,
         plan_lost_at: None,

@@ -21,6 +21,7 @@
 //! public key, and sign-in answers the service's challenge with a proof.
 
 pub mod billing;
+pub mod domains;
 mod error;
 pub mod folders;
 pub mod notifications;

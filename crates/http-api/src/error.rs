@@ -382,6 +382,7 @@ impl From<IngestError> for ApiError {
     fn from(error: IngestError) -> Self {
         match error {
             IngestError::Unknown => Self::not_found(),
+            IngestError::DomainRefused => Self::new(ErrorCode::PlanRequired, error.to_string()),
             IngestError::NoKey => Self::new(
                 ErrorCode::InvalidKey,
                 "the address has no publicKey, so it refuses mail",

@@ -197,7 +197,8 @@ fn own_domains(
 }
 
 /// Sending through `SEALPOST_SMTP_RELAY`, DKIM-signed with
-/// `SEALPOST_DKIM_KEY`; off (503 `feature_disabled`) without a relay.
+/// `SEALPOST_DKIM_KEY` (mail from an own domain with that domain's key,
+/// when a server key opens it); off (503 `feature_disabled`) without a relay.
 fn outbox(
     store: &PgStore,
     config: &Config,
@@ -219,12 +220,47 @@ fn outbox(
                     None
                 }
             };
-            let relay = SmtpRelay::new(&url.0, config.smtp_relay_timeout, dkim)
+            let mut relay = SmtpRelay::new(&url.0, config.smtp_relay_timeout, dkim)
                 .context("configuring the outbound relay")?;
+            if let Some(keys) = &config.server_keys {
+                relay = relay.with_own_domain_keys(Arc::new(OwnDomainDkim {
+                    store: store.clone(),
+                    keys: keys.clone(),
+                }));
+            }
             Some(Arc::new(relay) as Arc<dyn MailRelay>)
         }
     };
     Ok(Outbox::new(Arc::new(store.clone()), relay, clock.clone()))
+}
+
+/// Own domains' DKIM keys for the relay: read from the store, opened with
+/// the server key they were sealed under at ownership proof.
+struct OwnDomainDkim {
+    store: PgStore,
+    keys: sealpost_seal::ServerKeys,
+}
+
+#[async_trait::async_trait]
+impl sealpost_outbound_mail::OwnDomainKeys for OwnDomainDkim {
+    async fn dkim(
+        &self,
+        domain: &str,
+    ) -> Result<Option<sealpost_outbound_mail::DkimSettings>, String> {
+        let Some((selector, sealed)) = self
+            .store
+            .domain_dkim_key(domain)
+            .await
+            .map_err(|error| error.to_string())?
+        else {
+            return Ok(None);
+        };
+        let pkcs8 = self
+            .keys
+            .open(sealpost_domains::DKIM_KEY_PURPOSE, &sealed)
+            .map_err(|error| error.to_string())?;
+        sealpost_outbound_mail::dkim_settings_from_pkcs8(&selector, &pkcs8).map(Some)
+    }
 }
 
 /// Billing with the providers `config` configures: those with keys (the

@@ -47,6 +47,10 @@ pub enum IngestError {
     Unknown,
     #[error("the address has no public key and refuses mail")]
     NoKey,
+    /// The address is on an own domain whose plan lost own domains more
+    /// than 21 days ago (docs/domains.md).
+    #[error("this domain's plan no longer includes own domains; mail is refused")]
+    DomainRefused,
     #[error(
         "the monthly received-mail allowance is used up; it renews in {retry_after_seconds} seconds"
     )]
@@ -118,27 +122,27 @@ impl Ingest {
     /// whose account is under its allowance.
     pub async fn check_recipient(&self, address: &str) -> Result<RecipientCheck, StoreError> {
         let address = address.trim().to_ascii_lowercase();
-        let Some((_, domain)) = address.rsplit_once('@') else {
-            return Ok(RecipientCheck::Unknown);
-        };
-        if !self.domains.iter().any(|d| d == domain) {
-            let Some(gate) = &self.own_domains else {
-                return Ok(RecipientCheck::Unknown);
-            };
-            let Some(hold) = gate.own_domain(domain).await? else {
-                return Ok(RecipientCheck::Unknown);
-            };
-            if !hold.receives(self.clock.now()) {
-                return Ok(RecipientCheck::DomainRefused);
-            }
-        }
         let Some(recipient) = self.repo.recipient(&address).await? else {
             return Ok(RecipientCheck::Unknown);
         };
         self.admit(&recipient).await
     }
 
+    /// The rules every delivery passes, by SMTP and by `POST /messages`: the
+    /// address's domain still receives, it has a key, and the account is
+    /// under its allowance.
     async fn admit(&self, recipient: &RecipientRecord) -> Result<RecipientCheck, StoreError> {
+        if !self.domains.contains(&recipient.domain) {
+            let Some(gate) = &self.own_domains else {
+                return Ok(RecipientCheck::Unknown);
+            };
+            let Some(hold) = gate.own_domain(&recipient.domain).await? else {
+                return Ok(RecipientCheck::Unknown);
+            };
+            if !hold.receives(self.clock.now()) {
+                return Ok(RecipientCheck::DomainRefused);
+            }
+        }
         if recipient.public_key.is_none() {
             return Ok(RecipientCheck::NoKey);
         }
@@ -201,9 +205,8 @@ impl Ingest {
             .ok_or(IngestError::Unknown)?;
         match self.admit(&recipient).await? {
             RecipientCheck::Accept => {}
-            RecipientCheck::Unknown | RecipientCheck::DomainRefused => {
-                return Err(IngestError::Unknown);
-            }
+            RecipientCheck::Unknown => return Err(IngestError::Unknown),
+            RecipientCheck::DomainRefused => return Err(IngestError::DomainRefused),
             RecipientCheck::NoKey => return Err(IngestError::NoKey),
             RecipientCheck::OverAllowance => {
                 let (_, window_end) =
@@ -457,6 +460,59 @@ mod tests {
             ingest.check_recipient("full@mail.localhost").await.unwrap(),
             RecipientCheck::OverAllowance
         );
+    }
+
+    #[tokio::test]
+    async fn an_own_domain_past_its_plan_loss_grace_is_refused_by_smtp_and_api_alike() {
+        use crate::own_domains::{MockOwnDomainGate, OwnDomainHold};
+
+        let on_own_domain = |domain: &str| RecipientRecord {
+            domain: domain.into(),
+            ..recipient(false, true)
+        };
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient().returning(move |address| {
+            Ok(address
+                .rsplit_once('@')
+                .map(|(_, domain)| on_own_domain(domain)))
+        });
+        repo.expect_recipient_by_id()
+            .returning(move |_, _| Ok(Some(on_own_domain("lapsed.example"))));
+        repo.expect_counter().returning(|_, _, _| Ok(0));
+        let mut gate = MockOwnDomainGate::new();
+        gate.expect_own_domain().returning(|name| {
+            let lost_days_ago = match name {
+                "lapsed.example" => 22,
+                "grace.example" => 20,
+                _ => return Ok(None),
+            };
+            Ok(Some(OwnDomainHold {
+                plan: PlanId::Operator,
+                plan_lost_at: Some(
+                    Timestamp::parse("2026-11-22T12:00:00Z").unwrap()
+                        - chrono::TimeDelta::days(lost_days_ago),
+                ),
+            }))
+        });
+        let ingest = ingest(repo, MockBlobStore::new()).with_own_domains(Arc::new(gate));
+        assert_eq!(
+            ingest.check_recipient("a@lapsed.example").await.unwrap(),
+            RecipientCheck::DomainRefused
+        );
+        assert_eq!(
+            ingest.check_recipient("a@grace.example").await.unwrap(),
+            RecipientCheck::Accept
+        );
+        assert_eq!(
+            ingest.check_recipient("a@removed.example").await.unwrap(),
+            RecipientCheck::Unknown
+        );
+        let account = AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap();
+        let inbox = AddressId::parse("ibx_shop01").unwrap();
+        assert!(matches!(
+            ingest.deliver_to_address(&account, &inbox, RAW).await,
+            Err(IngestError::DomainRefused)
+        ));
     }
 
     #[tokio::test]

@@ -4,7 +4,9 @@
 //! `multipart/alternative` with the HTML; UTF-8 headers encoded), carries
 //! the `Message-ID` and `Date` the domain chose, is DKIM-signed with the
 //! shared domains' key (RSA, `rsa-sha256`, relaxed/relaxed, `d=` the
-//! sender's domain) and submitted to the relay of `SEALPOST_SMTP_RELAY`:
+//! sender's domain; a sender on an account's own domain signs with that
+//! domain's key, [`OwnDomainKeys`]) and submitted to the relay of
+//! `SEALPOST_SMTP_RELAY`:
 //! `smtp://host[:port]` (plain), `smtp://...?tls=required` or
 //! `?tls=opportunistic` (STARTTLS), `smtps://host[:port]` (TLS from the
 //! first byte), with optional `user:password@` credentials. The whole
@@ -15,8 +17,9 @@
 //! like an address masked, so the log never carries a sender or recipient.
 
 mod dkim_keys;
-pub use dkim_keys::{DKIM_RSA_BITS, RsaDkimKeyMaker};
+pub use dkim_keys::{DKIM_RSA_BITS, RsaDkimKeyMaker, dkim_settings_from_pkcs8};
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
@@ -47,6 +50,14 @@ impl std::fmt::Debug for DkimSettings {
     }
 }
 
+/// The DKIM keys of own domains (docs/domains.md, DKIM): mail from an
+/// address on one is signed with its key, published by `sealpost-dns`.
+#[async_trait]
+pub trait OwnDomainKeys: Send + Sync {
+    /// The key of the proved own domain `domain` (lower case), if it is one.
+    async fn dkim(&self, domain: &str) -> Result<Option<DkimSettings>, String>;
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RelaySetupError {
     #[error("SEALPOST_SMTP_RELAY: {0}")]
@@ -59,6 +70,7 @@ pub enum RelaySetupError {
 pub struct SmtpRelay {
     transport: AsyncSmtpTransport<Tokio1Executor>,
     dkim: Option<DkimSettings>,
+    own_domain_keys: Option<Arc<dyn OwnDomainKeys>>,
     /// Bound on one whole submission.
     timeout: Duration,
 }
@@ -80,8 +92,32 @@ impl SmtpRelay {
         Ok(Self {
             transport,
             dkim,
+            own_domain_keys: None,
             timeout,
         })
+    }
+
+    /// Also signs mail from own domains, each with its own key.
+    #[must_use]
+    pub fn with_own_domain_keys(mut self, keys: Arc<dyn OwnDomainKeys>) -> Self {
+        self.own_domain_keys = Some(keys);
+        self
+    }
+
+    /// The key `mail` is signed with: its own domain's, else the shared one.
+    async fn signing_settings(
+        &self,
+        mail: &OutgoingMail,
+    ) -> Result<Option<DkimSettings>, RelayError> {
+        if let Some(keys) = &self.own_domain_keys
+            && let Some(own) = keys
+                .dkim(&mail.from.domain())
+                .await
+                .map_err(|error| RelayError(format!("reading the domain's DKIM key: {error}")))?
+        {
+            return Ok(Some(own));
+        }
+        Ok(self.dkim.clone())
     }
 }
 
@@ -184,7 +220,8 @@ fn describe(error: &lettre::transport::smtp::Error) -> String {
 #[async_trait]
 impl MailRelay for SmtpRelay {
     async fn submit(&self, mail: &OutgoingMail) -> Result<Submitted, RelayError> {
-        let message = build(mail, self.dkim.as_ref())?;
+        let dkim = self.signing_settings(mail).await?;
+        let message = build(mail, dkim.as_ref())?;
         let size_bytes = u64::try_from(message.formatted().len()).unwrap_or(u64::MAX);
         // Dropping the unfinished submission drops its connection too.
         match tokio::time::timeout(self.timeout, self.transport.send(message)).await {

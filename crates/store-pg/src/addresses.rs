@@ -13,7 +13,9 @@ use sealpost_seal::SealedBox;
 use crate::records::{
     box_from_json, box_to_json, id_retired, queue_blobs_of, retire_id, write_records,
 };
-use crate::schema::{accounts, addresses, devices, pairing_sessions, retired_addresses};
+use crate::schema::{
+    accounts, addresses, devices, own_domains, pairing_sessions, retired_addresses,
+};
 use crate::{PgStore, bytes32, db_error};
 
 pub(crate) const ADDRESS_ID_KIND: &str = "inbox";
@@ -116,17 +118,24 @@ impl AddressRepository for PgStore {
     async fn create(
         &self,
         address: Address,
+        on_own_domain: bool,
         max_addresses: u32,
         records: Records,
     ) -> Result<CreateOutcome, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
+            // The account row is the lock removing an own domain takes too:
+            // the domain is checked again under it, so a removal between the
+            // service's check and this insert is seen here.
             accounts::table
                 .find(address.account.as_str())
                 .select(accounts::id)
                 .for_update()
                 .first::<String>(conn)
                 .await?;
+            if on_own_domain && !own_domain_is_live(conn, &address).await? {
+                return Ok(CreateOutcome::DomainGone);
+            }
             let id = address.id.as_str();
             let id_used: i64 = addresses::table.find(id).count().get_result(conn).await?;
             if id_used > 0 || id_retired(conn, ADDRESS_ID_KIND, id).await? {
@@ -386,4 +395,18 @@ impl AddressRepository for PgStore {
         .await
         .map_err(db_error)
     }
+}
+
+/// Whether the account's own domain of `address` is still live.
+async fn own_domain_is_live(
+    conn: &mut diesel_async::AsyncPgConnection,
+    address: &Address,
+) -> QueryResult<bool> {
+    let step: Option<String> = own_domains::table
+        .find((address.account.as_str(), address.domain.as_str()))
+        .select(own_domains::step)
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(step.as_deref() == Some(sealpost_domains::Step::Live.as_str()))
 }

@@ -277,6 +277,16 @@ impl DomainRepository for PgStore {
     ) -> Result<RemoveOutcome, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
+            // The lock creating an address takes: an address being created
+            // on the domain commits first and is seen below, or sees the
+            // domain gone (`CreateOutcome::DomainGone`).
+            accounts::table
+                .find(account.as_str())
+                .select(accounts::id)
+                .for_update()
+                .first::<String>(conn)
+                .await
+                .optional()?;
             let found: Option<String> = own_domains::table
                 .find((account.as_str(), name.as_str()))
                 .select(own_domains::name)
@@ -405,6 +415,24 @@ impl OwnDomainGate for PgStore {
 }
 
 impl PgStore {
+    /// The DKIM selector and sealed private key of the proved own domain
+    /// `name`, for signing mail sent from it. `None` for any other name.
+    pub async fn domain_dkim_key(
+        &self,
+        name: &str,
+    ) -> Result<Option<(String, Vec<u8>)>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row: Option<(Option<String>, Option<Vec<u8>>)> = own_domains::table
+            .filter(own_domains::name.eq(name))
+            .filter(own_domains::proved_at.is_not_null())
+            .select((own_domains::dkim_selector, own_domains::dkim_private_key))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        Ok(row.and_then(|(selector, key)| selector.zip(key)))
+    }
+
     /// The proved own domain `name` with its DKIM public key, for the
     /// authoritative DNS. `None` for any other name.
     pub async fn domain_zone(&self, name: &str) -> Result<Option<DomainZone>, StoreError> {

@@ -63,17 +63,20 @@ impl ResolverCache<String, Txt> for PublishedKey {
 /// mail-auth) against the test key published for `mail.localhost` under
 /// the selector `sealpost`.
 pub async fn dkim_verifies(raw: &[u8]) -> bool {
+    dkim_verifies_with(raw, "sealpost._domainkey.mail.localhost", DKIM_TEST_RECORD).await
+}
+
+/// Whether `raw` carries exactly one DKIM signature and it verifies (with
+/// mail-auth) against `record` (`v=DKIM1; k=rsa; p=...`) published at
+/// `name` (`<selector>._domainkey.<domain>`); no other name is answered.
+pub async fn dkim_verifies_with(raw: &[u8], name: &str, record: &str) -> bool {
     let published = PublishedKey(Mutex::new(HashMap::new()));
-    for name in [
-        "sealpost._domainkey.mail.localhost.",
-        "sealpost._domainkey.mail.localhost",
-    ] {
-        let key = DomainKey::parse(DKIM_TEST_RECORD.trim().as_bytes()).unwrap();
-        published
-            .0
-            .lock()
-            .unwrap()
-            .insert(name.to_owned(), Txt::from(key));
+    let name = name.trim_end_matches('.');
+    for name in [format!("{name}."), name.to_owned()] {
+        let Ok(key) = DomainKey::parse(record.trim().as_bytes()) else {
+            return false;
+        };
+        published.0.lock().unwrap().insert(name, Txt::from(key));
     }
     let Some(message) = AuthenticatedMessage::parse(raw) else {
         return false;

@@ -489,22 +489,130 @@ async fn after_the_plan_loses_own_domains_mail_is_received_21_days_then_refused(
         .clock
         .advance(TimeDelta::days(21) - TimeDelta::seconds(1));
     assert_eq!(rcpt(smtp, "kept@example.com").await, 250);
+    api.deliver(&owner, "ibx_loss01").await;
     api.app.clock.advance(TimeDelta::seconds(1));
     assert_eq!(
         rcpt(smtp, "kept@example.com").await,
         550,
         "refused after 21 days"
     );
+    // `POST /messages` takes the same path and is refused alike, storing nothing.
+    let raw = b"From: a@example.com\r\nSubject: late\r\n\r\nhello";
+    let refused = api
+        .post(
+            "/messages",
+            Some(&owner.token),
+            json!({ "inboxId": "ibx_loss01", "raw": b64::encode(raw) }),
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+    assert_eq!(refused.code(), "plan_required");
+    let stored = api
+        .get("/inboxes/ibx_loss01/messages", Some(&owner.token))
+        .await;
+    assert_eq!(stored.body["messages"].as_array().unwrap().len(), 1);
 
     // The plan includes own domains again: back to normal.
     api.set_plan(&owner.account_id, "scale").await;
     assert_eq!(rcpt(smtp, "kept@example.com").await, 250);
+    api.deliver(&owner, "ibx_loss01").await;
     api.sweeps().run_once().await;
     assert!(
         own_domains(&api, &owner).await[0]
             .get("receivesUntil")
             .is_none()
     );
+    api.app.stop().await;
+    dns.stop().await;
+}
+
+/// An address created on a live own domain, straight through the store as
+/// the address service does after its own check of the domain.
+fn address_on(owner: &SignedIn, id: &str, email: &str) -> sealpost_addresses::Address {
+    sealpost_addresses::Address {
+        id: sealpost_kernel::AddressId::parse(id).unwrap(),
+        account: sealpost_kernel::AccountId::parse(&owner.account_id).unwrap(),
+        email_address: email.to_owned(),
+        domain: email.rsplit_once('@').unwrap().1.to_owned(),
+        worker: None,
+        retention_days: 7,
+        paused_at: None,
+        meta: None,
+        public_key: None,
+        key_epoch: 0,
+        created_at: sealpost_kernel::Timestamp::parse("2026-11-22T12:00:00Z").unwrap(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_domain_removed_after_the_address_check_takes_no_address() {
+    use sealpost_addresses::{AddressRepository, CreateOutcome};
+
+    let dns = PublicDns::start(&["example.com"]).await;
+    let api = spawn(&dns).await;
+    let owner = scale_account(&api, "scale").await;
+    make_live(&api, &dns, &owner, "example.com").await;
+    // The service has checked the domain (live); the removal commits before
+    // the insert.
+    let removed = api
+        .delete("/domains/custom/example.com", Some(&owner.token))
+        .await;
+    assert_eq!(removed.status, StatusCode::NO_CONTENT, "{}", removed.body);
+    let store = &api.app.services().store;
+    let outcome = store
+        .create(
+            address_on(&owner, "ibx_race01", "late@example.com"),
+            true,
+            100,
+            sealpost_activity::Records::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome, CreateOutcome::DomainGone);
+    let listed = api.get("/inboxes", Some(&owner.token)).await;
+    assert_eq!(listed.body["inboxes"], json!([]), "{}", listed.body);
+    api.app.stop().await;
+    dns.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn removing_a_domain_while_addresses_are_created_on_it_never_strands_one() {
+    let dns = PublicDns::start(&["example.com"]).await;
+    let api = spawn(&dns).await;
+    let owner = scale_account(&api, "scale").await;
+    for round in 0..8 {
+        make_live(&api, &dns, &owner, "example.com").await;
+        let id = format!("ibx_race{round:02}");
+        let create = api.post(
+            "/inboxes",
+            Some(&owner.token),
+            json!({ "id": id, "emailAddress": format!("r{round}@example.com") }),
+        );
+        let remove = api.delete("/domains/custom/example.com", Some(&owner.token));
+        let (created, removed) = tokio::join!(create, remove);
+        let domains = own_domains(&api, &owner).await;
+        let inboxes = api.get("/inboxes", Some(&owner.token)).await.body["inboxes"]
+            .as_array()
+            .unwrap()
+            .clone();
+        if removed.status == StatusCode::NO_CONTENT {
+            assert_eq!(created.status, StatusCode::BAD_REQUEST, "{}", created.body);
+            assert!(domains.is_empty() && inboxes.is_empty(), "round {round}");
+        } else {
+            assert_eq!(removed.status, StatusCode::CONFLICT, "{}", removed.body);
+            assert_eq!(removed.code(), "domain_in_use");
+            assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+            assert_eq!((domains.len(), inboxes.len()), (1, 1), "round {round}");
+            let deleted = api
+                .delete(&format!("/inboxes/{id}"), Some(&owner.token))
+                .await;
+            assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+            let removed = api
+                .delete("/domains/custom/example.com", Some(&owner.token))
+                .await;
+            assert_eq!(removed.status, StatusCode::NO_CONTENT, "{}", removed.body);
+        }
+    }
     api.app.stop().await;
     dns.stop().await;
 }

@@ -5,6 +5,7 @@ mod account;
 mod agent;
 mod billing;
 mod devices;
+mod domains;
 mod inboxes;
 mod mail;
 mod notifications;
@@ -22,8 +23,8 @@ use url::Url;
 
 use crate::cli::{
     AddressCommand, AgentCommand, BillingCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand,
-    MailCommand, MembershipCommand, NotificationsCommand, PlanCommand, SessionsCommand,
-    StoredCredential, TeamCommand, TrashCommand,
+    DomainCommand, MailCommand, MembershipCommand, NotificationsCommand, PlanCommand,
+    SessionsCommand, StoredCredential, TeamCommand, TrashCommand,
 };
 use crate::state::{DeviceState, StateDir, StoredSession};
 
@@ -152,6 +153,12 @@ pub async fn run(cli: Cli) -> Result<()> {
             AddressCommand::Delete { id } => inboxes::delete(&ctx, &id).await,
         },
         Command::Domains => inboxes::domains(&ctx).await,
+        Command::Domain(command) => match command {
+            DomainCommand::Add { domain } => domains::add(&ctx, &domain).await,
+            DomainCommand::List => domains::list(&ctx).await,
+            DomainCommand::Check { domain } => domains::check(&ctx, &domain).await,
+            DomainCommand::Remove { domain } => domains::remove(&ctx, &domain).await,
+        },
         Command::Agent(command) => match command {
             AgentCommand::Pair {
                 name,

@@ -249,6 +249,7 @@ pub async fn worker_messages(
 /// counted against the received-mail allowance, recorded as `message.received`.
 #[utoipa::path(post, path = "/messages", tag = "messages", security(("bearer" = [])), request_body = wire::DeliverRequest,
     responses((status = 201, body = wire::Delivered), (status = 400, body = wire::ErrorBody, description = "invalid_field, invalid_key (address without publicKey)"),
+        (status = 403, body = wire::ErrorBody, description = "plan_required: the address is on an own domain whose plan lost own domains more than 21 days ago; session_required"),
         (status = 404, body = wire::ErrorBody), (status = 413, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody, description = "allowance used up")))]
 pub async fn inbound(
     state: Data<AppState>,
