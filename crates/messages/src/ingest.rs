@@ -30,6 +30,9 @@ pub enum RecipientCheck {
     /// An own domain whose plan lost own domains more than 21 days ago:
     /// mail is refused until the plan includes them again.
     DomainRefused,
+    /// Staff suspended the address's account: mail is refused until the
+    /// suspension is lifted.
+    Suspended,
 }
 
 /// How the mail came in; decides the activity kind.
@@ -47,6 +50,8 @@ pub enum IngestError {
     Unknown,
     #[error("the address has no public key and refuses mail")]
     NoKey,
+    #[error("the address's account is suspended and refuses mail")]
+    Suspended,
     #[error(
         "the monthly received-mail allowance is used up; it renews in {retry_after_seconds} seconds"
     )]
@@ -139,6 +144,9 @@ impl Ingest {
     }
 
     async fn admit(&self, recipient: &RecipientRecord) -> Result<RecipientCheck, StoreError> {
+        if recipient.suspended {
+            return Ok(RecipientCheck::Suspended);
+        }
         if recipient.public_key.is_none() {
             return Ok(RecipientCheck::NoKey);
         }
@@ -176,7 +184,8 @@ impl Ingest {
                 continue;
             }
             seen.push(recipient.inbox.clone());
-            if recipient.public_key.is_none() {
+            // Suspended between RCPT and DATA: refused like at RCPT.
+            if recipient.public_key.is_none() || recipient.suspended {
                 continue;
             }
             let id = self
@@ -205,6 +214,7 @@ impl Ingest {
                 return Err(IngestError::Unknown);
             }
             RecipientCheck::NoKey => return Err(IngestError::NoKey),
+            RecipientCheck::Suspended => return Err(IngestError::Suspended),
             RecipientCheck::OverAllowance => {
                 let (_, window_end) =
                     received_window(recipient.account_created_at, self.clock.now());
@@ -408,6 +418,7 @@ mod tests {
             public_key: with_key.then(|| keys().inbox_public_key("ibx_shop01", 0)),
             key_epoch: 0,
             paused,
+            suspended: false,
         }
     }
 
@@ -430,6 +441,10 @@ mod tests {
             Ok(match address {
                 "nokey@mail.localhost" => Some(recipient(false, false)),
                 "full@mail.localhost" | "ok@mail.localhost" => Some(recipient(false, true)),
+                "held@mail.localhost" => Some(RecipientRecord {
+                    suspended: true,
+                    ..recipient(false, true)
+                }),
                 _ => None,
             })
         });
@@ -456,6 +471,11 @@ mod tests {
         assert_eq!(
             ingest.check_recipient("full@mail.localhost").await.unwrap(),
             RecipientCheck::OverAllowance
+        );
+        // Refused before the allowance is even looked at.
+        assert_eq!(
+            ingest.check_recipient("held@mail.localhost").await.unwrap(),
+            RecipientCheck::Suspended
         );
     }
 
