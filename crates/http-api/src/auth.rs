@@ -133,7 +133,7 @@ impl FromRequest for SupportCaller {
         let state = state(req);
         Box::pin(async move {
             let state = state?;
-            let found = authenticate(&*state, token).await?;
+            let found = authenticate(&state, token).await?;
             if found.suspended {
                 state.limiter.check_suspended(found.caller.account())?;
             }

@@ -46,7 +46,7 @@ fn staff_client(ctx: &Ctx) -> Result<Client> {
              `sealpost-api staff-token create NAME`)"
         )
     })?;
-    Ok(Client::new(&ctx.api_url())?.with_token(token))
+    Ok(Client::new(ctx.api_url())?.with_token(token))
 }
 
 fn load_keyring(file: &StaffKeyFile) -> Result<StaffKeyring> {
