@@ -56,6 +56,10 @@ fn report(err: &anyhow::Error, credential: StoredCredential) -> String {
                     "\nhint: this device's credential no longer works (the device was disabled or removed); \
                      pair it again with `sealpost agent pair --force`",
                 ),
+                StoredCredential::StaffToken => out.push_str(
+                    "\nhint: the staff token in SEALPOST_STAFF_TOKEN was refused (revoked or mistyped); \
+                     an operator makes a new one with `sealpost-api staff-token create NAME`",
+                ),
                 StoredCredential::None | StoredCredential::SessionElseDevice => {}
             }
         }

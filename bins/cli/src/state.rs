@@ -6,6 +6,10 @@
 //! - `device.json`, `{apiUrl, workerId, credential, secretKey}`: this machine
 //!   as a paired device, with its credential and the X25519 secret its key
 //!   bundle is sealed to.
+//! - `staff-keys.json` (or the file `--key-file` / `SEALPOST_STAFF_KEY_FILE`
+//!   names), `{keys: [{publicKey, secretKey, createdAt}]}`: the support
+//!   team's X25519 key pairs for `sealpost staff`, oldest first; the last is
+//!   the newest. Old pairs stay so that tickets sealed to them stay readable.
 //!
 //! The recovery phrase is never written anywhere.
 
@@ -22,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 const SESSION_FILE: &str = "session.json";
 const DEVICE_FILE: &str = "device.json";
+const STAFF_KEYS_FILE: &str = "staff-keys.json";
 
 /// The stored operator session. `Debug` does not show the token.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +74,71 @@ impl std::fmt::Debug for DeviceState {
     }
 }
 
+/// One support key pair (base64url), as `sealpost staff key` made it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StaffKeyPair {
+    pub public_key: String,
+    pub secret_key: String,
+    pub created_at: Timestamp,
+}
+
+/// The support team's key pairs, oldest first. `Debug` shows no secret.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StaffKeyring {
+    pub keys: Vec<StaffKeyPair>,
+}
+
+impl std::fmt::Debug for StaffKeyring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.keys.iter().map(|pair| &pair.public_key))
+            .finish()
+    }
+}
+
+/// Where the support keyring is kept: a JSON file written like the other
+/// state files (0600, atomically).
+#[derive(Clone, Debug)]
+pub struct StaffKeyFile {
+    dir: StateDir,
+    name: String,
+}
+
+impl StaffKeyFile {
+    /// The file at `path`.
+    pub fn at(path: &Path) -> Result<Self> {
+        let name = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .ok_or_else(|| anyhow!("{} is not a file name", path.display()))?;
+        let dir = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        Ok(Self {
+            dir: StateDir::new(dir),
+            name: name.to_owned(),
+        })
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.dir.join(&self.name)
+    }
+
+    /// The keyring, `None` when the file does not exist.
+    pub fn load(&self) -> Result<Option<StaffKeyring>> {
+        self.dir.load(
+            &self.name,
+            "restore it from your backup (without it old tickets cannot be read)",
+        )
+    }
+
+    pub fn save(&self, keyring: &StaffKeyring) -> Result<()> {
+        self.dir.save(&self.name, keyring)
+    }
+}
+
 /// The directory the CLI keeps its state in.
 #[derive(Clone, Debug)]
 pub struct StateDir {
@@ -99,6 +169,14 @@ impl StateDir {
 
     pub fn device_path(&self) -> PathBuf {
         self.dir.join(DEVICE_FILE)
+    }
+
+    /// The support keyring's default place.
+    pub fn staff_key_file(&self) -> StaffKeyFile {
+        StaffKeyFile {
+            dir: self.clone(),
+            name: STAFF_KEYS_FILE.to_owned(),
+        }
     }
 
     /// The stored session, `None` when there is none.

@@ -77,6 +77,23 @@ pub enum Bearer {
     },
 }
 
+/// A bearer token's holder as the store finds it, with its account's
+/// suspension read in the same lookup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoundBearer {
+    pub bearer: Bearer,
+    /// Staff suspended the account.
+    pub suspended: bool,
+}
+
+/// A resolved bearer token: who calls, and whether its account is
+/// suspended (then only support is open to it; the adapter decides where).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Authentication {
+    pub caller: Caller,
+    pub suspended: bool,
+}
+
 /// The authenticated identity behind a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Caller {

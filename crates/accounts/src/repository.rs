@@ -2,7 +2,7 @@ use async_trait::async_trait;
 use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, SessionId, StoreError, Timestamp};
 
-use crate::{Account, Bearer, Challenge, NewAccount, Session};
+use crate::{Account, Challenge, FoundBearer, NewAccount, Session};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RegisterOutcome {
@@ -32,8 +32,9 @@ pub trait AccountRepository: Send + Sync {
     /// notice), in one transaction.
     async fn create_session(&self, session: Session, records: Records) -> Result<(), StoreError>;
 
-    /// Resolves a token hash to the session or device credential it belongs to.
-    async fn bearer(&self, token_hash: [u8; 32]) -> Result<Option<Bearer>, StoreError>;
+    /// Resolves a token hash to the session or device credential it belongs
+    /// to, with its account's suspension, in one query.
+    async fn bearer(&self, token_hash: [u8; 32]) -> Result<Option<FoundBearer>, StoreError>;
 
     async fn sessions(&self, account: &AccountId) -> Result<Vec<Session>, StoreError>;
 

@@ -7,8 +7,8 @@ use sealpost_seal::{
 };
 
 use crate::{
-    Account, AccountError, AccountRepository, Bearer, CHALLENGE_LIFETIME, Caller, Challenge,
-    EXPIRED_SESSION_GRACE, IssuedChallenge, NewAccount, RegisterOutcome, Registration,
+    Account, AccountError, AccountRepository, Authentication, Bearer, CHALLENGE_LIFETIME, Caller,
+    Challenge, EXPIRED_SESSION_GRACE, IssuedChallenge, NewAccount, RegisterOutcome, Registration,
     SESSION_LIFETIME, Session, SessionView, SignedIn,
 };
 
@@ -130,32 +130,37 @@ impl Accounts {
         })
     }
 
-    /// Resolves a bearer token to its caller.
-    pub async fn authenticate(&self, token: &str) -> Result<Caller, AccountError> {
+    /// Resolves a bearer token to its caller and whether its account is
+    /// suspended (one store lookup).
+    pub async fn authenticate(&self, token: &str) -> Result<Authentication, AccountError> {
         if token.len() != TOKEN_LEN {
             return Err(AccountError::Unauthenticated);
         }
-        let bearer = self
+        let found = self
             .repo
             .bearer(sha256(token.as_bytes()))
             .await?
             .ok_or(AccountError::Unauthenticated)?;
-        match bearer {
+        let caller = match found.bearer {
             Bearer::Session(session) if session.expires_at <= self.clock.now() => {
-                Err(AccountError::SessionExpired)
+                return Err(AccountError::SessionExpired);
             }
-            Bearer::Session(session) => Ok(Caller::Session {
+            Bearer::Session(session) => Caller::Session {
                 account: session.account_id,
                 session: session.id,
-            }),
+            },
             Bearer::Device {
                 account_id,
                 device_id,
-            } => Ok(Caller::Device {
+            } => Caller::Device {
                 account: account_id,
                 device: device_id,
-            }),
-        }
+            },
+        };
+        Ok(Authentication {
+            caller,
+            suspended: found.suspended,
+        })
     }
 
     pub async fn account(&self, id: &AccountId) -> Result<Account, AccountError> {

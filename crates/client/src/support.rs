@@ -317,6 +317,30 @@ pub fn verify_ticket_binding(support_secret: &StaticSecret, ticket: &StaffTicket
     )
 }
 
+/// Staff side: verifies the account's last `POST /support/key` binding with
+/// the support secret its `staffKey` names (the request id is
+/// [`sealpost_seal::KEY_REQUEST`]). `false` flags a mismatch.
+#[must_use]
+pub fn verify_key_binding(
+    support_secret: &StaticSecret,
+    account_id: &sealpost_kernel::AccountId,
+    binding: &StaffBinding,
+) -> bool {
+    let (Ok(mac), Ok(account_key)) = (
+        b64::decode(&binding.binding),
+        b64::decode_32(&binding.account_key),
+    ) else {
+        return false;
+    };
+    sealpost_seal::verify_support_binding(
+        support_secret,
+        &account_key,
+        account_id.as_str(),
+        sealpost_seal::KEY_REQUEST,
+        &mac,
+    )
+}
+
 impl Client {
     /// `POST /abuse/reports` (no token needed).
     pub async fn report_abuse(&self, request: &AbuseReportRequest) -> Result<AbuseReceived> {

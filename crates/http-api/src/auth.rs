@@ -1,6 +1,9 @@
 //! Bearer authentication. One extractor resolves any token to its caller
 //! (session, device credential or API key); `SessionCaller` additionally
 //! refuses anything but an operator session with 403 `session_required`.
+//! Both refuse a suspended account (403 `account_suspended`), which the
+//! token lookup itself reports; `SupportCaller`, the `/support*` routes'
+//! extractor, lets it through at the suspended accounts' rate.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,7 +11,7 @@ use std::pin::Pin;
 use actix_web::http::header;
 use actix_web::web::Data;
 use actix_web::{FromRequest, HttpRequest, dev::Payload};
-use sealpost_accounts::Caller;
+use sealpost_accounts::{Authentication, Caller};
 use sealpost_kernel::{AccountId, DeviceId, SessionId};
 
 use crate::error::{ApiError, ErrorCode};
@@ -48,26 +51,37 @@ pub(crate) fn state(req: &HttpRequest) -> Result<Data<AppState>, ApiError> {
     })
 }
 
+/// The token's caller and its account's standing (one store lookup), past
+/// the account's edge limit.
 async fn authenticate(
-    state: Data<AppState>,
+    state: &AppState,
     token: Result<String, ApiError>,
-    path: String,
-) -> Result<Caller, ApiError> {
-    let caller = state.accounts.authenticate(&token?).await?;
-    state.limiter.check_account(caller.account())?;
-    // A suspended account reaches only its support requests.
-    if !is_support_path(&path) && state.staff.suspension(caller.account()).await?.is_some() {
+) -> Result<Authentication, ApiError> {
+    let found = state.accounts.authenticate(&token?).await?;
+    state.limiter.check_account(found.caller.account())?;
+    Ok(found)
+}
+
+/// A suspended account reaches only its support requests ([`SupportCaller`]).
+fn unless_suspended(found: Authentication) -> Result<Caller, ApiError> {
+    if found.suspended {
         return Err(ApiError::new(
             ErrorCode::AccountSuspended,
             "this account is suspended; contact support through the app",
         ));
     }
-    Ok(caller)
+    Ok(found.caller)
 }
 
-/// `/support` and everything under it.
-fn is_support_path(path: &str) -> bool {
-    path == "/support" || path.starts_with("/support/")
+impl SessionCaller {
+    fn of(caller: Caller) -> Result<Self, ApiError> {
+        let session = caller.session()?.clone();
+        Ok(Self {
+            account: caller.account().clone(),
+            session,
+            caller,
+        })
+    }
 }
 
 impl FromRequest for Authenticated {
@@ -77,8 +91,10 @@ impl FromRequest for Authenticated {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let token = bearer_token(req);
         let state = state(req);
-        let path = req.path().to_owned();
-        Box::pin(async move { Ok(Authenticated(authenticate(state?, token, path).await?)) })
+        Box::pin(async move {
+            let found = authenticate(&*state?, token).await?;
+            Ok(Authenticated(unless_suspended(found)?))
+        })
     }
 }
 
@@ -89,15 +105,39 @@ impl FromRequest for SessionCaller {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let token = bearer_token(req);
         let state = state(req);
-        let path = req.path().to_owned();
         Box::pin(async move {
-            let caller = authenticate(state?, token, path).await?;
-            let session = caller.session()?.clone();
-            Ok(SessionCaller {
-                account: caller.account().clone(),
-                session,
-                caller,
-            })
+            let found = authenticate(&*state?, token).await?;
+            SessionCaller::of(unless_suspended(found)?)
+        })
+    }
+}
+
+/// An operator session on `/support*`: the one place a suspended account
+/// still reaches, under the suspended accounts' own (lowest) rate limit.
+pub struct SupportCaller(pub SessionCaller);
+
+impl std::ops::Deref for SupportCaller {
+    type Target = SessionCaller;
+
+    fn deref(&self) -> &SessionCaller {
+        &self.0
+    }
+}
+
+impl FromRequest for SupportCaller {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let token = bearer_token(req);
+        let state = state(req);
+        Box::pin(async move {
+            let state = state?;
+            let found = authenticate(&state, token).await?;
+            if found.suspended {
+                state.limiter.check_suspended(found.caller.account())?;
+            }
+            Ok(SupportCaller(SessionCaller::of(found.caller)?))
         })
     }
 }

@@ -387,6 +387,7 @@ impl From<IngestError> for ApiError {
                 ErrorCode::InvalidKey,
                 "the address has no publicKey, so it refuses mail",
             ),
+            IngestError::Suspended => Self::new(ErrorCode::AccountSuspended, error.to_string()),
             IngestError::OverAllowance {
                 retry_after_seconds,
             } => Self {

@@ -14,15 +14,23 @@ use crate::error::ApiError;
 pub struct EdgeLimiter {
     per_ip: DefaultKeyedRateLimiter<IpAddr>,
     per_account: DefaultKeyedRateLimiter<AccountId>,
+    /// A suspended account's support requests: the lowest limit of all.
+    suspended: DefaultKeyedRateLimiter<AccountId>,
     clock: DefaultClock,
 }
 
 impl EdgeLimiter {
+    /// Requests a minute a suspended account may make (to `/support*`, the
+    /// only routes open to it), whatever `SEALPOST_EDGE_RATE` says.
+    pub const SUSPENDED_PER_MINUTE: u32 = 10;
+
     pub fn per_minute(rate: NonZeroU32) -> Self {
         let quota = Quota::per_minute(rate);
+        let suspended = NonZeroU32::new(Self::SUSPENDED_PER_MINUTE).unwrap_or(NonZeroU32::MIN);
         Self {
             per_ip: RateLimiter::keyed(quota),
             per_account: RateLimiter::keyed(quota),
+            suspended: RateLimiter::keyed(Quota::per_minute(suspended.min(rate))),
             clock: DefaultClock::default(),
         }
     }
@@ -39,6 +47,13 @@ impl EdgeLimiter {
             .map_err(|not_until| self.refuse(not_until.wait_time_from(self.clock.now())))
     }
 
+    /// A suspended account's request, on top of [`Self::check_account`].
+    pub fn check_suspended(&self, account: &AccountId) -> Result<(), ApiError> {
+        self.suspended
+            .check_key(account)
+            .map_err(|not_until| self.refuse(not_until.wait_time_from(self.clock.now())))
+    }
+
     fn refuse(&self, wait: std::time::Duration) -> ApiError {
         // Whole seconds, rounded up so a client that waits exactly this long gets through.
         ApiError::rate_limited(wait.as_secs() + u64::from(wait.subsec_nanos() > 0))
@@ -51,6 +66,8 @@ impl EdgeLimiter {
         self.per_ip.shrink_to_fit();
         self.per_account.retain_recent();
         self.per_account.shrink_to_fit();
+        self.suspended.retain_recent();
+        self.suspended.shrink_to_fit();
     }
 }
 

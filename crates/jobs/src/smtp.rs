@@ -41,6 +41,9 @@ impl Delivery for SealingDelivery {
             Ok(RecipientCheck::OverAllowance) => RecipientDecision::TryLater(
                 "the mailbox owner's monthly allowance is used up".into(),
             ),
+            Ok(RecipientCheck::Suspended) => RecipientDecision::Refused(
+                "this mailbox's account is suspended; mail is refused".into(),
+            ),
             Ok(RecipientCheck::DomainRefused) => RecipientDecision::Refused(
                 "this domain's plan no longer includes own domains; mail is refused".into(),
             ),

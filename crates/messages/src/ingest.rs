@@ -30,6 +30,9 @@ pub enum RecipientCheck {
     /// An own domain whose plan lost own domains more than 21 days ago:
     /// mail is refused until the plan includes them again.
     DomainRefused,
+    /// Staff suspended the address's account: mail is refused until the
+    /// suspension is lifted.
+    Suspended,
 }
 
 /// How the mail came in; decides the activity kind.
@@ -51,6 +54,8 @@ pub enum IngestError {
     /// than 21 days ago (docs/domains.md).
     #[error("this domain's plan no longer includes own domains; mail is refused")]
     DomainRefused,
+    #[error("the address's account is suspended and refuses mail")]
+    Suspended,
     #[error(
         "the monthly received-mail allowance is used up; it renews in {retry_after_seconds} seconds"
     )]
@@ -129,8 +134,8 @@ impl Ingest {
     }
 
     /// The rules every delivery passes, by SMTP and by `POST /messages`: the
-    /// address's domain still receives, it has a key, and the account is
-    /// under its allowance.
+    /// address's domain still receives, its account is not suspended, it has
+    /// a key, and the account is under its allowance.
     async fn admit(&self, recipient: &RecipientRecord) -> Result<RecipientCheck, StoreError> {
         if !self.domains.contains(&recipient.domain) {
             let Some(gate) = &self.own_domains else {
@@ -142,6 +147,9 @@ impl Ingest {
             if !hold.receives(self.clock.now()) {
                 return Ok(RecipientCheck::DomainRefused);
             }
+        }
+        if recipient.suspended {
+            return Ok(RecipientCheck::Suspended);
         }
         if recipient.public_key.is_none() {
             return Ok(RecipientCheck::NoKey);
@@ -180,7 +188,8 @@ impl Ingest {
                 continue;
             }
             seen.push(recipient.inbox.clone());
-            if recipient.public_key.is_none() {
+            // Suspended between RCPT and DATA: refused like at RCPT.
+            if recipient.public_key.is_none() || recipient.suspended {
                 continue;
             }
             let id = self
@@ -208,6 +217,7 @@ impl Ingest {
             RecipientCheck::Unknown => return Err(IngestError::Unknown),
             RecipientCheck::DomainRefused => return Err(IngestError::DomainRefused),
             RecipientCheck::NoKey => return Err(IngestError::NoKey),
+            RecipientCheck::Suspended => return Err(IngestError::Suspended),
             RecipientCheck::OverAllowance => {
                 let (_, window_end) =
                     received_window(recipient.account_created_at, self.clock.now());
@@ -411,6 +421,7 @@ mod tests {
             public_key: with_key.then(|| keys().inbox_public_key("ibx_shop01", 0)),
             key_epoch: 0,
             paused,
+            suspended: false,
         }
     }
 
@@ -433,6 +444,10 @@ mod tests {
             Ok(match address {
                 "nokey@mail.localhost" => Some(recipient(false, false)),
                 "full@mail.localhost" | "ok@mail.localhost" => Some(recipient(false, true)),
+                "held@mail.localhost" => Some(RecipientRecord {
+                    suspended: true,
+                    ..recipient(false, true)
+                }),
                 _ => None,
             })
         });
@@ -459,6 +474,11 @@ mod tests {
         assert_eq!(
             ingest.check_recipient("full@mail.localhost").await.unwrap(),
             RecipientCheck::OverAllowance
+        );
+        // Refused before the allowance is even looked at.
+        assert_eq!(
+            ingest.check_recipient("held@mail.localhost").await.unwrap(),
+            RecipientCheck::Suspended
         );
     }
 

@@ -81,6 +81,8 @@ pub struct RecipientRecord {
     pub public_key: Option<[u8; 32]>,
     pub key_epoch: u32,
     pub paused: bool,
+    /// Staff suspended the account: its mail is refused.
+    pub suspended: bool,
 }
 
 /// Who is reading: the whole account, or one device (only its addresses).

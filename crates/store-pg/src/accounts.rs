@@ -5,7 +5,8 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_accounts::{
-    Account, AccountRepository, Bearer, Challenge, NewAccount, RegisterOutcome, Session,
+    Account, AccountRepository, Bearer, Challenge, FoundBearer, NewAccount, RegisterOutcome,
+    Session,
 };
 use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, DeviceId, PlanId, SessionId, StoreError, Timestamp};
@@ -15,8 +16,8 @@ use crate::addresses::retire_address;
 use crate::devices::DEVICE_ID_KIND;
 use crate::records::{queue_blobs_of, retire_id, write_records};
 use crate::schema::{
-    accounts, addresses, auth_challenges, device_credentials, devices, retired_account_ids,
-    sessions,
+    account_suspensions, accounts, addresses, auth_challenges, device_credentials, devices,
+    retired_account_ids, sessions,
 };
 use crate::{PgStore, bytes32, db_error};
 
@@ -192,36 +193,56 @@ impl AccountRepository for PgStore {
         .map_err(db_error)
     }
 
-    async fn bearer(&self, token_hash: [u8; 32]) -> Result<Option<Bearer>, StoreError> {
+    async fn bearer(&self, token_hash: [u8; 32]) -> Result<Option<FoundBearer>, StoreError> {
         let mut conn = self.conn().await?;
-        let session = sessions::table
+        // The suspension comes with the token row (a left join), so an
+        // authenticated request costs one query per credential kind.
+        let session: Option<(SessionRow, Option<String>)> = sessions::table
+            .left_join(
+                account_suspensions::table
+                    .on(account_suspensions::account_id.eq(sessions::account_id)),
+            )
             .filter(sessions::token_hash.eq(token_hash.as_slice()))
-            .select(SessionRow::as_select())
-            .first(&mut conn)
-            .await
-            .optional()
-            .map_err(db_error)?;
-        if let Some(row) = session {
-            return row
-                .into_session()
-                .map(|session| Some(Bearer::Session(session)));
-        }
-        // Disabling or removing a device deletes its credential row, so a
-        // match here is a live credential.
-        let device: Option<(String, String)> = device_credentials::table
-            .filter(device_credentials::token_hash.eq(token_hash.as_slice()))
             .select((
-                device_credentials::account_id,
-                device_credentials::device_id,
+                SessionRow::as_select(),
+                account_suspensions::account_id.nullable(),
             ))
             .first(&mut conn)
             .await
             .optional()
             .map_err(db_error)?;
-        Ok(device.map(|(account_id, worker_id)| Bearer::Device {
-            account_id: AccountId::from_trusted(account_id),
-            device_id: DeviceId::from_trusted(worker_id),
-        }))
+        if let Some((row, suspension)) = session {
+            return Ok(Some(FoundBearer {
+                bearer: Bearer::Session(row.into_session()?),
+                suspended: suspension.is_some(),
+            }));
+        }
+        // Disabling or removing a device deletes its credential row, so a
+        // match here is a live credential.
+        let device: Option<(String, String, Option<String>)> = device_credentials::table
+            .left_join(
+                account_suspensions::table
+                    .on(account_suspensions::account_id.eq(device_credentials::account_id)),
+            )
+            .filter(device_credentials::token_hash.eq(token_hash.as_slice()))
+            .select((
+                device_credentials::account_id,
+                device_credentials::device_id,
+                account_suspensions::account_id.nullable(),
+            ))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        Ok(
+            device.map(|(account_id, worker_id, suspension)| FoundBearer {
+                bearer: Bearer::Device {
+                    account_id: AccountId::from_trusted(account_id),
+                    device_id: DeviceId::from_trusted(worker_id),
+                },
+                suspended: suspension.is_some(),
+            }),
+        )
     }
 
     async fn sessions(&self, account: &AccountId) -> Result<Vec<Session>, StoreError> {

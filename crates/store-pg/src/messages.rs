@@ -19,7 +19,9 @@ use sealpost_messages::store::{
 use tokio::task::JoinHandle;
 
 use crate::records::box_from_json;
-use crate::schema::{accounts, addresses, attachments, blob_garbage, messages, pending_blobs};
+use crate::schema::{
+    account_suspensions, accounts, addresses, attachments, blob_garbage, messages, pending_blobs,
+};
 use crate::teams::usable_by;
 use crate::{PgStore, bytes32, db_error};
 
@@ -100,7 +102,19 @@ const RECIPIENT_COLUMNS: (
     addresses::paused_at,
 );
 
-fn into_recipient(row: RecipientColumns) -> Result<RecipientRecord, StoreError> {
+/// The address's account's suspension, if any, read with the recipient
+/// (`.left_join(with_suspension())`, then [`account_suspensions::account_id`]
+/// beside [`RECIPIENT_COLUMNS`]).
+fn with_suspension() -> diesel::dsl::On<
+    account_suspensions::table,
+    diesel::dsl::Eq<account_suspensions::account_id, addresses::account_id>,
+> {
+    account_suspensions::table.on(account_suspensions::account_id.eq(addresses::account_id))
+}
+
+fn into_recipient(
+    (row, suspension): (RecipientColumns, Option<String>),
+) -> Result<RecipientRecord, StoreError> {
     let (inbox, account, plan, lapsed_plan, created, domain, public_key, key_epoch, paused_at) =
         row;
     Ok(RecipientRecord {
@@ -115,6 +129,7 @@ fn into_recipient(row: RecipientColumns) -> Result<RecipientRecord, StoreError> 
         public_key: public_key.map(bytes32).transpose()?,
         key_epoch: u32::try_from(key_epoch).map_err(StoreError::failed)?,
         paused: paused_at.is_some(),
+        suspended: suspension.is_some(),
     })
 }
 
@@ -307,9 +322,13 @@ impl MessageRepository for PgStore {
         let mut conn = self.conn().await?;
         addresses::table
             .inner_join(accounts::table)
+            .left_join(with_suspension())
             .filter(addresses::email_address.eq(email_address))
-            .select(RECIPIENT_COLUMNS)
-            .first::<RecipientColumns>(&mut conn)
+            .select((
+                RECIPIENT_COLUMNS,
+                account_suspensions::account_id.nullable(),
+            ))
+            .first::<(RecipientColumns, Option<String>)>(&mut conn)
             .await
             .optional()
             .map_err(db_error)?
@@ -325,10 +344,14 @@ impl MessageRepository for PgStore {
         let mut conn = self.conn().await?;
         addresses::table
             .inner_join(accounts::table)
+            .left_join(with_suspension())
             .filter(addresses::id.eq(inbox.as_str()))
             .filter(addresses::account_id.eq(account.as_str()))
-            .select(RECIPIENT_COLUMNS)
-            .first::<RecipientColumns>(&mut conn)
+            .select((
+                RECIPIENT_COLUMNS,
+                account_suspensions::account_id.nullable(),
+            ))
+            .first::<(RecipientColumns, Option<String>)>(&mut conn)
             .await
             .optional()
             .map_err(db_error)?

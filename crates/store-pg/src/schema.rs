@@ -494,3 +494,7 @@ diesel::table! {
 diesel::joinable!(own_domains -> accounts (account_id));
 diesel::allow_tables_to_appear_in_same_query!(own_domains, accounts);
 diesel::allow_tables_to_appear_in_same_query!(own_domains, addresses);
+diesel::allow_tables_to_appear_in_same_query!(account_suspensions, sessions);
+diesel::allow_tables_to_appear_in_same_query!(account_suspensions, device_credentials);
+diesel::allow_tables_to_appear_in_same_query!(account_suspensions, addresses);
+diesel::allow_tables_to_appear_in_same_query!(account_suspensions, accounts);

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Nullable, Text, Timestamptz};
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_kernel::{AccountId, StoreError, Timestamp};
 use sealpost_support::{
     AbuseReport, AbuseStatus, AbuseTarget, AuditEntry, PublicKey, StaffMember, StaffRepository,
@@ -55,6 +55,25 @@ impl TryFrom<ReportRow> for AbuseReport {
     }
 }
 
+/// Writes one audit entry on `conn`: inside the transaction of the action it
+/// records.
+pub(crate) async fn insert_audit(
+    conn: &mut AsyncPgConnection,
+    entry: &AuditEntry,
+) -> QueryResult<()> {
+    diesel::insert_into(staff_audit::table)
+        .values((
+            staff_audit::actor.eq(&entry.actor),
+            staff_audit::action.eq(&entry.action),
+            staff_audit::target.eq(entry.target.as_deref()),
+            staff_audit::note.eq(entry.note.as_deref()),
+            staff_audit::at.eq(entry.at.as_datetime()),
+        ))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 #[async_trait]
 impl StaffRepository for PgStore {
     async fn create_token(
@@ -63,19 +82,23 @@ impl StaffRepository for PgStore {
         name: &str,
         token_hash: [u8; 32],
         at: Timestamp,
+        audit: &AuditEntry,
     ) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
-        diesel::insert_into(staff_tokens::table)
-            .values((
-                staff_tokens::id.eq(id),
-                staff_tokens::name.eq(name),
-                staff_tokens::token_hash.eq(token_hash.as_slice()),
-                staff_tokens::created_at.eq(at.as_datetime()),
-            ))
-            .execute(&mut conn)
-            .await
-            .map_err(db_error)?;
-        Ok(())
+        conn.transaction(async |conn| {
+            diesel::insert_into(staff_tokens::table)
+                .values((
+                    staff_tokens::id.eq(id),
+                    staff_tokens::name.eq(name),
+                    staff_tokens::token_hash.eq(token_hash.as_slice()),
+                    staff_tokens::created_at.eq(at.as_datetime()),
+                ))
+                .execute(conn)
+                .await?;
+            insert_audit(conn, audit).await
+        })
+        .await
+        .map_err(db_error)
     }
 
     async fn staff_by_token(
@@ -94,22 +117,33 @@ impl StaffRepository for PgStore {
         Ok(row.map(|(id, name)| StaffMember { id, name }))
     }
 
-    async fn revoke_token(&self, id_or_name: &str, at: Timestamp) -> Result<bool, StoreError> {
+    async fn revoke_token(
+        &self,
+        id_or_name: &str,
+        at: Timestamp,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
-        let revoked = diesel::update(
-            staff_tokens::table
-                .filter(
-                    staff_tokens::id
-                        .eq(id_or_name)
-                        .or(staff_tokens::name.eq(id_or_name)),
-                )
-                .filter(staff_tokens::revoked_at.is_null()),
-        )
-        .set(staff_tokens::revoked_at.eq(at.as_datetime()))
-        .execute(&mut conn)
+        conn.transaction(async |conn| {
+            let revoked = diesel::update(
+                staff_tokens::table
+                    .filter(
+                        staff_tokens::id
+                            .eq(id_or_name)
+                            .or(staff_tokens::name.eq(id_or_name)),
+                    )
+                    .filter(staff_tokens::revoked_at.is_null()),
+            )
+            .set(staff_tokens::revoked_at.eq(at.as_datetime()))
+            .execute(conn)
+            .await?;
+            if revoked > 0 {
+                insert_audit(conn, audit).await?;
+            }
+            Ok(revoked > 0)
+        })
         .await
-        .map_err(db_error)?;
-        Ok(revoked > 0)
+        .map_err(db_error)
     }
 
     async fn tokens(&self) -> Result<Vec<StaffTokenInfo>, StoreError> {
@@ -138,18 +172,7 @@ impl StaffRepository for PgStore {
 
     async fn write_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
-        diesel::insert_into(staff_audit::table)
-            .values((
-                staff_audit::actor.eq(&entry.actor),
-                staff_audit::action.eq(&entry.action),
-                staff_audit::target.eq(entry.target.as_deref()),
-                staff_audit::note.eq(entry.note.as_deref()),
-                staff_audit::at.eq(entry.at.as_datetime()),
-            ))
-            .execute(&mut conn)
-            .await
-            .map_err(db_error)?;
-        Ok(())
+        insert_audit(&mut conn, entry).await.map_err(db_error)
     }
 
     async fn audit_log(&self, limit: u32) -> Result<Vec<AuditEntry>, StoreError> {
@@ -231,62 +254,72 @@ impl StaffRepository for PgStore {
         id: &str,
         resolution: &str,
         at: Timestamp,
+        audit: &AuditEntry,
     ) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
-        let changed = diesel::update(
-            abuse_reports::table
-                .find(id)
-                .filter(abuse_reports::status.eq(AbuseStatus::Open.as_str())),
-        )
-        .set((
-            abuse_reports::status.eq(AbuseStatus::Resolved.as_str()),
-            abuse_reports::resolved_at.eq(at.as_datetime()),
-            abuse_reports::resolution.eq(resolution),
-        ))
-        .execute(&mut conn)
+        conn.transaction(async |conn| {
+            let changed = diesel::update(
+                abuse_reports::table
+                    .find(id)
+                    .filter(abuse_reports::status.eq(AbuseStatus::Open.as_str())),
+            )
+            .set((
+                abuse_reports::status.eq(AbuseStatus::Resolved.as_str()),
+                abuse_reports::resolved_at.eq(at.as_datetime()),
+                abuse_reports::resolution.eq(resolution),
+            ))
+            .execute(conn)
+            .await?;
+            if changed > 0 {
+                insert_audit(conn, audit).await?;
+            }
+            Ok(changed > 0)
+        })
         .await
-        .map_err(db_error)?;
-        Ok(changed > 0)
+        .map_err(db_error)
     }
 
     async fn set_suspension(
         &self,
         account: &AccountId,
         suspension: Option<Suspension>,
+        audit: &AuditEntry,
     ) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
-        let exists: i64 = accounts::table
-            .filter(accounts::id.eq(account.as_str()))
-            .count()
-            .get_result(&mut conn)
-            .await
-            .map_err(db_error)?;
-        if exists == 0 {
-            return Ok(false);
-        }
-        match suspension {
-            Some(suspension) => {
-                diesel::insert_into(account_suspensions::table)
-                    .values((
-                        account_suspensions::account_id.eq(account.as_str()),
-                        account_suspensions::reason.eq(&suspension.reason),
-                        account_suspensions::since.eq(suspension.since.as_datetime()),
-                    ))
-                    .on_conflict(account_suspensions::account_id)
-                    .do_update()
-                    .set(account_suspensions::reason.eq(&suspension.reason))
-                    .execute(&mut conn)
-                    .await
-                    .map_err(db_error)?;
+        conn.transaction(async |conn| {
+            let exists: i64 = accounts::table
+                .filter(accounts::id.eq(account.as_str()))
+                .count()
+                .get_result(conn)
+                .await?;
+            if exists == 0 {
+                return Ok(false);
             }
-            None => {
-                diesel::delete(account_suspensions::table.find(account.as_str()))
-                    .execute(&mut conn)
-                    .await
-                    .map_err(db_error)?;
+            match &suspension {
+                Some(suspension) => {
+                    diesel::insert_into(account_suspensions::table)
+                        .values((
+                            account_suspensions::account_id.eq(account.as_str()),
+                            account_suspensions::reason.eq(&suspension.reason),
+                            account_suspensions::since.eq(suspension.since.as_datetime()),
+                        ))
+                        .on_conflict(account_suspensions::account_id)
+                        .do_update()
+                        .set(account_suspensions::reason.eq(&suspension.reason))
+                        .execute(conn)
+                        .await?;
+                }
+                None => {
+                    diesel::delete(account_suspensions::table.find(account.as_str()))
+                        .execute(conn)
+                        .await?;
+                }
             }
-        }
-        Ok(true)
+            insert_audit(conn, audit).await?;
+            Ok(true)
+        })
+        .await
+        .map_err(db_error)
     }
 
     async fn suspension(&self, account: &AccountId) -> Result<Option<Suspension>, StoreError> {
@@ -310,8 +343,9 @@ impl StaffRepository for PgStore {
         support_off: Option<bool>,
         webhooks_paused: Option<bool>,
         at: Timestamp,
+        audit: &AuditEntry,
     ) -> Result<Switches, StoreError> {
-        self.set_switches(support_key, support_off, webhooks_paused, at)
+        self.set_switches(support_key, support_off, webhooks_paused, at, audit)
             .await
     }
 }

@@ -11,8 +11,9 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, StoreError, TicketId, TicketMessageId, Timestamp};
 use sealpost_support::{
-    Author, Binding, BoxPair, Guard, NewMessage, NewTicket, PublicKey, Refusal, SupportRepository,
-    SweepCutoffs, SweepReport, Switches, Ticket, TicketMessage, TicketStatus, Usage,
+    AuditEntry, Author, Binding, BoxPair, Guard, NewMessage, NewTicket, PublicKey, Refusal,
+    SupportRepository, SweepCutoffs, SweepReport, Switches, Ticket, TicketMessage, TicketStatus,
+    Usage,
 };
 
 use crate::records::{box_from_json, box_to_json, id_retired, write_records};
@@ -662,25 +663,31 @@ impl SupportRepository for PgStore {
 
 impl PgStore {
     /// Operator switches (`None` leaves one as it is); the support key once
-    /// rotated overrides the configured one.
+    /// rotated overrides the configured one. `audit` is written in the same
+    /// transaction.
     pub async fn set_switches(
         &self,
         support_key: Option<PublicKey>,
         support_off: Option<bool>,
         webhooks_paused: Option<bool>,
         at: Timestamp,
+        audit: &AuditEntry,
     ) -> Result<Switches, StoreError> {
         let mut conn = self.conn().await?;
-        diesel::sql_query(
-            "UPDATE operator_switches SET support_key = COALESCE($1, support_key), \
-             support_off = COALESCE($2, support_off), \
-             webhooks_paused = COALESCE($3, webhooks_paused), updated_at = $4",
-        )
-        .bind::<Nullable<diesel::sql_types::Bytea>, _>(support_key.map(|key| key.0.to_vec()))
-        .bind::<Nullable<diesel::sql_types::Bool>, _>(support_off)
-        .bind::<Nullable<diesel::sql_types::Bool>, _>(webhooks_paused)
-        .bind::<Timestamptz, _>(at.as_datetime())
-        .execute(&mut conn)
+        conn.transaction(async |conn| {
+            diesel::sql_query(
+                "UPDATE operator_switches SET support_key = COALESCE($1, support_key), \
+                 support_off = COALESCE($2, support_off), \
+                 webhooks_paused = COALESCE($3, webhooks_paused), updated_at = $4",
+            )
+            .bind::<Nullable<diesel::sql_types::Bytea>, _>(support_key.map(|key| key.0.to_vec()))
+            .bind::<Nullable<diesel::sql_types::Bool>, _>(support_off)
+            .bind::<Nullable<diesel::sql_types::Bool>, _>(webhooks_paused)
+            .bind::<Timestamptz, _>(at.as_datetime())
+            .execute(conn)
+            .await?;
+            crate::staff::insert_audit(conn, audit).await
+        })
         .await
         .map_err(db_error)?;
         drop(conn);

@@ -645,7 +645,8 @@ impl WebhookRepository for PgStore {
         // of ended leases once it has seen them dead, where a bitmap scan
         // would visit every one until vacuum.
         // Endpoints at their cap take nothing, so they never crowd out
-        // others. Rows another sender is leasing right now are skipped, and
+        // others. A suspended account's endpoints take nothing either: their
+        // deliveries wait, pending, until the suspension is lifted. Rows another sender is leasing right now are skipped, and
         // the lease is re-checked as it is taken: no delivery is leased twice.
         let rows: Vec<DeliveryRow> = diesel::sql_query(
             "WITH RECURSIVE endpoints AS ( \
@@ -661,7 +662,9 @@ impl WebhookRepository for PgStore {
                  - (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries f \
                       WHERE f.webhook_id = w.id AND f.lease_until > $1 \
                       ORDER BY f.lease_until LIMIT $4) l) AS free \
-               FROM endpoints e JOIN webhooks w ON w.id = e.id), \
+               FROM endpoints e JOIN webhooks w ON w.id = e.id \
+               WHERE NOT EXISTS (SELECT 1 FROM account_suspensions x \
+                                 WHERE x.account_id = w.account_id)), \
              picked AS ( \
                SELECT p.id, p.next_attempt_at FROM slots s CROSS JOIN LATERAL ( \
                  SELECT d.id, d.next_attempt_at FROM webhook_deliveries d \

@@ -99,18 +99,27 @@ pub struct Suspension {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait StaffRepository: Send + Sync {
+    // Every staff action takes its audit entry and stores it in the same
+    // transaction, only when the action changed something: no action
+    // without its audit row, no audit row without its action.
     async fn create_token(
         &self,
         id: &str,
         name: &str,
         token_hash: [u8; 32],
         at: Timestamp,
+        audit: &AuditEntry,
     ) -> Result<(), StoreError>;
     /// The live (not revoked) token with this hash.
     async fn staff_by_token(&self, token_hash: [u8; 32])
     -> Result<Option<StaffMember>, StoreError>;
     /// Revokes a token by id or name; `false`: none live.
-    async fn revoke_token(&self, id_or_name: &str, at: Timestamp) -> Result<bool, StoreError>;
+    async fn revoke_token(
+        &self,
+        id_or_name: &str,
+        at: Timestamp,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError>;
     async fn tokens(&self) -> Result<Vec<StaffTokenInfo>, StoreError>;
     async fn write_audit(&self, entry: &AuditEntry) -> Result<(), StoreError>;
     /// Newest first.
@@ -125,12 +134,14 @@ pub trait StaffRepository: Send + Sync {
         id: &str,
         resolution: &str,
         at: Timestamp,
+        audit: &AuditEntry,
     ) -> Result<bool, StoreError>;
     /// Sets (`Some`) or lifts (`None`) a suspension; `false`: no such account.
     async fn set_suspension(
         &self,
         account: &AccountId,
         suspension: Option<Suspension>,
+        audit: &AuditEntry,
     ) -> Result<bool, StoreError>;
     async fn suspension(&self, account: &AccountId) -> Result<Option<Suspension>, StoreError>;
     async fn update_switches(
@@ -139,6 +150,7 @@ pub trait StaffRepository: Send + Sync {
         support_off: Option<bool>,
         webhooks_paused: Option<bool>,
         at: Timestamp,
+        audit: &AuditEntry,
     ) -> Result<Switches, StoreError>;
 }
 
@@ -198,10 +210,9 @@ impl Staff {
         let id = short("stm_");
         let token = format!("{TOKEN_PREFIX}{}", random_token());
         let at = self.clock.now();
+        let audit = self.entry("operator", "token.create", Some(&id), Some(name));
         self.repo
-            .create_token(&id, name, token_hash(&token), at)
-            .await?;
-        self.audit("operator", "token.create", Some(&id), Some(name))
+            .create_token(&id, name, token_hash(&token), at, &audit)
             .await?;
         Ok((
             StaffTokenInfo {
@@ -215,11 +226,15 @@ impl Staff {
     }
 
     pub async fn revoke_token(&self, id_or_name: &str) -> Result<(), StaffError> {
-        if !self.repo.revoke_token(id_or_name, self.clock.now()).await? {
+        let audit = self.entry("operator", "token.revoke", Some(id_or_name), None);
+        if !self
+            .repo
+            .revoke_token(id_or_name, self.clock.now(), &audit)
+            .await?
+        {
             return Err(StaffError::NotFound);
         }
-        self.audit("operator", "token.revoke", Some(id_or_name), None)
-            .await
+        Ok(())
     }
 
     pub async fn tokens(&self) -> Result<Vec<StaffTokenInfo>, StaffError> {
@@ -239,7 +254,24 @@ impl Staff {
             .ok_or(StaffError::Unauthenticated)
     }
 
-    /// Records one staff action.
+    /// The audit entry of `actor` doing `action` now.
+    fn entry(
+        &self,
+        actor: &str,
+        action: &str,
+        target: Option<&str>,
+        note: Option<&str>,
+    ) -> AuditEntry {
+        AuditEntry {
+            actor: actor.to_owned(),
+            action: action.to_owned(),
+            target: target.map(str::to_owned),
+            note: note.map(str::to_owned),
+            at: self.clock.now(),
+        }
+    }
+
+    /// Records one staff action that changes nothing here (a read).
     pub async fn audit(
         &self,
         actor: &str,
@@ -249,13 +281,7 @@ impl Staff {
     ) -> Result<(), StaffError> {
         Ok(self
             .repo
-            .write_audit(&AuditEntry {
-                actor: actor.to_owned(),
-                action: action.to_owned(),
-                target: target.map(str::to_owned),
-                note: note.map(str::to_owned),
-                at: self.clock.now(),
-            })
+            .write_audit(&self.entry(actor, action, target, note))
             .await?)
     }
 
@@ -331,15 +357,15 @@ impl Staff {
         resolution: &str,
     ) -> Result<(), StaffError> {
         let resolution = note(resolution)?;
+        let audit = self.entry(&by.id, "abuse.resolve", Some(id), Some(&resolution));
         if !self
             .repo
-            .resolve_report(id, &resolution, self.clock.now())
+            .resolve_report(id, &resolution, self.clock.now(), &audit)
             .await?
         {
             return Err(StaffError::NotFound);
         }
-        self.audit(&by.id, "abuse.resolve", Some(id), Some(&resolution))
-            .await
+        Ok(())
     }
 
     /// Suspends an account: nothing of it is deleted.
@@ -354,16 +380,20 @@ impl Staff {
             reason: reason.clone(),
             since: self.clock.now(),
         };
-        if !self.repo.set_suspension(account, Some(suspension)).await? {
-            return Err(StaffError::NotFound);
-        }
-        self.audit(
+        let audit = self.entry(
             &by.id,
             "account.suspend",
             Some(account.as_str()),
             Some(&reason),
-        )
-        .await
+        );
+        if !self
+            .repo
+            .set_suspension(account, Some(suspension), &audit)
+            .await?
+        {
+            return Err(StaffError::NotFound);
+        }
+        Ok(())
     }
 
     pub async fn unsuspend(
@@ -373,16 +403,16 @@ impl Staff {
         reason: &str,
     ) -> Result<(), StaffError> {
         let reason = note(reason)?;
-        if !self.repo.set_suspension(account, None).await? {
-            return Err(StaffError::NotFound);
-        }
-        self.audit(
+        let audit = self.entry(
             &by.id,
             "account.unsuspend",
             Some(account.as_str()),
             Some(&reason),
-        )
-        .await
+        );
+        if !self.repo.set_suspension(account, None, &audit).await? {
+            return Err(StaffError::NotFound);
+        }
+        Ok(())
     }
 
     pub async fn suspension(&self, account: &AccountId) -> Result<Option<Suspension>, StaffError> {
@@ -396,13 +426,11 @@ impl Staff {
         by: &StaffMember,
         key: PublicKey,
     ) -> Result<Switches, StaffError> {
-        let switches = self
+        let audit = self.entry(&by.id, "support.rotate_key", Some(&key.to_text()), None);
+        Ok(self
             .repo
-            .update_switches(Some(key), None, None, self.clock.now())
-            .await?;
-        self.audit(&by.id, "support.rotate_key", Some(&key.to_text()), None)
-            .await?;
-        Ok(switches)
+            .update_switches(Some(key), None, None, self.clock.now(), &audit)
+            .await?)
     }
 
     /// Operator switches; `None` leaves one as it is.
@@ -412,17 +440,25 @@ impl Staff {
         support_off: Option<bool>,
         webhooks_paused: Option<bool>,
     ) -> Result<Switches, StaffError> {
-        let switches = self
-            .repo
-            .update_switches(None, support_off, webhooks_paused, self.clock.now())
-            .await?;
-        let note = format!(
-            "supportOff={} webhooksPaused={}",
-            switches.support_off, switches.webhooks_paused
+        // What was asked for: the audit row is written with the change.
+        let note = [
+            ("supportOff", support_off),
+            ("webhooksPaused", webhooks_paused),
+        ]
+        .iter()
+        .filter_map(|(name, value)| value.map(|value| format!("{name}={value}")))
+        .collect::<Vec<_>>()
+        .join(" ");
+        let audit = self.entry(
+            &by.id,
+            "switches.update",
+            None,
+            (!note.is_empty()).then_some(note.as_str()),
         );
-        self.audit(&by.id, "switches.update", None, Some(&note))
-            .await?;
-        Ok(switches)
+        Ok(self
+            .repo
+            .update_switches(None, support_off, webhooks_paused, self.clock.now(), &audit)
+            .await?)
     }
 }
 
@@ -452,13 +488,16 @@ mod tests {
     async fn a_token_is_stored_hashed_and_audited() {
         let mut repo = MockStaffRepository::new();
         repo.expect_create_token()
-            .withf(|id, name, _, at| id.starts_with("stm_") && name == "ada" && *at == now())
+            .withf(|id, name, _, at, audit| {
+                id.starts_with("stm_")
+                    && name == "ada"
+                    && *at == now()
+                    && audit.action == "token.create"
+                    && audit.actor == "operator"
+                    && audit.target.as_deref() == Some(id)
+            })
             .times(1)
-            .returning(|_, _, _, _| Ok(()));
-        repo.expect_write_audit()
-            .withf(|entry| entry.action == "token.create" && entry.actor == "operator")
-            .times(1)
-            .returning(|_| Ok(()));
+            .returning(|_, _, _, _, _| Ok(()));
         let (info, token) = staff(repo).create_token(" ada ").await.unwrap();
         assert!(token.starts_with(TOKEN_PREFIX));
         assert_eq!(info.name, "ada");
@@ -489,19 +528,16 @@ mod tests {
         let account = AccountId::from_trusted("acct_x".to_owned());
         let mut repo = MockStaffRepository::new();
         repo.expect_set_suspension()
-            .withf(|_, suspension| {
+            .withf(|_, suspension, audit| {
                 suspension
                     .as_ref()
                     .is_some_and(|s| s.reason == "spam" && s.since == now())
+                    && audit.action == "account.suspend"
+                    && audit.note.as_deref() == Some("spam")
+                    && audit.at == now()
             })
             .times(1)
-            .returning(|_, _| Ok(true));
-        repo.expect_write_audit()
-            .withf(|entry| {
-                entry.action == "account.suspend" && entry.note.as_deref() == Some("spam")
-            })
-            .times(1)
-            .returning(|_| Ok(()));
+            .returning(|_, _, _| Ok(true));
         let staff = staff(repo);
         assert!(matches!(
             staff.suspend(&member(), &account, "  ").await,

@@ -243,6 +243,52 @@ async fn rcpt_refuses_keyless_addresses_and_accounts_over_their_allowance() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_suspended_account_s_mail_is_refused_at_rcpt_and_through_the_api() {
+    let (mut api, owner, _, address) = mailbox().await;
+    let (_, token) = api.app.services().staff.create_token("ada").await.unwrap();
+    let staff = sealpost_client::Client::new(api.app.base_url.clone())
+        .unwrap()
+        .with_token(token);
+    let smtp = api.app.spawn_smtp().await;
+    let (mut client, _) = SmtpClient::connect(smtp).await;
+    client.command("EHLO client.example").await;
+    client.command("MAIL FROM:<sender@example.com>").await;
+    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 250);
+    client.command("RSET").await;
+
+    staff
+        .set_suspended(&owner.account_id, true, "spam run")
+        .await
+        .unwrap();
+    client.command("MAIL FROM:<sender@example.com>").await;
+    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 550);
+    assert!(
+        client.last_reply.starts_with("550 5.7.1 ") && client.last_reply.contains("suspended"),
+        "{}",
+        client.last_reply
+    );
+    let inbound = api
+        .post(
+            "/messages",
+            Some(&owner.token),
+            json!({ "inboxId": "ibx_mail01", "raw": b64::encode(b"Subject: x\r\n\r\nhi") }),
+        )
+        .await;
+    assert_eq!(
+        (inbound.status, inbound.code()),
+        (StatusCode::FORBIDDEN, "account_suspended")
+    );
+
+    staff
+        .set_suspended(&owner.account_id, false, "appeal granted")
+        .await
+        .unwrap();
+    client.command("RSET").await;
+    client.command("MAIL FROM:<sender@example.com>").await;
+    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 250);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn inbound_api_reads_marks_and_the_hourly_read_allowance() {
     let (api, owner, keys, _) = mailbox().await;
     let raw = b"From: a@example.com\r\nSubject: via api\r\n\r\nhello";

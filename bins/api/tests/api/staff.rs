@@ -245,12 +245,33 @@ async fn a_suspended_account_reaches_only_support_and_keeps_its_data() {
         "?",
     );
     client.create_ticket(&sealed.request).await.unwrap();
+    // ... at the suspended accounts' rate: ten requests a minute, two spent.
+    let mut answered = 2;
+    let limited = loop {
+        let reply = api.get("/support", Some(&owner.token)).await;
+        if reply.status != StatusCode::OK {
+            break reply;
+        }
+        answered += 1;
+        assert!(answered <= 11, "no limit after {answered} requests");
+    };
+    assert_eq!(
+        (limited.status, limited.code()),
+        (StatusCode::TOO_MANY_REQUESTS, "rate_limited")
+    );
+    assert!(limited.headers.contains_key("retry-after"));
+    assert!(answered >= 10, "limited after {answered} requests");
 
     let lifted = staff
         .set_suspended(&owner.account_id, false, "resolved")
         .await
         .unwrap();
     assert!(!lifted.suspended);
+    assert_eq!(
+        api.get("/support", Some(&owner.token)).await.status,
+        StatusCode::OK,
+        "the suspended rate no longer applies"
+    );
     let inboxes = api.get("/inboxes", Some(&owner.token)).await;
     assert_eq!(inboxes.status, StatusCode::OK);
     assert_eq!(
@@ -429,5 +450,64 @@ async fn abuse_reports_answer_alike_and_are_limited_per_ip() {
             .reports
             .len(),
         2
+    );
+}
+
+/// Runs one statement on the test database.
+async fn execute_sql(api: &Api, sql: &str) {
+    use diesel_async::RunQueryDsl;
+    let mut conn = api.app.db.connect().await;
+    diesel::sql_query(sql).execute(&mut conn).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_staff_action_never_lands_without_its_audit_row() {
+    let (api, _) = support_api().await;
+    let (_, owner, _) = account(&api).await;
+    let staff = staff_client(&api, &staff_token(&api, "ada").await);
+    // The audit log refuses this one action, as a full disk or a lost
+    // connection would refuse it.
+    execute_sql(
+        &api,
+        "ALTER TABLE staff_audit ADD CONSTRAINT refuse_suspensions \
+         CHECK (action <> 'account.suspend')",
+    )
+    .await;
+    let failed = staff
+        .set_suspended(&owner.account_id, true, "spam run")
+        .await
+        .unwrap_err();
+    assert_eq!(failed.status(), Some(500));
+    assert_eq!(
+        api.get("/inboxes", Some(&owner.token)).await.status,
+        StatusCode::OK,
+        "the suspension was rolled back with its audit row"
+    );
+    assert!(
+        !everything_in_the_database(&api).await.contains("spam run"),
+        "neither the suspension nor its audit row is stored"
+    );
+
+    execute_sql(
+        &api,
+        "ALTER TABLE staff_audit DROP CONSTRAINT refuse_suspensions",
+    )
+    .await;
+    staff
+        .set_suspended(&owner.account_id, true, "spam run")
+        .await
+        .unwrap();
+    assert_eq!(
+        api.get("/inboxes", Some(&owner.token)).await.code(),
+        "account_suspended"
+    );
+    let audit = staff.audit_log(10).await.unwrap();
+    assert_eq!(
+        audit
+            .entries
+            .iter()
+            .filter(|entry| entry.action == "account.suspend")
+            .count(),
+        1
     );
 }

@@ -332,6 +332,8 @@ pub fn profile_box(worker_id: &str) -> Value {
 pub struct SmtpClient {
     reader: tokio::io::BufReader<tokio::net::tcp::OwnedReadHalf>,
     writer: tokio::net::tcp::OwnedWriteHalf,
+    /// The last line of the last reply, code included.
+    pub last_reply: String,
 }
 
 impl SmtpClient {
@@ -341,6 +343,7 @@ impl SmtpClient {
         let mut client = SmtpClient {
             reader: tokio::io::BufReader::new(read),
             writer,
+            last_reply: String::new(),
         };
         let greeting = client.reply().await;
         (client, greeting)
@@ -354,7 +357,9 @@ impl SmtpClient {
             self.reader.read_line(&mut line).await.unwrap();
             assert!(line.len() >= 4, "short reply {line:?}");
             if line.as_bytes()[3] == b' ' {
-                return line[..3].parse().unwrap();
+                let code = line[..3].parse().unwrap();
+                self.last_reply = line.trim_end().to_owned();
+                return code;
             }
         }
     }

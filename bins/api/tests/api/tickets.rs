@@ -236,6 +236,13 @@ async fn a_ticket_sealed_to_an_old_support_key_is_refused() {
             None,
             None,
             api.app.clock.now(),
+            &sealpost_support::AuditEntry {
+                actor: "operator".to_owned(),
+                action: "support.rotate_key".to_owned(),
+                target: None,
+                note: None,
+                at: api.app.clock.now(),
+            },
         )
         .await
         .unwrap();

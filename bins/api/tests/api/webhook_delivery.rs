@@ -314,6 +314,49 @@ async fn nothing_goes_out_while_the_plan_lacks_webhooks() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_suspended_account_s_webhooks_wait_and_go_out_after_the_suspension() {
+    let Setup {
+        api,
+        owner,
+        receiver,
+        ..
+    } = setup(200, json!(["inbox.created"])).await;
+    let (_, token) = api.app.services().staff.create_token("ada").await.unwrap();
+    let staff = sealpost_client::Client::new(api.app.base_url.clone())
+        .unwrap()
+        .with_token(token);
+    api.create_inbox(&owner.token, "ibx_held001").await;
+    staff
+        .set_suspended(&owner.account_id, true, "spam run")
+        .await
+        .unwrap();
+    let sender = sender(&api);
+    sender.run_once(10).await.unwrap();
+    sender.run_once(10).await.unwrap();
+    assert!(
+        receiver.requests().is_empty(),
+        "nothing goes out while suspended"
+    );
+
+    staff
+        .set_suspended(&owner.account_id, false, "appeal granted")
+        .await
+        .unwrap();
+    sender.run_once(10).await.unwrap();
+    let requests = receiver.requests();
+    assert_eq!(requests.len(), 1, "the held delivery goes out, once");
+    let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(body["payload"], json!({ "inboxId": "ibx_held001" }));
+    let log = deliveries(&api, &owner).await;
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0]["status"], "succeeded");
+    assert_eq!(
+        log[0]["attempts"], 1,
+        "no attempt was spent while suspended"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_name_resolving_to_loopback_is_refused_unless_pinned() {
     let Setup {
         api,

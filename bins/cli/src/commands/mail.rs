@@ -554,7 +554,7 @@ pub struct Outgoing {
     pub html_file: Option<PathBuf>,
 }
 
-fn read_body(path: &Path) -> Result<String> {
+pub(super) fn read_body(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
 

@@ -10,6 +10,7 @@ mod inboxes;
 mod mail;
 mod notifications;
 mod sessions;
+mod staff;
 mod teams;
 mod vault;
 
@@ -24,7 +25,8 @@ use url::Url;
 use crate::cli::{
     AddressCommand, AgentCommand, BillingCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand,
     DomainCommand, MailCommand, MembershipCommand, NotificationsCommand, PlanCommand,
-    SessionsCommand, StoredCredential, TeamCommand, TrashCommand,
+    SessionsCommand, StaffAbuseCommand, StaffCommand, StaffKeyCommand, StoredCredential,
+    TeamCommand, TrashCommand,
 };
 use crate::state::{DeviceState, StateDir, StoredSession};
 
@@ -208,6 +210,39 @@ pub async fn run(cli: Cli) -> Result<()> {
                 notifications::mute(&ctx, &address, false).await
             }
         },
+        Command::Staff(args) => {
+            let keys = staff::key_file(&ctx, args.key_file.as_deref())?;
+            match args.command {
+                StaffCommand::Key(StaffKeyCommand::Init) => staff::key_init(&keys),
+                StaffCommand::Key(StaffKeyCommand::Show) => staff::key_show(&ctx, &keys).await,
+                StaffCommand::Key(StaffKeyCommand::Rotate) => staff::key_rotate(&ctx, &keys).await,
+                StaffCommand::Tickets { status } => staff::tickets(&ctx, &keys, status).await,
+                StaffCommand::Show { id } => staff::show(&ctx, &keys, &id).await,
+                StaffCommand::Reply {
+                    id,
+                    text,
+                    text_file,
+                } => staff::reply(&ctx, &keys, &id, text, text_file).await,
+                StaffCommand::Resolve { id } => staff::resolve(&ctx, &id).await,
+                StaffCommand::Abuse(StaffAbuseCommand::List { status }) => {
+                    staff::abuse_list(&ctx, status).await
+                }
+                StaffCommand::Abuse(StaffAbuseCommand::Resolve { id, resolution }) => {
+                    staff::abuse_resolve(&ctx, &id, &resolution).await
+                }
+                StaffCommand::Suspend { account, reason } => {
+                    staff::set_suspended(&ctx, &account, true, &reason).await
+                }
+                StaffCommand::Unsuspend { account, reason } => {
+                    staff::set_suspended(&ctx, &account, false, &reason).await
+                }
+                StaffCommand::Switches {
+                    support,
+                    new_webhooks,
+                } => staff::switches(&ctx, support.as_deref(), new_webhooks.as_deref()).await,
+                StaffCommand::Audit { limit } => staff::audit(&ctx, limit).await,
+            }
+        }
         Command::Mail(args) => {
             let device = args.device;
             match args.command {

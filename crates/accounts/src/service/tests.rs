@@ -273,26 +273,46 @@ async fn authenticate_tells_live_expired_unknown_and_device_tokens_apart() {
     let worker = DeviceId::parse("wkr_phone01").unwrap();
     let mut repo = MockAccountRepository::new();
     let (live_copy, expired_copy, worker_copy) = (live.clone(), expired.clone(), worker.clone());
+    let found = |bearer, suspended| Some(FoundBearer { bearer, suspended });
     repo.expect_bearer().returning(move |hash| {
         Ok(match hash {
-            h if h == sha256(token("live").as_bytes()) => Some(Bearer::Session(live_copy.clone())),
-            h if h == sha256(token("expd").as_bytes()) => {
-                Some(Bearer::Session(expired_copy.clone()))
+            h if h == sha256(token("live").as_bytes()) => {
+                found(Bearer::Session(live_copy.clone()), false)
             }
-            h if h == sha256(token("dev-").as_bytes()) => Some(Bearer::Device {
-                account_id: account_id(),
-                device_id: worker_copy.clone(),
-            }),
+            h if h == sha256(token("susp").as_bytes()) => {
+                found(Bearer::Session(live_copy.clone()), true)
+            }
+            h if h == sha256(token("expd").as_bytes()) => {
+                found(Bearer::Session(expired_copy.clone()), true)
+            }
+            h if h == sha256(token("dev-").as_bytes()) => found(
+                Bearer::Device {
+                    account_id: account_id(),
+                    device_id: worker_copy.clone(),
+                },
+                false,
+            ),
             _ => None,
         })
     });
     let accounts = service(repo, &clock);
 
+    let session_caller = Caller::Session {
+        account: account_id(),
+        session: live.id,
+    };
     assert_eq!(
         accounts.authenticate(&token("live")).await.unwrap(),
-        Caller::Session {
-            account: account_id(),
-            session: live.id
+        Authentication {
+            caller: session_caller.clone(),
+            suspended: false
+        }
+    );
+    assert_eq!(
+        accounts.authenticate(&token("susp")).await.unwrap(),
+        Authentication {
+            caller: session_caller,
+            suspended: true
         }
     );
     assert!(matches!(
@@ -300,15 +320,16 @@ async fn authenticate_tells_live_expired_unknown_and_device_tokens_apart() {
         Err(AccountError::SessionExpired)
     ));
     let device = accounts.authenticate(&token("dev-")).await.unwrap();
+    assert!(!device.suspended);
     assert_eq!(
-        device,
+        device.caller,
         Caller::Device {
             account: account_id(),
             device: worker
         }
     );
     assert!(matches!(
-        device.session(),
+        device.caller.session(),
         Err(AccountError::SessionRequired)
     ));
     assert!(matches!(

@@ -10,7 +10,7 @@ use sealpost_support::{BoxPair, NewMessage, NewTicket, PublicKey, Ticket, Ticket
 use sealpost_wire as wire;
 use serde_json::Value;
 
-use crate::auth::SessionCaller;
+use crate::auth::SupportCaller;
 use crate::error::{ApiError, check_box_field};
 use crate::json::Json;
 use crate::state::AppState;
@@ -93,7 +93,7 @@ async fn current_key(state: &AppState) -> Result<Option<String>, ApiError> {
 #[get("/support")]
 pub async fn overview(
     state: Data<AppState>,
-    caller: SessionCaller,
+    caller: SupportCaller,
 ) -> Result<HttpResponse, ApiError> {
     let overview = state.support.overview(&caller.account).await?;
     Ok(HttpResponse::Ok().json(wire::SupportOverview {
@@ -120,7 +120,7 @@ pub async fn overview(
 #[post("/support/tickets")]
 pub async fn create(
     state: Data<AppState>,
-    caller: SessionCaller,
+    caller: SupportCaller,
     Json(body): Json<wire::CreateTicketRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let ticket = NewTicket {
@@ -162,7 +162,7 @@ pub async fn create(
 #[get("/support/tickets/{id}")]
 pub async fn get_one(
     state: Data<AppState>,
-    caller: SessionCaller,
+    caller: SupportCaller,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = ticket_path(&id)?;
@@ -191,7 +191,7 @@ pub async fn get_one(
 #[post("/support/tickets/{id}/messages")]
 pub async fn add_message(
     state: Data<AppState>,
-    caller: SessionCaller,
+    caller: SupportCaller,
     id: Path<String>,
     Json(body): Json<wire::TicketMessageRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -215,7 +215,7 @@ pub async fn add_message(
 #[post("/support/tickets/{id}/close")]
 pub async fn close(
     state: Data<AppState>,
-    caller: SessionCaller,
+    caller: SupportCaller,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = ticket_path(&id)?;
@@ -236,7 +236,7 @@ pub async fn close(
 #[post("/support/tickets/{id}/reopen")]
 pub async fn reopen(
     state: Data<AppState>,
-    caller: SessionCaller,
+    caller: SupportCaller,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = ticket_path(&id)?;
@@ -257,7 +257,7 @@ pub async fn reopen(
 #[post("/support/key")]
 pub async fn bind_key(
     state: Data<AppState>,
-    caller: SessionCaller,
+    caller: SupportCaller,
     Json(body): Json<wire::SupportKeyRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let account_key = key("accountKey", &body.account_key)?;
