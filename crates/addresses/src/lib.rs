@@ -17,6 +17,8 @@ const RANDOM_NAME_LEN: usize = 10;
 const MAX_PREFIX_LEN: usize = 40;
 /// Attempts at a random name that nobody holds or held.
 const NAME_ATTEMPTS: usize = 5;
+/// Attempts at a creation whose plan changed under it.
+const PLAN_ATTEMPTS: usize = 3;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Address {
@@ -87,6 +89,9 @@ pub enum CreateOutcome {
     /// The name is live or retired.
     AddressTaken,
     LimitReached,
+    /// The account's plan is no longer the one the request was decided on:
+    /// decide again on this one.
+    PlanChanged(PlanId),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,11 +107,13 @@ pub enum AssignOutcome {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait AddressRepository: Send + Sync {
-    /// Inserts unless the id was ever used, the name is live or retired, or the
+    /// Inserts unless the account's plan (read under the account's lock) is
+    /// not `plan`, the id was ever used, the name is live or retired, or the
     /// account already holds `max_addresses`.
     async fn create(
         &self,
         address: Address,
+        plan: PlanId,
         max_addresses: u32,
         records: Records,
     ) -> Result<CreateOutcome, StoreError>;
@@ -217,10 +224,31 @@ impl Addresses {
         plan: PlanId,
         input: NewAddress,
     ) -> Result<Address, AddressError> {
+        let mut plan = plan;
+        for _ in 0..PLAN_ATTEMPTS {
+            match self.create_on_plan(account, plan, &input).await? {
+                Ok(address) => return Ok(address),
+                // Decided again on the plan the account holds now.
+                Err(current) => plan = current,
+            }
+        }
+        Err(AddressError::Store(StoreError::Unavailable(
+            "the plan kept changing; retry".into(),
+        )))
+    }
+
+    /// [`Addresses::create`] on `plan`; `Err(current)` when the store found
+    /// the account on another plan under its lock.
+    async fn create_on_plan(
+        &self,
+        account: &AccountId,
+        plan: PlanId,
+        input: &NewAddress,
+    ) -> Result<Result<Address, PlanId>, AddressError> {
         let limits = sealpost_plans::plan(plan);
         let id = input.id.clone().ok_or_else(|| invalid("id", "required"))?;
         let retention_days = retention(input.retention_days)?;
-        let name = self.requested_name(&input)?;
+        let name = self.requested_name(input)?;
         let field = if input.email_address.is_some() {
             "emailAddress"
         } else {
@@ -255,10 +283,10 @@ impl Addresses {
             records.address_created(account, &id, now);
             match self
                 .repo
-                .create(address.clone(), limits.addresses, records)
+                .create(address.clone(), plan, limits.addresses, records)
                 .await?
             {
-                CreateOutcome::Created => return Ok(address),
+                CreateOutcome::Created => return Ok(Ok(address)),
                 CreateOutcome::IdTaken => return Err(AddressError::IdTaken),
                 CreateOutcome::LimitReached => {
                     return Err(LimitError::AllocationExhausted {
@@ -270,6 +298,7 @@ impl Addresses {
                     return Err(AddressError::AddressTaken);
                 }
                 CreateOutcome::AddressTaken => continue,
+                CreateOutcome::PlanChanged(current) => return Ok(Err(current)),
             }
         }
         Err(AddressError::AddressTaken)
