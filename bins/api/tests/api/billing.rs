@@ -768,7 +768,7 @@ async fn refund_due(api: &Api, payment: &str) -> Option<bool> {
         .load(&mut conn)
         .await
         .unwrap();
-    rows.first().map(|row| row.refund_due)
+    rows.as_slice().first().map(|row| row.refund_due)
 }
 
 #[tokio::test(flavor = "multi_thread")]
