@@ -146,11 +146,10 @@ async fn drive(label: &str, make: MakeRequest) -> Result<Figures> {
     for _ in 0..CONCURRENCY {
         let next = next.clone();
         let make = make.clone();
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(1)
+            .build()?;
         workers.push(tokio::spawn(async move {
-            let client = reqwest::Client::builder()
-                .pool_max_idle_per_host(1)
-                .build()
-                .expect("a plain HTTP client");
             let mut latencies = Vec::new();
             let mut errors = 0;
             loop {
