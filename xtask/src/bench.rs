@@ -534,12 +534,14 @@ async fn wait_smtp(addr: SocketAddr) -> Result<()> {
     }
 }
 
-/// Registers an account over HTTP, moves it to Enterprise (enough allowance),
-/// and creates one address per workload with a key; returns the addresses.
-async fn set_up_account(base: &str, database_url: &str) -> Result<Vec<String>> {
+/// Registers an account over HTTP and moves it to Enterprise (enough
+/// allowance); returns its keys and session token.
+pub async fn register_enterprise(
+    base: &str,
+    database_url: &str,
+) -> Result<(sealpost_seal::AccountKeys, String)> {
     let keys = RecoveryPhrase::generate().keys();
-    let http = reqwest::Client::new();
-    let registered: Value = http
+    let registered: Value = reqwest::Client::new()
         .post(format!("{base}/accounts"))
         .json(&json!({
             "accountId": keys.account_id(),
@@ -554,14 +556,23 @@ async fn set_up_account(base: &str, database_url: &str) -> Result<Vec<String>> {
         .await?;
     let token = registered["token"]
         .as_str()
-        .ok_or_else(|| anyhow!("no token in {registered}"))?;
-
+        .ok_or_else(|| anyhow!("no token in {registered}"))?
+        .to_owned();
     let mut conn = AsyncPgConnection::establish(database_url).await?;
     diesel::sql_query("UPDATE accounts SET plan_id = 'enterprise' WHERE id = $1")
         .bind::<diesel::sql_types::Text, _>(keys.account_id())
         .execute(&mut conn)
         .await
         .context("moving the bench account to Enterprise")?;
+    Ok((keys, token))
+}
+
+/// An Enterprise account with one address per workload, each with a key;
+/// returns the addresses.
+async fn set_up_account(base: &str, database_url: &str) -> Result<Vec<String>> {
+    let (keys, token) = register_enterprise(base, database_url).await?;
+    let token = token.as_str();
+    let http = reqwest::Client::new();
 
     let mut addresses = Vec::new();
     for workload in &WORKLOADS {

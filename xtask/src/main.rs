@@ -4,6 +4,7 @@
 
 mod api_check;
 mod bench;
+mod bench_api;
 mod bench_webhooks;
 mod postgres;
 mod seed;
@@ -87,6 +88,10 @@ enum Bench {
     /// 10,000 events to 10 local HTTPS receivers through the API's sender:
     /// deliveries/s and event-to-delivery latency, also with two failing receivers.
     Webhooks,
+    /// A bounded loopback load on a few API endpoints (lists, one message,
+    /// usage, address creation): req/s and p50/p99, also as ratios to
+    /// `GET /plans` in the same run.
+    Api,
 }
 
 fn main() -> ExitCode {
@@ -136,30 +141,52 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::Bench {
             what: Bench::Webhooks,
         } => {
-            // The sender runs in this process: measure an optimised build.
-            if cfg!(debug_assertions) {
-                eprintln!("xtask: building and running the webhook benchmark in release mode");
-                let root = postgres::workspace_root();
-                let status = cargo(&root)
-                    .args([
-                        "run",
-                        "--quiet",
-                        "--release",
-                        "-p",
-                        "xtask",
-                        "--",
-                        "bench",
-                        "webhooks",
-                    ])
-                    .status()
-                    .context("running the release build")?;
-                return Ok(exit_code(status));
+            if let Some(code) = in_release(&["bench", "webhooks"], &[])? {
+                return Ok(code);
             }
             let server = postgres::ensure_server()?;
             runtime.block_on(bench_webhooks::run(&server))?;
             Ok(ExitCode::SUCCESS)
         }
+        Task::Bench { what: Bench::Api } => {
+            // The test kit makes the bench's database on this server.
+            let server = postgres::ensure_server()?;
+            let server = server.trim_end_matches('/');
+            if let Some(code) =
+                in_release(&["bench", "api"], &[("SEALPOST_TEST_DATABASE_URL", server)])?
+            {
+                return Ok(code);
+            }
+            anyhow::ensure!(
+                sealpost_testkit::server_url() == server,
+                "set SEALPOST_TEST_DATABASE_URL={server} (the test kit makes the bench database there)"
+            );
+            runtime.block_on(bench_api::run())?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// A benchmark that runs the service in this process measures an optimised
+/// build: from a debug build, runs `task` again in release mode and answers
+/// its exit code (`env` added to its environment); `None` when this is the
+/// release build.
+fn in_release(task: &[&str], env: &[(&str, &str)]) -> Result<Option<ExitCode>> {
+    if !cfg!(debug_assertions) {
+        return Ok(None);
+    }
+    eprintln!(
+        "xtask: building and running `{}` in release mode",
+        task.join(" ")
+    );
+    let root = postgres::workspace_root();
+    let status = cargo(&root)
+        .args(["run", "--quiet", "--release", "-p", "xtask", "--"])
+        .args(task)
+        .envs(env.iter().copied())
+        .status()
+        .context("running the release build")?;
+    Ok(Some(exit_code(status)))
 }
 
 /// Creates and migrates `DATABASE_URL` or `<server>/sealpost_dev`; returns its URL.

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use sealpost_activity::Records;
-use sealpost_kernel::{AccountId, AddressId, DeviceId, StoreError, Timestamp};
+use sealpost_kernel::{AccountId, AddressId, DeviceId, PlanId, StoreError, Timestamp};
 use sealpost_seal::SealedBox;
 
 use crate::model::{Address, OwnDomainState};
@@ -14,6 +14,9 @@ pub enum CreateOutcome {
     /// The name is live or retired.
     AddressTaken,
     LimitReached,
+    /// The account's plan is no longer the one the request was decided on:
+    /// decide again on this one.
+    PlanChanged(PlanId),
     /// The own domain was removed (or stopped being live) since it was checked.
     DomainGone,
 }
@@ -31,13 +34,15 @@ pub enum AssignOutcome {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait AddressRepository: Send + Sync {
-    /// Inserts unless the id was ever used, the name is live or retired, the
+    /// Inserts unless the account's plan (read under the account's lock) is
+    /// not `plan`, the id was ever used, the name is live or retired, the
     /// account already holds `max_addresses`, or (`on_own_domain`) the
     /// account's own domain is no longer live: checked under the lock its
     /// removal takes, so a domain and an address on it never race.
     async fn create(
         &self,
         address: Address,
+        plan: PlanId,
         on_own_domain: bool,
         max_addresses: u32,
         records: Records,

@@ -17,6 +17,8 @@ use crate::repository::{AddressRepository, AssignOutcome, CreateOutcome, OwnDoma
 
 /// Attempts at a random name that nobody holds or held.
 const NAME_ATTEMPTS: usize = 5;
+/// Attempts at a creation whose plan changed under it.
+const PLAN_ATTEMPTS: usize = 3;
 
 #[derive(Clone)]
 pub struct Addresses {
@@ -57,10 +59,31 @@ impl Addresses {
         plan: PlanId,
         input: NewAddress,
     ) -> Result<Address, AddressError> {
+        let mut plan = plan;
+        for _ in 0..PLAN_ATTEMPTS {
+            match self.create_on_plan(account, plan, &input).await? {
+                Ok(address) => return Ok(address),
+                // Decided again on the plan the account holds now.
+                Err(current) => plan = current,
+            }
+        }
+        Err(AddressError::Store(StoreError::Unavailable(
+            "the plan kept changing; retry".into(),
+        )))
+    }
+
+    /// [`Addresses::create`] on `plan`; `Err(current)` when the store found
+    /// the account on another plan under its lock.
+    async fn create_on_plan(
+        &self,
+        account: &AccountId,
+        plan: PlanId,
+        input: &NewAddress,
+    ) -> Result<Result<Address, PlanId>, AddressError> {
         let limits = sealpost_plans::plan(plan);
         let id = input.id.clone().ok_or_else(|| invalid("id", "required"))?;
         let retention_days = retention(input.retention_days)?;
-        let name = self.requested_name(&input)?;
+        let name = self.requested_name(input)?;
         let field = if input.email_address.is_some() {
             "emailAddress"
         } else {
@@ -96,10 +119,16 @@ impl Addresses {
             let on_own_domain = !self.domains.contains(&address.domain);
             match self
                 .repo
-                .create(address.clone(), on_own_domain, limits.addresses, records)
+                .create(
+                    address.clone(),
+                    plan,
+                    on_own_domain,
+                    limits.addresses,
+                    records,
+                )
                 .await?
             {
-                CreateOutcome::Created => return Ok(address),
+                CreateOutcome::Created => return Ok(Ok(address)),
                 CreateOutcome::IdTaken => return Err(AddressError::IdTaken),
                 CreateOutcome::LimitReached => {
                     return Err(LimitError::AllocationExhausted {
@@ -111,6 +140,7 @@ impl Addresses {
                     return Err(AddressError::AddressTaken);
                 }
                 CreateOutcome::AddressTaken => continue,
+                CreateOutcome::PlanChanged(current) => return Ok(Err(current)),
                 CreateOutcome::DomainGone => {
                     return Err(invalid(
                         field,

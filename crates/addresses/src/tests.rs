@@ -28,10 +28,10 @@ fn input(id: &str) -> NewAddress {
 async fn a_prefix_gets_a_random_ending_and_defaults_apply() {
     let mut repo = MockAddressRepository::new();
     repo.expect_create()
-        .withf(|_, on_own_domain, max, records| {
-            !*on_own_domain && *max == 3 && records.events.len() == 1
+        .withf(|_, plan, on_own_domain, max, records| {
+            *plan == PlanId::Free && !*on_own_domain && *max == 3 && records.events.len() == 1
         })
-        .returning(|_, _, _, _| Ok(CreateOutcome::Created));
+        .returning(|_, _, _, _, _| Ok(CreateOutcome::Created));
     let mut new = input("ibx_shop01");
     new.prefix = Some("Shop".into());
     let address = service(repo)
@@ -67,7 +67,7 @@ async fn exact_names_need_scale() {
 async fn an_exact_name_that_is_taken_is_address_taken_but_a_random_one_retries() {
     let mut repo = MockAddressRepository::new();
     repo.expect_create()
-        .returning(|_, _, _, _| Ok(CreateOutcome::AddressTaken));
+        .returning(|_, _, _, _, _| Ok(CreateOutcome::AddressTaken));
     let mut new = input("ibx_exact1");
     new.email_address = Some("Hello@Mail.Localhost".into());
     new.domain = None;
@@ -77,7 +77,7 @@ async fn an_exact_name_that_is_taken_is_address_taken_but_a_random_one_retries()
     let mut repo = MockAddressRepository::new();
     let attempts = Arc::new(Mutex::new(Vec::new()));
     let seen = attempts.clone();
-    repo.expect_create().returning(move |address, _, _, _| {
+    repo.expect_create().returning(move |address, _, _, _, _| {
         let mut seen = seen.lock().unwrap();
         seen.push(address.email_address);
         Ok(if seen.len() < 3 {
@@ -93,11 +93,54 @@ async fn an_exact_name_that_is_taken_is_address_taken_but_a_random_one_retries()
     assert_eq!(attempts.lock().unwrap().len(), 3);
 }
 
+/// The plan the store finds under the account's lock wins: a request
+/// decided on Operator is decided again on Free, with Free's limit.
+#[tokio::test]
+async fn a_plan_changed_under_the_lock_is_decided_again_on_the_new_plan() {
+    let mut repo = MockAddressRepository::new();
+    let mut order = mockall::Sequence::new();
+    repo.expect_create()
+        .withf(|_, plan, _, max, _| *plan == PlanId::Operator && *max == 100)
+        .times(1)
+        .in_sequence(&mut order)
+        .returning(|_, _, _, _, _| Ok(CreateOutcome::PlanChanged(PlanId::Free)));
+    repo.expect_create()
+        .withf(|_, plan, _, max, _| *plan == PlanId::Free && *max == 3)
+        .times(1)
+        .in_sequence(&mut order)
+        .returning(|_, _, _, _, _| Ok(CreateOutcome::LimitReached));
+    let result = service(repo)
+        .create(&account(), PlanId::Operator, input("ibx_four04"))
+        .await;
+    assert!(matches!(
+        result,
+        Err(AddressError::Limit(LimitError::AllocationExhausted {
+            limit: 3
+        }))
+    ));
+}
+
+#[tokio::test]
+async fn an_exact_name_decided_on_scale_is_refused_when_the_plan_became_operator() {
+    let mut repo = MockAddressRepository::new();
+    repo.expect_create()
+        .withf(|_, plan, _, _, _| *plan == PlanId::Scale)
+        .times(1)
+        .returning(|_, _, _, _, _| Ok(CreateOutcome::PlanChanged(PlanId::Operator)));
+    let mut new = input("ibx_exact1");
+    new.local_part = Some("hello".into());
+    let result = service(repo).create(&account(), PlanId::Scale, new).await;
+    assert!(matches!(
+        result,
+        Err(AddressError::Limit(LimitError::CustomAddressNeedsScale))
+    ));
+}
+
 #[tokio::test]
 async fn the_plan_limit_is_allocation_exhausted() {
     let mut repo = MockAddressRepository::new();
     repo.expect_create()
-        .returning(|_, _, _, _| Ok(CreateOutcome::LimitReached));
+        .returning(|_, _, _, _, _| Ok(CreateOutcome::LimitReached));
     let result = service(repo)
         .create(&account(), PlanId::Free, input("ibx_four04"))
         .await;
@@ -226,13 +269,13 @@ fn on_own_domain(id: &str) -> NewAddress {
 async fn addresses_are_made_on_a_live_own_domain() {
     let mut repo = MockAddressRepository::new();
     repo.expect_create()
-        .withf(|address, on_own_domain, _, _| {
+        .withf(|address, _, on_own_domain, _, _| {
             address.email_address == "hello@example.com"
                 && address.domain == "example.com"
                 && *on_own_domain
         })
         .times(1)
-        .returning(|_, _, _, _| Ok(CreateOutcome::Created));
+        .returning(|_, _, _, _, _| Ok(CreateOutcome::Created));
     let live = OwnDomainState {
         live: true,
         plan_lost_at: None,

@@ -164,7 +164,9 @@ fn serve_http(
         abuse_limiter: abuse_limiter.clone(),
     };
     let addr = listener.local_addr().context("reading the bound address")?;
-    let server = sealpost_http_api::serve(listener, state, workers)?;
+    let tls = config.tls.as_ref().map(server_tls).transpose()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let server = sealpost_http_api::serve(listener, state, workers, tls)?;
     let handle = server.handle();
     let serving = tokio::spawn(server);
     // Per process, whoever runs the sweeps: the limiter lives in memory.
@@ -176,13 +178,37 @@ fn serve_http(
             abuse_limiter.forget_idle();
         }
     });
-    tracing::info!(%addr, "serving the API");
+    tracing::info!(%addr, scheme, "serving the API");
     Ok(Http {
         addr,
         server: handle,
         serving,
         forgetting,
     })
+}
+
+/// The API's TLS: the certificate chain and private key of
+/// `SEALPOST_TLS_CERT` / `SEALPOST_TLS_KEY` (PEM), rustls with *ring*,
+/// TLS 1.2 and 1.3.
+fn server_tls(files: &sealpost_config::TlsFiles) -> anyhow::Result<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain = CertificateDer::pem_file_iter(&files.cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .with_context(|| format!("reading SEALPOST_TLS_CERT {}", files.cert.display()))?;
+    anyhow::ensure!(
+        !chain.is_empty(),
+        "SEALPOST_TLS_CERT {} holds no PEM certificate",
+        files.cert.display()
+    );
+    let key = PrivateKeyDer::from_pem_file(&files.key)
+        .with_context(|| format!("reading SEALPOST_TLS_KEY {}", files.key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .context("SEALPOST_TLS_KEY does not match SEALPOST_TLS_CERT")
 }
 
 /// The shared mail domains and the API's own public host: a webhook URL

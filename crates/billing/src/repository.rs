@@ -37,6 +37,18 @@ pub struct PlanPurchase {
     pub records: Records,
 }
 
+/// A paid payment kept as a credit, its refund due ([`settles_as_credit`]):
+/// the account keeps its plan, period and everything it holds.
+///
+/// [`settles_as_credit`]: crate::settles_as_credit
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Credit {
+    /// Guards: the account must still be on this plan with this period end,
+    /// and not paused.
+    pub plan: PlanId,
+    pub paid_until: Timestamp,
+}
+
 /// A payment's new state and, when paid, what it buys: one transaction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settlement {
@@ -47,6 +59,8 @@ pub struct Settlement {
     pub to: PaymentStatus,
     pub at: Timestamp,
     pub purchase: Option<PlanPurchase>,
+    /// Paid, but buying nothing: recorded with its refund due.
+    pub credit: Option<Credit>,
     /// The payment's push notice (paid or failed).
     pub records: Records,
 }

@@ -17,6 +17,10 @@
 //!   of order, or a cheaper plan paid while paused). Held mail of released
 //!   addresses is listed and fires `message.received` at release. What stays
 //!   paused keeps (or starts) a pause with `planId` null.
+//! - A payment for a plan cheaper than the one whose paid period is running
+//!   (an expired crypto invoice confirmed after an upgrade) buys nothing: the
+//!   plan, its period and every address and device stay as they are, and
+//!   the payment is kept as a credit with its refund due.
 
 use chrono::TimeDelta;
 use sealpost_kernel::{PlanId, Timestamp};
@@ -77,4 +81,17 @@ pub fn has_lapsed(subscriber: &Subscriber, now: Timestamp) -> bool {
     subscriber.pause.is_none_or(|pause| pause.plan.is_none())
         && plan(subscriber.plan).sold_through_checkout()
         && subscriber.paid_until.is_some_and(|until| until <= now)
+}
+
+/// Whether a payment for `paid_plan` settling at `now` is a credit rather
+/// than a purchase: the account is on a dearer plan whose paid period runs
+/// past `now`, with nothing paused. Applying it would end that period early
+/// and pause what the cheaper plan cannot hold, for a checkout the payer
+/// overtook (docs/api.md, Billing). A cheaper plan is chosen with
+/// `POST /subscription/plan`, which keeps the period paid for.
+pub fn settles_as_credit(subscriber: &Subscriber, paid_plan: PlanId, now: Timestamp) -> bool {
+    let price = |id: PlanId| plan(id).price_cents.unwrap_or(u32::MAX);
+    subscriber.pause.is_none()
+        && subscriber.paid_until.is_some_and(|until| until > now)
+        && price(paid_plan) < price(subscriber.plan)
 }

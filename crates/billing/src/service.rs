@@ -231,9 +231,9 @@ impl Billing {
                 return Ok(Settled::Unchanged);
             };
             let now = self.clock.now();
-            let purchase = match to {
-                PaymentStatus::Paid => Some(self.purchase(&payment).await?),
-                _ => None,
+            let (purchase, credit) = match to {
+                PaymentStatus::Paid => self.purchase(&payment).await?,
+                _ => (None, None),
             };
             let settlement = Settlement {
                 payment: payment.id.clone(),
@@ -242,6 +242,7 @@ impl Billing {
                 to,
                 at: now,
                 purchase,
+                credit,
                 records: Records::notice(sealpost_activity::Notice::payment_settled(
                     &payment.account,
                     &payment.id,
@@ -260,16 +261,29 @@ impl Billing {
         Err(StoreError::Unavailable("the payment kept changing; retry".into()).into())
     }
 
-    /// What paying `payment` buys, on the account as it is now.
-    async fn purchase(&self, payment: &Payment) -> Result<PlanPurchase, BillingError> {
+    /// What paying `payment` buys, on the account as it is now: a plan, or
+    /// nothing but a credit when a dearer plan's paid period runs.
+    async fn purchase(
+        &self,
+        payment: &Payment,
+    ) -> Result<(Option<PlanPurchase>, Option<Credit>), BillingError> {
         let subscriber = self.subscriber(&payment.account).await?;
         let now = self.clock.now();
+        if settles_as_credit(&subscriber, payment.plan, now)
+            && let Some(paid_until) = subscriber.paid_until
+        {
+            let credit = Credit {
+                plan: subscriber.plan,
+                paid_until,
+            };
+            return Ok((None, Some(credit)));
+        }
         let limits = plan(payment.plan);
         let mut records = Records::new();
         if subscriber.plan != payment.plan {
             records.subscription_updated(&payment.account, payment.plan, now);
         }
-        Ok(PlanPurchase {
+        let purchase = PlanPurchase {
             from_plan: subscriber.plan,
             from_paid_until: subscriber.paid_until,
             was_paused: subscriber.pause.is_some(),
@@ -281,7 +295,8 @@ impl Billing {
             },
             deletes_at: now + PAUSE_DELETES_AFTER,
             records,
-        })
+        };
+        Ok((Some(purchase), None))
     }
 
     /// Pauses every account whose paid period ended unpaid. One account's

@@ -99,6 +99,32 @@ fn renewing_while_part_of_the_account_stays_paused_still_adds_to_the_period() {
 }
 
 #[test]
+fn only_a_cheaper_plan_paid_while_a_dearer_period_runs_is_a_credit() {
+    let now = at(NOW);
+    let scale_running = paid(PlanId::Scale, "2026-12-20T00:00:00Z");
+    assert!(settles_as_credit(&scale_running, PlanId::Operator, now));
+    // The same plan renews, a dearer one upgrades.
+    assert!(!settles_as_credit(&scale_running, PlanId::Scale, now));
+    assert!(!settles_as_credit(&scale_running, PlanId::Fleet, now));
+    // No running period: the period ended, Free, or paused after a lapse.
+    let ended = paid(PlanId::Scale, "2026-11-22T12:00:00Z");
+    assert!(!settles_as_credit(&ended, PlanId::Operator, now));
+    assert!(!settles_as_credit(&on(PlanId::Free), PlanId::Operator, now));
+    assert!(!settles_as_credit(
+        &paused(PlanId::Scale),
+        PlanId::Operator,
+        now
+    ));
+    let mut part_paused = scale_running;
+    part_paused.pause = Some(PauseState {
+        plan: None,
+        since: at("2026-11-20T00:00:00Z"),
+        deletes_at: at("2026-12-11T00:00:00Z"),
+    });
+    assert!(!settles_as_credit(&part_paused, PlanId::Operator, now));
+}
+
+#[test]
 fn any_other_payment_starts_a_thirty_day_period_at_the_paid_date() {
     let now = at(NOW);
     let thirty_on = at("2026-12-22T12:00:00Z");
@@ -408,6 +434,47 @@ async fn a_paid_notice_changes_the_plan_with_subscription_updated_in_one_settlem
         json!({ "planId": "scale" })
     );
     assert_eq!(purchase.records.activity.len(), 1);
+}
+
+/// An expired Operator invoice confirmed after the account paid for Scale:
+/// paid, a credit with its refund due, and nothing of the plan touched.
+#[tokio::test]
+async fn a_cheaper_payment_settling_after_an_upgrade_is_a_credit_not_a_downgrade() {
+    let mut parts = parts();
+    parts.answer_payment(PlanId::Operator, PaymentStatus::Failed);
+    parts.answer_subscriber(paid(PlanId::Scale, "2026-12-20T00:00:00Z"));
+    let written = Arc::new(Mutex::new(None));
+    let slot = written.clone();
+    parts
+        .repo
+        .expect_settle()
+        .times(1)
+        .returning(move |settlement| {
+            *slot.lock().unwrap() = Some(settlement);
+            Ok(Applied::Done)
+        });
+    let settled = billing(parts, NOW)
+        .settle(ProviderId::Stripe, &paid_notice())
+        .await
+        .unwrap();
+    assert!(matches!(settled, Settled::Changed(ref p) if p.status == PaymentStatus::Paid));
+    let settlement = written.lock().unwrap().take().unwrap();
+    assert_eq!(
+        (settlement.from, settlement.to),
+        (PaymentStatus::Failed, PaymentStatus::Paid)
+    );
+    assert_eq!(settlement.purchase, None, "no plan, period or fit change");
+    assert_eq!(
+        settlement.credit,
+        Some(Credit {
+            plan: PlanId::Scale,
+            paid_until: at("2026-12-20T00:00:00Z"),
+        })
+    );
+    assert!(
+        settlement.records.events.is_empty(),
+        "no subscription.updated"
+    );
 }
 
 #[tokio::test]

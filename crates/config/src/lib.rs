@@ -36,6 +36,16 @@ pub const VARIABLES: &[Variable] = &[
         meaning: "Comma list of reverse proxies (CIDR or single addresses) whose `Forwarded` / `X-Forwarded-For` headers are believed; the right-most hop that is not one of them is the client the limits and logs use.",
     },
     Variable {
+        name: "SEALPOST_TLS_CERT",
+        default: "(none: plain HTTP behind a TLS proxy)",
+        meaning: "PEM file of the API's certificate chain (leaf first). Set with `SEALPOST_TLS_KEY`, the API serves HTTPS only (rustls, TLS 1.2 and 1.3) on `SEALPOST_HTTP_ADDR`; one without the other stops start-up.",
+    },
+    Variable {
+        name: "SEALPOST_TLS_KEY",
+        default: "(none)",
+        meaning: "PEM file of the private key of `SEALPOST_TLS_CERT` (PKCS#8, PKCS#1 or SEC1).",
+    },
+    Variable {
         name: "SEALPOST_PUBLIC_URL",
         default: "http://<SEALPOST_HTTP_ADDR>",
         meaning: "Where people reach the API; the sandbox checkout page and the payment providers' return pages live under it.",
@@ -292,6 +302,8 @@ pub struct Config {
     pub webhook_ca_file: Option<PathBuf>,
     /// Proxies whose forwarding headers name the client (`SEALPOST_TRUSTED_PROXIES`).
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// The API's own TLS (`SEALPOST_TLS_CERT` and `SEALPOST_TLS_KEY`): HTTPS only when set.
+    pub tls: Option<TlsFiles>,
     /// Where people reach the service (`SEALPOST_PUBLIC_URL`, default
     /// `http://<SEALPOST_HTTP_ADDR>`): the sandbox checkout page and the
     /// providers' return pages are under it.
@@ -440,6 +452,14 @@ impl std::fmt::Debug for BtcpayKeys {
             .field("store_id", &self.store_id)
             .finish_non_exhaustive()
     }
+}
+
+/// The PEM files of the API's own TLS.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain, leaf first.
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -637,9 +657,17 @@ impl Config {
                 })
             })
             .transpose()?;
+        let tls =
+            all_or_none(&get, &["SEALPOST_TLS_CERT", "SEALPOST_TLS_KEY"])?.map(|[cert, key]| {
+                TlsFiles {
+                    cert: PathBuf::from(cert),
+                    key: PathBuf::from(key),
+                }
+            });
         Ok(Self {
             server_keys,
             trusted_proxies,
+            tls,
             public_url: get("SEALPOST_PUBLIC_URL")
                 .map(|url| url.trim_end_matches('/').to_owned())
                 .unwrap_or_else(|| format!("http://{http_addr}")),
@@ -985,6 +1013,38 @@ mod tests {
             Some(PathBuf::from("/etc/sealpost/dkim.pem"))
         );
         assert_eq!(config.dkim_selector, "mail2026");
+    }
+
+    #[test]
+    fn the_api_tls_takes_a_certificate_and_a_key_together() {
+        let config = Config::from_vars(&HashMap::new()).unwrap();
+        assert_eq!(config.tls, None);
+        let config = Config::from_vars(&vars(&[
+            ("SEALPOST_TLS_CERT", "/etc/sealpost/api.crt"),
+            ("SEALPOST_TLS_KEY", "/etc/sealpost/api.key"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            config.tls,
+            Some(TlsFiles {
+                cert: "/etc/sealpost/api.crt".into(),
+                key: "/etc/sealpost/api.key".into(),
+            })
+        );
+        let error = Config::from_vars(&vars(&[("SEALPOST_TLS_CERT", "/etc/sealpost/api.crt")]))
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "SEALPOST_TLS_KEY is not valid: needed together with SEALPOST_TLS_CERT, SEALPOST_TLS_KEY"
+        );
+        let error =
+            Config::from_vars(&vars(&[("SEALPOST_TLS_KEY", "/etc/sealpost/api.key")])).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("SEALPOST_TLS_CERT is not valid"),
+            "{error}"
+        );
     }
 
     #[test]

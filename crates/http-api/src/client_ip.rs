@@ -6,38 +6,53 @@
 //! prove nothing). IPv6 clients are limited per /64, what one host usually
 //! holds.
 
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::HeaderMap;
+use actix_web::middleware::Next;
+use actix_web::web::Data;
+use actix_web::{HttpMessage, HttpRequest};
 use ipnet::IpNet;
 
 /// The client of the request being served, resolved once when it arrives
-/// (kept in the request's extensions).
+/// ([`resolve_client_ip`], kept in the request's extensions).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClientIp(pub IpAddr);
 
 impl ClientIp {
-    /// From the peer and headers of `request`, trusting the proxies the
-    /// app's state names.
-    pub fn resolve(request: &actix_web::dev::ServiceRequest) -> ClientIp {
+    /// From the peer and headers of `request`, trusting the proxies the app
+    /// registered (`Data<TrustedProxies>`); the peer itself when none are.
+    fn resolve(request: &HttpRequest) -> ClientIp {
         let peer = request
             .peer_addr()
-            .map_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |addr| {
-                addr.ip()
-            });
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |addr| addr.ip());
         let client = request
-            .app_data::<actix_web::web::Data<crate::AppState>>()
-            .map_or(peer, |state| {
-                state.trusted_proxies.client(peer, request.headers())
-            });
+            .app_data::<Data<TrustedProxies>>()
+            .map_or(peer, |proxies| proxies.client(peer, request.headers()));
         ClientIp(client)
     }
 
-    /// What [`ClientIp::resolve`] found for `request`.
-    pub fn of(request: &actix_web::HttpRequest) -> Option<ClientIp> {
-        use actix_web::HttpMessage;
-        request.extensions().get::<ClientIp>().copied()
+    /// The client of `request`: what [`resolve_client_ip`] found when it
+    /// arrived, or, for a request that did not pass it, resolved now. Never
+    /// missing, so no limit is ever skipped for want of an address.
+    pub fn of(request: &HttpRequest) -> ClientIp {
+        let found = request.extensions().get::<ClientIp>().copied();
+        found.unwrap_or_else(|| Self::resolve(request))
     }
+}
+
+/// The outermost middleware: resolves the client once per request, before
+/// the log span is opened, so the logs, the edge limit and the handlers'
+/// own limits all see the same address.
+pub async fn resolve_client_ip(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let client = ClientIp::resolve(req.request());
+    req.extensions_mut().insert(client);
+    next.call(req).await
 }
 
 /// The proxies whose forwarding headers are believed.

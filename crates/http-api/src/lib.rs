@@ -24,16 +24,24 @@ pub use error::{ApiError, ErrorCode};
 pub use openapi::openapi_json;
 pub use state::{AppState, HealthProbe};
 
-/// Starts serving on an already bound listener (port 0 in tests).
+/// Starts serving on an already bound listener (port 0 in tests): HTTPS
+/// only when `tls` is given (`SEALPOST_TLS_CERT` / `SEALPOST_TLS_KEY`),
+/// else plain HTTP for a TLS-terminating proxy in front.
 pub fn serve(
     listener: std::net::TcpListener,
     state: AppState,
     workers: usize,
+    tls: Option<rustls::ServerConfig>,
 ) -> std::io::Result<Server> {
+    // The middlewares read these alone, not the whole state.
+    let trusted_proxies = Data::new(state.trusted_proxies.clone());
+    let limiter = Data::from(state.limiter.clone());
     let state = Data::new(state);
     let server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
+            .app_data(trusted_proxies.clone())
+            .app_data(limiter.clone())
             .app_data(PayloadConfig::new(json::DEFAULT_BODY_LIMIT))
             .app_data(web::QueryConfig::default().error_handler(|error, _| {
                 ApiError::new(ErrorCode::InvalidField, format!("query: {error}")).into()
@@ -46,11 +54,14 @@ pub fn serve(
             .wrap(from_fn(request_id_header))
             .wrap(from_fn(log_request))
             .wrap(TracingLogger::<RequestSpan>::new())
+            .wrap(from_fn(client_ip::resolve_client_ip))
     })
-    .workers(workers)
-    .listen(listener)?
-    .disable_signals()
-    .run();
+    .workers(workers);
+    let server = match tls {
+        Some(tls) => server.listen_rustls_0_23(listener, tls)?,
+        None => server.listen(listener)?,
+    };
+    let server = server.disable_signals().run();
     Ok(server)
 }
 
@@ -234,10 +245,11 @@ async fn limit_by_ip(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let probe = is_probe(req.path());
-    let client = req.extensions().get::<client_ip::ClientIp>().copied();
-    if let (false, Some(state), Some(client)) = (probe, req.app_data::<Data<AppState>>(), client) {
-        state.limiter.check_ip(client_ip::limit_key(client.0))?;
+    if !is_probe(req.path())
+        && let Some(limiter) = req.app_data::<Data<rate_limit::EdgeLimiter>>()
+    {
+        let client = client_ip::ClientIp::of(req.request());
+        limiter.check_ip(client_ip::limit_key(client.0))?;
     }
     next.call(req).await
 }
@@ -249,8 +261,7 @@ struct RequestSpan;
 
 impl RootSpanBuilder for RequestSpan {
     fn on_request_start(request: &ServiceRequest) -> tracing::Span {
-        let client = client_ip::ClientIp::resolve(request);
-        request.extensions_mut().insert(client);
+        let client = client_ip::ClientIp::of(request.request());
         let request_id = request
             .extensions()
             .get::<RequestId>()
@@ -315,4 +326,81 @@ async fn request_id_header(
             .insert(HeaderName::from_static("x-request-id"), value);
     }
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU32;
+
+    use actix_web::http::StatusCode;
+    use actix_web::test::{TestRequest, init_service, try_call_service};
+
+    use super::*;
+    use crate::client_ip::{TrustedProxies, resolve_client_ip};
+    use crate::rate_limit::EdgeLimiter;
+
+    /// The edge limit with the client middleware alone around it (no log
+    /// span): each client behind the trusted proxy has its own allowance of
+    /// two, and an untrusted peer's forwarding header changes nothing.
+    #[actix_web::test]
+    async fn the_edge_limit_counts_the_client_the_middleware_resolves() {
+        let app = init_service(
+            App::new()
+                .app_data(Data::new(TrustedProxies::new(vec![
+                    "10.0.0.0/8".parse().unwrap(),
+                ])))
+                .app_data(Data::new(EdgeLimiter::per_minute(
+                    NonZeroU32::new(2).unwrap(),
+                )))
+                .route("/plans", web::get().to(HttpResponse::Ok))
+                .wrap(from_fn(limit_by_ip))
+                .wrap(from_fn(resolve_client_ip)),
+        )
+        .await;
+        let status = async |peer: &str, forwarded: &str| {
+            let request = TestRequest::get()
+                .uri("/plans")
+                .peer_addr(peer.parse().unwrap())
+                .insert_header(("x-forwarded-for", forwarded))
+                .to_request();
+            match try_call_service(&app, request).await {
+                Ok(response) => response.status(),
+                Err(refused) => refused.as_response_error().status_code(),
+            }
+        };
+        for _ in 0..2 {
+            assert_eq!(
+                status("10.0.0.1:4000", "198.51.100.1").await,
+                StatusCode::OK
+            );
+        }
+        assert_eq!(
+            status("10.0.0.1:4000", "198.51.100.1").await,
+            StatusCode::TOO_MANY_REQUESTS
+        );
+        assert_eq!(
+            status("10.0.0.1:4000", "198.51.100.2").await,
+            StatusCode::OK
+        );
+
+        for forwarded in ["203.0.113.1", "203.0.113.2"] {
+            assert_eq!(status("192.0.2.9:4000", forwarded).await, StatusCode::OK);
+        }
+        assert_eq!(
+            status("192.0.2.9:4000", "203.0.113.3").await,
+            StatusCode::TOO_MANY_REQUESTS,
+            "the untrusted peer's own allowance, whatever it claims"
+        );
+    }
+
+    #[test]
+    fn a_request_that_skipped_the_middleware_is_its_peer() {
+        let request = TestRequest::get()
+            .peer_addr("192.0.2.7:4000".parse().unwrap())
+            .to_http_request();
+        assert_eq!(
+            client_ip::ClientIp::of(&request),
+            client_ip::ClientIp("192.0.2.7".parse().unwrap())
+        );
+    }
 }

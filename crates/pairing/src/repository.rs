@@ -1,7 +1,7 @@
 use async_trait::async_trait;
 use sealpost_activity::Records;
 use sealpost_kernel::{
-    AccountId, AddressId, DeviceId, PageRequest, PairingSessionId, StoreError, Timestamp,
+    AccountId, AddressId, DeviceId, PageRequest, PairingSessionId, PlanId, StoreError, Timestamp,
 };
 use sealpost_seal::SealedBox;
 
@@ -14,6 +14,9 @@ pub struct Claim {
     pub device: Device,
     pub credential_hash: [u8; 32],
     pub handoff: SealedBox,
+    /// The plan the claim was decided on; the store answers
+    /// [`ClaimOutcome::PlanChanged`] when the account (locked) holds another.
+    pub plan: PlanId,
     /// The plan's device limit; `None` is unlimited.
     pub max_devices: Option<u32>,
     pub records: Records,
@@ -30,6 +33,9 @@ pub enum ClaimOutcome {
     LimitReached,
     /// The device id was used before.
     IdTaken,
+    /// The account's plan is no longer the one the claim was decided on:
+    /// decide again on this one.
+    PlanChanged(PlanId),
 }
 
 /// Guarded writes answer `Changed` only when the record was the caller's and

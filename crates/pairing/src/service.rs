@@ -215,7 +215,6 @@ impl Devices {
         if session.state.is_claimed() {
             return Err(DeviceError::AlreadyUsed);
         }
-        let limits = sealpost_plans::plan(plan);
         let device = Device {
             id: worker_id,
             account: account.clone(),
@@ -229,31 +228,44 @@ impl Devices {
             profile: Some(profile),
             public_key: Some(session.public_key),
         };
-        let credential = random_token();
-        let mut records = Records::new();
-        records.device_paired(account, &device.id, device.kind.as_str(), now);
-        let outcome = self
-            .repo
-            .claim(Claim {
-                session: session.id.clone(),
-                device: device.clone(),
-                credential_hash: sha256(credential.as_bytes()),
-                handoff: seal_handoff(&session.handoff_key, &session.id, &credential),
-                max_devices: limits.devices,
-                records,
-            })
-            .await?;
-        match outcome {
-            ClaimOutcome::Claimed => Ok(device),
-            ClaimOutcome::AlreadyUsed => Err(DeviceError::AlreadyUsed),
-            ClaimOutcome::NotFound => Err(DeviceError::NotFound),
-            ClaimOutcome::IdTaken => Err(DeviceError::IdTaken),
-            ClaimOutcome::LimitReached => Err(DeviceError::Limit(
-                sealpost_plans::LimitError::DeviceLimitReached {
-                    limit: limits.devices.unwrap_or(u32::MAX),
-                },
-            )),
+        let mut plan = plan;
+        for _ in 0..STALE_RETRIES {
+            let limits = sealpost_plans::plan(plan);
+            let credential = random_token();
+            let mut records = Records::new();
+            records.device_paired(account, &device.id, device.kind.as_str(), now);
+            let outcome = self
+                .repo
+                .claim(Claim {
+                    session: session.id.clone(),
+                    device: device.clone(),
+                    credential_hash: sha256(credential.as_bytes()),
+                    handoff: seal_handoff(&session.handoff_key, &session.id, &credential),
+                    plan,
+                    max_devices: limits.devices,
+                    records,
+                })
+                .await?;
+            return match outcome {
+                ClaimOutcome::Claimed => Ok(device),
+                ClaimOutcome::AlreadyUsed => Err(DeviceError::AlreadyUsed),
+                ClaimOutcome::NotFound => Err(DeviceError::NotFound),
+                ClaimOutcome::IdTaken => Err(DeviceError::IdTaken),
+                ClaimOutcome::LimitReached => Err(DeviceError::Limit(
+                    sealpost_plans::LimitError::DeviceLimitReached {
+                        limit: limits.devices.unwrap_or(u32::MAX),
+                    },
+                )),
+                // Decided again on the plan the account holds now.
+                ClaimOutcome::PlanChanged(current) => {
+                    plan = current;
+                    continue;
+                }
+            };
         }
+        Err(DeviceError::Store(
+            sealpost_kernel::StoreError::Unavailable("the plan kept changing; retry".into()),
+        ))
     }
 
     pub async fn list(

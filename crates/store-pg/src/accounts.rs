@@ -14,7 +14,7 @@ use sealpost_seal::sha256;
 
 use crate::addresses::retire_address;
 use crate::devices::DEVICE_ID_KIND;
-use crate::records::{queue_blobs_of, retire_id, write_records};
+use crate::records::{delete_messages_of, retire_id, write_records};
 use crate::schema::{
     account_suspensions, accounts, addresses, auth_challenges, device_credentials, devices,
     retired_account_ids, sessions,
@@ -296,6 +296,15 @@ impl AccountRepository for PgStore {
         let mut conn = self.conn().await?;
         let id_hash = sha256(account.as_str().as_bytes());
         conn.transaction(async |conn| {
+            // Locked first: a delivery's foreign key check waits for this
+            // lock, so no message is added after its mail is deleted below.
+            let _locked: Option<String> = accounts::table
+                .find(account.as_str())
+                .select(accounts::id)
+                .for_update()
+                .first(conn)
+                .await
+                .optional()?;
             // Addresses and client ids are retired before they go: never issued again.
             let owned: Vec<(String, String)> = addresses::table
                 .filter(addresses::account_id.eq(account.as_str()))
@@ -313,7 +322,7 @@ impl AccountRepository for PgStore {
             for id in &workers {
                 retire_id(conn, DEVICE_ID_KIND, id, at).await?;
             }
-            queue_blobs_of(conn, "m.account_id = $1", account.as_str(), at).await?;
+            delete_messages_of(conn, "m.account_id = $1", account.as_str(), Some(at)).await?;
             // Everything the account owns hangs off `accounts` with ON DELETE CASCADE:
             // devices, credentials, addresses, activity, events, pairing claims.
             diesel::delete(accounts::table.find(account.as_str()))

@@ -6,16 +6,15 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_addresses::{Address, AddressRepository, AssignOutcome, CreateOutcome, address_hash};
-use sealpost_kernel::{AccountId, AddressId, DeviceId, StoreError, Timestamp};
+use sealpost_kernel::{AccountId, AddressId, DeviceId, PlanId, StoreError, Timestamp};
 use sealpost_pairing::PairingState;
 use sealpost_seal::SealedBox;
 
 use crate::records::{
-    box_from_json, box_to_json, id_retired, queue_blobs_of, retire_id, write_records,
+    DeletedMessages, box_from_json, box_to_json, delete_messages_of, delete_messages_sql,
+    id_retired, lock_account_plan, retire_id, write_records,
 };
-use crate::schema::{
-    accounts, addresses, devices, own_domains, pairing_sessions, retired_addresses,
-};
+use crate::schema::{addresses, devices, own_domains, pairing_sessions, retired_addresses};
 use crate::{PgStore, bytes32, db_error};
 
 pub(crate) const ADDRESS_ID_KIND: &str = "inbox";
@@ -82,18 +81,21 @@ pub(crate) async fn delete_address(
     records: &Records,
 ) -> Result<bool, diesel::result::Error> {
     let at = records.events.as_slice().first().map(|event| event.at);
-    if let Some(at) = at {
-        // Only the caller's address: the condition also pins the account.
-        let owned: i64 = addresses::table
-            .filter(addresses::id.eq(id.as_str()))
-            .filter(addresses::account_id.eq(account.as_str()))
-            .count()
-            .get_result(conn)
-            .await?;
-        if owned > 0 {
-            queue_blobs_of(conn, "m.inbox_id = $1", id.as_str(), at).await?;
-        }
+    // Only the caller's address, locked first: a delivery's foreign key
+    // check waits for this lock, so no message is added between deleting the
+    // mail (blobs queued from what that DELETE removed) and the address.
+    let locked: Option<String> = addresses::table
+        .filter(addresses::id.eq(id.as_str()))
+        .filter(addresses::account_id.eq(account.as_str()))
+        .select(addresses::id)
+        .for_update()
+        .first(conn)
+        .await
+        .optional()?;
+    if locked.is_none() {
+        return Ok(false);
     }
+    delete_messages_of(conn, "m.inbox_id = $1", id.as_str(), at).await?;
     let deleted: Option<String> = diesel::delete(
         addresses::table
             .filter(addresses::id.eq(id.as_str()))
@@ -118,6 +120,7 @@ impl AddressRepository for PgStore {
     async fn create(
         &self,
         address: Address,
+        plan: PlanId,
         on_own_domain: bool,
         max_addresses: u32,
         records: Records,
@@ -127,12 +130,10 @@ impl AddressRepository for PgStore {
             // The account row is the lock removing an own domain takes too:
             // the domain is checked again under it, so a removal between the
             // service's check and this insert is seen here.
-            accounts::table
-                .find(address.account.as_str())
-                .select(accounts::id)
-                .for_update()
-                .first::<String>(conn)
-                .await?;
+            let current = lock_account_plan(conn, &address.account).await?;
+            if current != plan {
+                return Ok(CreateOutcome::PlanChanged(current));
+            }
             if on_own_domain && !own_domain_is_live(conn, &address).await? {
                 return Ok(CreateOutcome::DomainGone);
             }
@@ -267,23 +268,13 @@ impl AddressRepository for PgStore {
                     .await?;
                 // A shorter retention applies to mail already stored, at once.
                 let cutoff = now - chrono::TimeDelta::days(i64::from(days));
-                diesel::sql_query(
-                    "INSERT INTO blob_garbage (blob_key, queued_at) \
-                     SELECT t.blob_key, $3 FROM attachments t JOIN messages m ON m.id = t.message_id \
-                     WHERE t.blob_key IS NOT NULL AND m.inbox_id = $1 AND m.received_at <= $2 \
-                     ON CONFLICT DO NOTHING",
-                )
+                let _: DeletedMessages = diesel::sql_query(delete_messages_sql(
+                    "m.inbox_id = $1 AND m.received_at <= $3",
+                ))
                 .bind::<diesel::sql_types::Text, _>(id.as_str())
-                .bind::<diesel::sql_types::Timestamptz, _>(cutoff.as_datetime())
                 .bind::<diesel::sql_types::Timestamptz, _>(now.as_datetime())
-                .execute(conn)
-                .await?;
-                diesel::delete(
-                    crate::schema::messages::table
-                        .filter(crate::schema::messages::inbox_id.eq(id.as_str()))
-                        .filter(crate::schema::messages::received_at.le(cutoff.as_datetime())),
-                )
-                .execute(conn)
+                .bind::<diesel::sql_types::Timestamptz, _>(cutoff.as_datetime())
+                .get_result(conn)
                 .await?;
             }
             Ok::<_, diesel::result::Error>(true)

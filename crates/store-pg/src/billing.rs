@@ -402,10 +402,18 @@ impl BillingRepository for PgStore {
             {
                 return Ok(Applied::Stale);
             }
+            if let Some(credit) = &settlement.credit
+                && (account.plan != credit.plan.as_str()
+                    || account.paid_until != Some(credit.paid_until)
+                    || account.paused)
+            {
+                return Ok(Applied::Stale);
+            }
             diesel::update(payments::table.find(settlement.payment.as_str()))
                 .set((
                     payments::status.eq(settlement.to.as_str()),
                     payments::settled_at.eq(Some(settlement.at.as_datetime())),
+                    payments::refund_due.eq(settlement.credit.is_some()),
                 ))
                 .execute(conn)
                 .await?;

@@ -15,9 +15,11 @@ use sealpost_pairing::{
 };
 use sealpost_seal::SealedBox;
 
-use crate::records::{box_from_json, box_to_json, id_retired, retire_id, write_records};
+use crate::records::{
+    box_from_json, box_to_json, id_retired, lock_account_plan, retire_id, write_records,
+};
 use crate::schema::{
-    accounts, addresses, device_credentials, devices, pairing_lookup_failures, pairing_sessions,
+    addresses, device_credentials, devices, pairing_lookup_failures, pairing_sessions,
 };
 use crate::{PgStore, bytes32, db_error};
 
@@ -433,13 +435,11 @@ impl DeviceRepository for PgStore {
         let mut conn = self.conn().await?;
         let account = claim.device.account.clone();
         conn.transaction(async |conn| {
-            // Serialises the account's limit checks.
-            accounts::table
-                .find(account.as_str())
-                .select(accounts::id)
-                .for_update()
-                .first::<String>(conn)
-                .await?;
+            // Serialises the account's limit checks, on the plan it holds now.
+            let current = lock_account_plan(conn, &account).await?;
+            if current != claim.plan {
+                return Ok(ClaimOutcome::PlanChanged(current));
+            }
             let session: Option<(Option<String>, Option<String>)> = pairing_sessions::table
                 .find(claim.session.as_str())
                 .select((pairing_sessions::detected_by, pairing_sessions::claimed_by))

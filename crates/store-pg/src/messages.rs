@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Nullable, Text, Timestamptz};
 use diesel_async::pooled_connection::deadpool::Object;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use sealpost_kernel::{
     AccountId, AddressId, DeviceId, MessageId, PageRequest, PlanId, StoreError, Timestamp,
 };
@@ -18,7 +18,7 @@ use sealpost_messages::store::{
 };
 use tokio::task::JoinHandle;
 
-use crate::records::box_from_json;
+use crate::records::{DeletedMessages, box_from_json, delete_messages_of, delete_messages_sql};
 use crate::schema::{
     account_suspensions, accounts, addresses, attachments, blob_garbage, messages, pending_blobs,
 };
@@ -248,12 +248,6 @@ fn readable(send: bool) -> String {
          AND {}",
         usable_by("m.account_id", "$1", "$3", send)
     )
-}
-
-#[derive(QueryableByName)]
-struct Deleted {
-    #[diesel(sql_type = BigInt)]
-    deleted: i64,
 }
 
 /// Messages of `inbox` still inside its retention at `now`.
@@ -777,17 +771,9 @@ impl MessageRepository for PgStore {
     ) -> Result<bool, StoreError> {
         let readable = readable(true);
         let mut conn = self.conn().await?;
-        // One statement: the attachments its DELETE cascades to are still
-        // visible to the INSERT (same snapshot), so every blob is queued.
-        let Deleted { deleted } = diesel::sql_query(format!(
-            "WITH gone AS (DELETE FROM messages m USING addresses a \
-                 WHERE a.id = m.inbox_id AND m.id = $4 AND m.folder = 'trash' AND {readable} \
-                 RETURNING m.id), \
-               queued AS (INSERT INTO blob_garbage (blob_key, queued_at) \
-                 SELECT t.blob_key, $2 FROM attachments t JOIN gone g ON g.id = t.message_id \
-                 WHERE t.blob_key IS NOT NULL ON CONFLICT DO NOTHING) \
-             SELECT count(*) AS deleted FROM gone"
-        ))
+        let DeletedMessages { deleted } = diesel::sql_query(delete_messages_sql(&format!(
+            "m.id = $4 AND m.folder = 'trash' AND {readable}"
+        )))
         .bind::<Text, _>(reader.account.as_str())
         .bind::<Timestamptz, _>(now.as_datetime())
         .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
@@ -800,19 +786,14 @@ impl MessageRepository for PgStore {
 
     async fn empty_trash(&self, account: &AccountId) -> Result<u64, StoreError> {
         let mut conn = self.conn().await?;
-        let Deleted { deleted } = diesel::sql_query(
-            "WITH gone AS (DELETE FROM messages WHERE account_id = $1 AND folder = 'trash' \
-                 RETURNING id), \
-               queued AS (INSERT INTO blob_garbage (blob_key, queued_at) \
-                 SELECT t.blob_key, now() FROM attachments t JOIN gone g ON g.id = t.message_id \
-                 WHERE t.blob_key IS NOT NULL ON CONFLICT DO NOTHING) \
-             SELECT count(*) AS deleted FROM gone",
+        delete_messages_of(
+            &mut conn,
+            "m.account_id = $1 AND m.folder = 'trash'",
+            account.as_str(),
+            None,
         )
-        .bind::<Text, _>(account.as_str())
-        .get_result(&mut conn)
         .await
-        .map_err(db_error)?;
-        Ok(deleted.max(0) as u64)
+        .map_err(db_error)
     }
 
     async fn folder_counts(
@@ -869,28 +850,17 @@ impl MessageRepository for PgStore {
 
     async fn delete_expired(&self, now: Timestamp) -> Result<u64, StoreError> {
         let mut conn = self.conn().await?;
-        conn.transaction(async |conn| {
-            diesel::sql_query(format!(
-                "INSERT INTO blob_garbage (blob_key, queued_at) \
-                 SELECT t.blob_key, $1 FROM attachments t \
-                 JOIN messages m ON m.id = t.message_id JOIN addresses a ON a.id = m.inbox_id \
-                 WHERE t.blob_key IS NOT NULL AND NOT ({RETAINED}) ON CONFLICT DO NOTHING"
-            ))
-            .bind::<Timestamptz, _>(now.as_datetime())
-            .bind::<Timestamptz, _>(now.as_datetime())
-            .execute(conn)
-            .await?;
-            let deleted = diesel::sql_query(format!(
-                "DELETE FROM messages m USING addresses a WHERE a.id = m.inbox_id AND $1::bool AND NOT ({RETAINED})"
-            ))
-            .bind::<Bool, _>(true)
-            .bind::<Timestamptz, _>(now.as_datetime())
-            .execute(conn)
-            .await?;
-            Ok::<_, diesel::result::Error>(deleted as u64)
-        })
+        // One statement: the blobs queued are those of the messages this
+        // DELETE removed, never of one kept because its retention changed.
+        let DeletedMessages { deleted } = diesel::sql_query(delete_messages_sql(&format!(
+            "$1::bool AND NOT ({RETAINED})"
+        )))
+        .bind::<Bool, _>(true)
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .get_result(&mut conn)
         .await
-        .map_err(db_error)
+        .map_err(db_error)?;
+        Ok(deleted.max(0) as u64)
     }
 
     async fn garbage(&self, limit: i64) -> Result<Vec<String>, StoreError> {
@@ -920,6 +890,7 @@ fn epoch() -> Timestamp {
 
 #[cfg(test)]
 mod tests {
+    use diesel_async::AsyncConnection;
     use sealpost_subscriptions::{SubscriptionRepository, UsageWindows};
 
     use super::*;

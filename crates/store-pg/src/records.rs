@@ -121,23 +121,65 @@ pub(crate) fn box_from_json(value: serde_json::Value) -> Result<SealedBox, Store
     serde_json::from_value(value).map_err(StoreError::failed)
 }
 
-/// Queues the blobs of the messages matching `condition` (SQL over `m`, with
-/// `$1` bound to `value`) for deletion once the transaction commits.
-pub(crate) async fn queue_blobs_of(
+/// SQL deleting the messages `m` (joined to their address `a`) that match
+/// `condition` and queuing, at `$2` (the transaction's start when null), the blobs of exactly the messages that
+/// DELETE removed (`RETURNING`), in one statement: a message kept because it
+/// changed meanwhile never loses its blob, and one committed meanwhile is
+/// either deleted with its blob queued or kept. The attachments the DELETE
+/// cascades to are still visible to the INSERT (same snapshot). Selects
+/// `deleted`, the number of messages deleted ([`DeletedMessages`]).
+pub(crate) fn delete_messages_sql(condition: &str) -> String {
+    format!(
+        "WITH gone AS (DELETE FROM messages m USING addresses a \
+             WHERE a.id = m.inbox_id AND ({condition}) RETURNING m.id), \
+           queued AS (INSERT INTO blob_garbage (blob_key, queued_at) \
+             SELECT t.blob_key, coalesce($2, now()) FROM attachments t JOIN gone g ON g.id = t.message_id \
+             WHERE t.blob_key IS NOT NULL ON CONFLICT DO NOTHING) \
+         SELECT count(*) AS deleted FROM gone"
+    )
+}
+
+/// The row [`delete_messages_sql`] answers.
+#[derive(diesel::QueryableByName)]
+pub(crate) struct DeletedMessages {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub(crate) deleted: i64,
+}
+
+/// Deletes the messages matching `condition` (SQL over `m` and `a`, with `$1`
+/// bound to `value`) in the caller's transaction, their blobs queued for
+/// deletion at `at` once it commits ([`delete_messages_sql`]). The caller
+/// locks the row the messages hang off first, so none is added before it
+/// deletes that row (a message's foreign key check waits for the lock).
+pub(crate) async fn delete_messages_of(
     conn: &mut AsyncPgConnection,
     condition: &str,
     value: &str,
-    at: Timestamp,
-) -> Result<(), diesel::result::Error> {
-    use diesel::sql_types::{Text, Timestamptz};
-    diesel::sql_query(format!(
-        "INSERT INTO blob_garbage (blob_key, queued_at) \
-         SELECT t.blob_key, $2 FROM attachments t JOIN messages m ON m.id = t.message_id \
-         WHERE t.blob_key IS NOT NULL AND {condition} ON CONFLICT DO NOTHING"
-    ))
-    .bind::<Text, _>(value)
-    .bind::<Timestamptz, _>(at.as_datetime())
-    .execute(conn)
-    .await?;
-    Ok(())
+    at: Option<Timestamp>,
+) -> Result<u64, diesel::result::Error> {
+    use diesel::sql_types::{Nullable, Text, Timestamptz};
+    let DeletedMessages { deleted } = diesel::sql_query(delete_messages_sql(condition))
+        .bind::<Text, _>(value)
+        .bind::<Nullable<Timestamptz>, _>(at.map(|at| at.as_datetime()))
+        .get_result(conn)
+        .await?;
+    Ok(deleted.max(0) as u64)
+}
+
+/// Locks the account row for the rest of the transaction and answers the
+/// plan it holds now: a limit is checked against this plan, never against
+/// one read before the lock (a plan change takes the same lock).
+pub(crate) async fn lock_account_plan(
+    conn: &mut AsyncPgConnection,
+    account: &sealpost_kernel::AccountId,
+) -> Result<sealpost_kernel::PlanId, diesel::result::Error> {
+    use crate::schema::accounts;
+    let plan: String = accounts::table
+        .find(account.as_str())
+        .select(accounts::plan_id)
+        .for_update()
+        .first(conn)
+        .await?;
+    plan.parse()
+        .map_err(|error| diesel::result::Error::DeserializationError(Box::new(error)))
 }

@@ -283,6 +283,7 @@ diesel::table! {
         checkout_url -> Text,
         created_at -> Timestamptz,
         settled_at -> Nullable<Timestamptz>,
+        refund_due -> Bool,
     }
 }
 

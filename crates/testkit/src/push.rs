@@ -50,6 +50,9 @@ impl PushRequest {
 /// A CA and a certificate for `127.0.0.1` signed by it.
 pub struct TestCa {
     pub ca_pem: String,
+    /// The `127.0.0.1` certificate and its private key (PKCS#8), as PEM.
+    pub cert_pem: String,
+    pub key_pem: String,
     acceptor_parts: (Vec<u8>, Vec<u8>),
 }
 
@@ -73,6 +76,8 @@ impl TestCa {
             .unwrap();
         TestCa {
             ca_pem: ca.pem(),
+            cert_pem: leaf.pem(),
+            key_pem: leaf_key.serialize_pem(),
             acceptor_parts: (leaf.der().to_vec(), leaf_key.serialize_der()),
         }
     }

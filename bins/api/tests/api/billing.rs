@@ -707,42 +707,68 @@ async fn mail_stored_held_after_its_address_was_released_is_listed_by_the_next_s
     api.app.stop().await;
 }
 
+/// Two checkouts started on Free: the cheaper invoice expires, the dearer
+/// one is paid, then the expired one confirms (a late crypto payment). It
+/// buys nothing: the plan, its period and every address stay, and the
+/// payment is paid with its refund due (docs/api.md, Billing).
 #[tokio::test(flavor = "multi_thread")]
-async fn two_checkouts_paid_out_of_order_leave_the_excess_paused_not_over_the_plan() {
+async fn a_cheaper_invoice_confirmed_after_an_upgrade_is_a_credit_not_a_downgrade() {
     let api = Api::spawn().await;
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
-    // Both started on Free; the dearer one is paid first.
     let operator = checkout(&api, &owner, "operator", "sandbox").await;
     let operator_url = operator.body["url"].as_str().unwrap().to_owned();
+    let operator_id = operator.body["payment"]["id"].as_str().unwrap().to_owned();
+    let (status, page) = sandbox_form(&operator_url, "failed").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
     buy(&api, &owner, "scale").await;
+    // More than Operator holds.
     for n in 0..101 {
         api.create_inbox(&owner.token, &format!("ibx_order{n:03}"))
             .await;
     }
-    api.app.clock.advance(TimeDelta::hours(1));
-    let (status, _) = sandbox_form(&operator_url, "paid").await;
-    assert_eq!(status, StatusCode::OK);
+    let upgraded = subscription(&api, &owner).await;
+    assert_eq!(upgraded["planId"], "scale");
 
-    // Operator holds 100: the newest address is paused, with a pause of its own.
-    let record = subscription(&api, &owner).await;
-    assert_eq!(record["planId"], "operator");
+    api.app.clock.advance(TimeDelta::hours(1));
+    let (status, page) = sandbox_form(&operator_url, "paid").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+
+    assert_eq!(subscription(&api, &owner).await, upgraded);
+    assert_eq!(paused_inboxes(&api, &owner).await, Vec::<String>::new());
     assert_eq!(
-        record["pause"],
-        json!({
-            "planId": null,
-            "since": "2026-11-22T13:00:00.000Z",
-            "deletesAt": "2026-12-13T13:00:00.000Z",
-            "addresses": 1,
-            "devices": 0,
-            "apiKeys": 0,
-            "domains": 0,
-        })
+        api.events(&owner.account_id, "subscription.updated")
+            .await
+            .len(),
+        1,
+        "only the upgrade"
     );
-    let usage = api.get("/usage", Some(&owner.token)).await;
-    assert_eq!(usage.body["addresses"]["used"], 101);
-    assert_eq!(paused_inboxes(&api, &owner).await, vec!["ibx_order100"]);
+    let paid = api
+        .get(
+            &format!("/billing/payments/{operator_id}"),
+            Some(&owner.token),
+        )
+        .await;
+    assert_eq!(paid.body["payment"]["status"], "paid");
+    assert_eq!(refund_due(&api, &operator_id).await, Some(true));
     api.app.stop().await;
+}
+
+/// The payment's refund flag, from the database (an operator's query).
+async fn refund_due(api: &Api, payment: &str) -> Option<bool> {
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        refund_due: bool,
+    }
+    let mut conn = api.app.db.connect().await;
+    let rows: Vec<Row> = diesel::sql_query("SELECT refund_due FROM payments WHERE id = $1")
+        .bind::<diesel::sql_types::Text, _>(payment)
+        .load(&mut conn)
+        .await
+        .unwrap();
+    rows.as_slice().first().map(|row| row.refund_due)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -562,6 +562,7 @@ async fn a_domain_removed_after_the_address_check_takes_no_address() {
     let outcome = store
         .create(
             address_on(&owner, "ibx_race01", "late@example.com"),
+            sealpost_kernel::PlanId::Scale,
             true,
             100,
             sealpost_activity::Records::new(),

@@ -114,3 +114,52 @@ async fn webhooks_may_not_point_at_the_api_itself() {
         );
     }
 }
+
+/// `GET /plans` from the proxy's client `client`.
+async fn plans_for(api: &Api, client: &str) -> StatusCode {
+    reqwest::Client::new()
+        .get(api.app.url("/plans"))
+        .header("x-forwarded-for", client)
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_edge_limit_counts_each_client_behind_a_trusted_proxy() {
+    let api = Api::with(
+        TestApp::spawn_with(|config| {
+            config.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+            config.edge_rate_per_minute = 3;
+        })
+        .await,
+    );
+    for _ in 0..3 {
+        assert_eq!(plans_for(&api, "198.51.100.1").await, StatusCode::OK);
+    }
+    assert_eq!(
+        plans_for(&api, "198.51.100.1").await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    // Another client behind the same proxy has its own allowance.
+    assert_eq!(plans_for(&api, "198.51.100.2").await, StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_edge_limit_ignores_an_untrusted_peers_forwarding_header() {
+    let api = Api::with(
+        TestApp::spawn_with(|config| {
+            config.edge_rate_per_minute = 3;
+        })
+        .await,
+    );
+    for client in ["198.51.100.1", "198.51.100.2", "198.51.100.3"] {
+        assert_eq!(plans_for(&api, client).await, StatusCode::OK);
+    }
+    assert_eq!(
+        plans_for(&api, "198.51.100.4").await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "one allowance for the peer, whatever it claims"
+    );
+}

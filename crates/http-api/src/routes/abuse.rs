@@ -3,7 +3,7 @@
 //! exists.
 
 use actix_web::web::Data;
-use actix_web::{HttpMessage, HttpRequest, HttpResponse, post};
+use actix_web::{HttpRequest, HttpResponse, post};
 use sealpost_support::{AbuseReason, AbuseTarget};
 use sealpost_wire as wire;
 
@@ -24,10 +24,8 @@ pub async fn report(
     req: HttpRequest,
     Json(body): Json<wire::AbuseReportRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let client = req.extensions().get::<ClientIp>().copied();
-    if let Some(client) = client {
-        state.abuse_limiter.check(limit_key(client.0))?;
-    }
+    let client = ClientIp::of(&req);
+    state.abuse_limiter.check(limit_key(client.0))?;
     let target = match (body.email_address, body.message_id) {
         (Some(address), None) => AbuseTarget::EmailAddress(address),
         (None, Some(message)) => AbuseTarget::MessageId(message),

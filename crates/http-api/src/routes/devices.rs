@@ -45,9 +45,8 @@ fn parse_device_id(text: &str) -> Result<DeviceId, ApiError> {
 
 /// The client as the limits count it: an IPv6 client per /64.
 fn client_key(request: &HttpRequest) -> String {
-    crate::client_ip::ClientIp::of(request)
-        .map(|client| crate::client_ip::limit_key(client.0).to_string())
-        .unwrap_or_default()
+    let client = crate::client_ip::ClientIp::of(request);
+    crate::client_ip::limit_key(client.0).to_string()
 }
 
 /// Opens a pairing session (called by the device).

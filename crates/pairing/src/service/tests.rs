@@ -170,6 +170,44 @@ async fn a_second_device_on_free_is_worker_limit_reached() {
     ));
 }
 
+/// The plan the store finds under the account's lock wins: a claim decided
+/// on Operator is decided again on Free, with Free's one device.
+#[tokio::test]
+async fn a_plan_changed_under_the_lock_is_decided_again_on_the_new_plan() {
+    let clock = clock();
+    let (_, mut session) = open(&clock).await;
+    session.detected_by = Some(account());
+    let mut repo = MockDeviceRepository::new();
+    repo.expect_pairing_by_id()
+        .returning(move |_| Ok(Some(session.clone())));
+    let mut order = mockall::Sequence::new();
+    repo.expect_claim()
+        .withf(|claim| claim.plan == PlanId::Operator && claim.max_devices == Some(10))
+        .times(1)
+        .in_sequence(&mut order)
+        .returning(|_| Ok(ClaimOutcome::PlanChanged(PlanId::Free)));
+    repo.expect_claim()
+        .withf(|claim| claim.plan == PlanId::Free && claim.max_devices == Some(1))
+        .times(1)
+        .in_sequence(&mut order)
+        .returning(|_| Ok(ClaimOutcome::LimitReached));
+    let result = Devices::new(Arc::new(repo), clock)
+        .claim(
+            &account(),
+            PlanId::Operator,
+            &PairingSessionId::generate(),
+            worker(),
+            profile(),
+        )
+        .await;
+    assert!(matches!(
+        result,
+        Err(DeviceError::Limit(LimitError::DeviceLimitReached {
+            limit: 1
+        }))
+    ));
+}
+
 #[tokio::test]
 async fn a_claimed_session_cannot_be_cancelled() {
     let clock = clock();
