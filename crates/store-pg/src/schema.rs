@@ -180,6 +180,7 @@ diesel::table! {
         folder -> Text,
         starred -> Bool,
         outgoing -> Bool,
+        commit_seq -> Int8,
     }
 }
 
@@ -494,3 +495,10 @@ diesel::table! {
 diesel::joinable!(own_domains -> accounts (account_id));
 diesel::allow_tables_to_appear_in_same_query!(own_domains, accounts);
 diesel::allow_tables_to_appear_in_same_query!(own_domains, addresses);
+
+diesel::table! {
+    commit_clock (only_row) {
+        only_row -> Bool,
+        seq -> Int8,
+    }
+}
