@@ -401,8 +401,9 @@ impl Client {
 
     /// `GET /inboxes/{id}/messages/wait`: the mail newer than `after` (a
     /// previous answer's `cursor`; `None` counts every message in the
-    /// address), oldest first, as soon as there is some; `None` when
-    /// nothing arrived within `timeout_secs` (clamped to 1 to 60).
+    /// address), in the order they were committed, as soon as there is
+    /// some; `None` when nothing arrived within `timeout_secs` (clamped to
+    /// 1 to 60).
     pub async fn wait_for_messages(
         &self,
         inbox_id: &AddressId,

@@ -53,6 +53,45 @@ impl Cursor {
     }
 }
 
+/// A position in commit order: the cursor of `GET /inboxes/:id/messages/wait`.
+/// `seq` numbers commit batches in the order they became visible; `id` is
+/// the last message seen of batch `seq`, or `None` when all of it counts as
+/// seen. Opaque to clients: base64url of `c<seq>` or `c<seq>:<id>`, which
+/// never decodes as a [`Cursor`] (whose text starts with a number).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitCursor {
+    pub seq: u64,
+    pub id: Option<String>,
+}
+
+impl CommitCursor {
+    pub fn encode(&self) -> String {
+        let text = match &self.id {
+            Some(id) => format!("c{}:{id}", self.seq),
+            None => format!("c{}", self.seq),
+        };
+        BASE64URL_NOPAD.encode(text.as_bytes())
+    }
+
+    pub fn decode(text: &str) -> Option<CommitCursor> {
+        let raw = BASE64URL_NOPAD.decode(text.as_bytes()).ok()?;
+        let raw = String::from_utf8(raw).ok()?;
+        let rest = raw.strip_prefix('c')?;
+        let (seq, id) = match rest.split_once(':') {
+            Some((_, "")) => return None,
+            Some((seq, id)) => (seq, Some(id.to_owned())),
+            None => (rest, None),
+        };
+        if !seq.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        Some(CommitCursor {
+            seq: seq.parse().ok()?,
+            id,
+        })
+    }
+}
+
 /// Which query field was out of bounds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PageError {
@@ -167,6 +206,33 @@ mod tests {
             PageRequest::parse(None, Some("bm9wZQ"), PageLimits::STANDARD),
             Err(PageError::Cursor)
         );
+    }
+
+    #[test]
+    fn commit_cursor_round_trips_and_never_reads_as_a_list_cursor() {
+        for cursor in [
+            CommitCursor {
+                seq: 42,
+                id: Some("msg_abc".into()),
+            },
+            CommitCursor { seq: 7, id: None },
+        ] {
+            let text = cursor.encode();
+            assert_eq!(Cursor::decode(&text), None);
+            assert_eq!(CommitCursor::decode(&text), Some(cursor));
+        }
+        let list = Cursor {
+            at: Timestamp::parse("2026-11-22T01:02:03.004Z").unwrap(),
+            id: "msg_abc".into(),
+        };
+        assert_eq!(CommitCursor::decode(&list.encode()), None);
+        for garbage in ["c", "c:", "c1:", "c-1", "c+1", "cx:msg"] {
+            assert_eq!(
+                CommitCursor::decode(&BASE64URL_NOPAD.encode(garbage.as_bytes())),
+                None,
+                "{garbage}"
+            );
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use sealpost_plans::plan;
 use crate::folders::{
     Deletion, Folder, FolderCounts, MessageFilter, MoveRefusal, check_move, deletion,
 };
-use crate::store::{BlobError, BlobStore, Message, MessageRepository, Reader};
+use crate::store::{Arrived, BlobError, BlobStore, Message, MessageRepository, Reader, WaitFrom};
 
 /// SPEC.md Limits: `GET /workers/messages` returns up to 200.
 pub const WORKER_MESSAGES: i64 = 200;
@@ -94,19 +94,23 @@ impl Mailbox {
         }))
     }
 
-    /// Messages that arrived after `after` (a cursor from a list), oldest first.
+    /// Messages that became visible after `after`, in commit order (at most 50).
     pub async fn newer(
         &self,
         reader: &Reader,
         inbox: &AddressId,
-        after: Option<&Cursor>,
-    ) -> Result<Vec<Message>, MailError> {
+        after: &WaitFrom,
+    ) -> Result<Vec<Arrived>, MailError> {
         self.check_address(reader, inbox).await?;
-        let after = after.map(|cursor| (cursor.at, cursor.id.clone()));
         Ok(self
             .repo
-            .newer_than(reader, inbox, self.clock.now(), after, 50)
+            .newer_than(reader, inbox, self.clock.now(), after.clone(), 50)
             .await?)
+    }
+
+    /// A wait's starting point for mail that commits from now on.
+    pub async fn wait_from_now(&self) -> Result<WaitFrom, MailError> {
+        Ok(WaitFrom::Committed(self.repo.commit_position().await?))
     }
 
     /// Spends one object read, or says when the next hour starts.

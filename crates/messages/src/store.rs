@@ -3,7 +3,8 @@
 use async_trait::async_trait;
 use sealpost_activity::Records;
 use sealpost_kernel::{
-    AccountId, AddressId, DeviceId, MessageId, PageRequest, PlanId, StoreError, Timestamp,
+    AccountId, AddressId, CommitCursor, Cursor, DeviceId, MessageId, PageRequest, PlanId,
+    StoreError, Timestamp,
 };
 use sealpost_seal::SealedBox;
 
@@ -92,6 +93,25 @@ pub struct Reader {
     pub worker: Option<DeviceId>,
 }
 
+/// Where a wait for new mail resumes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WaitFrom {
+    /// Any mail in the address.
+    Start,
+    /// After a list cursor (`received_at`, id): how waits resumed before
+    /// commit order; the answer's cursor is a commit position.
+    Received(Cursor),
+    /// After this position in commit order.
+    Committed(CommitCursor),
+}
+
+/// A message a wait returns, with its position in commit order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arrived {
+    pub message: Message,
+    pub position: CommitCursor,
+}
+
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait MessageRepository: Send + Sync {
@@ -145,15 +165,21 @@ pub trait MessageRepository: Send + Sync {
         now: Timestamp,
         page: &PageRequest,
     ) -> Result<Vec<Message>, StoreError>;
-    /// Messages newer than `after` (a cursor position) in the address, oldest first, up to `limit`.
+    /// Listed mail of the address (sent copies aside) that became visible
+    /// after `after`, in commit order, up to `limit`. Commit order, not
+    /// `received_at`: a message whose delivery began earlier but committed
+    /// later still sorts after what a waiter has already seen.
     async fn newer_than(
         &self,
         reader: &Reader,
         inbox: &AddressId,
         now: Timestamp,
-        after: Option<(Timestamp, String)>,
+        after: WaitFrom,
         limit: i64,
-    ) -> Result<Vec<Message>, StoreError>;
+    ) -> Result<Vec<Arrived>, StoreError>;
+    /// The commit position of everything visible now: whatever commits
+    /// later sorts after it.
+    async fn commit_position(&self) -> Result<CommitCursor, StoreError>;
     async fn message(
         &self,
         reader: &Reader,

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz};
+use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_billing::{
@@ -18,6 +18,7 @@ use sealpost_pairing::WriteOutcome;
 
 use crate::addresses::delete_address;
 use crate::devices::{device_addresses, remove_device};
+use crate::group_commit::NEXT_COMMIT_SEQ;
 use crate::records::write_records;
 use crate::schema::{accounts, addresses, devices, payments};
 use crate::subscriptions::paused_counts;
@@ -190,6 +191,9 @@ async fn release_rows(
 
 /// Lists the held mail of unpaused addresses (of `account`, or of every
 /// account) with one `message.received` each, oldest first, at `at`.
+/// Released mail takes a new commit number (group_commit.rs), so a waiter
+/// whose cursor is past its delivery still gets it; the number's row lock
+/// is then held until this transaction ends, so only when there is some.
 async fn unhold_mail(
     conn: &mut AsyncPgConnection,
     account: Option<&AccountId>,
@@ -204,6 +208,16 @@ async fn unhold_mail(
     .bind::<Nullable<Text>, _>(account.map(AccountId::as_str))
     .load(conn)
     .await?;
+    if !mail.is_empty() {
+        let ids: Vec<&str> = mail.iter().map(|message| message.id.as_str()).collect();
+        diesel::sql_query(format!(
+            "WITH clock AS ({NEXT_COMMIT_SEQ}) \
+             UPDATE messages SET commit_seq = clock.seq FROM clock WHERE id = ANY($1)"
+        ))
+        .bind::<Array<Text>, _>(ids)
+        .execute(conn)
+        .await?;
+    }
     mail.sort_by(|a, b| (a.received_at, &a.id).cmp(&(b.received_at, &b.id)));
     let mut records = Records::new();
     for message in &mail {

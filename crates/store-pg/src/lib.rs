@@ -25,6 +25,8 @@ mod staff;
 mod subscriptions;
 mod support;
 mod teams;
+#[cfg(test)]
+mod test_db;
 mod webhooks;
 
 use std::time::Duration;

@@ -9,18 +9,20 @@ use diesel::sql_types::{Array, BigInt, Bool, Nullable, Text, Timestamptz};
 use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use sealpost_kernel::{
-    AccountId, AddressId, DeviceId, MessageId, PageRequest, PlanId, StoreError, Timestamp,
+    AccountId, AddressId, CommitCursor, DeviceId, MessageId, PageRequest, PlanId, StoreError,
+    Timestamp,
 };
 use sealpost_messages::folders::{Folder, FolderCount, FolderCounts, MessageFilter};
 use sealpost_messages::store::{
-    Commit, Message, MessageRepository, NewMessage, PendingBlob, Reader, RecipientRecord,
-    StoredAttachment,
+    Arrived, Commit, Message, MessageRepository, NewMessage, PendingBlob, Reader, RecipientRecord,
+    StoredAttachment, WaitFrom,
 };
 use tokio::task::JoinHandle;
 
 use crate::records::{DeletedMessages, box_from_json, delete_messages_of, delete_messages_sql};
 use crate::schema::{
-    account_suspensions, accounts, addresses, attachments, blob_garbage, messages, pending_blobs,
+    account_suspensions, accounts, addresses, attachments, blob_garbage, commit_clock, messages,
+    pending_blobs,
 };
 use crate::teams::usable_by;
 use crate::{PgStore, bytes32, db_error};
@@ -532,9 +534,9 @@ impl MessageRepository for PgStore {
         reader: &Reader,
         inbox: &AddressId,
         now: Timestamp,
-        after: Option<(Timestamp, String)>,
+        after: WaitFrom,
         limit: i64,
-    ) -> Result<Vec<Message>, StoreError> {
+    ) -> Result<Vec<Arrived>, StoreError> {
         let Some(cutoff) = self.readable_cutoff(reader, inbox, now).await? else {
             return Ok(Vec::new());
         };
@@ -545,19 +547,58 @@ impl MessageRepository for PgStore {
             .filter(messages::received_at.gt(cutoff))
             // Waits are for mail arriving: sent copies do not count.
             .filter(messages::outgoing.eq(false))
-            .select(MessageRow::as_select())
-            .order((messages::received_at.asc(), messages::id.asc()))
+            .select((MessageRow::as_select(), messages::commit_seq))
+            .order((messages::commit_seq.asc(), messages::id.asc()))
             .limit(limit)
             .into_boxed();
-        if let Some((at, id)) = after {
-            let at = at.as_datetime();
-            query = query.filter(
-                messages::received_at
-                    .gt(at)
-                    .or(messages::received_at.eq(at).and(messages::id.gt(id))),
-            );
+        match after {
+            WaitFrom::Start => {}
+            WaitFrom::Received(cursor) => {
+                let at = cursor.at.as_datetime();
+                query = query.filter(
+                    messages::received_at
+                        .gt(at)
+                        .or(messages::received_at.eq(at).and(messages::id.gt(cursor.id))),
+                );
+            }
+            WaitFrom::Committed(CommitCursor { seq, id }) => {
+                let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+                query = match id {
+                    None => query.filter(messages::commit_seq.gt(seq)),
+                    Some(id) => query.filter(
+                        messages::commit_seq
+                            .gt(seq)
+                            .or(messages::commit_seq.eq(seq).and(messages::id.gt(id))),
+                    ),
+                };
+            }
         }
-        rows_into_messages(query.load(&mut conn).await.map_err(db_error)?)
+        let rows: Vec<(MessageRow, i64)> = query.load(&mut conn).await.map_err(db_error)?;
+        rows.into_iter()
+            .map(|(row, seq)| {
+                let message = row.into_message()?;
+                Ok(Arrived {
+                    position: CommitCursor {
+                        seq: u64::try_from(seq).map_err(StoreError::failed)?,
+                        id: Some(message.id.to_string()),
+                    },
+                    message,
+                })
+            })
+            .collect()
+    }
+
+    async fn commit_position(&self) -> Result<CommitCursor, StoreError> {
+        let mut conn = self.conn().await?;
+        let seq: i64 = commit_clock::table
+            .select(commit_clock::seq)
+            .first(&mut conn)
+            .await
+            .map_err(db_error)?;
+        Ok(CommitCursor {
+            seq: u64::try_from(seq).map_err(StoreError::failed)?,
+            id: None,
+        })
     }
 
     async fn message(
@@ -890,12 +931,11 @@ fn epoch() -> Timestamp {
 
 #[cfg(test)]
 mod tests {
-    use diesel_async::AsyncConnection;
     use sealpost_subscriptions::{SubscriptionRepository, UsageWindows};
 
     use super::*;
-    use crate::database::{create_database_if_missing, migrate};
     use crate::schema::usage_counters;
+    use crate::test_db::{drop_database, fresh_store};
 
     #[test]
     fn received_shards_spread_message_ids() {
@@ -910,38 +950,6 @@ mod tests {
         );
         let id = MessageId::generate();
         assert_eq!(received_shard(&id), received_shard(&id));
-    }
-
-    /// The PostgreSQL server of the tests (as `sealpost-testkit` finds it).
-    fn server() -> String {
-        std::env::var("SEALPOST_TEST_DATABASE_URL")
-            .ok()
-            .filter(|url| !url.is_empty())
-            .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432".to_owned())
-            .trim_end_matches('/')
-            .to_owned()
-    }
-
-    async fn drop_database(name: &str) {
-        let mut admin = AsyncPgConnection::establish(&format!("{}/postgres", server()))
-            .await
-            .expect("PostgreSQL for the store tests");
-        diesel::sql_query(format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            crate::quote_ident(name)
-        ))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    }
-
-    /// A freshly migrated database of this test's own.
-    async fn fresh_store(name: &str) -> PgStore {
-        drop_database(name).await;
-        let url = format!("{}/{name}", server());
-        create_database_if_missing(&url).await.unwrap();
-        migrate(&url).await.unwrap();
-        PgStore::connect(&url, 4).unwrap()
     }
 
     /// GET /usage and the RCPT allowance check read the sum of every shard

@@ -1,6 +1,8 @@
-//! New-mail notifications: the message transaction runs `pg_notify` with the
-//! address id, PostgreSQL delivers it at commit, and one LISTEN connection
-//! per process fans it out to the requests waiting on that address.
+//! New-mail notifications: a commit batch runs one `pg_notify` whose payload
+//! lists the addresses with new mail (comma-separated; more than one only
+//! when the list outgrows a payload), PostgreSQL delivers it at commit, and
+//! one LISTEN connection per process fans each address id out to the
+//! requests waiting on it.
 
 use std::time::Duration;
 
@@ -9,6 +11,24 @@ use futures_util::StreamExt;
 use tokio::sync::broadcast;
 
 pub const MAIL_CHANNEL: &str = "sealpost_mail";
+
+/// Longest payload we send: PostgreSQL refuses 8,000 bytes and more.
+const PAYLOAD_MAX: usize = 7_900;
+
+/// The payloads naming `inboxes`, each under [`PAYLOAD_MAX`] bytes.
+pub(crate) fn mail_payloads<'a>(inboxes: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut payloads: Vec<String> = Vec::new();
+    for inbox in inboxes {
+        match payloads.last_mut() {
+            Some(last) if last.len() + 1 + inbox.len() <= PAYLOAD_MAX => {
+                last.push(',');
+                last.push_str(inbox);
+            }
+            _ => payloads.push(inbox.to_owned()),
+        }
+    }
+    payloads
+}
 
 /// Fans notifications out to waiters; cheap to clone.
 #[derive(Clone)]
@@ -56,8 +76,30 @@ async fn listen(
         .await?;
     let mut notifications = std::pin::pin!(conn.notifications_stream());
     while let Some(notification) = notifications.next().await {
-        // No receiver is fine: nobody is waiting right now.
-        let _ = forward.send(notification?.payload);
+        for inbox in notification?.payload.split(',') {
+            // No receiver is fine: nobody is waiting right now.
+            let _ = forward.send(inbox.to_owned());
+        }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_name_every_address_once_and_stay_under_the_limit() {
+        let inboxes: Vec<String> = (0..1_000).map(|n| format!("ibx_{n:08}")).collect();
+        let payloads = mail_payloads(inboxes.iter().map(String::as_str));
+        assert!(payloads.len() > 1);
+        assert!(payloads.iter().all(|payload| payload.len() <= PAYLOAD_MAX));
+        let named: Vec<&str> = payloads.iter().flat_map(|p| p.split(',')).collect();
+        assert_eq!(
+            named,
+            inboxes.iter().map(String::as_str).collect::<Vec<_>>()
+        );
+        assert_eq!(mail_payloads(["ibx_one"]), vec!["ibx_one".to_owned()]);
+        assert!(mail_payloads([]).is_empty());
+    }
 }

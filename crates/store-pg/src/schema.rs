@@ -180,6 +180,7 @@ diesel::table! {
         folder -> Text,
         starred -> Bool,
         outgoing -> Bool,
+        commit_seq -> Int8,
     }
 }
 
@@ -499,3 +500,10 @@ diesel::allow_tables_to_appear_in_same_query!(account_suspensions, sessions);
 diesel::allow_tables_to_appear_in_same_query!(account_suspensions, device_credentials);
 diesel::allow_tables_to_appear_in_same_query!(account_suspensions, addresses);
 diesel::allow_tables_to_appear_in_same_query!(account_suspensions, accounts);
+
+diesel::table! {
+    commit_clock (only_row) {
+        only_row -> Bool,
+        seq -> Int8,
+    }
+}

@@ -707,6 +707,57 @@ async fn mail_stored_held_after_its_address_was_released_is_listed_by_the_next_s
     api.app.stop().await;
 }
 
+/// Released held mail takes a new place in commit order: a waiter whose
+/// cursor is already past later mail still gets it when it is released.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_waiter_past_held_mail_gets_it_when_it_is_released() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    keyed_inbox(&api, &owner, &keys, "ibx_late02").await;
+    let held = api.deliver(&owner, "ibx_late02").await;
+    {
+        use diesel_async::RunQueryDsl;
+        let mut conn = api.app.db.connect().await;
+        diesel::sql_query("UPDATE messages SET held = true WHERE id = $1")
+            .bind::<diesel::sql_types::Text, _>(&held)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    api.app.clock.advance(TimeDelta::minutes(1));
+    let later = api.deliver(&owner, "ibx_late02").await;
+    let ids = |reply: &Reply| -> Vec<String> {
+        reply.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|message| message["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let seen = api
+        .get(
+            "/inboxes/ibx_late02/messages/wait?timeout=1",
+            Some(&owner.token),
+        )
+        .await;
+    assert_eq!(seen.status, StatusCode::OK);
+    assert_eq!(ids(&seen), vec![later]);
+    let cursor = seen.body["cursor"].as_str().unwrap().to_owned();
+
+    api.app.clock.advance(TimeDelta::hours(1));
+    run_sweeps(&api).await;
+    let released = api
+        .get(
+            &format!("/inboxes/ibx_late02/messages/wait?timeout=1&after={cursor}"),
+            Some(&owner.token),
+        )
+        .await;
+    assert_eq!(released.status, StatusCode::OK);
+    assert_eq!(ids(&released), vec![held]);
+    api.app.stop().await;
+}
+
 /// Two checkouts started on Free: the cheaper invoice expires, the dearer
 /// one is paid, then the expired one confirms (a late crypto payment). It
 /// buys nothing: the plan, its period and every address stay, and the

@@ -5,8 +5,8 @@ use std::time::Duration;
 use actix_web::http::header;
 use actix_web::web::{Bytes, Data, Path, Query};
 use actix_web::{HttpResponse, get, post};
-use sealpost_kernel::{AddressId, Cursor, MessageId, PageLimits, PlanId};
-use sealpost_messages::store::{Message, Reader};
+use sealpost_kernel::{AddressId, CommitCursor, Cursor, MessageId, PageLimits, PlanId};
+use sealpost_messages::store::{Message, Reader, WaitFrom};
 use sealpost_seal::b64;
 use sealpost_wire as wire;
 use serde::Deserialize;
@@ -56,14 +56,6 @@ pub(crate) fn address_path(text: &str) -> Result<AddressId, ApiError> {
 
 pub(crate) fn message_path(text: &str) -> Result<MessageId, ApiError> {
     MessageId::parse(text).map_err(|_| ApiError::not_found())
-}
-
-pub(crate) fn cursor_of(message: &Message) -> String {
-    Cursor {
-        at: message.received_at,
-        id: message.id.to_string(),
-    }
-    .encode()
 }
 
 /// An address's mail, newest first. Mail past the address's retention is never returned.
@@ -127,26 +119,32 @@ pub async fn wait(
             }
         },
     };
+    // Waits follow commit order (`CommitCursor`): a message whose delivery
+    // began before one already returned but committed after it still comes.
+    // A list cursor is still taken, by `received_at`.
     let after = match query.after.as_deref() {
-        None | Some("") => None,
-        Some("now") => Some(Cursor {
-            at: state.clock.now(),
-            id: String::new(),
-        }),
-        Some(text) => Some(Cursor::decode(text).ok_or_else(|| {
-            ApiError::invalid_field("after", "not a cursor this service handed out")
-        })?),
+        None | Some("") => WaitFrom::Start,
+        Some("now") => state.mailbox.wait_from_now().await?,
+        Some(text) => CommitCursor::decode(text)
+            .map(WaitFrom::Committed)
+            .or_else(|| Cursor::decode(text).map(WaitFrom::Received))
+            .ok_or_else(|| {
+                ApiError::invalid_field("after", "not a cursor this service handed out")
+            })?,
     };
     let reader = reader(&caller);
     // Subscribe before looking, so mail committed in between still wakes us.
     let mut new_mail = state.new_mail.subscribe();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
     loop {
-        let newer = state.mailbox.newer(&reader, &inbox, after.as_ref()).await?;
+        let newer = state.mailbox.newer(&reader, &inbox, &after).await?;
         if let Some(last) = newer.last() {
-            let cursor = cursor_of(last);
+            let cursor = last.position.encode();
             return Ok(HttpResponse::Ok().json(wire::WaitBody {
-                messages: newer.into_iter().map(message_body).collect(),
+                messages: newer
+                    .into_iter()
+                    .map(|arrived| message_body(arrived.message))
+                    .collect(),
                 cursor,
             }));
         }
