@@ -1,155 +1,62 @@
-//! What answers when no route matched: 405 with `Allow` for a path the API
-//! serves with other methods, 404 "no such route" for a path it does not
-//! serve at all (distinct from "no such record", which a real route says).
+//! What answers when no route matched: 404 "no such route" for a path the
+//! API does not serve (distinct from "no such record", which a real route
+//! says), and the error body of the 405 actix gives a path served with
+//! other methods.
 //!
-//! The path table is read from the OpenAPI document, so the two cannot
-//! drift; the few pages outside the document are listed here.
+//! Every path is one `web::resource` with all its methods (see `routes` in
+//! the crate root), so actix itself finds the path and sets `Allow`; no
+//! route table is searched here.
 
-use std::collections::BTreeSet;
-use std::sync::LazyLock;
-
+use actix_web::body::BoxBody;
+use actix_web::dev::ServiceResponse;
 use actix_web::http::header;
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::middleware::ErrorHandlerResponse;
+use actix_web::{HttpRequest, HttpResponse, ResponseError};
 
 use crate::error::{ApiError, ErrorCode};
 
-/// Served, but not API operations (HTML pages, the document itself).
-const PAGES: &[(&str, &[&str])] = &[
-    ("/", &["GET"]),
-    ("/docs", &["GET"]),
-    ("/docs/{file}", &["GET"]),
-    ("/openapi.json", &["GET"]),
-    ("/billing/sandbox/{id}", &["GET", "POST"]),
-    ("/billing/return", &["GET"]),
-];
-
-struct Route {
-    segments: Vec<String>,
-    methods: BTreeSet<String>,
+/// The default service: no resource has this path.
+pub async fn no_route() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::new(ErrorCode::NotFound, "no such route"))
 }
 
-impl Route {
-    fn matches(&self, path: &[&str]) -> bool {
-        self.segments.len() == path.len()
-            && self.segments.iter().zip(path).all(|(template, given)| {
-                (template.starts_with('{') && !given.is_empty()) || template == given
-            })
-    }
+/// 405 for a path whose own service takes GET only and lets other methods
+/// fall through (the Swagger UI's files).
+pub async fn get_only() -> HttpResponse {
+    HttpResponse::MethodNotAllowed()
+        .insert_header((header::ALLOW, "GET"))
+        .finish()
 }
 
-impl Route {
-    fn templates(&self) -> usize {
-        self.segments
-            .iter()
-            .filter(|segment| segment.starts_with('{'))
-            .count()
-    }
+/// Gives actix's empty 405 the error body every error has
+/// (`method_not_allowed`, naming the allowed methods), and lists `Allow`
+/// in alphabetical order, whatever the order the routes were registered in.
+pub fn explain_405<B>(response: ServiceResponse<B>) -> actix_web::Result<ErrorHandlerResponse<B>> {
+    let (req, response) = response.into_parts();
+    let mut allowed: Vec<String> = response
+        .headers()
+        .get_all(header::ALLOW)
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|method| method.trim().to_owned())
+        .filter(|method| !method.is_empty())
+        .collect();
+    allowed.sort();
+    allowed.dedup();
+    let explained = method_not_allowed(&req, &allowed.join(", "));
+    Ok(ErrorHandlerResponse::Response(
+        ServiceResponse::new(req, explained).map_into_right_body::<B>(),
+    ))
 }
 
-fn segments(path: &str) -> Vec<&str> {
-    path.trim_end_matches('/').split('/').skip(1).collect()
-}
-
-static ROUTES: LazyLock<Vec<Route>> = LazyLock::new(|| {
-    let document: serde_json::Value =
-        serde_json::from_str(&crate::openapi_json()).unwrap_or_default();
-    let documented =
-        document["paths"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(path, operations)| {
-                let methods = operations
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .map(|(method, _)| method.to_ascii_uppercase())
-                    .collect();
-                (path.clone(), methods)
-            });
-    let pages = PAGES.iter().map(|(path, methods)| {
-        let methods = methods.iter().map(|method| (*method).to_owned()).collect();
-        ((*path).to_owned(), methods)
-    });
-    documented
-        .chain(pages)
-        .map(|(path, methods): (String, BTreeSet<String>)| Route {
-            segments: segments(&path).into_iter().map(str::to_owned).collect(),
-            methods,
-        })
-        .collect()
-});
-
-/// The methods the API serves at `path`, or none when it serves nothing
-/// there. A literal segment beats a template: `/inboxes/allocation` is that
-/// route's path, not an address id for `/inboxes/{id}`.
-fn allowed_methods(path: &str) -> BTreeSet<&'static str> {
-    let path = segments(path);
-    let matching: Vec<&Route> = ROUTES.iter().filter(|route| route.matches(&path)).collect();
-    let fewest = matching.iter().map(|route| route.templates()).min();
-    matching
-        .into_iter()
-        .filter(|route| Some(route.templates()) == fewest)
-        .flat_map(|route| route.methods.iter().map(String::as_str))
-        .collect()
-}
-
-/// 405 with `Allow` for a method the path does not serve.
-fn method_not_allowed(req: &HttpRequest, allowed: BTreeSet<&str>) -> HttpResponse {
-    let allow = allowed.into_iter().collect::<Vec<_>>().join(", ");
-    let mut response = actix_web::ResponseError::error_response(&ApiError::new(
+fn method_not_allowed(req: &HttpRequest, allow: &str) -> HttpResponse<BoxBody> {
+    let mut response = ApiError::new(
         ErrorCode::MethodNotAllowed,
         format!("{} is not served here; allowed: {allow}", req.method()),
-    ));
-    if let Ok(value) = header::HeaderValue::from_str(&allow) {
+    )
+    .error_response();
+    if let Ok(value) = header::HeaderValue::from_str(allow) {
         response.headers_mut().insert(header::ALLOW, value);
     }
     response
-}
-
-/// A request that a template route would take although a literal route
-/// names its path with other methods (`PATCH /inboxes/allocation` is not
-/// `PATCH /inboxes/{id}`): its 405, before routing.
-pub fn shadowed(req: &HttpRequest) -> Option<HttpResponse> {
-    let allowed = allowed_methods(req.path());
-    if allowed.is_empty() || allowed.contains(req.method().as_str()) {
-        return None;
-    }
-    Some(method_not_allowed(req, allowed))
-}
-
-/// The default service.
-pub async fn no_route(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    let allowed = allowed_methods(req.path());
-    if allowed.is_empty() {
-        return Err(ApiError::new(ErrorCode::NotFound, "no such route"));
-    }
-    Ok(method_not_allowed(&req, allowed))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn templates_match_one_segment_each() {
-        assert_eq!(
-            allowed_methods("/inboxes/ibx_abcd"),
-            BTreeSet::from(["DELETE", "PATCH"])
-        );
-        assert!(allowed_methods("/inboxes").contains("GET"));
-        assert!(allowed_methods("/inboxes/").contains("POST"));
-        assert!(allowed_methods("/inboxes/ibx_abcd/nothing").is_empty());
-        assert!(allowed_methods("/nothing").is_empty());
-        assert_eq!(allowed_methods("/"), BTreeSet::from(["GET"]));
-        assert_eq!(
-            allowed_methods("/inboxes/allocation"),
-            BTreeSet::from(["GET"]),
-            "a literal route is not the template's id"
-        );
-        assert_eq!(
-            allowed_methods("/messages/folders"),
-            BTreeSet::from(["GET"])
-        );
-    }
 }

@@ -14,8 +14,9 @@ mod openapi;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{Server, ServiceRequest, ServiceResponse};
+use actix_web::http::StatusCode;
 use actix_web::http::header::{HeaderName, HeaderValue};
-use actix_web::middleware::{Next, from_fn};
+use actix_web::middleware::{ErrorHandlers, Next, from_fn};
 use actix_web::web::{self, Data, PayloadConfig};
 use actix_web::{App, HttpMessage, HttpResponse, HttpServer};
 use tracing_actix_web::{RequestId, RootSpanBuilder, TracingLogger};
@@ -49,7 +50,9 @@ pub fn serve(
             .app_data(web::PathConfig::default().error_handler(|_, _| ApiError::not_found().into()))
             .configure(routes)
             .default_service(web::to(fallback::no_route))
-            .wrap(from_fn(refuse_shadowed))
+            .wrap(
+                ErrorHandlers::new().handler(StatusCode::METHOD_NOT_ALLOWED, fallback::explain_405),
+            )
             .wrap(from_fn(limit_by_ip))
             .wrap(from_fn(request_id_header))
             .wrap(from_fn(log_request))
@@ -65,150 +68,202 @@ pub fn serve(
     Ok(server)
 }
 
+/// One `web::resource` per path with every method it serves, so that
+/// actix answers a method the path does not serve with 405 and `Allow`
+/// (`fallback::explain_405` adds the error body); no per-method route
+/// macros, whose resources let other methods fall through to a template
+/// path (`PATCH /inboxes/allocation` to `PATCH /inboxes/{id}`). A resource
+/// takes every method of its path, so a literal path comes before a
+/// template that would match it.
 fn routes(config: &mut web::ServiceConfig) {
     use routes::{
         abuse, accounts, activity, addresses, billing, devices, domains, folders, health, messages,
         notifications, plans, sending, staff, support, teams, webhooks,
     };
     config
-        .route("/", web::get().to(index))
-        .route(
-            "/docs",
-            web::get().to(|| async {
-                HttpResponse::PermanentRedirect()
-                    .insert_header((actix_web::http::header::LOCATION, "/docs/"))
-                    .finish()
-            }),
-        )
+        .service(web::resource("/").get(index))
+        .service(web::resource("/docs").get(|| async {
+            HttpResponse::PermanentRedirect()
+                .insert_header((actix_web::http::header::LOCATION, "/docs/"))
+                .finish()
+        }))
         .service(
             utoipa_swagger_ui::SwaggerUi::new("/docs/{_:.*}")
                 .config(utoipa_swagger_ui::Config::from("/openapi.json")),
         )
-        .service(health::healthz)
-        .service(health::readyz)
-        .route(
-            "/openapi.json",
-            web::get().to(|| async {
-                HttpResponse::Ok()
-                    .content_type("application/json")
-                    .body(openapi_json())
-            }),
+        // The Swagger UI's service takes GET only and lets other methods by.
+        .service(web::resource("/docs/{_:.*}").default_service(web::to(fallback::get_only)))
+        .service(web::resource("/healthz").get(health::healthz))
+        .service(web::resource("/readyz").get(health::readyz))
+        .service(web::resource("/openapi.json").get(|| async {
+            HttpResponse::Ok()
+                .content_type("application/json")
+                .body(openapi_json())
+        }))
+        .service(web::resource("/accounts").post(accounts::register))
+        .service(web::resource("/accounts/challenge").post(accounts::challenge))
+        .service(web::resource("/accounts/verify").post(accounts::verify))
+        .service(
+            web::resource("/accounts/me")
+                .get(accounts::me)
+                .delete(accounts::erase),
         )
-        .service(accounts::register)
-        .service(accounts::challenge)
-        .service(accounts::verify)
-        .service(accounts::me)
-        .service(accounts::sign_out)
-        .service(accounts::sessions)
-        .service(accounts::revoke_other_sessions)
-        .service(accounts::revoke_session)
-        .service(accounts::erase)
-        .service(activity::list)
-        .service(plans::list)
-        .service(plans::usage)
-        .service(plans::overview)
-        .service(plans::get_subscription)
-        .service(plans::change_plan)
-        .service(billing::providers)
-        .service(billing::checkout)
-        .service(billing::get_payment)
-        .service(billing::notice)
-        .service(billing::sandbox_page)
-        .service(billing::sandbox_settle)
-        .service(billing::returned)
+        .service(web::resource("/accounts/signout").post(accounts::sign_out))
+        .service(
+            web::resource("/accounts/sessions")
+                .get(accounts::sessions)
+                .delete(accounts::revoke_other_sessions),
+        )
+        .service(web::resource("/accounts/sessions/{id}").delete(accounts::revoke_session))
+        .service(web::resource("/activity").get(activity::list))
+        .service(web::resource("/plans").get(plans::list))
+        .service(web::resource("/usage").get(plans::usage))
+        .service(web::resource("/overview").get(plans::overview))
+        .service(web::resource("/subscription").get(plans::get_subscription))
+        .service(web::resource("/subscription/plan").post(plans::change_plan))
+        .service(web::resource("/billing/providers").get(billing::providers))
+        .service(web::resource("/billing/checkout").post(billing::checkout))
+        .service(web::resource("/billing/payments/{id}").get(billing::get_payment))
+        .service(web::resource("/billing/notices/{provider}").post(billing::notice))
+        .service(
+            web::resource("/billing/sandbox/{id}")
+                .get(billing::sandbox_page)
+                .post(billing::sandbox_settle),
+        )
+        .service(web::resource("/billing/return").get(billing::returned))
         // Fixed paths before `/workers/{id}` and `/inboxes/{id}`.
-        .service(devices::open_pairing)
-        .service(devices::poll_pairing)
-        .service(devices::cancel_pairing)
-        .service(devices::lookup)
-        .service(devices::claim)
-        .service(devices::heartbeat)
-        .service(messages::worker_messages)
-        .service(devices::list)
-        .service(devices::get_one)
-        .service(devices::update)
-        .service(devices::remove)
-        .service(devices::set_keys)
-        .service(devices::get_keys)
-        .service(domains::list)
-        .service(domains::add)
-        .service(domains::check)
-        .service(domains::remove)
-        .service(addresses::domains)
-        .service(addresses::allocation)
-        .service(addresses::list)
-        .service(addresses::create)
-        .service(addresses::update)
-        .service(addresses::remove)
-        .service(addresses::assign)
-        .service(addresses::unassign)
-        .service(messages::list)
-        .service(messages::wait)
+        .service(web::resource("/workers/pairing-session").post(devices::open_pairing))
+        .service(
+            web::resource("/workers/pairing-session/{token}")
+                .get(devices::poll_pairing)
+                .delete(devices::cancel_pairing),
+        )
+        .service(web::resource("/workers/pair/lookup").post(devices::lookup))
+        .service(web::resource("/workers/pair").post(devices::claim))
+        .service(web::resource("/workers/heartbeat").post(devices::heartbeat))
+        .service(web::resource("/workers/messages").get(messages::worker_messages))
+        .service(web::resource("/workers").get(devices::list))
+        .service(
+            web::resource("/workers/{id}")
+                .get(devices::get_one)
+                .patch(devices::update)
+                .delete(devices::remove),
+        )
+        .service(
+            web::resource("/workers/{id}/keys")
+                .get(devices::get_keys)
+                .post(devices::set_keys),
+        )
+        .service(
+            web::resource("/domains/custom")
+                .get(domains::list)
+                .post(domains::add),
+        )
+        .service(web::resource("/domains/custom/{domain}/check").post(domains::check))
+        .service(web::resource("/domains/custom/{domain}").delete(domains::remove))
+        .service(web::resource("/domains").get(addresses::domains))
+        .service(web::resource("/inboxes/allocation").get(addresses::allocation))
+        .service(
+            web::resource("/inboxes")
+                .get(addresses::list)
+                .post(addresses::create),
+        )
+        .service(
+            web::resource("/inboxes/{id}")
+                .patch(addresses::update)
+                .delete(addresses::remove),
+        )
+        .service(web::resource("/workers/{id}/inboxes").post(addresses::assign))
+        .service(web::resource("/workers/{id}/inboxes/{inbox_id}").delete(addresses::unassign))
+        .service(web::resource("/inboxes/{id}/messages").get(messages::list))
+        .service(web::resource("/inboxes/{id}/messages/wait").get(messages::wait))
         // Fixed paths before `/messages/{id}`.
         .service(
             web::resource("/messages/send")
                 .app_data(PayloadConfig::new(sending::SEND_BODY_LIMIT))
                 .route(web::post().to(sending::send)),
         )
-        .service(folders::list)
-        .service(folders::folder_counts)
-        .service(folders::empty_trash)
-        .service(messages::get_one)
-        .service(folders::star)
-        .service(folders::move_to)
-        .service(folders::remove)
-        .service(messages::attachment)
-        .service(messages::mark_read)
-        .service(webhooks::list)
-        .service(webhooks::create)
-        .service(webhooks::update)
-        .service(webhooks::remove)
-        .service(webhooks::rotate_secret)
-        .service(webhooks::test)
-        .service(webhooks::deliveries)
-        .service(webhooks::redeliver)
-        .service(notifications::get_preferences)
-        .service(notifications::update_preferences)
-        .service(notifications::mute_inbox)
-        .service(notifications::register_device)
-        .service(notifications::remove_device)
-        .service(teams::show)
-        .service(teams::add_member)
-        .service(teams::remove_member)
+        .service(
+            web::resource("/messages")
+                .app_data(PayloadConfig::new(messages::INBOUND_BODY_LIMIT))
+                .get(folders::list)
+                .post(messages::inbound),
+        )
+        .service(web::resource("/messages/folders").get(folders::folder_counts))
+        .service(web::resource("/messages/trash/empty").post(folders::empty_trash))
+        .service(
+            web::resource("/messages/{id}")
+                .get(messages::get_one)
+                .delete(folders::remove),
+        )
+        .service(web::resource("/messages/{id}/star").post(folders::star))
+        .service(web::resource("/messages/{id}/move").post(folders::move_to))
+        .service(web::resource("/messages/{id}/attachments/{index}").get(messages::attachment))
+        .service(web::resource("/messages/{id}/read").post(messages::mark_read))
+        .service(
+            web::resource("/webhook-endpoints")
+                .get(webhooks::list)
+                .post(webhooks::create),
+        )
+        .service(
+            web::resource("/webhook-endpoints/{id}")
+                .patch(webhooks::update)
+                .delete(webhooks::remove),
+        )
+        .service(
+            web::resource("/webhook-endpoints/{id}/rotate-secret").post(webhooks::rotate_secret),
+        )
+        .service(web::resource("/webhook-endpoints/{id}/test").post(webhooks::test))
+        .service(web::resource("/webhook-endpoints/{id}/deliveries").get(webhooks::deliveries))
+        .service(
+            web::resource("/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver")
+                .post(webhooks::redeliver),
+        )
+        .service(
+            web::resource("/notifications/preferences")
+                .get(notifications::get_preferences)
+                .patch(notifications::update_preferences),
+        )
+        .service(web::resource("/notifications/inboxes/{id}").patch(notifications::mute_inbox))
+        .service(web::resource("/notifications/devices").post(notifications::register_device))
+        .service(
+            web::resource("/notifications/devices/{token}").delete(notifications::remove_device),
+        )
+        .service(web::resource("/team").get(teams::show))
+        .service(web::resource("/team/members").post(teams::add_member))
+        .service(web::resource("/team/members/{member_id}").delete(teams::remove_member))
         .service(
             web::resource("/team/members/{member_id}/grants")
                 .app_data(PayloadConfig::new(teams::GRANTS_BODY_LIMIT))
                 .route(web::post().to(teams::grant)),
         )
-        .service(teams::revoke)
-        .service(teams::rotate)
-        .service(teams::memberships)
-        .service(teams::leave)
-        .service(support::overview)
-        .service(support::create)
-        .service(support::get_one)
-        .service(support::add_message)
-        .service(support::close)
-        .service(support::reopen)
-        .service(support::bind_key)
-        .service(abuse::report)
-        .service(staff::tickets)
-        .service(staff::get_ticket)
-        .service(staff::reply)
-        .service(staff::resolve)
-        .service(staff::rotate_key)
-        .service(staff::get_switches)
-        .service(staff::update_switches)
-        .service(staff::suspend)
-        .service(staff::unsuspend)
-        .service(staff::abuse_reports)
-        .service(staff::resolve_report)
-        .service(staff::audit)
+        .service(web::resource("/team/members/{member_id}/grants/{inbox_id}").delete(teams::revoke))
+        .service(web::resource("/inboxes/{id}/rotate").post(teams::rotate))
+        .service(web::resource("/memberships").get(teams::memberships))
+        .service(web::resource("/memberships/{owner_id}").delete(teams::leave))
+        .service(web::resource("/support").get(support::overview))
+        .service(web::resource("/support/tickets").post(support::create))
+        .service(web::resource("/support/tickets/{id}").get(support::get_one))
+        .service(web::resource("/support/tickets/{id}/messages").post(support::add_message))
+        .service(web::resource("/support/tickets/{id}/close").post(support::close))
+        .service(web::resource("/support/tickets/{id}/reopen").post(support::reopen))
+        .service(web::resource("/support/key").post(support::bind_key))
+        .service(web::resource("/abuse/reports").post(abuse::report))
+        .service(web::resource("/staff/tickets").get(staff::tickets))
+        .service(web::resource("/staff/tickets/{id}").get(staff::get_ticket))
+        .service(web::resource("/staff/tickets/{id}/messages").post(staff::reply))
+        .service(web::resource("/staff/tickets/{id}/resolve").post(staff::resolve))
+        .service(web::resource("/staff/support-key").post(staff::rotate_key))
         .service(
-            web::resource("/messages")
-                .app_data(PayloadConfig::new(messages::INBOUND_BODY_LIMIT))
-                .route(web::post().to(messages::inbound)),
-        );
+            web::resource("/staff/switches")
+                .get(staff::get_switches)
+                .patch(staff::update_switches),
+        )
+        .service(web::resource("/staff/accounts/{id}/suspend").post(staff::suspend))
+        .service(web::resource("/staff/accounts/{id}/unsuspend").post(staff::unsuspend))
+        .service(web::resource("/staff/abuse-reports").get(staff::abuse_reports))
+        .service(web::resource("/staff/abuse-reports/{id}/resolve").post(staff::resolve_report))
+        .service(web::resource("/staff/audit").get(staff::audit));
 }
 
 /// Health probes: exempt from the edge limit, logged at debug only.
@@ -224,20 +279,6 @@ async fn index() -> HttpResponse {
         "openapi": "/openapi.json",
         "health": "/healthz",
     }))
-}
-
-/// 405 for a method a literal path does not serve, before a template route
-/// of that method takes it (see `fallback::shadowed`).
-async fn refuse_shadowed(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    if let Some(response) = fallback::shadowed(req.request()) {
-        return Err(
-            actix_web::error::InternalError::from_response("method not allowed", response).into(),
-        );
-    }
-    next.call(req).await
 }
 
 /// Per-IP edge limit, before any handler work. Probes are exempt.

@@ -2,6 +2,7 @@
 //! at `/openapi.json`. `docs/openapi.json` is a copy kept equal by a test.
 
 use sealpost_webhooks::events::EventType;
+use sealpost_webhooks::url::MAX_URL_LEN;
 use utoipa::openapi::header::Header;
 use utoipa::openapi::path::{Operation, ParameterIn};
 use utoipa::openapi::response::Response;
@@ -120,7 +121,7 @@ use crate::routes::{
         staff::resolve_report,
         staff::audit,
     ),
-    modifiers(&BearerAuth, &SharedResponses, &EventNames),
+    modifiers(&BearerAuth, &SharedResponses, &WebhookRules),
 )]
 struct ApiDoc;
 
@@ -282,11 +283,12 @@ impl Modify for SharedResponses {
     }
 }
 
-/// The event types a webhook may subscribe to, from the one list
-/// (`EventType::ALL`) the service checks, plus `*`.
-struct EventNames;
+/// The webhook request rules the service checks, from their one
+/// definition: the event types (`EventType::ALL`, plus `*`) and the URL's
+/// length (`MAX_URL_LEN`).
+struct WebhookRules;
 
-impl Modify for EventNames {
+impl Modify for WebhookRules {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let names: Vec<&str> = EventType::ALL
             .iter()
@@ -307,6 +309,9 @@ impl Modify for EventNames {
                         .enum_values(Some(names.clone()))
                         .into(),
                 ));
+            }
+            if let Some(RefOr::T(Schema::Object(url))) = object.properties.get_mut("url") {
+                url.max_length = Some(MAX_URL_LEN);
             }
         }
     }
@@ -359,6 +364,12 @@ mod tests {
             }
         }
         assert!(limits >= 4, "every paged list documents its limit");
+        for body in ["CreateWebhookRequest", "UpdateWebhookRequest"] {
+            assert_eq!(
+                schemas[body]["properties"]["url"]["maxLength"], MAX_URL_LEN,
+                "{body}"
+            );
+        }
         assert_eq!(
             schemas["AddressId"]["pattern"],
             AddressId::PATTERN,

@@ -18,7 +18,11 @@ use std::fmt;
 
 use ::url::{Host, Url};
 
-/// Longest URL accepted, in bytes, as sent and after normalisation.
+/// Longest URL accepted, in characters (Unicode scalar values) of the URL as
+/// sent: what JSON Schema's `maxLength` counts, and the OpenAPI document
+/// takes its `maxLength` from here. The normalised form can be longer (a `/`
+/// for a URL without a path, percent-encoding); it is not limited again,
+/// since a client can only check what it sends.
 pub const MAX_URL_LEN: usize = 2048;
 
 /// Why a URL was refused. Every variant is 400 `invalid_url`; the message
@@ -135,7 +139,7 @@ impl serde::Serialize for WebhookUrl {
 /// [`MAX_URL_LEN`]. A port is allowed; a single-label hostname is allowed
 /// (the sender's resolve check still applies).
 pub fn validate_url(url: &str, service_domains: &[String]) -> Result<WebhookUrl, UrlError> {
-    if url.len() > MAX_URL_LEN {
+    if url.chars().count() > MAX_URL_LEN {
         return Err(UrlError::TooLong);
     }
     // The WHATWG parser would silently trim or drop these; refuse instead so
@@ -170,9 +174,6 @@ pub fn validate_url(url: &str, service_domains: &[String]) -> Result<WebhookUrl,
         .any(|domain| is_same_or_subdomain(&host, &domain))
     {
         return Err(UrlError::ServiceDomain(host));
-    }
-    if parsed.as_str().len() > MAX_URL_LEN {
-        return Err(UrlError::TooLong);
     }
     Ok(WebhookUrl(parsed))
 }
@@ -390,17 +391,30 @@ mod tests {
     }
 
     #[test]
-    fn length_limit_is_2048() {
+    fn length_limit_is_2048_characters_as_sent() {
         let base = "https://example.com/";
         let fits = format!("{base}{}", "a".repeat(MAX_URL_LEN - base.len()));
         assert_eq!(fits.len(), MAX_URL_LEN);
         assert!(check(&fits).is_ok());
         let over = format!("{fits}a");
         assert_eq!(check(&over), Err(UrlError::TooLong));
-        // Normalisation that grows the URL past the limit is refused too.
-        let grows = format!("{base}{}", "é".repeat((MAX_URL_LEN - base.len()) / 2));
-        assert!(grows.len() <= MAX_URL_LEN);
-        assert_eq!(check(&grows), Err(UrlError::TooLong));
+        // Characters, as JSON Schema's maxLength counts: 2048 of them in
+        // more bytes still fit, and percent-encoding them when normalised
+        // does not count.
+        let wide = format!("{base}{}", "é".repeat(MAX_URL_LEN - base.len()));
+        assert_eq!(wide.chars().count(), MAX_URL_LEN);
+        assert!(check(&wide).is_ok());
+        assert_eq!(check(&format!("{wide}é")), Err(UrlError::TooLong));
+        // Normalisation adds the `/` of a URL without a path: still fits.
+        let host_only = format!(
+            "https://{}.example.com",
+            "a".repeat(MAX_URL_LEN - "https://.example.com".len())
+        );
+        assert_eq!(host_only.len(), MAX_URL_LEN);
+        assert!(
+            check(&host_only).is_ok(),
+            "a path-less URL of the limit's length"
+        );
     }
 
     #[test]

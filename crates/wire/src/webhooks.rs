@@ -83,10 +83,11 @@ pub struct CreateWebhookRequest {
     #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::WebhookId))]
     pub id: String,
     /// https only, a public host.
+    // Its `maxLength` is set where the document is built (http-api), from
+    // the validator's `MAX_URL_LEN`.
     #[cfg_attr(
         feature = "openapi",
         schema(
-            max_length = 2048,
             pattern = "^https://[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*\\.[A-Za-z]{2,63}(/[A-Za-z0-9._~/-]*)?$"
         )
     )]
@@ -114,7 +115,6 @@ pub struct UpdateWebhookRequest {
     #[cfg_attr(
         feature = "openapi",
         schema(
-            max_length = 2048,
             pattern = "^https://[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*\\.[A-Za-z]{2,63}(/[A-Za-z0-9._~/-]*)?$"
         )
     )]

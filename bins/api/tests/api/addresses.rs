@@ -353,3 +353,38 @@ async fn assignment_rules_and_events() {
     let bad = api.get("/activity?limit=500", Some(&owner.token)).await;
     assert_eq!(bad.code(), "invalid_field");
 }
+
+/// JSON Schema's integer is a value, not a form: `47.0` is the integer 47
+/// the document's `"type": "integer"` admits, so the service takes it too.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_integer_written_with_a_fraction_of_zero_is_an_integer() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    let created = api
+        .post(
+            "/inboxes",
+            Some(&owner.token),
+            json!({ "id": "ibx_whole01", "domain": "mail.localhost", "retentionDays": 47.0 }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    assert_eq!(created.body["inbox"]["retentionDays"], 47);
+    let patched = api
+        .patch(
+            "/inboxes/ibx_whole01",
+            Some(&owner.token),
+            json!({ "retentionDays": 3e1 }),
+        )
+        .await;
+    assert_eq!(patched.status, StatusCode::OK, "{}", patched.body);
+    assert_eq!(patched.body["inbox"]["retentionDays"], 30);
+    let fraction = api
+        .patch(
+            "/inboxes/ibx_whole01",
+            Some(&owner.token),
+            json!({ "retentionDays": 47.5 }),
+        )
+        .await;
+    assert_eq!(fraction.code(), "invalid_field");
+}

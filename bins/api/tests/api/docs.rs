@@ -88,6 +88,28 @@ async fn unknown_routes_and_unserved_methods_say_which() {
     assert_eq!(put.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(put.headers["allow"], "DELETE, PATCH");
 
+    // A literal path is not the id of the template beside it: `PATCH
+    // /inboxes/{id}` exists, `PATCH /inboxes/allocation` does not.
+    let patch = api
+        .send(Method::PATCH, "/inboxes/allocation", None, None)
+        .await;
+    assert_eq!(
+        (patch.status, patch.code()),
+        (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed")
+    );
+    assert_eq!(patch.headers["allow"], "GET");
+    let allocation = api.get("/inboxes/allocation", None).await;
+    assert_eq!(
+        allocation.status,
+        StatusCode::UNAUTHORIZED,
+        "GET still reaches it"
+    );
+
+    // The Swagger UI's files, served by GET only.
+    let post = api.send(Method::POST, "/docs/index.html", None, None).await;
+    assert_eq!(post.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(post.headers["allow"], "GET");
+
     // A route that exists answers for a record that does not in its own words.
     let (_, keys) = new_keys();
     let signed_in = api.register(&keys).await;
@@ -99,6 +121,74 @@ async fn unknown_routes_and_unserved_methods_say_which() {
         (StatusCode::NOT_FOUND, "not_found")
     );
     assert_eq!(missing.body["error"]["message"], "no such record");
+}
+
+/// The routes and the document list the same methods for every path: a
+/// method the document lists reaches a handler (whatever it answers
+/// without a session, it is not 405 or "no such route"), and a method it
+/// does not list is 405 with exactly the listed ones in `Allow`.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_documented_path_serves_exactly_its_documented_methods() {
+    let api = Api::spawn().await;
+    let document = api.get("/openapi.json", None).await.body;
+    let http = reqwest::Client::new();
+    let mut checked = 0;
+    for (template, item) in document["paths"].as_object().unwrap() {
+        // Any value for a path parameter: routing does not look at it.
+        let path = template
+            .split('/')
+            .map(|segment| {
+                if segment.starts_with('{') {
+                    "x1"
+                } else {
+                    segment
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        let mut documented: Vec<String> = item
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|method| method.to_ascii_uppercase())
+            .collect();
+        documented.sort();
+        for method in &documented {
+            let answer = http
+                .request(method.parse().unwrap(), api.app.url(&path))
+                .send()
+                .await
+                .unwrap();
+            let status = answer.status();
+            let text = answer.text().await.unwrap();
+            assert_ne!(
+                status,
+                StatusCode::METHOD_NOT_ALLOWED,
+                "{method} {template}"
+            );
+            assert!(
+                !text.contains("no such route"),
+                "{method} {template}: {text}"
+            );
+        }
+        let refused = http
+            .request(Method::TRACE, api.app.url(&path))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            refused.status(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "TRACE {template}"
+        );
+        assert_eq!(
+            refused.headers()["allow"].to_str().unwrap(),
+            documented.join(", "),
+            "{template}"
+        );
+        checked += 1;
+    }
+    assert!(checked > 70, "only {checked} paths in the document");
 }
 
 #[tokio::test(flavor = "multi_thread")]

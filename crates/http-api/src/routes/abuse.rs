@@ -3,7 +3,7 @@
 //! exists.
 
 use actix_web::web::Data;
-use actix_web::{HttpRequest, HttpResponse, post};
+use actix_web::{HttpRequest, HttpResponse};
 use sealpost_support::{AbuseReason, AbuseTarget};
 use sealpost_wire as wire;
 
@@ -18,7 +18,6 @@ use crate::state::AppState;
     responses((status = 202, body = wire::AbuseReceived),
         (status = 400, body = wire::ErrorBody, description = "invalid_field: not exactly one of emailAddress and messageId, an unknown reason, overlong details or contact"),
         (status = 429, body = wire::ErrorBody, description = "rate_limited: five reports an hour per IP")))]
-#[post("/abuse/reports")]
 pub async fn report(
     state: Data<AppState>,
     req: HttpRequest,

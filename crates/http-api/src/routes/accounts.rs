@@ -1,7 +1,7 @@
 //! SPEC.md "Account" endpoints: registration, the sign-in handshake, sessions.
 
+use actix_web::HttpResponse;
 use actix_web::web::{Data, Path};
-use actix_web::{HttpResponse, delete, get, post};
 use sealpost_accounts::{Account, Registration, SessionView, SignedIn};
 use sealpost_kernel::{AccountId, SessionId};
 use sealpost_seal::b64;
@@ -47,7 +47,6 @@ fn parse_account_id(text: &str) -> Result<AccountId, ApiError> {
     (status = 400, body = wire::ErrorBody, description = "invalid_json, invalid_field, invalid_id, invalid_key"),
     (status = 409, body = wire::ErrorBody, description = "id_taken"),
 ))]
-#[post("/accounts")]
 pub async fn register(
     state: Data<AppState>,
     Json(body): Json<wire::RegisterRequest>,
@@ -73,7 +72,6 @@ pub async fn register(
     (status = 200, body = wire::Challenge),
     (status = 400, body = wire::ErrorBody),
 ))]
-#[post("/accounts/challenge")]
 pub async fn challenge(
     state: Data<AppState>,
     Json(body): Json<wire::ChallengeRequest>,
@@ -92,7 +90,6 @@ pub async fn challenge(
     (status = 200, body = wire::SignedIn),
     (status = 401, body = wire::ErrorBody, description = "unauthenticated: unknown account, wrong proof, used or expired nonce"),
 ))]
-#[post("/accounts/verify")]
 pub async fn verify(
     state: Data<AppState>,
     Json(body): Json<wire::VerifyRequest>,
@@ -112,7 +109,6 @@ pub async fn verify(
     (status = 200, body = wire::Me),
     (status = 401, body = wire::ErrorBody),
 ))]
-#[get("/accounts/me")]
 pub async fn me(state: Data<AppState>, caller: Authenticated) -> Result<HttpResponse, ApiError> {
     let account = state.accounts.account(caller.0.account()).await?;
     Ok(HttpResponse::Ok().json(wire::Me {
@@ -133,7 +129,6 @@ pub async fn me(state: Data<AppState>, caller: Authenticated) -> Result<HttpResp
     (status = 204),
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]
-#[post("/accounts/signout")]
 pub async fn sign_out(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -147,7 +142,6 @@ pub async fn sign_out(
     (status = 200, body = wire::SessionList),
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]
-#[get("/accounts/sessions")]
 pub async fn sessions(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -163,7 +157,6 @@ pub async fn sessions(
     (status = 200, body = wire::Revoked),
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]
-#[delete("/accounts/sessions")]
 pub async fn revoke_other_sessions(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -179,7 +172,6 @@ pub async fn revoke_other_sessions(
         (status = 204),
         (status = 404, body = wire::ErrorBody),
     ))]
-#[delete("/accounts/sessions/{id}")]
 pub async fn revoke_session(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -195,7 +187,6 @@ pub async fn revoke_session(
     (status = 204),
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]
-#[delete("/accounts/me")]
 pub async fn erase(state: Data<AppState>, caller: SessionCaller) -> Result<HttpResponse, ApiError> {
     state.accounts.erase(&caller.caller).await?;
     // The rows are gone; their sealed blobs follow now (the hourly sweep retries failures).

@@ -1,5 +1,5 @@
+use actix_web::HttpResponse;
 use actix_web::web::{Data, Query};
-use actix_web::{HttpResponse, get};
 use sealpost_activity::ActivityEntry;
 use sealpost_kernel::{PageLimits, PageRequest};
 use sealpost_wire as wire;
@@ -44,7 +44,6 @@ fn activity_body(entry: ActivityEntry) -> wire::ActivityEntry {
 /// The activity log, newest first (kept 90 days). A device sees the entries about itself.
 #[utoipa::path(get, path = "/activity", tag = "activity", security(("bearer" = [])), params(PageQuery),
     responses((status = 200, body = wire::ActivityPage), (status = 400, body = wire::ErrorBody)))]
-#[get("/activity")]
 pub async fn list(
     state: Data<AppState>,
     caller: Authenticated,

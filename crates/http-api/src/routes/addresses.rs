@@ -1,7 +1,7 @@
 //! SPEC.md "Addresses and domains" endpoints.
 
+use actix_web::HttpResponse;
 use actix_web::web::{Data, Path};
-use actix_web::{HttpResponse, delete, get, patch, post};
 use sealpost_addresses::{Address, NewAddress};
 use sealpost_kernel::{AccountId, AddressId, DeviceId, PlanId};
 use sealpost_seal::b64;
@@ -48,7 +48,6 @@ async fn plan_of(state: &AppState, account: &AccountId) -> Result<PlanId, ApiErr
 /// Domains addresses can be created on: the shared ones, then the account's live own domains (`reserved: true`).
 #[utoipa::path(get, path = "/domains", tag = "addresses", security(("bearer" = [])),
     responses((status = 200, body = wire::DomainList)))]
-#[get("/domains")]
 pub async fn domains(
     state: Data<AppState>,
     caller: Authenticated,
@@ -75,7 +74,6 @@ pub async fn domains(
 /// Every address on the account, newest first. A device sees the addresses assigned to it.
 #[utoipa::path(get, path = "/inboxes", tag = "addresses", security(("bearer" = [])),
     responses((status = 200, body = wire::AddressList)))]
-#[get("/inboxes")]
 pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpResponse, ApiError> {
     let addresses = state
         .addresses
@@ -92,7 +90,6 @@ pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpRe
         (status = 402, body = wire::ErrorBody, description = "allocation_exhausted"),
         (status = 403, body = wire::ErrorBody, description = "plan_required (localPart, emailAddress below Scale), session_required"),
         (status = 409, body = wire::ErrorBody, description = "address_taken, id_taken")))]
-#[post("/inboxes")]
 pub async fn create(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -133,7 +130,6 @@ pub async fn create(
 /// The plan's address allowance and how much of it is used.
 #[utoipa::path(get, path = "/inboxes/allocation", tag = "addresses", security(("bearer" = [])),
     responses((status = 200, body = wire::Allocation)))]
-#[get("/inboxes/allocation")]
 pub async fn allocation(
     state: Data<AppState>,
     caller: Authenticated,
@@ -153,7 +149,6 @@ pub async fn allocation(
 #[utoipa::path(patch, path = "/inboxes/{id}", tag = "addresses", security(("bearer" = [])),
     params(("id" = sealpost_kernel::AddressId, Path)), request_body = wire::UpdateAddressRequest,
     responses((status = 200, body = wire::AddressReply), (status = 404, body = wire::ErrorBody)))]
-#[patch("/inboxes/{id}")]
 pub async fn update(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -176,7 +171,6 @@ pub async fn update(
 /// Deletes the address with its mail; the address is retired for everyone, forever.
 #[utoipa::path(delete, path = "/inboxes/{id}", tag = "addresses", security(("bearer" = [])),
     params(("id" = sealpost_kernel::AddressId, Path)), responses((status = 204), (status = 404, body = wire::ErrorBody)))]
-#[delete("/inboxes/{id}")]
 pub async fn remove(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -196,7 +190,6 @@ pub async fn remove(
     params(("id" = sealpost_kernel::DeviceId, Path)), request_body = wire::AssignRequest,
     responses((status = 200, body = wire::AddressReply), (status = 402, body = wire::ErrorBody, description = "allocation_exhausted: Free device already holds one"),
         (status = 404, body = wire::ErrorBody)))]
-#[post("/workers/{id}/inboxes")]
 pub async fn assign(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -219,7 +212,6 @@ pub async fn assign(
 #[utoipa::path(delete, path = "/workers/{id}/inboxes/{inboxId}", tag = "addresses", security(("bearer" = [])),
     params(("id" = sealpost_kernel::DeviceId, Path), ("inboxId" = sealpost_kernel::AddressId, Path)),
     responses((status = 204), (status = 404, body = wire::ErrorBody)))]
-#[delete("/workers/{id}/inboxes/{inbox_id}")]
 pub async fn unassign(
     state: Data<AppState>,
     caller: SessionCaller,

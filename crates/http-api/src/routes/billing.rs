@@ -4,7 +4,7 @@
 
 use actix_web::http::header::ContentType;
 use actix_web::web::{Bytes, Data, Form, Path};
-use actix_web::{HttpRequest, HttpResponse, get, post};
+use actix_web::{HttpRequest, HttpResponse};
 use sealpost_billing::{NoticeOutcome, Payment, ProviderId, SandboxProvider, Settled};
 use sealpost_kernel::{PaymentId, PlanId};
 use sealpost_wire as wire;
@@ -19,7 +19,6 @@ use crate::state::AppState;
 /// and not switched off by an operator.
 #[utoipa::path(get, path = "/billing/providers", tag = "billing",
     responses((status = 200, body = wire::ProviderList)))]
-#[get("/billing/providers")]
 pub async fn providers(state: Data<AppState>) -> HttpResponse {
     HttpResponse::Ok().json(wire::ProviderList {
         providers: state
@@ -57,7 +56,6 @@ fn payment_body(payment: Payment) -> wire::Payment {
         (status = 400, body = wire::ErrorBody, description = "invalid_field: unknown planId or provider, or a plan not sold through checkout (free, enterprise)"),
         (status = 409, body = wire::ErrorBody, description = "downgrade_blocked: the account holds more than the plan allows"),
         (status = 503, body = wire::ErrorBody, description = "provider_unavailable: no keys, switched off, or the provider is failing")))]
-#[post("/billing/checkout")]
 pub async fn checkout(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -83,7 +81,6 @@ pub async fn checkout(
 #[utoipa::path(get, path = "/billing/payments/{id}", tag = "billing", security(("bearer" = [])),
     params(("id" = sealpost_kernel::PaymentId, Path)),
     responses((status = 200, body = wire::PaymentReply), (status = 404, body = wire::ErrorBody)))]
-#[get("/billing/payments/{id}")]
 pub async fn get_payment(
     state: Data<AppState>,
     caller: Authenticated,
@@ -105,7 +102,6 @@ pub async fn get_payment(
         (status = 400, body = wire::ErrorBody, description = "invalid_field: the signature header is missing, malformed, wrong or too old; or the body is not the provider's notice"),
         (status = 404, body = wire::ErrorBody, description = "no such provider"),
         (status = 503, body = wire::ErrorBody, description = "provider_unavailable: not enabled here")))]
-#[post("/billing/notices/{provider}")]
 pub async fn notice(
     state: Data<AppState>,
     provider: Path<String>,
@@ -144,7 +140,6 @@ fn page(title: &str, body: &str) -> HttpResponse {
 
 /// The sandbox checkout page (only while `SEALPOST_BILLING_SANDBOX` is on):
 /// a form that pays or fails the payment.
-#[get("/billing/sandbox/{id}")]
 pub async fn sandbox_page(
     state: Data<AppState>,
     id: Path<String>,
@@ -176,7 +171,6 @@ pub struct SandboxForm {
 
 /// The sandbox form's post: settles the payment through the same path a real
 /// provider's verified notice takes.
-#[post("/billing/sandbox/{id}")]
 pub async fn sandbox_settle(
     state: Data<AppState>,
     id: Path<String>,
@@ -211,7 +205,6 @@ pub async fn sandbox_settle(
 }
 
 /// Where a provider sends the payer back after its checkout.
-#[get("/billing/return")]
 pub async fn returned() -> HttpResponse {
     page(
         "Thank you",

@@ -1,7 +1,7 @@
 //! SPEC.md "Devices" endpoints and the pairing flow of CONTRACT.md section 6.
 
 use actix_web::web::{Data, Path, Query};
-use actix_web::{HttpRequest, HttpResponse, delete, get, patch, post};
+use actix_web::{HttpRequest, HttpResponse};
 use sealpost_kernel::{DeviceId, PageLimits, PairingSessionId};
 use sealpost_pairing::{Device, Platform};
 use sealpost_seal::b64;
@@ -53,7 +53,6 @@ fn client_key(request: &HttpRequest) -> String {
 #[utoipa::path(post, path = "/workers/pairing-session", tag = "devices", request_body = wire::OpenPairingRequest,
     responses((status = 201, body = wire::OpenedPairing), (status = 400, body = wire::ErrorBody),
         (status = 429, body = wire::ErrorBody, description = "rate_limited: the address holds 20 live sessions")))]
-#[post("/workers/pairing-session")]
 pub async fn open_pairing(
     state: Data<AppState>,
     request: HttpRequest,
@@ -85,7 +84,6 @@ pub async fn open_pairing(
 #[utoipa::path(get, path = "/workers/pairing-session/{token}", tag = "devices",
     params(("token" = String, Path)),
     responses((status = 200, body = wire::PairingPoll), (status = 404, body = wire::ErrorBody)))]
-#[get("/workers/pairing-session/{token}")]
 pub async fn poll_pairing(
     state: Data<AppState>,
     token: Path<String>,
@@ -104,7 +102,6 @@ pub async fn poll_pairing(
 #[utoipa::path(delete, path = "/workers/pairing-session/{token}", tag = "devices",
     params(("token" = String, Path)),
     responses((status = 204), (status = 404, body = wire::ErrorBody), (status = 409, body = wire::ErrorBody, description = "already_used")))]
-#[delete("/workers/pairing-session/{token}")]
 pub async fn cancel_pairing(
     state: Data<AppState>,
     token: Path<String>,
@@ -116,7 +113,6 @@ pub async fn cancel_pairing(
 /// Finds a waiting session by its code. Ten failed lookups in five minutes, per account or IP, give 429.
 #[utoipa::path(post, path = "/workers/pair/lookup", tag = "devices", security(("bearer" = [])), request_body = wire::LookupRequest,
     responses((status = 200, body = wire::LookupReply), (status = 404, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
-#[post("/workers/pair/lookup")]
 pub async fn lookup(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -143,7 +139,6 @@ pub async fn lookup(
 #[utoipa::path(post, path = "/workers/pair", tag = "devices", security(("bearer" = [])), request_body = wire::ClaimRequest,
     responses((status = 201, body = wire::DeviceReply), (status = 402, body = wire::ErrorBody, description = "worker_limit_reached"),
         (status = 404, body = wire::ErrorBody), (status = 409, body = wire::ErrorBody, description = "already_used, id_taken")))]
-#[post("/workers/pair")]
 pub async fn claim(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -165,7 +160,6 @@ pub async fn claim(
 /// The account's devices, newest first. A device sees only itself.
 #[utoipa::path(get, path = "/workers", tag = "devices", security(("bearer" = [])), params(PageQuery),
     responses((status = 200, body = wire::DevicePage)))]
-#[get("/workers")]
 pub async fn list(
     state: Data<AppState>,
     caller: Authenticated,
@@ -191,7 +185,6 @@ pub async fn list(
 /// One device.
 #[utoipa::path(get, path = "/workers/{id}", tag = "devices", security(("bearer" = [])),
     params(("id" = sealpost_kernel::DeviceId, Path)), responses((status = 200, body = wire::DeviceReply), (status = 404, body = wire::ErrorBody)))]
-#[get("/workers/{id}")]
 pub async fn get_one(
     state: Data<AppState>,
     caller: Authenticated,
@@ -207,7 +200,6 @@ pub async fn get_one(
 #[utoipa::path(patch, path = "/workers/{id}", tag = "devices", security(("bearer" = [])),
     params(("id" = sealpost_kernel::DeviceId, Path)), request_body = wire::UpdateDeviceRequest,
     responses((status = 200, body = wire::DeviceReply), (status = 404, body = wire::ErrorBody)))]
-#[patch("/workers/{id}")]
 pub async fn update(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -248,7 +240,6 @@ pub async fn update(
 /// Removes the device: its credential stops, its addresses become unassigned.
 #[utoipa::path(delete, path = "/workers/{id}", tag = "devices", security(("bearer" = [])),
     params(("id" = sealpost_kernel::DeviceId, Path)), responses((status = 204), (status = 404, body = wire::ErrorBody)))]
-#[delete("/workers/{id}")]
 pub async fn remove(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -262,7 +253,6 @@ pub async fn remove(
 /// Reports the calling device active (device credential only).
 #[utoipa::path(post, path = "/workers/heartbeat", tag = "devices", security(("bearer" = [])),
     responses((status = 200, body = wire::DeviceReply), (status = 403, body = wire::ErrorBody, description = "device_required: the caller is not a device")))]
-#[post("/workers/heartbeat")]
 pub async fn heartbeat(
     state: Data<AppState>,
     caller: Authenticated,
@@ -283,7 +273,6 @@ fn keys_body(bundle: sealpost_pairing::KeyBundle) -> wire::DeviceKeys {
 #[utoipa::path(post, path = "/workers/{id}/keys", tag = "devices", security(("bearer" = [])),
     params(("id" = sealpost_kernel::DeviceId, Path)), request_body = wire::KeysRequest,
     responses((status = 200, body = wire::DeviceKeys), (status = 404, body = wire::ErrorBody)))]
-#[post("/workers/{id}/keys")]
 pub async fn set_keys(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -299,7 +288,6 @@ pub async fn set_keys(
 /// The device's key bundle: read by the device itself (or the account).
 #[utoipa::path(get, path = "/workers/{id}/keys", tag = "devices", security(("bearer" = [])),
     params(("id" = sealpost_kernel::DeviceId, Path)), responses((status = 200, body = wire::DeviceKeys), (status = 404, body = wire::ErrorBody)))]
-#[get("/workers/{id}/keys")]
 pub async fn get_keys(
     state: Data<AppState>,
     caller: Authenticated,

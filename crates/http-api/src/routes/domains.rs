@@ -1,7 +1,7 @@
 //! Own domains (`/domains/custom`): claim, list, check now, remove.
 
+use actix_web::HttpResponse;
 use actix_web::web::{Data, Path};
-use actix_web::{HttpResponse, delete, get, post};
 use sealpost_domains::{DomainName, OwnDomain};
 use sealpost_plans::PLAN_LOSS_GRACE;
 use sealpost_wire as wire;
@@ -45,7 +45,6 @@ fn path_name(state: &AppState, text: &str) -> Result<DomainName, ApiError> {
         (status = 400, body = wire::ErrorBody, description = "invalid_field: not a registrable domain name, an IP address, or one of the service's own domains"),
         (status = 403, body = wire::ErrorBody, description = "plan_required (below Scale), session_required"),
         (status = 409, body = wire::ErrorBody, description = "already_used (another account proved it), limit_reached (10 on Scale, 50 on Fleet)")))]
-#[post("/domains/custom")]
 pub async fn add(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -70,7 +69,6 @@ pub async fn add(
 /// The account's own domains with their setup step; the nameservers once ownership is proved.
 #[utoipa::path(get, path = "/domains/custom", tag = "domains", security(("bearer" = [])),
     responses((status = 200, body = wire::OwnDomainList)))]
-#[get("/domains/custom")]
 pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpResponse, ApiError> {
     let domains = state.domains.list(caller.account()).await?;
     Ok(HttpResponse::Ok().json(wire::OwnDomainList {
@@ -86,7 +84,6 @@ pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpRe
     params(("domain" = String, Path)),
     responses((status = 200, body = wire::OwnDomainReply), (status = 403, body = wire::ErrorBody, description = "session_required"),
         (status = 404, body = wire::ErrorBody)))]
-#[post("/domains/custom/{domain}/check")]
 pub async fn check(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -105,7 +102,6 @@ pub async fn check(
     responses((status = 204), (status = 403, body = wire::ErrorBody, description = "session_required"),
         (status = 404, body = wire::ErrorBody),
         (status = 409, body = wire::ErrorBody, description = "domain_in_use: addresses exist on it")))]
-#[delete("/domains/custom/{domain}")]
 pub async fn remove(
     state: Data<AppState>,
     caller: SessionCaller,

@@ -1,8 +1,8 @@
 //! The mailbox across addresses: `GET /messages` with filters, folder
 //! counts, stars, moves, deletion and the trash.
 
+use actix_web::HttpResponse;
 use actix_web::web::{Bytes, Data, Path, Query};
-use actix_web::{HttpResponse, delete, get, post};
 use sealpost_kernel::{AddressId, PageLimits};
 use sealpost_messages::folders::{Folder, FolderCount, FolderCounts, MessageFilter};
 use sealpost_messages::mailbox::Deleted;
@@ -67,7 +67,6 @@ pub struct MailboxQuery {
     params(MailboxQuery),
     responses((status = 200, body = wire::MessagePage), (status = 400, body = ErrorBody),
         (status = 404, body = ErrorBody, description = "inboxId names no address the caller may read")))]
-#[get("/messages")]
 pub async fn list(
     state: Data<AppState>,
     caller: Authenticated,
@@ -128,7 +127,6 @@ pub struct FoldersQuery {
 #[utoipa::path(get, path = "/messages/folders", tag = "messages", security(("bearer" = [])),
     params(FoldersQuery),
     responses((status = 200, body = wire::FoldersEnvelope), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
-#[get("/messages/folders")]
 pub async fn folder_counts(
     state: Data<AppState>,
     caller: Authenticated,
@@ -145,7 +143,6 @@ pub async fn folder_counts(
 #[utoipa::path(post, path = "/messages/{id}/star", tag = "messages", security(("bearer" = [])),
     params(("id" = sealpost_kernel::MessageId, Path)), request_body(content = Option<wire::StarRequest>),
     responses((status = 204), (status = 404, body = ErrorBody)))]
-#[post("/messages/{id}/star")]
 pub async fn star(
     state: Data<AppState>,
     caller: Authenticated,
@@ -166,7 +163,6 @@ pub async fn star(
     responses((status = 200, body = wire::MessageReply),
         (status = 400, body = ErrorBody, description = "invalid_field: unknown folder, or one the message may not go to"),
         (status = 404, body = ErrorBody)))]
-#[post("/messages/{id}/move")]
 pub async fn move_to(
     state: Data<AppState>,
     caller: Authenticated,
@@ -186,7 +182,6 @@ pub async fn move_to(
 #[utoipa::path(delete, path = "/messages/{id}", tag = "messages", security(("bearer" = [])),
     params(("id" = sealpost_kernel::MessageId, Path)),
     responses((status = 200, body = wire::DeletedBody), (status = 404, body = ErrorBody)))]
-#[delete("/messages/{id}")]
 pub async fn remove(
     state: Data<AppState>,
     caller: Authenticated,
@@ -203,7 +198,6 @@ pub async fn remove(
 /// Deletes every message in the account's trash, attachments included (session only).
 #[utoipa::path(post, path = "/messages/trash/empty", tag = "messages", security(("bearer" = [])),
     responses((status = 200, body = wire::EmptiedBody), (status = 403, body = ErrorBody, description = "session_required")))]
-#[post("/messages/trash/empty")]
 pub async fn empty_trash(
     state: Data<AppState>,
     caller: SessionCaller,

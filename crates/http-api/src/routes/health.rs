@@ -1,5 +1,5 @@
+use actix_web::HttpResponse;
 use actix_web::web::Data;
-use actix_web::{HttpResponse, get};
 use sealpost_wire::Health;
 
 use crate::state::AppState;
@@ -12,7 +12,6 @@ fn health(status: &str) -> Health {
 
 /// Liveness: the process answers.
 #[utoipa::path(get, path = "/healthz", tag = "health", responses((status = 200, body = Health)))]
-#[get("/healthz")]
 pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(health("up"))
 }
@@ -22,7 +21,6 @@ pub async fn healthz() -> HttpResponse {
     (status = 200, body = Health),
     (status = 503, body = Health),
 ))]
-#[get("/readyz")]
 pub async fn readyz(state: Data<AppState>) -> HttpResponse {
     match state.health.ping().await {
         Ok(()) => HttpResponse::Ok().json(health("ready")),

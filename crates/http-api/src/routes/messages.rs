@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
+use actix_web::HttpResponse;
 use actix_web::http::header;
 use actix_web::web::{Bytes, Data, Path, Query};
-use actix_web::{HttpResponse, get, post};
 use sealpost_kernel::{AddressId, CommitCursor, Cursor, MessageId, PageLimits, PlanId};
 use sealpost_messages::store::{Message, Reader, WaitFrom};
 use sealpost_seal::b64;
@@ -62,7 +62,6 @@ pub(crate) fn message_path(text: &str) -> Result<MessageId, ApiError> {
 #[utoipa::path(get, path = "/inboxes/{id}/messages", tag = "messages", security(("bearer" = [])),
     params(("id" = sealpost_kernel::AddressId, Path), PageQuery),
     responses((status = 200, body = wire::MessagePage), (status = 404, body = wire::ErrorBody)))]
-#[get("/inboxes/{id}/messages")]
 pub async fn list(
     state: Data<AppState>,
     caller: Authenticated,
@@ -99,7 +98,6 @@ pub struct WaitQuery {
     params(("id" = sealpost_kernel::AddressId, Path), WaitQuery),
     responses((status = 200, body = wire::WaitBody), (status = 204, description = "nothing arrived in time"),
         (status = 404, body = wire::ErrorBody)))]
-#[get("/inboxes/{id}/messages/wait")]
 pub async fn wait(
     state: Data<AppState>,
     caller: Authenticated,
@@ -170,7 +168,6 @@ pub async fn wait(
 #[utoipa::path(get, path = "/messages/{id}", tag = "messages", security(("bearer" = [])),
     params(("id" = sealpost_kernel::MessageId, Path)),
     responses((status = 200, body = wire::MessageReply), (status = 404, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
-#[get("/messages/{id}")]
 pub async fn get_one(
     state: Data<AppState>,
     caller: Authenticated,
@@ -190,7 +187,6 @@ pub async fn get_one(
     responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>),
         (status = 404, body = wire::ErrorBody, description = "no such attachment, or over 20 MB and not stored"),
         (status = 429, body = wire::ErrorBody)))]
-#[get("/messages/{id}/attachments/{index}")]
 pub async fn attachment(
     state: Data<AppState>,
     caller: Authenticated,
@@ -213,7 +209,6 @@ pub async fn attachment(
 #[utoipa::path(post, path = "/messages/{id}/read", tag = "messages", security(("bearer" = [])),
     params(("id" = sealpost_kernel::MessageId, Path)), request_body(content = Option<wire::ReadRequest>),
     responses((status = 204), (status = 404, body = wire::ErrorBody)))]
-#[post("/messages/{id}/read")]
 pub async fn mark_read(
     state: Data<AppState>,
     caller: Authenticated,
@@ -231,7 +226,6 @@ pub async fn mark_read(
 /// The 200 newest messages across the calling device's addresses (device credential only).
 #[utoipa::path(get, path = "/workers/messages", tag = "messages", security(("bearer" = [])),
     responses((status = 200, body = wire::MessageList), (status = 403, body = wire::ErrorBody, description = "device_required: the caller is not a device")))]
-#[get("/workers/messages")]
 pub async fn worker_messages(
     state: Data<AppState>,
     caller: Authenticated,

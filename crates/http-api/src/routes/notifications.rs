@@ -1,8 +1,8 @@
 //! SPEC.md "Notifications" endpoints: preferences, address mutes, push tokens.
 //! Any bearer; a device credential mutes only the addresses assigned to it.
 
+use actix_web::HttpResponse;
 use actix_web::web::{Data, Path};
-use actix_web::{HttpResponse, delete, get, patch, post};
 use sealpost_kernel::AddressId;
 use sealpost_notifications::{
     Platform, Preferences, PreferencesPatch, PushDevice, PushToken, Registered,
@@ -44,7 +44,6 @@ async fn envelope(
 /// Which kinds of push the account receives, and its muted addresses.
 #[utoipa::path(get, path = "/notifications/preferences", tag = "notifications", security(("bearer" = [])),
     responses((status = 200, body = wire::NotificationSettings)))]
-#[get("/notifications/preferences")]
 pub async fn get_preferences(
     state: Data<AppState>,
     caller: Authenticated,
@@ -57,7 +56,6 @@ pub async fn get_preferences(
 #[utoipa::path(patch, path = "/notifications/preferences", tag = "notifications", security(("bearer" = [])),
     request_body = wire::UpdatePreferencesRequest,
     responses((status = 200, body = wire::NotificationSettings), (status = 400, body = ErrorBody, description = "invalid_field: a value not boolean, or an unknown key")))]
-#[patch("/notifications/preferences")]
 pub async fn update_preferences(
     state: Data<AppState>,
     caller: Authenticated,
@@ -84,7 +82,6 @@ pub async fn update_preferences(
     params(("id" = sealpost_kernel::AddressId, Path)), request_body = wire::MuteRequest,
     responses((status = 200, body = wire::Mute), (status = 400, body = ErrorBody, description = "invalid_field"),
         (status = 404, body = ErrorBody, description = "no such address on this account")))]
-#[patch("/notifications/inboxes/{id}")]
 pub async fn mute_inbox(
     state: Data<AppState>,
     caller: Authenticated,
@@ -123,7 +120,6 @@ fn push_device(device: PushDevice) -> wire::PushDeviceEnvelope {
     responses((status = 201, body = wire::PushDeviceEnvelope, description = "registered (new here)"),
         (status = 200, body = wire::PushDeviceEnvelope, description = "already registered to this account"),
         (status = 400, body = ErrorBody, description = "invalid_field: platform not ios or android; token empty, too long or with other characters")))]
-#[post("/notifications/devices")]
 pub async fn register_device(
     state: Data<AppState>,
     caller: Authenticated,
@@ -150,7 +146,6 @@ pub async fn register_device(
 #[utoipa::path(delete, path = "/notifications/devices/{token}", tag = "notifications", security(("bearer" = [])),
     params(("token" = String, Path)),
     responses((status = 204), (status = 404, body = ErrorBody, description = "the account holds no such token")))]
-#[delete("/notifications/devices/{token}")]
 pub async fn remove_device(
     state: Data<AppState>,
     caller: Authenticated,

@@ -1,8 +1,8 @@
 //! SPEC.md "Billing" endpoints that need no payment provider: the plan list,
 //! the subscription and plan changes; and the account's usage and overview.
 
+use actix_web::HttpResponse;
 use actix_web::web::Data;
-use actix_web::{HttpResponse, get, post};
 use sealpost_kernel::PlanId;
 use sealpost_plans::{PLANS, Plan};
 use sealpost_subscriptions::{CountUsage, GatedUsage, Overview, Subscription, Usage, WindowUsage};
@@ -150,7 +150,6 @@ fn subscription_reply(subscription: Subscription) -> wire::SubscriptionReply {
 /// Every plan with its price and limits, cheapest first.
 #[utoipa::path(get, path = "/plans", tag = "billing",
     responses((status = 200, body = wire::PlanList)))]
-#[get("/plans")]
 pub async fn list() -> HttpResponse {
     HttpResponse::Ok().json(wire::PlanList {
         plans: PLANS.iter().map(plan_offer).collect(),
@@ -160,7 +159,6 @@ pub async fn list() -> HttpResponse {
 /// What the account has used of its plan. Reading it spends nothing.
 #[utoipa::path(get, path = "/usage", tag = "billing", security(("bearer" = [])),
     responses((status = 200, body = wire::Usage), (status = 401, body = wire::ErrorBody)))]
-#[get("/usage")]
 pub async fn usage(state: Data<AppState>, caller: Authenticated) -> Result<HttpResponse, ApiError> {
     let usage = state.subscriptions.usage(caller.account()).await?;
     Ok(HttpResponse::Ok().json(usage_body(usage)))
@@ -169,7 +167,6 @@ pub async fn usage(state: Data<AppState>, caller: Authenticated) -> Result<HttpR
 /// The dashboard's counters.
 #[utoipa::path(get, path = "/overview", tag = "billing", security(("bearer" = [])),
     responses((status = 200, body = wire::Overview), (status = 401, body = wire::ErrorBody)))]
-#[get("/overview")]
 pub async fn overview(
     state: Data<AppState>,
     caller: Authenticated,
@@ -181,7 +178,6 @@ pub async fn overview(
 /// The account's plan, balance and pause. Billing fills balance, pause and renewsAt.
 #[utoipa::path(get, path = "/subscription", tag = "billing", security(("bearer" = [])),
     responses((status = 200, body = wire::SubscriptionReply), (status = 401, body = wire::ErrorBody)))]
-#[get("/subscription")]
 pub async fn get_subscription(
     state: Data<AppState>,
     caller: Authenticated,
@@ -197,7 +193,6 @@ pub async fn get_subscription(
         (status = 400, body = wire::ErrorBody, description = "invalid_field: unknown planId"),
         (status = 402, body = wire::ErrorBody, description = "payment_required: a dearer plan (use checkout) or Enterprise (by contract)"),
         (status = 409, body = wire::ErrorBody, description = "downgrade_blocked: addresses or devices do not fit the plan")))]
-#[post("/subscription/plan")]
 pub async fn change_plan(
     state: Data<AppState>,
     caller: SessionCaller,

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use actix_web::web::{Data, Path, Query};
-use actix_web::{FromRequest, HttpRequest, HttpResponse, dev::Payload, get, patch, post};
+use actix_web::{FromRequest, HttpRequest, HttpResponse, dev::Payload};
 use sealpost_kernel::AccountId;
 use sealpost_seal::b64;
 use sealpost_support::rules::MESSAGE_MAX_LEN;
@@ -85,7 +85,6 @@ impl StatusQuery {
 #[utoipa::path(get, path = "/staff/tickets", tag = "staff", security(("bearer" = [])), params(StatusQuery),
     responses((status = 200, body = wire::StaffTicketList), (status = 400, body = wire::ErrorBody, description = "invalid_field: status"),
         (status = 401, body = wire::ErrorBody, description = "not a live staff token")))]
-#[get("/staff/tickets")]
 pub async fn tickets(
     state: Data<AppState>,
     _caller: StaffCaller,
@@ -101,7 +100,6 @@ pub async fn tickets(
 /// One ticket with its `forStaff` copies and the account's last key binding.
 #[utoipa::path(get, path = "/staff/tickets/{id}", tag = "staff", security(("bearer" = [])), params(("id" = String, Path)),
     responses((status = 200, body = wire::StaffTicketDetail), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
-#[get("/staff/tickets/{id}")]
 pub async fn get_ticket(
     state: Data<AppState>,
     caller: StaffCaller,
@@ -136,7 +134,6 @@ pub async fn get_ticket(
         (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody),
         (status = 409, body = wire::ErrorBody, description = "staff_key_changed, ticket_closed, ticket_full, support_storage_full, id_taken"),
         (status = 413, body = wire::ErrorBody, description = "too_large")))]
-#[post("/staff/tickets/{id}/messages")]
 pub async fn reply(
     state: Data<AppState>,
     caller: StaffCaller,
@@ -160,7 +157,6 @@ pub async fn reply(
 /// Resolves a ticket; the account gets a support push.
 #[utoipa::path(post, path = "/staff/tickets/{id}/resolve", tag = "staff", security(("bearer" = [])), params(("id" = String, Path)),
     responses((status = 200, body = wire::StaffTicketReply), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
-#[post("/staff/tickets/{id}/resolve")]
 pub async fn resolve(
     state: Data<AppState>,
     caller: StaffCaller,
@@ -181,7 +177,6 @@ pub async fn resolve(
 /// (409 `staff_key_changed` otherwise); old ones keep the key they were sealed to.
 #[utoipa::path(post, path = "/staff/support-key", tag = "staff", security(("bearer" = [])), request_body = wire::RotateKeyRequest,
     responses((status = 200, body = wire::SwitchesBody), (status = 400, body = wire::ErrorBody, description = "invalid_key"), (status = 401, body = wire::ErrorBody)))]
-#[post("/staff/support-key")]
 pub async fn rotate_key(
     state: Data<AppState>,
     caller: StaffCaller,
@@ -195,7 +190,6 @@ pub async fn rotate_key(
 /// The operator switches.
 #[utoipa::path(get, path = "/staff/switches", tag = "staff", security(("bearer" = [])),
     responses((status = 200, body = wire::SwitchesBody), (status = 401, body = wire::ErrorBody)))]
-#[get("/staff/switches")]
 pub async fn get_switches(
     state: Data<AppState>,
     _caller: StaffCaller,
@@ -207,7 +201,6 @@ pub async fn get_switches(
 /// Switches in-app support off or on, pauses or resumes adding webhooks.
 #[utoipa::path(patch, path = "/staff/switches", tag = "staff", security(("bearer" = [])), request_body = wire::SwitchesRequest,
     responses((status = 200, body = wire::SwitchesBody), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody)))]
-#[patch("/staff/switches")]
 pub async fn update_switches(
     state: Data<AppState>,
     caller: StaffCaller,
@@ -243,7 +236,6 @@ async fn suspension_body(
     params(("id" = String, Path)), request_body = wire::SuspendRequest,
     responses((status = 200, body = wire::SuspensionBody), (status = 400, body = wire::ErrorBody, description = "invalid_field: reason"),
         (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
-#[post("/staff/accounts/{id}/suspend")]
 pub async fn suspend(
     state: Data<AppState>,
     caller: StaffCaller,
@@ -262,7 +254,6 @@ pub async fn suspend(
 #[utoipa::path(post, path = "/staff/accounts/{id}/unsuspend", tag = "staff", security(("bearer" = [])),
     params(("id" = String, Path)), request_body = wire::SuspendRequest,
     responses((status = 200, body = wire::SuspensionBody), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
-#[post("/staff/accounts/{id}/unsuspend")]
 pub async fn unsuspend(
     state: Data<AppState>,
     caller: StaffCaller,
@@ -301,7 +292,6 @@ fn report_body(report: AbuseReport) -> wire::AbuseReportBody {
 /// belonged to.
 #[utoipa::path(get, path = "/staff/abuse-reports", tag = "staff", security(("bearer" = [])), params(StatusQuery),
     responses((status = 200, body = wire::AbuseReportList), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody)))]
-#[get("/staff/abuse-reports")]
 pub async fn abuse_reports(
     state: Data<AppState>,
     _caller: StaffCaller,
@@ -318,7 +308,6 @@ pub async fn abuse_reports(
 #[utoipa::path(post, path = "/staff/abuse-reports/{id}/resolve", tag = "staff", security(("bearer" = [])),
     params(("id" = String, Path)), request_body = wire::ResolveReportRequest,
     responses((status = 204), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
-#[post("/staff/abuse-reports/{id}/resolve")]
 pub async fn resolve_report(
     state: Data<AppState>,
     caller: StaffCaller,
@@ -353,7 +342,6 @@ fn audit_body(entry: AuditEntry) -> wire::AuditEntryBody {
 /// The audit log of staff actions, newest first.
 #[utoipa::path(get, path = "/staff/audit", tag = "staff", security(("bearer" = [])), params(AuditQuery),
     responses((status = 200, body = wire::AuditLog), (status = 401, body = wire::ErrorBody)))]
-#[get("/staff/audit")]
 pub async fn audit(
     state: Data<AppState>,
     _caller: StaffCaller,

@@ -1,8 +1,8 @@
 //! SPEC.md "Support" endpoints (session only). Writes answer 503
 //! `support_unavailable` while support has no key or is switched off.
 
+use actix_web::HttpResponse;
 use actix_web::web::{Data, Path};
-use actix_web::{HttpResponse, get, post};
 use sealpost_kernel::{TicketId, TicketMessageId};
 use sealpost_seal::b64;
 use sealpost_support::rules::{HEADER_MAX_LEN, MESSAGE_MAX_LEN};
@@ -90,7 +90,6 @@ async fn current_key(state: &AppState) -> Result<Option<String>, ApiError> {
 #[utoipa::path(get, path = "/support", tag = "support", security(("bearer" = [])),
     responses((status = 200, body = wire::SupportOverview),
         (status = 403, body = wire::ErrorBody, description = "session_required")))]
-#[get("/support")]
 pub async fn overview(
     state: Data<AppState>,
     caller: SupportCaller,
@@ -117,7 +116,6 @@ pub async fn overview(
         (status = 413, body = wire::ErrorBody, description = "too_large: a header box over 16 KiB or a message box over 64 KiB"),
         (status = 429, body = wire::ErrorBody, description = "rate_limited: five new tickets today"),
         (status = 503, body = wire::ErrorBody, description = "support_unavailable")))]
-#[post("/support/tickets")]
 pub async fn create(
     state: Data<AppState>,
     caller: SupportCaller,
@@ -159,7 +157,6 @@ pub async fn create(
     responses((status = 200, body = wire::TicketDetail),
         (status = 403, body = wire::ErrorBody, description = "session_required"),
         (status = 404, body = wire::ErrorBody, description = "no such ticket on this account")))]
-#[get("/support/tickets/{id}")]
 pub async fn get_one(
     state: Data<AppState>,
     caller: SupportCaller,
@@ -188,7 +185,6 @@ pub async fn get_one(
         (status = 413, body = wire::ErrorBody, description = "too_large: a box over 64 KiB"),
         (status = 429, body = wire::ErrorBody, description = "rate_limited: thirty replies this hour"),
         (status = 503, body = wire::ErrorBody, description = "support_unavailable")))]
-#[post("/support/tickets/{id}/messages")]
 pub async fn add_message(
     state: Data<AppState>,
     caller: SupportCaller,
@@ -212,7 +208,6 @@ pub async fn add_message(
         (status = 403, body = wire::ErrorBody, description = "session_required"),
         (status = 404, body = wire::ErrorBody, description = "no such ticket on this account"),
         (status = 503, body = wire::ErrorBody, description = "support_unavailable")))]
-#[post("/support/tickets/{id}/close")]
 pub async fn close(
     state: Data<AppState>,
     caller: SupportCaller,
@@ -233,7 +228,6 @@ pub async fn close(
         (status = 404, body = wire::ErrorBody, description = "no such ticket on this account"),
         (status = 409, body = wire::ErrorBody, description = "too_many_open"),
         (status = 503, body = wire::ErrorBody, description = "support_unavailable")))]
-#[post("/support/tickets/{id}/reopen")]
 pub async fn reopen(
     state: Data<AppState>,
     caller: SupportCaller,
@@ -254,7 +248,6 @@ pub async fn reopen(
         (status = 403, body = wire::ErrorBody, description = "session_required"),
         (status = 409, body = wire::ErrorBody, description = "staff_key_changed: not the current support key"),
         (status = 503, body = wire::ErrorBody, description = "support_unavailable")))]
-#[post("/support/key")]
 pub async fn bind_key(
     state: Data<AppState>,
     caller: SupportCaller,

@@ -2,8 +2,8 @@
 //! credentials get 403 `session_required`); the team endpoints need a plan
 //! with teams (402 `plan_capability_required`), memberships any plan.
 
+use actix_web::HttpResponse;
 use actix_web::web::{Data, Path};
-use actix_web::{HttpResponse, delete, get, post};
 use sealpost_kernel::{AccountId, AddressId};
 use sealpost_seal::b64;
 use sealpost_teams::{Access, GrantInput, Member, Membership, TeamError};
@@ -128,7 +128,6 @@ async fn member_reply(
     responses((status = 200, body = wire::Team),
         (status = 402, body = wire::ErrorBody, description = "plan_capability_required: teams need Fleet or Enterprise"),
         (status = 403, body = wire::ErrorBody, description = "session_required")))]
-#[get("/team")]
 pub async fn show(state: Data<AppState>, caller: SessionCaller) -> Result<HttpResponse, ApiError> {
     let team = state.teams.team(&caller.account).await?;
     Ok(HttpResponse::Ok().json(wire::Team {
@@ -148,7 +147,6 @@ pub async fn show(state: Data<AppState>, caller: SessionCaller) -> Result<HttpRe
         (status = 404, body = wire::ErrorBody, description = "no such account, or publicKey is not the key it signs in with"),
         (status = 409, body = wire::ErrorBody, description = "already_member, team_limit_reached"),
         (status = 413, body = wire::ErrorBody)))]
-#[post("/team/members")]
 pub async fn add_member(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -175,7 +173,6 @@ pub async fn add_member(
         (status = 402, body = wire::ErrorBody, description = "plan_capability_required"),
         (status = 403, body = wire::ErrorBody, description = "session_required"),
         (status = 404, body = wire::ErrorBody)))]
-#[delete("/team/members/{member_id}")]
 pub async fn remove_member(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -239,7 +236,6 @@ pub async fn grant(
         (status = 402, body = wire::ErrorBody, description = "plan_capability_required"),
         (status = 403, body = wire::ErrorBody, description = "session_required"),
         (status = 404, body = wire::ErrorBody)))]
-#[delete("/team/members/{member_id}/grants/{inbox_id}")]
 pub async fn revoke(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -267,7 +263,6 @@ pub async fn revoke(
         (status = 409, body = wire::ErrorBody, description = "epoch_conflict: the epoch is not keyEpoch + 1"),
         (status = 413, body = wire::ErrorBody),
         (status = 503, body = wire::ErrorBody, description = "feature_disabled: rotating address keys is unavailable")))]
-#[post("/inboxes/{id}/rotate")]
 pub async fn rotate(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -303,7 +298,6 @@ pub async fn rotate(
 #[utoipa::path(get, path = "/memberships", tag = "teams", security(("bearer" = [])),
     responses((status = 200, body = wire::MembershipList),
         (status = 403, body = wire::ErrorBody, description = "session_required")))]
-#[get("/memberships")]
 pub async fn memberships(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -320,7 +314,6 @@ pub async fn memberships(
     responses((status = 204),
         (status = 403, body = wire::ErrorBody, description = "session_required"),
         (status = 404, body = wire::ErrorBody)))]
-#[delete("/memberships/{owner_id}")]
 pub async fn leave(
     state: Data<AppState>,
     caller: SessionCaller,

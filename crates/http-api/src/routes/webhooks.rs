@@ -1,7 +1,7 @@
 //! SPEC.md "Webhooks" endpoints.
 
+use actix_web::HttpResponse;
 use actix_web::web::{Data, Path, Query};
-use actix_web::{HttpResponse, delete, get, patch, post};
 use sealpost_kernel::{AccountId, DeliveryId, PageLimits, PlanId, WebhookId};
 use sealpost_seal::SealedBox;
 use sealpost_webhooks::delivery::{Delivery, DeliveryStatus};
@@ -69,7 +69,6 @@ fn meta(value: Option<&Value>) -> Result<Option<SealedBox>, ApiError> {
 /// The account's webhooks and the event types they can subscribe to.
 #[utoipa::path(get, path = "/webhook-endpoints", tag = "webhooks", security(("bearer" = [])),
     responses((status = 200, body = wire::WebhookList), (status = 403, body = wire::ErrorBody, description = "plan_required")))]
-#[get("/webhook-endpoints")]
 pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpResponse, ApiError> {
     webhook_plan(&state, caller.account()).await?;
     let webhooks = state.webhooks.list(caller.account()).await?;
@@ -87,7 +86,6 @@ pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpRe
     responses((status = 201, body = wire::CreatedWebhook), (status = 400, body = wire::ErrorBody, description = "invalid_url, invalid_field, invalid_id, invalid_box"),
         (status = 403, body = wire::ErrorBody, description = "plan_required"), (status = 409, body = wire::ErrorBody, description = "limit_reached, id_taken"),
         (status = 503, body = wire::ErrorBody, description = "feature_disabled: adding webhooks is paused")))]
-#[post("/webhook-endpoints")]
 pub async fn create(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -119,7 +117,6 @@ pub async fn create(
 #[utoipa::path(patch, path = "/webhook-endpoints/{id}", tag = "webhooks", security(("bearer" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path)), request_body = wire::UpdateWebhookRequest,
     responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 200, body = wire::WebhookReply), (status = 400, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
-#[patch("/webhook-endpoints/{id}")]
 pub async fn update(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -155,7 +152,6 @@ pub async fn update(
 /// Removes the endpoint and its delivery log.
 #[utoipa::path(delete, path = "/webhook-endpoints/{id}", tag = "webhooks", security(("bearer" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path)), responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 204), (status = 404, body = wire::ErrorBody)))]
-#[delete("/webhook-endpoints/{id}")]
 pub async fn remove(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -170,7 +166,6 @@ pub async fn remove(
 /// A new signing secret, shown once; the old one stops at once.
 #[utoipa::path(post, path = "/webhook-endpoints/{id}/rotate-secret", tag = "webhooks", security(("bearer" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path)), responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 200, body = wire::Secret), (status = 404, body = wire::ErrorBody)))]
-#[post("/webhook-endpoints/{id}/rotate-secret")]
 pub async fn rotate_secret(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -195,7 +190,6 @@ fn sent_body(delivery: Delivery) -> wire::Sent {
 #[utoipa::path(post, path = "/webhook-endpoints/{id}/test", tag = "webhooks", security(("bearer" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path)),
     responses((status = 404, body = wire::ErrorBody), (status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 202, body = wire::Sent), (status = 409, body = wire::ErrorBody, description = "webhook_disabled"), (status = 429, body = wire::ErrorBody)))]
-#[post("/webhook-endpoints/{id}/test")]
 pub async fn test(
     state: Data<AppState>,
     caller: Authenticated,
@@ -241,7 +235,6 @@ pub struct DeliveriesQuery {
 #[utoipa::path(get, path = "/webhook-endpoints/{id}/deliveries", tag = "webhooks", security(("bearer" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path), DeliveriesQuery),
     responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 200, body = wire::DeliveryPage), (status = 404, body = wire::ErrorBody)))]
-#[get("/webhook-endpoints/{id}/deliveries")]
 pub async fn deliveries(
     state: Data<AppState>,
     caller: Authenticated,
@@ -275,7 +268,6 @@ pub async fn deliveries(
 #[utoipa::path(post, path = "/webhook-endpoints/{id}/deliveries/{deliveryId}/redeliver", tag = "webhooks", security(("bearer" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path), ("deliveryId" = sealpost_kernel::DeliveryId, Path)),
     responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 202, body = wire::Sent), (status = 404, body = wire::ErrorBody), (status = 409, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
-#[post("/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver")]
 pub async fn redeliver(
     state: Data<AppState>,
     caller: Authenticated,
