@@ -140,7 +140,7 @@ pub async fn seed(api_url: &str) -> Result<Seeded> {
             .with_meta(&sealing::seal_label(&keys, &id, label))
             .with_public_key(&keys.inbox_public_key(id.as_str(), 0));
         request.prefix = Some(prefix.to_owned());
-        addresses.push(client.create_inbox(&request).await?);
+        addresses.push(client.create_address(&request).await?);
     }
 
     let mut messages = 0;
@@ -203,10 +203,10 @@ async fn pair_agent(
     if poll.credential.is_none() {
         bail!("the paired agent was not handed its credential");
     }
-    operator.assign_inbox(&id, address).await?;
-    let bundle = KeyBundle::for_inboxes(keys, [address]);
+    operator.assign_address(&id, address).await?;
+    let bundle = KeyBundle::for_addresses(keys, [address]);
     operator
-        .set_worker_keys(&id, &bundle.seal(&public, &id))
+        .set_device_keys(&id, &bundle.seal(&public, &id))
         .await?;
     Ok(id.to_string())
 }

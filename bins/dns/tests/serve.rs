@@ -300,9 +300,9 @@ async fn mail_sent_from_an_own_domain_is_signed_with_the_key_sealpost_dns_serves
     let dns = DnsProcess::start(&app.db.url).await;
     let mut own = CreateAddressRequest::new(&new_address_id(), "example.com");
     own.local_part = Some("hello".into());
-    client.create_inbox(&own).await.unwrap();
+    client.create_address(&own).await.unwrap();
     let shared = client
-        .create_inbox(&CreateAddressRequest::new(
+        .create_address(&CreateAddressRequest::new(
             &new_address_id(),
             "mail.localhost",
         ))

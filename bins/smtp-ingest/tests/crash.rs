@@ -304,7 +304,7 @@ impl Owner {
                 let sealed: SealedBox = serde_json::from_value(message["content"].clone()).unwrap();
                 let plain = sealed
                     .open(
-                        &self.keys.inbox_secret(inbox, 0),
+                        &self.keys.address_secret(inbox, 0),
                         &context::message(inbox, id),
                     )
                     .expect("the content opens with the address key");
@@ -486,7 +486,7 @@ async fn a_killed_ingest_recovers_at_start_up_and_loses_no_accepted_mail() {
         assert_eq!(response.status(), StatusCode::OK, "{}", message.token);
         let sealed = response.bytes().await.unwrap();
         let opened = open_binary(
-            &owner.keys.inbox_secret(message.inbox, 0),
+            &owner.keys.address_secret(message.inbox, 0),
             &context::attachment(id, 0),
             &sealed,
         )

@@ -261,13 +261,13 @@ impl Client {
 
     /// `GET /workers`: one page of the account's devices, newest first (a
     /// device credential sees only its own device).
-    pub async fn list_workers(&self, page: &PageParams) -> Result<DevicePage> {
+    pub async fn list_devices(&self, page: &PageParams) -> Result<DevicePage> {
         let path = format!("/workers{}", page.query());
         self.json(self.authed(Method::GET, &path)).await
     }
 
     /// `GET /workers/{id}`: one device.
-    pub async fn get_worker(&self, id: &DeviceId) -> Result<Worker> {
+    pub async fn get_device(&self, id: &DeviceId) -> Result<Worker> {
         let path = format!("/workers/{id}");
         let reply: DeviceReply = self.json(self.authed(Method::GET, &path)).await?;
         Ok(reply.worker)
@@ -275,7 +275,7 @@ impl Client {
 
     /// `PATCH /workers/{id}` (session): a new sealed profile, or disabling
     /// ([`UpdateDeviceRequest::disable`]).
-    pub async fn update_worker(
+    pub async fn update_device(
         &self,
         id: &DeviceId,
         update: &UpdateDeviceRequest,
@@ -289,7 +289,7 @@ impl Client {
 
     /// `DELETE /workers/{id}` (session): removes the device and its
     /// credential; its addresses become unassigned.
-    pub async fn remove_worker(&self, id: &DeviceId) -> Result<()> {
+    pub async fn remove_device(&self, id: &DeviceId) -> Result<()> {
         let path = format!("/workers/{id}");
         self.empty(self.authed(Method::DELETE, &path)).await
     }
@@ -305,7 +305,7 @@ impl Client {
 
     /// `POST /workers/{id}/keys` (session): replaces the device's sealed key
     /// bundle (see [`sealing::KeyBundle`]).
-    pub async fn set_worker_keys(&self, id: &DeviceId, keys: &SealedBox) -> Result<DeviceKeys> {
+    pub async fn set_device_keys(&self, id: &DeviceId, keys: &SealedBox) -> Result<DeviceKeys> {
         let path = format!("/workers/{id}/keys");
         let body = KeysRequest::new(keys);
         self.json(self.authed(Method::POST, &path).json(&body))
@@ -314,7 +314,7 @@ impl Client {
 
     /// `GET /workers/{id}/keys`: the device's sealed key bundle; `not_found`
     /// until one was sent.
-    pub async fn get_worker_keys(&self, id: &DeviceId) -> Result<DeviceKeys> {
+    pub async fn get_device_keys(&self, id: &DeviceId) -> Result<DeviceKeys> {
         let path = format!("/workers/{id}/keys");
         self.json(self.authed(Method::GET, &path)).await
     }
@@ -328,13 +328,13 @@ impl Client {
 
     /// `GET /inboxes`: every address on the account (a device credential
     /// sees the ones assigned to it).
-    pub async fn list_inboxes(&self) -> Result<AddressList> {
+    pub async fn list_addresses(&self) -> Result<AddressList> {
         self.json(self.authed(Method::GET, "/inboxes")).await
     }
 
     /// `POST /inboxes` (session): creates an address; `allocation_exhausted`
     /// past the plan's limit.
-    pub async fn create_inbox(&self, request: &CreateAddressRequest) -> Result<Inbox> {
+    pub async fn create_address(&self, request: &CreateAddressRequest) -> Result<Inbox> {
         let reply: AddressReply = self
             .json(self.authed(Method::POST, "/inboxes").json(request))
             .await?;
@@ -348,7 +348,7 @@ impl Client {
     }
 
     /// `PATCH /inboxes/{id}` (session): a new sealed label and/or retention.
-    pub async fn update_inbox(
+    pub async fn update_address(
         &self,
         id: &AddressId,
         update: &UpdateAddressRequest,
@@ -362,7 +362,7 @@ impl Client {
 
     /// `DELETE /inboxes/{id}` (session): deletes the address and its mail;
     /// the address is never issued again.
-    pub async fn delete_inbox(&self, id: &AddressId) -> Result<()> {
+    pub async fn delete_address(&self, id: &AddressId) -> Result<()> {
         let path = format!("/inboxes/{id}");
         self.empty(self.authed(Method::DELETE, &path)).await
     }
@@ -370,7 +370,11 @@ impl Client {
     /// `POST /workers/{worker_id}/inboxes` (session): assigns an address to
     /// a device, moving it off another device if needed. Answers the
     /// address. Re-send the key bundles of the devices involved afterwards.
-    pub async fn assign_inbox(&self, worker_id: &DeviceId, inbox_id: &AddressId) -> Result<Inbox> {
+    pub async fn assign_address(
+        &self,
+        worker_id: &DeviceId,
+        inbox_id: &AddressId,
+    ) -> Result<Inbox> {
         let path = format!("/workers/{worker_id}/inboxes");
         let body = AssignRequest::new(inbox_id);
         let reply: AddressReply = self
@@ -381,7 +385,7 @@ impl Client {
 
     /// `DELETE /workers/{worker_id}/inboxes/{inbox_id}` (session): takes an
     /// address off a device; it stays on the account.
-    pub async fn unassign_inbox(&self, worker_id: &DeviceId, inbox_id: &AddressId) -> Result<()> {
+    pub async fn unassign_address(&self, worker_id: &DeviceId, inbox_id: &AddressId) -> Result<()> {
         let path = format!("/workers/{worker_id}/inboxes/{inbox_id}");
         self.empty(self.authed(Method::DELETE, &path)).await
     }
@@ -455,7 +459,7 @@ impl Client {
 
     /// `GET /workers/messages` (device credential only): the newest mail
     /// across the device's addresses.
-    pub async fn worker_messages(&self) -> Result<MessageList> {
+    pub async fn device_messages(&self) -> Result<MessageList> {
         self.json(self.authed(Method::GET, "/workers/messages"))
             .await
     }

@@ -32,7 +32,7 @@ impl Client {
 
     /// `PATCH /notifications/inboxes/:id`: mutes or unmutes new-mail pushes
     /// for one address (`not_found` for another account's address).
-    pub async fn mute_inbox(&self, inbox: &AddressId, muted: bool) -> Result<Mute> {
+    pub async fn mute_address(&self, inbox: &AddressId, muted: bool) -> Result<Mute> {
         self.json(
             self.authed(Method::PATCH, &format!("/notifications/inboxes/{inbox}"))
                 .json(&MuteRequest { muted }),

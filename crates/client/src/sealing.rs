@@ -21,7 +21,7 @@
 //! let device_secret = StaticSecret::from(random_bytes::<32>());
 //! let device_public = PublicKey::from(&device_secret).to_bytes();
 //! let worker = sealing::new_device_id();
-//! let bundle = KeyBundle::for_inboxes(&keys, [&inbox]).seal(&device_public, &worker);
+//! let bundle = KeyBundle::for_addresses(&keys, [&inbox]).seal(&device_public, &worker);
 //! let opened = KeyBundle::open(&device_secret, &worker, &bundle).unwrap();
 //! assert_eq!(opened.inboxes[0].inbox_id, inbox);
 //! # let _ = DeviceProfile::new("phone", device_public);
@@ -225,14 +225,14 @@ impl AddressKeys {
         Self {
             inbox_id: inbox_id.clone(),
             epoch: 0,
-            inbox_key: keys.inbox_secret(inbox_id.as_str(), 0).to_bytes(),
+            inbox_key: keys.address_secret(inbox_id.as_str(), 0).to_bytes(),
             sealing_key: keys.inbox_sealing_key(inbox_id.as_str(), 0),
         }
     }
 
     /// The secret that opens the address's mail.
     #[must_use]
-    pub fn inbox_secret(&self) -> StaticSecret {
+    pub fn address_secret(&self) -> StaticSecret {
         StaticSecret::from(self.inbox_key)
     }
 
@@ -240,7 +240,7 @@ impl AddressKeys {
     /// `publicKey`.
     #[must_use]
     pub fn public_key(&self) -> [u8; 32] {
-        PublicKey::from(&self.inbox_secret()).to_bytes()
+        PublicKey::from(&self.address_secret()).to_bytes()
     }
 }
 
@@ -258,7 +258,7 @@ pub struct KeyBundle {
 impl KeyBundle {
     /// The epoch 0 keys of `inbox_ids`.
     #[must_use]
-    pub fn for_inboxes<'a>(
+    pub fn for_addresses<'a>(
         keys: &AccountKeys,
         inbox_ids: impl IntoIterator<Item = &'a AddressId>,
     ) -> Self {
@@ -306,13 +306,13 @@ pub trait AddressSecrets {
 
 impl AddressSecrets for AccountKeys {
     fn secret_for(&self, inbox_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
-        Some(self.inbox_secret(inbox_id.as_str(), epoch))
+        Some(self.address_secret(inbox_id.as_str(), epoch))
     }
 }
 
 impl AddressSecrets for AddressKeys {
     fn secret_for(&self, inbox_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
-        (self.inbox_id == *inbox_id && self.epoch == epoch).then(|| self.inbox_secret())
+        (self.inbox_id == *inbox_id && self.epoch == epoch).then(|| self.address_secret())
     }
 }
 
@@ -556,7 +556,7 @@ mod tests {
         let (secret, public) = device();
         let worker = DeviceId::parse("wkr_phone01").unwrap();
         let inbox = AddressId::parse("ibx_first01").unwrap();
-        let bundle = KeyBundle::for_inboxes(&keys, [&inbox]);
+        let bundle = KeyBundle::for_addresses(&keys, [&inbox]);
         let sealed = bundle.seal(&public, &worker);
 
         let opened = KeyBundle::open(&secret, &worker, &sealed).unwrap();
@@ -581,7 +581,7 @@ mod tests {
             json!({"inboxes": [{
                 "inboxId": "ibx_first01",
                 "epoch": 0,
-                "inboxKey": b64::encode(&keys.inbox_secret("ibx_first01", 0).to_bytes()),
+                "inboxKey": b64::encode(&keys.address_secret("ibx_first01", 0).to_bytes()),
                 "sealingKey": b64::encode(&keys.inbox_sealing_key("ibx_first01", 0)),
             }]})
         );
@@ -630,10 +630,10 @@ mod tests {
 
         let inbox = AddressId::parse("ibx_first01").unwrap();
         let other = AddressId::parse("ibx_other01").unwrap();
-        let bundle = KeyBundle::for_inboxes(&keys, [&inbox]);
+        let bundle = KeyBundle::for_addresses(&keys, [&inbox]);
         assert_eq!(open_message(&bundle, &message).unwrap(), content);
         assert_eq!(open_message(&bundle.inboxes[0], &message).unwrap(), content);
-        let without = KeyBundle::for_inboxes(&keys, [&other]);
+        let without = KeyBundle::for_addresses(&keys, [&other]);
         assert!(matches!(
             open_message(&without, &message),
             Err(OpenError::NoKey { epoch: 0, .. })

@@ -109,7 +109,7 @@ pub fn seal_grant(
     epoch: u32,
 ) -> SealedBox {
     let keys = GrantKeys {
-        inbox_key: b64::encode(&owner.inbox_secret(inbox.as_str(), epoch).to_bytes()),
+        inbox_key: b64::encode(&owner.address_secret(inbox.as_str(), epoch).to_bytes()),
         sealing_key: b64::encode(&owner.inbox_sealing_key(inbox.as_str(), epoch)),
     };
     // A struct of two strings always serialises.

@@ -73,7 +73,7 @@ async fn pair(app: &TestApp, owner: &Operator, name: &str) -> Device {
 }
 
 /// Creates an address on the first domain with a label and its public key.
-async fn create_inbox(owner: &Operator, label: &str) -> AddressId {
+async fn create_address(owner: &Operator, label: &str) -> AddressId {
     let domain = owner.client.domains().await.unwrap().domains[0]
         .domain
         .clone();
@@ -81,7 +81,7 @@ async fn create_inbox(owner: &Operator, label: &str) -> AddressId {
     let request = CreateAddressRequest::new(&id, domain)
         .with_meta(&sealing::seal_label(&owner.keys, &id, label))
         .with_public_key(&owner.keys.inbox_public_key(id.as_str(), 0));
-    owner.client.create_inbox(&request).await.unwrap();
+    owner.client.create_address(&request).await.unwrap();
     id
 }
 
@@ -169,22 +169,22 @@ async fn pairing_from_both_sides() {
 
     // The device with its credential.
     let paired = device.clone().with_token(credential);
-    let own = paired.get_worker(&id).await.unwrap();
+    let own = paired.get_device(&id).await.unwrap();
     assert_eq!(own.id, id);
     let beat = paired.heartbeat().await.unwrap();
     assert_eq!(beat.status, DeviceStatus::Online);
-    let seen = paired.list_workers(&PageParams::default()).await.unwrap();
+    let seen = paired.list_devices(&PageParams::default()).await.unwrap();
     assert_eq!(seen.workers.len(), 1);
     assert_eq!(seen.next_cursor, None);
     // An operator session has no device to report active.
     assert_api(owner.client.heartbeat().await, 403, "device_required");
     // A device credential is not an operator session.
-    assert_api(paired.remove_worker(&id).await, 403, "session_required");
+    assert_api(paired.remove_device(&id).await, 403, "session_required");
 
     // The operator reads the profile back.
     let listed = owner
         .client
-        .list_workers(&PageParams::first(10))
+        .list_devices(&PageParams::first(10))
         .await
         .unwrap();
     assert_eq!(listed.workers.len(), 1);
@@ -200,11 +200,11 @@ async fn pairing_from_both_sides() {
     // Disabling revokes the credential at once.
     let disabled = owner
         .client
-        .update_worker(&id, &UpdateDeviceRequest::disable())
+        .update_device(&id, &UpdateDeviceRequest::disable())
         .await
         .unwrap();
     assert_eq!(disabled.status, DeviceStatus::Disabled);
-    assert_api(paired.get_worker(&id).await, 401, "unauthenticated");
+    assert_api(paired.get_device(&id).await, 401, "unauthenticated");
     assert_api(paired.heartbeat().await, 401, "unauthenticated");
     app.stop().await;
 }
@@ -251,29 +251,29 @@ async fn profiles_keys_and_removal() {
     // Paging through the devices, newest first.
     let first = owner
         .client
-        .list_workers(&PageParams::first(1))
+        .list_devices(&PageParams::first(1))
         .await
         .unwrap();
     assert_eq!(first.workers[0].id, tablet.id);
     let next = PageParams::first(1)
         .next(first.next_cursor.as_deref())
         .unwrap();
-    let second = owner.client.list_workers(&next).await.unwrap();
+    let second = owner.client.list_devices(&next).await.unwrap();
     assert_eq!(second.workers[0].id, phone.id);
     assert_api(
-        owner.client.list_workers(&PageParams::first(500)).await,
+        owner.client.list_devices(&PageParams::first(500)).await,
         400,
         "invalid_field",
     );
 
     // Renaming re-seals the profile and keeps the device's key.
-    let worker = owner.client.get_worker(&phone.id).await.unwrap();
+    let worker = owner.client.get_device(&phone.id).await.unwrap();
     let mut profile =
         DeviceProfile::open(&owner.keys, &phone.id, worker.profile.as_ref().unwrap()).unwrap();
     profile.name = "Work phone".to_owned();
     let updated = owner
         .client
-        .update_worker(
+        .update_device(
             &phone.id,
             &UpdateDeviceRequest::profile(&profile.seal(&owner.keys, &phone.id)),
         )
@@ -286,50 +286,54 @@ async fn profiles_keys_and_removal() {
 
     // A key bundle goes to the device, which alone can open it.
     assert_api(
-        phone.client.get_worker_keys(&phone.id).await,
+        phone.client.get_device_keys(&phone.id).await,
         404,
         "not_found",
     );
-    let inbox = create_inbox(&owner, "shop").await;
+    let inbox = create_address(&owner, "shop").await;
     tick();
-    let assigned = owner.client.assign_inbox(&phone.id, &inbox).await.unwrap();
+    let assigned = owner
+        .client
+        .assign_address(&phone.id, &inbox)
+        .await
+        .unwrap();
     tick();
     assert_eq!(assigned.status, AddressStatus::Active);
     assert_eq!(assigned.assigned_worker_id.as_ref(), Some(&phone.id));
     let device_key = reopened.device_public_key().unwrap();
-    let sealed = KeyBundle::for_inboxes(&owner.keys, [&inbox]).seal(&device_key, &phone.id);
+    let sealed = KeyBundle::for_addresses(&owner.keys, [&inbox]).seal(&device_key, &phone.id);
     let stored = owner
         .client
-        .set_worker_keys(&phone.id, &sealed)
+        .set_device_keys(&phone.id, &sealed)
         .await
         .unwrap();
     assert_eq!(stored.keys, sealed);
-    let fetched = phone.client.get_worker_keys(&phone.id).await.unwrap();
+    let fetched = phone.client.get_device_keys(&phone.id).await.unwrap();
     assert_eq!(fetched.keys, sealed);
     let bundle = KeyBundle::open(&phone.secret, &phone.id, &fetched.keys).unwrap();
     assert_eq!(bundle.inboxes.len(), 1);
     assert_eq!(bundle.inboxes[0].inbox_id, inbox);
-    let mine = phone.client.list_inboxes().await.unwrap().inboxes;
+    let mine = phone.client.list_addresses().await.unwrap().inboxes;
     assert_eq!(mine.len(), 1);
     assert_eq!(mine[0].public_key, Some(bundle.inboxes[0].public_key()));
     // Another device cannot read it, nor open it.
     assert_api(
-        tablet.client.get_worker_keys(&phone.id).await,
+        tablet.client.get_device_keys(&phone.id).await,
         404,
         "not_found",
     );
     assert!(KeyBundle::open(&tablet.secret, &phone.id, &fetched.keys).is_err());
 
     // Removing the device unassigns its address.
-    owner.client.remove_worker(&phone.id).await.unwrap();
+    owner.client.remove_device(&phone.id).await.unwrap();
     assert_api(phone.client.heartbeat().await, 401, "unauthenticated");
-    assert_api(owner.client.get_worker(&phone.id).await, 404, "not_found");
+    assert_api(owner.client.get_device(&phone.id).await, 404, "not_found");
     assert_api(
-        owner.client.remove_worker(&phone.id).await,
+        owner.client.remove_device(&phone.id).await,
         404,
         "not_found",
     );
-    let inboxes = owner.client.list_inboxes().await.unwrap().inboxes;
+    let inboxes = owner.client.list_addresses().await.unwrap().inboxes;
     assert_eq!(inboxes[0].status, AddressStatus::Unassigned);
     assert_eq!(inboxes[0].assigned_worker_id, None);
 
@@ -382,7 +386,7 @@ async fn addresses_labels_and_limits() {
         .with_public_key(&public_key);
     request.prefix = Some("Shop".to_owned());
     request.retention_days = Some(14);
-    let inbox = owner.client.create_inbox(&request).await.unwrap();
+    let inbox = owner.client.create_address(&request).await.unwrap();
     assert_eq!(inbox.id, id);
     assert!(
         inbox.email_address.starts_with("shop."),
@@ -396,16 +400,20 @@ async fn addresses_labels_and_limits() {
     assert_eq!(inbox.public_key, Some(public_key));
     let label = sealing::open_label(&owner.keys, &id, inbox.meta.as_ref().unwrap()).unwrap();
     assert_eq!(label, "shopping");
-    assert_api(owner.client.create_inbox(&request).await, 409, "id_taken");
+    assert_api(owner.client.create_address(&request).await, 409, "id_taken");
 
     // Field errors keep their codes.
     let mut bad = CreateAddressRequest::new(&sealing::new_address_id(), "mail.localhost");
     bad.retention_days = Some(91);
-    assert_api(owner.client.create_inbox(&bad).await, 400, "invalid_field");
+    assert_api(
+        owner.client.create_address(&bad).await,
+        400,
+        "invalid_field",
+    );
     let mut scale_only = CreateAddressRequest::new(&sealing::new_address_id(), "mail.localhost");
     scale_only.local_part = Some("hello".to_owned());
     assert_api(
-        owner.client.create_inbox(&scale_only).await,
+        owner.client.create_address(&scale_only).await,
         403,
         "plan_required",
     );
@@ -413,7 +421,7 @@ async fn addresses_labels_and_limits() {
     // Label and retention change.
     let updated = owner
         .client
-        .update_inbox(
+        .update_address(
             &id,
             &UpdateAddressRequest::default()
                 .with_meta(&sealing::seal_label(&owner.keys, &id, "groceries"))
@@ -426,18 +434,18 @@ async fn addresses_labels_and_limits() {
     assert_eq!(label, "groceries");
     let only_retention = owner
         .client
-        .update_inbox(&id, &UpdateAddressRequest::default().with_retention_days(1))
+        .update_address(&id, &UpdateAddressRequest::default().with_retention_days(1))
         .await
         .unwrap();
     assert_eq!(only_retention.meta, updated.meta, "the label stays");
 
     // Free: three addresses; a device holds one.
-    let second = create_inbox(&owner, "two").await;
-    create_inbox(&owner, "three").await;
+    let second = create_address(&owner, "two").await;
+    create_address(&owner, "three").await;
     let mut fourth = CreateAddressRequest::new(&sealing::new_address_id(), "mail.localhost");
     fourth.prefix = Some("four".to_owned());
     assert_api(
-        owner.client.create_inbox(&fourth).await,
+        owner.client.create_address(&fourth).await,
         402,
         "allocation_exhausted",
     );
@@ -454,16 +462,16 @@ async fn addresses_labels_and_limits() {
     );
 
     let device = pair(&app, &owner, "Phone").await;
-    owner.client.assign_inbox(&device.id, &id).await.unwrap();
+    owner.client.assign_address(&device.id, &id).await.unwrap();
     assert_api(
-        owner.client.assign_inbox(&device.id, &second).await,
+        owner.client.assign_address(&device.id, &second).await,
         402,
         "allocation_exhausted",
     );
     assert_eq!(owner.client.allocation().await.unwrap().assigned, 1);
     let seen: Vec<_> = device
         .client
-        .list_inboxes()
+        .list_addresses()
         .await
         .unwrap()
         .inboxes
@@ -473,36 +481,43 @@ async fn addresses_labels_and_limits() {
     assert_eq!(seen, vec![id.clone()]);
     // A device credential cannot manage addresses.
     assert_api(
-        device.client.delete_inbox(&id).await,
+        device.client.delete_address(&id).await,
         403,
         "session_required",
     );
 
-    owner.client.unassign_inbox(&device.id, &id).await.unwrap();
+    owner
+        .client
+        .unassign_address(&device.id, &id)
+        .await
+        .unwrap();
     assert_api(
-        owner.client.unassign_inbox(&device.id, &id).await,
+        owner.client.unassign_address(&device.id, &id).await,
         404,
         "not_found",
     );
     owner
         .client
-        .assign_inbox(&device.id, &second)
+        .assign_address(&device.id, &second)
         .await
         .unwrap();
 
     // Deleting frees the place on the plan, never the id.
-    owner.client.delete_inbox(&id).await.unwrap();
-    assert_api(owner.client.delete_inbox(&id).await, 404, "not_found");
+    owner.client.delete_address(&id).await.unwrap();
+    assert_api(owner.client.delete_address(&id).await, 404, "not_found");
     assert_eq!(owner.client.allocation().await.unwrap().remaining, 1);
-    assert_eq!(owner.client.list_inboxes().await.unwrap().inboxes.len(), 2);
+    assert_eq!(
+        owner.client.list_addresses().await.unwrap().inboxes.len(),
+        2
+    );
     let reuse = CreateAddressRequest::new(&id, "mail.localhost");
-    assert_api(owner.client.create_inbox(&reuse).await, 409, "id_taken");
+    assert_api(owner.client.create_address(&reuse).await, 409, "id_taken");
 
     // Scale and up choose the exact address.
     set_plan(&app, &owner.keys, "scale").await;
     let mut exact = CreateAddressRequest::new(&sealing::new_address_id(), "mail.localhost");
     exact.local_part = Some("hello".to_owned());
-    let created = owner.client.create_inbox(&exact).await.unwrap();
+    let created = owner.client.create_address(&exact).await.unwrap();
     assert_eq!(created.email_address, "hello@mail.localhost");
     assert_eq!(created.public_key, None, "sent without a key: refuses mail");
     app.stop().await;

@@ -23,13 +23,13 @@ use support::{Operator, assert_api, operator};
 
 /// Creates an address on `mail.localhost`, with its public key unless
 /// `keyless`.
-async fn create_inbox(owner: &Operator, keyless: bool) -> AddressId {
+async fn create_address(owner: &Operator, keyless: bool) -> AddressId {
     let id = sealing::new_address_id();
     let mut request = CreateAddressRequest::new(&id, "mail.localhost");
     if !keyless {
         request = request.with_public_key(&owner.keys.inbox_public_key(id.as_str(), 0));
     }
-    owner.client.create_inbox(&request).await.unwrap();
+    owner.client.create_address(&request).await.unwrap();
     id
 }
 
@@ -92,7 +92,7 @@ fn raw_mail(subject: &str) -> Vec<u8> {
 async fn the_operator_delivers_lists_reads_and_marks_mail() {
     let app = TestApp::spawn().await;
     let owner = operator(&app).await;
-    let inbox = create_inbox(&owner, false).await;
+    let inbox = create_address(&owner, false).await;
 
     let id = owner
         .client
@@ -167,7 +167,7 @@ async fn the_operator_delivers_lists_reads_and_marks_mail() {
     assert_eq!(page.next_cursor, None);
 
     // Refusals.
-    let keyless = create_inbox(&owner, true).await;
+    let keyless = create_address(&owner, true).await;
     assert_api(
         owner
             .client
@@ -183,7 +183,7 @@ async fn the_operator_delivers_lists_reads_and_marks_mail() {
         404,
         "not_found",
     );
-    assert_api(owner.client.worker_messages().await, 403, "device_required");
+    assert_api(owner.client.device_messages().await, 403, "device_required");
     let stranger = operator(&app).await;
     assert_api(stranger.client.get_message(&id).await, 404, "not_found");
     assert_api(
@@ -203,7 +203,7 @@ async fn the_operator_delivers_lists_reads_and_marks_mail() {
 async fn wait_answers_none_at_the_timeout_and_mail_as_it_lands() {
     let app = TestApp::spawn().await;
     let owner = operator(&app).await;
-    let inbox = create_inbox(&owner, false).await;
+    let inbox = create_address(&owner, false).await;
 
     // Nothing yet: None after the (clamped) one second.
     let started = Instant::now();
@@ -279,13 +279,17 @@ async fn a_device_reads_the_mail_of_its_addresses_with_its_key_bundle() {
     let app = TestApp::spawn().await;
     let owner = operator(&app).await;
     let device = pair(&app, &owner).await;
-    let inbox = create_inbox(&owner, false).await;
-    owner.client.assign_inbox(&device.id, &inbox).await.unwrap();
-    let public = PublicKey::from(&device.secret).to_bytes();
-    let bundle = KeyBundle::for_inboxes(&owner.keys, [&inbox]).seal(&public, &device.id);
+    let inbox = create_address(&owner, false).await;
     owner
         .client
-        .set_worker_keys(&device.id, &bundle)
+        .assign_address(&device.id, &inbox)
+        .await
+        .unwrap();
+    let public = PublicKey::from(&device.secret).to_bytes();
+    let bundle = KeyBundle::for_addresses(&owner.keys, [&inbox]).seal(&public, &device.id);
+    owner
+        .client
+        .set_device_keys(&device.id, &bundle)
         .await
         .unwrap();
     let id = owner
@@ -295,9 +299,9 @@ async fn a_device_reads_the_mail_of_its_addresses_with_its_key_bundle() {
         .unwrap();
 
     // The device opens its bundle, then the mail, without the phrase.
-    let sealed = device.client.get_worker_keys(&device.id).await.unwrap();
+    let sealed = device.client.get_device_keys(&device.id).await.unwrap();
     let keys = KeyBundle::open(&device.secret, &device.id, &sealed.keys).unwrap();
-    let mine = device.client.worker_messages().await.unwrap().messages;
+    let mine = device.client.device_messages().await.unwrap().messages;
     assert_eq!(mine.len(), 1);
     assert_eq!(mine[0].id, id);
     let content = sealing::open_message(&keys, &mine[0]).unwrap();
@@ -335,7 +339,7 @@ async fn a_device_reads_the_mail_of_its_addresses_with_its_key_bundle() {
         "session_required",
     );
     // Another address of the account is not the device's.
-    let other = create_inbox(&owner, false).await;
+    let other = create_address(&owner, false).await;
     assert_api(
         device
             .client

@@ -45,13 +45,13 @@ async fn preferences_mutes_and_push_tokens_round_trip() {
     );
 
     let inbox = client
-        .create_inbox(&CreateAddressRequest::new(
+        .create_address(&CreateAddressRequest::new(
             &AddressId::parse("ibx_sdkmute").unwrap(),
             "mail.localhost",
         ))
         .await
         .unwrap();
-    let mute = client.mute_inbox(&inbox.id, true).await.unwrap();
+    let mute = client.mute_address(&inbox.id, true).await.unwrap();
     assert!(mute.muted);
     assert_eq!(
         client.notification_settings().await.unwrap().muted_inboxes,
@@ -59,7 +59,7 @@ async fn preferences_mutes_and_push_tokens_round_trip() {
     );
     assert_api(
         client
-            .mute_inbox(&AddressId::parse("ibx_nothere").unwrap(), true)
+            .mute_address(&AddressId::parse("ibx_nothere").unwrap(), true)
             .await,
         404,
         "not_found",

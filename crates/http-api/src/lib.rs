@@ -141,7 +141,7 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(web::resource("/workers/pair/lookup").post(devices::lookup))
         .service(web::resource("/workers/pair").post(devices::claim))
         .service(web::resource("/workers/heartbeat").post(devices::heartbeat))
-        .service(web::resource("/workers/messages").get(messages::worker_messages))
+        .service(web::resource("/workers/messages").get(messages::device_messages))
         .service(web::resource("/workers").get(devices::list))
         .service(
             web::resource("/workers/{id}")
@@ -224,7 +224,7 @@ fn routes(config: &mut web::ServiceConfig) {
                 .get(notifications::get_preferences)
                 .patch(notifications::update_preferences),
         )
-        .service(web::resource("/notifications/inboxes/{id}").patch(notifications::mute_inbox))
+        .service(web::resource("/notifications/inboxes/{id}").patch(notifications::mute_address))
         .service(web::resource("/notifications/devices").post(notifications::register_device))
         .service(
             web::resource("/notifications/devices/{token}").delete(notifications::remove_device),

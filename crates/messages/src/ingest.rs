@@ -583,7 +583,7 @@ mod tests {
         );
         assert_eq!(message.records.activity[0].kind, ActivityKind::MailReceived);
         assert_eq!(message.records.events[0].kind, EventType::MessageReceived);
-        let secret = keys().inbox_secret("ibx_shop01", 0);
+        let secret = keys().address_secret("ibx_shop01", 0);
         let plaintext = message
             .message
             .content

@@ -309,10 +309,10 @@ impl Mailbox {
     }
 
     /// `GET /workers/messages`: the 200 newest across the device's addresses.
-    pub async fn worker_messages(&self, reader: &Reader) -> Result<Vec<Message>, MailError> {
+    pub async fn device_messages(&self, reader: &Reader) -> Result<Vec<Message>, MailError> {
         Ok(self
             .repo
-            .worker_messages(reader, self.clock.now(), WORKER_MESSAGES)
+            .device_messages(reader, self.clock.now(), WORKER_MESSAGES)
             .await?)
     }
 

@@ -195,7 +195,7 @@ pub trait MessageRepository: Send + Sync {
         now: Timestamp,
     ) -> Result<Option<Message>, StoreError>;
     /// The newest messages across the device's addresses.
-    async fn worker_messages(
+    async fn device_messages(
         &self,
         reader: &Reader,
         now: Timestamp,

@@ -162,14 +162,14 @@ impl AccountKeys {
 
     /// `inboxKey` of an address at a key epoch.
     #[must_use]
-    pub fn inbox_secret(&self, inbox_id: &str, epoch: u32) -> StaticSecret {
+    pub fn address_secret(&self, inbox_id: &str, epoch: u32) -> StaticSecret {
         StaticSecret::from(self.derive(&epoch_label("inbox-key", inbox_id, epoch)))
     }
 
-    /// Public half of [`Self::inbox_secret`].
+    /// Public half of [`Self::address_secret`].
     #[must_use]
     pub fn inbox_public_key(&self, inbox_id: &str, epoch: u32) -> [u8; 32] {
-        PublicKey::from(&self.inbox_secret(inbox_id, epoch)).to_bytes()
+        PublicKey::from(&self.address_secret(inbox_id, epoch)).to_bytes()
     }
 
     /// `sealingKey` of an address at a key epoch.
@@ -268,7 +268,7 @@ mod tests {
             keys.derive("inbox-sealing:ibx_x:2")
         );
         assert_eq!(
-            keys.inbox_secret("ibx_x", 3).to_bytes(),
+            keys.address_secret("ibx_x", 3).to_bytes(),
             keys.derive("inbox-key:ibx_x:3")
         );
         assert_ne!(

@@ -81,11 +81,11 @@ fn every_derive_label_matches() {
         s(vectors(), &["derive", "vault-key"])
     );
     assert_eq!(
-        HEXLOWER.encode(&keys().inbox_secret(id, 0).to_bytes()),
+        HEXLOWER.encode(&keys().address_secret(id, 0).to_bytes()),
         s(vectors(), &["derive", "inbox-key:ibx_vector01"])
     );
     assert_eq!(
-        HEXLOWER.encode(&keys().inbox_secret(id, 1).to_bytes()),
+        HEXLOWER.encode(&keys().address_secret(id, 1).to_bytes()),
         s(vectors(), &["derive", "inbox-key:ibx_vector01:1"])
     );
     assert_eq!(
@@ -211,7 +211,7 @@ fn box_v2_seals_byte_for_byte_and_opens() {
     // Serialises to exactly the vector's JSON object.
     assert_eq!(serde_json::to_value(&sealed).unwrap(), bv["box"]);
 
-    let opened = sealed.open(&keys().inbox_secret(id, 0), context).unwrap();
+    let opened = sealed.open(&keys().address_secret(id, 0), context).unwrap();
     assert_eq!(opened, plaintext.as_bytes());
 }
 
@@ -224,7 +224,7 @@ fn box_v1_opens() {
     let sealed = vector_box("boxV1");
     assert_eq!(sealed.v, 1);
     let opened = sealed
-        .open(&keys().inbox_secret(id, 0), s(bv, &["context"]))
+        .open(&keys().address_secret(id, 0), s(bv, &["context"]))
         .unwrap();
     assert_eq!(opened, s(bv, &["plaintext"]).as_bytes());
     // Version 1 is read only: it has no binary form.
@@ -242,7 +242,7 @@ fn binary_box_opens_and_reseals_equal() {
         sealpost_seal::context::attachment("msg_vector01", 0)
     );
     let plaintext = s(bv, &["plaintext"]);
-    let secret = keys().inbox_secret(id, 0);
+    let secret = keys().address_secret(id, 0);
 
     assert_eq!(
         open_binary(&secret, context, &bytes).unwrap(),

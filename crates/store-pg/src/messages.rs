@@ -619,7 +619,7 @@ impl MessageRepository for PgStore {
         self.message_for(reader, id, now, true).await
     }
 
-    async fn worker_messages(
+    async fn device_messages(
         &self,
         reader: &Reader,
         now: Timestamp,

@@ -49,8 +49,8 @@ async fn create_list_update_and_the_free_limits() {
         (StatusCode::CONFLICT, "id_taken")
     );
 
-    api.create_inbox(&owner.token, "ibx_second2").await;
-    api.create_inbox(&owner.token, "ibx_third03").await;
+    api.create_address(&owner.token, "ibx_second2").await;
+    api.create_address(&owner.token, "ibx_third03").await;
     let fourth = api
         .post(
             "/inboxes",
@@ -92,7 +92,7 @@ async fn create_list_update_and_the_free_limits() {
     let deleted = api.delete("/inboxes/ibx_second2", Some(&owner.token)).await;
     assert_eq!(deleted.status, StatusCode::NO_CONTENT);
     // The place on the plan is free again, but the id is not.
-    api.create_inbox(&owner.token, "ibx_fourth4").await;
+    api.create_address(&owner.token, "ibx_fourth4").await;
     let reused = api
         .post(
             "/inboxes",
@@ -254,8 +254,8 @@ async fn assignment_rules_and_events() {
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
     let device = api.pair(&owner.token, "wkr_phone01").await;
-    api.create_inbox(&owner.token, "ibx_first01").await;
-    api.create_inbox(&owner.token, "ibx_second2").await;
+    api.create_address(&owner.token, "ibx_first01").await;
+    api.create_address(&owner.token, "ibx_second2").await;
 
     let first = api
         .post(

@@ -176,7 +176,7 @@ async fn a_free_account_upgrades_to_scale_through_the_sandbox_and_downgrades_bac
 
     // Four addresses do not fit Free: downgrade_blocked; three do.
     for id in ["ibx_extra01", "ibx_extra02", "ibx_extra03"] {
-        api.create_inbox(&owner.token, id).await;
+        api.create_address(&owner.token, id).await;
     }
     let blocked = api
         .post(
@@ -452,7 +452,7 @@ async fn paying_for_a_smaller_plan_releases_what_it_holds_and_keeps_the_rest_pau
     buy(&api, &owner, "scale").await;
     // 101 addresses: one more than Operator holds.
     for n in 0..101 {
-        api.create_inbox(&owner.token, &format!("ibx_many{n:03}"))
+        api.create_address(&owner.token, &format!("ibx_many{n:03}"))
             .await;
     }
     api.app.clock.advance(TimeDelta::days(31));
@@ -775,7 +775,7 @@ async fn a_cheaper_invoice_confirmed_after_an_upgrade_is_a_credit_not_a_downgrad
     buy(&api, &owner, "scale").await;
     // More than Operator holds.
     for n in 0..101 {
-        api.create_inbox(&owner.token, &format!("ibx_order{n:03}"))
+        api.create_address(&owner.token, &format!("ibx_order{n:03}"))
             .await;
     }
     let upgraded = subscription(&api, &owner).await;

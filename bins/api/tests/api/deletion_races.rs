@@ -266,7 +266,7 @@ async fn an_address_created_during_a_downgrade_counts_against_the_new_plan() {
     let owner = api.register(&keys).await;
     api.set_plan(&owner.account_id, "operator").await;
     for n in 0..3 {
-        api.create_inbox(&owner.token, &format!("ibx_plan0{n}"))
+        api.create_address(&owner.token, &format!("ibx_plan0{n}"))
             .await;
     }
 

@@ -223,7 +223,7 @@ async fn removing_a_device_unassigns_its_addresses_and_retires_its_id() {
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
     let device = api.pair(&owner.token, "wkr_phone01").await;
-    api.create_inbox(&owner.token, "ibx_first01").await;
+    api.create_address(&owner.token, "ibx_first01").await;
     let assigned = api
         .post(
             "/workers/wkr_phone01/inboxes",

@@ -104,7 +104,7 @@ async fn two_job_processes_at_once_sweep_once_and_send_each_delivery_once() {
     let (_, lapsed_keys) = new_keys();
     let lapsed = api.register(&lapsed_keys).await;
     buy(&api, &lapsed, "operator").await;
-    api.create_inbox(&lapsed.token, "ibx_expire1").await;
+    api.create_address(&lapsed.token, "ibx_expire1").await;
     api.app.clock.advance(TimeDelta::days(30));
     assert_eq!(api.sweeps().run_once().await, Pass::Ran);
     api.app.clock.advance(TimeDelta::days(21));

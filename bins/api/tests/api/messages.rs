@@ -43,7 +43,7 @@ fn open_content(keys: &AccountKeys, message: &Value) -> Value {
     let inbox = message["inboxId"].as_str().unwrap();
     let id = message["id"].as_str().unwrap();
     let plain = sealed
-        .open(&keys.inbox_secret(inbox, 0), &context::message(inbox, id))
+        .open(&keys.address_secret(inbox, 0), &context::message(inbox, id))
         .unwrap();
     serde_json::from_slice(&plain).unwrap()
 }
@@ -146,7 +146,7 @@ async fn smtp_mail_is_sealed_on_arrival_and_nothing_of_it_is_kept_in_the_clear()
     );
     let sealed = response.bytes().await.unwrap();
     let opened = open_binary(
-        &keys.inbox_secret("ibx_mail01", 0),
+        &keys.address_secret("ibx_mail01", 0),
         &context::attachment(id, 0),
         &sealed,
     )

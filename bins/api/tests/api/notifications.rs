@@ -85,8 +85,8 @@ async fn an_address_is_muted_by_its_owner_only() {
     let api = Api::spawn().await;
     let owner = api.register(&new_keys().1).await;
     let other = api.register(&new_keys().1).await;
-    api.create_inbox(&owner.token, "ibx_muted1").await;
-    api.create_inbox(&other.token, "ibx_theirs1").await;
+    api.create_address(&owner.token, "ibx_muted1").await;
+    api.create_address(&other.token, "ibx_theirs1").await;
 
     let muted = api
         .patch(
@@ -136,7 +136,7 @@ async fn an_address_is_muted_by_its_owner_only() {
 
     // A device credential mutes only the addresses assigned to it.
     let paired = api.pair(&owner.token, "wkr_phone1").await;
-    api.create_inbox(&owner.token, "ibx_other1").await;
+    api.create_address(&owner.token, "ibx_other1").await;
     let not_its = api
         .patch(
             "/notifications/inboxes/ibx_other1",

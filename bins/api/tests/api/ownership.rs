@@ -32,7 +32,7 @@ async fn other_accounts_and_other_devices_get_404() {
     api.set_plan(&owner.account_id, "operator").await;
     api.pair(&owner.token, "wkr_target1").await;
     let sibling = api.pair(&owner.token, "wkr_sibling").await;
-    api.create_inbox(&owner.token, "ibx_target1").await;
+    api.create_address(&owner.token, "ibx_target1").await;
     let assigned = api
         .post(
             "/workers/wkr_target1/inboxes",
@@ -58,7 +58,7 @@ async fn other_accounts_and_other_devices_get_404() {
     let (_, stranger_keys) = new_keys();
     let stranger = api.register(&stranger_keys).await;
     let stranger_device = api.pair(&stranger.token, "wkr_stranger").await;
-    api.create_inbox(&stranger.token, "ibx_stranger").await;
+    api.create_address(&stranger.token, "ibx_stranger").await;
 
     let cases = vec![
         case(Method::GET, "/workers/wkr_target1", None, false),

@@ -384,10 +384,10 @@ async fn fail_a_webhook_for_three_days(api: &Api, owner: &SignedIn) {
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     let store = sealpost_store_pg::PgStore::connect(&api.app.db.url, 2).unwrap();
     let webhooks = sealpost_jobs::webhook_sender(&store, &config, api.app.clock.clone()).unwrap();
-    api.create_inbox(&owner.token, "ibx_hook1").await;
+    api.create_address(&owner.token, "ibx_hook1").await;
     webhooks.run_once(10).await.unwrap();
     api.app.clock.advance(TimeDelta::days(3));
-    api.create_inbox(&owner.token, "ibx_hook2").await;
+    api.create_address(&owner.token, "ibx_hook2").await;
     webhooks.run_once(10).await.unwrap();
     let webhook =
         api.get("/webhook-endpoints", Some(&owner.token)).await.body["webhooks"][0].clone();

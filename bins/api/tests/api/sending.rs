@@ -213,7 +213,7 @@ async fn sent_mail_reaches_the_relay_dkim_signed_and_is_kept_sealed_in_sent() {
     let sealed: sealpost_seal::SealedBox = serde_json::from_value(copy["content"].clone()).unwrap();
     let plain = sealed
         .open(
-            &s.keys.inbox_secret("ibx_send01", 0),
+            &s.keys.address_secret("ibx_send01", 0),
             &context::message("ibx_send01", &message_id),
         )
         .unwrap();

@@ -221,7 +221,7 @@ async fn a_rotated_key_refuses_old_seals_and_old_tickets_stay_readable() {
 async fn a_suspended_account_reaches_only_support_and_keeps_its_data() {
     let (api, support_keys) = support_api().await;
     let (keys, owner, client) = account(&api).await;
-    api.create_inbox(&owner.token, "ibx_suspend1").await;
+    api.create_address(&owner.token, "ibx_suspend1").await;
     let staff = staff_client(&api, &staff_token(&api, "ada").await);
 
     let suspended = staff
@@ -367,7 +367,7 @@ async fn operators_pause_webhooks_and_switch_support_off() {
 async fn abuse_reports_answer_alike_and_are_limited_per_ip() {
     let (api, _) = support_api().await;
     let (_, owner, _) = account(&api).await;
-    let inbox = api.create_inbox(&owner.token, "ibx_reported1").await;
+    let inbox = api.create_address(&owner.token, "ibx_reported1").await;
     let address = inbox["emailAddress"].as_str().unwrap().to_owned();
 
     let known = api

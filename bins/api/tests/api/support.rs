@@ -226,7 +226,7 @@ impl Api {
     }
 
     /// Creates an address on the default shared domain; returns its JSON.
-    pub async fn create_inbox(&self, owner: &str, id: &str) -> Value {
+    pub async fn create_address(&self, owner: &str, id: &str) -> Value {
         let reply = self
             .post(
                 "/inboxes",

@@ -47,7 +47,7 @@ fn add_body(owner: &Person, member: &Person) -> Value {
 /// One address's keys at `epoch`, sealed to the member as the owner's client does.
 fn sealed_grant(owner: &Person, member: &Person, inbox: &str, epoch: u32) -> Value {
     let keys = json!({
-        "inboxKey": b64::encode(&owner.keys.inbox_secret(inbox, epoch).to_bytes()),
+        "inboxKey": b64::encode(&owner.keys.address_secret(inbox, epoch).to_bytes()),
         "sealingKey": b64::encode(&owner.keys.inbox_sealing_key(inbox, epoch)),
     });
     serde_json::to_value(SealedBox::seal(

@@ -34,7 +34,7 @@ async fn usage_matches_the_counters_after_a_scripted_sequence() {
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     for id in ["ibx_usage02", "ibx_usage03", "ibx_usage04"] {
-        api.create_inbox(&owner.token, id).await;
+        api.create_address(&owner.token, id).await;
     }
     let device = api.pair(&owner.token, "wkr_usage01").await;
     let assigned = api
@@ -154,7 +154,7 @@ async fn a_downgrade_to_free_is_refused_until_addresses_and_devices_fit() {
     let owner = api.register(&keys).await;
     api.set_plan(&owner.account_id, "operator").await;
     for id in ["ibx_down001", "ibx_down002", "ibx_down003", "ibx_down004"] {
-        api.create_inbox(&owner.token, id).await;
+        api.create_address(&owner.token, id).await;
     }
     api.pair(&owner.token, "wkr_down001").await;
 

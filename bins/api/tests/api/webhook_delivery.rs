@@ -75,7 +75,7 @@ async fn events_arrive_signed_over_https_with_every_header() {
         receiver,
         secret,
     } = setup(200, json!(["inbox.created"])).await;
-    api.create_inbox(&owner.token, "ibx_hooked1").await;
+    api.create_address(&owner.token, "ibx_hooked1").await;
     let sender = sender(&api);
     assert_eq!(sender.run_once(10).await.unwrap(), (1, 1));
 
@@ -132,7 +132,7 @@ async fn events_arrive_signed_over_https_with_every_header() {
     );
 
     // Events the filter does not take create nothing.
-    api.create_inbox(&owner.token, "ibx_hooked2").await;
+    api.create_address(&owner.token, "ibx_hooked2").await;
     api.delete("/inboxes/ibx_hooked2", Some(&owner.token)).await;
     assert_eq!(
         sender.run_once(10).await.unwrap(),
@@ -149,7 +149,7 @@ async fn a_sender_that_dies_mid_attempt_loses_nothing() {
         receiver,
         ..
     } = setup(200, json!(["*"])).await;
-    api.create_inbox(&owner.token, "ibx_crash01").await;
+    api.create_address(&owner.token, "ibx_crash01").await;
     // A first sender fans out and leases the delivery, then dies before sending.
     use sealpost_webhooks::WebhookRepository;
     let store = sealpost_store_pg::PgStore::connect(&api.app.db.url, 2).unwrap();
@@ -183,7 +183,7 @@ async fn failures_follow_the_retry_schedule_and_three_days_switch_the_endpoint_o
         receiver,
         ..
     } = setup(500, json!(["*"])).await;
-    api.create_inbox(&owner.token, "ibx_retry01").await;
+    api.create_address(&owner.token, "ibx_retry01").await;
     let sender = sender(&api);
     sender.run_once(10).await.unwrap();
     let first = &deliveries(&api, &owner).await[0];
@@ -227,9 +227,9 @@ async fn failures_follow_the_retry_schedule_and_three_days_switch_the_endpoint_o
     api.app
         .clock
         .set(sealpost_kernel::Timestamp::parse("2026-11-25T11:59:00Z").unwrap());
-    api.create_inbox(&owner.token, "ibx_retry02").await;
+    api.create_address(&owner.token, "ibx_retry02").await;
     sender.run_once(10).await.unwrap();
-    api.create_inbox(&owner.token, "ibx_retry03").await;
+    api.create_address(&owner.token, "ibx_retry03").await;
     api.app.clock.advance(TimeDelta::minutes(1));
     sender.run_once(10).await.unwrap();
     let webhook =
@@ -255,7 +255,7 @@ async fn failures_follow_the_retry_schedule_and_three_days_switch_the_endpoint_o
 
     // Events while it is off are never sent, also after it is switched on again.
     let sent_before = receiver.requests().len();
-    api.create_inbox(&owner.token, "ibx_offline").await;
+    api.create_address(&owner.token, "ibx_offline").await;
     sender.run_once(10).await.unwrap();
     receiver.answer(200);
     let on = api
@@ -273,7 +273,7 @@ async fn failures_follow_the_retry_schedule_and_three_days_switch_the_endpoint_o
     sender.run_once(10).await.unwrap();
     assert_eq!(receiver.requests().len(), sent_before);
     api.app.clock.advance(TimeDelta::seconds(1));
-    api.create_inbox(&owner.token, "ibx_online1").await;
+    api.create_address(&owner.token, "ibx_online1").await;
     sender.run_once(10).await.unwrap();
     assert_eq!(receiver.requests().len(), sent_before + 1);
 }
@@ -286,7 +286,7 @@ async fn nothing_goes_out_while_the_plan_lacks_webhooks() {
         receiver,
         ..
     } = setup(200, json!(["*"])).await;
-    api.create_inbox(&owner.token, "ibx_plan001").await;
+    api.create_address(&owner.token, "ibx_plan001").await;
     let sender = sender(&api);
     // Fanned out while on Operator, then the plan drops to Free before sending.
     use sealpost_webhooks::WebhookRepository;
@@ -306,7 +306,7 @@ async fn nothing_goes_out_while_the_plan_lacks_webhooks() {
     );
     // While on Free, new events create nothing either.
     api.set_plan(&owner.account_id, "free").await;
-    api.create_inbox(&owner.token, "ibx_plan002").await;
+    api.create_address(&owner.token, "ibx_plan002").await;
     sender.run_once(10).await.unwrap();
     api.set_plan(&owner.account_id, "operator").await;
     assert_eq!(deliveries(&api, &owner).await.len(), 1);
@@ -325,7 +325,7 @@ async fn a_suspended_account_s_webhooks_wait_and_go_out_after_the_suspension() {
     let staff = sealpost_client::Client::new(api.app.base_url.clone())
         .unwrap()
         .with_token(token);
-    api.create_inbox(&owner.token, "ibx_held001").await;
+    api.create_address(&owner.token, "ibx_held001").await;
     staff
         .set_suspended(&owner.account_id, true, "spam run")
         .await
@@ -378,7 +378,7 @@ async fn a_name_resolving_to_loopback_is_refused_unless_pinned() {
             .await
             .unwrap();
     }
-    api.create_inbox(&owner.token, "ibx_ssrf001").await;
+    api.create_address(&owner.token, "ibx_ssrf001").await;
     sender(&api).run_once(10).await.unwrap();
     assert!(
         receiver.requests().is_empty(),

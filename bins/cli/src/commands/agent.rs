@@ -145,7 +145,7 @@ async fn wait_for_claim(client: &Client, token: &str) -> Result<(DeviceId, Strin
 pub async fn status(ctx: &Ctx) -> Result<()> {
     let (device, client) = ctx.device()?;
     client.heartbeat().await?;
-    let worker = client.get_worker(&device.worker_id).await?;
+    let worker = client.get_device(&device.worker_id).await?;
     outln!("Device       {}", worker.id);
     outln!("Status       {}", worker.status);
     outln!("Platform     {}", escape::line(worker.platform.as_str()));
@@ -173,7 +173,7 @@ pub(super) async fn open_key_bundle(
             ctx.state.device_path().display()
         )
     })?;
-    let sealed = match client.get_worker_keys(&device.worker_id).await {
+    let sealed = match client.get_device_keys(&device.worker_id).await {
         Ok(keys) => keys,
         Err(e) if e.status() == Some(404) => return Ok(None),
         Err(e) => return Err(e.into()),
@@ -191,7 +191,7 @@ pub async fn keys(ctx: &Ctx) -> Result<()> {
         outln!("No key bundle yet: the operator has not sent one.");
         return Ok(());
     };
-    let assigned = client.list_inboxes().await?.inboxes;
+    let assigned = client.list_addresses().await?.inboxes;
     let colon = if bundle.inboxes.is_empty() { "." } else { ":" };
     outln!(
         "Keys of {} (bundle sent {sent_at}){colon}",

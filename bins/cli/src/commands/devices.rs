@@ -59,7 +59,7 @@ pub async fn pair(ctx: &Ctx, code: &str, name: Option<String>) -> Result<()> {
         .await?;
     // No address yet: an empty bundle, so the device finds one at once.
     client
-        .set_worker_keys(&id, &KeyBundle::default().seal(&found.public_key, &id))
+        .set_device_keys(&id, &KeyBundle::default().seal(&found.public_key, &id))
         .await
         .context("paired, but the key bundle could not be sent")?;
     outln!("Paired {id} \"{}\".", escape::line(&name));
@@ -99,11 +99,11 @@ pub async fn rename(ctx: &Ctx, id: &str, name: &str) -> Result<()> {
     let id = parse_device_id(id)?;
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
-    let worker = client.get_worker(&id).await?;
+    let worker = client.get_device(&id).await?;
     let mut profile = vault::profile(&keys, &worker)?;
     name.clone_into(&mut profile.name);
     client
-        .update_worker(
+        .update_device(
             &id,
             &UpdateDeviceRequest::profile(&profile.seal(&keys, &id)),
         )
@@ -116,7 +116,7 @@ pub async fn disable(ctx: &Ctx, id: &str) -> Result<()> {
     let id = parse_device_id(id)?;
     let (_, client) = ctx.signed_in()?;
     client
-        .update_worker(&id, &UpdateDeviceRequest::disable())
+        .update_device(&id, &UpdateDeviceRequest::disable())
         .await?;
     outln!("Disabled {id}; its credential no longer works.");
     Ok(())
@@ -125,7 +125,7 @@ pub async fn disable(ctx: &Ctx, id: &str) -> Result<()> {
 pub async fn remove(ctx: &Ctx, id: &str) -> Result<()> {
     let id = parse_device_id(id)?;
     let (_, client) = ctx.signed_in()?;
-    client.remove_worker(&id).await?;
+    client.remove_device(&id).await?;
     outln!("Removed {id}; its addresses are unassigned.");
     Ok(())
 }

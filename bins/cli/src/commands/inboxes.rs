@@ -84,7 +84,7 @@ pub async fn create(ctx: &Ctx, new: NewInbox) -> Result<()> {
     if let Some(label) = &new.label {
         request = request.with_meta(&sealing::seal_label(&keys, &id, label));
     }
-    let inbox = client.create_inbox(&request).await?;
+    let inbox = client.create_address(&request).await?;
     outln!(
         "Created {}: {}",
         inbox.id,
@@ -102,7 +102,7 @@ pub async fn create(ctx: &Ctx, new: NewInbox) -> Result<()> {
 pub async fn list(ctx: &Ctx) -> Result<()> {
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
-    let inboxes = client.list_inboxes().await?.inboxes;
+    let inboxes = client.list_addresses().await?.inboxes;
     if inboxes.is_empty() {
         outln!("No addresses. Create one with `sealpost inbox create`.");
         return Ok(());
@@ -136,7 +136,7 @@ pub async fn label(ctx: &Ctx, id: &str, text: &str) -> Result<()> {
     let keys = vault::unlock(&session)?;
     let id = resolve_inbox(&client, id).await?;
     let update = UpdateAddressRequest::default().with_meta(&sealing::seal_label(&keys, &id, text));
-    let inbox = client.update_inbox(&id, &update).await?;
+    let inbox = client.update_address(&id, &update).await?;
     outln!(
         "Labelled {} ({}) \"{}\".",
         inbox.id,
@@ -150,7 +150,7 @@ pub async fn retention(ctx: &Ctx, id: &str, count: u8) -> Result<()> {
     let (_, client) = ctx.signed_in()?;
     let id = resolve_inbox(&client, id).await?;
     let update = UpdateAddressRequest::default().with_retention_days(count);
-    let inbox = client.update_inbox(&id, &update).await?;
+    let inbox = client.update_address(&id, &update).await?;
     outln!(
         "{} ({}) keeps mail for {}.",
         inbox.id,
@@ -166,13 +166,13 @@ pub async fn assign(ctx: &Ctx, id: &str, device_id: &str) -> Result<()> {
     let worker_id = parse_device_id(device_id)?;
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
-    let inboxes = client.list_inboxes().await?.inboxes;
+    let inboxes = client.list_addresses().await?.inboxes;
     let id = find_inbox(&inboxes, id)?;
     let previous = inboxes
         .into_iter()
         .find(|inbox| inbox.id == id)
         .and_then(|inbox| inbox.assigned_worker_id);
-    let inbox = client.assign_inbox(&worker_id, &id).await?;
+    let inbox = client.assign_address(&worker_id, &id).await?;
     outln!(
         "Assigned {} ({}) to {worker_id}.",
         inbox.id,
@@ -202,7 +202,7 @@ pub async fn unassign(ctx: &Ctx, id: &str, device_id: &str) -> Result<()> {
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
     let id = resolve_inbox(&client, id).await?;
-    client.unassign_inbox(&worker_id, &id).await?;
+    client.unassign_address(&worker_id, &id).await?;
     outln!("Unassigned {id} from {worker_id}.");
     let held = vault::send_key_bundle(&client, &keys, &worker_id)
         .await
@@ -214,7 +214,7 @@ pub async fn unassign(ctx: &Ctx, id: &str, device_id: &str) -> Result<()> {
 pub async fn delete(ctx: &Ctx, id: &str) -> Result<()> {
     let (_, client) = ctx.signed_in()?;
     let id = resolve_inbox(&client, id).await?;
-    client.delete_inbox(&id).await?;
+    client.delete_address(&id).await?;
     outln!("Deleted {id} and its mail; the address is never issued again.");
     Ok(())
 }

@@ -569,7 +569,7 @@ pub async fn send(ctx: &Ctx, device: bool, outgoing: Outgoing) -> Result<()> {
     } else {
         let id = resolve_inbox(&client, &outgoing.from).await?;
         client
-            .list_inboxes()
+            .list_addresses()
             .await?
             .inboxes
             .into_iter()

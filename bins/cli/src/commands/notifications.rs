@@ -75,7 +75,7 @@ pub async fn show(ctx: &Ctx) -> Result<()> {
         outln!("Muted addresses: none");
         return Ok(());
     }
-    let inboxes = client.list_inboxes().await?.inboxes;
+    let inboxes = client.list_addresses().await?.inboxes;
     outln!("Muted addresses (no new-mail pushes):");
     for id in &settings.muted_inboxes {
         let address = inboxes
@@ -116,7 +116,7 @@ pub async fn set(ctx: &Ctx, kind_name: &str, state: &str) -> Result<()> {
 pub async fn mute(ctx: &Ctx, address: &str, muted: bool) -> Result<()> {
     let (_, client) = ctx.signed_in()?;
     let id = resolve_inbox(&client, address).await?;
-    let mute = client.mute_inbox(&id, muted).await?;
+    let mute = client.mute_address(&id, muted).await?;
     if mute.muted {
         outln!("New mail to {} is no longer pushed.", mute.inbox_id);
     } else {

@@ -125,7 +125,7 @@ pub async fn grant(ctx: &Ctx, address: &str, to: &str, access: &str) -> Result<(
     };
     let member_key = pinned_key(&keys, member)?;
     let key_epoch = client
-        .list_inboxes()
+        .list_addresses()
         .await?
         .inboxes
         .iter()

@@ -45,7 +45,7 @@ pub async fn resolve_inbox(client: &Client, text: &str) -> Result<AddressId> {
     if !text.contains('@') {
         return parse_address_id(text);
     }
-    find_inbox(&client.list_inboxes().await?.inboxes, text)
+    find_inbox(&client.list_addresses().await?.inboxes, text)
 }
 
 /// The id of the address `text` (an id, or an email address) among
@@ -72,7 +72,7 @@ pub async fn all_workers(client: &Client) -> Result<Vec<Worker>> {
     let mut workers = Vec::new();
     let mut page = PageParams::first(WORKERS_PAGE);
     loop {
-        let answer = client.list_workers(&page).await?;
+        let answer = client.list_devices(&page).await?;
         workers.extend(answer.workers);
         match page.next(answer.next_cursor.as_deref()) {
             Some(next) => page = next,
@@ -121,21 +121,21 @@ pub async fn send_key_bundle(
     keys: &AccountKeys,
     worker_id: &DeviceId,
 ) -> Result<usize> {
-    let worker = client.get_worker(worker_id).await?;
+    let worker = client.get_device(worker_id).await?;
     let device_key = profile(keys, &worker)?.device_public_key().ok_or_else(|| {
         anyhow!("the profile of device {worker_id} holds no device key; pair the device again")
     })?;
     let assigned: Vec<AddressId> = client
-        .list_inboxes()
+        .list_addresses()
         .await?
         .inboxes
         .into_iter()
         .filter(|inbox| inbox.assigned_worker_id.as_ref() == Some(worker_id))
         .map(|inbox| inbox.id)
         .collect();
-    let bundle = KeyBundle::for_inboxes(keys, &assigned);
+    let bundle = KeyBundle::for_addresses(keys, &assigned);
     client
-        .set_worker_keys(worker_id, &bundle.seal(&device_key, worker_id))
+        .set_device_keys(worker_id, &bundle.seal(&device_key, worker_id))
         .await?;
     Ok(assigned.len())
 }

@@ -224,14 +224,14 @@ pub async fn mark_read(
 }
 
 /// The 200 newest messages across the calling device's addresses (device credential only).
-#[utoipa::path(get, path = "/workers/messages", tag = "messages", security(("bearer" = [])),
+#[utoipa::path(operation_id = "worker_messages", get, path = "/workers/messages", tag = "messages", security(("bearer" = [])),
     responses((status = 200, body = wire::MessageList), (status = 403, body = wire::ErrorBody, description = "device_required: the caller is not a device")))]
-pub async fn worker_messages(
+pub async fn device_messages(
     state: Data<AppState>,
     caller: Authenticated,
 ) -> Result<HttpResponse, ApiError> {
     caller.device()?;
-    let messages = state.mailbox.worker_messages(&reader(&caller)).await?;
+    let messages = state.mailbox.device_messages(&reader(&caller)).await?;
     Ok(HttpResponse::Ok().json(wire::MessageList {
         messages: messages.into_iter().map(message_body).collect(),
     }))

@@ -78,11 +78,11 @@ pub async fn update_preferences(
 }
 
 /// Mutes or unmutes new-mail pushes for one address.
-#[utoipa::path(patch, path = "/notifications/inboxes/{id}", tag = "notifications", security(("bearer" = [])),
+#[utoipa::path(operation_id = "mute_inbox", patch, path = "/notifications/inboxes/{id}", tag = "notifications", security(("bearer" = [])),
     params(("id" = sealpost_kernel::AddressId, Path)), request_body = wire::MuteRequest,
     responses((status = 200, body = wire::Mute), (status = 400, body = ErrorBody, description = "invalid_field"),
         (status = 404, body = ErrorBody, description = "no such address on this account")))]
-pub async fn mute_inbox(
+pub async fn mute_address(
     state: Data<AppState>,
     caller: Authenticated,
     id: Path<String>,

@@ -315,7 +315,7 @@ async fn an_accepted_message_is_kept_sealed_in_sent_with_its_records() {
     let plain = copy
         .content
         .open(
-            &keys().inbox_secret("ibx_shop01", 0),
+            &keys().address_secret("ibx_shop01", 0),
             &context::message("ibx_shop01", copy.id.as_str()),
         )
         .unwrap();
