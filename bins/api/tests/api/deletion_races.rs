@@ -121,15 +121,7 @@ async fn mailbox() -> (Arc<Api>, SignedIn) {
     let api = Api::spawn().await;
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
-    let created = api
-        .post(
-            "/inboxes",
-            Some(&owner.token),
-            json!({ "id": "ibx_race01", "domain": "mail.localhost", "prefix": "race",
-                    "publicKey": b64::encode(&keys.inbox_public_key("ibx_race01", 0)) }),
-        )
-        .await;
-    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    api.keyed_address(&owner, &keys, "ibx_race01", "race").await;
     (Arc::new(api), owner)
 }
 

@@ -13,18 +13,7 @@ async fn mailbox() -> (Api, SignedIn, AccountKeys, String) {
     let api = Api::spawn().await;
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
-    let created = api
-        .post(
-            "/inboxes",
-            Some(&owner.token),
-            json!({ "id": "ibx_mail01", "domain": "mail.localhost", "prefix": "test",
-                    "publicKey": b64::encode(&keys.inbox_public_key("ibx_mail01", 0)) }),
-        )
-        .await;
-    let address = created.body["inbox"]["emailAddress"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let address = api.keyed_address(&owner, &keys, "ibx_mail01", "test").await;
     (api, owner, keys, address)
 }
 

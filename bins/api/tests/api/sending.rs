@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::TimeDelta;
 use mail_parser::{MessageParser, MimeHeaders};
 use reqwest::StatusCode;
-use sealpost_seal::{AccountKeys, b64, context};
+use sealpost_seal::{AccountKeys, context};
 use sealpost_testkit::TestApp;
 use sealpost_testkit::relay::{Behaviour, TestRelay, dkim_test_key_path, dkim_verifies};
 use serde_json::{Value, json};
@@ -35,19 +35,7 @@ async fn sending(behaviour: Behaviour) -> Sending {
     let api = Api::with(app);
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
-    let created = api
-        .post(
-            "/inboxes",
-            Some(&owner.token),
-            json!({ "id": "ibx_send01", "domain": "mail.localhost", "prefix": "shop",
-                    "publicKey": b64::encode(&keys.inbox_public_key("ibx_send01", 0)) }),
-        )
-        .await;
-    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
-    let address = created.body["inbox"]["emailAddress"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let address = api.keyed_address(&owner, &keys, "ibx_send01", "shop").await;
     Sending {
         api,
         relay,

@@ -17,19 +17,9 @@ async fn mailbox(app: TestApp) -> (Api, SignedIn, String) {
     let api = Api::with(app);
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
-    let created = api
-        .post(
-            "/inboxes",
-            Some(&owner.token),
-            json!({ "id": "ibx_limit1", "domain": "mail.localhost", "prefix": "limits",
-                    "publicKey": b64::encode(&keys.inbox_public_key("ibx_limit1", 0)) }),
-        )
+    let address = api
+        .keyed_address(&owner, &keys, "ibx_limit1", "limits")
         .await;
-    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
-    let address = created.body["inbox"]["emailAddress"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     (api, owner, address)
 }
 

@@ -97,6 +97,30 @@ impl Api {
         .await
     }
 
+    /// Creates the address `id` on `mail.localhost` with its epoch-0 key,
+    /// so it takes mail; answers its email address.
+    pub async fn keyed_address(
+        &self,
+        owner: &SignedIn,
+        keys: &AccountKeys,
+        id: &str,
+        prefix: &str,
+    ) -> String {
+        let created = self
+            .post(
+                "/inboxes",
+                Some(&owner.token),
+                json!({ "id": id, "domain": "mail.localhost", "prefix": prefix,
+                        "publicKey": b64::encode(&keys.inbox_public_key(id, 0)) }),
+            )
+            .await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+        created.body["inbox"]["emailAddress"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
     pub async fn register(&self, keys: &AccountKeys) -> SignedIn {
         let reply = self
             .post(
