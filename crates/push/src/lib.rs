@@ -26,13 +26,10 @@
 mod apns;
 mod fcm;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::TimeDelta;
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
 use sealpost_notifications::push::{PushMessage, PushOutcome, PushTransport};
 use sealpost_notifications::{Platform, PushToken};
 
@@ -148,31 +145,16 @@ impl PushTransport for PushHttp {
     }
 }
 
-/// A rustls client configuration with the Mozilla roots and `extra_roots`.
+/// The shared outbound TLS set-up (the Mozilla roots and `extra_roots`),
+/// offering `alpn`: APNs speaks only HTTP/2.
 fn tls_config(
     extra_roots: Option<&[u8]>,
     alpn: &[&[u8]],
 ) -> Result<rustls::ClientConfig, PushConfigError> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add_parsable_certificates(webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().cloned());
-    if let Some(pem) = extra_roots {
-        let certs = CertificateDer::pem_slice_iter(pem)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| PushConfigError::ExtraRoots(error.to_string()))?;
-        if certs.is_empty() {
-            return Err(PushConfigError::ExtraRoots("no PEM certificate".to_owned()));
-        }
-        for cert in certs {
-            roots
-                .add(cert)
-                .map_err(|error| PushConfigError::ExtraRoots(error.to_string()))?;
-        }
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let mut tls = sealpost_outbound_http::tls_config(extra_roots).map_err(|error| match error {
+        sealpost_outbound_http::TlsError::ExtraRoots(reason) => PushConfigError::ExtraRoots(reason),
+        sealpost_outbound_http::TlsError::Rustls(error) => PushConfigError::Tls(error),
+    })?;
     tls.alpn_protocols = alpn.iter().map(|proto| proto.to_vec()).collect();
     Ok(tls)
 }
