@@ -14,7 +14,7 @@ use sealpost_seal::sha256;
 
 use crate::addresses::retire_address;
 use crate::devices::DEVICE_ID_KIND;
-use crate::records::{delete_messages_of, retire_id, write_records};
+use crate::records::{delete_messages_of, lock_account_row, retire_id, write_records};
 use crate::schema::{
     account_suspensions, accounts, addresses, auth_challenges, device_credentials, devices,
     retired_account_ids, sessions,
@@ -298,13 +298,7 @@ impl AccountRepository for PgStore {
         conn.transaction(async |conn| {
             // Locked first: a delivery's foreign key check waits for this
             // lock, so no message is added after its mail is deleted below.
-            let _locked: Option<String> = accounts::table
-                .find(account.as_str())
-                .select(accounts::id)
-                .for_update()
-                .first(conn)
-                .await
-                .optional()?;
+            lock_account_row(conn, account).await.optional()?;
             // Addresses and client ids are retired before they go: never issued again.
             let owned: Vec<(String, String)> = addresses::table
                 .filter(addresses::account_id.eq(account.as_str()))

@@ -15,7 +15,7 @@ use sealpost_domains::{
 use sealpost_kernel::{AccountId, PlanId, StoreError, Timestamp};
 use sealpost_messages::own_domains::{OwnDomainGate, OwnDomainHold};
 
-use crate::records::write_records;
+use crate::records::{lock_account_row, write_records};
 use crate::schema::{accounts, addresses, own_domains};
 use crate::{PgStore, db_error};
 
@@ -97,12 +97,7 @@ impl DomainRepository for PgStore {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
             // The account row serialises one account's additions: the count holds.
-            accounts::table
-                .find(domain.account.as_str())
-                .select(accounts::id)
-                .for_update()
-                .first::<String>(conn)
-                .await?;
+            lock_account_row(conn, &domain.account).await?;
             let existing: i64 = own_domains::table
                 .filter(own_domains::account_id.eq(domain.account.as_str()))
                 .filter(own_domains::name.eq(domain.name.as_str()))
@@ -280,13 +275,7 @@ impl DomainRepository for PgStore {
             // The lock creating an address takes: an address being created
             // on the domain commits first and is seen below, or sees the
             // domain gone (`CreateOutcome::DomainGone`).
-            accounts::table
-                .find(account.as_str())
-                .select(accounts::id)
-                .for_update()
-                .first::<String>(conn)
-                .await
-                .optional()?;
+            lock_account_row(conn, account).await.optional()?;
             let found: Option<String> = own_domains::table
                 .find((account.as_str(), name.as_str()))
                 .select(own_domains::name)

@@ -169,6 +169,23 @@ pub(crate) async fn delete_messages_of(
 /// Locks the account row for the rest of the transaction and answers the
 /// plan it holds now: a limit is checked against this plan, never against
 /// one read before the lock (a plan change takes the same lock).
+/// Locks the account's row for the rest of the transaction: what one
+/// account counts and then inserts holds until commit. `NotFound` when
+/// there is no such account.
+pub(crate) async fn lock_account_row(
+    conn: &mut AsyncPgConnection,
+    account: &sealpost_kernel::AccountId,
+) -> Result<(), diesel::result::Error> {
+    use crate::schema::accounts;
+    accounts::table
+        .find(account.as_str())
+        .select(accounts::id)
+        .for_update()
+        .first::<String>(conn)
+        .await?;
+    Ok(())
+}
+
 pub(crate) async fn lock_account_plan(
     conn: &mut AsyncPgConnection,
     account: &sealpost_kernel::AccountId,

@@ -12,7 +12,7 @@ use sealpost_teams::{
     SharedAddress, SharedKey, TeamRepository, plans_with_teams,
 };
 
-use crate::records::{box_from_json, box_to_json};
+use crate::records::{box_from_json, box_to_json, lock_account_row};
 use crate::schema::{accounts, addresses, team_grants, team_members};
 use crate::{PgStore, bytes32, db_error};
 
@@ -142,12 +142,7 @@ impl TeamRepository for PgStore {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
             // The owner's row serialises adds, so the count holds until commit.
-            let _: String = accounts::table
-                .find(new.owner.as_str())
-                .select(accounts::id)
-                .for_update()
-                .first(conn)
-                .await?;
+            lock_account_row(conn, &new.owner).await?;
             let present: i64 = team_members::table
                 .filter(team_members::owner_id.eq(new.owner.as_str()))
                 .filter(team_members::member_id.eq(new.member.as_str()))

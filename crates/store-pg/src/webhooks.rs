@@ -22,7 +22,7 @@ use sealpost_webhooks::{
     WebhookRepository,
 };
 
-use crate::records::{box_from_json, box_to_json, id_retired, retire_id};
+use crate::records::{box_from_json, box_to_json, id_retired, lock_account_row, retire_id};
 use crate::schema::{accounts, events, webhook_deliveries, webhooks};
 use crate::{PgStore, db_error};
 
@@ -215,12 +215,7 @@ impl WebhookRepository for PgStore {
     ) -> Result<CreateOutcome, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
-            accounts::table
-                .find(endpoint.account.as_str())
-                .select(accounts::id)
-                .for_update()
-                .first::<String>(conn)
-                .await?;
+            lock_account_row(conn, &endpoint.account).await?;
             let id = endpoint.id.as_str();
             let used: i64 = webhooks::table.find(id).count().get_result(conn).await?;
             if used > 0 || id_retired(conn, WEBHOOK_ID_KIND, id).await? {
@@ -474,12 +469,7 @@ impl WebhookRepository for PgStore {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
             // One manual send at a time per account: count and insert together.
-            accounts::table
-                .find(account.as_str())
-                .select(accounts::id)
-                .for_update()
-                .first::<String>(conn)
-                .await?;
+            lock_account_row(conn, account).await?;
             let count: i64 = webhook_deliveries::table
                 .filter(webhook_deliveries::account_id.eq(account.as_str()))
                 .filter(webhook_deliveries::manual.eq(true))
