@@ -10,16 +10,14 @@ use actix_web::web::{Data, Path, Query};
 use actix_web::{FromRequest, HttpRequest, HttpResponse, dev::Payload};
 use sealpost_kernel::AccountId;
 use sealpost_seal::b64;
-use sealpost_support::rules::MESSAGE_MAX_LEN;
 use sealpost_support::{
-    AbuseReport, AbuseStatus, AbuseTarget, AuditEntry, NewMessage, StaffMember, Switches, Ticket,
-    TicketStatus,
+    AbuseReport, AbuseStatus, AbuseTarget, AuditEntry, StaffMember, Switches, Ticket, TicketStatus,
 };
 use sealpost_wire as wire;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::support::{key, message_body, message_id, pair, ticket_body, ticket_path};
+use super::support::{key, message_body, new_message, ticket_body, ticket_path};
 use crate::auth::{bearer_token, state};
 use crate::error::ApiError;
 use crate::json::Json;
@@ -141,11 +139,7 @@ pub async fn reply(
     Json(body): Json<wire::TicketMessageRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let id = ticket_path(&id)?;
-    let message = NewMessage {
-        id: message_id(&body.id)?,
-        staff_key: key("staffKey", &body.staff_key)?,
-        boxes: pair("", &body.for_staff, &body.for_account, MESSAGE_MAX_LEN)?,
-    };
+    let message = new_message(&body)?;
     let (_, at) = state.support.staff_reply(&id, &message).await?;
     state
         .staff

@@ -72,6 +72,15 @@ pub(crate) fn pair(
     })
 }
 
+/// A ticket message as the account and staff both send it.
+pub(crate) fn new_message(body: &wire::TicketMessageRequest) -> Result<NewMessage, ApiError> {
+    Ok(NewMessage {
+        id: message_id(&body.id)?,
+        staff_key: key("staffKey", &body.staff_key)?,
+        boxes: pair("", &body.for_staff, &body.for_account, MESSAGE_MAX_LEN)?,
+    })
+}
+
 pub(crate) fn message_id(text: &str) -> Result<TicketMessageId, ApiError> {
     TicketMessageId::parse(text).map_err(|error| ApiError::invalid_id("id", error))
 }
@@ -192,11 +201,7 @@ pub async fn add_message(
     Json(body): Json<wire::TicketMessageRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let id = ticket_path(&id)?;
-    let message = NewMessage {
-        id: message_id(&body.id)?,
-        staff_key: key("staffKey", &body.staff_key)?,
-        boxes: pair("", &body.for_staff, &body.for_account, MESSAGE_MAX_LEN)?,
-    };
+    let message = new_message(&body)?;
     let at = state.support.reply(&caller.account, &id, &message).await?;
     Ok(HttpResponse::Created().json(wire::MessageAdded { ok: true, at }))
 }
