@@ -299,21 +299,12 @@ pub use sealpost_wire::{
 /// ticket id is the request id). `false` flags a mismatch to look into.
 #[must_use]
 pub fn verify_ticket_binding(support_secret: &StaticSecret, ticket: &StaffTicket) -> bool {
-    let (Some(binding), Ok(account_key)) = (
-        ticket
-            .binding
-            .as_deref()
-            .and_then(|text| b64::decode(text).ok()),
-        b64::decode_32(&ticket.account_key),
-    ) else {
-        return false;
-    };
-    sealpost_seal::verify_support_binding(
+    verify_binding(
         support_secret,
-        &account_key,
+        &ticket.account_key,
         ticket.account_id.as_str(),
         ticket.ticket.id.as_str(),
-        &binding,
+        ticket.binding.as_deref(),
     )
 }
 
@@ -326,19 +317,31 @@ pub fn verify_key_binding(
     account_id: &sealpost_kernel::AccountId,
     binding: &StaffBinding,
 ) -> bool {
-    let (Ok(mac), Ok(account_key)) = (
-        b64::decode(&binding.binding),
-        b64::decode_32(&binding.account_key),
+    verify_binding(
+        support_secret,
+        &binding.account_key,
+        account_id.as_str(),
+        sealpost_seal::KEY_REQUEST,
+        Some(&binding.binding),
+    )
+}
+
+/// A binding as the service hands it over (base64 texts); an absent or
+/// undecodable one never verifies.
+fn verify_binding(
+    support_secret: &StaticSecret,
+    account_key: &str,
+    account_id: &str,
+    request: &str,
+    binding: Option<&str>,
+) -> bool {
+    let (Some(mac), Ok(account_key)) = (
+        binding.and_then(|text| b64::decode(text).ok()),
+        b64::decode_32(account_key),
     ) else {
         return false;
     };
-    sealpost_seal::verify_support_binding(
-        support_secret,
-        &account_key,
-        account_id.as_str(),
-        sealpost_seal::KEY_REQUEST,
-        &mac,
-    )
+    sealpost_seal::verify_support_binding(support_secret, &account_key, account_id, request, &mac)
 }
 
 impl Client {
