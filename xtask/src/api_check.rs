@@ -157,23 +157,31 @@ fn check(
     let log_path = dir.join("api.log");
     let log =
         fs::File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
+    let server_key = sealpost_seal::ServerKeys::generate_text();
+    // The same configuration for the server and its `staff-token` command.
+    let configure = |command: &mut Command| {
+        command
+            .env("DATABASE_URL", url)
+            .env("SEALPOST_HTTP_ADDR", addr.to_string())
+            .env("SEALPOST_BLOB_DIR", blob_dir)
+            .env("SEALPOST_DOMAINS", "mail.localhost")
+            .env("SEALPOST_BILLING_SANDBOX", "true")
+            // Thousands of requests from one address in a few minutes: the
+            // edge limit's 429 is declared everywhere, but it would hide the rest.
+            .env("SEALPOST_EDGE_RATE", "100000")
+            .env("SEALPOST_SERVER_KEY", &server_key)
+            // Support on, so its writes are checked past 503
+            // `support_unavailable`; no ticket is ever opened here, so any
+            // 32 bytes serve as the support team's public key.
+            .env(
+                "SEALPOST_SUPPORT_KEY",
+                sealpost_seal::b64::encode(&[9u8; 32]),
+            )
+            .env_remove("SEALPOST_LOG");
+    };
     let mut command = Command::new(api_binary);
-    command
-        .env("DATABASE_URL", url)
-        .env("SEALPOST_HTTP_ADDR", addr.to_string())
-        .env("SEALPOST_BLOB_DIR", blob_dir)
-        .env("SEALPOST_DOMAINS", "mail.localhost")
-        .env("SEALPOST_BILLING_SANDBOX", "true")
-        // Thousands of requests from one address in a few minutes: the
-        // edge limit's 429 is declared everywhere, but it would hide the rest.
-        .env("SEALPOST_EDGE_RATE", "100000")
-        .env(
-            "SEALPOST_SERVER_KEY",
-            sealpost_seal::ServerKeys::generate_text(),
-        )
-        .env_remove("SEALPOST_LOG")
-        .stdout(Stdio::null())
-        .stderr(log);
+    configure(&mut command);
+    command.stdout(Stdio::null()).stderr(log);
     let api = Service::start("sealpost-api", &mut command)?;
     let base = format!("http://{addr}");
 
@@ -209,8 +217,31 @@ fn check(
         let only = ["--include-name".to_owned(), operation.to_owned()];
         passed &= schemathesis(st, &config, &base, &token, operation, &only)?;
     }
+    // Last, as it may switch support off or rotate the support key: the
+    // staff API with a staff token, which no account session can use.
+    let mut create = Command::new(api_binary);
+    configure(&mut create);
+    let staff_token = staff_token(create.args(["staff-token", "create", "api-check"]))?;
+    let only = ["--include-path-regex".to_owned(), "^/staff/".to_owned()];
+    passed &= schemathesis(st, &config, &base, &staff_token, "staff API", &only)?;
     drop(api);
     Ok(passed)
+}
+
+/// Runs `sealpost-api staff-token create` and returns the token it prints.
+fn staff_token(command: &mut Command) -> Result<String> {
+    let output = command
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running sealpost-api staff-token create")?;
+    if !output.status.success() {
+        bail!("sealpost-api staff-token create failed ({})", output.status);
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("token (shown once): "))
+        .map(str::to_owned)
+        .context("sealpost-api staff-token create printed no token")
 }
 
 /// `--exclude-name` for each session-ending operation.

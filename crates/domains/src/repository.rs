@@ -115,7 +115,10 @@ pub trait DomainRepository: Send + Sync {
     /// clears the mark of the others. Returns how many rows changed.
     async fn track_plan_loss(&self, without: &[PlanId], now: Timestamp) -> Result<u64, StoreError>;
     /// Removes the domains (and their DKIM keys) of accounts whose missed
-    /// payment's pause reached its `deletesAt` by `now` unpaid and that
-    /// hold no address on them any more.
+    /// payment's pause reached its `deletesAt` by `now` unpaid: the pause
+    /// holds every proved own domain (`pause.domains`). Runs before the
+    /// pause's addresses are deleted, which ends the pause this reads; an
+    /// address the pause did not hold stays and, its domain gone, takes no
+    /// more mail.
     async fn remove_unpaid(&self, now: Timestamp) -> Result<u64, StoreError>;
 }

@@ -51,13 +51,28 @@ pub(crate) fn state(req: &HttpRequest) -> Result<Data<AppState>, ApiError> {
     })
 }
 
+/// What a bearer extractor's `from_request` returns.
+pub(crate) type Extracting<T> = Pin<Box<dyn Future<Output = Result<T, ApiError>>>>;
+
+/// The shell every bearer extractor shares: the state and the token are
+/// taken from the request (in that order of refusal), then `resolve` turns
+/// the token into the caller.
+pub(crate) fn with_bearer<T, Resolving>(
+    req: &HttpRequest,
+    resolve: impl FnOnce(Data<AppState>, String) -> Resolving + 'static,
+) -> Extracting<T>
+where
+    Resolving: Future<Output = Result<T, ApiError>> + 'static,
+{
+    let token = bearer_token(req);
+    let state = state(req);
+    Box::pin(async move { resolve(state?, token?).await })
+}
+
 /// The token's caller and its account's standing (one store lookup), past
 /// the account's edge limit.
-async fn authenticate(
-    state: &AppState,
-    token: Result<String, ApiError>,
-) -> Result<Authentication, ApiError> {
-    let found = state.accounts.authenticate(&token?).await?;
+async fn authenticate(state: &AppState, token: &str) -> Result<Authentication, ApiError> {
+    let found = state.accounts.authenticate(token).await?;
     state.limiter.check_account(found.caller.account())?;
     Ok(found)
 }
@@ -86,13 +101,11 @@ impl SessionCaller {
 
 impl FromRequest for Authenticated {
     type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+    type Future = Extracting<Self>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let token = bearer_token(req);
-        let state = state(req);
-        Box::pin(async move {
-            let found = authenticate(&*state?, token).await?;
+        with_bearer(req, async |state, token| {
+            let found = authenticate(&state, &token).await?;
             Ok(Authenticated(unless_suspended(found)?))
         })
     }
@@ -100,13 +113,11 @@ impl FromRequest for Authenticated {
 
 impl FromRequest for SessionCaller {
     type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+    type Future = Extracting<Self>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let token = bearer_token(req);
-        let state = state(req);
-        Box::pin(async move {
-            let found = authenticate(&*state?, token).await?;
+        with_bearer(req, async |state, token| {
+            let found = authenticate(&state, &token).await?;
             SessionCaller::of(unless_suspended(found)?)
         })
     }
@@ -126,14 +137,11 @@ impl std::ops::Deref for SupportCaller {
 
 impl FromRequest for SupportCaller {
     type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+    type Future = Extracting<Self>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let token = bearer_token(req);
-        let state = state(req);
-        Box::pin(async move {
-            let state = state?;
-            let found = authenticate(&state, token).await?;
+        with_bearer(req, async |state, token| {
+            let found = authenticate(&state, &token).await?;
             if found.suspended {
                 state.limiter.check_suspended(found.caller.account())?;
             }

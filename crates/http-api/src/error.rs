@@ -208,9 +208,14 @@ impl ApiError {
     }
 
     pub fn rate_limited(retry_after_seconds: u64) -> Self {
+        Self::rate_limited_because(retry_after_seconds, "too many requests; retry later")
+    }
+
+    /// 429 with the limit's own words; `Retry-After` is never under a second.
+    pub fn rate_limited_because(retry_after_seconds: u64, message: impl Into<String>) -> Self {
         Self {
             retry_after: Some(retry_after_seconds.max(1)),
-            ..Self::new(ErrorCode::RateLimited, "too many requests; retry later")
+            ..Self::new(ErrorCode::RateLimited, message)
         }
     }
 
@@ -323,10 +328,7 @@ impl From<DeviceError> for ApiError {
             }
             | DeviceError::TooManyPairings {
                 retry_after_seconds,
-            } => Self {
-                retry_after: Some(retry_after_seconds),
-                ..Self::new(ErrorCode::RateLimited, error.to_string())
-            },
+            } => Self::rate_limited_because(retry_after_seconds, error.to_string()),
             DeviceError::Limit(limit) => limit.into(),
             DeviceError::InvalidField { field, reason } => Self::invalid_field(field, reason),
             DeviceError::Store(store) => store.into(),
@@ -367,10 +369,7 @@ impl From<MailError> for ApiError {
             MailError::NotFound => Self::not_found(),
             MailError::ReadsExhausted {
                 retry_after_seconds,
-            } => Self {
-                retry_after: Some(retry_after_seconds),
-                ..Self::new(ErrorCode::RateLimited, error.to_string())
-            },
+            } => Self::rate_limited_because(retry_after_seconds, error.to_string()),
             MailError::Move(refusal) => Self::invalid_field("folder", refusal),
             MailError::Store(store) => store.into(),
             MailError::Blob(blob) => Self::internal(&blob),
@@ -390,10 +389,7 @@ impl From<IngestError> for ApiError {
             IngestError::Suspended => Self::new(ErrorCode::AccountSuspended, error.to_string()),
             IngestError::OverAllowance {
                 retry_after_seconds,
-            } => Self {
-                retry_after: Some(retry_after_seconds),
-                ..Self::new(ErrorCode::RateLimited, error.to_string())
-            },
+            } => Self::rate_limited_because(retry_after_seconds, error.to_string()),
             IngestError::Structure(limit) => Self::invalid_field("raw", limit),
             IngestError::Store(store) => store.into(),
             IngestError::Blob(blob) => Self::internal(&blob),
@@ -410,10 +406,7 @@ impl From<SendError> for ApiError {
             SendError::AddressPaused => Self::new(ErrorCode::PaymentRequired, error.to_string()),
             SendError::RateLimited {
                 retry_after_seconds,
-            } => Self {
-                retry_after: Some(retry_after_seconds),
-                ..Self::new(ErrorCode::RateLimited, error.to_string())
-            },
+            } => Self::rate_limited_because(retry_after_seconds, error.to_string()),
             SendError::RelayFailed(reason) => {
                 // The relay's words are for the operator; they may quote addresses (masked).
                 tracing::warn!(%reason, "outgoing mail not accepted by the relay");
@@ -438,10 +431,7 @@ impl From<WebhookError> for ApiError {
                     EndpointError::RateLimited {
                         retry_after_seconds,
                     } => {
-                        return Self {
-                            retry_after: Some(retry_after_seconds),
-                            ..Self::new(ErrorCode::RateLimited, rule.to_string())
-                        };
+                        return Self::rate_limited_because(retry_after_seconds, rule.to_string());
                     }
                 };
                 Self::new(code, rule.to_string())
@@ -539,10 +529,7 @@ impl From<Refusal> for ApiError {
             | Refusal::TooManyReplies {
                 retry_after_seconds,
             } => {
-                return Self {
-                    retry_after: Some(retry_after_seconds),
-                    ..Self::new(ErrorCode::RateLimited, refusal.to_string())
-                };
+                return Self::rate_limited_because(retry_after_seconds, refusal.to_string());
             }
         };
         Self::new(code, refusal.to_string())

@@ -6,7 +6,7 @@ use sealpost_webhooks::url::MAX_URL_LEN;
 use utoipa::openapi::header::Header;
 use utoipa::openapi::path::{Operation, ParameterIn};
 use utoipa::openapi::response::Response;
-use utoipa::openapi::schema::{ArrayItems, Object, ObjectBuilder, Schema, Type};
+use utoipa::openapi::schema::{ArrayBuilder, Object, ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{Content, Ref, RefOr};
 use utoipa::{Modify, OpenApi};
@@ -121,7 +121,7 @@ use crate::routes::{
         staff::resolve_report,
         staff::audit,
     ),
-    modifiers(&BearerAuth, &SharedResponses, &WebhookRules),
+    modifiers(&BearerAuth, &SharedResponses, &WebhookRules, &SupportRules),
 )]
 struct ApiDoc;
 
@@ -288,13 +288,41 @@ impl Modify for SharedResponses {
 /// length (`MAX_URL_LEN`).
 struct WebhookRules;
 
+/// `events` as `EventFilter::parse` takes it: exactly `["*"]`, or one or
+/// more distinct event types; `null` too where the field may be left out.
+fn event_filter_schema(nullable: bool) -> Schema {
+    let names = |values: Vec<&str>| {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(values))
+    };
+    let all = ArrayBuilder::new()
+        .items(names(vec!["*"]))
+        .min_items(Some(1))
+        .max_items(Some(1));
+    let types = ArrayBuilder::new()
+        .items(names(
+            EventType::ALL.iter().map(|event| event.as_str()).collect(),
+        ))
+        .min_items(Some(1))
+        .unique_items(true);
+    let filter = OneOfBuilder::new()
+        .description(Some(
+            "Event types (`eventTypes` of the list), each once, or `[\"*\"]` for all.",
+        ))
+        .item(all)
+        .item(types);
+    if nullable {
+        filter
+            .item(ObjectBuilder::new().schema_type(Type::Null))
+            .into()
+    } else {
+        filter.into()
+    }
+}
+
 impl Modify for WebhookRules {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let names: Vec<&str> = EventType::ALL
-            .iter()
-            .map(|event| event.as_str())
-            .chain(["*"])
-            .collect();
         let Some(components) = openapi.components.as_mut() else {
             return;
         };
@@ -302,17 +330,62 @@ impl Modify for WebhookRules {
             let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut(body) else {
                 continue;
             };
-            if let Some(RefOr::T(Schema::Array(array))) = object.properties.get_mut("events") {
-                array.items = ArrayItems::RefOrSchema(Box::new(
-                    ObjectBuilder::new()
-                        .schema_type(Type::String)
-                        .enum_values(Some(names.clone()))
-                        .into(),
-                ));
+            if let Some(events) = object.properties.get_mut("events") {
+                *events = RefOr::T(event_filter_schema(body == "UpdateWebhookRequest"));
             }
             if let Some(RefOr::T(Schema::Object(url))) = object.properties.get_mut("url") {
                 url.max_length = Some(MAX_URL_LEN);
             }
+        }
+    }
+}
+
+/// The abuse report's and staff notes' rules, from the constants the
+/// support crate checks them with.
+struct SupportRules;
+
+impl Modify for SupportRules {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use sealpost_support::staff::{
+            AbuseReason, CONTACT_MAX_CHARS, DETAILS_MAX_CHARS, EMAIL_ADDRESS_MAX_CHARS,
+            MESSAGE_ID_MAX_CHARS, NOTE_MAX_CHARS,
+        };
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        let mut property = |body: &str, name: &str, edit: &dyn Fn(&mut Object)| {
+            if let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut(body)
+                && let Some(RefOr::T(Schema::Object(field))) = object.properties.get_mut(name)
+            {
+                edit(field);
+            }
+        };
+        property("AbuseReportRequest", "reason", &|field| {
+            field.enum_values = Some(AbuseReason::ALL.iter().map(|r| r.as_str().into()).collect());
+        });
+        property("AbuseReportRequest", "emailAddress", &|field| {
+            field.pattern = Some("@".into());
+            field.max_length = Some(EMAIL_ADDRESS_MAX_CHARS);
+        });
+        property("AbuseReportRequest", "messageId", &|field| {
+            field.min_length = Some(1);
+            field.max_length = Some(MESSAGE_ID_MAX_CHARS);
+        });
+        property("AbuseReportRequest", "details", &|field| {
+            field.max_length = Some(DETAILS_MAX_CHARS);
+        });
+        property("AbuseReportRequest", "contact", &|field| {
+            field.max_length = Some(CONTACT_MAX_CHARS);
+        });
+        for (body, name) in [
+            ("SuspendRequest", "reason"),
+            ("ResolveReportRequest", "resolution"),
+        ] {
+            property(body, name, &|field| {
+                // Trimmed before counting: at least one character that is not a space.
+                field.pattern = Some("\\S".into());
+                field.max_length = Some(NOTE_MAX_CHARS);
+            });
         }
     }
 }
@@ -364,17 +437,68 @@ mod tests {
             }
         }
         assert!(limits >= 4, "every paged list documents its limit");
+        let event_types: Vec<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
         for body in ["CreateWebhookRequest", "UpdateWebhookRequest"] {
+            let properties = &schemas[body]["properties"];
+            assert_eq!(properties["url"]["maxLength"], MAX_URL_LEN, "{body}");
+            // `EventFilter::parse`: `["*"]` alone, or distinct known types.
+            let [all, types, rest @ ..] =
+                properties["events"]["oneOf"].as_array().unwrap().as_slice()
+            else {
+                panic!("{body}: events is one of two arrays");
+            };
+            let nullable = body == "UpdateWebhookRequest";
             assert_eq!(
-                schemas[body]["properties"]["url"]["maxLength"], MAX_URL_LEN,
+                rest.len(),
+                usize::from(nullable),
+                "{body}: null where optional"
+            );
+            assert_eq!(all["items"]["enum"], serde_json::json!(["*"]), "{body}");
+            assert_eq!((&all["minItems"], &all["maxItems"]), (&1.into(), &1.into()));
+            assert_eq!(
+                types["items"]["enum"],
+                serde_json::json!(event_types),
                 "{body}"
             );
+            assert_eq!(types["uniqueItems"], true, "{body}");
+            assert!(sealpost_webhooks::events::EventFilter::parse(&["*", "*"]).is_err());
+            assert!(sealpost_webhooks::events::EventFilter::parse(&[event_types[0]; 2]).is_err());
         }
         assert_eq!(
             schemas["AddressId"]["pattern"],
             AddressId::PATTERN,
             "id schemas carry the kernel's pattern"
         );
+    }
+
+    /// Every `$ref` names a schema or response the document holds
+    /// (a parameter's `value_type` is not collected on its own).
+    #[test]
+    fn every_reference_resolves() {
+        fn walk(value: &Value, doc: &Value, path: &str) {
+            match value {
+                Value::Object(map) => {
+                    if let Some(Value::String(target)) = map.get("$ref") {
+                        let pointer = target.trim_start_matches('#');
+                        assert!(
+                            doc.pointer(pointer).is_some(),
+                            "{path}: {target} is missing"
+                        );
+                    }
+                    for (key, inner) in map {
+                        walk(inner, doc, &format!("{path}/{key}"));
+                    }
+                }
+                Value::Array(items) => {
+                    for (n, inner) in items.iter().enumerate() {
+                        walk(inner, doc, &format!("{path}/{n}"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let doc = document();
+        walk(&doc, &doc, "");
     }
 
     #[test]

@@ -443,7 +443,12 @@ mod tests {
         repo.expect_recipient().returning(|address| {
             Ok(match address {
                 "nokey@mail.localhost" => Some(recipient(false, false)),
-                "full@mail.localhost" | "ok@mail.localhost" => Some(recipient(false, true)),
+                "full@mail.localhost" => Some(recipient(false, true)),
+                // The same 3,000 received is under a paid plan's allowance.
+                "ok@mail.localhost" => Some(RecipientRecord {
+                    plan: PlanId::Operator,
+                    ..recipient(false, true)
+                }),
                 "held@mail.localhost" => Some(RecipientRecord {
                     suspended: true,
                     ..recipient(false, true)
@@ -479,6 +484,10 @@ mod tests {
         assert_eq!(
             ingest.check_recipient("held@mail.localhost").await.unwrap(),
             RecipientCheck::Suspended
+        );
+        assert_eq!(
+            ingest.check_recipient("OK@mail.localhost").await.unwrap(),
+            RecipientCheck::Accept
         );
     }
 

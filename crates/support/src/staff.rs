@@ -16,6 +16,10 @@ pub const TOKEN_PREFIX: &str = "stf_";
 pub const DETAILS_MAX_CHARS: usize = 4000;
 /// Longest reporter contact.
 pub const CONTACT_MAX_CHARS: usize = 320;
+/// Longest reported message id, in characters.
+pub const MESSAGE_ID_MAX_CHARS: usize = 100;
+/// Longest reported email address, in characters (RFC 5321's path limit).
+pub const EMAIL_ADDRESS_MAX_CHARS: usize = 254;
 /// Longest suspension reason or resolution note.
 pub const NOTE_MAX_CHARS: usize = 1000;
 
@@ -301,13 +305,13 @@ impl Staff {
         let target = match target {
             AbuseTarget::EmailAddress(text) => {
                 let text = text.trim().to_ascii_lowercase();
-                if text.len() > 254 || !text.contains('@') {
+                if text.chars().count() > EMAIL_ADDRESS_MAX_CHARS || !text.contains('@') {
                     return Err(StaffError::Invalid("emailAddress: an email address"));
                 }
                 AbuseTarget::EmailAddress(text)
             }
             AbuseTarget::MessageId(text) => {
-                if text.is_empty() || text.len() > 100 {
+                if text.is_empty() || text.chars().count() > MESSAGE_ID_MAX_CHARS {
                     return Err(StaffError::Invalid("messageId: a message id"));
                 }
                 AbuseTarget::MessageId(text)

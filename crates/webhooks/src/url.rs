@@ -136,8 +136,8 @@ impl serde::Serialize for WebhookUrl {
 /// `*.localhost`, `local` and `*.local` (a trailing dot changes nothing);
 /// `service_domains` and their subdomains (pass the shared mail domains and
 /// the API's own host); spaces or control characters anywhere; over
-/// [`MAX_URL_LEN`]. A port is allowed; a single-label hostname is allowed
-/// (the sender's resolve check still applies).
+/// [`MAX_URL_LEN`]; a single-label hostname (`https://intranet/`). A port
+/// is allowed, and the sender's resolve check still applies to what passes.
 pub fn validate_url(url: &str, service_domains: &[String]) -> Result<WebhookUrl, UrlError> {
     if url.chars().count() > MAX_URL_LEN {
         return Err(UrlError::TooLong);

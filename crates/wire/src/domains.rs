@@ -34,7 +34,9 @@ wire_enum!(
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AddDomainRequest {
-    /// The domain: IDN or ASCII, any case, a trailing dot allowed.
+    /// The domain: IDN or ASCII, any case, a trailing dot allowed; a name
+    /// one can register under a public suffix.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1))]
     pub domain: String,
 }
 

@@ -94,6 +94,29 @@ impl PartialSchema for SoldPlan {
 }
 impl ToSchema for SoldPlan {}
 
+/// The `status` filter of the staff's ticket and abuse report lists.
+pub struct ReviewStatus;
+
+impl PartialSchema for ReviewStatus {
+    fn schema() -> RefOr<Schema> {
+        names(&["open", "resolved"], "open or resolved; all when left out")
+    }
+}
+impl ToSchema for ReviewStatus {}
+
+/// What a grant lets a member do with a shared address.
+pub struct GrantAccessName;
+
+impl PartialSchema for GrantAccessName {
+    fn schema() -> RefOr<Schema> {
+        names(
+            &["read", "send"],
+            "read: list and read its mail; send: also send, move, star and delete",
+        )
+    }
+}
+impl ToSchema for GrantAccessName {}
+
 /// The one status a client sets on a device: `disabled`.
 pub struct DisableStatus;
 

@@ -30,6 +30,7 @@ pub struct StaffTicketReply {
 #[serde(rename_all = "camelCase")]
 pub struct RotateKeyRequest {
     /// The new support X25519 public key (base64url).
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
     pub staff_key: String,
 }
 

@@ -109,9 +109,9 @@ pub struct TicketDetail {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct BoxPairRequest {
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::SealedBoxJson))]
     pub for_staff: Value,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::SealedBoxJson))]
     pub for_account: Value,
 }
 
@@ -130,10 +130,11 @@ impl BoxPairRequest {
 #[serde(rename_all = "camelCase")]
 pub struct FirstMessageRequest {
     /// `tkm_` + 4 to 48 letters and digits.
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::TicketMessageId))]
     pub id: String,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::SealedBoxJson))]
     pub for_staff: Value,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::SealedBoxJson))]
     pub for_account: Value,
 }
 
@@ -142,13 +143,17 @@ pub struct FirstMessageRequest {
 #[serde(rename_all = "camelCase")]
 pub struct CreateTicketRequest {
     /// `tkt_` + 20 lowercase letters or digits, chosen by the client.
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::TicketId))]
     pub id: String,
     /// The X25519 public key the `forAccount` copies are sealed to.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
     pub account_key: String,
     /// The support key the `forStaff` copies are sealed to; must be the current one.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
     pub staff_key: String,
     /// base64url HMAC-SHA256 (see the binding in `docs/api.md`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schemas::Key32>))]
     pub binding: Option<String>,
     pub header: BoxPairRequest,
     pub message: FirstMessageRequest,
@@ -159,12 +164,14 @@ pub struct CreateTicketRequest {
 #[serde(rename_all = "camelCase")]
 pub struct TicketMessageRequest {
     /// `tkm_` + 4 to 48 letters and digits.
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::TicketMessageId))]
     pub id: String,
     /// The support key `forStaff` is sealed to; must be the current one.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
     pub staff_key: String,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::SealedBoxJson))]
     pub for_staff: Value,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::SealedBoxJson))]
     pub for_account: Value,
 }
 
@@ -179,10 +186,13 @@ pub struct MessageAdded {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SupportKeyRequest {
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
     pub account_key: String,
     /// base64url HMAC-SHA256, 32 bytes.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
     pub binding: String,
     /// The support key vouched for: the current one.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
     pub staff_key: String,
 }
 

@@ -79,11 +79,13 @@ pub struct TeamMemberReply {
 #[serde(rename_all = "camelCase")]
 pub struct AddMemberRequest {
     /// `acct_...` of the account joining.
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::AccountId))]
     pub member_id: String,
     /// The key that account signs in with (from its join code), base64url.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
     pub public_key: String,
     /// `publicKey` sealed to the owner's vault key.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::SealedBoxJson))]
     pub pin: Value,
 }
 
@@ -102,14 +104,15 @@ impl AddMemberRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrantRequest {
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::AddressId))]
     pub inbox_id: String,
     /// 0 up to the address's `keyEpoch`.
     pub epoch: u32,
     /// `read` or `send`; the same for every epoch of the address.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::GrantAccessName))]
     pub access: GrantAccess,
     /// [`GrantKeys`] sealed to the member's key.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::SealedBoxJson))]
     pub sealed: Value,
 }
 
@@ -146,10 +149,11 @@ pub struct GrantKeys {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RotateGrant {
+    #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::AccountId))]
     pub member_id: String,
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::GrantAccessName))]
     pub access: GrantAccess,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::SealedBoxJson))]
     pub sealed: Value,
 }
 
@@ -161,6 +165,7 @@ pub struct RotateRequest {
     /// The address's `keyEpoch` plus one.
     pub epoch: u32,
     /// The new epoch's public key, base64url.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
     pub public_key: String,
     #[serde(default)]
     pub grants: Vec<RotateGrant>,

@@ -156,6 +156,40 @@ async fn staff_and_account_credentials_do_not_cross() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn staff_list_filters_outside_their_documented_values_are_400() {
+    let (api, _) = support_api().await;
+    let token = staff_token(&api, "carol").await;
+    for path in [
+        "/staff/audit?limit=0",
+        "/staff/audit?limit=201",
+        "/staff/tickets?status=",
+        "/staff/tickets?status=closed",
+        "/staff/abuse-reports?status=",
+    ] {
+        let refused = api.get(path, Some(&token)).await;
+        assert_eq!(
+            refused.status,
+            StatusCode::BAD_REQUEST,
+            "{path}: {}",
+            refused.body
+        );
+        assert_eq!(refused.code(), "invalid_field", "{path}");
+    }
+    for path in [
+        "/staff/audit?limit=1",
+        "/staff/audit?limit=200",
+        "/staff/audit",
+        "/staff/tickets?status=open",
+        "/staff/abuse-reports?status=resolved",
+    ] {
+        let listed = api.get(path, Some(&token)).await;
+        assert_eq!(listed.status, StatusCode::OK, "{path}: {}", listed.body);
+    }
+    let one = api.get("/staff/audit?limit=1", Some(&token)).await;
+    assert_eq!(one.body["entries"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_rotated_key_refuses_old_seals_and_old_tickets_stay_readable() {
     let (api, old) = support_api().await;
     let (keys, _, client) = account(&api).await;

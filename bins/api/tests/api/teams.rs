@@ -438,13 +438,24 @@ async fn a_team_is_inactive_while_the_owners_plan_has_no_teams() {
 async fn limits_members_grants_and_epochs() {
     let api = Api::spawn().await;
     let owner = person(&api).await;
-    // Below Fleet: 402 on the team endpoints.
-    let free = api
+    // Below Fleet: a malformed body is 400 as on every plan; a good one 402.
+    let malformed = api
         .post(
             "/team/members",
             owner.token(),
             json!({ "memberId": "acct_x", "publicKey": "", "pin": {} }),
         )
+        .await;
+    assert_eq!(
+        malformed.status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        malformed.body
+    );
+    assert_eq!(malformed.code(), "invalid_id");
+    let joining = person(&api).await;
+    let free = api
+        .post("/team/members", owner.token(), add_body(&owner, &joining))
         .await;
     assert_eq!(free.status, StatusCode::PAYMENT_REQUIRED, "{}", free.body);
     assert_eq!(free.code(), "plan_capability_required");
@@ -525,6 +536,23 @@ async fn limits_members_grants_and_epochs() {
         .await;
     assert_eq!(above.status, StatusCode::CONFLICT, "{}", above.body);
     assert_eq!(above.code(), "epoch_conflict");
+    // Past the document's int32 no epoch can exist: a bad value, not a conflict.
+    let past_int32 = api
+        .post(
+            &path,
+            owner.token(),
+            json!({ "grants": [
+                { "inboxId": "ibx_many000", "epoch": 2_147_483_648_u32, "access": "read", "sealed": sealed_grant(&owner, member, "ibx_many000", 0) },
+            ] }),
+        )
+        .await;
+    assert_eq!(
+        past_int32.status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        past_int32.body
+    );
+    assert_eq!(past_int32.code(), "invalid_field");
     let team = api.get("/team", owner.token()).await;
     let holder = team.body["members"]
         .as_array()
@@ -546,6 +574,20 @@ async fn limits_members_grants_and_epochs() {
         .await;
     assert_eq!(wrong.status, StatusCode::CONFLICT, "{}", wrong.body);
     assert_eq!(wrong.code(), "epoch_conflict");
+    let past_int32 = api
+        .post(
+            "/inboxes/ibx_many000/rotate",
+            owner.token(),
+            rotate(2_147_483_648),
+        )
+        .await;
+    assert_eq!(
+        past_int32.status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        past_int32.body
+    );
+    assert_eq!(past_int32.code(), "invalid_field");
     let next = api
         .post("/inboxes/ibx_many000/rotate", owner.token(), rotate(1))
         .await;

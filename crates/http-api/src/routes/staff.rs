@@ -3,9 +3,6 @@
 //! `forStaff` copies; the support team's private key never reaches the
 //! service. Every action is written to the audit log.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use actix_web::web::{Data, Path, Query};
 use actix_web::{FromRequest, HttpRequest, HttpResponse, dev::Payload};
 use sealpost_kernel::AccountId;
@@ -18,7 +15,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::support::{key, message_body, new_message, ticket_body, ticket_path};
-use crate::auth::{bearer_token, state};
+use crate::auth::{Extracting, with_bearer};
 use crate::error::ApiError;
 use crate::json::Json;
 use crate::state::AppState;
@@ -28,12 +25,12 @@ pub struct StaffCaller(pub StaffMember);
 
 impl FromRequest for StaffCaller {
     type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+    type Future = Extracting<Self>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let token = bearer_token(req);
-        let state = state(req);
-        Box::pin(async move { Ok(StaffCaller(state?.staff.authenticate(&token?).await?)) })
+        with_bearer(req, async |state, token| {
+            Ok(StaffCaller(state.staff.authenticate(&token).await?))
+        })
     }
 }
 
@@ -63,6 +60,7 @@ async fn switches_body(
 #[into_params(parameter_in = Query)]
 pub struct StatusQuery {
     /// open or resolved; all when left out.
+    #[param(inline, value_type = Option<wire::schemas::ReviewStatus>)]
     status: Option<String>,
 }
 
@@ -315,6 +313,10 @@ pub async fn resolve_report(
     Ok(HttpResponse::NoContent().finish())
 }
 
+const AUDIT_PAGE_DEFAULT: u32 = 100;
+/// The document's `maximum` below says the same (the derive takes literals).
+const AUDIT_PAGE_MAX: u32 = 200;
+
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {
@@ -341,10 +343,12 @@ pub async fn audit(
     _caller: StaffCaller,
     query: Query<AuditQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let entries = state
-        .staff
-        .audit_log(query.limit.unwrap_or(100).clamp(1, 200))
-        .await?;
+    let limit = match query.limit {
+        None => AUDIT_PAGE_DEFAULT,
+        Some(limit) if (1..=AUDIT_PAGE_MAX).contains(&limit) => limit,
+        Some(_) => return Err(ApiError::invalid_field("limit", "1 to 200")),
+    };
+    let entries = state.staff.audit_log(limit).await?;
     Ok(HttpResponse::Ok().json(wire::AuditLog {
         entries: entries.into_iter().map(audit_body).collect(),
     }))

@@ -47,6 +47,18 @@ fn inbox_path(text: &str) -> Result<AddressId, ApiError> {
     AddressId::parse(text).map_err(|_| ApiError::not_found())
 }
 
+/// Epochs are PostgreSQL `integer`s, as the document's `int32` says: one
+/// above `i32::MAX` can name no key, so it is refused like any bad value.
+fn epoch_of(epoch: u32, field: &str) -> Result<u32, ApiError> {
+    if i32::try_from(epoch).is_err() {
+        return Err(ApiError::invalid_field(
+            field,
+            "an epoch from 0 to 2147483647",
+        ));
+    }
+    Ok(epoch)
+}
+
 fn access_of(access: &wire::GrantAccess, field: &str) -> Result<Access, ApiError> {
     match access {
         wire::GrantAccess::Read => Ok(Access::Read),
@@ -152,12 +164,13 @@ pub async fn add_member(
     caller: SessionCaller,
     Json(body): Json<wire::AddMemberRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    state.teams.limit(&caller.account).await?;
     let member = AccountId::parse(&body.member_id)
         .map_err(|error| ApiError::invalid_id("memberId", error))?;
     let public_key =
         b64::decode_32(&body.public_key).map_err(|_| ApiError::invalid_key("publicKey"))?;
     let pin = check_box_field("pin", &body.pin, GRANT_BOX_LIMIT)?;
+    // The body's shape first (400), then the plan (402), as everywhere.
+    state.teams.limit(&caller.account).await?;
     state
         .teams
         .add_member(&caller.account, member.clone(), public_key, pin)
@@ -203,8 +216,6 @@ pub async fn grant(
     member: Path<String>,
     Json(body): Json<wire::GrantsRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    state.teams.limit(&caller.account).await?;
-    let member = account_path(&member)?;
     let grants = body
         .grants
         .iter()
@@ -214,7 +225,7 @@ pub async fn grant(
                 inbox: AddressId::parse(&grant.inbox_id).map_err(|error| {
                     ApiError::invalid_id(&format!("grants[{n}].inboxId"), error)
                 })?,
-                epoch: grant.epoch,
+                epoch: epoch_of(grant.epoch, &format!("grants[{n}].epoch"))?,
                 access: access_of(&grant.access, &format!("grants[{n}].access"))?,
                 sealed: check_box_field(
                     &format!("grants[{n}].sealed"),
@@ -224,6 +235,8 @@ pub async fn grant(
             })
         })
         .collect::<Result<Vec<_>, ApiError>>()?;
+    state.teams.limit(&caller.account).await?;
+    let member = account_path(&member)?;
     state.teams.grant(&caller.account, &member, grants).await?;
     let reply = member_reply(&state, &caller.account, &member).await?;
     Ok(HttpResponse::Ok().json(reply))
@@ -250,9 +263,9 @@ pub async fn revoke(
 }
 
 /// Key rotation is not available yet. Checked in this order: session
-/// (403), the body's JSON (400), plan (402), the path (404), the body's
-/// values (400), the address (404), the epoch (409 `epoch_conflict` unless
-/// it is `keyEpoch + 1`), then 503 `feature_disabled`.
+/// (403), the body (400), plan (402), the path (404), the address (404),
+/// the epoch (409 `epoch_conflict` unless it is `keyEpoch + 1`), then 503
+/// `feature_disabled`.
 #[utoipa::path(post, path = "/inboxes/{id}/rotate", tag = "teams", security(("bearer" = [])),
     params(("id" = String, Path)), request_body = wire::RotateRequest,
     responses(
@@ -269,8 +282,7 @@ pub async fn rotate(
     id: Path<String>,
     Json(body): Json<wire::RotateRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    state.teams.limit(&caller.account).await?;
-    let inbox = inbox_path(&id)?;
+    let epoch = epoch_of(body.epoch, "epoch")?;
     b64::decode_32(&body.public_key).map_err(|_| ApiError::invalid_key("publicKey"))?;
     for (n, grant) in body.grants.iter().enumerate() {
         AccountId::parse(&grant.member_id)
@@ -282,10 +294,9 @@ pub async fn rotate(
             GRANT_BOX_LIMIT,
         )?;
     }
-    state
-        .teams
-        .rotate(&caller.account, &inbox, body.epoch)
-        .await?;
+    state.teams.limit(&caller.account).await?;
+    let inbox = inbox_path(&id)?;
+    state.teams.rotate(&caller.account, &inbox, epoch).await?;
     // `rotate` refuses every request today; nothing was stored.
     Err(ApiError::new(
         ErrorCode::FeatureDisabled,
