@@ -2,7 +2,7 @@
 //! at `/openapi.json`. `docs/openapi.json` is a copy kept equal by a test.
 
 use sealpost_webhooks::events::EventType;
-use sealpost_webhooks::url::MAX_URL_LEN;
+use sealpost_webhooks::url::{MAX_URL_LEN, URL_PATTERN};
 use utoipa::openapi::header::Header;
 use utoipa::openapi::path::{Operation, ParameterIn};
 use utoipa::openapi::response::Response;
@@ -285,7 +285,7 @@ impl Modify for SharedResponses {
 
 /// The webhook request rules the service checks, from their one
 /// definition: the event types (`EventType::ALL`, plus `*`) and the URL's
-/// length (`MAX_URL_LEN`).
+/// shape and length (`URL_PATTERN`, `MAX_URL_LEN`).
 struct WebhookRules;
 
 /// `events` as `EventFilter::parse` takes it: exactly `["*"]`, or one or
@@ -335,6 +335,7 @@ impl Modify for WebhookRules {
             }
             if let Some(RefOr::T(Schema::Object(url))) = object.properties.get_mut("url") {
                 url.max_length = Some(MAX_URL_LEN);
+                url.pattern = Some(URL_PATTERN.into());
             }
         }
     }
@@ -441,6 +442,7 @@ mod tests {
         for body in ["CreateWebhookRequest", "UpdateWebhookRequest"] {
             let properties = &schemas[body]["properties"];
             assert_eq!(properties["url"]["maxLength"], MAX_URL_LEN, "{body}");
+            assert_eq!(properties["url"]["pattern"], URL_PATTERN, "{body}");
             // `EventFilter::parse`: `["*"]` alone, or distinct known types.
             let [all, types, rest @ ..] =
                 properties["events"]["oneOf"].as_array().unwrap().as_slice()

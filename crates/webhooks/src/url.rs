@@ -25,6 +25,14 @@ use ::url::{Host, Url};
 /// since a client can only check what it sends.
 pub const MAX_URL_LEN: usize = 2048;
 
+/// The URLs [`validate_url`] takes, as the OpenAPI document's `pattern`
+/// (ECMA-262, so generated clients and API testers agree with the
+/// validator): https, a host name of two or more labels whose last is
+/// alphabetic and is not `local` or `localhost` in any case, an optional
+/// path. It cannot know the deployment's own domains, which the validator
+/// also refuses (`invalid_url`).
+pub const URL_PATTERN: &str = "^https://(?![^/]*\\.[Ll][Oo][Cc][Aa][Ll]([Hh][Oo][Ss][Tt])?(/|$))[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*\\.[A-Za-z]{2,63}(/[A-Za-z0-9._~/-]*)?$";
+
 /// Why a URL was refused. Every variant is 400 `invalid_url`; the message
 /// says which rule.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

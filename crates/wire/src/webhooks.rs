@@ -83,14 +83,8 @@ pub struct CreateWebhookRequest {
     #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::WebhookId))]
     pub id: String,
     /// https only, a public host.
-    // Its `maxLength` is set where the document is built (http-api), from
-    // the validator's `MAX_URL_LEN`.
-    #[cfg_attr(
-        feature = "openapi",
-        schema(
-            pattern = "^https://[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*\\.[A-Za-z]{2,63}(/[A-Za-z0-9._~/-]*)?$"
-        )
-    )]
+    // Its `pattern` and `maxLength` are set where the document is built
+    // (http-api), from the validator's `URL_PATTERN` and `MAX_URL_LEN`.
     pub url: String,
     /// Event types (`eventTypes` of the list), or `["*"]` for all.
     #[cfg_attr(feature = "openapi", schema(min_items = 1))]
@@ -111,13 +105,8 @@ pub struct CreatedWebhook {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UpdateWebhookRequest {
+    /// https only, a public host.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(
-        feature = "openapi",
-        schema(
-            pattern = "^https://[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*\\.[A-Za-z]{2,63}(/[A-Za-z0-9._~/-]*)?$"
-        )
-    )]
     pub url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(min_items = 1))]
