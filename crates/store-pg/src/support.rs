@@ -18,6 +18,7 @@ use sealpost_support::{
 
 use crate::records::{box_from_json, box_to_json, id_retired, write_records};
 use crate::schema::{operator_switches, support_bindings, support_messages, support_tickets};
+use crate::staff::insert_audit;
 use crate::{PgStore, bytes32, db_error};
 
 const TICKET_ID_KIND: &str = "ticket";
@@ -436,6 +437,7 @@ impl SupportRepository for PgStore {
         message: &NewMessage,
         guard: &Guard,
         records: &Records,
+        audit: Option<AuditEntry>,
     ) -> Result<Result<Timestamp, Refusal>, StoreError> {
         let mut conn = self.conn().await?;
         let result = conn
@@ -471,6 +473,9 @@ impl SupportRepository for PgStore {
                     .execute(conn)
                     .await?;
                 write_records(conn, records).await?;
+                if let Some(entry) = &audit {
+                    insert_audit(conn, entry).await?;
+                }
                 Ok::<_, TxError>(at)
             })
             .await;
@@ -483,6 +488,7 @@ impl SupportRepository for PgStore {
         ticket: &TicketId,
         at: Timestamp,
         records: &Records,
+        audit: Option<AuditEntry>,
     ) -> Result<Option<Ticket>, StoreError> {
         let mut conn = self.conn().await?;
         let result = conn
@@ -503,8 +509,13 @@ impl SupportRepository for PgStore {
                 if changed > 0 {
                     write_records(conn, records).await?;
                 }
-                let row = load_ticket(conn, ticket).await?;
-                Ok::<_, TxError>(row.filter(|row| row.account_id == account.as_str()))
+                let row = load_ticket(conn, ticket)
+                    .await?
+                    .filter(|row| row.account_id == account.as_str());
+                if let (Some(_), Some(entry)) = (&row, &audit) {
+                    insert_audit(conn, entry).await?;
+                }
+                Ok::<_, TxError>(row)
             })
             .await;
         match result {

@@ -9,6 +9,7 @@ use crate::model::{
     Author, Binding, NewMessage, NewTicket, PublicKey, Ticket, TicketMessage, TicketStatus,
 };
 use crate::rules::{Guard, Refusal, SweepCutoffs, SweepReport};
+use crate::staff::AuditEntry;
 
 /// What operators switched, stored by the service (configuration gives the
 /// defaults).
@@ -57,15 +58,19 @@ pub trait SupportRepository: Send + Sync {
         message: &NewMessage,
         guard: &Guard,
         records: &Records,
+        audit: Option<AuditEntry>,
     ) -> Result<Result<Timestamp, Refusal>, StoreError>;
     /// Resolves an open ticket (`records` written only when it changes).
-    /// `None`: no such ticket of the account.
+    /// `None`: no such ticket of the account. A staff action's `audit` entry
+    /// is written in the same transaction whenever the ticket exists, as it
+    /// is by `add_message`: no staff reply or resolution without its row.
     async fn close(
         &self,
         account: &AccountId,
         ticket: &TicketId,
         at: Timestamp,
         records: &Records,
+        audit: Option<AuditEntry>,
     ) -> Result<Option<Ticket>, StoreError>;
     /// Opens a resolved ticket again when `guard` passes.
     async fn reopen(

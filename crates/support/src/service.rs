@@ -11,6 +11,7 @@ use crate::model::{
 };
 use crate::repository::{SupportRepository, Switches};
 use crate::rules::{Guard, Refusal, SweepCutoffs, SweepReport, Write};
+use crate::staff::AuditEntry;
 
 /// `GET /support`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,6 +149,7 @@ impl Support {
                 message,
                 &guard,
                 &Records::new(),
+                None,
             )
             .await??)
     }
@@ -159,7 +161,7 @@ impl Support {
         let records = Records::notice(Notice::support(account, id, false, now));
         Ok(self
             .repo
-            .close(account, id, now, &records)
+            .close(account, id, now, &records, None)
             .await?
             .ok_or(Refusal::NotFound)?)
     }
@@ -220,9 +222,10 @@ impl Support {
     /// A staff reply: both copies sealed by staff; the ticket becomes unread
     /// for the account with `lastAuthor: staff`, and a support push is queued.
     /// Staff replies have no hourly limit; the ticket's and the account's
-    /// limits still hold.
+    /// limits still hold. `actor`'s `ticket.reply` audit row commits with it.
     pub async fn staff_reply(
         &self,
+        actor: &str,
         id: &TicketId,
         message: &NewMessage,
     ) -> Result<(AccountId, Timestamp), SupportError> {
@@ -238,6 +241,7 @@ impl Support {
             now,
         );
         let records = Records::notice(Notice::support(&ticket.account, id, true, now));
+        let audit = AuditEntry::ticket(actor, "ticket.reply", id, now);
         let at = self
             .repo
             .add_message(
@@ -247,19 +251,22 @@ impl Support {
                 message,
                 &guard,
                 &records,
+                Some(audit),
             )
             .await??;
         Ok((ticket.account, at))
     }
 
-    /// Staff resolve a ticket; the account is told by push.
-    pub async fn staff_resolve(&self, id: &TicketId) -> Result<Ticket, SupportError> {
+    /// Staff resolve a ticket; the account is told by push. `actor`'s
+    /// `ticket.resolve` audit row commits with it.
+    pub async fn staff_resolve(&self, actor: &str, id: &TicketId) -> Result<Ticket, SupportError> {
         let ticket = self.repo.ticket(None, id).await?.ok_or(Refusal::NotFound)?;
         let now = self.clock.now();
         let records = Records::notice(Notice::support(&ticket.account, id, false, now));
+        let audit = AuditEntry::ticket(actor, "ticket.resolve", id, now);
         Ok(self
             .repo
-            .close(&ticket.account, id, now, &records)
+            .close(&ticket.account, id, now, &records, Some(audit))
             .await?
             .ok_or(Refusal::NotFound)?)
     }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use sealpost_kernel::{AccountId, Clock, StoreError, Timestamp, string_enum};
+use sealpost_kernel::{AccountId, Clock, StoreError, TicketId, Timestamp, string_enum};
 use sealpost_seal::{random_token, sha256};
 
 use crate::model::PublicKey;
@@ -70,6 +70,19 @@ pub struct AuditEntry {
     /// A short note (a suspension reason); never sealed content.
     pub note: Option<String>,
     pub at: Timestamp,
+}
+
+impl AuditEntry {
+    /// `actor` doing `action` to a ticket at `at`.
+    pub fn ticket(actor: &str, action: &str, ticket: &TicketId, at: Timestamp) -> Self {
+        Self {
+            actor: actor.to_owned(),
+            action: action.to_owned(),
+            target: Some(ticket.to_string()),
+            note: None,
+            at,
+        }
+    }
 }
 
 /// What a report is about: an address or a message, as the reporter wrote it.

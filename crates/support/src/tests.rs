@@ -347,22 +347,29 @@ async fn a_staff_reply_queues_a_support_push_for_the_account() {
         .withf(|account, _| account.is_none())
         .returning(|_, _| Ok(Some(ticket(TicketStatus::Open, false))));
     repo.expect_add_message()
-        .withf(|account, _, author, _, guard, records| {
+        .withf(|account, _, author, _, guard, records, audit| {
             *account == self::account()
                 && *author == Author::Staff
                 && guard.write == Write::Reply(Author::Staff)
                 && records.notices.len() == 1
                 && records.notices[0].kind == sealpost_activity::NoticeKind::SupportReplied
+                && *audit
+                    == Some(AuditEntry::ticket(
+                        "stm_ann",
+                        "ticket.reply",
+                        &ticket_id(),
+                        now(),
+                    ))
         })
         .times(1)
-        .returning(|_, _, _, _, _, _| Ok(Ok(now())));
+        .returning(|_, _, _, _, _, _, _| Ok(Ok(now())));
     let message = NewMessage {
         id: TicketMessageId::parse("tkm_staff1").unwrap(),
         staff_key: key(1),
         boxes: pair(5),
     };
     let (to, at) = service(repo, Some(key(1)))
-        .staff_reply(&ticket_id(), &message)
+        .staff_reply("stm_ann", &ticket_id(), &message)
         .await
         .unwrap();
     assert_eq!((to, at), (account(), now()));
@@ -387,7 +394,7 @@ async fn a_staff_reply_sealed_to_an_old_key_is_refused() {
     };
     assert!(matches!(
         service(repo, Some(key(1)))
-            .staff_reply(&ticket_id(), &message)
+            .staff_reply("stm_ann", &ticket_id(), &message)
             .await,
         Err(SupportError::StaffKeyChanged)
     ));
@@ -398,12 +405,13 @@ async fn closing_queues_a_resolution_notice() {
     let mut repo = MockSupportRepository::new();
     switches(&mut repo, Switches::default());
     repo.expect_close()
-        .withf(|_, _, at, records| {
+        .withf(|_, _, at, records, audit| {
             *at == now()
                 && records.notices[0].kind == sealpost_activity::NoticeKind::SupportResolved
+                && audit.is_none()
         })
         .times(1)
-        .returning(|_, _, _, _| Ok(Some(ticket(TicketStatus::Resolved, false))));
+        .returning(|_, _, _, _, _| Ok(Some(ticket(TicketStatus::Resolved, false))));
     let closed = service(repo, Some(key(1)))
         .close(&account(), &ticket_id())
         .await

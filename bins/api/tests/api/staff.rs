@@ -545,3 +545,71 @@ async fn a_staff_action_never_lands_without_its_audit_row() {
         1
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_staff_reply_or_resolution_never_lands_without_its_audit_row() {
+    let (api, support_keys) = support_api().await;
+    let (keys, _, client) = account(&api).await;
+    let sealed = support::seal_new_ticket(
+        &keys,
+        &support_keys.public,
+        &TicketHeader::new("billing", "normal", "Refund"),
+        "Where is my refund?",
+    );
+    client.create_ticket(&sealed.request).await.unwrap();
+    let staff = staff_client(&api, &staff_token(&api, "ada").await);
+    let account_key = b64::decode_32(
+        &staff
+            .staff_ticket(&sealed.ticket_id)
+            .await
+            .unwrap()
+            .ticket
+            .account_key,
+    )
+    .unwrap();
+    let reply = support::seal_message(
+        &support_keys.public,
+        &account_key,
+        &sealed.ticket_id,
+        "On its way",
+    );
+    execute_sql(
+        &api,
+        "ALTER TABLE staff_audit ADD CONSTRAINT refuse_ticket_writes \
+         CHECK (action NOT IN ('ticket.reply', 'ticket.resolve'))",
+    )
+    .await;
+    let failed = staff
+        .staff_reply(&sealed.ticket_id, &reply)
+        .await
+        .unwrap_err();
+    assert_eq!(failed.status(), Some(500));
+    let failed = staff.staff_resolve(&sealed.ticket_id).await.unwrap_err();
+    assert_eq!(failed.status(), Some(500));
+    let unchanged = client.get_ticket(&sealed.ticket_id).await.unwrap();
+    assert_eq!(unchanged.messages.len(), 1, "the reply was rolled back");
+    assert_eq!(unchanged.ticket.status, support::TicketStatus::Open);
+    assert_eq!(unchanged.ticket.last_author, support::TicketAuthor::Account);
+
+    execute_sql(
+        &api,
+        "ALTER TABLE staff_audit DROP CONSTRAINT refuse_ticket_writes",
+    )
+    .await;
+    staff.staff_reply(&sealed.ticket_id, &reply).await.unwrap();
+    staff.staff_resolve(&sealed.ticket_id).await.unwrap();
+    let audit = staff.audit_log(50).await.unwrap();
+    let for_ticket = |action: &str| {
+        audit
+            .entries
+            .iter()
+            .filter(|entry| {
+                entry.action == action && entry.target.as_deref() == Some(sealed.ticket_id.as_str())
+            })
+            .count()
+    };
+    assert_eq!(
+        (for_ticket("ticket.reply"), for_ticket("ticket.resolve")),
+        (1, 1)
+    );
+}
