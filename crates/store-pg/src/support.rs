@@ -8,12 +8,11 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, StoreError, TicketId, TicketMessageId, Timestamp};
 use sealpost_support::{
     AuditEntry, Author, Binding, BoxPair, Guard, NewMessage, NewTicket, PublicKey, Refusal,
     SupportRepository, SweepCutoffs, SweepReport, Switches, Ticket, TicketMessage, TicketStatus,
-    Usage,
+    Trail, Usage,
 };
 
 use crate::records::{box_from_json, box_to_json, id_retired, write_records};
@@ -436,8 +435,7 @@ impl SupportRepository for PgStore {
         author: Author,
         message: &NewMessage,
         guard: &Guard,
-        records: &Records,
-        audit: Option<AuditEntry>,
+        trail: &Trail,
     ) -> Result<Result<Timestamp, Refusal>, StoreError> {
         let mut conn = self.conn().await?;
         let result = conn
@@ -472,8 +470,8 @@ impl SupportRepository for PgStore {
                     ))
                     .execute(conn)
                     .await?;
-                write_records(conn, records).await?;
-                if let Some(entry) = &audit {
+                write_records(conn, &trail.records).await?;
+                if let Some(entry) = &trail.audit {
                     insert_audit(conn, entry).await?;
                 }
                 Ok::<_, TxError>(at)
@@ -487,8 +485,7 @@ impl SupportRepository for PgStore {
         account: &AccountId,
         ticket: &TicketId,
         at: Timestamp,
-        records: &Records,
-        audit: Option<AuditEntry>,
+        trail: &Trail,
     ) -> Result<Option<Ticket>, StoreError> {
         let mut conn = self.conn().await?;
         let result = conn
@@ -507,12 +504,12 @@ impl SupportRepository for PgStore {
                 .execute(conn)
                 .await?;
                 if changed > 0 {
-                    write_records(conn, records).await?;
+                    write_records(conn, &trail.records).await?;
                 }
                 let row = load_ticket(conn, ticket)
                     .await?
                     .filter(|row| row.account_id == account.as_str());
-                if let (Some(_), Some(entry)) = (&row, &audit) {
+                if let (Some(_), Some(entry)) = (&row, &trail.audit) {
                     insert_audit(conn, entry).await?;
                 }
                 Ok::<_, TxError>(row)

@@ -26,7 +26,7 @@ pub use model::{
     Author, Binding, BoxPair, NewMessage, NewTicket, PublicKey, Ticket, TicketMessage,
     TicketStatus, box_bytes,
 };
-pub use repository::{SupportRepository, Switches};
+pub use repository::{SupportRepository, Switches, Trail};
 pub use rules::{Guard, Refusal, SweepCutoffs, SweepReport, Usage, Write};
 pub use service::{Availability, Overview, Support};
 pub use staff::{

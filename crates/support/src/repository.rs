@@ -23,6 +23,32 @@ pub struct Switches {
     pub webhooks_paused: bool,
 }
 
+/// What a ticket write leaves besides itself, in its own transaction: the
+/// activity, events and notices (`records`), and a staff action's audit row.
+#[derive(Clone, Debug, Default)]
+pub struct Trail {
+    pub records: Records,
+    pub audit: Option<AuditEntry>,
+}
+
+impl Trail {
+    /// An account's own write: records only.
+    pub fn of(records: Records) -> Self {
+        Self {
+            records,
+            audit: None,
+        }
+    }
+
+    /// A staff member's write: records and the audit row.
+    pub fn staff(records: Records, audit: AuditEntry) -> Self {
+        Self {
+            records,
+            audit: Some(audit),
+        }
+    }
+}
+
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait SupportRepository: Send + Sync {
@@ -57,20 +83,19 @@ pub trait SupportRepository: Send + Sync {
         author: Author,
         message: &NewMessage,
         guard: &Guard,
-        records: &Records,
-        audit: Option<AuditEntry>,
+        trail: &Trail,
     ) -> Result<Result<Timestamp, Refusal>, StoreError>;
-    /// Resolves an open ticket (`records` written only when it changes).
-    /// `None`: no such ticket of the account. A staff action's `audit` entry
-    /// is written in the same transaction whenever the ticket exists, as it
-    /// is by `add_message`: no staff reply or resolution without its row.
+    /// Resolves an open ticket (the trail's records written only when it
+    /// changes). `None`: no such ticket of the account. A staff action's
+    /// audit row is written in the same transaction whenever the ticket
+    /// exists, as `add_message` writes it: no staff reply or resolution
+    /// without its row.
     async fn close(
         &self,
         account: &AccountId,
         ticket: &TicketId,
         at: Timestamp,
-        records: &Records,
-        audit: Option<AuditEntry>,
+        trail: &Trail,
     ) -> Result<Option<Ticket>, StoreError>;
     /// Opens a resolved ticket again when `guard` passes.
     async fn reopen(

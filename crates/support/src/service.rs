@@ -9,7 +9,7 @@ use crate::error::SupportError;
 use crate::model::{
     Author, Binding, NewMessage, NewTicket, PublicKey, Ticket, TicketMessage, TicketStatus,
 };
-use crate::repository::{SupportRepository, Switches};
+use crate::repository::{SupportRepository, Switches, Trail};
 use crate::rules::{Guard, Refusal, SweepCutoffs, SweepReport, Write};
 use crate::staff::AuditEntry;
 
@@ -148,8 +148,7 @@ impl Support {
                 Author::Account,
                 message,
                 &guard,
-                &Records::new(),
-                None,
+                &Trail::default(),
             )
             .await??)
     }
@@ -161,7 +160,7 @@ impl Support {
         let records = Records::notice(Notice::support(account, id, false, now));
         Ok(self
             .repo
-            .close(account, id, now, &records, None)
+            .close(account, id, now, &Trail::of(records))
             .await?
             .ok_or(Refusal::NotFound)?)
     }
@@ -250,8 +249,7 @@ impl Support {
                 Author::Staff,
                 message,
                 &guard,
-                &records,
-                Some(audit),
+                &Trail::staff(records, audit),
             )
             .await??;
         Ok((ticket.account, at))
@@ -266,7 +264,7 @@ impl Support {
         let audit = AuditEntry::ticket(actor, "ticket.resolve", id, now);
         Ok(self
             .repo
-            .close(&ticket.account, id, now, &records, Some(audit))
+            .close(&ticket.account, id, now, &Trail::staff(records, audit))
             .await?
             .ok_or(Refusal::NotFound)?)
     }

@@ -347,13 +347,13 @@ async fn a_staff_reply_queues_a_support_push_for_the_account() {
         .withf(|account, _| account.is_none())
         .returning(|_, _| Ok(Some(ticket(TicketStatus::Open, false))));
     repo.expect_add_message()
-        .withf(|account, _, author, _, guard, records, audit| {
+        .withf(|account, _, author, _, guard, trail| {
             *account == self::account()
                 && *author == Author::Staff
                 && guard.write == Write::Reply(Author::Staff)
-                && records.notices.len() == 1
-                && records.notices[0].kind == sealpost_activity::NoticeKind::SupportReplied
-                && *audit
+                && trail.records.notices.len() == 1
+                && trail.records.notices[0].kind == sealpost_activity::NoticeKind::SupportReplied
+                && trail.audit
                     == Some(AuditEntry::ticket(
                         "stm_ann",
                         "ticket.reply",
@@ -362,7 +362,7 @@ async fn a_staff_reply_queues_a_support_push_for_the_account() {
                     ))
         })
         .times(1)
-        .returning(|_, _, _, _, _, _, _| Ok(Ok(now())));
+        .returning(|_, _, _, _, _, _| Ok(Ok(now())));
     let message = NewMessage {
         id: TicketMessageId::parse("tkm_staff1").unwrap(),
         staff_key: key(1),
@@ -405,13 +405,13 @@ async fn closing_queues_a_resolution_notice() {
     let mut repo = MockSupportRepository::new();
     switches(&mut repo, Switches::default());
     repo.expect_close()
-        .withf(|_, _, at, records, audit| {
+        .withf(|_, _, at, trail| {
             *at == now()
-                && records.notices[0].kind == sealpost_activity::NoticeKind::SupportResolved
-                && audit.is_none()
+                && trail.records.notices[0].kind == sealpost_activity::NoticeKind::SupportResolved
+                && trail.audit.is_none()
         })
         .times(1)
-        .returning(|_, _, _, _, _| Ok(Some(ticket(TicketStatus::Resolved, false))));
+        .returning(|_, _, _, _| Ok(Some(ticket(TicketStatus::Resolved, false))));
     let closed = service(repo, Some(key(1)))
         .close(&account(), &ticket_id())
         .await
