@@ -17,6 +17,7 @@ use sealpost_testkit::receiver::Receiver;
 use serde_json::{Value, json};
 
 use crate::support::{Api, SignedIn, new_keys};
+use crate::tickets::SupportKeys;
 
 const TEAM_ID: &str = "TEAM123456";
 const KEY_ID: &str = "KEY1234567";
@@ -34,6 +35,8 @@ struct Push {
     fcm: FcmStandIn,
     /// The APNs signing key's public half, to check JWT signatures.
     apns_public_pem: String,
+    /// The support team's key pair the stack is configured with.
+    support: SupportKeys,
 }
 
 async fn setup() -> Push {
@@ -62,7 +65,10 @@ async fn setup() -> Push {
     )
     .unwrap();
     let (apns_url, fcm_url, token_url) = (apns.url(), fcm.url(), fcm.token_url());
+    let support = SupportKeys::generate();
+    let support_key = b64::encode(&support.public);
     let app = TestApp::spawn_with(move |config| {
+        config.support_key = Some(support_key);
         config.apns = Some(ApnsKeys {
             key_file,
             key_id: KEY_ID.to_owned(),
@@ -84,6 +90,7 @@ async fn setup() -> Push {
         apns,
         fcm,
         apns_public_pem: apns_key.public_key_pem(),
+        support,
     }
 }
 
@@ -220,6 +227,7 @@ async fn pushes_reach_apns_and_fcm_signed_and_with_generic_text_only() {
         apns,
         fcm,
         apns_public_pem,
+        ..
     } = setup().await;
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
@@ -485,6 +493,67 @@ async fn every_kind_is_pushed_and_each_switch_and_mute_is_honoured() {
         fcm_kinds(&fcm)[sent_before..],
         [("newMail".to_owned(), "1".to_owned())]
     );
+}
+
+/// SPEC: a staff reply (and a resolution) reaches the account's phones as a
+/// `support` push, with generic words only; the `support` switch stops it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_staff_reply_and_a_resolution_are_support_pushes() {
+    use sealpost_client::Client;
+    use sealpost_client::support::{self, TicketHeader};
+
+    let Push {
+        api,
+        fcm,
+        support: support_keys,
+        ..
+    } = setup().await;
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    register_token(&api, &owner, ANDROID_TOKEN, "android").await;
+    let sender = sender(&api);
+    let client = Client::new(api.app.base_url.clone())
+        .unwrap()
+        .with_token(owner.token.clone());
+    let sealed = support::seal_new_ticket(
+        &keys,
+        &support_keys.public,
+        &TicketHeader::new("billing", "normal", &format!("{MARKER} subject")),
+        &format!("{MARKER} question"),
+    );
+    client.create_ticket(&sealed.request).await.unwrap();
+    let (_, staff_token) = api.app.services().staff.create_token("ada").await.unwrap();
+    let staff = Client::new(api.app.base_url.clone())
+        .unwrap()
+        .with_token(staff_token);
+    let reply = support::seal_message(
+        &support_keys.public,
+        &keys.vault_public_key(),
+        &sealed.ticket_id,
+        &format!("{MARKER} answer"),
+    );
+    staff.staff_reply(&sealed.ticket_id, &reply).await.unwrap();
+    push_now(&api, &sender).await;
+    assert_eq!(fcm_kinds(&fcm), [("support".to_owned(), "1".to_owned())]);
+    let pushed = fcm.sends().last().unwrap().json();
+    assert_eq!(pushed["message"]["notification"]["title"], "Support");
+    assert!(
+        !pushed.to_string().contains(MARKER),
+        "no ticket words in a push"
+    );
+
+    // The account switches support pushes off: the resolution is not pushed.
+    let patched = api
+        .patch(
+            "/notifications/preferences",
+            Some(&owner.token),
+            json!({ "support": false }),
+        )
+        .await;
+    assert_eq!(patched.status, StatusCode::OK, "{}", patched.body);
+    staff.staff_resolve(&sealed.ticket_id).await.unwrap();
+    push_now(&api, &sender).await;
+    assert_eq!(fcm.sends().len(), 1, "nothing pushed with support off");
 }
 
 #[tokio::test(flavor = "multi_thread")]
