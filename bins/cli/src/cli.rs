@@ -81,10 +81,94 @@ pub enum Command {
     /// The teams this account is in.
     #[command(subcommand)]
     Membership(MembershipCommand),
+    /// Ask the support team: tickets sealed on this machine to the support
+    /// key and to your own key, so only the two of you can read them.
+    #[command(subcommand)]
+    Support(SupportCommand),
+    /// Report an abusive address or message to the service's staff (no
+    /// account needed; the answer never says whether the address exists).
+    ReportAbuse {
+        /// The email address reported.
+        #[arg(long, conflicts_with = "message", required_unless_present = "message")]
+        address: Option<String>,
+        /// A message id reported (for example from the mail's headers).
+        #[arg(long)]
+        message: Option<String>,
+        #[arg(long, value_parser = ABUSE_REASONS)]
+        reason: String,
+        /// What happened (up to 4000 characters).
+        #[arg(long)]
+        details: Option<String>,
+        /// How staff can reach you (up to 320 characters).
+        #[arg(long)]
+        contact: Option<String>,
+    },
     /// The support team's side: sealed tickets read and answered with the
     /// support key held on this machine, abuse reports, suspension, the
     /// audit log. Authenticated by a staff token in SEALPOST_STAFF_TOKEN.
     Staff(StaffArgs),
+}
+
+/// The reasons `POST /abuse/reports` takes.
+const ABUSE_REASONS: [&str; 7] = [
+    "spam",
+    "phishing",
+    "malware",
+    "harassment",
+    "illegal_content",
+    "impersonation",
+    "other",
+];
+
+/// A message's text: given inline or read from a file.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct TextArgs {
+    #[arg(long)]
+    pub text: Option<String>,
+    /// A file holding the text (UTF-8).
+    #[arg(long, value_name = "FILE")]
+    pub text_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SupportCommand {
+    /// Your tickets, newest first, with their subjects decrypted here.
+    List,
+    /// Open a ticket; support reads it with its own key, nobody else can.
+    Open {
+        #[arg(long)]
+        subject: String,
+        /// What it is about (billing, technical, abuse, other, ...).
+        #[arg(long, default_value = "other")]
+        category: String,
+        #[arg(long, default_value = "normal", value_parser = ["low", "normal", "high", "urgent"])]
+        priority: String,
+        #[command(flatten)]
+        body: TextArgs,
+    },
+    /// Show a ticket and every message, decrypted (marks support's replies read).
+    Show {
+        /// The ticket id (tkt_...).
+        id: String,
+    },
+    /// Add a message to an open ticket.
+    Reply {
+        /// The ticket id (tkt_...).
+        id: String,
+        #[command(flatten)]
+        body: TextArgs,
+    },
+    /// Mark a ticket resolved.
+    Close {
+        /// The ticket id (tkt_...).
+        id: String,
+    },
+    /// Open a resolved ticket again (counts against the 5 open tickets).
+    Reopen {
+        /// The ticket id (tkt_...).
+        id: String,
+    },
 }
 
 /// `staff`: where the support keyring is kept, and the command.
@@ -365,6 +449,7 @@ impl Command {
             | Self::Domain(_)
             | Self::Team(_)
             | Self::Membership(_)
+            | Self::Support(_)
             | Self::Plan(PlanCommand::Show | PlanCommand::Change { .. })
             | Self::Billing(BillingCommand::Checkout { .. } | BillingCommand::Payment { .. }) => {
                 StoredCredential::Session
@@ -378,6 +463,7 @@ impl Command {
             Self::Mail(MailArgs { device: false, .. }) => StoredCredential::SessionElseDevice,
             Self::Init
             | Self::Login
+            | Self::ReportAbuse { .. }
             | Self::Agent(AgentCommand::Pair { .. })
             | Self::Staff(StaffArgs {
                 command: StaffCommand::Key(StaffKeyCommand::Init),

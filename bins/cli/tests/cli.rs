@@ -2199,3 +2199,146 @@ async fn staff_read_answer_and_rotate_the_support_key_from_the_command_line() {
         serde_json::from_slice(&std::fs::read(&keyring).unwrap()).unwrap();
     assert_eq!(stored["keys"].as_array().unwrap().len(), 2);
 }
+
+/// Both CLIs end to end: the account opens a ticket and reads the answer
+/// with `sealpost support`, staff read and answer it with `sealpost staff`,
+/// and a report made with `sealpost report-abuse` reaches the staff list.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_account_asks_support_and_reads_the_answer_from_the_command_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let staff_dir = tmp.path().join("staff");
+    let offline = Cli {
+        api_url: "http://127.0.0.1:9".to_owned(),
+        dir: staff_dir.clone(),
+        phrase: None,
+        staff_token: None,
+    };
+    let support_key = value_after(&offline.ok(&["staff", "key", "init"]).await, "Public key:");
+    let app = TestApp::spawn_with(|config| config.support_key = Some(support_key)).await;
+    let mut staff = Cli::new(&app, &staff_dir);
+    let (_, token) = app.services().staff.create_token("ada").await.unwrap();
+    staff.staff_token = Some(token);
+
+    let mut laptop = Cli::new(&app, &tmp.path().join("laptop"));
+    let phrase = printed_phrase(&laptop.ok(&["init"]).await);
+    assert!(
+        laptop
+            .ok(&["support", "list"])
+            .await
+            .contains("No tickets.")
+    );
+    laptop.phrase = Some(phrase);
+    let out = laptop
+        .ok(&[
+            "support",
+            "open",
+            "--subject",
+            "Lost mail ASKMARK1",
+            "--category",
+            "technical",
+            "--priority",
+            "high",
+            "--text",
+            "Where did it go? ASKMARK1",
+        ])
+        .await;
+    let ticket_id = value_after(&out, "Opened").trim_end_matches('.').to_owned();
+    assert!(ticket_id.starts_with("tkt_"), "{out}");
+
+    // Staff see it with a verified binding, read it and answer.
+    let listed = staff.ok(&["staff", "tickets"]).await;
+    let line = line_of(&listed, &ticket_id);
+    assert!(
+        line.contains("Lost mail ASKMARK1") && line.contains(" ok "),
+        "{line}"
+    );
+    let shown = staff.ok(&["staff", "show", &ticket_id]).await;
+    assert!(shown.contains("Where did it go? ASKMARK1"), "{shown}");
+    assert!(shown.contains("Binding: ok"), "{shown}");
+    staff
+        .ok(&[
+            "staff",
+            "reply",
+            &ticket_id,
+            "--text",
+            "Found it ANSWERMARK2",
+        ])
+        .await;
+
+    // The account sees an unread answer, reads it, and writes back.
+    let listed = laptop.ok(&["support", "list"]).await;
+    let line = line_of(&listed, &ticket_id);
+    assert!(
+        line.contains("(unread reply)") && line.contains("last: staff"),
+        "{line}"
+    );
+    assert!(line.contains("Lost mail ASKMARK1"), "{line}");
+    let shown = laptop.ok(&["support", "show", &ticket_id]).await;
+    for text in [
+        "Subject: Lost mail ASKMARK1",
+        "Priority: high",
+        "Category: technical",
+        "Where did it go? ASKMARK1",
+        "Found it ANSWERMARK2",
+    ] {
+        assert!(shown.contains(text), "{text} in {shown}");
+    }
+    assert!(
+        !line_of(&laptop.ok(&["support", "list"]).await, &ticket_id).contains("unread"),
+        "showing marks the answer read"
+    );
+    laptop
+        .ok(&[
+            "support",
+            "reply",
+            &ticket_id,
+            "--text",
+            "Thanks THANKSMARK3",
+        ])
+        .await;
+    assert!(
+        staff
+            .ok(&["staff", "show", &ticket_id])
+            .await
+            .contains("Thanks THANKSMARK3")
+    );
+    let closed = laptop.ok(&["support", "close", &ticket_id]).await;
+    assert!(closed.contains("is resolved"), "{closed}");
+    let refused = laptop
+        .fails(&["support", "reply", &ticket_id, "--text", "late"])
+        .await;
+    assert!(refused.contains("ticket_closed"), "{refused}");
+    let reopened = laptop.ok(&["support", "reopen", &ticket_id]).await;
+    assert!(reopened.contains("is open"), "{reopened}");
+    assert!(
+        laptop
+            .fails(&["support", "show", "tkt_nope"])
+            .await
+            .contains("not a ticket id")
+    );
+
+    // An abuse report needs no account and reaches staff.
+    let stranger = Cli::new(&app, &tmp.path().join("stranger"));
+    let out = stranger
+        .ok(&[
+            "report-abuse",
+            "--address",
+            "phisher@mail.localhost",
+            "--reason",
+            "phishing",
+            "--details",
+            "Fake bank REPORTMARK4",
+        ])
+        .await;
+    assert!(out.contains("Report received"), "{out}");
+    let reports = staff.ok(&["staff", "abuse", "list"]).await;
+    assert!(
+        line_of(&reports, "phisher@mail.localhost").contains("phishing"),
+        "{reports}"
+    );
+    assert!(reports.contains("Fake bank REPORTMARK4"), "{reports}");
+    let refused = stranger
+        .fails(&["report-abuse", "--address", "x@y.z", "--reason", "rude"])
+        .await;
+    assert!(refused.contains("invalid value"), "{refused}");
+}

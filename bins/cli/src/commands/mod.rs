@@ -11,6 +11,7 @@ mod mail;
 mod notifications;
 mod sessions;
 mod staff;
+mod support;
 mod teams;
 mod vault;
 
@@ -26,7 +27,7 @@ use crate::cli::{
     AddressCommand, AgentCommand, BillingCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand,
     DomainCommand, MailCommand, MembershipCommand, NotificationsCommand, PlanCommand,
     SessionsCommand, StaffAbuseCommand, StaffCommand, StaffKeyCommand, StoredCredential,
-    TeamCommand, TrashCommand,
+    SupportCommand, TeamCommand, TrashCommand,
 };
 use crate::state::{DeviceState, StateDir, StoredSession};
 
@@ -210,6 +211,35 @@ pub async fn run(cli: Cli) -> Result<()> {
                 notifications::mute(&ctx, &address, false).await
             }
         },
+        Command::Support(command) => match command {
+            SupportCommand::List => support::list(&ctx).await,
+            SupportCommand::Open {
+                subject,
+                category,
+                priority,
+                body,
+            } => support::open(&ctx, &subject, &category, &priority, body).await,
+            SupportCommand::Show { id } => support::show(&ctx, &id).await,
+            SupportCommand::Reply { id, body } => support::reply(&ctx, &id, body).await,
+            SupportCommand::Close { id } => support::set_open(&ctx, &id, false).await,
+            SupportCommand::Reopen { id } => support::set_open(&ctx, &id, true).await,
+        },
+        Command::ReportAbuse {
+            address,
+            message,
+            reason,
+            details,
+            contact,
+        } => {
+            let report = sealpost_client::support::AbuseReportRequest {
+                email_address: address,
+                message_id: message,
+                reason,
+                details,
+                contact,
+            };
+            support::report_abuse(&ctx, report).await
+        }
         Command::Staff(args) => {
             let keys = staff::key_file(&ctx, args.key_file.as_deref())?;
             match args.command {
