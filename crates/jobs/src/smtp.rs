@@ -11,7 +11,7 @@ use sealpost_config::Config;
 use sealpost_kernel::Clock;
 use sealpost_messages::ingest::{Ingest, IngestError, RecipientCheck};
 use sealpost_smtp_session::{
-    DataMemory, Delivery, DeliveryOutcome, Envelope, RecipientDecision, SmtpConfig,
+    DataMemory, Delivery, DeliveryOutcome, Envelope, RecipientDecision, SmtpConfig, Spool,
 };
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -73,6 +73,18 @@ impl Delivery for SealingDelivery {
                 }
                 DeliveryOutcome::ExceedsLimits(text)
             }
+            // Every recipient stopped taking mail between RCPT and the
+            // commit (a copy for any other recipient would have made it 250).
+            Err(IngestError::Unknown) => {
+                tracing::info!("mail refused: its mailboxes were deleted after RCPT");
+                DeliveryOutcome::MailboxGone("No such mailbox: the address was deleted".into())
+            }
+            Err(IngestError::Suspended) => DeliveryOutcome::RecipientsRefused(
+                "this mailbox's account is suspended; mail is refused".into(),
+            ),
+            Err(IngestError::NoKey) => {
+                DeliveryOutcome::RecipientsRefused("this address does not accept mail".into())
+            }
             Err(error) => {
                 tracing::warn!(%error, "delivery failed; the client will retry");
                 DeliveryOutcome::TryLater("temporary failure; try again later".into())
@@ -124,6 +136,10 @@ fn smtp_config(config: &Config, hostname: String) -> SmtpConfig {
         max_sessions_per_ip: config.smtp_max_sessions_per_ip,
         connections_per_ip_per_minute: config.smtp_connect_rate,
         data_memory: DataMemory::new(config.smtp_data_memory),
+        spool: Some(Spool::new(
+            config.smtp_spool_dir.clone(),
+            config.smtp_spool_threshold,
+        )),
         ..SmtpConfig::new(hostname)
     }
 }
@@ -150,7 +166,17 @@ async fn serve(
         .first()
         .cloned()
         .unwrap_or_else(|| "localhost".into());
-    let smtp = Arc::new(smtp_config(config, hostname));
+    let smtp = smtp_config(config, hostname);
+    if let Some(spool) = &smtp.spool {
+        // Left by a crash: ciphertext whose key died with that process.
+        let cleared = spool
+            .clear_leftovers()
+            .with_context(|| format!("clearing the spool {}", spool.dir.display()))?;
+        if cleared > 0 {
+            tracing::info!(cleared, "removed spool files of messages never delivered");
+        }
+    }
+    let smtp = Arc::new(smtp);
     let addr = listener.local_addr().context("reading the bound address")?;
     let delivery: Arc<dyn Delivery> = Arc::new(SealingDelivery::new(services.ingest.clone()));
     let serving = tokio::spawn(async move {

@@ -31,6 +31,15 @@
 //!   SIZE=` (or the first 64 KiB) DATA is answered 452 4.3.1, and a message
 //!   that outgrows what is left is read to its end, dropped and answered 452
 //!   4.3.1. The reservation is kept until the delivery returned.
+//! - Spool ([`SmtpConfig::spool`]): past [`Spool::threshold`] a message goes
+//!   on into a temporary file, sealed with ChaCha20-Poly1305 in 64 KiB
+//!   chunks under a random key held only in memory (plaintext never reaches
+//!   the disk), so what a session holds while its message arrives stays
+//!   near the threshold. At its end the message gives that back, waits (at
+//!   most the idle timeout, polling) until the budget has room for its
+//!   whole size, is read back and delivered; no room: 452 4.3.1. The file
+//!   is deleted once the delivery returned, or as soon as the message is
+//!   refused.
 //! - After STARTTLS the session starts over inside TLS with no state carried
 //!   across (RFC 3207); bytes the client pipelined after STARTTLS in plain
 //!   text are dropped.
@@ -39,6 +48,7 @@
 mod io;
 mod limits;
 mod session;
+mod spool;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -48,6 +58,7 @@ use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 pub use limits::DataMemory;
+pub use spool::Spool;
 pub use tokio_rustls::TlsAcceptor;
 
 /// Longest command line, CRLF included (RFC 5321 4.5.3.1.4).
@@ -110,6 +121,12 @@ pub enum DeliveryOutcome {
     /// 552 5.3.4 with the text: over a limit of the service (MIME parts,
     /// nesting, header fields), so sending it again will not help.
     ExceedsLimits(String),
+    /// 550 5.1.1 with the text: no recipient's mailbox exists any more (each
+    /// was deleted after its RCPT was accepted).
+    MailboxGone(String),
+    /// 550 5.7.1 with the text: no recipient takes mail any more (account
+    /// suspended, key removed after RCPT).
+    RecipientsRefused(String),
 }
 
 /// Server settings.
@@ -136,6 +153,9 @@ pub struct SmtpConfig {
     pub connections_per_ip_per_minute: u32,
     /// DATA bytes held at once by every session sharing it.
     pub data_memory: DataMemory,
+    /// Spools messages past a threshold to encrypted temporary files when
+    /// set; else every message is held in memory.
+    pub spool: Option<Spool>,
 }
 
 impl SmtpConfig {
@@ -156,6 +176,7 @@ impl SmtpConfig {
             max_sessions_per_ip: 50,
             connections_per_ip_per_minute: 600,
             data_memory: DataMemory::new(512 * 1024 * 1024),
+            spool: None,
         }
     }
 }
@@ -176,6 +197,7 @@ impl std::fmt::Debug for SmtpConfig {
                 &self.connections_per_ip_per_minute,
             )
             .field("data_memory", &self.data_memory.limit())
+            .field("spool", &self.spool)
             .finish()
     }
 }
