@@ -11,7 +11,8 @@ use sealpost_config::Config;
 use sealpost_kernel::Clock;
 use sealpost_messages::ingest::{Ingest, IngestError, RecipientCheck};
 use sealpost_smtp_session::{
-    DataMemory, Delivery, DeliveryOutcome, Envelope, RecipientDecision, SmtpConfig, Spool,
+    CERT_CHECK_INTERVAL, DataMemory, Delivery, DeliveryOutcome, Envelope, RecipientDecision,
+    SmtpConfig, Spool, reloading_acceptor,
 };
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -128,10 +129,25 @@ pub async fn start(
     serve(services, config, listener).await
 }
 
-/// The session settings: the library's defaults with the connection caps
-/// and the DATA memory budget of the configuration.
-fn smtp_config(config: &Config, hostname: String) -> SmtpConfig {
-    SmtpConfig {
+/// The session settings: the library's defaults with the connection caps,
+/// the DATA memory budget, the spool and STARTTLS of the configuration.
+/// STARTTLS's files must load now; later changes are picked up as they come.
+fn smtp_config(config: &Config, hostname: String) -> anyhow::Result<SmtpConfig> {
+    let tls = config
+        .smtp_tls
+        .as_ref()
+        .map(|files| {
+            reloading_acceptor(&files.cert, &files.key, CERT_CHECK_INTERVAL).with_context(|| {
+                format!(
+                    "loading SEALPOST_SMTP_TLS_CERT {} and SEALPOST_SMTP_TLS_KEY {}",
+                    files.cert.display(),
+                    files.key.display()
+                )
+            })
+        })
+        .transpose()?;
+    Ok(SmtpConfig {
+        tls,
         max_sessions: config.smtp_max_sessions,
         max_sessions_per_ip: config.smtp_max_sessions_per_ip,
         connections_per_ip_per_minute: config.smtp_connect_rate,
@@ -141,7 +157,7 @@ fn smtp_config(config: &Config, hostname: String) -> SmtpConfig {
             config.smtp_spool_threshold,
         )),
         ..SmtpConfig::new(hostname)
-    }
+    })
 }
 
 /// Recovers what a crashed ingest left behind, then serves SMTP on `listener`.
@@ -166,7 +182,7 @@ async fn serve(
         .first()
         .cloned()
         .unwrap_or_else(|| "localhost".into());
-    let smtp = smtp_config(config, hostname);
+    let smtp = smtp_config(config, hostname)?;
     if let Some(spool) = &smtp.spool {
         // Left by a crash: ciphertext whose key died with that process.
         let cleared = spool

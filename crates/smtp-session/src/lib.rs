@@ -40,6 +40,9 @@
 //!   whole size, is read back and delivered; no room: 452 4.3.1. The file
 //!   is deleted once the delivery returned, or as soon as the message is
 //!   refused.
+//! - STARTTLS from PEM files: [`reloading_acceptor`] loads them again when
+//!   they change, so a renewed certificate is used by new sessions without
+//!   a restart while sessions already in TLS keep theirs.
 //! - After STARTTLS the session starts over inside TLS with no state carried
 //!   across (RFC 3207); bytes the client pipelined after STARTTLS in plain
 //!   text are dropped.
@@ -49,6 +52,7 @@ mod io;
 mod limits;
 mod session;
 mod spool;
+mod tls;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -59,6 +63,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 pub use limits::DataMemory;
 pub use spool::Spool;
+pub use tls::{CERT_CHECK_INTERVAL, ReloadingCert, reloading_acceptor};
 pub use tokio_rustls::TlsAcceptor;
 
 /// Longest command line, CRLF included (RFC 5321 4.5.3.1.4).

@@ -529,3 +529,36 @@ async fn a_large_message_goes_through_the_encrypted_spool_and_is_stored_and_open
         attachment.len()
     );
 }
+
+/// `SEALPOST_SMTP_TLS_CERT` and `_KEY` turn STARTTLS on in the ingest.
+/// (Reloading on change: `crates/smtp-session/tests/starttls.rs`.)
+#[tokio::test(flavor = "multi_thread")]
+async fn the_smtp_certificate_files_turn_starttls_on() {
+    let dir = std::env::temp_dir().join(format!(
+        "sealpost-smtp-tls-{}",
+        sealpost_seal::b64::encode(&sealpost_seal::random_bytes::<6>())
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let certified = rcgen::generate_simple_self_signed(vec!["mail.localhost".into()]).unwrap();
+    let files = sealpost_config::TlsFiles {
+        cert: dir.join("cert.pem"),
+        key: dir.join("key.pem"),
+    };
+    std::fs::write(&files.cert, certified.cert.pem()).unwrap();
+    std::fs::write(&files.key, certified.signing_key.serialize_pem()).unwrap();
+    let plain = {
+        let mut app = TestApp::spawn().await;
+        let smtp = app.spawn_smtp().await;
+        let (mut client, _) = SmtpClient::connect(smtp).await;
+        assert_eq!(client.command("EHLO client.example").await, 250);
+        client.command("STARTTLS").await
+    };
+    assert_eq!(plain, 502, "no STARTTLS without the files");
+    let mut app = TestApp::spawn_with(|config| config.smtp_tls = Some(files)).await;
+    let smtp = app.spawn_smtp().await;
+    let (mut client, _) = SmtpClient::connect(smtp).await;
+    assert_eq!(client.command("EHLO client.example").await, 250);
+    assert_eq!(client.last_reply, "250 STARTTLS");
+    assert_eq!(client.command("STARTTLS").await, 220);
+    let _ = std::fs::remove_dir_all(&dir);
+}
