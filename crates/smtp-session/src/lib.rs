@@ -34,10 +34,11 @@
 //! - Spool ([`SmtpConfig::spool`]): past [`Spool::threshold`] a message goes
 //!   on into a temporary file, sealed with ChaCha20-Poly1305 in 64 KiB
 //!   chunks under a random key held only in memory (plaintext never reaches
-//!   the disk), so what a session holds while its message arrives stays
-//!   near the threshold. At its end the message gives that back, waits (at
-//!   most the idle timeout, polling) until the budget has room for its
-//!   whole size, is read back and delivered; no room: 452 4.3.1. The file
+//!   the disk), and a session holds 128 KiB while the rest arrives. At its
+//!   end the message gives that back, waits (at most the idle timeout,
+//!   polling) until the budget has room for its whole size with an eighth
+//!   of the budget left free for other messages, is read back and
+//!   delivered; no room: 452 4.3.1. The file
 //!   is deleted once the delivery returned, or as soon as the message is
 //!   refused.
 //! - STARTTLS from PEM files: [`reloading_acceptor`] loads them again when

@@ -24,6 +24,13 @@ const MAX_REPLY_TEXT: usize = 200;
 /// What a message reserves of the DATA budget at first (or its declared
 /// `SIZE`), and at least what it reserves more each time it outgrows it.
 const DATA_STEP: usize = 64 * 1024;
+/// What a message being spooled keeps reserved (and in memory) while it
+/// arrives: the part of a chunk not written yet and the last read.
+const SPOOLING_BUFFER: usize = 2 * crate::spool::CHUNK;
+/// The share of the DATA budget a spooled message waiting to be delivered
+/// leaves free (one eighth), so that small messages still find room at
+/// DATA while large ones are delivered.
+const HEADROOM_DIVISOR: usize = 8;
 /// How often a spooled message waiting for memory to be delivered looks again.
 const MEMORY_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
@@ -576,18 +583,21 @@ where
         Ok(None)
     }
 
-    /// Grows `reservation` to `bytes`, waiting for other sessions to give
-    /// memory back, at most the idle timeout (and never past the session's
-    /// end). Polls rather than queueing, so a large message waiting for its
-    /// turn never holds small ones back. False when the budget could never
-    /// hold it or the wait ran out.
+    /// Grows `reservation` to `bytes` once that leaves an eighth of the
+    /// budget free, waiting for other sessions to give memory back, at most
+    /// the idle timeout (and never past the session's end). Polls rather
+    /// than queueing, and leaves that headroom, so large messages waiting
+    /// for their turn never hold small ones back. False when the budget
+    /// could never hold it or the wait ran out.
     async fn wait_for_memory(&mut self, reservation: &mut Reservation, bytes: usize) -> bool {
-        if bytes > self.config.data_memory.limit() {
+        let memory = &self.config.data_memory;
+        let headroom = memory.limit() / HEADROOM_DIVISOR;
+        if bytes.saturating_add(headroom) > memory.limit() {
             return false;
         }
         let until = Instant::now() + self.config.idle_timeout.min(self.conn.time_left());
         loop {
-            if reservation.grow_to(bytes) {
+            if memory.available() >= bytes.saturating_add(headroom) && reservation.grow_to(bytes) {
                 return true;
             }
             if Instant::now() >= until {
@@ -645,11 +655,15 @@ where
                         }
                     }
                 }
-                if let Some(writer) = spool.as_mut()
-                    && let Err(error) = writer.write_full_chunks(&mut message).await
-                {
-                    tracing::warn!(kind = ?error.kind(), "writing a spool file failed");
-                    no_memory = true;
+                if let Some(writer) = spool.as_mut() {
+                    if let Err(error) = writer.write_full_chunks(&mut message).await {
+                        tracing::warn!(kind = ?error.kind(), "writing a spool file failed");
+                        no_memory = true;
+                    }
+                    // What is left in memory is less than a chunk plus
+                    // what one read brought: give the rest back.
+                    message.shrink_to(SPOOLING_BUFFER);
+                    reservation.shrink_to(SPOOLING_BUFFER);
                 }
             }
             let total = spool

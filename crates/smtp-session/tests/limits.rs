@@ -325,7 +325,7 @@ async fn a_large_message_is_spooled_encrypted_delivered_whole_and_its_file_delet
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(
-        memory.in_use() <= 512 * 1024,
+        memory.in_use() <= 256 * 1024,
         "{} octets held in memory while arriving",
         memory.in_use()
     );
