@@ -6,6 +6,7 @@ mod api_check;
 mod bench;
 mod bench_api;
 mod bench_webhooks;
+mod load_smtp;
 mod postgres;
 mod seed;
 
@@ -85,6 +86,14 @@ enum Bench {
     /// The SMTP ingest under Postfix's smtp-source and our own client, next to
     /// Postfix's smtp-sink: msg/s, DATA-to-250 p50/p99, peak memory.
     Smtp,
+    /// Issue 15's load test: 300 sessions trickling DATA and 50 sending 40 MB
+    /// while a normal sender's messages must keep getting 250; prints the
+    /// ingest's peak memory against its configured bound.
+    SmtpLoad {
+        /// Use the debug builds (quicker to build; slower to run).
+        #[arg(long)]
+        debug: bool,
+    },
     /// 10,000 events to 10 local HTTPS receivers through the API's sender:
     /// deliveries/s and event-to-delivery latency, also with two failing receivers.
     Webhooks,
@@ -138,6 +147,9 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::Test { args } => test(&runtime, &args),
         Task::Ci => ci(&runtime),
         Task::Bench { what: Bench::Smtp } => bench::smtp(&runtime),
+        Task::Bench {
+            what: Bench::SmtpLoad { debug },
+        } => load_smtp::run(&runtime, debug),
         Task::Bench {
             what: Bench::Webhooks,
         } => {
