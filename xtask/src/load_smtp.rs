@@ -57,6 +57,8 @@ const BULK_INBOX: &str = "ibx_loadbulk";
 const SENDER: &str = "load@example.com";
 
 pub fn run(runtime: &Runtime, debug: bool) -> Result<ExitCode> {
+    // reqwest is built without a default TLS provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let root = postgres::workspace_root();
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)

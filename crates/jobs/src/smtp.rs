@@ -9,6 +9,7 @@ use anyhow::Context;
 use async_trait::async_trait;
 use sealpost_config::Config;
 use sealpost_kernel::Clock;
+use sealpost_messages::content::parse_mail_checked;
 use sealpost_messages::ingest::{Ingest, IngestError, RecipientCheck};
 use sealpost_smtp_session::{
     CERT_CHECK_INTERVAL, DataMemory, Delivery, DeliveryOutcome, Envelope, RecipientDecision,
@@ -56,7 +57,17 @@ impl Delivery for SealingDelivery {
     }
 
     async fn deliver(&self, envelope: &Envelope, data: &[u8]) -> DeliveryOutcome {
-        match self.ingest.deliver(&envelope.recipients, data).await {
+        // Parsing a large message takes a while: not on a worker that other
+        // sessions wait for.
+        let delivered = match off_the_workers(|| parse_mail_checked(data)) {
+            Ok(parsed) => {
+                self.ingest
+                    .deliver_parsed(&envelope.recipients, &parsed, data.len())
+                    .await
+            }
+            Err(limit) => Err(IngestError::Structure(limit)),
+        };
+        match delivered {
             Ok(delivered) => {
                 tracing::info!(
                     copies = delivered.len(),
@@ -91,6 +102,18 @@ impl Delivery for SealingDelivery {
                 DeliveryOutcome::TryLater("temporary failure; try again later".into())
             }
         }
+    }
+}
+
+/// Runs CPU-heavy `work` without stalling the other tasks of this worker:
+/// on a multi-threaded runtime (the ingest's) the worker first hands them
+/// to another thread (`block_in_place`); on a current-thread runtime (some
+/// tests) it simply runs.
+fn off_the_workers<T>(work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
     }
 }
 

@@ -180,6 +180,18 @@ impl Ingest {
         raw: &[u8],
     ) -> Result<Vec<MessageId>, IngestError> {
         let parsed = parse_mail_checked(raw)?;
+        self.deliver_parsed(recipients, &parsed, raw.len()).await
+    }
+
+    /// [`Ingest::deliver`] of a message its caller parsed already (with
+    /// [`parse_mail_checked`]), off its async workers; `size` is the raw
+    /// message's length.
+    pub async fn deliver_parsed(
+        &self,
+        recipients: &[String],
+        parsed: &ParsedMail,
+        size: usize,
+    ) -> Result<Vec<MessageId>, IngestError> {
         let mut seen: Vec<AddressId> = Vec::new();
         let mut delivered = Vec::new();
         let mut skipped = None;
@@ -206,7 +218,7 @@ impl Ingest {
                 continue;
             }
             match self
-                .seal_and_commit(&recipient, &parsed, raw.len(), Via::Smtp)
+                .seal_and_commit(&recipient, parsed, size, Via::Smtp)
                 .await
             {
                 Ok(id) => delivered.push(id),
