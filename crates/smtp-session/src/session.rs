@@ -448,12 +448,18 @@ where
         // keeps in memory, and its whole size later, when it is delivered.
         let mut reservation = self.config.data_memory.reservation();
         let first = DATA_STEP.min(self.config.max_message_size.saturating_add(1));
-        let needed_now = match &self.config.spool {
-            Some(spool) => transaction.declared_size.min(spool.threshold),
-            None => transaction.declared_size,
+        // Larger than the budget (less the headroom a spooled message
+        // leaves, see `wait_for_memory`) could ever hold: refused now.
+        let memory = &self.config.data_memory;
+        let (needed_now, most) = match &self.config.spool {
+            Some(spool) => (
+                transaction.declared_size.min(spool.threshold),
+                memory.limit() - memory.limit() / HEADROOM_DIVISOR,
+            ),
+            None => (transaction.declared_size, memory.limit()),
         };
-        if self.config.data_memory.available() < needed_now
-            || self.config.data_memory.limit() < transaction.declared_size
+        if memory.available() < needed_now
+            || most < transaction.declared_size
             || !reservation.grow_to(first)
         {
             stats.messages_refused = stats.messages_refused.saturating_add(1);
