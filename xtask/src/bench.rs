@@ -196,7 +196,7 @@ pub(crate) fn leftover_of_dead_run(pid: &str) -> bool {
 }
 
 /// `target/bench/blobs-<pid>` of earlier runs that did not finish.
-fn remove_leftover_blob_dirs(bench_dir: &Path) {
+pub(crate) fn remove_leftover_blob_dirs(bench_dir: &Path) {
     for entry in fs::read_dir(bench_dir).into_iter().flatten().flatten() {
         let name = entry.file_name();
         let leftover = name
@@ -210,16 +210,16 @@ fn remove_leftover_blob_dirs(bench_dir: &Path) {
 }
 
 /// Where the release binaries are and how they are configured.
-struct Stack {
-    release: PathBuf,
-    url: String,
-    blob_dir: PathBuf,
-    logs: PathBuf,
-    server_key: String,
+pub(crate) struct Stack {
+    pub(crate) release: PathBuf,
+    pub(crate) url: String,
+    pub(crate) blob_dir: PathBuf,
+    pub(crate) logs: PathBuf,
+    pub(crate) server_key: String,
 }
 
 impl Stack {
-    fn command(&self, binary: &str, log: &str) -> Result<Command> {
+    pub(crate) fn command(&self, binary: &str, log: &str) -> Result<Command> {
         fs::create_dir_all(&self.logs)?;
         let log_path = self.logs.join(log);
         let log = fs::File::create(&log_path)
@@ -231,8 +231,10 @@ impl Stack {
             .env("SEALPOST_DOMAINS", "mail.localhost")
             .env("SEALPOST_BILLING_SANDBOX", "true")
             .env("SEALPOST_EDGE_RATE", "100000")
-            // smtp-source opens a connection per message, all from loopback.
+            // smtp-source opens a connection per message, all from loopback,
+            // and closing ones still count for a moment: no per-client caps.
             .env("SEALPOST_SMTP_CONNECT_RATE", "0")
+            .env("SEALPOST_SMTP_MAX_SESSIONS_PER_IP", "1000")
             .env("SEALPOST_SERVER_KEY", &self.server_key)
             // The default log level (info), as in production, into a file.
             .env_remove("SEALPOST_LOG")
@@ -326,11 +328,11 @@ impl Service {
         Ok(Service { name, child })
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    fn stop(self) {
+    pub(crate) fn stop(self) {
         // Drop does the work.
     }
 }
@@ -502,7 +504,7 @@ pub(crate) fn free_addr() -> Result<SocketAddr> {
     Ok(listener.local_addr()?)
 }
 
-async fn wait_http(base: &str) -> Result<()> {
+pub(crate) async fn wait_http(base: &str) -> Result<()> {
     let client = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -518,7 +520,7 @@ async fn wait_http(base: &str) -> Result<()> {
     }
 }
 
-async fn wait_smtp(addr: SocketAddr) -> Result<()> {
+pub(crate) async fn wait_smtp(addr: SocketAddr) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(stream) = TcpStream::connect(addr).await {
@@ -618,7 +620,7 @@ async fn committed(database_url: &str, inbox: &str) -> Result<i64> {
 }
 
 /// `VmHWM` (peak resident set) of a process, in bytes.
-fn peak_memory(pid: u32) -> Option<u64> {
+pub(crate) fn peak_memory(pid: u32) -> Option<u64> {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
     let kib: u64 = line
@@ -662,7 +664,7 @@ fn load_average() -> String {
 
 /// The message our client sends: smtp-source's shape (four header lines,
 /// then `size` payload bytes in 80-byte lines of `X`).
-fn message(recipient: &str, n: usize, size: usize) -> Vec<u8> {
+pub(crate) fn message(recipient: &str, n: usize, size: usize) -> Vec<u8> {
     let mut text = format!(
         "From: <{SENDER}>\r\nTo: <{recipient}>\r\nDate: Sun, 22 Nov 2026 00:00:00 +0000\r\n\
          Message-Id: <{n}.bench@example.com>\r\n\r\n"
@@ -758,7 +760,7 @@ async fn send_one(addr: SocketAddr, recipient: &str, body: &[u8]) -> Result<Dura
     Ok(latency)
 }
 
-fn expect(code: u16, wanted: u16, step: &str) -> Result<()> {
+pub(crate) fn expect(code: u16, wanted: u16, step: &str) -> Result<()> {
     if code == wanted {
         Ok(())
     } else {
@@ -766,7 +768,7 @@ fn expect(code: u16, wanted: u16, step: &str) -> Result<()> {
     }
 }
 
-async fn command(
+pub(crate) async fn command(
     write: &mut OwnedWriteHalf,
     read: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
     line: &str,
@@ -776,7 +778,7 @@ async fn command(
 }
 
 /// One reply (continuation lines skipped); its code.
-async fn reply(read: &mut BufReader<tokio::net::tcp::OwnedReadHalf>) -> Result<u16> {
+pub(crate) async fn reply(read: &mut BufReader<tokio::net::tcp::OwnedReadHalf>) -> Result<u16> {
     loop {
         let mut line = String::new();
         if read.read_line(&mut line).await? == 0 {
@@ -845,7 +847,7 @@ fn millis(duration: Option<Duration>) -> String {
     )
 }
 
-fn mebibytes(bytes: u64) -> String {
+pub(crate) fn mebibytes(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 

@@ -6,6 +6,7 @@ mod api_check;
 mod bench;
 mod bench_api;
 mod bench_webhooks;
+mod load_smtp;
 mod postgres;
 mod seed;
 
@@ -85,6 +86,14 @@ enum Bench {
     /// The SMTP ingest under Postfix's smtp-source and our own client, next to
     /// Postfix's smtp-sink: msg/s, DATA-to-250 p50/p99, peak memory.
     Smtp,
+    /// Issue 15's load test: 300 sessions trickling DATA and 50 sending 40 MB
+    /// while a normal sender's messages must keep getting 250; prints the
+    /// ingest's peak memory against its configured bound.
+    SmtpLoad {
+        /// Use the debug builds (quicker to build; slower to run).
+        #[arg(long)]
+        debug: bool,
+    },
     /// 10,000 events to 10 local HTTPS receivers through the API's sender:
     /// deliveries/s and event-to-delivery latency, also with two failing receivers.
     Webhooks,
@@ -138,6 +147,9 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::Test { args } => test(&runtime, &args),
         Task::Ci => ci(&runtime),
         Task::Bench { what: Bench::Smtp } => bench::smtp(&runtime),
+        Task::Bench {
+            what: Bench::SmtpLoad { debug },
+        } => load_smtp::run(&runtime, debug),
         Task::Bench {
             what: Bench::Webhooks,
         } => {
@@ -260,6 +272,13 @@ fn dev(runtime: &Runtime, with_seed: bool) -> Result<ExitCode> {
     // The SMTP ingest and the DNS server run beside the API and stop with it.
     let mut smtp = Command::new(target.join("debug").join("sealpost-smtp"));
     configure(&mut smtp);
+    if std::env::var_os("SEALPOST_SMTP_TLS_CERT").is_none()
+        && std::env::var_os("SEALPOST_SMTP_TLS_KEY").is_none()
+    {
+        let (cert, key) = dev_smtp_certificate(&root.join("target").join("dev"))?;
+        smtp.env("SEALPOST_SMTP_TLS_CERT", cert);
+        smtp.env("SEALPOST_SMTP_TLS_KEY", key);
+    }
     let mut smtp = smtp.spawn().context("starting sealpost-smtp")?;
     let mut dns = Command::new(target.join("debug").join("sealpost-dns"));
     configure(&mut dns);
@@ -575,6 +594,34 @@ fn dev_server_key(dev_dir: &std::path::Path) -> Result<String> {
     let key = sealpost_seal::ServerKeys::generate_text();
     std::fs::write(&path, &key).with_context(|| format!("writing {}", path.display()))?;
     Ok(key)
+}
+
+/// STARTTLS for the dev ingest: a self-signed certificate for `localhost`
+/// and `mail.localhost`, generated once and kept under `target/dev`
+/// (`smtp-cert.pem`, `smtp-key.pem`). Replace the files to try a renewal:
+/// the ingest picks them up without a restart.
+fn dev_smtp_certificate(
+    dev_dir: &std::path::Path,
+) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
+    let cert = dev_dir.join("smtp-cert.pem");
+    let key = dev_dir.join("smtp-key.pem");
+    if cert.is_file() && key.is_file() {
+        return Ok((cert, key));
+    }
+    std::fs::create_dir_all(dev_dir).with_context(|| format!("creating {}", dev_dir.display()))?;
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".into(), "mail.localhost".into()])
+            .context("generating the dev SMTP certificate")?;
+    std::fs::write(&key, certified.signing_key.serialize_pem())
+        .with_context(|| format!("writing {}", key.display()))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("restricting {}", key.display()))?;
+    }
+    std::fs::write(&cert, certified.cert.pem())
+        .with_context(|| format!("writing {}", cert.display()))?;
+    Ok((cert, key))
 }
 
 #[cfg(test)]

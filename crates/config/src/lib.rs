@@ -76,6 +76,26 @@ pub const VARIABLES: &[Variable] = &[
         meaning: "MiB of message data all SMTP sessions hold at once (above 0); over it: 452 4.3.1 at DATA, or at the end of a message that outgrew it. Parsing and sealing take a few times a message's size on top, so leave the process about four times this.",
     },
     Variable {
+        name: "SEALPOST_SMTP_SPOOL_THRESHOLD",
+        default: "1024",
+        meaning: "KiB (64 to 1048576) of one message's data the SMTP ingest keeps in memory while it arrives; beyond it the message goes on into an encrypted temporary file in `SEALPOST_SMTP_SPOOL_DIR` (ChaCha20-Poly1305 in 64 KiB chunks, a random key per message held only in memory, the file deleted once the delivery is answered), and is read back under `SEALPOST_SMTP_DATA_MEMORY` when it is delivered. Plaintext never reaches the disk.",
+    },
+    Variable {
+        name: "SEALPOST_SMTP_SPOOL_DIR",
+        default: "(the system's temporary directory)/sealpost-smtp-spool",
+        meaning: "Directory of the SMTP ingest's encrypted spool files (created with mode 0700, files 0600). Files a crashed ingest left are unreadable without their keys and are deleted when the ingest starts.",
+    },
+    Variable {
+        name: "SEALPOST_SMTP_TLS_CERT",
+        default: "(none: no STARTTLS)",
+        meaning: "PEM file of the SMTP ingest's certificate chain (leaf first). Set with `SEALPOST_SMTP_TLS_KEY`, EHLO offers STARTTLS; one without the other stops start-up. Both files are looked at again every 10 seconds and a changed pair is used for new sessions without a restart (sessions already running keep theirs); a pair that does not load is logged and the previous one kept.",
+    },
+    Variable {
+        name: "SEALPOST_SMTP_TLS_KEY",
+        default: "(none)",
+        meaning: "PEM file of the private key of `SEALPOST_SMTP_TLS_CERT` (PKCS#8, PKCS#1 or SEC1).",
+    },
+    Variable {
         name: "SEALPOST_DOMAINS",
         default: "mail.localhost",
         meaning: "Comma list of the shared domains addresses are created on and mail is accepted for.",
@@ -275,6 +295,13 @@ pub struct Config {
     pub smtp_connect_rate: u32,
     /// Bytes of DATA held at once by all SMTP sessions (`SEALPOST_SMTP_DATA_MEMORY`, in MiB).
     pub smtp_data_memory: usize,
+    /// Bytes of one message kept in memory before the rest is spooled
+    /// encrypted (`SEALPOST_SMTP_SPOOL_THRESHOLD`, in KiB).
+    pub smtp_spool_threshold: usize,
+    /// Where encrypted spool files go (`SEALPOST_SMTP_SPOOL_DIR`).
+    pub smtp_spool_dir: PathBuf,
+    /// STARTTLS's certificate and key (`SEALPOST_SMTP_TLS_CERT`, `SEALPOST_SMTP_TLS_KEY`).
+    pub smtp_tls: Option<TlsFiles>,
     /// Shared domains addresses can be created on.
     pub domains: Vec<String>,
     pub blob_dir: PathBuf,
@@ -454,7 +481,8 @@ impl std::fmt::Debug for BtcpayKeys {
     }
 }
 
-/// The PEM files of the API's own TLS.
+/// The PEM files of a TLS server's certificate chain and key (the API's,
+/// the SMTP ingest's STARTTLS).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TlsFiles {
     /// The certificate chain, leaf first.
@@ -538,6 +566,8 @@ impl Config {
         let smtp_connect_rate = whole("SEALPOST_SMTP_CONNECT_RATE", 600, 0, 1_000_000)? as u32;
         let smtp_data_memory =
             whole("SEALPOST_SMTP_DATA_MEMORY", 512, 1, 1024 * 1024)? as usize * 1024 * 1024;
+        let smtp_spool_threshold =
+            whole("SEALPOST_SMTP_SPOOL_THRESHOLD", 1024, 64, 1024 * 1024)? as usize * 1024;
         let smtp_relay_timeout = whole("SEALPOST_SMTP_RELAY_TIMEOUT", 60, 1, 600)?;
         let dns = dns_settings(&get, &domains)?;
         let http_addr = get("SEALPOST_HTTP_ADDR")
@@ -664,6 +694,11 @@ impl Config {
                     key: PathBuf::from(key),
                 }
             });
+        let smtp_tls = all_or_none(&get, &["SEALPOST_SMTP_TLS_CERT", "SEALPOST_SMTP_TLS_KEY"])?
+            .map(|[cert, key]| TlsFiles {
+                cert: PathBuf::from(cert),
+                key: PathBuf::from(key),
+            });
         Ok(Self {
             server_keys,
             trusted_proxies,
@@ -689,6 +724,12 @@ impl Config {
             smtp_max_sessions_per_ip,
             smtp_connect_rate,
             smtp_data_memory,
+            smtp_spool_threshold,
+            smtp_spool_dir: get("SEALPOST_SMTP_SPOOL_DIR").map_or_else(
+                || std::env::temp_dir().join("sealpost-smtp-spool"),
+                PathBuf::from,
+            ),
+            smtp_tls,
             domains,
             blob_dir: PathBuf::from(get("SEALPOST_BLOB_DIR").unwrap_or("target/dev/blobs")),
             billing_sandbox: flag(get("SEALPOST_BILLING_SANDBOX"), "SEALPOST_BILLING_SANDBOX")?,
@@ -947,6 +988,12 @@ mod tests {
         assert_eq!(config.smtp_max_sessions_per_ip, 50);
         assert_eq!(config.smtp_connect_rate, 600);
         assert_eq!(config.smtp_data_memory, 512 * 1024 * 1024);
+        assert_eq!(config.smtp_spool_threshold, 1024 * 1024);
+        assert_eq!(
+            config.smtp_spool_dir,
+            std::env::temp_dir().join("sealpost-smtp-spool")
+        );
+        assert_eq!(config.smtp_tls, None);
     }
 
     #[test]
@@ -956,8 +1003,21 @@ mod tests {
             ("SEALPOST_SMTP_MAX_SESSIONS_PER_IP", "3"),
             ("SEALPOST_SMTP_CONNECT_RATE", "0"),
             ("SEALPOST_SMTP_DATA_MEMORY", "64"),
+            ("SEALPOST_SMTP_SPOOL_THRESHOLD", "256"),
+            ("SEALPOST_SMTP_SPOOL_DIR", "/var/spool/sealpost"),
+            ("SEALPOST_SMTP_TLS_CERT", "/etc/smtp/cert.pem"),
+            ("SEALPOST_SMTP_TLS_KEY", "/etc/smtp/key.pem"),
         ]))
         .unwrap();
+        assert_eq!(config.smtp_spool_threshold, 256 * 1024);
+        assert_eq!(config.smtp_spool_dir, PathBuf::from("/var/spool/sealpost"));
+        assert_eq!(
+            config.smtp_tls,
+            Some(TlsFiles {
+                cert: PathBuf::from("/etc/smtp/cert.pem"),
+                key: PathBuf::from("/etc/smtp/key.pem"),
+            })
+        );
         assert_eq!(config.smtp_max_sessions, 20);
         assert_eq!(config.smtp_max_sessions_per_ip, 3);
         assert_eq!(config.smtp_connect_rate, 0);
@@ -967,6 +1027,7 @@ mod tests {
             ("SEALPOST_SMTP_MAX_SESSIONS_PER_IP", "many"),
             ("SEALPOST_SMTP_CONNECT_RATE", "-1"),
             ("SEALPOST_SMTP_DATA_MEMORY", "0"),
+            ("SEALPOST_SMTP_SPOOL_THRESHOLD", "63"),
         ] {
             let error = Config::from_vars(&vars(&[(name, bad)])).unwrap_err();
             assert!(
@@ -974,6 +1035,22 @@ mod tests {
                 "{name}={bad}: {error}"
             );
         }
+    }
+
+    #[test]
+    fn the_smtp_certificate_needs_its_key() {
+        let error = Config::from_vars(&vars(&[("SEALPOST_SMTP_TLS_CERT", "/etc/smtp/cert.pem")]))
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ConfigError::Invalid {
+                    name: "SEALPOST_SMTP_TLS_KEY",
+                    ..
+                }
+            ),
+            "{error}"
+        );
     }
 
     #[test]

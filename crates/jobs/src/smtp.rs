@@ -9,9 +9,11 @@ use anyhow::Context;
 use async_trait::async_trait;
 use sealpost_config::Config;
 use sealpost_kernel::Clock;
+use sealpost_messages::content::parse_mail_checked;
 use sealpost_messages::ingest::{Ingest, IngestError, RecipientCheck};
 use sealpost_smtp_session::{
-    DataMemory, Delivery, DeliveryOutcome, Envelope, RecipientDecision, SmtpConfig,
+    CERT_CHECK_INTERVAL, DataMemory, Delivery, DeliveryOutcome, Envelope, RecipientDecision,
+    SmtpConfig, Spool, reloading_acceptor,
 };
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -55,7 +57,17 @@ impl Delivery for SealingDelivery {
     }
 
     async fn deliver(&self, envelope: &Envelope, data: &[u8]) -> DeliveryOutcome {
-        match self.ingest.deliver(&envelope.recipients, data).await {
+        // Parsing a large message takes a while: not on a worker that other
+        // sessions wait for.
+        let delivered = match off_the_workers(|| parse_mail_checked(data)) {
+            Ok(parsed) => {
+                self.ingest
+                    .deliver_parsed(&envelope.recipients, &parsed, data.len())
+                    .await
+            }
+            Err(limit) => Err(IngestError::Structure(limit)),
+        };
+        match delivered {
             Ok(delivered) => {
                 tracing::info!(
                     copies = delivered.len(),
@@ -73,11 +85,35 @@ impl Delivery for SealingDelivery {
                 }
                 DeliveryOutcome::ExceedsLimits(text)
             }
+            // Every recipient stopped taking mail between RCPT and the
+            // commit (a copy for any other recipient would have made it 250).
+            Err(IngestError::Unknown) => {
+                tracing::info!("mail refused: its mailboxes were deleted after RCPT");
+                DeliveryOutcome::MailboxGone("No such mailbox: the address was deleted".into())
+            }
+            Err(IngestError::Suspended) => DeliveryOutcome::RecipientsRefused(
+                "this mailbox's account is suspended; mail is refused".into(),
+            ),
+            Err(IngestError::NoKey) => {
+                DeliveryOutcome::RecipientsRefused("this address does not accept mail".into())
+            }
             Err(error) => {
                 tracing::warn!(%error, "delivery failed; the client will retry");
                 DeliveryOutcome::TryLater("temporary failure; try again later".into())
             }
         }
+    }
+}
+
+/// Runs CPU-heavy `work` without stalling the other tasks of this worker:
+/// on a multi-threaded runtime (the ingest's) the worker first hands them
+/// to another thread (`block_in_place`); on a current-thread runtime (some
+/// tests) it simply runs.
+fn off_the_workers<T>(work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
     }
 }
 
@@ -116,16 +152,35 @@ pub async fn start(
     serve(services, config, listener).await
 }
 
-/// The session settings: the library's defaults with the connection caps
-/// and the DATA memory budget of the configuration.
-fn smtp_config(config: &Config, hostname: String) -> SmtpConfig {
-    SmtpConfig {
+/// The session settings: the library's defaults with the connection caps,
+/// the DATA memory budget, the spool and STARTTLS of the configuration.
+/// STARTTLS's files must load now; later changes are picked up as they come.
+fn smtp_config(config: &Config, hostname: String) -> anyhow::Result<SmtpConfig> {
+    let tls = config
+        .smtp_tls
+        .as_ref()
+        .map(|files| {
+            reloading_acceptor(&files.cert, &files.key, CERT_CHECK_INTERVAL).with_context(|| {
+                format!(
+                    "loading SEALPOST_SMTP_TLS_CERT {} and SEALPOST_SMTP_TLS_KEY {}",
+                    files.cert.display(),
+                    files.key.display()
+                )
+            })
+        })
+        .transpose()?;
+    Ok(SmtpConfig {
+        tls,
         max_sessions: config.smtp_max_sessions,
         max_sessions_per_ip: config.smtp_max_sessions_per_ip,
         connections_per_ip_per_minute: config.smtp_connect_rate,
         data_memory: DataMemory::new(config.smtp_data_memory),
+        spool: Some(Spool::new(
+            config.smtp_spool_dir.clone(),
+            config.smtp_spool_threshold,
+        )),
         ..SmtpConfig::new(hostname)
-    }
+    })
 }
 
 /// Recovers what a crashed ingest left behind, then serves SMTP on `listener`.
@@ -150,7 +205,17 @@ async fn serve(
         .first()
         .cloned()
         .unwrap_or_else(|| "localhost".into());
-    let smtp = Arc::new(smtp_config(config, hostname));
+    let smtp = smtp_config(config, hostname)?;
+    if let Some(spool) = &smtp.spool {
+        // Left by a crash: ciphertext whose key died with that process.
+        let cleared = spool
+            .clear_leftovers()
+            .with_context(|| format!("clearing the spool {}", spool.dir.display()))?;
+        if cleared > 0 {
+            tracing::info!(cleared, "removed spool files of messages never delivered");
+        }
+    }
+    let smtp = Arc::new(smtp);
     let addr = listener.local_addr().context("reading the bound address")?;
     let delivery: Arc<dyn Delivery> = Arc::new(SealingDelivery::new(services.ingest.clone()));
     let serving = tokio::spawn(async move {

@@ -167,21 +167,41 @@ impl Ingest {
 
     /// DATA: parses once, then seals and commits one copy per distinct address.
     /// Returns only when every copy is durably committed. Recipients that
-    /// stopped qualifying since RCPT (deleted meanwhile) are skipped.
+    /// stopped qualifying since RCPT are skipped: deleted (before DATA, or
+    /// up to the commit: [`Commit::RecipientGone`]), suspended, or left
+    /// without a key. SMTP has one answer to DATA for all recipients, so
+    /// while any copy was stored the message is delivered (the others are
+    /// dropped, as mail to a deleted address is); when none was, the error
+    /// is the last skipped recipient's: [`IngestError::Unknown`] (deleted),
+    /// [`IngestError::Suspended`] or [`IngestError::NoKey`].
     pub async fn deliver(
         &self,
         recipients: &[String],
         raw: &[u8],
     ) -> Result<Vec<MessageId>, IngestError> {
         let parsed = parse_mail_checked(raw)?;
+        self.deliver_parsed(recipients, &parsed, raw.len()).await
+    }
+
+    /// [`Ingest::deliver`] of a message its caller parsed already (with
+    /// [`parse_mail_checked`]), off its async workers; `size` is the raw
+    /// message's length.
+    pub async fn deliver_parsed(
+        &self,
+        recipients: &[String],
+        parsed: &ParsedMail,
+        size: usize,
+    ) -> Result<Vec<MessageId>, IngestError> {
         let mut seen: Vec<AddressId> = Vec::new();
         let mut delivered = Vec::new();
+        let mut skipped = None;
         for address in recipients {
             let Some(recipient) = self
                 .repo
                 .recipient(&address.trim().to_ascii_lowercase())
                 .await?
             else {
+                skipped = Some(IngestError::Unknown);
                 continue;
             };
             if seen.contains(&recipient.inbox) {
@@ -189,15 +209,28 @@ impl Ingest {
             }
             seen.push(recipient.inbox.clone());
             // Suspended between RCPT and DATA: refused like at RCPT.
-            if recipient.public_key.is_none() || recipient.suspended {
+            if recipient.suspended {
+                skipped = Some(IngestError::Suspended);
                 continue;
             }
-            let id = self
-                .seal_and_commit(&recipient, &parsed, raw.len(), Via::Smtp)
-                .await?;
-            delivered.push(id);
+            if recipient.public_key.is_none() {
+                skipped = Some(IngestError::NoKey);
+                continue;
+            }
+            match self
+                .seal_and_commit(&recipient, parsed, size, Via::Smtp)
+                .await
+            {
+                Ok(id) => delivered.push(id),
+                // Deleted after the lookup, before the commit.
+                Err(IngestError::Unknown) => skipped = Some(IngestError::Unknown),
+                Err(error) => return Err(error),
+            }
         }
-        Ok(delivered)
+        match skipped {
+            Some(refusal) if delivered.is_empty() => Err(refusal),
+            _ => Ok(delivered),
+        }
     }
 
     /// `POST /messages`: one raw message into one of the account's addresses.
@@ -275,6 +308,13 @@ impl Ingest {
                 Err(IngestError::Store(StoreError::Unavailable(
                     "recovery took this delivery over; try again".into(),
                 )))
+            }
+            Ok(Commit::RecipientGone) => {
+                // Nothing written; the blobs are still ours and pending.
+                if !keys.is_empty() {
+                    self.abandon(keys).await;
+                }
+                Err(IngestError::Unknown)
             }
             Err(error) => {
                 if !keys.is_empty() {
@@ -674,6 +714,62 @@ mod tests {
             matches!(result, Err(IngestError::Store(StoreError::Unavailable(_)))),
             "the client is told to try again"
         );
+    }
+
+    /// Issue 15: an address deleted after the lookup, before the commit. Its
+    /// copy is skipped and its blobs deleted at once; another recipient's
+    /// copy still makes the message delivered, and with no other recipient
+    /// the delivery answers `Unknown` (550 5.1.1), not a retry.
+    #[tokio::test]
+    async fn a_copy_whose_address_went_before_its_commit_is_skipped_and_its_blobs_deleted() {
+        let other = || RecipientRecord {
+            inbox: AddressId::parse("ibx_other1").unwrap(),
+            ..recipient(false, true)
+        };
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient().returning(move |address| {
+            Ok(Some(if address.starts_with("other") {
+                other()
+            } else {
+                recipient(false, true)
+            }))
+        });
+        repo.expect_register_pending_blobs()
+            .returning(|_, _, _| Ok(()));
+        repo.expect_commit().returning(|new| {
+            Ok(if new.message.inbox.as_str() == "ibx_shop01" {
+                Commit::RecipientGone
+            } else {
+                Commit::Done
+            })
+        });
+        repo.expect_disown_pending_blobs().times(2).returning(Ok);
+        repo.expect_forget_pending_blobs()
+            .times(2)
+            .returning(|_| Ok(()));
+        let mut blobs = MockBlobStore::new();
+        blobs.expect_put().returning(|_, _| Ok(()));
+        let deleted = Arc::new(Mutex::new(Vec::new()));
+        let seen = deleted.clone();
+        blobs.expect_delete().returning(move |key| {
+            seen.lock().unwrap().push(key.to_owned());
+            Ok(())
+        });
+        let ingest = ingest(repo, blobs);
+
+        let ids = ingest
+            .deliver(
+                &["shop@mail.localhost".into(), "other@mail.localhost".into()],
+                RAW,
+            )
+            .await
+            .unwrap();
+        assert_eq!(ids.len(), 1, "the other address's copy is delivered");
+        assert_eq!(deleted.lock().unwrap().len(), 1, "the gone copy's blob");
+
+        let alone = ingest.deliver(&["shop@mail.localhost".into()], RAW).await;
+        assert!(matches!(alone, Err(IngestError::Unknown)), "{alone:?}");
+        assert_eq!(deleted.lock().unwrap().len(), 2);
     }
 
     /// Two attachments, so a failure can come after one blob was written.

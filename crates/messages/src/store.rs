@@ -57,6 +57,11 @@ pub enum Commit {
     /// Nothing was committed: recovery took the delivery's pending blobs
     /// over, believing its instance dead, and deletes them.
     TakenOver,
+    /// Nothing was committed: the message's address (or its account) was
+    /// deleted after RCPT, before this commit. Its blobs are still pending
+    /// under the delivery, which deletes them; the rest of a batch it was
+    /// in is committed as usual.
+    RecipientGone,
 }
 
 /// A blob registered before it is written, for a message not committed yet.
@@ -139,7 +144,8 @@ pub trait MessageRepository: Send + Sync {
     /// Commits the message rows, its counter, records and clears its pending
     /// blobs, in one transaction. Commits nothing and answers
     /// [`Commit::TakenOver`] when any of those blobs is no longer pending for
-    /// `message.owner`.
+    /// `message.owner`, and [`Commit::RecipientGone`] when its address or
+    /// account no longer exists.
     async fn commit(&self, message: NewMessage) -> Result<Commit, StoreError>;
     /// Every pending blob: registered, never committed, never forgotten.
     async fn pending_blobs(&self) -> Result<Vec<PendingBlob>, StoreError>;

@@ -31,6 +31,19 @@
 //!   SIZE=` (or the first 64 KiB) DATA is answered 452 4.3.1, and a message
 //!   that outgrows what is left is read to its end, dropped and answered 452
 //!   4.3.1. The reservation is kept until the delivery returned.
+//! - Spool ([`SmtpConfig::spool`]): past [`Spool::threshold`] a message goes
+//!   on into a temporary file, sealed with ChaCha20-Poly1305 in 64 KiB
+//!   chunks under a random key held only in memory (plaintext never reaches
+//!   the disk), and a session holds 128 KiB while the rest arrives. At its
+//!   end the message gives that back, waits (at most the idle timeout,
+//!   polling) until the budget has room for its whole size with an eighth
+//!   of the budget left free for other messages, is read back and
+//!   delivered; no room: 452 4.3.1. The file
+//!   is deleted once the delivery returned, or as soon as the message is
+//!   refused.
+//! - STARTTLS from PEM files: [`reloading_acceptor`] loads them again when
+//!   they change, so a renewed certificate is used by new sessions without
+//!   a restart while sessions already in TLS keep theirs.
 //! - After STARTTLS the session starts over inside TLS with no state carried
 //!   across (RFC 3207); bytes the client pipelined after STARTTLS in plain
 //!   text are dropped.
@@ -39,6 +52,8 @@
 mod io;
 mod limits;
 mod session;
+mod spool;
+mod tls;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -48,6 +63,8 @@ use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 pub use limits::DataMemory;
+pub use spool::Spool;
+pub use tls::{CERT_CHECK_INTERVAL, ReloadingCert, reloading_acceptor};
 pub use tokio_rustls::TlsAcceptor;
 
 /// Longest command line, CRLF included (RFC 5321 4.5.3.1.4).
@@ -110,6 +127,12 @@ pub enum DeliveryOutcome {
     /// 552 5.3.4 with the text: over a limit of the service (MIME parts,
     /// nesting, header fields), so sending it again will not help.
     ExceedsLimits(String),
+    /// 550 5.1.1 with the text: no recipient's mailbox exists any more (each
+    /// was deleted after its RCPT was accepted).
+    MailboxGone(String),
+    /// 550 5.7.1 with the text: no recipient takes mail any more (account
+    /// suspended, key removed after RCPT).
+    RecipientsRefused(String),
 }
 
 /// Server settings.
@@ -136,6 +159,9 @@ pub struct SmtpConfig {
     pub connections_per_ip_per_minute: u32,
     /// DATA bytes held at once by every session sharing it.
     pub data_memory: DataMemory,
+    /// Spools messages past a threshold to encrypted temporary files when
+    /// set; else every message is held in memory.
+    pub spool: Option<Spool>,
 }
 
 impl SmtpConfig {
@@ -156,6 +182,7 @@ impl SmtpConfig {
             max_sessions_per_ip: 50,
             connections_per_ip_per_minute: 600,
             data_memory: DataMemory::new(512 * 1024 * 1024),
+            spool: None,
         }
     }
 }
@@ -176,6 +203,7 @@ impl std::fmt::Debug for SmtpConfig {
                 &self.connections_per_ip_per_minute,
             )
             .field("data_memory", &self.data_memory.limit())
+            .field("spool", &self.spool)
             .finish()
     }
 }

@@ -64,6 +64,19 @@ impl Reservation {
         self.bytes
     }
 
+    /// Gives back what is held beyond `bytes`.
+    pub(crate) fn shrink_to(&mut self, bytes: usize) {
+        let Some(extra) = self.bytes.checked_sub(bytes).filter(|extra| *extra > 0) else {
+            return;
+        };
+        if let Some(held) = self.held.as_mut()
+            && let Some(given_back) = held.split(extra)
+        {
+            drop(given_back);
+            self.bytes = bytes;
+        }
+    }
+
     /// Reserves up to `bytes` in all, without waiting: false when the
     /// budget does not have them now (the reservation is unchanged then).
     pub(crate) fn grow_to(&mut self, bytes: usize) -> bool {
@@ -246,6 +259,22 @@ pub(crate) const REFUSAL_WRITE: Duration = Duration::from_secs(2);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reservation_grows_without_waiting_and_gives_back_what_it_shrinks() {
+        let memory = DataMemory::new(1000);
+        let mut reservation = memory.reservation();
+        assert!(reservation.grow_to(800));
+        assert!(!reservation.grow_to(1001));
+        assert_eq!(memory.in_use(), 800);
+        reservation.shrink_to(100);
+        assert_eq!((reservation.bytes(), memory.in_use()), (100, 100));
+        reservation.shrink_to(200);
+        assert_eq!(reservation.bytes(), 100, "shrinking never grows");
+        assert!(reservation.grow_to(1000));
+        drop(reservation);
+        assert_eq!(memory.in_use(), 0);
+    }
 
     #[test]
     fn sessions_are_capped_in_total_and_per_client() {

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use crate::io::{Conn, Filled};
 use crate::limits::Reservation;
+use crate::spool::{SpoolWriter, Spooled};
 use crate::{
     Delivery, DeliveryOutcome, Envelope, MAX_COMMAND_LINE, MAX_ERRORS, MAX_TEXT_LINE,
     RecipientDecision, SmtpConfig,
@@ -23,6 +24,15 @@ const MAX_REPLY_TEXT: usize = 200;
 /// What a message reserves of the DATA budget at first (or its declared
 /// `SIZE`), and at least what it reserves more each time it outgrows it.
 const DATA_STEP: usize = 64 * 1024;
+/// What a message being spooled keeps reserved (and in memory) while it
+/// arrives: the part of a chunk not written yet and the last read.
+const SPOOLING_BUFFER: usize = 2 * crate::spool::CHUNK;
+/// The share of the DATA budget a spooled message waiting to be delivered
+/// leaves free (one eighth), so that small messages still find room at
+/// DATA while large ones are delivered.
+const HEADROOM_DIVISOR: usize = 8;
+/// How often a spooled message waiting for memory to be delivered looks again.
+const MEMORY_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 pub(crate) async fn run<S>(
     stream: S,
@@ -139,6 +149,8 @@ enum Line {
 /// How a DATA section ended.
 enum Body {
     Complete(Vec<u8>),
+    /// Complete, in an encrypted spool file (past [`crate::Spool::threshold`]).
+    Spooled(Box<Spooled>),
     TooBig,
     LineTooLong,
     /// The DATA budget could not cover the message as it grew.
@@ -432,9 +444,22 @@ where
         // grows (see `read_body`). A declared size the budget cannot cover
         // now is refused at once, but not reserved: a client trickling its
         // data holds only what it sent.
+        // A message that will be spooled needs memory now only for what it
+        // keeps in memory, and its whole size later, when it is delivered.
         let mut reservation = self.config.data_memory.reservation();
         let first = DATA_STEP.min(self.config.max_message_size.saturating_add(1));
-        if self.config.data_memory.available() < transaction.declared_size
+        // Larger than the budget (less the headroom a spooled message
+        // leaves, see `wait_for_memory`) could ever hold: refused now.
+        let memory = &self.config.data_memory;
+        let (needed_now, most) = match &self.config.spool {
+            Some(spool) => (
+                transaction.declared_size.min(spool.threshold),
+                memory.limit() - memory.limit() / HEADROOM_DIVISOR,
+            ),
+            None => (transaction.declared_size, memory.limit()),
+        };
+        if memory.available() < needed_now
+            || most < transaction.declared_size
             || !reservation.grow_to(first)
         {
             stats.messages_refused = stats.messages_refused.saturating_add(1);
@@ -452,8 +477,37 @@ where
 
         let body = self.read_body(&mut reservation).await?;
         let transaction = self.transaction.take();
+        // Held until the delivery was answered, then deleted.
+        let mut spooled = None;
         let data = match body {
             Body::Complete(data) => data,
+            Body::Spooled(mut file) => {
+                // Its memory now is its whole size: what it held while it
+                // arrived goes back first, so no session waits holding any.
+                reservation = self.config.data_memory.reservation();
+                if !self.wait_for_memory(&mut reservation, file.len()).await {
+                    stats.messages_refused = stats.messages_refused.saturating_add(1);
+                    self.reply(
+                        stats,
+                        452,
+                        "4.3.1",
+                        "Insufficient system storage, try again later",
+                    );
+                    return Ok(None);
+                }
+                match file.read().await {
+                    Ok(data) => {
+                        spooled = Some(file);
+                        data
+                    }
+                    Err(error) => {
+                        tracing::warn!(kind = ?error.kind(), "reading a spooled message back failed");
+                        stats.messages_refused = stats.messages_refused.saturating_add(1);
+                        self.reply(stats, 451, "4.3.0", "Temporary failure, try again later");
+                        return Ok(None);
+                    }
+                }
+            }
             Body::TooBig => {
                 stats.messages_refused = stats.messages_refused.saturating_add(1);
                 self.reply(stats, 552, "5.3.4", "Message size exceeds fixed maximum");
@@ -519,11 +573,44 @@ where
                     &clean(&text, "Message exceeds a limit of this service"),
                 );
             }
+            DeliveryOutcome::MailboxGone(text) => {
+                stats.messages_refused = stats.messages_refused.saturating_add(1);
+                self.reply(stats, 550, "5.1.1", &clean(&text, "No such mailbox"));
+            }
+            DeliveryOutcome::RecipientsRefused(text) => {
+                stats.messages_refused = stats.messages_refused.saturating_add(1);
+                self.reply(stats, 550, "5.7.1", &clean(&text, "Recipient refused"));
+            }
         }
         // The message's memory is given back only now: delivery used it.
         drop(data);
         drop(reservation);
+        drop(spooled);
         Ok(None)
+    }
+
+    /// Grows `reservation` to `bytes` once that leaves an eighth of the
+    /// budget free, waiting for other sessions to give memory back, at most
+    /// the idle timeout (and never past the session's end). Polls rather
+    /// than queueing, and leaves that headroom, so large messages waiting
+    /// for their turn never hold small ones back. False when the budget
+    /// could never hold it or the wait ran out.
+    async fn wait_for_memory(&mut self, reservation: &mut Reservation, bytes: usize) -> bool {
+        let memory = &self.config.data_memory;
+        let headroom = memory.limit() / HEADROOM_DIVISOR;
+        if bytes.saturating_add(headroom) > memory.limit() {
+            return false;
+        }
+        let until = Instant::now() + self.config.idle_timeout.min(self.conn.time_left());
+        loop {
+            if memory.available() >= bytes.saturating_add(headroom) && reservation.grow_to(bytes) {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(MEMORY_POLL).await;
+        }
     }
 
     /// Reads the message up to `CRLF.CRLF`, dot-unstuffed by smtp-proto.
@@ -539,6 +626,8 @@ where
         receiver.ingest(&mut b"\r\n".iter(), &mut primer);
 
         let mut message = Vec::with_capacity(reservation.bytes().min(limit.saturating_add(1)));
+        // Past the spool threshold, full chunks leave `message` for the file.
+        let mut spool: Option<SpoolWriter> = None;
         let mut skipper: Option<DummyDataReceiver> = None;
         let mut too_big = false;
         let mut no_memory = false;
@@ -558,7 +647,36 @@ where
             }
             self.conn.consume(consumed);
 
-            if skipper.is_none() && message.len() <= limit && message.len() > reservation.bytes() {
+            if skipper.is_none()
+                && !line_too_long
+                && let Some(config) = &self.config.spool
+                && (spool.is_some() || message.len() > config.threshold)
+            {
+                if spool.is_none() {
+                    match SpoolWriter::create(config).await {
+                        Ok(writer) => spool = Some(writer),
+                        Err(error) => {
+                            tracing::warn!(kind = ?error.kind(), "creating a spool file failed");
+                            no_memory = true;
+                        }
+                    }
+                }
+                if let Some(writer) = spool.as_mut() {
+                    if let Err(error) = writer.write_full_chunks(&mut message).await {
+                        tracing::warn!(kind = ?error.kind(), "writing a spool file failed");
+                        no_memory = true;
+                    }
+                    // What is left in memory is less than a chunk plus
+                    // what one read brought: give the rest back.
+                    message.shrink_to(SPOOLING_BUFFER);
+                    reservation.shrink_to(SPOOLING_BUFFER);
+                }
+            }
+            let total = spool
+                .as_ref()
+                .map_or(0, SpoolWriter::len)
+                .saturating_add(message.len());
+            if skipper.is_none() && total <= limit && message.len() > reservation.bytes() {
                 // Grown past its reservation: ask for as much again (at
                 // least a step), else for just what it holds.
                 let wanted = message
@@ -571,20 +689,30 @@ where
                     no_memory = true;
                 }
             }
-            if skipper.is_none() && (line_too_long || no_memory || message.len() > limit) {
-                too_big = message.len() > limit;
+            if skipper.is_none() && (line_too_long || no_memory || total > limit) {
+                too_big = total > limit;
                 skipper = Some(DummyDataReceiver::new_data(&receiver));
                 message = Vec::new();
+                // Refused: its spool file goes at once.
+                spool = None;
             }
             if done {
-                return Ok(if too_big {
-                    Body::TooBig
+                if too_big {
+                    return Ok(Body::TooBig);
                 } else if no_memory {
-                    Body::NoMemory
+                    return Ok(Body::NoMemory);
                 } else if line_too_long {
-                    Body::LineTooLong
-                } else {
-                    Body::Complete(message)
+                    return Ok(Body::LineTooLong);
+                }
+                let Some(writer) = spool else {
+                    return Ok(Body::Complete(message));
+                };
+                return Ok(match writer.finish(&message).await {
+                    Ok(spooled) => Body::Spooled(Box::new(spooled)),
+                    Err(error) => {
+                        tracing::warn!(kind = ?error.kind(), "writing a spool file failed");
+                        Body::NoMemory
+                    }
                 });
             }
             match self.conn.fill().await? {

@@ -5,11 +5,15 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use common::{Client, Recorder, config};
-use sealpost_smtp_session::{DataMemory, Delivery, DeliveryOutcome, SmtpConfig, serve};
+use sealpost_smtp_session::{
+    DataMemory, Delivery, DeliveryOutcome, Envelope, RecipientDecision, SmtpConfig, Spool, serve,
+};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::task::JoinHandle;
 
@@ -232,4 +236,143 @@ async fn a_message_over_the_services_limits_is_refused_with_552() {
     reply.assert(552, "5.3.4");
     assert!(reply.text().contains("500 MIME parts"), "{reply:?}");
     server.abort();
+}
+
+/// One delivery: the message, and the spool files' bytes at that time.
+type Seen = (Vec<u8>, Vec<Vec<u8>>);
+
+/// A delivery that looks at the spool directory while the message it is
+/// handed is being delivered: the spool file still exists then.
+struct SpoolWatcher {
+    dir: PathBuf,
+    seen: Mutex<Vec<Seen>>,
+}
+
+#[async_trait]
+impl Delivery for SpoolWatcher {
+    async fn check_recipient(&self, _: &str) -> RecipientDecision {
+        RecipientDecision::Accept
+    }
+
+    async fn deliver(&self, _: &Envelope, data: &[u8]) -> DeliveryOutcome {
+        let files = spool_files(&self.dir)
+            .iter()
+            .map(|path| std::fs::read(path).unwrap())
+            .collect();
+        self.seen.lock().unwrap().push((data.to_vec(), files));
+        DeliveryOutcome::Accepted
+    }
+}
+
+fn spool_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|entries| entries.map(|entry| entry.unwrap().path()).collect())
+        .unwrap_or_default()
+}
+
+fn spool_dir(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("sealpost-spool-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+const MARKER: &str = "SPOOL-MARKER-PLAINTEXT";
+
+/// Issue 15, item 6: a message past the threshold arrives into an
+/// encrypted spool file, so what it holds of the DATA budget while it
+/// arrives stays near the threshold; it is delivered whole, the file holds
+/// no plaintext, and the file is gone once the client has its answer.
+#[tokio::test]
+async fn a_large_message_is_spooled_encrypted_delivered_whole_and_its_file_deleted() {
+    let dir = spool_dir("large");
+    let memory = DataMemory::new(8 * 1024 * 1024);
+    let delivery = Arc::new(SpoolWatcher {
+        dir: dir.clone(),
+        seen: Mutex::new(Vec::new()),
+    });
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(serve(
+        listener,
+        Arc::new(SmtpConfig {
+            max_message_size: 8 * 1024 * 1024,
+            data_memory: memory.clone(),
+            spool: Some(Spool::new(&dir, 64 * 1024)),
+            ..config()
+        }),
+        delivery.clone() as Arc<dyn Delivery>,
+    ));
+    let mut client = connect_from("127.0.0.1", addr).await;
+    assert_eq!(client.reply().await.code, 220);
+    envelope(&mut client, "MAIL FROM:<large@example.org>").await;
+    client.command("DATA", 354, "").await;
+    let message = body(3 * 1024 * 1024, MARKER);
+    let (first, rest) = message.split_at(2 * 1024 * 1024);
+    client.send(first).await;
+
+    // Two MiB in, the session holds a small part of it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let on_disk: u64 = spool_files(&dir)
+            .iter()
+            .map(|path| path.metadata().map_or(0, |meta| meta.len()))
+            .sum();
+        if on_disk >= 1900 * 1024 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never spooled: {on_disk} octets");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        memory.in_use() <= 256 * 1024,
+        "{} octets held in memory while arriving",
+        memory.in_use()
+    );
+
+    client.send(&format!("{rest}.\r\n")).await;
+    client.reply().await.assert(250, "2.0.0");
+    let seen = delivery.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    let (delivered, files) = &seen[0];
+    assert!(delivered == message.as_bytes(), "delivered whole");
+    assert_eq!(files.len(), 1, "one spool file while delivering");
+    assert!(files[0].len() > message.len(), "the whole message, sealed");
+    assert!(
+        !files[0]
+            .windows(MARKER.len())
+            .any(|window| window == MARKER.as_bytes()),
+        "plaintext on disk"
+    );
+    assert_eq!(spool_files(&dir), Vec::<PathBuf>::new(), "deleted after");
+    assert_eq!(memory.in_use(), 0);
+
+    // Too large for the whole budget at delivery: 452, and no file left.
+    let small = DataMemory::new(1024 * 1024);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let second = tokio::spawn(serve(
+        listener,
+        Arc::new(SmtpConfig {
+            max_message_size: 8 * 1024 * 1024,
+            data_memory: small.clone(),
+            spool: Some(Spool::new(&dir, 64 * 1024)),
+            ..config()
+        }),
+        delivery.clone() as Arc<dyn Delivery>,
+    ));
+    let mut client = connect_from("127.0.0.1", addr).await;
+    assert_eq!(client.reply().await.code, 220);
+    envelope(&mut client, "MAIL FROM:<large@example.org>").await;
+    client.command("DATA", 354, "").await;
+    client.send(&format!("{message}.\r\n")).await;
+    client.reply().await.assert(452, "4.3.1");
+    assert_eq!(spool_files(&dir), Vec::<PathBuf>::new());
+    assert_eq!(small.in_use(), 0);
+    assert_eq!(delivery.seen.lock().unwrap().len(), 1);
+    client.command("QUIT", 221, "2.0.0").await;
+
+    server.abort();
+    second.abort();
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -14,11 +14,14 @@
 //! nothing waits for a batch to fill. Each answer is sent only after
 //! `COMMIT` returned.
 //!
-//! One batch, in one transaction: the pending rows of every message's blobs
-//! are locked and cleared (a message some of whose blobs recovery took over
-//! is answered `Commit::TakenOver` and writes nothing; no savepoints), the
-//! accounts and addresses written to are locked `FOR KEY SHARE`, activity
-//! and events are written; then, last, under the commit clock's row lock
+//! One batch, in one transaction: the accounts and addresses written to are
+//! locked `FOR KEY SHARE` (a message whose address or account was deleted
+//! since its RCPT is answered `Commit::RecipientGone` and writes nothing),
+//! the pending rows of every other message's blobs are locked and cleared
+//! (a message some of whose blobs recovery took over is answered
+//! `Commit::TakenOver` and writes nothing; no savepoints: such messages are
+//! left out of every insert, so they cannot fail the batch), activity and
+//! events are written; then, last, under the commit clock's row lock
 //! (see the migration `2026-11-26-000091_commit_order`): the messages with
 //! the batch's commit number, their attachments, one upsert of the
 //! received counters summed per shard, one `pg_notify`, and `COMMIT`.
@@ -148,7 +151,8 @@ impl PgStore {
     async fn commit_batch(&self, news: &[NewMessage]) -> Result<Vec<Commit>, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
-            let outcomes = claim_pending_blobs(conn, news).await?;
+            let mut outcomes = lock_owners(conn, news).await?;
+            claim_pending_blobs(conn, news, &mut outcomes).await?;
             let stored: Vec<&NewMessage> = news
                 .iter()
                 .zip(&outcomes)
@@ -158,7 +162,6 @@ impl PgStore {
             if stored.is_empty() {
                 return Ok(outcomes);
             }
-            lock_owners(conn, &stored).await?;
             let mut records = Records::new();
             for new in &stored {
                 records.extend(new.records.clone());
@@ -188,25 +191,31 @@ struct BlobKey {
     blob_key: String,
 }
 
-/// Locks and clears the pending rows of the batch's blobs. A message whose
-/// blobs are not all still pending under its owner was taken over by
-/// recovery (its instance was believed dead, its blobs are being deleted):
-/// `TakenOver`, and its rows are left alone. The lock keeps recovery from
-/// taking a row over between the look and the delete.
+/// Locks and clears the pending rows of the blobs of the messages still
+/// `Done` in `outcomes`. A message whose blobs are not all still pending
+/// under its owner was taken over by recovery (its instance was believed
+/// dead, its blobs are being deleted): `TakenOver`, and its rows are left
+/// alone. The lock keeps recovery from taking a row over between the look
+/// and the delete.
 async fn claim_pending_blobs(
     conn: &mut AsyncPgConnection,
     news: &[NewMessage],
-) -> Result<Vec<Commit>, diesel::result::Error> {
+    outcomes: &mut [Commit],
+) -> Result<(), diesel::result::Error> {
     let mut keys: Vec<&str> = Vec::new();
     let mut owners: Vec<&str> = Vec::new();
-    for new in news {
+    for (new, _) in news
+        .iter()
+        .zip(outcomes.iter())
+        .filter(|(_, outcome)| **outcome == Commit::Done)
+    {
         for key in blob_keys(new) {
             keys.push(key);
             owners.push(&new.owner);
         }
     }
     if keys.is_empty() {
-        return Ok(vec![Commit::Done; news.len()]);
+        return Ok(());
     }
     let held: HashSet<String> = diesel::sql_query(
         "SELECT p.blob_key FROM pending_blobs p \
@@ -221,19 +230,14 @@ async fn claim_pending_blobs(
     .into_iter()
     .map(|row| row.blob_key)
     .collect();
-    let outcomes: Vec<Commit> = news
-        .iter()
-        .map(|new| {
-            if blob_keys(new).all(|key| held.contains(key)) {
-                Commit::Done
-            } else {
-                Commit::TakenOver
-            }
-        })
-        .collect();
+    for (new, outcome) in news.iter().zip(outcomes.iter_mut()) {
+        if *outcome == Commit::Done && !blob_keys(new).all(|key| held.contains(key)) {
+            *outcome = Commit::TakenOver;
+        }
+    }
     let cleared: Vec<&str> = news
         .iter()
-        .zip(&outcomes)
+        .zip(outcomes.iter())
         .filter(|(_, outcome)| **outcome == Commit::Done)
         .flat_map(|(new, _)| blob_keys(new))
         .collect();
@@ -243,34 +247,60 @@ async fn claim_pending_blobs(
             .execute(conn)
             .await?;
     }
-    Ok(outcomes)
+    Ok(())
+}
+
+#[derive(QueryableByName)]
+struct OwnerRow {
+    #[diesel(sql_type = Text)]
+    kind: String,
+    #[diesel(sql_type = Text)]
+    id: String,
 }
 
 /// Takes now the key-share locks the inserts' foreign keys would take
-/// under the commit clock (see the module comment).
+/// under the commit clock (see the module comment), and answers which
+/// messages can be written: one whose address or account was deleted
+/// since its RCPT (the delete committed first; a delete that comes later
+/// waits for this lock, and then deletes the message with the address) is
+/// `RecipientGone` and writes nothing, while the rest of the batch goes
+/// on. Its pending blobs are left for its delivery to delete.
 async fn lock_owners(
     conn: &mut AsyncPgConnection,
-    stored: &[&NewMessage],
-) -> Result<(), diesel::result::Error> {
-    let accounts: BTreeSet<&str> = stored
+    news: &[NewMessage],
+) -> Result<Vec<Commit>, diesel::result::Error> {
+    let accounts: BTreeSet<&str> = news
         .iter()
         .map(|new| new.message.account.as_str())
         .collect();
-    let inboxes: BTreeSet<&str> = stored
-        .iter()
-        .map(|new| new.message.inbox.as_str())
-        .collect();
-    diesel::sql_query(
-        "SELECT (SELECT count(*) FROM (SELECT 1 FROM accounts WHERE id = ANY($1) \
-                 ORDER BY id FOR KEY SHARE) a) \
-              + (SELECT count(*) FROM (SELECT 1 FROM addresses WHERE id = ANY($2) \
-                 ORDER BY id FOR KEY SHARE) b)",
+    let inboxes: BTreeSet<&str> = news.iter().map(|new| new.message.inbox.as_str()).collect();
+    let live: HashSet<(String, String)> = diesel::sql_query(
+        "SELECT 'account' AS kind, a.id FROM (SELECT id FROM accounts WHERE id = ANY($1) \
+                 ORDER BY id FOR KEY SHARE) a \
+         UNION ALL \
+         SELECT 'address' AS kind, b.id FROM (SELECT id FROM addresses WHERE id = ANY($2) \
+                 ORDER BY id FOR KEY SHARE) b",
     )
     .bind::<Array<Text>, _>(accounts.into_iter().collect::<Vec<_>>())
     .bind::<Array<Text>, _>(inboxes.into_iter().collect::<Vec<_>>())
-    .execute(conn)
-    .await?;
-    Ok(())
+    .load::<OwnerRow>(conn)
+    .await?
+    .into_iter()
+    .map(|row| (row.kind, row.id))
+    .collect();
+    let is_live = |kind: &str, id: &str| live.contains(&(kind.to_owned(), id.to_owned()));
+    Ok(news
+        .iter()
+        .map(|new| {
+            if is_live("account", new.message.account.as_str())
+                && is_live("address", new.message.inbox.as_str())
+            {
+                Commit::Done
+            } else {
+                Commit::RecipientGone
+            }
+        })
+        .collect())
 }
 
 /// The message rows, in one statement that first takes the batch's commit
@@ -672,6 +702,87 @@ mod tests {
             );
         }
         assert_eq!(stored.len(), 8);
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+
+    /// Issue 15: an address deleted between a message's RCPT and its
+    /// commit. Its message is answered `RecipientGone` and writes nothing
+    /// (its blob stays pending for its delivery to delete), and the other
+    /// messages of the same transaction are committed; before, the foreign
+    /// key failed the whole batch and every sender got 451.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_message_to_an_address_deleted_before_its_commit_is_skipped_in_its_batch() {
+        const DATABASE: &str = "sealpost_store_pg_group_commit_gone";
+        const GONE: &str = "ibx_batches2";
+        let store = store_with_inbox(DATABASE).await;
+        let mut conn = store.conn().await.unwrap();
+        diesel::insert_into(addresses::table)
+            .values((
+                addresses::id.eq(GONE),
+                addresses::account_id.eq(ACCOUNT),
+                addresses::email_address.eq("gone@mail.localhost"),
+                addresses::domain.eq("mail.localhost"),
+                addresses::retention_days.eq(30_i16),
+                addresses::public_key.eq(Some(vec![7_u8; 32])),
+                addresses::created_at.eq(at(0).as_datetime()),
+            ))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        let first = new_message(at(1));
+        let mut to_gone = new_message(at(2));
+        to_gone.message.inbox = AddressId::from_trusted(GONE.to_owned());
+        let blob = format!("{}/0", to_gone.message.id);
+        to_gone
+            .attachments
+            .push(sealpost_messages::store::StoredAttachment {
+                index: 0,
+                blob_key: Some(blob.clone()),
+                size_bytes: 3,
+            });
+        store
+            .register_pending_blobs(vec![blob.clone()], &to_gone.owner, at(2))
+            .await
+            .unwrap();
+        let last = new_message(at(3));
+        // The address goes after its RCPT, before the commit.
+        diesel::delete(addresses::table.filter(addresses::id.eq(GONE)))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        drop(conn);
+
+        let mut expected = vec![first.message.id.to_string(), last.message.id.to_string()];
+        expected.sort();
+        let outcomes = store
+            .commit_batch(&[first, to_gone, last])
+            .await
+            .expect("the batch commits without the gone address's message");
+        assert_eq!(
+            outcomes,
+            vec![Commit::Done, Commit::RecipientGone, Commit::Done]
+        );
+        assert_eq!(stored_ids(&store).await, expected);
+        let pending = store.pending_blobs().await.unwrap();
+        assert_eq!(
+            pending.iter().map(|p| p.key.as_str()).collect::<Vec<_>>(),
+            vec![blob.as_str()],
+            "the gone message's blob is still pending, for its delivery to delete"
+        );
+        let received = store
+            .counter(
+                &AccountId::from_trusted(ACCOUNT.to_owned()),
+                RECEIVED_COUNTER,
+                at(0),
+            )
+            .await
+            .unwrap();
+        assert_eq!(received, 2, "only what was stored is counted");
+        // Through the queue, alone: answered, not failed.
+        let mut alone = new_message(at(4));
+        alone.message.inbox = AddressId::from_trusted(GONE.to_owned());
+        assert_eq!(store.commit(alone).await.unwrap(), Commit::RecipientGone);
         drop(store);
         drop_database(DATABASE).await;
     }

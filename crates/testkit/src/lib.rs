@@ -197,6 +197,9 @@ impl TestApp {
         config.edge_rate_per_minute = 100_000;
         config.blob_dir =
             std::env::temp_dir().join(format!("sealpost-blobs-{}", uuid::Uuid::new_v4().simple()));
+        // Each app its own spool: an ingest clears its directory at start.
+        config.smtp_spool_dir =
+            std::env::temp_dir().join(format!("sealpost-spool-{}", uuid::Uuid::new_v4().simple()));
         // The development payment provider, as `cargo xtask dev` runs it.
         config.billing_sandbox = true;
         config.server_keys = Some(sealpost_seal::ServerKeys::new(
