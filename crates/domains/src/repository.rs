@@ -42,6 +42,9 @@ pub enum AddOutcome {
     TakenByOther,
     /// The account already claimed it.
     AlreadyYours,
+    /// The account (locked) is on this plan, not the one `max` came from:
+    /// decide again.
+    PlanChanged(PlanId),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,11 +79,13 @@ pub struct StepChange {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait DomainRepository: Send + Sync {
-    /// Adds a claim unless the account holds `max` domains, already claimed
-    /// it, or another account proved it.
+    /// Adds a claim unless the account holds `max` domains (what `plan`
+    /// allows; [`AddOutcome::PlanChanged`] when the account, locked, is on
+    /// another), already claimed it, or another account proved it.
     async fn add(
         &self,
         domain: &OwnDomain,
+        plan: PlanId,
         max: u32,
         records: Records,
     ) -> Result<AddOutcome, StoreError>;

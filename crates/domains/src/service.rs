@@ -64,38 +64,51 @@ impl Domains {
         input: &str,
     ) -> Result<Added, DomainError> {
         let name = self.parse_name(input)?;
-        let limits = plan(plan_id);
-        // The count itself is checked by the store, under the account's lock.
-        limits.check_new_own_domain(0)?;
-        let now = self.clock.now();
-        let domain = OwnDomain {
-            account: account.clone(),
-            name: name.clone(),
-            token: new_token(),
-            step: Step::VerifyOwnership,
-            proved_at: None,
-            created_at: now,
-            checked_at: None,
-            next_check_at: next_check(Step::VerifyOwnership, false, 0, now),
-            checks_in_step: 0,
-            plan_lost_at: None,
-        };
-        let mut records = Records::new();
-        records.domain(account, ActivityKind::DomainAdded, now);
-        match self.repo.add(&domain, limits.own_domains, records).await? {
-            AddOutcome::Added => Ok(Added {
-                domain,
-                created: true,
-            }),
-            AddOutcome::AlreadyYours => Ok(Added {
-                domain: self.get(account, &name).await?,
-                created: false,
-            }),
-            AddOutcome::LimitReached => Err(LimitError::OwnDomainLimit {
-                limit: limits.own_domains,
-            }
-            .into()),
-            AddOutcome::TakenByOther => Err(DomainError::TakenByOther),
+        let mut plan_id = plan_id;
+        loop {
+            let limits = plan(plan_id);
+            // The count itself is checked by the store, under the account's
+            // lock, against the plan it finds there.
+            limits.check_new_own_domain(0)?;
+            let now = self.clock.now();
+            let domain = OwnDomain {
+                account: account.clone(),
+                name: name.clone(),
+                token: new_token(),
+                step: Step::VerifyOwnership,
+                proved_at: None,
+                created_at: now,
+                checked_at: None,
+                next_check_at: next_check(Step::VerifyOwnership, false, 0, now),
+                checks_in_step: 0,
+                plan_lost_at: None,
+            };
+            let mut records = Records::new();
+            records.domain(account, ActivityKind::DomainAdded, now);
+            return match self
+                .repo
+                .add(&domain, plan_id, limits.own_domains, records)
+                .await?
+            {
+                AddOutcome::Added => Ok(Added {
+                    domain,
+                    created: true,
+                }),
+                AddOutcome::AlreadyYours => Ok(Added {
+                    domain: self.get(account, &name).await?,
+                    created: false,
+                }),
+                AddOutcome::LimitReached => Err(LimitError::OwnDomainLimit {
+                    limit: limits.own_domains,
+                }
+                .into()),
+                AddOutcome::TakenByOther => Err(DomainError::TakenByOther),
+                // The plan moved since it was read: decide again with it.
+                AddOutcome::PlanChanged(current) => {
+                    plan_id = current;
+                    continue;
+                }
+            };
         }
     }
 

@@ -52,14 +52,15 @@ fn claim(step: Step, proved: bool) -> OwnDomain {
 async fn own_domains_need_scale_and_fit_the_plan() {
     let mut repo = MockDomainRepository::new();
     repo.expect_add()
-        .withf(|domain, max, records| {
+        .withf(|domain, plan, max, records| {
             domain.name.as_str() == "example.com"
                 && domain.step == Step::VerifyOwnership
+                && *plan == PlanId::Scale
                 && *max == 10
                 && records.activity[0].kind == ActivityKind::DomainAdded
         })
         .times(1)
-        .returning(|_, _, _| Ok(AddOutcome::LimitReached));
+        .returning(|_, _, _, _| Ok(AddOutcome::LimitReached));
     let domains = service(repo, MockDnsLookup::new());
     assert!(matches!(
         domains
@@ -69,6 +70,39 @@ async fn own_domains_need_scale_and_fit_the_plan() {
     ));
     assert!(matches!(
         domains.add(&account(), PlanId::Scale, "EXAMPLE.com.").await,
+        Err(DomainError::Limit(LimitError::OwnDomainLimit { limit: 10 }))
+    ));
+}
+
+/// The plan read before the store's lock moved: the claim is decided again
+/// with the plan the locked account holds, here one without own domains.
+#[tokio::test]
+async fn a_plan_changed_under_the_lock_is_decided_again() {
+    let mut repo = MockDomainRepository::new();
+    repo.expect_add()
+        .withf(|_, plan, max, _| *plan == PlanId::Fleet && *max == 50)
+        .times(1)
+        .returning(|_, _, _, _| Ok(AddOutcome::PlanChanged(PlanId::Operator)));
+    let domains = service(repo, MockDnsLookup::new());
+    assert!(matches!(
+        domains.add(&account(), PlanId::Fleet, "example.com").await,
+        Err(DomainError::Limit(LimitError::OwnDomainsNeedScale))
+    ));
+
+    let mut repo = MockDomainRepository::new();
+    let mut tries = mockall::Sequence::new();
+    repo.expect_add()
+        .times(1)
+        .in_sequence(&mut tries)
+        .returning(|_, _, _, _| Ok(AddOutcome::PlanChanged(PlanId::Scale)));
+    repo.expect_add()
+        .withf(|_, plan, max, _| *plan == PlanId::Scale && *max == 10)
+        .times(1)
+        .in_sequence(&mut tries)
+        .returning(|_, _, _, _| Ok(AddOutcome::LimitReached));
+    let domains = service(repo, MockDnsLookup::new());
+    assert!(matches!(
+        domains.add(&account(), PlanId::Fleet, "example.com").await,
         Err(DomainError::Limit(LimitError::OwnDomainLimit { limit: 10 }))
     ));
 }
@@ -98,7 +132,8 @@ async fn bad_names_and_service_domains_never_reach_the_store() {
 #[tokio::test]
 async fn a_new_claim_publishes_a_random_token() {
     let mut repo = MockDomainRepository::new();
-    repo.expect_add().returning(|_, _, _| Ok(AddOutcome::Added));
+    repo.expect_add()
+        .returning(|_, _, _, _| Ok(AddOutcome::Added));
     let domains = service(repo, MockDnsLookup::new());
     let first = domains
         .add(&account(), PlanId::Fleet, "example.com")

@@ -15,7 +15,7 @@ use sealpost_domains::{
 use sealpost_kernel::{AccountId, PlanId, StoreError, Timestamp};
 use sealpost_messages::own_domains::{OwnDomainGate, OwnDomainHold};
 
-use crate::records::{lock_account_row, write_records};
+use crate::records::{lock_account_plan, lock_account_row, write_records};
 use crate::schema::{accounts, addresses, own_domains};
 use crate::{PgStore, db_error};
 
@@ -91,13 +91,18 @@ impl DomainRepository for PgStore {
     async fn add(
         &self,
         domain: &OwnDomain,
+        plan: PlanId,
         max: u32,
         records: Records,
     ) -> Result<AddOutcome, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
-            // The account row serialises one account's additions: the count holds.
-            lock_account_row(conn, &domain.account).await?;
+            // The account row serialises one account's additions and plan
+            // changes: the count and the plan it is checked against hold.
+            let current = lock_account_plan(conn, &domain.account).await?;
+            if current != plan {
+                return Ok(AddOutcome::PlanChanged(current));
+            }
             let existing: i64 = own_domains::table
                 .filter(own_domains::account_id.eq(domain.account.as_str()))
                 .filter(own_domains::name.eq(domain.name.as_str()))

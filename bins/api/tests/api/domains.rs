@@ -576,6 +576,61 @@ async fn a_domain_removed_after_the_address_check_takes_no_address() {
     dns.stop().await;
 }
 
+/// The plan the route read is stale by the time the store locks the
+/// account (a downgrade between them): the store says so instead of
+/// counting against the old plan's limit, and the service decides again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claim_is_counted_against_the_plan_the_locked_account_holds() {
+    use sealpost_domains::{AddOutcome, DomainRepository};
+
+    let dns = PublicDns::start(&["example.com"]).await;
+    let api = spawn(&dns).await;
+    let owner = scale_account(&api, "scale").await;
+    api.set_plan(&owner.account_id, "operator").await;
+    let account = sealpost_kernel::AccountId::parse(&owner.account_id).unwrap();
+    let claim = sealpost_domains::OwnDomain {
+        account: account.clone(),
+        name: sealpost_domains::DomainName::parse("example.com", &[]).unwrap(),
+        token: "stale-plan".to_owned(),
+        step: sealpost_domains::Step::VerifyOwnership,
+        proved_at: None,
+        created_at: sealpost_kernel::Clock::now(&*api.app.clock),
+        checked_at: None,
+        next_check_at: sealpost_kernel::Clock::now(&*api.app.clock),
+        checks_in_step: 0,
+        plan_lost_at: None,
+    };
+    let store = &api.app.services().store;
+    let outcome = store
+        .add(
+            &claim,
+            sealpost_kernel::PlanId::Scale,
+            10,
+            sealpost_activity::Records::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        AddOutcome::PlanChanged(sealpost_kernel::PlanId::Operator)
+    );
+    assert!(own_domains(&api, &owner).await.is_empty(), "nothing stored");
+    // Through the service, the stale plan is decided again: refused.
+    let refused = api
+        .app
+        .services()
+        .domains
+        .add(&account, sealpost_kernel::PlanId::Scale, "example.com")
+        .await;
+    assert!(
+        matches!(refused, Err(sealpost_domains::DomainError::Limit(_))),
+        "{refused:?}"
+    );
+    assert!(own_domains(&api, &owner).await.is_empty());
+    api.app.stop().await;
+    dns.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn removing_a_domain_while_addresses_are_created_on_it_never_strands_one() {
     let dns = PublicDns::start(&["example.com"]).await;
