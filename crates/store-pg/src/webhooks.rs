@@ -22,7 +22,9 @@ use sealpost_webhooks::{
     WebhookRepository,
 };
 
-use crate::records::{box_from_json, box_to_json, id_retired, lock_account_row, retire_id};
+use crate::records::{
+    box_from_json, box_to_json, id_retired, lock_account_plan, lock_account_row, retire_id,
+};
 use crate::schema::{accounts, events, webhook_deliveries, webhooks};
 use crate::{PgStore, db_error};
 
@@ -211,11 +213,17 @@ impl WebhookRepository for PgStore {
     async fn create_endpoint(
         &self,
         endpoint: Endpoint,
+        plan: PlanId,
         max: u32,
     ) -> Result<CreateOutcome, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
-            lock_account_row(conn, &endpoint.account).await?;
+            // Under the lock a plan change takes too: the plan the request
+            // was decided with still holds, or it is decided again.
+            let current = lock_account_plan(conn, &endpoint.account).await?;
+            if current != plan {
+                return Ok(CreateOutcome::PlanChanged(current));
+            }
             let id = endpoint.id.as_str();
             let used: i64 = webhooks::table.find(id).count().get_result(conn).await?;
             if used > 0 || id_retired(conn, WEBHOOK_ID_KIND, id).await? {

@@ -34,6 +34,9 @@ pub enum CreateOutcome {
     Created,
     IdTaken,
     LimitReached,
+    /// The account (locked) is on this plan, not the one the request was
+    /// decided with: decide again.
+    PlanChanged(PlanId),
 }
 
 /// A claimed delivery with what the attempt needs.
@@ -62,10 +65,12 @@ pub type FanOutRule = dyn Fn(&Event, &[Endpoint], PlanId) -> Vec<Delivery> + Sen
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait WebhookRepository: Send + Sync {
-    /// Inserts unless the id was ever used or the account holds `max` endpoints.
+    /// Inserts unless the account is no longer on `plan`, the id was ever
+    /// used or the account holds `max` endpoints.
     async fn create_endpoint(
         &self,
         endpoint: Endpoint,
+        plan: PlanId,
         max: u32,
     ) -> Result<CreateOutcome, StoreError>;
     async fn endpoints(&self, account: &AccountId) -> Result<Vec<Endpoint>, StoreError>;

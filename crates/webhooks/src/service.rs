@@ -111,8 +111,6 @@ impl Webhooks {
         events: EventFilter,
         meta: Option<SealedBox>,
     ) -> Result<WithSecret, WebhookError> {
-        let limits = plan(plan_id);
-        check_can_create(limits, 0)?;
         let now = self.clock.now();
         let secret = generate_secret();
         let endpoint = Endpoint {
@@ -127,17 +125,27 @@ impl Webhooks {
             health: EndpointHealth::default(),
             created_at: now,
         };
-        match self
-            .repo
-            .create_endpoint(endpoint.clone(), MAX_ENDPOINTS_PER_ACCOUNT)
-            .await?
-        {
-            CreateOutcome::Created => Ok(WithSecret { endpoint, secret }),
-            CreateOutcome::IdTaken => Err(WebhookError::IdTaken),
-            CreateOutcome::LimitReached => Err(EndpointError::LimitReached {
-                limit: MAX_ENDPOINTS_PER_ACCOUNT,
-            }
-            .into()),
+        let mut plan_id = plan_id;
+        loop {
+            check_can_create(plan(plan_id), 0)?;
+            return match self
+                .repo
+                .create_endpoint(endpoint.clone(), plan_id, MAX_ENDPOINTS_PER_ACCOUNT)
+                .await?
+            {
+                CreateOutcome::Created => Ok(WithSecret { endpoint, secret }),
+                CreateOutcome::IdTaken => Err(WebhookError::IdTaken),
+                CreateOutcome::LimitReached => Err(EndpointError::LimitReached {
+                    limit: MAX_ENDPOINTS_PER_ACCOUNT,
+                }
+                .into()),
+                // The plan moved since it was read (a downgrade to one without
+                // webhooks): decide again with the one the account holds.
+                CreateOutcome::PlanChanged(current) => {
+                    plan_id = current;
+                    continue;
+                }
+            };
         }
     }
 

@@ -206,3 +206,33 @@ async fn a_failed_write_is_reported_and_alerts_nobody() {
     assert!(sender.record(&[record]).await.is_err());
     assert!(alerts.0.lock().unwrap().is_empty());
 }
+
+/// The plan read before the store's lock moved to one without webhooks:
+/// the store says so and the endpoint is refused, not created on it.
+#[tokio::test]
+async fn a_plan_changed_under_the_lock_is_decided_again() {
+    let now = at("2026-01-01T00:00:00.000Z");
+    let mut repo = MockWebhookRepository::new();
+    repo.expect_create_endpoint()
+        .withf(|_, plan, max| *plan == PlanId::Scale && *max == MAX_ENDPOINTS_PER_ACCOUNT)
+        .times(1)
+        .returning(|_, _, _| Ok(CreateOutcome::PlanChanged(PlanId::Free)));
+    let webhooks = Webhooks::new(Arc::new(repo), Arc::new(TestClock::at(now)), test_keys());
+    let refused = webhooks
+        .create(
+            &AccountId::from_trusted("acct_test".to_owned()),
+            PlanId::Scale,
+            WebhookId::from_trusted("whk_plan1".to_owned()),
+            url::validate_url("https://hooks.example.com/in", &[]).unwrap(),
+            EventFilter::parse(&["*"]).unwrap(),
+            None,
+        )
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(WebhookError::Rule(EndpointError::PlanRequired))
+        ),
+        "{refused:?}"
+    );
+}

@@ -321,3 +321,41 @@ async fn a_patch_writes_only_what_it_changes() {
         "https://hooks.example.com/moved"
     );
 }
+
+/// The plan the route read is stale by the time the store locks the
+/// account (a downgrade to Free between them): the endpoint is refused,
+/// not created on a plan without webhooks.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_endpoint_is_decided_with_the_plan_the_locked_account_holds() {
+    use sealpost_kernel::{AccountId, PlanId, WebhookId};
+    use sealpost_webhooks::events::EventFilter;
+    use sealpost_webhooks::url::validate_url;
+    use sealpost_webhooks::{EndpointError, WebhookError};
+
+    let api = Api::spawn().await;
+    let owner = operator(&api).await;
+    api.set_plan(&owner.account_id, "free").await;
+    let refused = api
+        .app
+        .services()
+        .webhooks
+        .create(
+            &AccountId::parse(&owner.account_id).unwrap(),
+            PlanId::Operator,
+            WebhookId::parse("whk_stale1").unwrap(),
+            validate_url("https://hooks.example.com/in", &[]).unwrap(),
+            EventFilter::parse(&["*"]).unwrap(),
+            None,
+        )
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(WebhookError::Rule(EndpointError::PlanRequired))
+        ),
+        "{refused:?}"
+    );
+    api.set_plan(&owner.account_id, "operator").await;
+    let listed = api.get("/webhook-endpoints", Some(&owner.token)).await;
+    assert_eq!(listed.body["webhooks"], json!([]), "{}", listed.body);
+}
