@@ -12,7 +12,7 @@ use sealpost_teams::{
     SharedAddress, SharedKey, TeamRepository, plans_with_teams,
 };
 
-use crate::records::{box_from_json, box_to_json, lock_account_row};
+use crate::records::{box_from_json, box_to_json, lock_account_plan};
 use crate::schema::{accounts, addresses, team_grants, team_members};
 use crate::{PgStore, bytes32, db_error};
 
@@ -138,11 +138,20 @@ impl TeamRepository for PgStore {
             .collect()
     }
 
-    async fn add_member(&self, new: NewMember, limit: u32) -> Result<AddOutcome, StoreError> {
+    async fn add_member(
+        &self,
+        new: NewMember,
+        plan: PlanId,
+        limit: u32,
+    ) -> Result<AddOutcome, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
-            // The owner's row serialises adds, so the count holds until commit.
-            lock_account_row(conn, &new.owner).await?;
+            // The owner's row serialises adds and plan changes, so the plan
+            // and the count hold until commit.
+            let current = lock_account_plan(conn, &new.owner).await?;
+            if current != plan {
+                return Ok(AddOutcome::PlanChanged(current));
+            }
             let present: i64 = team_members::table
                 .filter(team_members::owner_id.eq(new.owner.as_str()))
                 .filter(team_members::member_id.eq(new.member.as_str()))

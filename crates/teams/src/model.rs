@@ -59,6 +59,9 @@ pub enum AddOutcome {
     Added,
     AlreadyMember,
     LimitReached,
+    /// The owner (locked) is on this plan, not the one `limit` came from:
+    /// decide again.
+    PlanChanged(PlanId),
 }
 
 /// One grant as the owner's client sends it.

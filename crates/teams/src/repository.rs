@@ -14,9 +14,15 @@ pub trait TeamRepository: Send + Sync {
     async fn sign_in_key(&self, account: &AccountId) -> Result<Option<[u8; 32]>, StoreError>;
     /// The owner's members with their grants, oldest member first.
     async fn members(&self, owner: &AccountId) -> Result<Vec<Member>, StoreError>;
-    /// Adds the member unless it is one already or the team holds `limit`
-    /// members, checked under a lock on the owner.
-    async fn add_member(&self, member: NewMember, limit: u32) -> Result<AddOutcome, StoreError>;
+    /// Adds the member unless the owner is no longer on `plan`, it is a
+    /// member already or the team holds `limit` members, checked under a
+    /// lock on the owner (the lock a plan change takes too).
+    async fn add_member(
+        &self,
+        member: NewMember,
+        plan: PlanId,
+        limit: u32,
+    ) -> Result<AddOutcome, StoreError>;
     /// Removes the member and every grant; `false` when it was none.
     async fn remove_member(
         &self,

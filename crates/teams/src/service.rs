@@ -40,11 +40,7 @@ impl Teams {
     /// The owner's team-member limit, or 402 below Fleet.
     pub async fn limit(&self, owner: &AccountId) -> Result<u32, TeamError> {
         let plan_id = self.repo.plan(owner).await?.ok_or(TeamError::NotFound)?;
-        let limit = plan(plan_id).team_members;
-        if limit == 0 {
-            return Err(TeamError::PlanCapabilityRequired);
-        }
-        Ok(limit)
+        members_allowed(plan_id)
     }
 
     /// `GET /team`.
@@ -63,7 +59,8 @@ impl Teams {
         public_key: [u8; 32],
         pin: SealedBox,
     ) -> Result<(), TeamError> {
-        let limit = self.limit(owner).await?;
+        let mut plan_id = self.repo.plan(owner).await?.ok_or(TeamError::NotFound)?;
+        members_allowed(plan_id)?;
         if &member == owner {
             return Err(invalid(
                 "memberId",
@@ -73,23 +70,25 @@ impl Teams {
         if self.repo.sign_in_key(&member).await? != Some(public_key) {
             return Err(TeamError::NotFound);
         }
-        let outcome = self
-            .repo
-            .add_member(
-                NewMember {
-                    owner: owner.clone(),
-                    member,
-                    public_key,
-                    pin,
-                    joined_at: self.clock.now(),
-                },
-                limit,
-            )
-            .await?;
-        match outcome {
-            AddOutcome::Added => Ok(()),
-            AddOutcome::AlreadyMember => Err(TeamError::AlreadyMember),
-            AddOutcome::LimitReached => Err(TeamError::TeamLimitReached { limit }),
+        let new = NewMember {
+            owner: owner.clone(),
+            member,
+            public_key,
+            pin,
+            joined_at: self.clock.now(),
+        };
+        loop {
+            let limit = members_allowed(plan_id)?;
+            return match self.repo.add_member(new.clone(), plan_id, limit).await? {
+                AddOutcome::Added => Ok(()),
+                AddOutcome::AlreadyMember => Err(TeamError::AlreadyMember),
+                AddOutcome::LimitReached => Err(TeamError::TeamLimitReached { limit }),
+                // The plan moved since it was read: decide again with it.
+                AddOutcome::PlanChanged(current) => {
+                    plan_id = current;
+                    continue;
+                }
+            };
         }
     }
 
@@ -235,4 +234,13 @@ impl Teams {
             Err(TeamError::NotFound)
         }
     }
+}
+
+/// How many members `plan_id` allows; none is 402 `plan_capability_required`.
+fn members_allowed(plan_id: PlanId) -> Result<u32, TeamError> {
+    let limit = plan(plan_id).team_members;
+    if limit == 0 {
+        return Err(TeamError::PlanCapabilityRequired);
+    }
+    Ok(limit)
 }

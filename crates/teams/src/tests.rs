@@ -98,18 +98,58 @@ async fn a_member_is_added_by_its_sign_in_key_within_the_limit() {
         .with(eq(member()))
         .returning(|_| Ok(Some([7; 32])));
     repo.expect_add_member()
-        .withf(|new, limit| {
+        .withf(|new, plan, limit| {
             new.owner == owner()
                 && new.member == member()
                 && new.public_key == [7; 32]
+                && *plan == PlanId::Fleet
                 && *limit == 25
         })
         .times(1)
-        .returning(|_, _| Ok(AddOutcome::Added));
+        .returning(|_, _, _| Ok(AddOutcome::Added));
     teams(repo)
         .add_member(&owner(), member(), [7; 32], sealed())
         .await
         .unwrap();
+}
+
+/// The plan read before the store's lock moved: the member is decided
+/// again with the plan the owner holds (none, or a smaller limit).
+#[tokio::test]
+async fn a_plan_changed_under_the_lock_is_decided_again() {
+    let mut repo = MockTeamRepository::new();
+    on_plan(&mut repo, PlanId::Enterprise);
+    repo.expect_sign_in_key().returning(|_| Ok(Some([7; 32])));
+    repo.expect_add_member()
+        .times(1)
+        .returning(|_, _, _| Ok(AddOutcome::PlanChanged(PlanId::Scale)));
+    assert!(matches!(
+        teams(repo)
+            .add_member(&owner(), member(), [7; 32], sealed())
+            .await,
+        Err(TeamError::PlanCapabilityRequired)
+    ));
+
+    let mut repo = MockTeamRepository::new();
+    on_plan(&mut repo, PlanId::Enterprise);
+    repo.expect_sign_in_key().returning(|_| Ok(Some([7; 32])));
+    let mut tries = mockall::Sequence::new();
+    repo.expect_add_member()
+        .withf(|_, plan, limit| *plan == PlanId::Enterprise && *limit == 100)
+        .times(1)
+        .in_sequence(&mut tries)
+        .returning(|_, _, _| Ok(AddOutcome::PlanChanged(PlanId::Fleet)));
+    repo.expect_add_member()
+        .withf(|_, plan, limit| *plan == PlanId::Fleet && *limit == 25)
+        .times(1)
+        .in_sequence(&mut tries)
+        .returning(|_, _, _| Ok(AddOutcome::LimitReached));
+    assert!(matches!(
+        teams(repo)
+            .add_member(&owner(), member(), [7; 32], sealed())
+            .await,
+        Err(TeamError::TeamLimitReached { limit: 25 })
+    ));
 }
 
 #[tokio::test]
@@ -165,8 +205,8 @@ async fn already_member_and_limit_reached_come_from_the_store_decision() {
         );
         repo.expect_sign_in_key().returning(|_| Ok(Some([7; 32])));
         repo.expect_add_member()
-            .withf(move |_, limit| *limit == if enterprise { 100 } else { 25 })
-            .returning(move |_, _| Ok(outcome));
+            .withf(move |_, _, limit| *limit == if enterprise { 100 } else { 25 })
+            .returning(move |_, _, _| Ok(outcome));
         let result = teams(repo)
             .add_member(&owner(), member(), [7; 32], sealed())
             .await;

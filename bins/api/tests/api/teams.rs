@@ -806,3 +806,35 @@ async fn bad_input_keys_that_are_not_the_sign_in_key_and_invalid_boxes() {
         json!([])
     );
 }
+
+/// The plan the service read is stale by the time the store locks the
+/// owner (a downgrade between them): the store says so instead of counting
+/// against the old plan's limit.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_member_is_counted_against_the_plan_the_locked_owner_holds() {
+    use sealpost_kernel::{AccountId, PlanId};
+    use sealpost_teams::{AddOutcome, NewMember, TeamRepository};
+
+    let api = Api::spawn().await;
+    let owner = person(&api).await;
+    let member = person(&api).await;
+    api.set_plan(owner.id(), "scale").await;
+    let new = NewMember {
+        owner: AccountId::parse(owner.id()).unwrap(),
+        member: AccountId::parse(member.id()).unwrap(),
+        public_key: [7; 32],
+        pin: SealedBox::seal(&[7; 32], "pin", b"pin"),
+        joined_at: sealpost_kernel::Timestamp::parse("2026-11-22T12:00:00Z").unwrap(),
+    };
+    let outcome = api
+        .app
+        .services()
+        .store
+        .add_member(new, PlanId::Fleet, 25)
+        .await
+        .unwrap();
+    assert_eq!(outcome, AddOutcome::PlanChanged(PlanId::Scale));
+    api.set_plan(owner.id(), "fleet").await;
+    let team = api.get("/team", owner.token()).await;
+    assert_eq!(team.body["members"], json!([]), "{}", team.body);
+}
