@@ -226,6 +226,12 @@ impl ApiError {
     }
 }
 
+/// An id from the request path. One of the wrong shape names no record, so
+/// it is 404 like an unknown one (never 400: a path is not a field).
+pub(crate) fn path_id<Id: std::str::FromStr>(text: &str) -> Result<Id, ApiError> {
+    text.parse().map_err(|_| ApiError::not_found())
+}
+
 /// `error: cause: cause` on one line.
 fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();

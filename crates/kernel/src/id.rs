@@ -110,6 +110,14 @@ macro_rules! prefixed_id {
             }
         }
 
+        impl std::str::FromStr for $name {
+            type Err = InvalidId;
+
+            fn from_str(text: &str) -> Result<Self, InvalidId> {
+                Self::parse(text)
+            }
+        }
+
         impl fmt::Debug for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(&self.0)

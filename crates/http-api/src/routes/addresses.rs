@@ -8,7 +8,7 @@ use sealpost_seal::b64;
 use sealpost_wire as wire;
 
 use crate::auth::{Authenticated, SessionCaller};
-use crate::error::{ApiError, check_box_field};
+use crate::error::{ApiError, check_box_field, path_id};
 use crate::json::Json;
 use crate::state::AppState;
 
@@ -35,10 +35,6 @@ fn address_reply(address: Address) -> wire::AddressReply {
     wire::AddressReply {
         inbox: address_body(address),
     }
-}
-
-fn parse_address_path(text: &str) -> Result<AddressId, ApiError> {
-    AddressId::parse(text).map_err(|_| ApiError::not_found())
 }
 
 async fn plan_of(state: &AppState, account: &AccountId) -> Result<PlanId, ApiError> {
@@ -155,7 +151,7 @@ pub async fn update(
     id: Path<String>,
     Json(body): Json<wire::UpdateAddressRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_address_path(&id)?;
+    let id = path_id::<AddressId>(&id)?;
     let meta = body
         .meta
         .as_ref()
@@ -176,7 +172,7 @@ pub async fn remove(
     caller: SessionCaller,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_address_path(&id)?;
+    let id = path_id::<AddressId>(&id)?;
     state.addresses.delete(&caller.account, &id).await?;
     // The rows are gone; their sealed blobs follow now (the hourly sweep retries failures).
     if let Err(error) = state.mailbox.collect_garbage().await {
@@ -219,7 +215,7 @@ pub async fn unassign(
 ) -> Result<HttpResponse, ApiError> {
     let (worker, inbox) = path.into_inner();
     let worker = DeviceId::parse(&worker).map_err(|_| ApiError::not_found())?;
-    let inbox = parse_address_path(&inbox)?;
+    let inbox = path_id::<AddressId>(&inbox)?;
     state
         .addresses
         .unassign(&caller.account, &inbox, &worker)

@@ -8,7 +8,7 @@ use sealpost_seal::b64;
 use sealpost_wire as wire;
 
 use crate::auth::{Authenticated, SessionCaller};
-use crate::error::{ApiError, check_box_field};
+use crate::error::{ApiError, check_box_field, path_id};
 use crate::json::Json;
 use crate::routes::activity::PageQuery;
 use crate::state::AppState;
@@ -37,10 +37,6 @@ fn device_reply(device: Device) -> wire::DeviceReply {
     wire::DeviceReply {
         worker: device_body(device),
     }
-}
-
-fn parse_device_id(text: &str) -> Result<DeviceId, ApiError> {
-    DeviceId::parse(text).map_err(|_| ApiError::not_found())
 }
 
 /// The client as the limits count it: an IPv6 client per /64.
@@ -190,7 +186,7 @@ pub async fn get_one(
     caller: Authenticated,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_device_id(&id)?;
+    let id = path_id::<DeviceId>(&id)?;
     caller.check_device(&id)?;
     let device = state.devices.get(caller.account(), &id).await?;
     Ok(HttpResponse::Ok().json(device_reply(device)))
@@ -206,7 +202,7 @@ pub async fn update(
     id: Path<String>,
     Json(body): Json<wire::UpdateDeviceRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_device_id(&id)?;
+    let id = path_id::<DeviceId>(&id)?;
     let profile = body
         .profile
         .as_ref()
@@ -245,7 +241,7 @@ pub async fn remove(
     caller: SessionCaller,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_device_id(&id)?;
+    let id = path_id::<DeviceId>(&id)?;
     state.devices.remove(&caller.account, &id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -279,7 +275,7 @@ pub async fn set_keys(
     id: Path<String>,
     Json(body): Json<wire::KeysRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_device_id(&id)?;
+    let id = path_id::<DeviceId>(&id)?;
     let keys = check_box_field("keys", &body.keys, KEY_BUNDLE_LIMIT)?;
     let bundle = state.devices.set_keys(&caller.account, &id, keys).await?;
     Ok(HttpResponse::Ok().json(keys_body(bundle)))
@@ -293,7 +289,7 @@ pub async fn get_keys(
     caller: Authenticated,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_device_id(&id)?;
+    let id = path_id::<DeviceId>(&id)?;
     caller.check_device(&id)?;
     let bundle = state.devices.keys(caller.account(), &id).await?;
     Ok(HttpResponse::Ok().json(keys_body(bundle)))

@@ -3,16 +3,16 @@
 
 use actix_web::HttpResponse;
 use actix_web::web::{Bytes, Data, Path, Query};
-use sealpost_kernel::{AddressId, PageLimits};
+use sealpost_kernel::{AddressId, MessageId, PageLimits};
 use sealpost_messages::folders::{Folder, FolderCount, FolderCounts, MessageFilter};
 use sealpost_messages::mailbox::Deleted;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::auth::{Authenticated, SessionCaller};
-use crate::error::ApiError;
+use crate::error::{ApiError, path_id};
 use crate::json::{Json, parse_optional};
-use crate::routes::messages::{message_body, message_path, reader};
+use crate::routes::messages::{message_body, reader};
 use crate::state::AppState;
 use sealpost_wire as wire;
 use sealpost_wire::ErrorBody;
@@ -149,7 +149,7 @@ pub async fn star(
     id: Path<String>,
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    let id = message_path(&id)?;
+    let id = path_id::<MessageId>(&id)?;
     let starred = parse_optional::<wire::StarRequest>(&body)?
         .and_then(|body| body.starred)
         .unwrap_or(true);
@@ -169,7 +169,7 @@ pub async fn move_to(
     id: Path<String>,
     Json(body): Json<wire::MoveRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = message_path(&id)?;
+    let id = path_id::<MessageId>(&id)?;
     let folder = folder_field("folder", &body.folder)?;
     let message = state.mailbox.move_to(&reader(&caller), &id, folder).await?;
     Ok(HttpResponse::Ok().json(wire::MessageReply {
@@ -187,7 +187,7 @@ pub async fn remove(
     caller: Authenticated,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = message_path(&id)?;
+    let id = path_id::<MessageId>(&id)?;
     let result = match state.mailbox.delete(&reader(&caller), &id).await? {
         Deleted::Trashed => wire::Deletion::Trashed,
         Deleted::ForGood => wire::Deletion::Deleted,

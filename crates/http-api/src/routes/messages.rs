@@ -14,7 +14,7 @@ use tokio::sync::broadcast::error::RecvError;
 use utoipa::IntoParams;
 
 use crate::auth::{Authenticated, SessionCaller};
-use crate::error::ApiError;
+use crate::error::{ApiError, path_id};
 use crate::json::{Json, parse_optional};
 use crate::routes::activity::PageQuery;
 use crate::state::AppState;
@@ -50,14 +50,6 @@ async fn plan_of(state: &AppState, caller: &Authenticated) -> Result<PlanId, Api
     Ok(state.accounts.account(caller.account()).await?.plan)
 }
 
-pub(crate) fn address_path(text: &str) -> Result<AddressId, ApiError> {
-    AddressId::parse(text).map_err(|_| ApiError::not_found())
-}
-
-pub(crate) fn message_path(text: &str) -> Result<MessageId, ApiError> {
-    MessageId::parse(text).map_err(|_| ApiError::not_found())
-}
-
 /// An address's mail, newest first. Mail past the address's retention is never returned.
 #[utoipa::path(get, path = "/inboxes/{id}/messages", tag = "messages", security(("bearer" = [])),
     params(("id" = sealpost_kernel::AddressId, Path), PageQuery),
@@ -68,7 +60,7 @@ pub async fn list(
     id: Path<String>,
     query: Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let inbox = address_path(&id)?;
+    let inbox = path_id::<AddressId>(&id)?;
     let request = query.request(PageLimits::STANDARD)?;
     let page = state
         .mailbox
@@ -104,7 +96,7 @@ pub async fn wait(
     id: Path<String>,
     query: Query<WaitQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let inbox = address_path(&id)?;
+    let inbox = path_id::<AddressId>(&id)?;
     let seconds = match query.timeout.as_deref() {
         None => 30,
         Some(text) => match text.parse::<u64>() {
@@ -173,7 +165,7 @@ pub async fn get_one(
     caller: Authenticated,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = message_path(&id)?;
+    let id = path_id::<MessageId>(&id)?;
     let plan = plan_of(&state, &caller).await?;
     let message = state.mailbox.get(&reader(&caller), plan, &id).await?;
     Ok(HttpResponse::Ok().json(wire::MessageReply {
@@ -193,7 +185,7 @@ pub async fn attachment(
     path: Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, index) = path.into_inner();
-    let id = message_path(&id)?;
+    let id = path_id::<MessageId>(&id)?;
     let index: u32 = index.parse().map_err(|_| ApiError::not_found())?;
     let plan = plan_of(&state, &caller).await?;
     let bytes = state
@@ -215,7 +207,7 @@ pub async fn mark_read(
     id: Path<String>,
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    let id = message_path(&id)?;
+    let id = path_id::<MessageId>(&id)?;
     let read = parse_optional::<wire::ReadRequest>(&body)?
         .and_then(|body| body.read)
         .unwrap_or(true);

@@ -5,7 +5,7 @@
 
 use actix_web::web::{Data, Path, Query};
 use actix_web::{FromRequest, HttpRequest, HttpResponse, dev::Payload};
-use sealpost_kernel::AccountId;
+use sealpost_kernel::{AccountId, TicketId};
 use sealpost_seal::b64;
 use sealpost_support::{
     AbuseReport, AbuseStatus, AbuseTarget, AuditEntry, StaffMember, Switches, Ticket, TicketStatus,
@@ -14,9 +14,9 @@ use sealpost_wire as wire;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::support::{key, message_body, new_message, ticket_body, ticket_path};
+use super::support::{key, message_body, new_message, ticket_body};
 use crate::auth::{Extracting, with_bearer};
-use crate::error::ApiError;
+use crate::error::{ApiError, path_id};
 use crate::json::Json;
 use crate::state::AppState;
 
@@ -101,7 +101,7 @@ pub async fn get_ticket(
     caller: StaffCaller,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = ticket_path(&id)?;
+    let id = path_id::<TicketId>(&id)?;
     let (ticket, messages, binding) = state.support.staff_read(&id).await?;
     // A read changes nothing to roll back: its row is written before any of
     // the ticket is sent, so nothing is shown unrecorded.
@@ -138,7 +138,7 @@ pub async fn reply(
     id: Path<String>,
     Json(body): Json<wire::TicketMessageRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = ticket_path(&id)?;
+    let id = path_id::<TicketId>(&id)?;
     let message = new_message(&body)?;
     let (_, at) = state
         .support
@@ -155,7 +155,7 @@ pub async fn resolve(
     caller: StaffCaller,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = ticket_path(&id)?;
+    let id = path_id::<TicketId>(&id)?;
     let ticket = state.support.staff_resolve(&caller.0.id, &id).await?;
     Ok(HttpResponse::Ok().json(wire::StaffTicketReply {
         ticket: staff_ticket(ticket),
@@ -202,10 +202,6 @@ pub async fn update_switches(
     Ok(HttpResponse::Ok().json(switches_body(&state, switches).await?))
 }
 
-fn account_path(text: &str) -> Result<AccountId, ApiError> {
-    AccountId::parse(text).map_err(|_| ApiError::not_found())
-}
-
 async fn suspension_body(
     state: &AppState,
     account: AccountId,
@@ -231,7 +227,7 @@ pub async fn suspend(
     id: Path<String>,
     Json(body): Json<wire::SuspendRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let account = account_path(&id)?;
+    let account = path_id::<AccountId>(&id)?;
     state
         .staff
         .suspend(&caller.0, &account, &body.reason)
@@ -249,7 +245,7 @@ pub async fn unsuspend(
     id: Path<String>,
     Json(body): Json<wire::SuspendRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let account = account_path(&id)?;
+    let account = path_id::<AccountId>(&id)?;
     state
         .staff
         .unsuspend(&caller.0, &account, &body.reason)

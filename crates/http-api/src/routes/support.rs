@@ -11,7 +11,7 @@ use sealpost_wire as wire;
 use serde_json::Value;
 
 use crate::auth::SupportCaller;
-use crate::error::{ApiError, check_box_field};
+use crate::error::{ApiError, check_box_field, path_id};
 use crate::json::Json;
 use crate::state::AppState;
 
@@ -45,10 +45,6 @@ pub(crate) fn message_body(message: TicketMessage, for_staff: bool) -> wire::Tic
             message.boxes.for_account
         },
     }
-}
-
-pub(crate) fn ticket_path(text: &str) -> Result<TicketId, ApiError> {
-    TicketId::parse(text).map_err(|_| ApiError::not_found())
 }
 
 pub(crate) fn key(field: &str, text: &str) -> Result<PublicKey, ApiError> {
@@ -171,7 +167,7 @@ pub async fn get_one(
     caller: SupportCaller,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = ticket_path(&id)?;
+    let id = path_id::<TicketId>(&id)?;
     let (ticket, messages) = state.support.read(&caller.account, &id).await?;
     Ok(HttpResponse::Ok().json(wire::TicketDetail {
         ticket: ticket_body(ticket, false),
@@ -200,7 +196,7 @@ pub async fn add_message(
     id: Path<String>,
     Json(body): Json<wire::TicketMessageRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = ticket_path(&id)?;
+    let id = path_id::<TicketId>(&id)?;
     let message = new_message(&body)?;
     let at = state.support.reply(&caller.account, &id, &message).await?;
     Ok(HttpResponse::Created().json(wire::MessageAdded { ok: true, at }))
@@ -218,7 +214,7 @@ pub async fn close(
     caller: SupportCaller,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = ticket_path(&id)?;
+    let id = path_id::<TicketId>(&id)?;
     let ticket = state.support.close(&caller.account, &id).await?;
     Ok(HttpResponse::Ok().json(wire::TicketReply {
         ticket: ticket_body(ticket, false),
@@ -238,7 +234,7 @@ pub async fn reopen(
     caller: SupportCaller,
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = ticket_path(&id)?;
+    let id = path_id::<TicketId>(&id)?;
     let ticket = state.support.reopen(&caller.account, &id).await?;
     Ok(HttpResponse::Ok().json(wire::TicketReply {
         ticket: ticket_body(ticket, false),

@@ -10,7 +10,7 @@ use sealpost_teams::{Access, GrantInput, Member, Membership, TeamError};
 use sealpost_wire as wire;
 
 use crate::auth::SessionCaller;
-use crate::error::{ApiError, ErrorCode, check_box_field};
+use crate::error::{ApiError, ErrorCode, check_box_field, path_id};
 use crate::json::Json;
 use crate::state::AppState;
 
@@ -37,14 +37,6 @@ impl From<TeamError> for ApiError {
         };
         Self::new(code, error.to_string())
     }
-}
-
-fn account_path(text: &str) -> Result<AccountId, ApiError> {
-    AccountId::parse(text).map_err(|_| ApiError::not_found())
-}
-
-fn inbox_path(text: &str) -> Result<AddressId, ApiError> {
-    AddressId::parse(text).map_err(|_| ApiError::not_found())
 }
 
 /// Epochs are PostgreSQL `integer`s, as the document's `int32` says: one
@@ -193,7 +185,7 @@ pub async fn remove_member(
 ) -> Result<HttpResponse, ApiError> {
     // The plan before the path: a malformed id below Fleet still answers 402.
     state.teams.limit(&caller.account).await?;
-    let member = account_path(&member)?;
+    let member = path_id::<AccountId>(&member)?;
     state.teams.remove_member(&caller.account, &member).await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -236,7 +228,7 @@ pub async fn grant(
         })
         .collect::<Result<Vec<_>, ApiError>>()?;
     state.teams.limit(&caller.account).await?;
-    let member = account_path(&member)?;
+    let member = path_id::<AccountId>(&member)?;
     state.teams.grant(&caller.account, &member, grants).await?;
     let reply = member_reply(&state, &caller.account, &member).await?;
     Ok(HttpResponse::Ok().json(reply))
@@ -256,8 +248,8 @@ pub async fn revoke(
 ) -> Result<HttpResponse, ApiError> {
     state.teams.limit(&caller.account).await?;
     let (member, inbox) = path.into_inner();
-    let member = account_path(&member)?;
-    let inbox = inbox_path(&inbox)?;
+    let member = path_id::<AccountId>(&member)?;
+    let inbox = path_id::<AddressId>(&inbox)?;
     state.teams.revoke(&caller.account, &member, &inbox).await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -295,7 +287,7 @@ pub async fn rotate(
         )?;
     }
     state.teams.limit(&caller.account).await?;
-    let inbox = inbox_path(&id)?;
+    let inbox = path_id::<AddressId>(&id)?;
     state.teams.rotate(&caller.account, &inbox, epoch).await?;
     // `rotate` refuses every request today; nothing was stored.
     Err(ApiError::new(
@@ -330,7 +322,7 @@ pub async fn leave(
     caller: SessionCaller,
     owner: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let owner = account_path(&owner)?;
+    let owner = path_id::<AccountId>(&owner)?;
     state.teams.leave(&caller.account, &owner).await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -15,7 +15,7 @@ use serde_json::Value;
 use utoipa::IntoParams;
 
 use crate::auth::{Authenticated, SessionCaller};
-use crate::error::{ApiError, ErrorCode, check_box_field};
+use crate::error::{ApiError, ErrorCode, check_box_field, path_id};
 use crate::json::Json;
 use crate::state::AppState;
 
@@ -45,10 +45,6 @@ async fn webhook_plan(state: &AppState, account: &AccountId) -> Result<PlanId, A
     let plan = plan_of(state, account).await?;
     check_plan(sealpost_plans::plan(plan)).map_err(sealpost_webhooks::WebhookError::from)?;
     Ok(plan)
-}
-
-fn webhook_path(text: &str) -> Result<WebhookId, ApiError> {
-    WebhookId::parse(text).map_err(|_| ApiError::not_found())
 }
 
 fn filter(events: &[String]) -> Result<EventFilter, ApiError> {
@@ -124,7 +120,7 @@ pub async fn update(
     Json(body): Json<wire::UpdateWebhookRequest>,
 ) -> Result<HttpResponse, ApiError> {
     webhook_plan(&state, &caller.account).await?;
-    let id = webhook_path(&id)?;
+    let id = path_id::<WebhookId>(&id)?;
     let active = match body.status {
         None => None,
         Some(wire::WebhookStatus::Active) => Some(true),
@@ -158,7 +154,7 @@ pub async fn remove(
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     webhook_plan(&state, &caller.account).await?;
-    let id = webhook_path(&id)?;
+    let id = path_id::<WebhookId>(&id)?;
     state.webhooks.delete(&caller.account, &id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -172,7 +168,7 @@ pub async fn rotate_secret(
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     webhook_plan(&state, &caller.account).await?;
-    let id = webhook_path(&id)?;
+    let id = path_id::<WebhookId>(&id)?;
     let rotated = state.webhooks.rotate_secret(&caller.account, &id).await?;
     Ok(HttpResponse::Ok().json(wire::Secret {
         secret: rotated.secret,
@@ -196,7 +192,7 @@ pub async fn test(
     id: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let plan = webhook_plan(&state, caller.account()).await?;
-    let id = webhook_path(&id)?;
+    let id = path_id::<WebhookId>(&id)?;
     let delivery = state
         .webhooks
         .send_test(caller.account(), plan, &id)
@@ -242,7 +238,7 @@ pub async fn deliveries(
     query: Query<DeliveriesQuery>,
 ) -> Result<HttpResponse, ApiError> {
     webhook_plan(&state, caller.account()).await?;
-    let id = webhook_path(&id)?;
+    let id = path_id::<WebhookId>(&id)?;
     let request = sealpost_kernel::PageRequest::parse(
         query.limit.as_deref(),
         query.cursor.as_deref(),
@@ -275,7 +271,7 @@ pub async fn redeliver(
 ) -> Result<HttpResponse, ApiError> {
     let plan = webhook_plan(&state, caller.account()).await?;
     let (id, delivery) = path.into_inner();
-    let id = webhook_path(&id)?;
+    let id = path_id::<WebhookId>(&id)?;
     let delivery = DeliveryId::parse(&delivery).map_err(|_| ApiError::not_found())?;
     let sent = state
         .webhooks
