@@ -1,61 +1,117 @@
-//! `cargo xtask bench api`: a bounded loopback load on a few API endpoints.
+//! `cargo xtask bench api`: a bounded loopback load on the API's busiest
+//! reads, sign-in, and the edge limiter under a flood.
 //!
 //! The API runs in this process as the test kit starts it (the production
-//! wiring, two workers, a database of its own, the edge limit out of the
-//! way), on the release build. One account on Enterprise holds one address
-//! with 50 sealed messages. Each endpoint gets `REQUESTS` requests from
-//! `CONCURRENCY` keep-alive clients (bounded by `RUN_LIMIT` too), and the
-//! run prints requests per second and p50/p99 latency, each also as a ratio
-//! to `GET /plans` measured in the same run: a static answer with no
-//! database, so the ratio shows what an endpoint costs beyond HTTP itself,
-//! whatever the machine.
+//! wiring, two workers, a database of its own), on the release build. One
+//! account on Enterprise holds one address with 50 sealed messages.
+//!
+//! - Reads (`GET /inboxes/:id/messages?limit=50`, `GET /messages/:id`,
+//!   `GET /usage`, and `GET /plans`, a static answer with no database, as
+//!   the HTTP reference) are driven by `wrk`, a maintained load generator,
+//!   for `LOAD_SECONDS` each at 32 and at 8 keep-alive connections.
+//! - In the same run `pgbench` runs, at the same 32 connections, the three
+//!   statements one page request costs (the session, the address's
+//!   ownership, the page), so the page's rate is also given as a ratio to
+//!   what PostgreSQL itself gives for its queries.
+//! - Sign-in (challenge, then the proof) needs the client's keys for every
+//!   answer, so our own client drives it: `SIGN_INS` sign-ins from
+//!   `LOW` tasks.
+//! - The flood: a second API with the edge limit on and loopback trusted as
+//!   a proxy, so `X-Forwarded-For` names each client. Eight accounts, each
+//!   from its own address, read a page at a steady 4 a second (well under
+//!   the limit) while `wrk` floods from one other address; their p99 with
+//!   the flood is compared with their p99 without it.
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 use diesel_async::RunQueryDsl;
-use sealpost_seal::b64;
+use sealpost_client::Client;
+use sealpost_kernel::Clock;
+use sealpost_seal::{AccountKeys, b64};
 use sealpost_testkit::TestApp;
 use serde_json::json;
 
 use crate::bench::register_enterprise;
 
-const CONCURRENCY: usize = 32;
-const REQUESTS: usize = 4_000;
-/// An endpoint still running then is reported as incomplete, never hidden.
-const RUN_LIMIT: Duration = Duration::from_secs(60);
+/// Connections for throughput, the same for `wrk` and `pgbench`.
+const HIGH: usize = 32;
+/// Connections for latency (the p99 target is set at this concurrency).
+const LOW: usize = 8;
+const LOAD_SECONDS: u64 = 10;
+const SIGN_INS: usize = 1_000;
+/// Sign-in still running then is reported as incomplete, never hidden.
+const SIGN_IN_LIMIT: Duration = Duration::from_secs(60);
 const INBOX: &str = "ibx_benchapi";
 const MESSAGES: usize = 50;
+const PAGE_TARGET_VS_PGBENCH: f64 = 0.5;
+const P99_TARGET_MS: f64 = 50.0;
+const FLOOD_TARGET: f64 = 2.0;
+/// The flood case: steady readers, each its own account and address.
+const READERS: usize = 8;
+const READER_INTERVAL: Duration = Duration::from_millis(250);
+const READER_SECONDS: u64 = 15;
+const FLOODER: &str = "198.51.100.7";
 
-/// What one endpoint did.
+/// What one load did.
 struct Figures {
     label: String,
-    done: usize,
-    errors: usize,
-    seconds: f64,
+    connections: usize,
+    requests: u64,
+    errors: u64,
+    rate: f64,
     p50_ms: f64,
     p99_ms: f64,
 }
 
-impl Figures {
-    fn rate(&self) -> f64 {
-        self.done as f64 / self.seconds
-    }
-}
-
-/// The request each endpoint's `n`-th call sends.
-type MakeRequest = Arc<dyn Fn(&reqwest::Client, usize) -> reqwest::RequestBuilder + Send + Sync>;
-
 pub async fn run() -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let wrk = Wrk::find()?;
+    let pgbench = crate::postgres::find_bindir()?.join("pgbench");
+    ensure!(
+        pgbench.is_file(),
+        "pgbench is not in {} (Debian: postgresql-contrib or the server package)",
+        pgbench.display()
+    );
+    println!(
+        "API benchmark on loopback: the API in this process with 2 workers; wrk for {LOAD_SECONDS} s \
+         per load; pgbench with the same connections; one address with {MESSAGES} messages"
+    );
     let app = TestApp::spawn_with(|config| config.edge_rate_per_minute = u32::MAX).await;
-    let result = measure(&app).await;
+    let result = throughput(&app, &wrk, &pgbench).await;
     app.stop().await;
-    result
+    let mut all = result?;
+
+    // The edge limit as production has it by default.
+    let edge_rate =
+        sealpost_config::Config::from_vars(&std::collections::HashMap::new())?.edge_rate_per_minute;
+    let app = TestApp::spawn_with(|config| {
+        config.edge_rate_per_minute = edge_rate;
+        config.trusted_proxies = vec![std::net::IpAddr::from(std::net::Ipv4Addr::LOCALHOST).into()];
+    })
+    .await;
+    let flood = flood(&app, &wrk).await;
+    app.stop().await;
+    let flood = flood?;
+    all.extend(flood.table);
+    print_table(&all);
+    println!();
+    println!(
+        "flood: the readers' p99 {:.1} ms with it, {:.1} ms without: {:.2}x (target at most {FLOOD_TARGET}x); \
+         the flooder got {} answers, {} of them 429",
+        flood.with_p99,
+        flood.without_p99,
+        flood.with_p99 / flood.without_p99,
+        flood.flooder.requests,
+        flood.flooder.errors,
+    );
+    Ok(())
 }
 
-async fn measure(app: &TestApp) -> Result<()> {
+async fn throughput(app: &TestApp, wrk: &Wrk, pgbench: &Path) -> Result<Vec<Figures>> {
     let base = app.base_url.clone();
     let (keys, token) = register_enterprise(&base, &app.db.url).await?;
     let http = reqwest::Client::new();
@@ -80,47 +136,48 @@ async fn measure(app: &TestApp) -> Result<()> {
             .context("storing a bench message")?;
     }
     let one_message = first_message(app).await?;
-
-    println!(
-        "API benchmark: {REQUESTS} requests per endpoint from {CONCURRENCY} keep-alive clients on loopback \
-         (at most {} s each), the API in this process with 2 workers; one address with {MESSAGES} messages",
-        RUN_LIMIT.as_secs()
-    );
-    let bearer = format!("Bearer {token}");
-    let get = |path: String| -> MakeRequest {
-        let url = format!("{base}{path}");
-        let bearer = bearer.clone();
-        Arc::new(move |client: &reqwest::Client, _| {
-            client.get(&url).header("authorization", &bearer)
-        })
-    };
-    let create_inbox: MakeRequest = {
-        let url = format!("{base}/inboxes");
-        let bearer = bearer.clone();
-        Arc::new(move |client: &reqwest::Client, n| {
-            client
-                .post(&url)
-                .header("authorization", &bearer)
-                .json(&json!({ "id": format!("ibx_b{n:07}"), "domain": "mail.localhost", "prefix": "bench" }))
-        })
-    };
-    let endpoints: Vec<(&str, MakeRequest)> = vec![
-        ("GET /plans (reference)", get("/plans".into())),
-        ("GET /inboxes", get("/inboxes".into())),
-        (
-            "GET /inboxes/:id/messages?limit=50",
-            get(format!("/inboxes/{INBOX}/messages?limit=50")),
-        ),
-        ("GET /messages/:id", get(format!("/messages/{one_message}"))),
-        ("GET /usage", get("/usage".into())),
-        ("POST /inboxes", create_inbox),
+    let bearer = format!("Authorization: Bearer {token}");
+    let page = format!("/inboxes/{INBOX}/messages?limit=50");
+    let reads = [
+        ("GET /plans (HTTP reference)", "/plans".to_owned()),
+        ("GET /inboxes/:id/messages?limit=50", page.clone()),
+        ("GET /messages/:id", format!("/messages/{one_message}")),
+        ("GET /usage", "/usage".to_owned()),
     ];
     let mut all = Vec::new();
-    for (label, make) in endpoints {
-        all.push(drive(label, make).await?);
+    for (label, path) in &reads {
+        for connections in [HIGH, LOW] {
+            let url = format!("{base}{path}");
+            all.push(wrk.load(label, &url, connections, LOAD_SECONDS, &[&bearer])?);
+        }
     }
-    print_table(&all);
-    Ok(())
+    let queries = PageQueries::of(app, &token).await?;
+    let pg = queries.pgbench(pgbench, &app.db.url, HIGH)?;
+    all.push(sign_ins(&base, &keys).await?);
+
+    let page_high = all
+        .iter()
+        .find(|figures| figures.label == reads[1].0 && figures.connections == HIGH)
+        .ok_or_else(|| anyhow!("the page load is missing"))?;
+    println!(
+        "page of 50 at {HIGH} connections: {:.0} req/s; pgbench, the same three statements at {HIGH} \
+         connections: {pg:.0} transactions/s; ratio {:.2} (target {PAGE_TARGET_VS_PGBENCH} or more)",
+        page_high.rate,
+        page_high.rate / pg,
+    );
+    for figures in all.iter().filter(|figures| figures.connections == LOW) {
+        println!(
+            "{} at {LOW}: p99 {:.1} ms ({}; target under {P99_TARGET_MS} ms)",
+            figures.label,
+            figures.p99_ms,
+            if figures.p99_ms < P99_TARGET_MS {
+                "met"
+            } else {
+                "MISSED"
+            },
+        );
+    }
+    Ok(all)
 }
 
 async fn first_message(app: &TestApp) -> Result<String> {
@@ -137,30 +194,393 @@ async fn first_message(app: &TestApp) -> Result<String> {
     Ok(row.id)
 }
 
-/// `REQUESTS` calls of `make` from `CONCURRENCY` clients, each client on its
-/// own keep-alive connection; any answer but 2xx counts as an error.
-async fn drive(label: &str, make: MakeRequest) -> Result<Figures> {
+/// The statements `GET /inboxes/:id/messages` runs, as `sealpost-store-pg`
+/// writes them (`bearer`, `readable_cutoff`, `page`), with the values of
+/// this run's session and address bound as parameters.
+struct PageQueries {
+    token_hash_hex: String,
+    account: String,
+    cutoff: String,
+}
+
+impl PageQueries {
+    /// The script; the plans whose owners' grants count come from
+    /// `sealpost_teams`, as the store's SQL takes them.
+    fn script() -> String {
+        let team_plans: Vec<String> = sealpost_teams::plans_with_teams()
+            .into_iter()
+            .map(|plan| format!("'{}'", plan.as_str()))
+            .collect();
+        format!(
+            "\
+SELECT s.id, s.account_id, s.token_hash, s.created_at, s.expires_at, su.account_id \
+FROM sessions s LEFT JOIN account_suspensions su ON su.account_id = s.account_id \
+WHERE s.token_hash = :token_hash::bytea LIMIT 1;
+SELECT a.retention_days FROM addresses a WHERE a.id = :inbox \
+AND ((a.account_id = :account AND (NULL::text IS NULL OR a.worker_id = NULL)) \
+OR (NULL::text IS NULL AND EXISTS (SELECT 1 FROM team_grants g JOIN accounts o ON o.id = g.owner_id \
+WHERE g.member_id = :account AND g.inbox_id = a.id AND g.owner_id = a.account_id \
+AND o.plan_id IN ({}))));
+SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.read, m.size_bytes, m.key_epoch, m.content, \
+m.folder, m.starred, m.outgoing FROM messages m \
+WHERE m.inbox_id = :inbox AND m.held = false AND m.received_at > :cutoff::timestamptz \
+ORDER BY m.received_at DESC, m.id DESC LIMIT 51;
+",
+            team_plans.join(", ")
+        )
+    }
+
+    async fn of(app: &TestApp, token: &str) -> Result<Self> {
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            token_hash_hex: String,
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            account: String,
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            cutoff: String,
+        }
+        let mut conn = app.db.connect().await;
+        // The cutoff the service computes from the test clock's now.
+        let now = app.clock.now().to_string();
+        let row: Row = diesel::sql_query(
+            "SELECT encode(s.token_hash, 'hex') AS token_hash_hex, s.account_id AS account, \
+             ($2::timestamptz - make_interval(days => a.retention_days))::text AS cutoff \
+             FROM sessions s JOIN addresses a ON a.account_id = s.account_id \
+             WHERE s.token_hash = sha256(convert_to($1, 'UTF8')) AND a.id = $3",
+        )
+        .bind::<diesel::sql_types::Text, _>(token)
+        .bind::<diesel::sql_types::Text, _>(now)
+        .bind::<diesel::sql_types::Text, _>(INBOX)
+        .get_result(&mut conn)
+        .await
+        .context("reading the bench session and address")?;
+        Ok(Self {
+            token_hash_hex: row.token_hash_hex,
+            account: row.account,
+            cutoff: row.cutoff,
+        })
+    }
+
+    /// Transactions a second (one transaction: the three statements) that
+    /// `pgbench` gets with prepared statements from `clients` connections.
+    fn pgbench(&self, pgbench: &Path, database_url: &str, clients: usize) -> Result<f64> {
+        let script =
+            std::env::temp_dir().join(format!("sealpost-bench-api-{}.sql", std::process::id()));
+        std::fs::write(&script, Self::script()).context("writing the pgbench script")?;
+        let output = Command::new(pgbench)
+            .args(["--no-vacuum", "--protocol=prepared"])
+            .arg(format!("--client={clients}"))
+            .arg("--jobs=2")
+            .arg(format!("--time={LOAD_SECONDS}"))
+            .arg(format!("--file={}", script.display()))
+            .arg(format!("--define=token_hash=\\x{}", self.token_hash_hex))
+            .arg(format!("--define=account={}", self.account))
+            .arg(format!("--define=inbox={INBOX}"))
+            .arg(format!("--define=cutoff={}", self.cutoff))
+            .arg(database_url)
+            .output()
+            .context("running pgbench")?;
+        let _ = std::fs::remove_file(&script);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        ensure!(
+            output.status.success(),
+            "pgbench failed: {}{}",
+            stdout,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let failed = stdout
+            .lines()
+            .find_map(|line| line.strip_prefix("number of failed transactions: "))
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or("0");
+        ensure!(failed == "0", "pgbench had failed transactions:\n{stdout}");
+        stdout
+            .lines()
+            .find_map(|line| line.strip_prefix("tps = "))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|tps| tps.parse().ok())
+            .ok_or_else(|| anyhow!("no tps in pgbench's output:\n{stdout}"))
+    }
+}
+
+/// `wrk` on the path, with the latency distribution it prints.
+struct Wrk {
+    program: PathBuf,
+}
+
+impl Wrk {
+    fn find() -> Result<Self> {
+        let found = std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+            .map(|dir| dir.join("wrk"))
+            .find(|candidate| candidate.is_file());
+        found.map(|program| Self { program }).ok_or_else(|| {
+            anyhow!(
+                "`bench api` drives the API with wrk; install it (Debian: `apt-get install wrk`)"
+            )
+        })
+    }
+
+    fn command(&self, url: &str, connections: usize, seconds: u64, headers: &[&str]) -> Command {
+        let mut command = Command::new(&self.program);
+        command
+            .arg("--latency")
+            .arg(format!("--threads={}", connections.min(2)))
+            .arg(format!("--connections={connections}"))
+            .arg(format!("--duration={seconds}s"))
+            .arg("--timeout=10s");
+        for header in headers {
+            command.arg(format!("--header={header}"));
+        }
+        command.arg(url);
+        command
+    }
+
+    /// Runs one load to its end; any answer but 2xx or 3xx and any socket
+    /// error count as errors.
+    fn load(
+        &self,
+        label: &str,
+        url: &str,
+        connections: usize,
+        seconds: u64,
+        headers: &[&str],
+    ) -> Result<Figures> {
+        let output = self
+            .command(url, connections, seconds, headers)
+            .output()
+            .context("running wrk")?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        ensure!(
+            output.status.success(),
+            "wrk failed: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        parse_wrk(label, connections, &stdout)
+    }
+}
+
+fn parse_wrk(label: &str, connections: usize, out: &str) -> Result<Figures> {
+    let field = |prefix: &str| {
+        out.lines()
+            .map(str::trim)
+            .find_map(|line| line.strip_prefix(prefix))
+            .map(str::trim)
+    };
+    let latency = |percent: &str| -> Result<f64> {
+        let text = field(percent)
+            .ok_or_else(|| anyhow!("no {percent} latency in wrk's output:\n{out}"))?;
+        wrk_duration_ms(text)
+    };
+    let requests: u64 = out
+        .lines()
+        .find(|line| line.contains(" requests in "))
+        .and_then(|line| line.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| anyhow!("no request count in wrk's output:\n{out}"))?;
+    let non_2xx: u64 = field("Non-2xx or 3xx responses:")
+        .map(str::parse)
+        .transpose()?
+        .unwrap_or(0);
+    let socket_errors: u64 = field("Socket errors:")
+        .map(|rest| {
+            rest.split(',')
+                .filter_map(|part| part.split_whitespace().last()?.parse::<u64>().ok())
+                .sum()
+        })
+        .unwrap_or(0);
+    let rate: f64 = field("Requests/sec:")
+        .ok_or_else(|| anyhow!("no rate in wrk's output:\n{out}"))?
+        .parse()?;
+    Ok(Figures {
+        label: label.to_owned(),
+        connections,
+        requests,
+        errors: non_2xx + socket_errors,
+        rate,
+        p50_ms: latency("50%")?,
+        p99_ms: latency("99%")?,
+    })
+}
+
+/// wrk prints latencies as `812.00us`, `1.25ms` or `1.02s`.
+fn wrk_duration_ms(text: &str) -> Result<f64> {
+    let (number, scale) = if let Some(us) = text.strip_suffix("us") {
+        (us, 0.001)
+    } else if let Some(ms) = text.strip_suffix("ms") {
+        (ms, 1.0)
+    } else if let Some(s) = text.strip_suffix('s') {
+        (s, 1000.0)
+    } else if let Some(m) = text.strip_suffix('m') {
+        (m, 60_000.0)
+    } else {
+        bail!("a wrk latency without a unit: {text}")
+    };
+    Ok(number.parse::<f64>()? * scale)
+}
+
+/// `SIGN_INS` sign-ins (challenge and proof, a new session each) from
+/// `LOW` tasks, each on its own keep-alive client.
+async fn sign_ins(base: &str, keys: &AccountKeys) -> Result<Figures> {
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let keys = Arc::new(keys.clone());
     let started = Instant::now();
-    let mut workers = Vec::with_capacity(CONCURRENCY);
-    for _ in 0..CONCURRENCY {
+    let mut tasks = Vec::with_capacity(LOW);
+    for _ in 0..LOW {
+        let client = Client::new(base)?;
         let next = next.clone();
-        let make = make.clone();
-        let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(1)
-            .build()?;
-        workers.push(tokio::spawn(async move {
+        let keys = keys.clone();
+        tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
-            let mut errors = 0;
-            loop {
-                let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if n >= REQUESTS || started.elapsed() > RUN_LIMIT {
-                    break;
-                }
+            let mut errors = 0u64;
+            while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < SIGN_INS
+                && started.elapsed() < SIGN_IN_LIMIT
+            {
                 let sent = Instant::now();
-                match make(&client, n).send().await {
+                if client.sign_in(&keys).await.is_err() {
+                    errors += 1;
+                }
+                latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
+            }
+            (latencies, errors)
+        }));
+    }
+    let mut latencies = Vec::with_capacity(SIGN_INS);
+    let mut errors = 0;
+    for task in tasks {
+        let (mut own, own_errors) = task.await?;
+        latencies.append(&mut own);
+        errors += own_errors;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let label = if latencies.len() < SIGN_INS {
+        "sign-in: challenge + proof (INCOMPLETE: time limit)"
+    } else {
+        "sign-in: challenge + proof"
+    };
+    summarize(label, LOW, latencies, errors, seconds)
+}
+
+fn summarize(
+    label: &str,
+    connections: usize,
+    mut latencies: Vec<f64>,
+    errors: u64,
+    seconds: f64,
+) -> Result<Figures> {
+    ensure!(!latencies.is_empty(), "{label}: no request finished");
+    latencies.sort_by(f64::total_cmp);
+    let percentile = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize];
+    Ok(Figures {
+        label: label.to_owned(),
+        connections,
+        requests: latencies.len() as u64,
+        errors,
+        rate: latencies.len() as f64 / seconds,
+        p50_ms: percentile(0.50),
+        p99_ms: percentile(0.99),
+    })
+}
+
+struct Flood {
+    table: Vec<Figures>,
+    without_p99: f64,
+    with_p99: f64,
+    flooder: Figures,
+}
+
+/// The steady readers' latency without and then with a flood from one
+/// address (see the module comment).
+async fn flood(app: &TestApp, wrk: &Wrk) -> Result<Flood> {
+    let base = app.base_url.clone();
+    let mut readers = Vec::with_capacity(READERS);
+    for n in 0..READERS {
+        let (keys, token) = register_enterprise(&base, &app.db.url).await?;
+        let inbox = format!("ibx_reader{n}");
+        reqwest::Client::new()
+            .post(format!("{base}/inboxes"))
+            .bearer_auth(&token)
+            .header("x-forwarded-for", reader_address(n))
+            .json(
+                &json!({ "id": inbox, "domain": "mail.localhost", "prefix": "reader",
+                           "publicKey": b64::encode(&keys.inbox_public_key(&inbox, 0)) }),
+            )
+            .send()
+            .await?
+            .error_for_status()
+            .context("creating a reader's address")?;
+        readers.push((token, inbox));
+    }
+    let readers = Arc::new(readers);
+    let without = steady_readers(&base, &readers, "readers, no flood").await?;
+
+    let (_, flooder_token) = register_enterprise(&base, &app.db.url).await?;
+    let flood_url = format!("{base}/usage");
+    let flood_seconds = READER_SECONDS + 2;
+    let flooder = wrk
+        .command(
+            &flood_url,
+            HIGH,
+            flood_seconds,
+            &[
+                &format!("Authorization: Bearer {flooder_token}"),
+                &format!("X-Forwarded-For: {FLOODER}"),
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .context("starting the flood")?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let with = steady_readers(&base, &readers, "readers, one address flooding").await;
+    let output = tokio::task::spawn_blocking(move || flooder.wait_with_output())
+        .await?
+        .context("waiting for the flood")?;
+    let with = with?;
+    let out = String::from_utf8_lossy(&output.stdout);
+    let flooder = parse_wrk("the flooder: GET /usage from one address", HIGH, &out)?;
+    Ok(Flood {
+        without_p99: without.p99_ms,
+        with_p99: with.p99_ms,
+        table: vec![without, with],
+        flooder,
+    })
+}
+
+fn reader_address(n: usize) -> String {
+    format!("203.0.113.{}", n + 1)
+}
+
+/// Each reader reads its page every `READER_INTERVAL` for
+/// `READER_SECONDS` from its own address; any answer but 2xx is an error.
+async fn steady_readers(
+    base: &str,
+    readers: &Arc<Vec<(String, String)>>,
+    label: &str,
+) -> Result<Figures> {
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(readers.len());
+    for n in 0..readers.len() {
+        let readers = readers.clone();
+        let url = format!("{base}/inboxes/{}/messages?limit=50", readers[n].1);
+        tasks.push(tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            let mut ticks = tokio::time::interval(READER_INTERVAL);
+            let mut latencies = Vec::new();
+            let mut errors = 0u64;
+            while started.elapsed() < Duration::from_secs(READER_SECONDS) {
+                ticks.tick().await;
+                let sent = Instant::now();
+                let answer = http
+                    .get(&url)
+                    .bearer_auth(&readers[n].0)
+                    .header("x-forwarded-for", reader_address(n))
+                    .send()
+                    .await;
+                match answer {
                     Ok(response) if response.status().is_success() => {
-                        // Read the whole body: the answer is the work.
                         if response.bytes().await.is_err() {
                             errors += 1;
                         }
@@ -172,54 +592,85 @@ async fn drive(label: &str, make: MakeRequest) -> Result<Figures> {
             (latencies, errors)
         }));
     }
-    let mut latencies = Vec::with_capacity(REQUESTS);
+    let mut latencies = Vec::new();
     let mut errors = 0;
-    for worker in workers {
-        let (mut own, own_errors) = worker.await?;
+    for task in tasks {
+        let (mut own, own_errors) = task.await?;
         latencies.append(&mut own);
         errors += own_errors;
     }
-    let seconds = started.elapsed().as_secs_f64();
-    if latencies.is_empty() {
-        bail!("{label}: no request finished");
-    }
-    latencies.sort_by(f64::total_cmp);
-    let percentile = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize];
-    Ok(Figures {
-        label: label.to_owned(),
-        done: latencies.len(),
+    summarize(
+        &format!(
+            "{label}: a page every {} ms each",
+            READER_INTERVAL.as_millis()
+        ),
+        readers.len(),
+        latencies,
         errors,
-        seconds,
-        p50_ms: percentile(0.50),
-        p99_ms: percentile(0.99),
-    })
+        started.elapsed().as_secs_f64(),
+    )
 }
 
 fn print_table(all: &[Figures]) {
-    let Some(reference) = all.first() else {
-        return;
-    };
+    let reference = all.iter().find(|figures| figures.connections == HIGH);
     println!(
-        "| endpoint | requests | errors | req/s | p50 ms | p99 ms | req/s vs reference | p50 vs reference | p99 vs reference |"
+        "| load | connections | requests | errors | req/s | p50 ms | p99 ms | req/s vs GET /plans at {HIGH} |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for figures in all {
         println!(
-            "| {} | {}{} | {} | {:.0} | {:.1} | {:.1} | {:.2} | {:.1}x | {:.1}x |",
+            "| {} | {} | {} | {} | {:.0} | {:.2} | {:.2} | {} |",
             figures.label,
-            figures.done,
-            if figures.done < REQUESTS {
-                " (INCOMPLETE: run limit)"
-            } else {
-                ""
-            },
+            figures.connections,
+            figures.requests,
             figures.errors,
-            figures.rate(),
+            figures.rate,
             figures.p50_ms,
             figures.p99_ms,
-            figures.rate() / reference.rate(),
-            figures.p50_ms / reference.p50_ms,
-            figures.p99_ms / reference.p99_ms,
+            reference.map_or_else(String::new, |reference| format!(
+                "{:.2}",
+                figures.rate / reference.rate
+            )),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WRK_OUTPUT: &str = "\
+Running 10s test @ http://127.0.0.1:4000/plans
+  2 threads and 32 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     1.10ms  502.11us  12.30ms   80.00%
+    Req/Sec    14.70k     1.10k   17.00k    70.00%
+  Latency Distribution
+     50%  812.00us
+     75%    1.30ms
+     90%    1.80ms
+     99%    2.50ms
+  292612 requests in 10.00s, 50.00MB read
+  Socket errors: connect 0, read 2, write 0, timeout 1
+  Non-2xx or 3xx responses: 7
+Requests/sec:  29261.20
+Transfer/sec:      5.00MB
+";
+
+    #[test]
+    fn wrk_output_is_read_with_its_units_and_errors() {
+        let figures = parse_wrk("plans", 32, WRK_OUTPUT).unwrap();
+        assert_eq!(figures.requests, 292_612);
+        assert_eq!(figures.errors, 10);
+        assert!((figures.rate - 29_261.2).abs() < 1e-6);
+        assert!((figures.p50_ms - 0.812).abs() < 1e-9);
+        assert!((figures.p99_ms - 2.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn wrk_latencies_in_seconds_and_minutes_are_milliseconds() {
+        assert!((wrk_duration_ms("1.02s").unwrap() - 1020.0).abs() < 1e-9);
+        assert!((wrk_duration_ms("2.00m").unwrap() - 120_000.0).abs() < 1e-9);
+        assert!(wrk_duration_ms("12").is_err());
     }
 }

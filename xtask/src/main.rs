@@ -6,6 +6,7 @@ mod api_check;
 mod bench;
 mod bench_api;
 mod bench_webhooks;
+mod fuzz;
 mod load_smtp;
 mod postgres;
 mod seed;
@@ -74,6 +75,14 @@ enum Task {
     /// Schemathesis (pinned, in target/api-check/venv) against a fresh stack's
     /// /openapi.json with a seeded account: fails on any failure or 5xx (docs/api.md).
     ApiCheck,
+    /// Run one cargo-fuzz target on the nightly toolchain from its committed
+    /// seeds (docs/fuzzing.md): smtp_session, mime_content, box_open, json_bodies.
+    Fuzz {
+        target: String,
+        /// How long to run.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+    },
     /// Benchmarks on a fresh database (dropped at the end); see docs/benchmarks.md.
     Bench {
         #[command(subcommand)]
@@ -97,9 +106,10 @@ enum Bench {
     /// 10,000 events to 10 local HTTPS receivers through the API's sender:
     /// deliveries/s and event-to-delivery latency, also with two failing receivers.
     Webhooks,
-    /// A bounded loopback load on a few API endpoints (lists, one message,
-    /// usage, address creation): req/s and p50/p99, also as ratios to
-    /// `GET /plans` in the same run.
+    /// A bounded loopback load on the API (wrk): a page of 50 messages, one
+    /// message, usage, sign-in: req/s and p50/p99, the page as a ratio to
+    /// pgbench running its queries in the same run, and other clients'
+    /// p99 under a flood from one address.
     Api,
 }
 
@@ -144,6 +154,7 @@ fn run(task: Task) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Task::ApiCheck => api_check::run(&runtime),
+        Task::Fuzz { target, seconds } => fuzz::run(&target, seconds),
         Task::Test { args } => test(&runtime, &args),
         Task::Ci => ci(&runtime),
         Task::Bench { what: Bench::Smtp } => bench::smtp(&runtime),

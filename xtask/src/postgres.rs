@@ -255,7 +255,7 @@ fn start_private_cluster() -> Result<String> {
 
 /// `pg_config --bindir` when it holds `initdb`, else the newest
 /// `/usr/lib/postgresql/<version>/bin`.
-fn find_bindir() -> Result<PathBuf> {
+pub fn find_bindir() -> Result<PathBuf> {
     if let Ok(output) = Command::new("pg_config").arg("--bindir").output()
         && output.status.success()
     {

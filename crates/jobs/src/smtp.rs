@@ -23,11 +23,18 @@ use crate::Services;
 /// The ingest as the SMTP session sees it.
 pub struct SealingDelivery {
     ingest: Ingest,
+    /// Parses at once: one per core. More would only share the cores, and
+    /// each parse holds its message's content in memory while it waits.
+    parse_slots: tokio::sync::Semaphore,
 }
 
 impl SealingDelivery {
     pub fn new(ingest: Ingest) -> Self {
-        Self { ingest }
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        Self {
+            ingest,
+            parse_slots: tokio::sync::Semaphore::new(cores),
+        }
     }
 }
 
@@ -58,8 +65,13 @@ impl Delivery for SealingDelivery {
 
     async fn deliver(&self, envelope: &Envelope, data: &[u8]) -> DeliveryOutcome {
         // Parsing a large message takes a while: not on a worker that other
-        // sessions wait for.
-        let delivered = match off_the_workers(|| parse_mail_checked(data)) {
+        // sessions wait for, and no more at once than there are cores.
+        let parsed = match self.parse_slots.acquire().await {
+            Ok(_slot) => off_the_workers(|| parse_mail_checked(data)),
+            // Never closed; should it be, parse anyway rather than refuse mail.
+            Err(_) => off_the_workers(|| parse_mail_checked(data)),
+        };
+        let delivered = match parsed {
             Ok(parsed) => {
                 self.ingest
                     .deliver_parsed(&envelope.recipients, &parsed, data.len())
