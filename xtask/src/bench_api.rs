@@ -152,7 +152,10 @@ async fn throughput(app: &TestApp, wrk: &Wrk, pgbench: &Path) -> Result<Vec<Figu
         }
     }
     let queries = PageQueries::of(app, &token).await?;
-    let pg = queries.pgbench(pgbench, &app.db.url, HIGH)?;
+    let pg = queries.pgbench(pgbench, &app.db.url, HIGH, "prepared")?;
+    // The same statements parsed and planned every time: what they cost
+    // the server when the client does not keep them prepared.
+    let pg_unprepared = queries.pgbench(pgbench, &app.db.url, HIGH, "extended")?;
     all.push(sign_ins(&base, &keys).await?);
 
     let page_high = all
@@ -164,6 +167,11 @@ async fn throughput(app: &TestApp, wrk: &Wrk, pgbench: &Path) -> Result<Vec<Figu
          connections: {pg:.0} transactions/s; ratio {:.2} (target {PAGE_TARGET_VS_PGBENCH} or more)",
         page_high.rate,
         page_high.rate / pg,
+    );
+    println!(
+        "  (pgbench with the statements parsed and planned each time, `--protocol=extended`: \
+         {pg_unprepared:.0} transactions/s; the page's ratio to it {:.2})",
+        page_high.rate / pg_unprepared,
     );
     for figures in all.iter().filter(|figures| figures.connections == LOW) {
         println!(
@@ -263,13 +271,21 @@ ORDER BY m.received_at DESC, m.id DESC LIMIT 51;
     }
 
     /// Transactions a second (one transaction: the three statements) that
-    /// `pgbench` gets with prepared statements from `clients` connections.
-    fn pgbench(&self, pgbench: &Path, database_url: &str, clients: usize) -> Result<f64> {
+    /// `pgbench` gets from `clients` connections with `protocol` (`prepared`:
+    /// each statement parsed once per connection; `extended`: every time).
+    fn pgbench(
+        &self,
+        pgbench: &Path,
+        database_url: &str,
+        clients: usize,
+        protocol: &str,
+    ) -> Result<f64> {
         let script =
             std::env::temp_dir().join(format!("sealpost-bench-api-{}.sql", std::process::id()));
         std::fs::write(&script, Self::script()).context("writing the pgbench script")?;
         let output = Command::new(pgbench)
-            .args(["--no-vacuum", "--protocol=prepared"])
+            .arg("--no-vacuum")
+            .arg(format!("--protocol={protocol}"))
             .arg(format!("--client={clients}"))
             .arg("--jobs=2")
             .arg(format!("--time={LOAD_SECONDS}"))

@@ -70,10 +70,12 @@ where
 }
 
 /// The token's caller and its account's standing (one store lookup), past
-/// the account's edge limit.
+/// the account's edge limit (a refusal held like the per-IP one).
 async fn authenticate(state: &AppState, token: &str) -> Result<Authentication, ApiError> {
     let found = state.accounts.authenticate(token).await?;
-    state.limiter.check_account(found.caller.account())?;
+    if let Err(refused) = state.limiter.check_account(found.caller.account()) {
+        return Err(crate::rate_limit::held(refused).await);
+    }
     Ok(found)
 }
 

@@ -281,7 +281,8 @@ async fn index() -> HttpResponse {
     }))
 }
 
-/// Per-IP edge limit, before any handler work. Probes are exempt.
+/// Per-IP edge limit, before any handler work; a refusal is held
+/// ([`rate_limit::REFUSAL_HOLD`]). Probes are exempt.
 async fn limit_by_ip(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -290,7 +291,9 @@ async fn limit_by_ip(
         && let Some(limiter) = req.app_data::<Data<rate_limit::EdgeLimiter>>()
     {
         let client = client_ip::ClientIp::of(req.request());
-        limiter.check_ip(client_ip::limit_key(client.0))?;
+        if let Err(refused) = limiter.check_ip(client_ip::limit_key(client.0)) {
+            return Err(rate_limit::held(refused).await.into());
+        }
     }
     next.call(req).await
 }

@@ -11,6 +11,19 @@ use sealpost_kernel::AccountId;
 
 use crate::error::ApiError;
 
+/// How long a refusal of the edge limit is held before it is sent. A client
+/// told to retry after a second or more loses nothing by hearing it a second
+/// later, while a flood from one address (a closed loop of requests on each
+/// of its connections) then costs a timer per connection instead of the CPU
+/// every other client needs.
+pub const REFUSAL_HOLD: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `error` after [`REFUSAL_HOLD`]: for an edge-limit refusal on its way out.
+pub async fn held(error: ApiError) -> ApiError {
+    actix_web::rt::time::sleep(REFUSAL_HOLD).await;
+    error
+}
+
 pub struct EdgeLimiter {
     per_ip: DefaultKeyedRateLimiter<IpAddr>,
     per_account: DefaultKeyedRateLimiter<AccountId>,

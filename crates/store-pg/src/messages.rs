@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 use crate::records::{DeletedMessages, box_from_json, delete_messages_of, delete_messages_sql};
 use crate::schema::{
     account_suspensions, accounts, addresses, attachments, blob_garbage, commit_clock, messages,
-    pending_blobs,
+    pending_blobs, team_grants,
 };
 use crate::teams::usable_by;
 use crate::{PgStore, bytes32, db_error};
@@ -283,33 +283,63 @@ impl PgStore {
     }
 
     /// The retention cutoff of one readable address, or `None` when the reader may not read it.
+    ///
+    /// The same rule as [`usable_by`], written with the query builder so
+    /// the statement is prepared once per connection: every list, wait and
+    /// page of mail runs it.
     async fn readable_cutoff(
         &self,
         reader: &Reader,
         inbox: &AddressId,
         now: Timestamp,
     ) -> Result<Option<DateTime<Utc>>, StoreError> {
-        #[derive(QueryableByName)]
-        struct Retention {
-            #[diesel(sql_type = diesel::sql_types::SmallInt)]
-            retention_days: i16,
-        }
+        let account = reader.account.as_str();
+        let address = addresses::table
+            .filter(addresses::id.eq(inbox.as_str()))
+            .select(addresses::retention_days);
         let mut conn = self.conn().await?;
-        let days: Option<Retention> = diesel::sql_query(format!(
-            "SELECT a.retention_days FROM addresses a WHERE a.id = $3 AND {}",
-            usable_by("a.account_id", "$1", "$2", false)
-        ))
-        .bind::<Text, _>(reader.account.as_str())
-        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
-        .bind::<Text, _>(inbox.as_str())
-        .get_result(&mut conn)
-        .await
+        let days: Option<i16> = match &reader.worker {
+            // A device reads only the account's addresses assigned to it.
+            Some(device) => {
+                address
+                    .filter(addresses::account_id.eq(account))
+                    .filter(addresses::worker_id.eq(device.as_str()))
+                    .first(&mut conn)
+                    .await
+            }
+            // A session: the account's own, or one an active team grants it.
+            None => {
+                let granted = diesel::dsl::exists(
+                    team_grants::table
+                        .filter(team_grants::member_id.eq(account))
+                        .filter(team_grants::inbox_id.eq(addresses::id))
+                        .filter(team_grants::owner_id.eq(addresses::account_id))
+                        .filter(
+                            team_grants::owner_id.eq_any(
+                                accounts::table
+                                    .filter(accounts::plan_id.eq_any(team_plan_ids()))
+                                    .select(accounts::id),
+                            ),
+                        ),
+                );
+                address
+                    .filter(addresses::account_id.eq(account).or(granted))
+                    .first(&mut conn)
+                    .await
+            }
+        }
         .optional()
         .map_err(db_error)?;
-        Ok(days.map(|row| {
-            (now - chrono::TimeDelta::days(i64::from(row.retention_days))).as_datetime()
-        }))
+        Ok(days.map(|days| (now - chrono::TimeDelta::days(i64::from(days))).as_datetime()))
     }
+}
+
+/// The plans whose owners' grants give access, as stored.
+fn team_plan_ids() -> Vec<&'static str> {
+    sealpost_teams::plans_with_teams()
+        .into_iter()
+        .map(|plan| plan.as_str())
+        .collect()
 }
 
 #[async_trait]

@@ -163,3 +163,39 @@ async fn the_edge_limit_ignores_an_untrusted_peers_forwarding_header() {
         "one allowance for the peer, whatever it claims"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refusal_is_held_back_without_holding_up_other_clients() {
+    let api = Api::with(
+        TestApp::spawn_with(|config| {
+            config.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+            config.edge_rate_per_minute = 1;
+        })
+        .await,
+    );
+    assert_eq!(plans_for(&api, "198.51.100.1").await, StatusCode::OK);
+    let started = std::time::Instant::now();
+    let (refused, other) = tokio::join!(
+        async {
+            let status = plans_for(&api, "198.51.100.1").await;
+            (status, started.elapsed())
+        },
+        async {
+            let status = plans_for(&api, "198.51.100.2").await;
+            (status, started.elapsed())
+        },
+    );
+    assert_eq!(refused.0, StatusCode::TOO_MANY_REQUESTS);
+    assert!(
+        refused.1 >= sealpost_http_api::rate_limit::REFUSAL_HOLD,
+        "the 429 came after {:?}",
+        refused.1
+    );
+    assert_eq!(other.0, StatusCode::OK);
+    assert!(
+        other.1 < refused.1,
+        "the other client waited for the refusal: {:?} against {:?}",
+        other.1,
+        refused.1
+    );
+}

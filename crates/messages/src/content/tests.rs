@@ -508,3 +508,19 @@ fn a_flood_of_nested_messages_is_refused_before_parsing_on_a_small_stack() {
         .unwrap();
     assert_eq!(refused, Some(MimeLimit::Parts));
 }
+
+#[test]
+fn a_message_that_trips_the_parser_is_kept_as_text() {
+    // Found by `cargo xtask fuzz mime_content`: a part header broken by a
+    // mangled boundary trips an assertion inside mail-parser (a panic in
+    // builds with debug assertions, such as this test's).
+    let raw = include_bytes!("regressions/part_id_assertion.eml");
+    let checked = parse_mail_checked(raw).expect("within the structure limits");
+    let text = checked
+        .content
+        .text
+        .clone()
+        .expect("the message is kept as text");
+    assert!(text.starts_with("From: a@example.com"), "{text}");
+    assert_eq!(parse_mail(raw), checked);
+}
