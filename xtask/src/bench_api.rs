@@ -203,8 +203,8 @@ async fn first_message(app: &TestApp) -> Result<String> {
 }
 
 /// The statements `GET /inboxes/:id/messages` runs, as `sealpost-store-pg`
-/// writes them (`bearer`, `readable_cutoff`, `page`), with the values of
-/// this run's session and address bound as parameters.
+/// writes them (`bearer`, `readable_cutoff` for a session, `page`), with
+/// the values of this run's session and address bound as parameters.
 struct PageQueries {
     token_hash_hex: String,
     account: String,
@@ -225,10 +225,9 @@ SELECT s.id, s.account_id, s.token_hash, s.created_at, s.expires_at, su.account_
 FROM sessions s LEFT JOIN account_suspensions su ON su.account_id = s.account_id \
 WHERE s.token_hash = :token_hash::bytea LIMIT 1;
 SELECT a.retention_days FROM addresses a WHERE a.id = :inbox \
-AND ((a.account_id = :account AND (NULL::text IS NULL OR a.worker_id = NULL)) \
-OR (NULL::text IS NULL AND EXISTS (SELECT 1 FROM team_grants g JOIN accounts o ON o.id = g.owner_id \
+AND (a.account_id = :account OR EXISTS (SELECT g.owner_id FROM team_grants g \
 WHERE g.member_id = :account AND g.inbox_id = a.id AND g.owner_id = a.account_id \
-AND o.plan_id IN ({}))));
+AND g.owner_id = ANY (SELECT o.id FROM accounts o WHERE o.plan_id IN ({})))) LIMIT 1;
 SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.read, m.size_bytes, m.key_epoch, m.content, \
 m.folder, m.starred, m.outgoing FROM messages m \
 WHERE m.inbox_id = :inbox AND m.held = false AND m.received_at > :cutoff::timestamptz \
