@@ -26,6 +26,7 @@ use crate::schema::{
 };
 use crate::teams::usable_by;
 use crate::{PgStore, bytes32, db_error};
+use sealpost_teams::Access;
 
 #[derive(Queryable, Selectable, QueryableByName)]
 #[diesel(table_name = messages, check_for_backend(diesel::pg::Pg))]
@@ -256,8 +257,50 @@ fn readable(send: bool) -> String {
 pub(crate) const RETAINED: &str =
     "m.received_at > $2 - make_interval(days => a.retention_days::int)";
 
+/// `EXISTS` a team grant of the address in the query (`addresses`) to
+/// `$account` with one of `$accesses`, from an owner whose plan has teams:
+/// [`usable_by`]'s member rule in the query builder. A macro because the
+/// expression's type cannot be named.
+macro_rules! granted {
+    ($account:expr, $accesses:expr) => {
+        diesel::dsl::exists(
+            team_grants::table
+                .filter(team_grants::member_id.eq($account))
+                .filter(team_grants::inbox_id.eq(addresses::id))
+                .filter(team_grants::owner_id.eq(addresses::account_id))
+                .filter(team_grants::access.eq_any($accesses))
+                .filter(
+                    team_grants::owner_id.eq_any(
+                        accounts::table
+                            .filter(accounts::plan_id.eq_any(team_plan_ids()))
+                            .select(accounts::id),
+                    ),
+                ),
+        )
+    };
+}
+
+/// The plans whose owners' grants give access, as stored.
+fn team_plan_ids() -> Vec<&'static str> {
+    sealpost_teams::plans_with_teams()
+        .into_iter()
+        .map(|plan| plan.as_str())
+        .collect()
+}
+
+/// The grant accesses that let a member read (`send`: change) mail.
+fn grant_accesses(send: bool) -> Vec<&'static str> {
+    if send {
+        vec![Access::Send.as_str()]
+    } else {
+        vec![Access::Read.as_str(), Access::Send.as_str()]
+    }
+}
+
 impl PgStore {
-    /// One message the reader may see (`send`: change).
+    /// One message the reader may see (`send`: change): [`usable_by`]'s
+    /// rule with the query builder ([`granted!`]), so the statement is
+    /// prepared once per connection; the retention check on the row.
     async fn message_for(
         &self,
         reader: &Reader,
@@ -265,21 +308,42 @@ impl PgStore {
         now: Timestamp,
         send: bool,
     ) -> Result<Option<Message>, StoreError> {
+        let account = reader.account.as_str();
+        let message = messages::table
+            .inner_join(addresses::table)
+            .filter(messages::id.eq(id.as_str()))
+            .filter(messages::held.eq(false))
+            .select((MessageRow::as_select(), addresses::retention_days));
         let mut conn = self.conn().await?;
-        let rows: Vec<MessageRow> = diesel::sql_query(format!(
-            "SELECT {MESSAGE_COLUMNS} \
-             FROM messages m JOIN addresses a ON a.id = m.inbox_id \
-             WHERE m.id = $1 AND NOT m.held AND {RETAINED} AND {usable}",
-            usable = usable_by("m.account_id", "$3", "$4", send)
-        ))
-        .bind::<Text, _>(id.as_str())
-        .bind::<Timestamptz, _>(now.as_datetime())
-        .bind::<Text, _>(reader.account.as_str())
-        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
-        .load(&mut conn)
-        .await
+        let found: Option<(MessageRow, i16)> = match &reader.worker {
+            Some(device) => {
+                message
+                    .filter(messages::account_id.eq(account))
+                    .filter(addresses::worker_id.eq(device.as_str()))
+                    .first(&mut conn)
+                    .await
+            }
+            None => {
+                message
+                    .filter(
+                        messages::account_id
+                            .eq(account)
+                            .or(granted!(account, grant_accesses(send))),
+                    )
+                    .first(&mut conn)
+                    .await
+            }
+        }
+        .optional()
         .map_err(db_error)?;
-        rows_into_messages(rows).map(|mut messages| messages.pop())
+        let Some((row, days)) = found else {
+            return Ok(None);
+        };
+        let cutoff = (now - chrono::TimeDelta::days(i64::from(days))).as_datetime();
+        if row.received_at <= cutoff {
+            return Ok(None);
+        }
+        row.into_message().map(Some)
     }
 
     /// The retention cutoff of one readable address, or `None` when the reader may not read it.
@@ -309,19 +373,7 @@ impl PgStore {
             }
             // A session: the account's own, or one an active team grants it.
             None => {
-                let granted = diesel::dsl::exists(
-                    team_grants::table
-                        .filter(team_grants::member_id.eq(account))
-                        .filter(team_grants::inbox_id.eq(addresses::id))
-                        .filter(team_grants::owner_id.eq(addresses::account_id))
-                        .filter(
-                            team_grants::owner_id.eq_any(
-                                accounts::table
-                                    .filter(accounts::plan_id.eq_any(team_plan_ids()))
-                                    .select(accounts::id),
-                            ),
-                        ),
-                );
+                let granted = granted!(account, grant_accesses(false));
                 address
                     .filter(addresses::account_id.eq(account).or(granted))
                     .first(&mut conn)
@@ -332,14 +384,6 @@ impl PgStore {
         .map_err(db_error)?;
         Ok(days.map(|days| (now - chrono::TimeDelta::days(i64::from(days))).as_datetime()))
     }
-}
-
-/// The plans whose owners' grants give access, as stored.
-fn team_plan_ids() -> Vec<&'static str> {
-    sealpost_teams::plans_with_teams()
-        .into_iter()
-        .map(|plan| plan.as_str())
-        .collect()
 }
 
 #[async_trait]

@@ -374,6 +374,8 @@ diesel::allow_tables_to_appear_in_same_query!(team_members, addresses);
 diesel::allow_tables_to_appear_in_same_query!(team_members, accounts);
 diesel::allow_tables_to_appear_in_same_query!(team_grants, addresses);
 diesel::allow_tables_to_appear_in_same_query!(team_grants, accounts);
+diesel::allow_tables_to_appear_in_same_query!(team_grants, messages);
+diesel::allow_tables_to_appear_in_same_query!(accounts, messages);
 
 diesel::table! {
     support_tickets (id) {
