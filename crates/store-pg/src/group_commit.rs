@@ -56,6 +56,12 @@ use crate::{PgStore, db_error};
 pub(crate) const COMMITTERS: usize = 4;
 /// Most messages in one transaction.
 pub(crate) const MAX_BATCH: usize = 64;
+/// Most sealed content in one transaction (ciphertext bytes). A batch holds
+/// each message's box, and its copy in the insert's bound parameters, until
+/// COMMIT: large mail makes smaller batches, so the batches in flight stay
+/// within a few times this, however large the messages. A message larger
+/// than this is a batch of its own.
+pub(crate) const MAX_BATCH_BYTES: usize = 4 * 1024 * 1024;
 
 /// Takes the next commit number; its row lock is held until COMMIT, so the
 /// next batch gets its number only once this one is visible (or rolled
@@ -84,9 +90,20 @@ impl Batcher {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The oldest queued messages, up to [`MAX_BATCH`] of them and
+    /// [`MAX_BATCH_BYTES`] of sealed content (at least one).
     fn take_batch(&self) -> Vec<(NewMessage, Answer)> {
         let mut queue = self.queue();
-        let take = queue.len().min(MAX_BATCH);
+        let mut bytes = 0usize;
+        let take = queue
+            .iter()
+            .take(MAX_BATCH)
+            .enumerate()
+            .take_while(|(taken, (new, _))| {
+                bytes = bytes.saturating_add(new.message.content.c.len());
+                *taken == 0 || bytes <= MAX_BATCH_BYTES
+            })
+            .count();
         queue.drain(..take).collect()
     }
 
@@ -539,6 +556,40 @@ mod tests {
             records: Records::new(),
             owner: "instance-batches".to_owned(),
         }
+    }
+
+    /// `new_message` with `bytes` of ciphertext.
+    fn message_of(bytes: usize) -> NewMessage {
+        let mut new = new_message(at(0));
+        new.message.content.c = vec![0; bytes];
+        new
+    }
+
+    #[test]
+    fn batches_are_bounded_by_sealed_bytes_as_well_as_by_count() {
+        let batcher = Batcher::default();
+        let queue = |sizes: &[usize]| {
+            for &size in sizes {
+                batcher
+                    .queue()
+                    .push((message_of(size), oneshot::channel().0));
+            }
+        };
+        let batch_sizes = || {
+            std::iter::from_fn(|| {
+                let batch = batcher.take_batch();
+                (!batch.is_empty()).then_some(batch.len())
+            })
+            .collect::<Vec<_>>()
+        };
+        let mib = 1024 * 1024;
+        queue(&[mib; 10]);
+        assert_eq!(batch_sizes(), [4, 4, 2]);
+        // Larger than the bound: a batch of its own, never stuck.
+        queue(&[10, 5 * mib, 10]);
+        assert_eq!(batch_sizes(), [1, 1, 1]);
+        queue(&[10; MAX_BATCH + 1]);
+        assert_eq!(batch_sizes(), [MAX_BATCH, 1]);
     }
 
     /// A connection of the test's own, holding the commit clock's row lock
