@@ -73,9 +73,7 @@ where
 /// the account's edge limit (a refusal held like the per-IP one).
 async fn authenticate(state: &AppState, token: &str) -> Result<Authentication, ApiError> {
     let found = state.accounts.authenticate(token).await?;
-    if let Err(refused) = state.limiter.check_account(found.caller.account()) {
-        return Err(crate::rate_limit::held(refused).await);
-    }
+    crate::rate_limit::held(state.limiter.check_account(found.caller.account())).await?;
     Ok(found)
 }
 

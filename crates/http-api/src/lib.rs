@@ -291,9 +291,7 @@ async fn limit_by_ip(
         && let Some(limiter) = req.app_data::<Data<rate_limit::EdgeLimiter>>()
     {
         let client = client_ip::ClientIp::of(req.request());
-        if let Err(refused) = limiter.check_ip(client_ip::limit_key(client.0)) {
-            return Err(rate_limit::held(refused).await.into());
-        }
+        rate_limit::held(limiter.check_ip(client_ip::limit_key(client.0))).await?;
     }
     next.call(req).await
 }

@@ -18,10 +18,12 @@ use crate::error::ApiError;
 /// every other client needs.
 pub const REFUSAL_HOLD: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// `error` after [`REFUSAL_HOLD`]: for an edge-limit refusal on its way out.
-pub async fn held(error: ApiError) -> ApiError {
-    actix_web::rt::time::sleep(REFUSAL_HOLD).await;
-    error
+/// An edge-limit check's answer, a refusal only after [`REFUSAL_HOLD`].
+pub async fn held(checked: Result<(), ApiError>) -> Result<(), ApiError> {
+    if checked.is_err() {
+        actix_web::rt::time::sleep(REFUSAL_HOLD).await;
+    }
+    checked
 }
 
 pub struct EdgeLimiter {

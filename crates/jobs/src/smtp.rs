@@ -66,11 +66,10 @@ impl Delivery for SealingDelivery {
     async fn deliver(&self, envelope: &Envelope, data: &[u8]) -> DeliveryOutcome {
         // Parsing a large message takes a while: not on a worker that other
         // sessions wait for, and no more at once than there are cores.
-        let parsed = match self.parse_slots.acquire().await {
-            Ok(_slot) => off_the_workers(|| parse_mail_checked(data)),
-            // Never closed; should it be, parse anyway rather than refuse mail.
-            Err(_) => off_the_workers(|| parse_mail_checked(data)),
-        };
+        // The semaphore is never closed; were it, parse anyway rather than refuse mail.
+        let slot = self.parse_slots.acquire().await.ok();
+        let parsed = off_the_workers(|| parse_mail_checked(data));
+        drop(slot);
         let delivered = match parsed {
             Ok(parsed) => {
                 self.ingest
