@@ -101,13 +101,15 @@ impl Run {
     }
 
     fn percentile(&self, p: usize) -> Option<Duration> {
-        if self.latencies.is_empty() {
-            return None;
-        }
-        // Nearest rank.
-        let rank = (self.latencies.len() * p).div_ceil(100).max(1);
-        self.latencies.get(rank - 1).copied()
+        percentile(&self.latencies, p)
     }
+}
+
+/// The `p`th percentile of `sorted` by nearest rank; `None` when empty.
+/// Every benchmark here reads its latencies with it.
+pub fn percentile(sorted: &[Duration], p: usize) -> Option<Duration> {
+    let rank = (sorted.len() * p).div_ceil(100).max(1);
+    sorted.get(rank - 1).copied()
 }
 
 struct Report {

@@ -35,7 +35,7 @@ use sealpost_seal::{AccountKeys, b64};
 use sealpost_testkit::TestApp;
 use serde_json::json;
 
-use crate::bench::register_enterprise;
+use crate::bench::{percentile, register_enterprise};
 
 /// Connections for throughput, the same for `wrk` and `pgbench`.
 const HIGH: usize = 32;
@@ -95,36 +95,32 @@ pub async fn run() -> Result<()> {
     .await;
     let flood = flood(&app, &wrk).await;
     app.stop().await;
-    let flood = flood?;
-    all.extend(flood.table);
-    print_table(&all);
-    println!();
-    println!(
+    let Flood {
+        without,
+        with,
+        flooder,
+    } = flood?;
+    let verdict = format!(
         "flood: the readers' p99 {:.1} ms with it, {:.1} ms without: {:.2}x (target at most {FLOOD_TARGET}x); \
          the flooder got {} answers, {} of them 429",
-        flood.with_p99,
-        flood.without_p99,
-        flood.with_p99 / flood.without_p99,
-        flood.flooder.requests,
-        flood.flooder.errors,
+        with.p99_ms,
+        without.p99_ms,
+        with.p99_ms / without.p99_ms,
+        flooder.requests,
+        flooder.errors,
     );
+    all.extend([without, with]);
+    print_table(&all);
+    println!();
+    println!("{verdict}");
     Ok(())
 }
 
 async fn throughput(app: &TestApp, wrk: &Wrk, pgbench: &Path) -> Result<Vec<Figures>> {
     let base = app.base_url.clone();
     let (keys, token) = register_enterprise(&base, &app.db.url).await?;
+    create_address(&base, &token, &keys, INBOX, "127.0.0.1").await?;
     let http = reqwest::Client::new();
-    http.post(format!("{base}/inboxes"))
-        .bearer_auth(&token)
-        .json(
-            &json!({ "id": INBOX, "domain": "mail.localhost", "prefix": "bench",
-                       "publicKey": b64::encode(&keys.inbox_public_key(INBOX, 0)) }),
-        )
-        .send()
-        .await?
-        .error_for_status()
-        .context("creating the bench address")?;
     for n in 0..MESSAGES {
         let raw = format!("From: a@example.com\r\nSubject: bench {n}\r\n\r\nmessage {n}\r\n");
         http.post(format!("{base}/messages"))
@@ -186,6 +182,30 @@ async fn throughput(app: &TestApp, wrk: &Wrk, pgbench: &Path) -> Result<Vec<Figu
         );
     }
     Ok(all)
+}
+
+/// A new address `id` of the account, with its epoch-0 key, asked for from
+/// `client` (as `X-Forwarded-For` names it where loopback is a trusted proxy).
+async fn create_address(
+    base: &str,
+    token: &str,
+    keys: &AccountKeys,
+    id: &str,
+    client: &str,
+) -> Result<()> {
+    reqwest::Client::new()
+        .post(format!("{base}/inboxes"))
+        .bearer_auth(token)
+        .header("x-forwarded-for", client)
+        .json(
+            &json!({ "id": id, "domain": "mail.localhost", "prefix": "bench",
+                       "publicKey": b64::encode(&keys.inbox_public_key(id, 0)) }),
+        )
+        .send()
+        .await?
+        .error_for_status()
+        .with_context(|| format!("creating the bench address {id}"))?;
+    Ok(())
 }
 
 async fn first_message(app: &TestApp) -> Result<String> {
@@ -457,18 +477,12 @@ async fn sign_ins(base: &str, keys: &AccountKeys) -> Result<Figures> {
                 if client.sign_in(&keys).await.is_err() {
                     errors += 1;
                 }
-                latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
+                latencies.push(sent.elapsed());
             }
             (latencies, errors)
         }));
     }
-    let mut latencies = Vec::with_capacity(SIGN_INS);
-    let mut errors = 0;
-    for task in tasks {
-        let (mut own, own_errors) = task.await?;
-        latencies.append(&mut own);
-        errors += own_errors;
-    }
+    let (latencies, errors) = joined(tasks).await?;
     let seconds = started.elapsed().as_secs_f64();
     let label = if latencies.len() < SIGN_INS {
         "sign-in: challenge + proof (INCOMPLETE: time limit)"
@@ -478,31 +492,48 @@ async fn sign_ins(base: &str, keys: &AccountKeys) -> Result<Figures> {
     summarize(label, LOW, latencies, errors, seconds)
 }
 
+/// What each client task measured: its latencies and its errors.
+type Measured = (Vec<Duration>, u64);
+
+/// Every task's latencies and errors, together.
+async fn joined(tasks: Vec<tokio::task::JoinHandle<Measured>>) -> Result<Measured> {
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    for task in tasks {
+        let (mut own, own_errors) = task.await?;
+        latencies.append(&mut own);
+        errors += own_errors;
+    }
+    Ok((latencies, errors))
+}
+
 fn summarize(
     label: &str,
     connections: usize,
-    mut latencies: Vec<f64>,
+    mut latencies: Vec<Duration>,
     errors: u64,
     seconds: f64,
 ) -> Result<Figures> {
-    ensure!(!latencies.is_empty(), "{label}: no request finished");
-    latencies.sort_by(f64::total_cmp);
-    let percentile = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize];
+    latencies.sort();
+    let ms = |p| {
+        percentile(&latencies, p)
+            .map(|latency| latency.as_secs_f64() * 1000.0)
+            .ok_or_else(|| anyhow!("{label}: no request finished"))
+    };
     Ok(Figures {
         label: label.to_owned(),
         connections,
         requests: latencies.len() as u64,
         errors,
         rate: latencies.len() as f64 / seconds,
-        p50_ms: percentile(0.50),
-        p99_ms: percentile(0.99),
+        p50_ms: ms(50)?,
+        p99_ms: ms(99)?,
     })
 }
 
 struct Flood {
-    table: Vec<Figures>,
-    without_p99: f64,
-    with_p99: f64,
+    without: Figures,
+    with: Figures,
     flooder: Figures,
 }
 
@@ -514,18 +545,7 @@ async fn flood(app: &TestApp, wrk: &Wrk) -> Result<Flood> {
     for n in 0..READERS {
         let (keys, token) = register_enterprise(&base, &app.db.url).await?;
         let inbox = format!("ibx_reader{n}");
-        reqwest::Client::new()
-            .post(format!("{base}/inboxes"))
-            .bearer_auth(&token)
-            .header("x-forwarded-for", reader_address(n))
-            .json(
-                &json!({ "id": inbox, "domain": "mail.localhost", "prefix": "reader",
-                           "publicKey": b64::encode(&keys.inbox_public_key(&inbox, 0)) }),
-            )
-            .send()
-            .await?
-            .error_for_status()
-            .context("creating a reader's address")?;
+        create_address(&base, &token, &keys, &inbox, &reader_address(n)).await?;
         readers.push((token, inbox));
     }
     let readers = Arc::new(readers);
@@ -557,9 +577,8 @@ async fn flood(app: &TestApp, wrk: &Wrk) -> Result<Flood> {
     let out = String::from_utf8_lossy(&output.stdout);
     let flooder = parse_wrk("the flooder: GET /usage from one address", HIGH, &out)?;
     Ok(Flood {
-        without_p99: without.p99_ms,
-        with_p99: with.p99_ms,
-        table: vec![without, with],
+        without,
+        with,
         flooder,
     })
 }
@@ -602,18 +621,12 @@ async fn steady_readers(
                     }
                     _ => errors += 1,
                 }
-                latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
+                latencies.push(sent.elapsed());
             }
             (latencies, errors)
         }));
     }
-    let mut latencies = Vec::new();
-    let mut errors = 0;
-    for task in tasks {
-        let (mut own, own_errors) = task.await?;
-        latencies.append(&mut own);
-        errors += own_errors;
-    }
+    let (latencies, errors) = joined(tasks).await?;
     summarize(
         &format!(
             "{label}: a page every {} ms each",

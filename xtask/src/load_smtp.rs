@@ -33,6 +33,8 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpSocket;
 use tokio::runtime::Runtime;
 
+use crate::bench::percentile;
+
 use crate::bench::{
     Service, Stack, command, drop_database, drop_leftover_databases, expect, free_addr,
     leftover_of_dead_run, mebibytes, message, peak_memory, register_enterprise, reply, wait_http,
@@ -478,14 +480,6 @@ fn large_message(recipient: &str) -> Vec<u8> {
     }
     text.extend_from_slice(b"--b--\r\n.\r\n");
     text
-}
-
-fn percentile(sorted: &[Duration], p: usize) -> Option<Duration> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (sorted.len() * p).div_ceil(100).max(1);
-    sorted.get(rank - 1).copied()
 }
 
 fn ms(duration: Option<Duration>) -> String {
