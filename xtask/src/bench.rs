@@ -38,7 +38,7 @@ use crate::postgres;
 /// `sessions` parallel SMTP sessions.
 struct Workload {
     label: &'static str,
-    inbox: &'static str,
+    address: &'static str,
     messages: usize,
     size: usize,
     sessions: usize,
@@ -49,7 +49,7 @@ struct Workload {
 const WORKLOADS: [Workload; 3] = [
     Workload {
         label: "4 KB",
-        inbox: "ibx_bench4k",
+        address: "ibx_bench4k",
         messages: 5_000,
         size: 4 * 1024,
         sessions: 20,
@@ -57,7 +57,7 @@ const WORKLOADS: [Workload; 3] = [
     },
     Workload {
         label: "100 KB",
-        inbox: "ibx_bench100k",
+        address: "ibx_bench100k",
         messages: 2_000,
         size: 100 * 1024,
         sessions: 20,
@@ -65,7 +65,7 @@ const WORKLOADS: [Workload; 3] = [
     },
     Workload {
         label: "1 KB",
-        inbox: "ibx_bench1k",
+        address: "ibx_bench1k",
         messages: 20_000,
         size: 1024,
         sessions: 50,
@@ -270,14 +270,14 @@ fn run_all(runtime: &Runtime, stack: &Stack, postfix: &Postfix) -> Result<Vec<Re
         let smtp_addr = free_addr()?;
         let mut smtp_command = stack.command(
             "sealpost-smtp",
-            &format!("smtp-{}.log", workload.inbox.trim_start_matches("ibx_")),
+            &format!("smtp-{}.log", workload.address.trim_start_matches("ibx_")),
         )?;
         smtp_command.env("SEALPOST_SMTP_ADDR", smtp_addr.to_string());
         let smtp = Service::start("sealpost-smtp", &mut smtp_command)?;
         runtime.block_on(wait_smtp(smtp_addr))?;
 
         let mut run = postfix.source(workload, recipient, smtp_addr, "smtp-source -> sealpost")?;
-        run.committed = Some(runtime.block_on(committed(&stack.url, workload.inbox))?);
+        run.committed = Some(runtime.block_on(committed(&stack.url, workload.address))?);
         runs.push(run);
         let mut run = runtime.block_on(drive(
             workload,
@@ -285,7 +285,7 @@ fn run_all(runtime: &Runtime, stack: &Stack, postfix: &Postfix) -> Result<Vec<Re
             smtp_addr,
             "own client -> sealpost",
         ));
-        run.committed = Some(runtime.block_on(committed(&stack.url, workload.inbox))?);
+        run.committed = Some(runtime.block_on(committed(&stack.url, workload.address))?);
         runs.push(run);
         let peak_bytes = peak_memory(smtp.pid());
         let ingest_cpu = cpu_time(smtp.pid());
@@ -586,10 +586,10 @@ async fn set_up_account(base: &str, database_url: &str) -> Result<Vec<String>> {
             .post(format!("{base}/inboxes"))
             .bearer_auth(token)
             .json(&json!({
-                "id": workload.inbox,
+                "id": workload.address,
                 "domain": "mail.localhost",
                 "prefix": "bench",
-                "publicKey": b64::encode(&keys.inbox_public_key(workload.inbox, 0)),
+                "publicKey": b64::encode(&keys.address_public_key(workload.address, 0)),
             }))
             .send()
             .await?
@@ -612,10 +612,10 @@ struct Count {
 }
 
 /// Messages committed in the address so far.
-async fn committed(database_url: &str, inbox: &str) -> Result<i64> {
+async fn committed(database_url: &str, address: &str) -> Result<i64> {
     let mut conn = AsyncPgConnection::establish(database_url).await?;
     let count: Count = diesel::sql_query("SELECT count(*) AS n FROM messages WHERE inbox_id = $1")
-        .bind::<diesel::sql_types::Text, _>(inbox)
+        .bind::<diesel::sql_types::Text, _>(address)
         .get_result(&mut conn)
         .await?;
     Ok(count.n)

@@ -45,7 +45,7 @@ const LOAD_SECONDS: u64 = 10;
 const SIGN_INS: usize = 1_000;
 /// Sign-in still running then is reported as incomplete, never hidden.
 const SIGN_IN_LIMIT: Duration = Duration::from_secs(60);
-const INBOX: &str = "ibx_benchapi";
+const ADDRESS: &str = "ibx_benchapi";
 const MESSAGES: usize = 50;
 const PAGE_TARGET_VS_PGBENCH: f64 = 0.5;
 const P99_TARGET_MS: f64 = 50.0;
@@ -119,13 +119,13 @@ pub async fn run() -> Result<()> {
 async fn throughput(app: &TestApp, wrk: &Wrk, pgbench: &Path) -> Result<Vec<Figures>> {
     let base = app.base_url.clone();
     let (keys, token) = register_enterprise(&base, &app.db.url).await?;
-    create_address(&base, &token, &keys, INBOX, "127.0.0.1").await?;
+    create_address(&base, &token, &keys, ADDRESS, "127.0.0.1").await?;
     let http = reqwest::Client::new();
     for n in 0..MESSAGES {
         let raw = format!("From: a@example.com\r\nSubject: bench {n}\r\n\r\nmessage {n}\r\n");
         http.post(format!("{base}/messages"))
             .bearer_auth(&token)
-            .json(&json!({ "inboxId": INBOX, "raw": b64::encode(raw.as_bytes()) }))
+            .json(&json!({ "inboxId": ADDRESS, "raw": b64::encode(raw.as_bytes()) }))
             .send()
             .await?
             .error_for_status()
@@ -133,7 +133,7 @@ async fn throughput(app: &TestApp, wrk: &Wrk, pgbench: &Path) -> Result<Vec<Figu
     }
     let one_message = first_message(app).await?;
     let bearer = format!("Authorization: Bearer {token}");
-    let page = format!("/inboxes/{INBOX}/messages?limit=50");
+    let page = format!("/inboxes/{ADDRESS}/messages?limit=50");
     let reads = [
         ("GET /plans (HTTP reference)", "/plans".to_owned()),
         ("GET /inboxes/:id/messages?limit=50", page.clone()),
@@ -199,7 +199,7 @@ async fn create_address(
         .header("x-forwarded-for", client)
         .json(
             &json!({ "id": id, "domain": "mail.localhost", "prefix": "bench",
-                       "publicKey": b64::encode(&keys.inbox_public_key(id, 0)) }),
+                       "publicKey": b64::encode(&keys.address_public_key(id, 0)) }),
         )
         .send()
         .await?
@@ -278,7 +278,7 @@ ORDER BY m.received_at DESC, m.id DESC LIMIT 51;
         )
         .bind::<diesel::sql_types::Text, _>(token)
         .bind::<diesel::sql_types::Text, _>(now)
-        .bind::<diesel::sql_types::Text, _>(INBOX)
+        .bind::<diesel::sql_types::Text, _>(ADDRESS)
         .get_result(&mut conn)
         .await
         .context("reading the bench session and address")?;
@@ -311,7 +311,7 @@ ORDER BY m.received_at DESC, m.id DESC LIMIT 51;
             .arg(format!("--file={}", script.display()))
             .arg(format!("--define=token_hash=\\x{}", self.token_hash_hex))
             .arg(format!("--define=account={}", self.account))
-            .arg(format!("--define=inbox={INBOX}"))
+            .arg(format!("--define=inbox={ADDRESS}"))
             .arg(format!("--define=cutoff={}", self.cutoff))
             .arg(database_url)
             .output()
@@ -544,9 +544,9 @@ async fn flood(app: &TestApp, wrk: &Wrk) -> Result<Flood> {
     let mut readers = Vec::with_capacity(READERS);
     for n in 0..READERS {
         let (keys, token) = register_enterprise(&base, &app.db.url).await?;
-        let inbox = format!("ibx_reader{n}");
-        create_address(&base, &token, &keys, &inbox, &reader_address(n)).await?;
-        readers.push((token, inbox));
+        let address = format!("ibx_reader{n}");
+        create_address(&base, &token, &keys, &address, &reader_address(n)).await?;
+        readers.push((token, address));
     }
     let readers = Arc::new(readers);
     let without = steady_readers(&base, &readers, "readers, no flood").await?;

@@ -54,8 +54,8 @@ const BASELINE_MESSAGES: usize = 20;
 /// The whole load phase is stopped after this.
 const LOAD_LIMIT: Duration = Duration::from_secs(10 * 60);
 const DB_PREFIX: &str = "sealpost_load_";
-const NORMAL_INBOX: &str = "ibx_loadnormal";
-const BULK_INBOX: &str = "ibx_loadbulk";
+const NORMAL_ADDRESS: &str = "ibx_loadnormal";
+const BULK_ADDRESS: &str = "ibx_loadbulk";
 const SENDER: &str = "load@example.com";
 
 pub fn run(runtime: &Runtime, debug: bool) -> Result<ExitCode> {
@@ -263,15 +263,15 @@ async fn set_up(base: &str, database_url: &str) -> Result<(String, String)> {
     let (keys, token) = register_enterprise(base, database_url).await?;
     let http = reqwest::Client::new();
     let mut addresses = Vec::new();
-    for inbox in [NORMAL_INBOX, BULK_INBOX] {
+    for address in [NORMAL_ADDRESS, BULK_ADDRESS] {
         let created: Value = http
             .post(format!("{base}/inboxes"))
             .bearer_auth(&token)
             .json(&json!({
-                "id": inbox,
+                "id": address,
                 "domain": "mail.localhost",
                 "prefix": "load",
-                "publicKey": sealpost_seal::b64::encode(&keys.inbox_public_key(inbox, 0)),
+                "publicKey": sealpost_seal::b64::encode(&keys.address_public_key(address, 0)),
             }))
             .send()
             .await?

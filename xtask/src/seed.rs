@@ -138,7 +138,7 @@ pub async fn seed(api_url: &str) -> Result<Seeded> {
         let id = sealing::new_address_id();
         let mut request = CreateAddressRequest::new(&id, domain.clone())
             .with_meta(&sealing::seal_label(&keys, &id, label))
-            .with_public_key(&keys.inbox_public_key(id.as_str(), 0));
+            .with_public_key(&keys.address_public_key(id.as_str(), 0));
         request.prefix = Some(prefix.to_owned());
         addresses.push(client.create_address(&request).await?);
     }

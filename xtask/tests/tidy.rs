@@ -224,7 +224,7 @@ fn the_domain_crates_are_named() {
         .collect();
     for expected in [
         "sealpost-accounts",
-        "sealpost-pairing",
+        "sealpost-devices",
         "sealpost-addresses",
         "sealpost-messages",
         "sealpost-plans",

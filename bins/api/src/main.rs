@@ -71,7 +71,7 @@ async fn main() -> anyhow::Result<()> {
         )
     };
     let options = StartOptions {
-        workers: std::thread::available_parallelism().map_or(2, usize::from),
+        http_threads: std::thread::available_parallelism().map_or(2, usize::from),
         background_jobs: !args.no_jobs,
     };
     let running =

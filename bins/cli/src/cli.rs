@@ -45,13 +45,15 @@ pub enum Command {
     Device(DeviceCommand),
     /// Create addresses and manage them (needs the recovery phrase where
     /// labels or keys are involved). Wherever an address id is asked for,
-    /// the email address does as well.
-    #[command(subcommand)]
-    Inbox(AddressCommand),
-    /// The domains addresses can be created on (`inbox create --domain`).
+    /// the email address does as well. (`inbox` is the older name.)
+    #[command(subcommand, alias = "inbox")]
+    Address(AddressCommand),
+    /// The older spelling of `domain available`, kept for scripts.
+    #[command(hide = true)]
     Domains,
-    /// Bring your own domain (Scale and up): claim it, prove it with a TXT
-    /// record, delegate it to the service's nameservers, check, remove.
+    /// Domains: those addresses can be created on, and your own (Scale and
+    /// up): claim one, prove it with a TXT record, delegate it to the
+    /// service's nameservers, check, remove.
     #[command(subcommand)]
     Domain(DomainCommand),
     /// This machine as a device: pair it with an account, check it, list the
@@ -305,6 +307,9 @@ pub enum StaffAbuseCommand {
 /// The account's own domains.
 #[derive(Debug, Subcommand)]
 pub enum DomainCommand {
+    /// The domains addresses can be created on (`address create --domain`):
+    /// the shared ones and your own that are live.
+    Available,
     /// Claim a domain; prints the TXT record that proves you own it.
     Add {
         /// The domain, e.g. example.org (Unicode names are fine).
@@ -443,10 +448,15 @@ impl Command {
             | Self::Sessions(_)
             | Self::Logout
             | Self::Device(_)
-            | Self::Inbox(_)
+            | Self::Address(_)
             | Self::Usage
             | Self::Notifications(_)
-            | Self::Domain(_)
+            | Self::Domain(
+                DomainCommand::Add { .. }
+                | DomainCommand::List
+                | DomainCommand::Check { .. }
+                | DomainCommand::Remove { .. },
+            )
             | Self::Team(_)
             | Self::Membership(_)
             | Self::Support(_)
@@ -454,7 +464,9 @@ impl Command {
             | Self::Billing(BillingCommand::Checkout { .. } | BillingCommand::Payment { .. }) => {
                 StoredCredential::Session
             }
-            Self::Domains => StoredCredential::SessionElseDevice,
+            Self::Domains | Self::Domain(DomainCommand::Available) => {
+                StoredCredential::SessionElseDevice
+            }
             Self::Plan(PlanCommand::List) | Self::Billing(BillingCommand::Providers) => {
                 StoredCredential::None
             }
@@ -615,10 +627,10 @@ pub struct MailArgs {
 pub enum MailCommand {
     /// List mail, newest first: id, time, folder, read flag, star, sender
     /// (recipients for sent mail), subject and attachment count. Every
-    /// address without INBOX; every folder but the trash without --folder.
+    /// address without ADDRESS_ID; every folder but the trash without --folder.
     List {
         /// The address id (ibx_...) or the email address.
-        inbox_id: Option<String>,
+        address_id: Option<String>,
         /// Only this folder.
         #[arg(long, value_parser = ["inbox", "sent", "archive", "trash"])]
         folder: Option<String>,
@@ -704,7 +716,7 @@ pub enum MailCommand {
     /// within the timeout.
     Wait {
         /// The address id (ibx_...) or the email address.
-        inbox_id: String,
+        address_id: String,
         /// Seconds to wait in all.
         #[arg(long, value_name = "SECONDS", default_value_t = 60)]
         timeout: u64,
@@ -812,7 +824,7 @@ mod tests {
     }
 
     #[test]
-    fn device_inbox_and_agent_forms_parse() {
+    fn device_address_and_agent_forms_parse() {
         let cli =
             Cli::try_parse_from(["sealpost", "device", "pair", "1234 5678", "--name", "Phone"])
                 .unwrap();
@@ -823,6 +835,17 @@ mod tests {
         ));
         assert_eq!(cli.command.stored_credential(), StoredCredential::Session);
 
+        // `inbox` stays as the older name of `address`.
+        let cli = Cli::try_parse_from(["sealpost", "address", "list"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Address(AddressCommand::List)
+        ));
+        let cli = Cli::try_parse_from(["sealpost", "domain", "available"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Domain(DomainCommand::Available)
+        ));
         let cli = Cli::try_parse_from([
             "sealpost",
             "inbox",
@@ -837,7 +860,7 @@ mod tests {
         .unwrap();
         assert!(matches!(
             cli.command,
-            Command::Inbox(AddressCommand::Create {
+            Command::Address(AddressCommand::Create {
                 retention: Some(30),
                 local_part: None,
                 ..

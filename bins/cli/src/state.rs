@@ -55,7 +55,8 @@ impl std::fmt::Debug for StoredSession {
 #[serde(rename_all = "camelCase")]
 pub struct DeviceState {
     pub api_url: String,
-    pub worker_id: DeviceId,
+    #[serde(rename = "workerId")]
+    pub device_id: DeviceId,
     /// The device's bearer token.
     pub credential: String,
     /// The X25519 secret generated for pairing, base64url: opens the key
@@ -67,7 +68,7 @@ impl std::fmt::Debug for DeviceState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeviceState")
             .field("api_url", &self.api_url)
-            .field("worker_id", &self.worker_id)
+            .field("worker_id", &self.device_id)
             .field("credential", &"<redacted>")
             .field("secret_key", &"<redacted>")
             .finish()
@@ -351,7 +352,7 @@ mod tests {
     fn device() -> DeviceState {
         DeviceState {
             api_url: "http://127.0.0.1:8080".to_owned(),
-            worker_id: DeviceId::parse("wkr_abcdefghijklmnop").unwrap(),
+            device_id: DeviceId::parse("wkr_abcdefghijklmnop").unwrap(),
             credential: "credential-value".to_owned(),
             secret_key: "secret-value".to_owned(),
         }

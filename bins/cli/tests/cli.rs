@@ -426,7 +426,7 @@ async fn two_terminals_pair_a_device_and_hand_it_an_address() {
     let phrase = printed_phrase(&a.ok(&["init"]).await);
 
     // Commands that need keys ask for the phrase; a wrong one is refused.
-    let err = a.fails(&["inbox", "list"]).await;
+    let err = a.fails(&["address", "list"]).await;
     assert!(err.contains("SEALPOST_PHRASE"), "{err}");
     a.phrase = Some(
         "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about"
@@ -436,7 +436,7 @@ async fn two_terminals_pair_a_device_and_hand_it_an_address() {
     assert!(err.contains("another account"), "{err}");
     a.phrase = Some(phrase.clone());
     assert!(a.ok(&["device", "list"]).await.contains("No devices"));
-    assert!(a.ok(&["inbox", "list"]).await.contains("No addresses"));
+    assert!(a.ok(&["address", "list"]).await.contains("No addresses"));
     let err = b.fails(&["agent", "status"]).await;
     assert!(err.contains("not paired"), "{err}");
 
@@ -451,13 +451,13 @@ async fn two_terminals_pair_a_device_and_hand_it_an_address() {
     assert!(out.contains("Build box (unknown)"), "{out}");
     let fingerprint_line = out.lines().find(|l| l.starts_with("Fingerprint")).unwrap();
     assert_eq!(fingerprint(fingerprint_line), shown_by_device);
-    let worker_id = word_starting(&out, "wkr_");
+    let device_id = word_starting(&out, "wkr_");
 
     // B stores the credential and exits.
     let run = agent.exit().await;
     assert!(run.ok, "{}", run.stderr);
     assert!(
-        run.stdout.contains(&format!("Paired as {worker_id}.")),
+        run.stdout.contains(&format!("Paired as {device_id}.")),
         "{}",
         run.stdout
     );
@@ -465,7 +465,7 @@ async fn two_terminals_pair_a_device_and_hand_it_an_address() {
     assert_eq!(mode(&device_file), 0o600);
     let device: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&device_file).unwrap()).unwrap();
-    assert_eq!(device["workerId"], worker_id.as_str());
+    assert_eq!(device["workerId"], device_id.as_str());
     assert_eq!(device["apiUrl"], app.base_url.as_str());
     assert!(device["credential"].as_str().is_some_and(|c| !c.is_empty()));
     assert!(device["secretKey"].as_str().is_some_and(|k| k.len() == 43));
@@ -476,29 +476,29 @@ async fn two_terminals_pair_a_device_and_hand_it_an_address() {
 
     // B: its status works; its bundle holds no address yet.
     let out = b.ok(&["agent", "status"]).await;
-    assert!(out.contains(&worker_id), "{out}");
+    assert!(out.contains(&device_id), "{out}");
     assert!(out.contains("online"), "{out}");
     let out = b.ok(&["agent", "keys"]).await;
     assert!(out.contains("Keys of 0 addresses"), "{out}");
 
     // A: the list shows the decrypted name; a rename re-seals it.
     let out = a.ok(&["device", "list"]).await;
-    assert!(line_of(&out, &worker_id).contains("Build box"), "{out}");
-    a.ok(&["device", "rename", &worker_id, "Builder"]).await;
+    assert!(line_of(&out, &device_id).contains("Build box"), "{out}");
+    a.ok(&["device", "rename", &device_id, "Builder"]).await;
     let out = a.ok(&["device", "list"]).await;
-    assert!(line_of(&out, &worker_id).contains("Builder"), "{out}");
+    assert!(line_of(&out, &device_id).contains("Builder"), "{out}");
 
     // A creates a labelled address; the list decrypts the label.
-    let out = a.ok(&["inbox", "create", "--label", "shop"]).await;
-    let inbox_id = word_starting(&out, "ibx_");
+    let out = a.ok(&["address", "create", "--label", "shop"]).await;
+    let address_id = word_starting(&out, "ibx_");
     let email = out
         .split_whitespace()
         .find(|w| w.contains('@'))
         .unwrap_or_else(|| panic!("no address in:\n{out}"))
         .to_owned();
     assert!(email.ends_with("@mail.localhost"), "{out}");
-    let out = a.ok(&["inbox", "list"]).await;
-    let line = line_of(&out, &inbox_id);
+    let out = a.ok(&["address", "list"]).await;
+    let line = line_of(&out, &address_id);
     assert!(
         line.contains(&email) && line.contains("unassigned"),
         "{line}"
@@ -506,44 +506,46 @@ async fn two_terminals_pair_a_device_and_hand_it_an_address() {
     assert!(line.contains("7 days") && line.ends_with("shop"), "{line}");
 
     // A assigns it; B can open its new key bundle.
-    let out = a.ok(&["inbox", "assign", &inbox_id, &worker_id]).await;
+    let out = a.ok(&["address", "assign", &address_id, &device_id]).await;
     assert!(out.contains("keys of 1 address"), "{out}");
     let out = b.ok(&["agent", "keys"]).await;
     assert!(out.contains("Keys of 1 address"), "{out}");
-    let line = line_of(&out, &inbox_id);
+    let line = line_of(&out, &address_id);
     assert!(
         line.contains(&email) && !line.contains("MISMATCH"),
         "{line}"
     );
-    let out = a.ok(&["inbox", "list"]).await;
-    let line = line_of(&out, &inbox_id);
+    let out = a.ok(&["address", "list"]).await;
+    let line = line_of(&out, &address_id);
     assert!(
-        line.contains("active") && line.contains(&worker_id),
+        line.contains("active") && line.contains(&device_id),
         "{line}"
     );
 
     // Retention and label changes show in the list.
-    a.ok(&["inbox", "retention", &inbox_id, "30"]).await;
-    a.ok(&["inbox", "label", &inbox_id, "shopping"]).await;
-    let out = a.ok(&["inbox", "list"]).await;
-    let line = line_of(&out, &inbox_id);
+    a.ok(&["address", "retention", &address_id, "30"]).await;
+    a.ok(&["address", "label", &address_id, "shopping"]).await;
+    let out = a.ok(&["address", "list"]).await;
+    let line = line_of(&out, &address_id);
     assert!(
         line.contains("30 days") && line.ends_with("shopping"),
         "{line}"
     );
 
     // Unassigning re-sends the bundle without it; assigning again restores it.
-    let out = a.ok(&["inbox", "unassign", &inbox_id, &worker_id]).await;
+    let out = a
+        .ok(&["address", "unassign", &address_id, &device_id])
+        .await;
     assert!(out.contains("keys of 0 addresses"), "{out}");
-    assert!(!b.ok(&["agent", "keys"]).await.contains(&inbox_id));
-    a.ok(&["inbox", "assign", &inbox_id, &worker_id]).await;
-    assert!(b.ok(&["agent", "keys"]).await.contains(&inbox_id));
+    assert!(!b.ok(&["agent", "keys"]).await.contains(&address_id));
+    a.ok(&["address", "assign", &address_id, &device_id]).await;
+    assert!(b.ok(&["agent", "keys"]).await.contains(&address_id));
 
     // Disabling the device ends B's credential.
-    let out = a.ok(&["device", "disable", &worker_id]).await;
+    let out = a.ok(&["device", "disable", &device_id]).await;
     assert!(out.contains("Disabled"), "{out}");
     let out = a.ok(&["device", "list"]).await;
-    assert!(line_of(&out, &worker_id).contains("disabled"), "{out}");
+    assert!(line_of(&out, &device_id).contains("disabled"), "{out}");
     let err = b.fails(&["agent", "status"]).await;
     assert!(err.contains("(unauthenticated)"), "{err}");
     assert!(err.contains("agent pair --force"), "{err}");
@@ -551,14 +553,14 @@ async fn two_terminals_pair_a_device_and_hand_it_an_address() {
 
     // Deleting the address removes it from the list.
     a.phrase = None;
-    a.ok(&["inbox", "delete", &inbox_id]).await;
+    a.ok(&["address", "delete", &address_id]).await;
     a.phrase = Some(phrase);
-    assert!(!a.ok(&["inbox", "list"]).await.contains(&inbox_id));
-    let err = a.fails(&["inbox", "delete", &inbox_id]).await;
+    assert!(!a.ok(&["address", "list"]).await.contains(&address_id));
+    let err = a.fails(&["address", "delete", &address_id]).await;
     assert!(err.contains("(not_found)"), "{err}");
 
     // Removing the device.
-    a.ok(&["device", "remove", &worker_id]).await;
+    a.ok(&["device", "remove", &device_id]).await;
     assert!(a.ok(&["device", "list"]).await.contains("No devices"));
     app.stop().await;
 }
@@ -675,14 +677,18 @@ async fn mail_sent_with_smtplib_is_listed_read_decoded_saved_and_waited_for() {
     let tmp = tempfile::tempdir().unwrap();
     let mut a = Cli::new(&app, &tmp.path().join("operator"));
     a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
-    let out = a.ok(&["inbox", "create", "--prefix", "signup"]).await;
-    let inbox_id = word_starting(&out, "ibx_");
+    let out = a.ok(&["address", "create", "--prefix", "signup"]).await;
+    let address_id = word_starting(&out, "ibx_");
     let email = out
         .split_whitespace()
         .find(|w| w.contains('@'))
         .unwrap_or_else(|| panic!("no address in:\n{out}"))
         .to_owned();
-    assert!(a.ok(&["mail", "list", &inbox_id]).await.contains("No mail"));
+    assert!(
+        a.ok(&["mail", "list", &address_id])
+            .await
+            .contains("No mail")
+    );
 
     // A signup mail with a code, a link, an HTML part and a binary attachment.
     let attachment: Vec<u8> = (0..3000u32)
@@ -706,7 +712,7 @@ async fn mail_sent_with_smtplib_is_listed_read_decoded_saved_and_waited_for() {
     .await;
 
     // list: decrypted sender and subject, attachment count, unread.
-    let out = a.ok(&["mail", "list", &inbox_id]).await;
+    let out = a.ok(&["mail", "list", &address_id]).await;
     assert_eq!(lines(&out).len(), 1, "{out}");
     let message_id = word_starting(&out, "msg_");
     let line = line_of(&out, &message_id);
@@ -729,7 +735,7 @@ async fn mail_sent_with_smtplib_is_listed_read_decoded_saved_and_waited_for() {
     );
     assert!(out.contains("Your verification code is 482913."), "{out}");
     assert!(!out.contains("<b>"), "the text body, not the HTML: {out}");
-    let line = line_of(&a.ok(&["mail", "list", &inbox_id]).await, &message_id).to_owned();
+    let line = line_of(&a.ok(&["mail", "list", &address_id]).await, &message_id).to_owned();
     assert!(!line.contains("unread"), "{line}");
     let out = a.ok(&["mail", "read", &message_id, "--html"]).await;
     assert!(out.contains("<b>482913</b>"), "{out}");
@@ -747,7 +753,7 @@ async fn mail_sent_with_smtplib_is_listed_read_decoded_saved_and_waited_for() {
             "https://example.com/confirm?token=abc123&src=html",
         ]
     );
-    let line = line_of(&a.ok(&["mail", "list", &inbox_id]).await, &message_id).to_owned();
+    let line = line_of(&a.ok(&["mail", "list", &address_id]).await, &message_id).to_owned();
     assert!(line.contains("unread"), "--keep-unread: {line}");
     a.ok(&["mail", "mark", &message_id, "--read"]).await;
 
@@ -800,7 +806,7 @@ async fn mail_sent_with_smtplib_is_listed_read_decoded_saved_and_waited_for() {
 
     // wait: nothing unread, so it waits, and returns the code of the next
     // mail, sent in the background.
-    let mut waiting = a.command(&["mail", "wait", &inbox_id, "--codes", "--timeout", "60"]);
+    let mut waiting = a.command(&["mail", "wait", &address_id, "--codes", "--timeout", "60"]);
     let started = std::time::Instant::now();
     let waiter = tokio::spawn(async move { waiting.output().await.unwrap() });
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
@@ -823,7 +829,7 @@ async fn mail_sent_with_smtplib_is_listed_read_decoded_saved_and_waited_for() {
     assert!(run.ok, "{}", run.stderr);
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
     assert_eq!(run.stdout, "771234\nhttps://example.com/login\n");
-    let out = a.ok(&["mail", "list", &inbox_id]).await;
+    let out = a.ok(&["mail", "list", &address_id]).await;
     assert_eq!(lines(&out).len(), 2, "{out}");
     assert!(
         !out.contains("unread"),
@@ -838,7 +844,7 @@ async fn mail_sent_with_smtplib_is_listed_read_decoded_saved_and_waited_for() {
             "-c",
             r#"set -o pipefail; CODE=$("$0" mail wait "$1" --codes | head -1) && echo "code=$CODE""#,
             env!("CARGO_BIN_EXE_sealpost"),
-            &inbox_id,
+            &address_id,
         ])
         .env("SEALPOST_API_URL", &a.api_url)
         .env("SEALPOST_CONFIG_DIR", &a.dir)
@@ -861,37 +867,37 @@ async fn mail_sent_with_smtplib_is_listed_read_decoded_saved_and_waited_for() {
     let run: Run = waiter.await.unwrap().into();
     assert!(run.ok, "{}", run.stderr);
     assert_eq!(run.stdout, "code=QX7K-29PL\n");
-    let out = a.ok(&["mail", "list", &inbox_id]).await;
+    let out = a.ok(&["mail", "list", &address_id]).await;
     assert_eq!(lines(&out).len(), 3, "{out}");
     assert!(!out.contains("unread"), "{out}");
 
     // Nothing new: the wait ends with an error at its timeout.
     let err = a
-        .fails(&["mail", "wait", &inbox_id, "--timeout", "1"])
+        .fails(&["mail", "wait", &address_id, "--timeout", "1"])
         .await;
     assert!(err.contains("no new mail"), "{err}");
 
     // Unread mail already there is returned at once, in full.
     a.ok(&["mail", "mark", &message_id, "--unread"]).await;
-    let out = a.ok(&["mail", "wait", &inbox_id, "--timeout", "5"]).await;
+    let out = a.ok(&["mail", "wait", &address_id, "--timeout", "5"]).await;
     assert!(out.contains(&format!("Message     {message_id}")), "{out}");
     assert!(out.contains("Your verification code is 482913."), "{out}");
 
     // --all follows the pages.
-    let out = a.ok(&["mail", "list", &inbox_id, "--limit", "2"]).await;
+    let out = a.ok(&["mail", "list", &address_id, "--limit", "2"]).await;
     assert_eq!(lines(&out).len(), 3, "{out}");
     assert!(out.contains("--all"), "{out}");
     let out = a
-        .ok(&["mail", "list", &inbox_id, "--limit", "2", "--all"])
+        .ok(&["mail", "list", &address_id, "--limit", "2", "--all"])
         .await;
     assert_eq!(lines(&out).len(), 3, "{out}");
     assert!(!out.contains("--all"), "{out}");
 
     // Not a device here: --device is refused; the phrase is checked.
-    let err = a.fails(&["mail", "list", &inbox_id, "--device"]).await;
+    let err = a.fails(&["mail", "list", &address_id, "--device"]).await;
     assert!(err.contains("not paired"), "{err}");
     a.phrase = None;
-    let err = a.fails(&["mail", "list", &inbox_id]).await;
+    let err = a.fails(&["mail", "list", &address_id]).await;
     assert!(err.contains("SEALPOST_PHRASE"), "{err}");
     a.ok(&["mail", "mark", &message_id, "--read"]).await;
     app.stop().await;
@@ -909,12 +915,12 @@ async fn a_paired_device_reads_the_mail_of_its_address_without_the_phrase() {
     let mut agent = Background::agent_pair(&b, &[]);
     let code = agent.code().await;
     agent.line_where(|l| l.starts_with("Waiting")).await;
-    let worker_id = word_starting(&a.ok(&["device", "pair", &code]).await, "wkr_");
+    let device_id = word_starting(&a.ok(&["device", "pair", &code]).await, "wkr_");
     assert!(agent.exit().await.ok);
-    let inbox_id = word_starting(&a.ok(&["inbox", "create"]).await, "ibx_");
-    let err = b.fails(&["mail", "list", &inbox_id]).await;
+    let address_id = word_starting(&a.ok(&["address", "create"]).await, "ibx_");
+    let err = b.fails(&["mail", "list", &address_id]).await;
     assert!(err.contains("not_found"), "not assigned yet: {err}");
-    a.ok(&["inbox", "assign", &inbox_id, &worker_id]).await;
+    a.ok(&["address", "assign", &address_id, &device_id]).await;
 
     // Delivered through the API, with the operator's session.
     let keys = sealpost_seal::RecoveryPhrase::parse(&phrase)
@@ -922,11 +928,11 @@ async fn a_paired_device_reads_the_mail_of_its_address_without_the_phrase() {
         .keys();
     let client = sealpost_client::Client::new(&app.base_url).unwrap();
     let token = client.sign_in(&keys).await.unwrap().token;
-    let inbox = sealpost_kernel::AddressId::parse(&inbox_id).unwrap();
+    let address = sealpost_kernel::AddressId::parse(&address_id).unwrap();
     let message_id = client
         .with_token(token)
         .deliver_raw(
-            &inbox,
+            &address,
             b"From: a@example.com\r\nSubject: For the device\r\n\r\nYour code is 5566.\r\n",
         )
         .await
@@ -935,7 +941,7 @@ async fn a_paired_device_reads_the_mail_of_its_address_without_the_phrase() {
     // Only device.json on B: the mail commands read as the device, with
     // the keys from its bundle and no phrase.
     assert!(!b.dir.join("session.json").exists());
-    let out = b.ok(&["mail", "list", &inbox_id]).await;
+    let out = b.ok(&["mail", "list", &address_id]).await;
     assert!(
         line_of(&out, message_id.as_str()).contains("For the device"),
         "{out}"
@@ -944,17 +950,18 @@ async fn a_paired_device_reads_the_mail_of_its_address_without_the_phrase() {
         .ok(&["mail", "read", message_id.as_str(), "--codes"])
         .await;
     assert_eq!(out, "5566\n");
-    let out = b.ok(&["mail", "list", &inbox_id, "--device"]).await;
+    let out = b.ok(&["mail", "list", &address_id, "--device"]).await;
     assert!(line_of(&out, message_id.as_str()).contains("read"), "{out}");
 
     // Taken off the device: its keys go, and so does its access.
-    a.ok(&["inbox", "unassign", &inbox_id, &worker_id]).await;
+    a.ok(&["address", "unassign", &address_id, &device_id])
+        .await;
     let err = b.fails(&["mail", "read", message_id.as_str()]).await;
     assert!(err.contains("not_found"), "{err}");
 
     // A disabled device is pointed at pairing again.
-    a.ok(&["device", "disable", &worker_id]).await;
-    let err = b.fails(&["mail", "list", &inbox_id]).await;
+    a.ok(&["device", "disable", &device_id]).await;
+    let err = b.fails(&["mail", "list", &address_id]).await;
     assert!(err.contains("(unauthenticated)"), "{err}");
     assert!(err.contains("agent pair --force"), "{err}");
     app.stop().await;
@@ -1171,7 +1178,7 @@ async fn hostile_mail_cannot_drive_the_terminal() {
     a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
     // A label is sealed text too; this one carries a title sequence.
     let out = a
-        .ok(&["inbox", "create", "--label", "shop\u{1b}]0;owned\u{7}"])
+        .ok(&["address", "create", "--label", "shop\u{1b}]0;owned\u{7}"])
         .await;
     assert_inert(&out);
     let email = out
@@ -1179,7 +1186,7 @@ async fn hostile_mail_cannot_drive_the_terminal() {
         .find(|w| w.contains('@'))
         .unwrap_or_else(|| panic!("no address in:\n{out}"))
         .to_owned();
-    let out = a.ok(&["inbox", "list"]).await;
+    let out = a.ok(&["address", "list"]).await;
     assert_inert(&out);
     assert!(out.contains("shop\\x1b]0;owned\\x07"), "{out}");
 
@@ -1275,14 +1282,14 @@ async fn a_closed_pipe_ends_the_output_quietly_and_a_full_disk_is_reported() {
     let mut a = Cli::new(&app, &tmp.path().join("operator"));
     a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
     for _ in 0..3 {
-        a.ok(&["inbox", "create"]).await;
+        a.ok(&["address", "create"]).await;
     }
 
     // The reader is gone before anything is written (as `| head -0`
     // would): no panic, nothing on stderr, exit 0.
     for args in [
         &["plan", "list"][..],
-        &["inbox", "list"],
+        &["address", "list"],
         &["whoami"],
         &["--help"],
     ] {
@@ -1342,12 +1349,12 @@ async fn mail_wait_reports_a_service_out_of_reach() {
     let tmp = tempfile::tempdir().unwrap();
     let mut a = Cli::new(&app, &tmp.path().join("operator"));
     a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
-    let inbox_id = word_starting(&a.ok(&["inbox", "create"]).await, "ibx_");
+    let address_id = word_starting(&a.ok(&["address", "create"]).await, "ibx_");
     app.stop().await;
 
     let started = std::time::Instant::now();
     let err = a
-        .fails(&["mail", "wait", &inbox_id, "--timeout", "30"])
+        .fails(&["mail", "wait", &address_id, "--timeout", "30"])
         .await;
     assert!(err.contains("could not reach the service"), "{err}");
     assert!(err.contains("(transport)"), "{err}");
@@ -1366,14 +1373,14 @@ async fn addresses_are_named_by_email_on_the_domains_offered_at_either_loopback_
     a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
 
     // The domains, and a domain not offered.
-    let domains = a.ok(&["domains"]).await;
+    let domains = a.ok(&["domain", "available"]).await;
     assert_eq!(lines(&domains), ["mail.localhost"], "{domains}");
     let err = a
-        .fails(&["inbox", "create", "--domain", "elsewhere.example"])
+        .fails(&["address", "create", "--domain", "elsewhere.example"])
         .await;
     assert!(
         err.contains(
-            "cannot be created on elsewhere.example; the domains offered are mail.localhost (`sealpost domains`)"
+            "cannot be created on elsewhere.example; the domains offered are mail.localhost (`sealpost domain available`)"
         ),
         "{err}"
     );
@@ -1388,7 +1395,7 @@ async fn addresses_are_named_by_email_on_the_domains_offered_at_either_loopback_
             "shop",
         ])
         .await;
-    let inbox_id = word_starting(&out, "ibx_");
+    let address_id = word_starting(&out, "ibx_");
     let email = out
         .split_whitespace()
         .find(|w| w.contains('@'))
@@ -1396,18 +1403,21 @@ async fn addresses_are_named_by_email_on_the_domains_offered_at_either_loopback_
         .to_owned();
 
     // The email address does wherever an address id does.
-    let out = a.ok(&["inbox", "retention", &email, "30"]).await;
-    assert!(out.contains(&inbox_id) && out.contains("30 days"), "{out}");
-    a.ok(&["inbox", "label", &email.to_uppercase(), "signups"])
+    let out = a.ok(&["address", "retention", &email, "30"]).await;
+    assert!(
+        out.contains(&address_id) && out.contains("30 days"),
+        "{out}"
+    );
+    a.ok(&["address", "label", &email.to_uppercase(), "signups"])
         .await;
-    let out = a.ok(&["inbox", "list"]).await;
-    let line = line_of(&out, &inbox_id);
+    let out = a.ok(&["address", "list"]).await;
+    let line = line_of(&out, &address_id);
     assert!(
         line.contains("30 days") && line.ends_with("signups"),
         "{line}"
     );
     let out = a.ok(&["mail", "list", &email]).await;
-    assert!(out.contains(&format!("No mail in {inbox_id}")), "{out}");
+    assert!(out.contains(&format!("No mail in {address_id}")), "{out}");
     let err = a
         .fails(&["mail", "wait", "nobody@mail.localhost", "--timeout", "1"])
         .await;
@@ -1425,8 +1435,8 @@ async fn addresses_are_named_by_email_on_the_domains_offered_at_either_loopback_
         .await;
     assert!(err.contains("stored session is for"), "{err}");
 
-    a.ok(&["inbox", "delete", &email]).await;
-    assert!(a.ok(&["inbox", "list"]).await.contains("No addresses"));
+    a.ok(&["address", "delete", &email]).await;
+    assert!(a.ok(&["address", "list"]).await.contains("No addresses"));
     app.stop().await;
 }
 
@@ -1448,7 +1458,7 @@ async fn device_activity_is_shown_to_the_hour_and_its_name_inert() {
     let out = a.ok(&["device", "pair", &code]).await;
     assert_inert(&out);
     assert!(out.contains("Box\\x1b]0;owned\\x07 (unknown)"), "{out}");
-    let worker_id = word_starting(&out, "wkr_");
+    let device_id = word_starting(&out, "wkr_");
     assert!(agent.exit().await.ok);
 
     // lastActiveAt is kept to the hour: shown as hours since that hour
@@ -1459,7 +1469,7 @@ async fn device_activity_is_shown_to_the_hour_and_its_name_inert() {
     assert!(five_hours(last), "{status}");
     let out = a.ok(&["device", "list"]).await;
     assert_inert(&out);
-    let line = line_of(&out, &worker_id);
+    let line = line_of(&out, &device_id);
     assert!(line.contains("Box\\x1b]0;owned\\x07"), "{out}");
     assert!(five_hours(line), "{out}");
 
@@ -1470,7 +1480,7 @@ async fn device_activity_is_shown_to_the_hour_and_its_name_inert() {
     let status = b.ok(&["agent", "status"]).await;
     assert!(recent(line_of(&status, "Last active")), "{status}");
     let out = a.ok(&["device", "list"]).await;
-    assert!(recent(line_of(&out, &worker_id)), "{out}");
+    assert!(recent(line_of(&out, &device_id)), "{out}");
     app.stop().await;
 }
 
@@ -1514,8 +1524,8 @@ async fn notification_kinds_are_switched_and_addresses_muted_from_the_command_li
         .await;
     assert!(err.contains("neither on nor off"), "{err}");
 
-    let out = cli.ok(&["inbox", "create", "--prefix", "news"]).await;
-    let inbox_id = word_starting(&out, "ibx_");
+    let out = cli.ok(&["address", "create", "--prefix", "news"]).await;
+    let address_id = word_starting(&out, "ibx_");
     let email = out
         .split_whitespace()
         .find(|w| w.contains('@'))
@@ -1524,14 +1534,17 @@ async fn notification_kinds_are_switched_and_addresses_muted_from_the_command_li
     let out = cli.ok(&["notifications", "mute", &email]).await;
     assert_eq!(
         lines(&out),
-        [format!("New mail to {inbox_id} is no longer pushed.")]
+        [format!("New mail to {address_id} is no longer pushed.")]
     );
     let shown = cli.ok(&["notifications", "show"]).await;
-    assert!(shown.contains(&format!("  {inbox_id}  {email}")), "{shown}");
-    let out = cli.ok(&["notifications", "unmute", &inbox_id]).await;
+    assert!(
+        shown.contains(&format!("  {address_id}  {email}")),
+        "{shown}"
+    );
+    let out = cli.ok(&["notifications", "unmute", &address_id]).await;
     assert_eq!(
         lines(&out),
-        [format!("New mail to {inbox_id} is pushed again.")]
+        [format!("New mail to {address_id} is pushed again.")]
     );
     assert!(
         cli.ok(&["notifications", "show"])
@@ -1559,8 +1572,8 @@ async fn mail_sent_with_the_cli_arrives_signed_and_is_filed_starred_and_trashed(
     let tmp = tempfile::tempdir().unwrap();
     let mut a = Cli::new(&app, &tmp.path().join("operator"));
     a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
-    let out = a.ok(&["inbox", "create", "--prefix", "shop"]).await;
-    let inbox_id = word_starting(&out, "ibx_");
+    let out = a.ok(&["address", "create", "--prefix", "shop"]).await;
+    let address_id = word_starting(&out, "ibx_");
     let email = out
         .split_whitespace()
         .find(|w| w.contains('@'))
@@ -1613,7 +1626,7 @@ async fn mail_sent_with_the_cli_arrives_signed_and_is_filed_starred_and_trashed(
         assert!(line.contains(expected), "{expected:?} not in {line}");
     }
     assert!(
-        a.ok(&["mail", "list", &inbox_id, "--folder", "inbox"])
+        a.ok(&["mail", "list", &address_id, "--folder", "inbox"])
             .await
             .contains("No mail"),
         "sent mail is not in the inbox"
@@ -1723,10 +1736,16 @@ async fn a_team_member_reads_a_shared_address_with_the_granted_key() {
     assert_eq!(after(&added, "Fingerprint:"), words, "{added}");
     assert!(owner.ok(&["team", "show"]).await.contains(&member_id));
 
-    let inbox_id = word_starting(&owner.ok(&["inbox", "create"]).await, "ibx_");
+    let address_id = word_starting(&owner.ok(&["address", "create"]).await, "ibx_");
     owner
         .ok(&[
-            "team", "grant", &inbox_id, "--to", &member_id, "--access", "read",
+            "team",
+            "grant",
+            &address_id,
+            "--to",
+            &member_id,
+            "--access",
+            "read",
         ])
         .await;
     let keys = sealpost_seal::RecoveryPhrase::parse(&owner_phrase)
@@ -1734,11 +1753,11 @@ async fn a_team_member_reads_a_shared_address_with_the_granted_key() {
         .keys();
     let client = sealpost_client::Client::new(&app.base_url).unwrap();
     let token = client.sign_in(&keys).await.unwrap().token;
-    let inbox = sealpost_kernel::AddressId::parse(&inbox_id).unwrap();
+    let address = sealpost_kernel::AddressId::parse(&address_id).unwrap();
     let message_id = client
         .with_token(token)
         .deliver_raw(
-            &inbox,
+            &address,
             b"From: a@example.com\r\nSubject: For the team\r\n\r\nShared code 7788.\r\n",
         )
         .await
@@ -1747,8 +1766,8 @@ async fn a_team_member_reads_a_shared_address_with_the_granted_key() {
     // The member's CLI opens it with the key from the grant.
     let listed = member.ok(&["membership", "list"]).await;
     assert!(line_of(&listed, &owner_id).contains("active"), "{listed}");
-    assert!(line_of(&listed, &inbox_id).contains("read"), "{listed}");
-    let out = member.ok(&["mail", "list", &inbox_id]).await;
+    assert!(line_of(&listed, &address_id).contains("read"), "{listed}");
+    let out = member.ok(&["mail", "list", &address_id]).await;
     assert!(
         line_of(&out, message_id.as_str()).contains("For the team"),
         "{out}"
@@ -1759,14 +1778,26 @@ async fn a_team_member_reads_a_shared_address_with_the_granted_key() {
     // Taken back: the next read is refused.
     owner
         .ok(&[
-            "team", "grant", &inbox_id, "--to", &member_id, "--access", "revoke",
+            "team",
+            "grant",
+            &address_id,
+            "--to",
+            &member_id,
+            "--access",
+            "revoke",
         ])
         .await;
     let err = member.fails(&["mail", "read", message_id.as_str()]).await;
     assert!(err.contains("not_found"), "{err}");
     let bad = owner
         .fails(&[
-            "team", "grant", &inbox_id, "--to", &member_id, "--access", "write",
+            "team",
+            "grant",
+            &address_id,
+            "--to",
+            &member_id,
+            "--access",
+            "write",
         ])
         .await;
     assert!(bad.contains("not read, send or revoke"), "{bad}");
@@ -1861,7 +1892,7 @@ async fn an_own_domain_is_claimed_proved_delegated_used_and_removed_from_the_com
     let out = a.ok(&["domain", "check", "example.org"]).await;
     assert!(out.starts_with("example.org: live"), "{out}");
     assert!(
-        out.contains("sealpost inbox create --domain example.org"),
+        out.contains("sealpost address create --domain example.org"),
         "{out}"
     );
     let listed = a.ok(&["domain", "list"]).await;
@@ -1892,7 +1923,7 @@ async fn an_own_domain_is_claimed_proved_delegated_used_and_removed_from_the_com
             && err.contains("(domain_in_use)"),
         "{err}"
     );
-    a.ok(&["inbox", "delete", "hello@example.org"]).await;
+    a.ok(&["address", "delete", "hello@example.org"]).await;
     let out = a.ok(&["domain", "remove", "example.org"]).await;
     assert!(out.contains("Removed example.org."), "{out}");
     assert!(a.ok(&["domain", "list"]).await.contains("No own domains"));

@@ -30,7 +30,7 @@ use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::Semaphore;
 
-const INBOXES: [&str; 2] = ["ibx_crash1", "ibx_crash2"];
+const ADDRESSES: [&str; 2] = ["ibx_crash1", "ibx_crash2"];
 /// Concurrent SMTP sessions.
 const CLIENTS: usize = 8;
 const ATTACHMENT_BYTES: usize = 50 * 1024;
@@ -43,7 +43,7 @@ const MAX_ROUNDS: usize = 3;
 #[derive(Clone, Debug)]
 struct Accepted {
     token: String,
-    inbox: &'static str,
+    address: &'static str,
 }
 
 /// The ingest process.
@@ -203,10 +203,13 @@ async fn client(
             let _ = smtp.command("QUIT").await;
             return;
         }
-        let (inbox, address) = &addresses[n % addresses.len()];
+        let (address_id, address) = &addresses[n % addresses.len()];
         let token = format!("{name}n{n}");
         match smtp.send(address, &mail(address, &token)).await {
-            Ok(250) => accepted.lock().unwrap().push(Accepted { token, inbox }),
+            Ok(250) => accepted.lock().unwrap().push(Accepted {
+                token,
+                address: address_id,
+            }),
             Ok(code) => panic!("unexpected reply {code} before the crash"),
             // The server was killed.
             Err(_) => return,
@@ -288,11 +291,11 @@ impl Owner {
     }
 
     /// Token (from the decrypted subject) -> message id, for one address.
-    async fn delivered(&self, app: &TestApp, inbox: &str) -> HashMap<String, String> {
+    async fn delivered(&self, app: &TestApp, address: &str) -> HashMap<String, String> {
         let mut found = HashMap::new();
         let mut cursor: Option<String> = None;
         loop {
-            let mut path = format!("/inboxes/{inbox}/messages?limit=200");
+            let mut path = format!("/inboxes/{address}/messages?limit=200");
             if let Some(cursor) = &cursor {
                 path.push_str(&format!("&cursor={cursor}"));
             }
@@ -304,8 +307,8 @@ impl Owner {
                 let sealed: SealedBox = serde_json::from_value(message["content"].clone()).unwrap();
                 let plain = sealed
                     .open(
-                        &self.keys.address_secret(inbox, 0),
-                        &context::message(inbox, id),
+                        &self.keys.address_secret(address, 0),
+                        &context::message(address, id),
                     )
                     .expect("the content opens with the address key");
                 let content: Value = serde_json::from_slice(&plain).unwrap();
@@ -347,14 +350,14 @@ async fn mailbox(app: &TestApp) -> (Owner, Vec<(&'static str, String)>) {
         keys,
     };
     let mut addresses = Vec::new();
-    for inbox in INBOXES {
+    for address in ADDRESSES {
         let response = owner
             .http
             .post(app.url("/inboxes"))
             .bearer_auth(&owner.token)
             .json(&json!({
-                "id": inbox, "domain": "mail.localhost", "prefix": "crash",
-                "publicKey": b64::encode(&owner.keys.inbox_public_key(inbox, 0)),
+                "id": address, "domain": "mail.localhost", "prefix": "crash",
+                "publicKey": b64::encode(&owner.keys.address_public_key(address, 0)),
             }))
             .send()
             .await
@@ -362,7 +365,7 @@ async fn mailbox(app: &TestApp) -> (Owner, Vec<(&'static str, String)>) {
         assert_eq!(response.status(), StatusCode::CREATED);
         let body: Value = response.json().await.unwrap();
         addresses.push((
-            inbox,
+            address,
             body["inbox"]["emailAddress"].as_str().unwrap().to_owned(),
         ));
     }
@@ -460,24 +463,24 @@ async fn a_killed_ingest_recovers_at_start_up_and_loses_no_accepted_mail() {
     // The restarted ingest takes mail.
     let mut smtp = Smtp::connect(ingest.addr).await.unwrap();
     assert_eq!(smtp.command("EHLO load.example").await.unwrap(), 250);
-    let (inbox, address) = &addresses[0];
+    let (address_id, address) = &addresses[0];
     assert_eq!(
         smtp.send(address, &mail(address, "after")).await.unwrap(),
         250
     );
     accepted.lock().unwrap().push(Accepted {
         token: "after".into(),
-        inbox,
+        address: address_id,
     });
 
     // Every 250 is listed, and its content and attachment open with the key.
     let accepted = accepted.lock().unwrap().clone();
     let mut delivered = HashMap::new();
-    for inbox in INBOXES {
-        delivered.insert(inbox, owner.delivered(&app, inbox).await);
+    for address in ADDRESSES {
+        delivered.insert(address, owner.delivered(&app, address).await);
     }
     for message in &accepted {
-        let id = delivered[message.inbox]
+        let id = delivered[message.address]
             .get(&message.token)
             .unwrap_or_else(|| panic!("{} got 250 but is not listed", message.token));
         let response = owner
@@ -486,7 +489,7 @@ async fn a_killed_ingest_recovers_at_start_up_and_loses_no_accepted_mail() {
         assert_eq!(response.status(), StatusCode::OK, "{}", message.token);
         let sealed = response.bytes().await.unwrap();
         let opened = open_binary(
-            &owner.keys.address_secret(message.inbox, 0),
+            &owner.keys.address_secret(message.address, 0),
             &context::attachment(id, 0),
             &sealed,
         )

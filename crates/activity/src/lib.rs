@@ -94,8 +94,8 @@ pub struct ActivityEntry {
     pub id: ActivityId,
     pub account: AccountId,
     pub kind: ActivityKind,
-    pub inbox: Option<AddressId>,
-    pub worker: Option<DeviceId>,
+    pub address: Option<AddressId>,
+    pub device: Option<DeviceId>,
     pub at: Timestamp,
 }
 
@@ -214,16 +214,16 @@ impl Records {
         &mut self,
         account: &AccountId,
         kind: ActivityKind,
-        inbox: Option<&AddressId>,
-        worker: Option<&DeviceId>,
+        address: Option<&AddressId>,
+        device: Option<&DeviceId>,
         at: Timestamp,
     ) {
         self.activity.push(ActivityEntry {
             id: ActivityId::generate(),
             account: account.clone(),
             kind,
-            inbox: inbox.cloned(),
-            worker: worker.cloned(),
+            address: address.cloned(),
+            device: device.cloned(),
             at,
         });
     }
@@ -248,64 +248,76 @@ impl Records {
     pub fn device_paired(
         &mut self,
         account: &AccountId,
-        worker: &DeviceId,
+        device: &DeviceId,
         kind: &str,
         at: Timestamp,
     ) {
-        self.activity(account, ActivityKind::DevicePaired, None, Some(worker), at);
+        self.activity(account, ActivityKind::DevicePaired, None, Some(device), at);
         self.event(
             account,
             EventType::DevicePaired,
-            json!({ "workerId": worker, "kind": kind }),
+            json!({ "workerId": device, "kind": kind }),
             at,
         );
     }
 
-    pub fn device_removed(&mut self, account: &AccountId, worker: &DeviceId, at: Timestamp) {
-        self.activity(account, ActivityKind::DeviceRemoved, None, Some(worker), at);
+    pub fn device_removed(&mut self, account: &AccountId, device: &DeviceId, at: Timestamp) {
+        self.activity(account, ActivityKind::DeviceRemoved, None, Some(device), at);
         self.event(
             account,
             EventType::DeviceRemoved,
-            json!({ "workerId": worker }),
+            json!({ "workerId": device }),
             at,
         );
     }
 
     /// Connection changes are events only; the activity log does not list them.
-    pub fn device_connected(&mut self, account: &AccountId, worker: &DeviceId, at: Timestamp) {
+    pub fn device_connected(&mut self, account: &AccountId, device: &DeviceId, at: Timestamp) {
         self.event(
             account,
             EventType::DeviceConnected,
-            json!({ "workerId": worker }),
+            json!({ "workerId": device }),
             at,
         );
     }
 
-    pub fn device_disconnected(&mut self, account: &AccountId, worker: &DeviceId, at: Timestamp) {
+    pub fn device_disconnected(&mut self, account: &AccountId, device: &DeviceId, at: Timestamp) {
         self.event(
             account,
             EventType::DeviceDisconnected,
-            json!({ "workerId": worker }),
+            json!({ "workerId": device }),
             at,
         );
     }
 
-    pub fn address_created(&mut self, account: &AccountId, inbox: &AddressId, at: Timestamp) {
-        self.activity(account, ActivityKind::AddressCreated, Some(inbox), None, at);
+    pub fn address_created(&mut self, account: &AccountId, address: &AddressId, at: Timestamp) {
+        self.activity(
+            account,
+            ActivityKind::AddressCreated,
+            Some(address),
+            None,
+            at,
+        );
         self.event(
             account,
             EventType::AddressCreated,
-            json!({ "inboxId": inbox }),
+            json!({ "inboxId": address }),
             at,
         );
     }
 
-    pub fn address_deleted(&mut self, account: &AccountId, inbox: &AddressId, at: Timestamp) {
-        self.activity(account, ActivityKind::AddressDeleted, Some(inbox), None, at);
+    pub fn address_deleted(&mut self, account: &AccountId, address: &AddressId, at: Timestamp) {
+        self.activity(
+            account,
+            ActivityKind::AddressDeleted,
+            Some(address),
+            None,
+            at,
+        );
         self.event(
             account,
             EventType::AddressDeleted,
-            json!({ "inboxId": inbox }),
+            json!({ "inboxId": address }),
             at,
         );
     }
@@ -313,21 +325,21 @@ impl Records {
     pub fn address_assigned(
         &mut self,
         account: &AccountId,
-        inbox: &AddressId,
-        worker: &DeviceId,
+        address: &AddressId,
+        device: &DeviceId,
         at: Timestamp,
     ) {
         self.activity(
             account,
             ActivityKind::AddressAssigned,
-            Some(inbox),
-            Some(worker),
+            Some(address),
+            Some(device),
             at,
         );
         self.event(
             account,
             EventType::AddressAssigned,
-            json!({ "workerId": worker, "inboxId": inbox }),
+            json!({ "workerId": device, "inboxId": address }),
             at,
         );
     }
@@ -335,21 +347,21 @@ impl Records {
     pub fn address_removed(
         &mut self,
         account: &AccountId,
-        inbox: &AddressId,
-        worker: &DeviceId,
+        address: &AddressId,
+        device: &DeviceId,
         at: Timestamp,
     ) {
         self.activity(
             account,
             ActivityKind::AddressRemoved,
-            Some(inbox),
-            Some(worker),
+            Some(address),
+            Some(device),
             at,
         );
         self.event(
             account,
             EventType::AddressRemoved,
-            json!({ "workerId": worker, "inboxId": inbox }),
+            json!({ "workerId": device, "inboxId": address }),
             at,
         );
     }
@@ -358,15 +370,15 @@ impl Records {
     pub fn mail_received(
         &mut self,
         account: &AccountId,
-        inbox: &AddressId,
+        address: &AddressId,
         message: &MessageId,
         at: Timestamp,
     ) {
-        self.activity(account, ActivityKind::MailReceived, Some(inbox), None, at);
+        self.activity(account, ActivityKind::MailReceived, Some(address), None, at);
         self.event(
             account,
             EventType::MessageReceived,
-            json!({ "messageId": message, "inboxId": inbox }),
+            json!({ "messageId": message, "inboxId": address }),
             at,
         );
     }
@@ -375,21 +387,21 @@ impl Records {
     pub fn message_received(
         &mut self,
         account: &AccountId,
-        inbox: &AddressId,
+        address: &AddressId,
         message: &MessageId,
         at: Timestamp,
     ) {
         self.activity(
             account,
             ActivityKind::MessageReceived,
-            Some(inbox),
+            Some(address),
             None,
             at,
         );
         self.event(
             account,
             EventType::MessageReceived,
-            json!({ "messageId": message, "inboxId": inbox }),
+            json!({ "messageId": message, "inboxId": address }),
             at,
         );
     }
@@ -401,14 +413,14 @@ impl Records {
     pub fn held_mail_released(
         &mut self,
         account: &AccountId,
-        inbox: &AddressId,
+        address: &AddressId,
         message: &MessageId,
         at: Timestamp,
     ) {
         self.event(
             account,
             EventType::MessageReceived,
-            json!({ "messageId": message, "inboxId": inbox }),
+            json!({ "messageId": message, "inboxId": address }),
             at,
         );
     }
@@ -419,16 +431,16 @@ impl Records {
     pub fn mail_sent(
         &mut self,
         account: &AccountId,
-        inbox: &AddressId,
+        address: &AddressId,
         copy: Option<&MessageId>,
         via: &str,
         at: Timestamp,
     ) {
-        self.activity(account, ActivityKind::MailSent, Some(inbox), None, at);
+        self.activity(account, ActivityKind::MailSent, Some(address), None, at);
         self.event(
             account,
             EventType::MessageSent,
-            json!({ "messageId": copy, "inboxId": inbox, "via": via }),
+            json!({ "messageId": copy, "inboxId": address, "via": via }),
             at,
         );
     }
@@ -473,10 +485,10 @@ mod tests {
     #[test]
     fn smtp_mail_is_mail_received_in_activity_and_message_received_as_event() {
         let mut records = Records::new();
-        let inbox = AddressId::parse("ibx_abcd").unwrap();
+        let address = AddressId::parse("ibx_abcd").unwrap();
         let message = MessageId::generate();
         let at = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
-        records.mail_received(&account(), &inbox, &message, at);
+        records.mail_received(&account(), &address, &message, at);
         assert_eq!(records.activity[0].kind, ActivityKind::MailReceived);
         assert_eq!(records.events[0].kind, EventType::MessageReceived);
         assert_eq!(
@@ -488,10 +500,10 @@ mod tests {
     #[test]
     fn connection_changes_are_events_only() {
         let mut records = Records::new();
-        let worker = DeviceId::parse("wkr_abcd").unwrap();
+        let device = DeviceId::parse("wkr_abcd").unwrap();
         let at = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
-        records.device_disconnected(&account(), &worker, at);
-        records.device_connected(&account(), &worker, at);
+        records.device_disconnected(&account(), &device, at);
+        records.device_connected(&account(), &device, at);
         assert!(records.activity.is_empty());
         assert_eq!(records.events.len(), 2);
     }
@@ -503,8 +515,8 @@ mod tests {
         records.subscription_updated(&account(), PlanId::Operator, at);
         assert_eq!(records.activity.len(), 1);
         assert_eq!(records.activity[0].kind, ActivityKind::SubscriptionUpdated);
-        assert_eq!(records.activity[0].inbox, None);
-        assert_eq!(records.activity[0].worker, None);
+        assert_eq!(records.activity[0].address, None);
+        assert_eq!(records.activity[0].device, None);
         assert_eq!(records.events[0].kind, EventType::SubscriptionUpdated);
         assert_eq!(records.events[0].payload, json!({ "planId": "operator" }));
     }
@@ -534,9 +546,9 @@ mod tests {
             .returning(move |account, _, page| {
                 assert_eq!(page.fetch_limit(), 2);
                 let mut records = Records::new();
-                let inbox = AddressId::parse("ibx_abcd").unwrap();
-                records.address_created(account, &inbox, at);
-                records.address_deleted(account, &inbox, at);
+                let address = AddressId::parse("ibx_abcd").unwrap();
+                records.address_created(account, &address, at);
+                records.address_deleted(account, &address, at);
                 Ok(records.activity)
             });
         let log = ActivityLog::new(Arc::new(repo), clock);

@@ -10,7 +10,7 @@ pub trait ActivityRepository: Send + Sync {
     async fn activity_page(
         &self,
         account: &AccountId,
-        worker: Option<DeviceId>,
+        device: Option<DeviceId>,
         page: &PageRequest,
     ) -> Result<Vec<ActivityEntry>, StoreError>;
     async fn delete_activity_before(&self, before: Timestamp) -> Result<u64, StoreError>;

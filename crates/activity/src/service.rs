@@ -20,10 +20,10 @@ impl ActivityLog {
     pub async fn page(
         &self,
         account: &AccountId,
-        worker: Option<DeviceId>,
+        device: Option<DeviceId>,
         request: &PageRequest,
     ) -> Result<Page<ActivityEntry>, StoreError> {
-        let rows = self.repo.activity_page(account, worker, request).await?;
+        let rows = self.repo.activity_page(account, device, request).await?;
         Ok(Page::from_rows(rows, request, |entry| Cursor {
             at: entry.at,
             id: entry.id.to_string(),

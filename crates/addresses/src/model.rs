@@ -17,7 +17,7 @@ pub struct Address {
     pub account: AccountId,
     pub email_address: String,
     pub domain: String,
-    pub worker: Option<DeviceId>,
+    pub device: Option<DeviceId>,
     pub retention_days: u8,
     pub paused_at: Option<Timestamp>,
     pub meta: Option<SealedBox>,
@@ -29,7 +29,7 @@ pub struct Address {
 impl Address {
     /// SPEC.md: `active` when assigned to a device, else `unassigned`.
     pub fn status(&self) -> &'static str {
-        if self.worker.is_some() {
+        if self.device.is_some() {
             "active"
         } else {
             "unassigned"

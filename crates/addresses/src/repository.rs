@@ -50,7 +50,7 @@ pub trait AddressRepository: Send + Sync {
     async fn addresses(
         &self,
         account: &AccountId,
-        worker: Option<DeviceId>,
+        device: Option<DeviceId>,
     ) -> Result<Vec<Address>, StoreError>;
     async fn address(
         &self,
@@ -80,8 +80,8 @@ pub trait AddressRepository: Send + Sync {
         &self,
         account: &AccountId,
         id: &AddressId,
-        worker: &DeviceId,
-        expected_worker: Option<DeviceId>,
+        device: &DeviceId,
+        expected_device: Option<DeviceId>,
         max_per_device: Option<u32>,
         records: Records,
     ) -> Result<AssignOutcome, StoreError>;
@@ -89,7 +89,7 @@ pub trait AddressRepository: Send + Sync {
         &self,
         account: &AccountId,
         id: &AddressId,
-        worker: &DeviceId,
+        device: &DeviceId,
         records: Records,
     ) -> Result<bool, StoreError>;
 }

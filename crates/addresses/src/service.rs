@@ -106,7 +106,7 @@ impl Addresses {
                 account: account.clone(),
                 email_address: format!("{local_part}@{domain}"),
                 domain,
-                worker: None,
+                device: None,
                 retention_days,
                 paused_at: None,
                 meta: input.meta.clone(),
@@ -241,9 +241,9 @@ impl Addresses {
     pub async fn list(
         &self,
         account: &AccountId,
-        worker: Option<DeviceId>,
+        device: Option<DeviceId>,
     ) -> Result<Vec<Address>, AddressError> {
-        Ok(self.repo.addresses(account, worker).await?)
+        Ok(self.repo.addresses(account, device).await?)
     }
 
     pub async fn get(&self, account: &AccountId, id: &AddressId) -> Result<Address, AddressError> {
@@ -304,23 +304,23 @@ impl Addresses {
         account: &AccountId,
         plan: PlanId,
         id: &AddressId,
-        worker: &DeviceId,
+        device: &DeviceId,
     ) -> Result<(), AddressError> {
         let max_per_device = sealpost_plans::plan(plan).is_free().then_some(1);
         for _ in 0..3 {
             let address = self.get(account, id).await?;
-            if address.worker.as_ref() == Some(worker) {
+            if address.device.as_ref() == Some(device) {
                 return Ok(());
             }
             let now = self.clock.now();
             let mut records = Records::new();
-            if let Some(previous) = &address.worker {
+            if let Some(previous) = &address.device {
                 records.address_removed(account, id, previous, now);
             }
-            records.address_assigned(account, id, worker, now);
+            records.address_assigned(account, id, device, now);
             match self
                 .repo
-                .assign(account, id, worker, address.worker, max_per_device, records)
+                .assign(account, id, device, address.device, max_per_device, records)
                 .await?
             {
                 AssignOutcome::Assigned => return Ok(()),
@@ -338,11 +338,11 @@ impl Addresses {
         &self,
         account: &AccountId,
         id: &AddressId,
-        worker: &DeviceId,
+        device: &DeviceId,
     ) -> Result<(), AddressError> {
         let mut records = Records::new();
-        records.address_removed(account, id, worker, self.clock.now());
-        if self.repo.unassign(account, id, worker, records).await? {
+        records.address_removed(account, id, device, self.clock.now());
+        if self.repo.unassign(account, id, device, records).await? {
             Ok(())
         } else {
             Err(AddressError::NotFound)

@@ -209,7 +209,7 @@ async fn field_rules() {
 
 #[tokio::test]
 async fn free_devices_hold_one_address_and_moves_emit_both_events() {
-    let worker = DeviceId::parse("wkr_phone01").unwrap();
+    let device = DeviceId::parse("wkr_phone01").unwrap();
     let other = DeviceId::parse("wkr_phone02").unwrap();
     let mut repo = MockAddressRepository::new();
     let held_by = other.clone();
@@ -219,7 +219,7 @@ async fn free_devices_hold_one_address_and_moves_emit_both_events() {
             account: account.clone(),
             email_address: "x@mail.localhost".into(),
             domain: "mail.localhost".into(),
-            worker: Some(held_by.clone()),
+            device: Some(held_by.clone()),
             retention_days: 7,
             paused_at: None,
             meta: None,
@@ -239,7 +239,7 @@ async fn free_devices_hold_one_address_and_moves_emit_both_events() {
             &account(),
             PlanId::Free,
             &AddressId::parse("ibx_abcd").unwrap(),
-            &worker,
+            &device,
         )
         .await;
     assert!(matches!(

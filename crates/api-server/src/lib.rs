@@ -30,7 +30,7 @@ impl HealthProbe for PgHealth {
 #[derive(Clone, Copy, Debug)]
 pub struct StartOptions {
     /// HTTP worker threads (when serving HTTP).
-    pub workers: usize,
+    pub http_threads: usize,
     /// Whether the background jobs (hourly sweeps, the webhook sender) run
     /// here. Tests drive the jobs themselves.
     pub background_jobs: bool,
@@ -109,7 +109,12 @@ pub async fn start(
         );
     }
     let http = match listener {
-        Some(listener) => Some(serve_http(&services, config, listener, options.workers)?),
+        Some(listener) => Some(serve_http(
+            &services,
+            config,
+            listener,
+            options.http_threads,
+        )?),
         None => None,
     };
     let jobs = if options.background_jobs {
@@ -129,7 +134,7 @@ fn serve_http(
     services: &Services,
     config: &Config,
     listener: TcpListener,
-    workers: usize,
+    http_threads: usize,
 ) -> anyhow::Result<Http> {
     let rate = NonZeroU32::new(config.edge_rate_per_minute)
         .context("SEALPOST_EDGE_RATE must be above 0")?;
@@ -166,7 +171,7 @@ fn serve_http(
     let addr = listener.local_addr().context("reading the bound address")?;
     let tls = config.tls.as_ref().map(server_tls).transpose()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let server = sealpost_http_api::serve(listener, state, workers, tls)?;
+    let server = sealpost_http_api::serve(listener, state, http_threads, tls)?;
     let handle = server.handle();
     let serving = tokio::spawn(server);
     // Per process, whoever runs the sweeps: the limiter lives in memory.

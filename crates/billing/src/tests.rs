@@ -719,11 +719,11 @@ async fn the_sandbox_checkout_is_a_page_of_the_service_named_by_the_payment() {
 
 // ---- at a pause's deletesAt ----
 
-fn inbox(id: &str) -> sealpost_kernel::AddressId {
+fn address(id: &str) -> sealpost_kernel::AddressId {
     sealpost_kernel::AddressId::parse(id).unwrap()
 }
 
-fn worker(id: &str) -> sealpost_kernel::DeviceId {
+fn device(id: &str) -> sealpost_kernel::DeviceId {
     sealpost_kernel::DeviceId::parse(id).unwrap()
 }
 
@@ -736,8 +736,8 @@ fn expired_pause(parts: &mut Parts, addresses: &[&str], devices: &[&str]) {
         .times(1)
         .returning(|_, _| Ok(vec![account()]));
     let held = PausedHoldings {
-        addresses: addresses.iter().map(|id| inbox(id)).collect(),
-        devices: devices.iter().map(|id| worker(id)).collect(),
+        addresses: addresses.iter().map(|id| address(id)).collect(),
+        devices: devices.iter().map(|id| device(id)).collect(),
     };
     parts
         .repo
@@ -755,7 +755,7 @@ async fn at_deletes_at_what_the_pause_holds_is_deleted_with_its_events_then_the_
         .repo
         .expect_delete_paused_address()
         .withf(|deletion| {
-            deletion.id == inbox("ibx_held01")
+            deletion.id == address("ibx_held01")
                 && deletion.due == at(NOW)
                 && deletion.records.events.len() == 1
                 && deletion.records.events[0].kind == EventType::AddressDeleted
@@ -771,14 +771,14 @@ async fn at_deletes_at_what_the_pause_holds_is_deleted_with_its_events_then_the_
         .expect_device_addresses()
         .times(1)
         .in_sequence(&mut seq)
-        .returning(|_, _| Ok(vec![inbox("ibx_live01")]));
+        .returning(|_, _| Ok(vec![address("ibx_live01")]));
     parts
         .repo
         .expect_remove_paused_device()
         .withf(|deletion| {
             let kinds: Vec<EventType> = deletion.records.events.iter().map(|e| e.kind).collect();
-            deletion.id == worker("wkr_held01")
-                && deletion.assigned == vec![inbox("ibx_live01")]
+            deletion.id == device("wkr_held01")
+                && deletion.assigned == vec![address("ibx_live01")]
                 && kinds == vec![EventType::AddressRemoved, EventType::DeviceRemoved]
                 && deletion.records.events[1].payload == json!({ "workerId": "wkr_held01" })
         })
@@ -810,7 +810,7 @@ async fn what_a_payment_released_before_the_delete_is_spared_and_not_counted() {
         .expect_delete_paused_address()
         .times(2)
         .returning(|deletion| {
-            Ok(if deletion.id == inbox("ibx_held01") {
+            Ok(if deletion.id == address("ibx_held01") {
                 Deleted::Spared
             } else {
                 Deleted::Deleted
@@ -856,7 +856,7 @@ async fn a_device_whose_addresses_changed_meanwhile_is_decided_again() {
             let mut reads = counter.lock().unwrap();
             *reads += 1;
             Ok(if *reads == 1 {
-                vec![inbox("ibx_live01")]
+                vec![address("ibx_live01")]
             } else {
                 Vec::new()
             })

@@ -17,7 +17,7 @@ pub use sealpost_wire::{
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MailFilter {
     pub folder: Option<Folder>,
-    pub inbox_id: Option<AddressId>,
+    pub address_id: Option<AddressId>,
     pub starred: Option<bool>,
     pub unread: Option<bool>,
 }
@@ -28,8 +28,8 @@ impl MailFilter {
         if let Some(folder) = self.folder {
             pairs.push(format!("folder={folder}"));
         }
-        if let Some(inbox) = &self.inbox_id {
-            pairs.push(format!("inboxId={}", percent_encode(inbox.as_str())));
+        if let Some(address) = &self.address_id {
+            pairs.push(format!("inboxId={}", percent_encode(address.as_str())));
         }
         if let Some(starred) = self.starred {
             pairs.push(format!("starred={starred}"));
@@ -61,11 +61,11 @@ impl Client {
 
     /// `GET /messages/folders`: counts per folder, across the caller's
     /// addresses or in one of them.
-    pub async fn folder_counts(&self, inbox_id: Option<&AddressId>) -> Result<FolderCounts> {
-        let path = match inbox_id {
-            Some(inbox) => format!(
+    pub async fn folder_counts(&self, address_id: Option<&AddressId>) -> Result<FolderCounts> {
+        let path = match address_id {
+            Some(address) => format!(
                 "/messages/folders?inboxId={}",
-                percent_encode(inbox.as_str())
+                percent_encode(address.as_str())
             ),
             None => "/messages/folders".to_owned(),
         };
@@ -122,7 +122,7 @@ mod tests {
         assert_eq!(MailFilter::default().query(&PageParams::default()), "");
         let filter = MailFilter {
             folder: Some(Folder::Archive),
-            inbox_id: Some(AddressId::parse("ibx_shop01").unwrap()),
+            address_id: Some(AddressId::parse("ibx_shop01").unwrap()),
             starred: Some(true),
             unread: Some(false),
         };

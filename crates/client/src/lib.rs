@@ -44,13 +44,13 @@ use serde::de::DeserializeOwned;
 
 pub use error::ClientError;
 use types::{
-    ActivityPage, AddressList, AddressReply, Allocation, AssignRequest, Challenge,
+    ActivityPage, Address, AddressList, AddressReply, Allocation, AssignRequest, Challenge,
     ChallengeRequest, ClaimRequest, CreateAddressRequest, CreateWebhookRequest, CreatedWebhook,
-    DeliverRequest, Delivered, DeviceKeys, DevicePage, DeviceReply, DomainList, Health, Inbox,
+    DeliverRequest, Delivered, Device, DeviceKeys, DevicePage, DeviceReply, DomainList, Health,
     KeysRequest, LookupReply, LookupRequest, Me, Message, MessageList, MessagePage, MessageReply,
     OpenPairingRequest, OpenedPairing, PageParams, PairingPoll, PairingSession, Platform,
     ReadRequest, Revoked, SessionList, SignedIn, UpdateAddressRequest, UpdateDeviceRequest,
-    VerifyRequest, WaitBody, Worker,
+    VerifyRequest, WaitBody,
 };
 pub use webhook::{VerifiedEvent, WebhookVerifyError, verify_webhook};
 
@@ -247,14 +247,14 @@ impl Client {
     pub async fn claim_device(
         &self,
         session_id: &PairingSessionId,
-        worker_id: &DeviceId,
+        device_id: &DeviceId,
         profile: &SealedBox,
-    ) -> Result<Worker> {
-        let body = ClaimRequest::new(session_id, worker_id, profile);
+    ) -> Result<Device> {
+        let body = ClaimRequest::new(session_id, device_id, profile);
         let reply: DeviceReply = self
             .json(self.authed(Method::POST, "/workers/pair").json(&body))
             .await?;
-        Ok(reply.worker)
+        Ok(reply.device)
     }
 
     // ---- Devices -----------------------------------------------------------
@@ -267,10 +267,10 @@ impl Client {
     }
 
     /// `GET /workers/{id}`: one device.
-    pub async fn get_device(&self, id: &DeviceId) -> Result<Worker> {
+    pub async fn get_device(&self, id: &DeviceId) -> Result<Device> {
         let path = format!("/workers/{id}");
         let reply: DeviceReply = self.json(self.authed(Method::GET, &path)).await?;
-        Ok(reply.worker)
+        Ok(reply.device)
     }
 
     /// `PATCH /workers/{id}` (session): a new sealed profile, or disabling
@@ -279,12 +279,12 @@ impl Client {
         &self,
         id: &DeviceId,
         update: &UpdateDeviceRequest,
-    ) -> Result<Worker> {
+    ) -> Result<Device> {
         let path = format!("/workers/{id}");
         let reply: DeviceReply = self
             .json(self.authed(Method::PATCH, &path).json(update))
             .await?;
-        Ok(reply.worker)
+        Ok(reply.device)
     }
 
     /// `DELETE /workers/{id}` (session): removes the device and its
@@ -296,11 +296,11 @@ impl Client {
 
     /// `POST /workers/heartbeat` (device credential only): reports the
     /// device active; answers the device.
-    pub async fn heartbeat(&self) -> Result<Worker> {
+    pub async fn heartbeat(&self) -> Result<Device> {
         let reply: DeviceReply = self
             .json(self.authed(Method::POST, "/workers/heartbeat"))
             .await?;
-        Ok(reply.worker)
+        Ok(reply.device)
     }
 
     /// `POST /workers/{id}/keys` (session): replaces the device's sealed key
@@ -334,11 +334,11 @@ impl Client {
 
     /// `POST /inboxes` (session): creates an address; `allocation_exhausted`
     /// past the plan's limit.
-    pub async fn create_address(&self, request: &CreateAddressRequest) -> Result<Inbox> {
+    pub async fn create_address(&self, request: &CreateAddressRequest) -> Result<Address> {
         let reply: AddressReply = self
             .json(self.authed(Method::POST, "/inboxes").json(request))
             .await?;
-        Ok(reply.inbox)
+        Ok(reply.address)
     }
 
     /// `GET /inboxes/allocation`: the plan's address allowance and its use.
@@ -352,12 +352,12 @@ impl Client {
         &self,
         id: &AddressId,
         update: &UpdateAddressRequest,
-    ) -> Result<Inbox> {
+    ) -> Result<Address> {
         let path = format!("/inboxes/{id}");
         let reply: AddressReply = self
             .json(self.authed(Method::PATCH, &path).json(update))
             .await?;
-        Ok(reply.inbox)
+        Ok(reply.address)
     }
 
     /// `DELETE /inboxes/{id}` (session): deletes the address and its mail;
@@ -372,21 +372,25 @@ impl Client {
     /// address. Re-send the key bundles of the devices involved afterwards.
     pub async fn assign_address(
         &self,
-        worker_id: &DeviceId,
-        inbox_id: &AddressId,
-    ) -> Result<Inbox> {
-        let path = format!("/workers/{worker_id}/inboxes");
-        let body = AssignRequest::new(inbox_id);
+        device_id: &DeviceId,
+        address_id: &AddressId,
+    ) -> Result<Address> {
+        let path = format!("/workers/{device_id}/inboxes");
+        let body = AssignRequest::new(address_id);
         let reply: AddressReply = self
             .json(self.authed(Method::POST, &path).json(&body))
             .await?;
-        Ok(reply.inbox)
+        Ok(reply.address)
     }
 
     /// `DELETE /workers/{worker_id}/inboxes/{inbox_id}` (session): takes an
     /// address off a device; it stays on the account.
-    pub async fn unassign_address(&self, worker_id: &DeviceId, inbox_id: &AddressId) -> Result<()> {
-        let path = format!("/workers/{worker_id}/inboxes/{inbox_id}");
+    pub async fn unassign_address(
+        &self,
+        device_id: &DeviceId,
+        address_id: &AddressId,
+    ) -> Result<()> {
+        let path = format!("/workers/{device_id}/inboxes/{address_id}");
         self.empty(self.authed(Method::DELETE, &path)).await
     }
 
@@ -396,10 +400,10 @@ impl Client {
     /// first (lists spend no object reads).
     pub async fn list_messages(
         &self,
-        inbox_id: &AddressId,
+        address_id: &AddressId,
         page: &PageParams,
     ) -> Result<MessagePage> {
-        let path = format!("/inboxes/{inbox_id}/messages{}", page.query());
+        let path = format!("/inboxes/{address_id}/messages{}", page.query());
         self.json(self.authed(Method::GET, &path)).await
     }
 
@@ -410,12 +414,12 @@ impl Client {
     /// 1 to 60).
     pub async fn wait_for_messages(
         &self,
-        inbox_id: &AddressId,
+        address_id: &AddressId,
         after: Option<&str>,
         timeout_secs: u32,
     ) -> Result<Option<WaitBody>> {
         let timeout = timeout_secs.clamp(1, MAX_WAIT_SECONDS);
-        let mut path = format!("/inboxes/{inbox_id}/messages/wait?timeout={timeout}");
+        let mut path = format!("/inboxes/{address_id}/messages/wait?timeout={timeout}");
         if let Some(after) = after {
             path.push_str(&format!("&after={}", types::percent_encode(after)));
         }
@@ -467,8 +471,8 @@ impl Client {
     /// `POST /messages` (session): delivers a raw RFC 5322 message to one of
     /// the account's addresses without SMTP; it is parsed, sealed and
     /// counted exactly like SMTP mail. Answers the new message's id.
-    pub async fn deliver_raw(&self, inbox_id: &AddressId, raw: &[u8]) -> Result<MessageId> {
-        let body = DeliverRequest::new(inbox_id, raw);
+    pub async fn deliver_raw(&self, address_id: &AddressId, raw: &[u8]) -> Result<MessageId> {
+        let body = DeliverRequest::new(address_id, raw);
         let delivered: Delivered = self
             .json(self.authed(Method::POST, "/messages").json(&body))
             .await?;

@@ -32,9 +32,9 @@ impl Client {
 
     /// `PATCH /notifications/inboxes/:id`: mutes or unmutes new-mail pushes
     /// for one address (`not_found` for another account's address).
-    pub async fn mute_address(&self, inbox: &AddressId, muted: bool) -> Result<Mute> {
+    pub async fn mute_address(&self, address: &AddressId, muted: bool) -> Result<Mute> {
         self.json(
-            self.authed(Method::PATCH, &format!("/notifications/inboxes/{inbox}"))
+            self.authed(Method::PATCH, &format!("/notifications/inboxes/{address}"))
                 .json(&MuteRequest { muted }),
         )
         .await

@@ -50,8 +50,8 @@ pub enum OpenError {
     Content(String),
     /// The keys at hand do not include this address at this key epoch (a
     /// device whose bundle lacks the address, for example).
-    #[error("no key for address {inbox_id} at key epoch {epoch}")]
-    NoKey { inbox_id: AddressId, epoch: u32 },
+    #[error("no key for address {address_id} at key epoch {epoch}")]
+    NoKey { address_id: AddressId, epoch: u32 },
 }
 
 // ---- Ids ------------------------------------------------------------------
@@ -99,10 +99,10 @@ pub fn new_webhook_id() -> WebhookId {
 /// An address label (`meta`): the UTF-8 text sealed to the account's vault
 /// key, context `service/v1/inbox-meta:<inboxId>`.
 #[must_use]
-pub fn seal_label(keys: &AccountKeys, inbox_id: &AddressId, label: &str) -> SealedBox {
+pub fn seal_label(keys: &AccountKeys, address_id: &AddressId, label: &str) -> SealedBox {
     SealedBox::seal(
         &keys.vault_public_key(),
-        &context::inbox_meta(inbox_id.as_str()),
+        &context::address_meta(address_id.as_str()),
         label.as_bytes(),
     )
 }
@@ -110,12 +110,12 @@ pub fn seal_label(keys: &AccountKeys, inbox_id: &AddressId, label: &str) -> Seal
 /// Opens an address label with the account's vault key.
 pub fn open_label(
     keys: &AccountKeys,
-    inbox_id: &AddressId,
+    address_id: &AddressId,
     meta: &SealedBox,
 ) -> Result<String, OpenError> {
     let bytes = meta.open(
         &keys.vault_secret(),
-        &context::inbox_meta(inbox_id.as_str()),
+        &context::address_meta(address_id.as_str()),
     )?;
     String::from_utf8(bytes).map_err(|_| OpenError::Content("the label is not UTF-8".to_owned()))
 }
@@ -169,12 +169,12 @@ impl DeviceProfile {
 
     /// Seals the profile of device `worker_id` to the account's vault key.
     #[must_use]
-    pub fn seal(&self, keys: &AccountKeys, worker_id: &DeviceId) -> SealedBox {
+    pub fn seal(&self, keys: &AccountKeys, device_id: &DeviceId) -> SealedBox {
         // Serialising strings and a string-keyed map cannot fail.
         let json = serde_json::to_vec(self).unwrap_or_default();
         SealedBox::seal(
             &keys.vault_public_key(),
-            &context::worker_profile(worker_id.as_str()),
+            &context::device_profile(device_id.as_str()),
             &json,
         )
     }
@@ -182,12 +182,12 @@ impl DeviceProfile {
     /// Opens the profile of device `worker_id` with the account's vault key.
     pub fn open(
         keys: &AccountKeys,
-        worker_id: &DeviceId,
+        device_id: &DeviceId,
         profile: &SealedBox,
     ) -> Result<Self, OpenError> {
         let json = profile.open(
             &keys.vault_secret(),
-            &context::worker_profile(worker_id.as_str()),
+            &context::device_profile(device_id.as_str()),
         )?;
         serde_json::from_slice(&json).map_err(|e| OpenError::Content(e.to_string()))
     }
@@ -199,11 +199,13 @@ impl DeviceProfile {
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AddressKeys {
-    pub inbox_id: AddressId,
+    #[serde(rename = "inboxId")]
+    pub address_id: AddressId,
     pub epoch: u32,
     /// The X25519 secret mail to the address is sealed to.
+    #[serde(rename = "inboxKey")]
     #[serde(with = "b64::serde_32")]
-    pub inbox_key: [u8; 32],
+    pub address_key: [u8; 32],
     /// The address's sealing key.
     #[serde(with = "b64::serde_32")]
     pub sealing_key: [u8; 32],
@@ -212,7 +214,7 @@ pub struct AddressKeys {
 impl fmt::Debug for AddressKeys {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AddressKeys")
-            .field("inbox_id", &self.inbox_id)
+            .field("inbox_id", &self.address_id)
             .field("epoch", &self.epoch)
             .finish_non_exhaustive()
     }
@@ -221,19 +223,19 @@ impl fmt::Debug for AddressKeys {
 impl AddressKeys {
     /// The epoch 0 keys of `inbox_id`, derived from the account's phrase.
     #[must_use]
-    pub fn derive(keys: &AccountKeys, inbox_id: &AddressId) -> Self {
+    pub fn derive(keys: &AccountKeys, address_id: &AddressId) -> Self {
         Self {
-            inbox_id: inbox_id.clone(),
+            address_id: address_id.clone(),
             epoch: 0,
-            inbox_key: keys.address_secret(inbox_id.as_str(), 0).to_bytes(),
-            sealing_key: keys.inbox_sealing_key(inbox_id.as_str(), 0),
+            address_key: keys.address_secret(address_id.as_str(), 0).to_bytes(),
+            sealing_key: keys.address_sealing_key(address_id.as_str(), 0),
         }
     }
 
     /// The secret that opens the address's mail.
     #[must_use]
     pub fn address_secret(&self) -> StaticSecret {
-        StaticSecret::from(self.inbox_key)
+        StaticSecret::from(self.address_key)
     }
 
     /// The public key mail is sealed to: compare it with the address's
@@ -252,7 +254,8 @@ impl AddressKeys {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyBundle {
-    pub inboxes: Vec<AddressKeys>,
+    #[serde(rename = "inboxes")]
+    pub addresses: Vec<AddressKeys>,
 }
 
 impl KeyBundle {
@@ -260,10 +263,10 @@ impl KeyBundle {
     #[must_use]
     pub fn for_addresses<'a>(
         keys: &AccountKeys,
-        inbox_ids: impl IntoIterator<Item = &'a AddressId>,
+        address_ids: impl IntoIterator<Item = &'a AddressId>,
     ) -> Self {
         Self {
-            inboxes: inbox_ids
+            addresses: address_ids
                 .into_iter()
                 .map(|id| AddressKeys::derive(keys, id))
                 .collect(),
@@ -272,11 +275,11 @@ impl KeyBundle {
 
     /// Seals the bundle for device `worker_id` to its pairing key.
     #[must_use]
-    pub fn seal(&self, device_public_key: &[u8; 32], worker_id: &DeviceId) -> SealedBox {
+    pub fn seal(&self, device_public_key: &[u8; 32], device_id: &DeviceId) -> SealedBox {
         let json = serde_json::to_vec(self).unwrap_or_default();
         SealedBox::seal(
             device_public_key,
-            &context::worker_keys(worker_id.as_str()),
+            &context::device_keys(device_id.as_str()),
             &json,
         )
     }
@@ -284,10 +287,10 @@ impl KeyBundle {
     /// Opens device `worker_id`'s bundle with its pairing secret.
     pub fn open(
         device_secret: &StaticSecret,
-        worker_id: &DeviceId,
+        device_id: &DeviceId,
         sealed: &SealedBox,
     ) -> Result<Self, OpenError> {
-        let json = sealed.open(device_secret, &context::worker_keys(worker_id.as_str()))?;
+        let json = sealed.open(device_secret, &context::device_keys(device_id.as_str()))?;
         serde_json::from_slice(&json).map_err(|e| OpenError::Content(e.to_string()))
     }
 }
@@ -301,26 +304,26 @@ impl KeyBundle {
 pub trait AddressSecrets {
     /// The X25519 secret mail to `inbox_id` under key epoch `epoch` is
     /// sealed to; `None` when these keys do not hold it.
-    fn secret_for(&self, inbox_id: &AddressId, epoch: u32) -> Option<StaticSecret>;
+    fn secret_for(&self, address_id: &AddressId, epoch: u32) -> Option<StaticSecret>;
 }
 
 impl AddressSecrets for AccountKeys {
-    fn secret_for(&self, inbox_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
-        Some(self.address_secret(inbox_id.as_str(), epoch))
+    fn secret_for(&self, address_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
+        Some(self.address_secret(address_id.as_str(), epoch))
     }
 }
 
 impl AddressSecrets for AddressKeys {
-    fn secret_for(&self, inbox_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
-        (self.inbox_id == *inbox_id && self.epoch == epoch).then(|| self.address_secret())
+    fn secret_for(&self, address_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
+        (self.address_id == *address_id && self.epoch == epoch).then(|| self.address_secret())
     }
 }
 
 impl AddressSecrets for KeyBundle {
-    fn secret_for(&self, inbox_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
-        self.inboxes
+    fn secret_for(&self, address_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
+        self.addresses
             .iter()
-            .find_map(|entry| entry.secret_for(inbox_id, epoch))
+            .find_map(|entry| entry.secret_for(address_id, epoch))
     }
 }
 
@@ -406,9 +409,9 @@ fn message_secret(
     keys: &(impl AddressSecrets + ?Sized),
     message: &Message,
 ) -> Result<StaticSecret, OpenError> {
-    keys.secret_for(&message.inbox_id, message.key_epoch)
+    keys.secret_for(&message.address_id, message.key_epoch)
         .ok_or_else(|| OpenError::NoKey {
-            inbox_id: message.inbox_id.clone(),
+            address_id: message.address_id.clone(),
             epoch: message.key_epoch,
         })
 }
@@ -422,7 +425,7 @@ pub fn open_message(
     let secret = message_secret(keys, message)?;
     let json = message.content.open(
         &secret,
-        &context::message(message.inbox_id.as_str(), message.id.as_str()),
+        &context::message(message.address_id.as_str(), message.id.as_str()),
     )?;
     serde_json::from_slice(&json).map_err(|e| OpenError::Content(e.to_string()))
 }
@@ -480,17 +483,17 @@ mod tests {
 
     #[test]
     fn ids_have_the_documented_shape() {
-        let worker = new_device_id();
-        let body = worker.as_str().strip_prefix("wkr_").unwrap();
+        let device = new_device_id();
+        let body = device.as_str().strip_prefix("wkr_").unwrap();
         assert_eq!(body.len(), 16);
         assert!(
             body.bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
         );
-        assert!(DeviceId::parse(worker.as_str()).is_ok());
-        let inbox = new_address_id();
-        assert!(AddressId::parse(inbox.as_str()).is_ok());
-        assert_ne!(new_address_id(), inbox);
+        assert!(DeviceId::parse(device.as_str()).is_ok());
+        let address = new_address_id();
+        assert!(AddressId::parse(address.as_str()).is_ok());
+        assert_ne!(new_address_id(), address);
     }
 
     #[test]
@@ -509,7 +512,7 @@ mod tests {
         // Interoperates with a box sealed directly as the convention says.
         let direct = SealedBox::seal(
             &keys.vault_public_key(),
-            &context::inbox_meta("ibx_aaaa"),
+            &context::address_meta("ibx_aaaa"),
             b"x",
         );
         assert_eq!(open_label(&keys, &a, &direct).unwrap(), "x");
@@ -518,29 +521,29 @@ mod tests {
     #[test]
     fn profiles_round_trip_and_keep_unknown_fields() {
         let keys = keys();
-        let worker = DeviceId::parse("wkr_phone01").unwrap();
+        let device_id = DeviceId::parse("wkr_phone01").unwrap();
         let (_, public) = device();
         let profile = DeviceProfile::new("Phone", public);
-        let sealed = profile.seal(&keys, &worker);
-        let opened = DeviceProfile::open(&keys, &worker, &sealed).unwrap();
+        let sealed = profile.seal(&keys, &device_id);
+        let opened = DeviceProfile::open(&keys, &device_id, &sealed).unwrap();
         assert_eq!(opened, profile);
         assert_eq!(opened.device_public_key(), Some(public));
 
         // Another client's profile: only a name, plus a field of its own.
         let foreign = SealedBox::seal(
             &keys.vault_public_key(),
-            &context::worker_profile("wkr_phone01"),
+            &context::device_profile("wkr_phone01"),
             br#"{"name":"Tablet","colour":"red"}"#,
         );
-        let mut opened = DeviceProfile::open(&keys, &worker, &foreign).unwrap();
+        let mut opened = DeviceProfile::open(&keys, &device_id, &foreign).unwrap();
         assert_eq!((opened.name.as_str(), opened.tags.len()), ("Tablet", 0));
         assert_eq!(opened.device_public_key(), None);
         opened.name = "Renamed".to_owned();
         let json = opened
-            .seal(&keys, &worker)
+            .seal(&keys, &device_id)
             .open(
                 &keys.vault_secret(),
-                &context::worker_profile("wkr_phone01"),
+                &context::device_profile("wkr_phone01"),
             )
             .unwrap();
         let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
@@ -554,26 +557,32 @@ mod tests {
     fn bundles_open_only_on_their_device() {
         let keys = keys();
         let (secret, public) = device();
-        let worker = DeviceId::parse("wkr_phone01").unwrap();
-        let inbox = AddressId::parse("ibx_first01").unwrap();
-        let bundle = KeyBundle::for_addresses(&keys, [&inbox]);
-        let sealed = bundle.seal(&public, &worker);
+        let device_id = DeviceId::parse("wkr_phone01").unwrap();
+        let address = AddressId::parse("ibx_first01").unwrap();
+        let bundle = KeyBundle::for_addresses(&keys, [&address]);
+        let sealed = bundle.seal(&public, &device_id);
 
-        let opened = KeyBundle::open(&secret, &worker, &sealed).unwrap();
+        let opened = KeyBundle::open(&secret, &device_id, &sealed).unwrap();
         assert_eq!(opened, bundle);
-        let entry = &opened.inboxes[0];
+        let entry = &opened.addresses[0];
         assert_eq!(entry.epoch, 0);
-        assert_eq!(entry.public_key(), keys.inbox_public_key("ibx_first01", 0));
-        assert_eq!(entry.sealing_key, keys.inbox_sealing_key("ibx_first01", 0));
-        assert!(!format!("{entry:?}").contains(&format!("{:?}", entry.inbox_key)));
+        assert_eq!(
+            entry.public_key(),
+            keys.address_public_key("ibx_first01", 0)
+        );
+        assert_eq!(
+            entry.sealing_key,
+            keys.address_sealing_key("ibx_first01", 0)
+        );
+        assert!(!format!("{entry:?}").contains(&format!("{:?}", entry.address_key)));
 
-        let other_worker = DeviceId::parse("wkr_other1").unwrap();
-        assert!(KeyBundle::open(&secret, &other_worker, &sealed).is_err());
-        assert!(KeyBundle::open(&StaticSecret::from([1u8; 32]), &worker, &sealed).is_err());
+        let other_device = DeviceId::parse("wkr_other1").unwrap();
+        assert!(KeyBundle::open(&secret, &other_device, &sealed).is_err());
+        assert!(KeyBundle::open(&StaticSecret::from([1u8; 32]), &device_id, &sealed).is_err());
 
         // The wire form is the documented JSON.
         let json = sealed
-            .open(&secret, &context::worker_keys("wkr_phone01"))
+            .open(&secret, &context::device_keys("wkr_phone01"))
             .unwrap();
         let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(
@@ -582,22 +591,22 @@ mod tests {
                 "inboxId": "ibx_first01",
                 "epoch": 0,
                 "inboxKey": b64::encode(&keys.address_secret("ibx_first01", 0).to_bytes()),
-                "sealingKey": b64::encode(&keys.inbox_sealing_key("ibx_first01", 0)),
+                "sealingKey": b64::encode(&keys.address_sealing_key("ibx_first01", 0)),
             }]})
         );
     }
 
     /// A message to `inbox` sealed the way the service seals SMTP mail.
-    fn sealed_message(keys: &AccountKeys, inbox: &str, epoch: u32, json: &[u8]) -> Message {
+    fn sealed_message(keys: &AccountKeys, address: &str, epoch: u32, json: &[u8]) -> Message {
         let id = "msg_0000000000000000000000000a";
         let content = SealedBox::seal(
-            &keys.inbox_public_key(inbox, epoch),
-            &context::message(inbox, id),
+            &keys.address_public_key(address, epoch),
+            &context::message(address, id),
             json,
         );
         serde_json::from_value(json!({
             "id": id,
-            "inboxId": inbox,
+            "inboxId": address,
             "receivedAt": "2026-11-22T12:00:00.000Z",
             "read": false,
             "sizeBytes": 10,
@@ -628,11 +637,14 @@ mod tests {
         );
         assert!(content.attachment(1).is_none());
 
-        let inbox = AddressId::parse("ibx_first01").unwrap();
+        let address = AddressId::parse("ibx_first01").unwrap();
         let other = AddressId::parse("ibx_other01").unwrap();
-        let bundle = KeyBundle::for_addresses(&keys, [&inbox]);
+        let bundle = KeyBundle::for_addresses(&keys, [&address]);
         assert_eq!(open_message(&bundle, &message).unwrap(), content);
-        assert_eq!(open_message(&bundle.inboxes[0], &message).unwrap(), content);
+        assert_eq!(
+            open_message(&bundle.addresses[0], &message).unwrap(),
+            content
+        );
         let without = KeyBundle::for_addresses(&keys, [&other]);
         assert!(matches!(
             open_message(&without, &message),
@@ -656,7 +668,7 @@ mod tests {
         ));
 
         let bytes = sealpost_seal::seal_binary(
-            &keys.inbox_public_key("ibx_first01", 0),
+            &keys.address_public_key("ibx_first01", 0),
             &context::attachment(message.id.as_str(), 0),
             b"abc",
         );

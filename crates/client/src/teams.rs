@@ -105,18 +105,23 @@ pub fn seal_grant(
     owner: &AccountKeys,
     member: &AccountId,
     member_key: &[u8; 32],
-    inbox: &AddressId,
+    address: &AddressId,
     epoch: u32,
 ) -> SealedBox {
     let keys = GrantKeys {
-        inbox_key: b64::encode(&owner.address_secret(inbox.as_str(), epoch).to_bytes()),
-        sealing_key: b64::encode(&owner.inbox_sealing_key(inbox.as_str(), epoch)),
+        address_key: b64::encode(&owner.address_secret(address.as_str(), epoch).to_bytes()),
+        sealing_key: b64::encode(&owner.address_sealing_key(address.as_str(), epoch)),
     };
     // A struct of two strings always serialises.
     let json = serde_json::to_vec(&keys).unwrap_or_default();
     SealedBox::seal(
         member_key,
-        &context::team_grant(&owner.account_id(), member.as_str(), inbox.as_str(), epoch),
+        &context::team_grant(
+            &owner.account_id(),
+            member.as_str(),
+            address.as_str(),
+            epoch,
+        ),
         &json,
     )
 }
@@ -127,15 +132,15 @@ pub fn grant_request(
     owner: &AccountKeys,
     member: &AccountId,
     member_key: &[u8; 32],
-    inbox: &AddressId,
+    address: &AddressId,
     epoch: u32,
     access: GrantAccess,
 ) -> GrantRequest {
     GrantRequest::new(
-        inbox,
+        address,
         epoch,
         access,
-        &seal_grant(owner, member, member_key, inbox, epoch),
+        &seal_grant(owner, member, member_key, address, epoch),
     )
 }
 
@@ -143,13 +148,18 @@ pub fn grant_request(
 pub fn open_grant(
     member: &AccountKeys,
     owner: &AccountId,
-    inbox: &AddressId,
+    address: &AddressId,
     epoch: u32,
     sealed: &SealedBox,
 ) -> Result<AddressKeys, OpenError> {
     let json = sealed.open(
         &member.auth_secret(),
-        &context::team_grant(owner.as_str(), &member.account_id(), inbox.as_str(), epoch),
+        &context::team_grant(
+            owner.as_str(),
+            &member.account_id(),
+            address.as_str(),
+            epoch,
+        ),
     )?;
     let keys: GrantKeys =
         serde_json::from_slice(&json).map_err(|e| OpenError::Content(e.to_string()))?;
@@ -157,9 +167,9 @@ pub fn open_grant(
         b64::decode_32(text).map_err(|_| OpenError::Content("a grant key is not 32 bytes".into()))
     };
     Ok(AddressKeys {
-        inbox_id: inbox.clone(),
+        address_id: address.clone(),
         epoch,
-        inbox_key: decode(&keys.inbox_key)?,
+        address_key: decode(&keys.address_key)?,
         sealing_key: decode(&keys.sealing_key)?,
     })
 }
@@ -175,11 +185,11 @@ pub fn shared_keys(member: &AccountKeys, memberships: &[Membership]) -> KeyBundl
                 if let Ok(keys) = open_grant(
                     member,
                     &membership.owner_id,
-                    &address.inbox_id,
+                    &address.address_id,
                     grant.epoch,
                     &grant.sealed,
                 ) {
-                    bundle.inboxes.push(keys);
+                    bundle.addresses.push(keys);
                 }
             }
         }
@@ -229,10 +239,10 @@ impl Client {
     }
 
     /// `DELETE /team/members/:memberId/grants/:inboxId`.
-    pub async fn revoke_grant(&self, member: &AccountId, inbox: &AddressId) -> Result<()> {
+    pub async fn revoke_grant(&self, member: &AccountId, address: &AddressId) -> Result<()> {
         self.empty(self.authed(
             Method::DELETE,
-            &format!("/team/members/{member}/grants/{inbox}"),
+            &format!("/team/members/{member}/grants/{address}"),
         ))
         .await
     }
@@ -288,11 +298,11 @@ mod tests {
         let other = RecoveryPhrase::generate().keys();
         let member_id = AccountId::from_trusted(member.account_id());
         let owner_id = AccountId::from_trusted(owner.account_id());
-        let inbox = AddressId::parse("ibx_team01").unwrap();
-        let sealed = seal_grant(&owner, &member_id, &member.auth_public_key(), &inbox, 0);
-        let keys = open_grant(&member, &owner_id, &inbox, 0, &sealed).unwrap();
-        assert_eq!(keys.public_key(), owner.inbox_public_key("ibx_team01", 0));
-        assert!(open_grant(&other, &owner_id, &inbox, 0, &sealed).is_err());
-        assert!(open_grant(&member, &owner_id, &inbox, 1, &sealed).is_err());
+        let address = AddressId::parse("ibx_team01").unwrap();
+        let sealed = seal_grant(&owner, &member_id, &member.auth_public_key(), &address, 0);
+        let keys = open_grant(&member, &owner_id, &address, 0, &sealed).unwrap();
+        assert_eq!(keys.public_key(), owner.address_public_key("ibx_team01", 0));
+        assert!(open_grant(&other, &owner_id, &address, 0, &sealed).is_err());
+        assert!(open_grant(&member, &owner_id, &address, 1, &sealed).is_err());
     }
 }

@@ -80,7 +80,7 @@ async fn create_address(owner: &Operator, label: &str) -> AddressId {
     let id = sealing::new_address_id();
     let request = CreateAddressRequest::new(&id, domain)
         .with_meta(&sealing::seal_label(&owner.keys, &id, label))
-        .with_public_key(&owner.keys.inbox_public_key(id.as_str(), 0));
+        .with_public_key(&owner.keys.address_public_key(id.as_str(), 0));
     owner.client.create_address(&request).await.unwrap();
     id
 }
@@ -130,26 +130,26 @@ async fn pairing_from_both_sides() {
         401,
         "unauthenticated",
     );
-    let worker = owner
+    let claimed = owner
         .client
         .claim_device(&session.id, &id, &profile)
         .await
         .unwrap();
-    assert_eq!(worker.id, id);
-    assert_eq!(worker.kind, DeviceKind::Device);
-    assert_eq!(worker.platform, Platform::Android);
-    assert_eq!(worker.status, DeviceStatus::Online);
-    assert_eq!(worker.operator_id.as_str(), owner.keys.account_id());
-    assert_eq!(worker.profile.as_ref(), Some(&profile));
+    assert_eq!(claimed.id, id);
+    assert_eq!(claimed.kind, DeviceKind::Device);
+    assert_eq!(claimed.platform, Platform::Android);
+    assert_eq!(claimed.status, DeviceStatus::Online);
+    assert_eq!(claimed.operator_id.as_str(), owner.keys.account_id());
+    assert_eq!(claimed.profile.as_ref(), Some(&profile));
 
     // The credential comes once.
     let first = device.poll_pairing(&opened.token).await.unwrap();
     assert_eq!(first.state, PairingState::AwaitingAddress);
-    assert_eq!(first.worker_id.as_ref(), Some(&id));
+    assert_eq!(first.device_id.as_ref(), Some(&id));
     let credential = first.credential.clone().unwrap();
     assert!(!format!("{first:?}").contains(&credential));
     let second = device.poll_pairing(&opened.token).await.unwrap();
-    assert_eq!((second.worker_id, second.credential), (None, None));
+    assert_eq!((second.device_id, second.credential), (None, None));
 
     // The session is used up.
     let again = sealing::new_device_id();
@@ -174,7 +174,7 @@ async fn pairing_from_both_sides() {
     let beat = paired.heartbeat().await.unwrap();
     assert_eq!(beat.status, DeviceStatus::Online);
     let seen = paired.list_devices(&PageParams::default()).await.unwrap();
-    assert_eq!(seen.workers.len(), 1);
+    assert_eq!(seen.devices.len(), 1);
     assert_eq!(seen.next_cursor, None);
     // An operator session has no device to report active.
     assert_api(owner.client.heartbeat().await, 403, "device_required");
@@ -187,11 +187,11 @@ async fn pairing_from_both_sides() {
         .list_devices(&PageParams::first(10))
         .await
         .unwrap();
-    assert_eq!(listed.workers.len(), 1);
+    assert_eq!(listed.devices.len(), 1);
     let opened_profile = DeviceProfile::open(
         &owner.keys,
         &id,
-        listed.workers[0].profile.as_ref().unwrap(),
+        listed.devices[0].profile.as_ref().unwrap(),
     )
     .unwrap();
     assert_eq!(opened_profile.name, "Phone");
@@ -254,12 +254,12 @@ async fn profiles_keys_and_removal() {
         .list_devices(&PageParams::first(1))
         .await
         .unwrap();
-    assert_eq!(first.workers[0].id, tablet.id);
+    assert_eq!(first.devices[0].id, tablet.id);
     let next = PageParams::first(1)
         .next(first.next_cursor.as_deref())
         .unwrap();
     let second = owner.client.list_devices(&next).await.unwrap();
-    assert_eq!(second.workers[0].id, phone.id);
+    assert_eq!(second.devices[0].id, phone.id);
     assert_api(
         owner.client.list_devices(&PageParams::first(500)).await,
         400,
@@ -267,9 +267,9 @@ async fn profiles_keys_and_removal() {
     );
 
     // Renaming re-seals the profile and keeps the device's key.
-    let worker = owner.client.get_device(&phone.id).await.unwrap();
+    let device = owner.client.get_device(&phone.id).await.unwrap();
     let mut profile =
-        DeviceProfile::open(&owner.keys, &phone.id, worker.profile.as_ref().unwrap()).unwrap();
+        DeviceProfile::open(&owner.keys, &phone.id, device.profile.as_ref().unwrap()).unwrap();
     profile.name = "Work phone".to_owned();
     let updated = owner
         .client
@@ -290,18 +290,18 @@ async fn profiles_keys_and_removal() {
         404,
         "not_found",
     );
-    let inbox = create_address(&owner, "shop").await;
+    let address = create_address(&owner, "shop").await;
     tick();
     let assigned = owner
         .client
-        .assign_address(&phone.id, &inbox)
+        .assign_address(&phone.id, &address)
         .await
         .unwrap();
     tick();
     assert_eq!(assigned.status, AddressStatus::Active);
-    assert_eq!(assigned.assigned_worker_id.as_ref(), Some(&phone.id));
+    assert_eq!(assigned.assigned_device_id.as_ref(), Some(&phone.id));
     let device_key = reopened.device_public_key().unwrap();
-    let sealed = KeyBundle::for_addresses(&owner.keys, [&inbox]).seal(&device_key, &phone.id);
+    let sealed = KeyBundle::for_addresses(&owner.keys, [&address]).seal(&device_key, &phone.id);
     let stored = owner
         .client
         .set_device_keys(&phone.id, &sealed)
@@ -311,11 +311,11 @@ async fn profiles_keys_and_removal() {
     let fetched = phone.client.get_device_keys(&phone.id).await.unwrap();
     assert_eq!(fetched.keys, sealed);
     let bundle = KeyBundle::open(&phone.secret, &phone.id, &fetched.keys).unwrap();
-    assert_eq!(bundle.inboxes.len(), 1);
-    assert_eq!(bundle.inboxes[0].inbox_id, inbox);
-    let mine = phone.client.list_addresses().await.unwrap().inboxes;
+    assert_eq!(bundle.addresses.len(), 1);
+    assert_eq!(bundle.addresses[0].address_id, address);
+    let mine = phone.client.list_addresses().await.unwrap().addresses;
     assert_eq!(mine.len(), 1);
-    assert_eq!(mine[0].public_key, Some(bundle.inboxes[0].public_key()));
+    assert_eq!(mine[0].public_key, Some(bundle.addresses[0].public_key()));
     // Another device cannot read it, nor open it.
     assert_api(
         tablet.client.get_device_keys(&phone.id).await,
@@ -333,16 +333,16 @@ async fn profiles_keys_and_removal() {
         404,
         "not_found",
     );
-    let inboxes = owner.client.list_addresses().await.unwrap().inboxes;
-    assert_eq!(inboxes[0].status, AddressStatus::Unassigned);
-    assert_eq!(inboxes[0].assigned_worker_id, None);
+    let addresses = owner.client.list_addresses().await.unwrap().addresses;
+    assert_eq!(addresses[0].status, AddressStatus::Unassigned);
+    assert_eq!(addresses[0].assigned_device_id, None);
 
     // The activity log, a page at a time.
     let page = owner.client.activity(&PageParams::first(2)).await.unwrap();
     let kinds: Vec<_> = page.activity.iter().map(|a| a.kind.as_str()).collect();
     assert_eq!(kinds, ["worker.removed", "inbox.removed"]);
-    assert_eq!(page.activity[0].worker_id.as_ref(), Some(&phone.id));
-    assert_eq!(page.activity[1].inbox_id.as_ref(), Some(&inbox));
+    assert_eq!(page.activity[0].device_id.as_ref(), Some(&phone.id));
+    assert_eq!(page.activity[1].address_id.as_ref(), Some(&address));
     let rest = owner
         .client
         .activity(
@@ -380,25 +380,25 @@ async fn addresses_labels_and_limits() {
 
     // Created with a prefix, a label, a retention and the public key.
     let id = sealing::new_address_id();
-    let public_key = owner.keys.inbox_public_key(id.as_str(), 0);
+    let public_key = owner.keys.address_public_key(id.as_str(), 0);
     let mut request = CreateAddressRequest::new(&id, "mail.localhost")
         .with_meta(&sealing::seal_label(&owner.keys, &id, "shopping"))
         .with_public_key(&public_key);
     request.prefix = Some("Shop".to_owned());
     request.retention_days = Some(14);
-    let inbox = owner.client.create_address(&request).await.unwrap();
-    assert_eq!(inbox.id, id);
+    let address = owner.client.create_address(&request).await.unwrap();
+    assert_eq!(address.id, id);
     assert!(
-        inbox.email_address.starts_with("shop."),
+        address.email_address.starts_with("shop."),
         "{}",
-        inbox.email_address
+        address.email_address
     );
-    assert!(inbox.email_address.ends_with("@mail.localhost"));
-    assert_eq!(inbox.status, AddressStatus::Unassigned);
-    assert_eq!(inbox.assigned_worker_id, None);
-    assert_eq!((inbox.retention_days, inbox.key_epoch), (14, 0));
-    assert_eq!(inbox.public_key, Some(public_key));
-    let label = sealing::open_label(&owner.keys, &id, inbox.meta.as_ref().unwrap()).unwrap();
+    assert!(address.email_address.ends_with("@mail.localhost"));
+    assert_eq!(address.status, AddressStatus::Unassigned);
+    assert_eq!(address.assigned_device_id, None);
+    assert_eq!((address.retention_days, address.key_epoch), (14, 0));
+    assert_eq!(address.public_key, Some(public_key));
+    let label = sealing::open_label(&owner.keys, &id, address.meta.as_ref().unwrap()).unwrap();
     assert_eq!(label, "shopping");
     assert_api(owner.client.create_address(&request).await, 409, "id_taken");
 
@@ -474,7 +474,7 @@ async fn addresses_labels_and_limits() {
         .list_addresses()
         .await
         .unwrap()
-        .inboxes
+        .addresses
         .into_iter()
         .map(|i| i.id)
         .collect();
@@ -507,7 +507,7 @@ async fn addresses_labels_and_limits() {
     assert_api(owner.client.delete_address(&id).await, 404, "not_found");
     assert_eq!(owner.client.allocation().await.unwrap().remaining, 1);
     assert_eq!(
-        owner.client.list_addresses().await.unwrap().inboxes.len(),
+        owner.client.list_addresses().await.unwrap().addresses.len(),
         2
     );
     let reuse = CreateAddressRequest::new(&id, "mail.localhost");

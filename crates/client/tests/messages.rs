@@ -27,7 +27,7 @@ async fn create_address(owner: &Operator, keyless: bool) -> AddressId {
     let id = sealing::new_address_id();
     let mut request = CreateAddressRequest::new(&id, "mail.localhost");
     if !keyless {
-        request = request.with_public_key(&owner.keys.inbox_public_key(id.as_str(), 0));
+        request = request.with_public_key(&owner.keys.address_public_key(id.as_str(), 0));
     }
     owner.client.create_address(&request).await.unwrap();
     id
@@ -92,24 +92,24 @@ fn raw_mail(subject: &str) -> Vec<u8> {
 async fn the_operator_delivers_lists_reads_and_marks_mail() {
     let app = TestApp::spawn().await;
     let owner = operator(&app).await;
-    let inbox = create_address(&owner, false).await;
+    let address = create_address(&owner, false).await;
 
     let id = owner
         .client
-        .deliver_raw(&inbox, &raw_mail("First"))
+        .deliver_raw(&address, &raw_mail("First"))
         .await
         .unwrap();
 
     // Listed, unread, and it opens with the keys from the phrase.
     let page = owner
         .client
-        .list_messages(&inbox, &PageParams::default())
+        .list_messages(&address, &PageParams::default())
         .await
         .unwrap();
     assert_eq!(page.messages.len(), 1);
     assert_eq!(page.next_cursor, None);
     let listed = &page.messages[0];
-    assert_eq!((&listed.id, &listed.inbox_id), (&id, &inbox));
+    assert_eq!((&listed.id, &listed.address_id), (&id, &address));
     assert!(!listed.read);
     assert_eq!(listed.key_epoch, 0);
     let content = sealing::open_message(&owner.keys, listed).unwrap();
@@ -144,24 +144,24 @@ async fn the_operator_delivers_lists_reads_and_marks_mail() {
     // Pages, newest first.
     let second = owner
         .client
-        .deliver_raw(&inbox, b"Subject: second\r\n\r\nhi")
+        .deliver_raw(&address, b"Subject: second\r\n\r\nhi")
         .await
         .unwrap();
     let third = owner
         .client
-        .deliver_raw(&inbox, b"Subject: third\r\n\r\nhi")
+        .deliver_raw(&address, b"Subject: third\r\n\r\nhi")
         .await
         .unwrap();
     let first_page = PageParams::first(2);
     let page = owner
         .client
-        .list_messages(&inbox, &first_page)
+        .list_messages(&address, &first_page)
         .await
         .unwrap();
     let ids: Vec<&MessageId> = page.messages.iter().map(|m| &m.id).collect();
     assert_eq!(ids, vec![&third, &second]);
     let next = first_page.next(page.next_cursor.as_deref()).unwrap();
-    let page = owner.client.list_messages(&inbox, &next).await.unwrap();
+    let page = owner.client.list_messages(&address, &next).await.unwrap();
     assert_eq!(page.messages.len(), 1);
     assert_eq!(page.messages[0].id, id);
     assert_eq!(page.next_cursor, None);
@@ -189,7 +189,7 @@ async fn the_operator_delivers_lists_reads_and_marks_mail() {
     assert_api(
         stranger
             .client
-            .list_messages(&inbox, &PageParams::default())
+            .list_messages(&address, &PageParams::default())
             .await,
         404,
         "not_found",
@@ -203,14 +203,14 @@ async fn the_operator_delivers_lists_reads_and_marks_mail() {
 async fn wait_answers_none_at_the_timeout_and_mail_as_it_lands() {
     let app = TestApp::spawn().await;
     let owner = operator(&app).await;
-    let inbox = create_address(&owner, false).await;
+    let address = create_address(&owner, false).await;
 
     // Nothing yet: None after the (clamped) one second.
     let started = Instant::now();
     assert_eq!(
         owner
             .client
-            .wait_for_messages(&inbox, None, 0)
+            .wait_for_messages(&address, None, 0)
             .await
             .unwrap(),
         None
@@ -220,17 +220,17 @@ async fn wait_answers_none_at_the_timeout_and_mail_as_it_lands() {
     // A wait longer than the client's usual request timeout is allowed.
     let waiter = {
         let client = owner.client.clone();
-        let inbox = inbox.clone();
+        let address = address.clone();
         tokio::spawn(async move {
             let started = Instant::now();
-            let answer = client.wait_for_messages(&inbox, None, 60).await;
+            let answer = client.wait_for_messages(&address, None, 60).await;
             (answer, started.elapsed())
         })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let id = owner
         .client
-        .deliver_raw(&inbox, &raw_mail("Waited for"))
+        .deliver_raw(&address, &raw_mail("Waited for"))
         .await
         .unwrap();
     let (answer, waited) = waiter.await.unwrap();
@@ -245,19 +245,19 @@ async fn wait_answers_none_at_the_timeout_and_mail_as_it_lands() {
     assert_eq!(
         owner
             .client
-            .wait_for_messages(&inbox, Some(&body.cursor), 1)
+            .wait_for_messages(&address, Some(&body.cursor), 1)
             .await
             .unwrap(),
         None
     );
     let later = owner
         .client
-        .deliver_raw(&inbox, b"Subject: later\r\n\r\nx")
+        .deliver_raw(&address, b"Subject: later\r\n\r\nx")
         .await
         .unwrap();
     let next = owner
         .client
-        .wait_for_messages(&inbox, Some(&body.cursor), 5)
+        .wait_for_messages(&address, Some(&body.cursor), 5)
         .await
         .unwrap()
         .unwrap();
@@ -266,7 +266,7 @@ async fn wait_answers_none_at_the_timeout_and_mail_as_it_lands() {
     assert_api(
         owner
             .client
-            .wait_for_messages(&inbox, Some("not a cursor"), 1)
+            .wait_for_messages(&address, Some("not a cursor"), 1)
             .await,
         400,
         "invalid_field",
@@ -279,14 +279,14 @@ async fn a_device_reads_the_mail_of_its_addresses_with_its_key_bundle() {
     let app = TestApp::spawn().await;
     let owner = operator(&app).await;
     let device = pair(&app, &owner).await;
-    let inbox = create_address(&owner, false).await;
+    let address = create_address(&owner, false).await;
     owner
         .client
-        .assign_address(&device.id, &inbox)
+        .assign_address(&device.id, &address)
         .await
         .unwrap();
     let public = PublicKey::from(&device.secret).to_bytes();
-    let bundle = KeyBundle::for_addresses(&owner.keys, [&inbox]).seal(&public, &device.id);
+    let bundle = KeyBundle::for_addresses(&owner.keys, [&address]).seal(&public, &device.id);
     owner
         .client
         .set_device_keys(&device.id, &bundle)
@@ -294,7 +294,7 @@ async fn a_device_reads_the_mail_of_its_addresses_with_its_key_bundle() {
         .unwrap();
     let id = owner
         .client
-        .deliver_raw(&inbox, &raw_mail("For the device"))
+        .deliver_raw(&address, &raw_mail("For the device"))
         .await
         .unwrap();
 
@@ -309,7 +309,7 @@ async fn a_device_reads_the_mail_of_its_addresses_with_its_key_bundle() {
 
     let page = device
         .client
-        .list_messages(&inbox, &PageParams::default())
+        .list_messages(&address, &PageParams::default())
         .await
         .unwrap();
     assert_eq!(page.messages, mine);
@@ -321,7 +321,7 @@ async fn a_device_reads_the_mail_of_its_addresses_with_its_key_bundle() {
     );
     let waited = device
         .client
-        .wait_for_messages(&inbox, None, 1)
+        .wait_for_messages(&address, None, 1)
         .await
         .unwrap()
         .unwrap();
@@ -333,7 +333,7 @@ async fn a_device_reads_the_mail_of_its_addresses_with_its_key_bundle() {
     assert_api(
         device
             .client
-            .deliver_raw(&inbox, b"Subject: x\r\n\r\ny")
+            .deliver_raw(&address, b"Subject: x\r\n\r\ny")
             .await,
         403,
         "session_required",

@@ -22,7 +22,7 @@ async fn preferences_mutes_and_push_tokens_round_trip() {
 
     let settings = client.notification_settings().await.unwrap();
     assert!(settings.preferences.new_mail && settings.preferences.webhook_failures);
-    assert!(settings.muted_inboxes.is_empty());
+    assert!(settings.muted_addresses.is_empty());
     let settings = client
         .update_notification_preferences(&UpdatePreferencesRequest {
             billing: Some(false),
@@ -44,18 +44,22 @@ async fn preferences_mutes_and_push_tokens_round_trip() {
         settings
     );
 
-    let inbox = client
+    let address = client
         .create_address(&CreateAddressRequest::new(
             &AddressId::parse("ibx_sdkmute").unwrap(),
             "mail.localhost",
         ))
         .await
         .unwrap();
-    let mute = client.mute_address(&inbox.id, true).await.unwrap();
+    let mute = client.mute_address(&address.id, true).await.unwrap();
     assert!(mute.muted);
     assert_eq!(
-        client.notification_settings().await.unwrap().muted_inboxes,
-        std::slice::from_ref(&inbox.id)
+        client
+            .notification_settings()
+            .await
+            .unwrap()
+            .muted_addresses,
+        std::slice::from_ref(&address.id)
     );
     assert_api(
         client

@@ -31,7 +31,7 @@ pub use state::{AppState, HealthProbe};
 pub fn serve(
     listener: std::net::TcpListener,
     state: AppState,
-    workers: usize,
+    http_threads: usize,
     tls: Option<rustls::ServerConfig>,
 ) -> std::io::Result<Server> {
     // The middlewares read these alone, not the whole state.
@@ -59,7 +59,7 @@ pub fn serve(
             .wrap(TracingLogger::<RequestSpan>::new())
             .wrap(from_fn(client_ip::resolve_client_ip))
     })
-    .workers(workers);
+    .workers(http_threads);
     let server = match tls {
         Some(tls) => server.listen_rustls_0_23(listener, tls)?,
         None => server.listen(listener)?,

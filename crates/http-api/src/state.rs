@@ -6,12 +6,12 @@ use sealpost_accounts::Accounts;
 use sealpost_activity::ActivityLog;
 use sealpost_addresses::Addresses;
 use sealpost_billing::Billing;
+use sealpost_devices::Devices;
 use sealpost_kernel::{Clock, StoreError};
 use sealpost_messages::ingest::Ingest;
 use sealpost_messages::mailbox::Mailbox;
 use sealpost_messages::send::Outbox;
 use sealpost_notifications::Notifications;
-use sealpost_pairing::Devices;
 use sealpost_subscriptions::Subscriptions;
 use sealpost_webhooks::Webhooks;
 

@@ -8,7 +8,7 @@ use anyhow::Context;
 use sealpost_config::Config;
 use sealpost_kernel::{Clock, StoreError};
 use sealpost_notifications::push::{PushAlerts, PushSender};
-use sealpost_push::PushHttp;
+use sealpost_push_http::PushHttp;
 use sealpost_store_pg::PgStore;
 use sealpost_webhook_http::{WebhookHttp, WebhookHttpConfig};
 use sealpost_webhooks::delivery::AttemptOutcome;

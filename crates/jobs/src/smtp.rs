@@ -68,7 +68,7 @@ impl Delivery for SealingDelivery {
         // sessions wait for, and no more at once than there are cores.
         // The semaphore is never closed; were it, parse anyway rather than refuse mail.
         let slot = self.parse_slots.acquire().await.ok();
-        let parsed = off_the_workers(|| parse_mail_checked(data));
+        let parsed = off_the_runtime(|| parse_mail_checked(data));
         drop(slot);
         let delivered = match parsed {
             Ok(parsed) => {
@@ -120,7 +120,7 @@ impl Delivery for SealingDelivery {
 /// on a multi-threaded runtime (the ingest's) the worker first hands them
 /// to another thread (`block_in_place`); on a current-thread runtime (some
 /// tests) it simply runs.
-fn off_the_workers<T>(work: impl FnOnce() -> T) -> T {
+fn off_the_runtime<T>(work: impl FnOnce() -> T) -> T {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current().map(|handle| handle.runtime_flavor()) {
         Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),

@@ -5,9 +5,9 @@ use std::time::Duration;
 use sealpost_accounts::Accounts;
 use sealpost_activity::ActivityLog;
 use sealpost_billing::Billing;
+use sealpost_devices::Devices;
 use sealpost_messages::mailbox::Mailbox;
 use sealpost_messages::recovery::BlobRecovery;
-use sealpost_pairing::Devices;
 use sealpost_store_pg::{Job, PgStore};
 use sealpost_webhooks::Webhooks;
 

@@ -51,7 +51,7 @@ pub struct MessageFilter {
     /// One folder; `None` lists every folder but the trash.
     pub folder: Option<Folder>,
     /// One of the reader's addresses.
-    pub inbox: Option<AddressId>,
+    pub address: Option<AddressId>,
     pub starred: Option<bool>,
     pub unread: Option<bool>,
 }
@@ -112,7 +112,7 @@ mod tests {
     }
 
     #[test]
-    fn received_mail_never_enters_sent_and_sent_copies_never_enter_inbox() {
+    fn received_mail_never_enters_sent_and_sent_copies_never_enter_address() {
         assert_eq!(
             check_move(false, Folder::Sent),
             Err(MoveRefusal::ReceivedToSent)

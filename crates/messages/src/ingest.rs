@@ -204,10 +204,10 @@ impl Ingest {
                 skipped = Some(IngestError::Unknown);
                 continue;
             };
-            if seen.contains(&recipient.inbox) {
+            if seen.contains(&recipient.address) {
                 continue;
             }
-            seen.push(recipient.inbox.clone());
+            seen.push(recipient.address.clone());
             // Suspended between RCPT and DATA: refused like at RCPT.
             if recipient.suspended {
                 skipped = Some(IngestError::Suspended);
@@ -237,12 +237,12 @@ impl Ingest {
     pub async fn deliver_to_address(
         &self,
         account: &AccountId,
-        inbox: &AddressId,
+        address: &AddressId,
         raw: &[u8],
     ) -> Result<MessageId, IngestError> {
         let recipient = self
             .repo
-            .recipient_by_id(account, inbox)
+            .recipient_by_id(account, address)
             .await?
             .ok_or(IngestError::Unknown)?;
         match self.admit(&recipient).await? {
@@ -280,7 +280,7 @@ impl Ingest {
         let id = MessageId::generate();
         let sealed = SealedBox::seal(
             &public_key,
-            &context::message(recipient.inbox.as_str(), id.as_str()),
+            &context::message(recipient.address.as_str(), id.as_str()),
             &content,
         );
 
@@ -374,8 +374,10 @@ impl Ingest {
         let mut records = Records::new();
         if !recipient.paused {
             match via {
-                Via::Smtp => records.mail_received(&recipient.account, &recipient.inbox, id, now),
-                Via::Api => records.message_received(&recipient.account, &recipient.inbox, id, now),
+                Via::Smtp => records.mail_received(&recipient.account, &recipient.address, id, now),
+                Via::Api => {
+                    records.message_received(&recipient.account, &recipient.address, id, now)
+                }
             }
         }
         let (window_start, _) = received_window(recipient.account_created_at, now);
@@ -385,7 +387,7 @@ impl Ingest {
                 message: Message {
                     id: id.clone(),
                     account: recipient.account.clone(),
-                    inbox: recipient.inbox.clone(),
+                    address: recipient.address.clone(),
                     received_at: now,
                     read: false,
                     size_bytes: size as u64,
@@ -453,12 +455,12 @@ mod tests {
 
     fn recipient(paused: bool, with_key: bool) -> RecipientRecord {
         RecipientRecord {
-            inbox: AddressId::parse("ibx_shop01").unwrap(),
+            address: AddressId::parse("ibx_shop01").unwrap(),
             account: AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap(),
             plan: PlanId::Free,
             account_created_at: Timestamp::parse("2026-11-01T00:00:00Z").unwrap(),
             domain: "mail.localhost".into(),
-            public_key: with_key.then(|| keys().inbox_public_key("ibx_shop01", 0)),
+            public_key: with_key.then(|| keys().address_public_key("ibx_shop01", 0)),
             key_epoch: 0,
             paused,
             suspended: false,
@@ -577,9 +579,9 @@ mod tests {
             RecipientCheck::Unknown
         );
         let account = AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap();
-        let inbox = AddressId::parse("ibx_shop01").unwrap();
+        let address = AddressId::parse("ibx_shop01").unwrap();
         assert!(matches!(
-            ingest.deliver_to_address(&account, &inbox, RAW).await,
+            ingest.deliver_to_address(&account, &address, RAW).await,
             Err(IngestError::DomainRefused)
         ));
     }
@@ -723,7 +725,7 @@ mod tests {
     #[tokio::test]
     async fn a_copy_whose_address_went_before_its_commit_is_skipped_and_its_blobs_deleted() {
         let other = || RecipientRecord {
-            inbox: AddressId::parse("ibx_other1").unwrap(),
+            address: AddressId::parse("ibx_other1").unwrap(),
             ..recipient(false, true)
         };
         let mut repo = MockMessageRepository::new();
@@ -737,7 +739,7 @@ mod tests {
         repo.expect_register_pending_blobs()
             .returning(|_, _, _| Ok(()));
         repo.expect_commit().returning(|new| {
-            Ok(if new.message.inbox.as_str() == "ibx_shop01" {
+            Ok(if new.message.address.as_str() == "ibx_shop01" {
                 Commit::RecipientGone
             } else {
                 Commit::Done

@@ -16,7 +16,7 @@ use crate::folders::{
 use crate::store::{Arrived, BlobError, BlobStore, Message, MessageRepository, Reader, WaitFrom};
 
 /// SPEC.md Limits: `GET /workers/messages` returns up to 200.
-pub const WORKER_MESSAGES: i64 = 200;
+pub const DEVICE_MESSAGES: i64 = 200;
 /// Blob deletions handled per sweep pass.
 const GARBAGE_BATCH: i64 = 500;
 /// Times a move or delete decides again when the message changed folder
@@ -68,8 +68,8 @@ impl Mailbox {
         Self { repo, blobs, clock }
     }
 
-    async fn check_address(&self, reader: &Reader, inbox: &AddressId) -> Result<(), MailError> {
-        if self.repo.can_read_address(reader, inbox).await? {
+    async fn check_address(&self, reader: &Reader, address: &AddressId) -> Result<(), MailError> {
+        if self.repo.can_read_address(reader, address).await? {
             Ok(())
         } else {
             Err(MailError::NotFound)
@@ -80,13 +80,13 @@ impl Mailbox {
     pub async fn list(
         &self,
         reader: &Reader,
-        inbox: &AddressId,
+        address: &AddressId,
         request: &PageRequest,
     ) -> Result<Page<Message>, MailError> {
-        self.check_address(reader, inbox).await?;
+        self.check_address(reader, address).await?;
         let rows = self
             .repo
-            .page(reader, inbox, self.clock.now(), request)
+            .page(reader, address, self.clock.now(), request)
             .await?;
         Ok(Page::from_rows(rows, request, |message| Cursor {
             at: message.received_at,
@@ -98,13 +98,13 @@ impl Mailbox {
     pub async fn newer(
         &self,
         reader: &Reader,
-        inbox: &AddressId,
+        address: &AddressId,
         after: &WaitFrom,
     ) -> Result<Vec<Arrived>, MailError> {
-        self.check_address(reader, inbox).await?;
+        self.check_address(reader, address).await?;
         Ok(self
             .repo
-            .newer_than(reader, inbox, self.clock.now(), after.clone(), 50)
+            .newer_than(reader, address, self.clock.now(), after.clone(), 50)
             .await?)
     }
 
@@ -190,8 +190,8 @@ impl Mailbox {
         filter: &MessageFilter,
         request: &PageRequest,
     ) -> Result<Page<Message>, MailError> {
-        if let Some(inbox) = &filter.inbox {
-            self.check_address(reader, inbox).await?;
+        if let Some(address) = &filter.address {
+            self.check_address(reader, address).await?;
         }
         let rows = self
             .repo
@@ -288,14 +288,14 @@ impl Mailbox {
     pub async fn folder_counts(
         &self,
         reader: &Reader,
-        inbox: Option<AddressId>,
+        address: Option<AddressId>,
     ) -> Result<FolderCounts, MailError> {
-        if let Some(inbox) = &inbox {
-            self.check_address(reader, inbox).await?;
+        if let Some(address) = &address {
+            self.check_address(reader, address).await?;
         }
         Ok(self
             .repo
-            .folder_counts(reader, inbox, self.clock.now())
+            .folder_counts(reader, address, self.clock.now())
             .await?)
     }
 
@@ -312,7 +312,7 @@ impl Mailbox {
     pub async fn device_messages(&self, reader: &Reader) -> Result<Vec<Message>, MailError> {
         Ok(self
             .repo
-            .device_messages(reader, self.clock.now(), WORKER_MESSAGES)
+            .device_messages(reader, self.clock.now(), DEVICE_MESSAGES)
             .await?)
     }
 
@@ -352,7 +352,7 @@ mod tests {
     fn reader() -> Reader {
         Reader {
             account: AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap(),
-            worker: None,
+            device: None,
         }
     }
 
@@ -360,7 +360,7 @@ mod tests {
         Message {
             id: MessageId::parse("msg_00000000000000000000000000").unwrap(),
             account: reader().account,
-            inbox: AddressId::parse("ibx_shop01").unwrap(),
+            address: AddressId::parse("ibx_shop01").unwrap(),
             received_at: Timestamp::parse("2026-11-22T11:00:00Z").unwrap(),
             read: false,
             size_bytes: 10,
@@ -517,7 +517,7 @@ mod tests {
         repo.expect_folder_counts().never();
         let mailbox = mailbox(repo, MockBlobStore::new());
         let filter = MessageFilter {
-            inbox: Some(AddressId::parse("ibx_other1").unwrap()),
+            address: Some(AddressId::parse("ibx_other1").unwrap()),
             ..MessageFilter::default()
         };
         let request = PageRequest {
@@ -529,7 +529,9 @@ mod tests {
             Err(MailError::NotFound)
         ));
         assert!(matches!(
-            mailbox.folder_counts(&reader(), filter.inbox.clone()).await,
+            mailbox
+                .folder_counts(&reader(), filter.address.clone())
+                .await,
             Err(MailError::NotFound)
         ));
     }

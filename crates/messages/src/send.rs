@@ -114,7 +114,7 @@ pub trait MailRelay: Send + Sync {
 /// What sending needs to know about the `from` address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SenderRecord {
-    pub inbox: AddressId,
+    pub address: AddressId,
     pub account: AccountId,
     /// The account's current plan: its send limits apply.
     pub plan: PlanId,
@@ -455,7 +455,7 @@ impl Outbox {
         let mut records = Records::new();
         records.mail_sent(
             account,
-            &sender.inbox,
+            &sender.address,
             copy_id.as_ref(),
             via,
             self.clock.now(),
@@ -510,13 +510,13 @@ fn sent_copy(
     };
     let sealed = SealedBox::seal(
         public_key,
-        &context::message(sender.inbox.as_str(), id.as_str()),
+        &context::message(sender.address.as_str(), id.as_str()),
         &content.to_json(),
     );
     Message {
         id,
         account: sender.account.clone(),
-        inbox: sender.inbox.clone(),
+        address: sender.address.clone(),
         received_at: at,
         read: true,
         size_bytes: submitted.size_bytes,

@@ -15,7 +15,7 @@ use crate::folders::{Folder, FolderCounts, MessageFilter};
 pub struct Message {
     pub id: MessageId,
     pub account: AccountId,
-    pub inbox: AddressId,
+    pub address: AddressId,
     pub received_at: Timestamp,
     pub read: bool,
     pub size_bytes: u64,
@@ -77,7 +77,7 @@ pub struct PendingBlob {
 /// What RCPT needs to know about an address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecipientRecord {
-    pub inbox: AddressId,
+    pub address: AddressId,
     pub account: AccountId,
     /// The plan whose received-mail allowance applies: while a lapse is
     /// unpaid, the lapsed plan's (SPEC.md Usage), else the account's.
@@ -95,7 +95,7 @@ pub struct RecipientRecord {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reader {
     pub account: AccountId,
-    pub worker: Option<DeviceId>,
+    pub device: Option<DeviceId>,
 }
 
 /// Where a wait for new mail resumes.
@@ -125,7 +125,7 @@ pub trait MessageRepository: Send + Sync {
     async fn recipient_by_id(
         &self,
         account: &AccountId,
-        inbox: &AddressId,
+        address: &AddressId,
     ) -> Result<Option<RecipientRecord>, StoreError>;
     async fn counter(
         &self,
@@ -161,13 +161,13 @@ pub trait MessageRepository: Send + Sync {
     async fn can_read_address(
         &self,
         reader: &Reader,
-        inbox: &AddressId,
+        address: &AddressId,
     ) -> Result<bool, StoreError>;
     /// Newest first, listed (not held) and within retention at `now`.
     async fn page(
         &self,
         reader: &Reader,
-        inbox: &AddressId,
+        address: &AddressId,
         now: Timestamp,
         page: &PageRequest,
     ) -> Result<Vec<Message>, StoreError>;
@@ -178,7 +178,7 @@ pub trait MessageRepository: Send + Sync {
     async fn newer_than(
         &self,
         reader: &Reader,
-        inbox: &AddressId,
+        address: &AddressId,
         now: Timestamp,
         after: WaitFrom,
         limit: i64,
@@ -270,7 +270,7 @@ pub trait MessageRepository: Send + Sync {
     async fn folder_counts(
         &self,
         reader: &Reader,
-        inbox: Option<AddressId>,
+        address: Option<AddressId>,
         now: Timestamp,
     ) -> Result<FolderCounts, StoreError>;
     /// Deletes messages past their address's retention; their blobs go to the garbage queue.

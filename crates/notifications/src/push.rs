@@ -93,10 +93,10 @@ pub fn push_kind(kind: &str, payload: &Value) -> Option<(PushKind, Option<Addres
     if let Ok(event) = kind.parse::<EventType>() {
         return match event {
             EventType::MessageReceived => {
-                let inbox = payload["inboxId"]
+                let address = payload["inboxId"]
                     .as_str()
                     .map(|id| AddressId::from_trusted(id.to_owned()));
-                Some((PushKind::NewMail, inbox))
+                Some((PushKind::NewMail, address))
             }
             EventType::DevicePaired => Some((PushKind::DevicePaired, None)),
             EventType::DeviceDisconnected => Some((PushKind::DeviceOffline, None)),
@@ -115,11 +115,11 @@ pub fn push_kind(kind: &str, payload: &Value) -> Option<(PushKind, Option<Addres
 /// The rule: a push kind the account has on, not new mail of a muted
 /// address, and only for accounts with a push token.
 pub fn queue_rule(entry: &OutboxEntry<'_>, settings: &AccountSettings) -> Option<Queued> {
-    let (kind, inbox) = push_kind(entry.kind, entry.payload)?;
+    let (kind, address) = push_kind(entry.kind, entry.payload)?;
     if !settings.has_tokens || !settings.preferences.allows(kind) {
         return None;
     }
-    if inbox.is_some_and(|inbox| settings.muted.contains(&inbox)) {
+    if address.is_some_and(|address| settings.muted.contains(&address)) {
         return None;
     }
     Some(Queued {

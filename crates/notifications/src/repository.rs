@@ -27,7 +27,7 @@ pub trait NotificationRepository: Send + Sync {
         &self,
         account: &AccountId,
         device: Option<DeviceId>,
-        inbox: &AddressId,
+        address: &AddressId,
         muted: bool,
         at: Timestamp,
     ) -> Result<bool, StoreError>;

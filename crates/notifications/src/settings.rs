@@ -75,12 +75,12 @@ impl Notifications {
         &self,
         account: &AccountId,
         device: Option<&DeviceId>,
-        inbox: &AddressId,
+        address: &AddressId,
         muted: bool,
     ) -> Result<(), NotificationError> {
         if self
             .repo
-            .set_muted(account, device.cloned(), inbox, muted, self.clock.now())
+            .set_muted(account, device.cloned(), address, muted, self.clock.now())
             .await?
         {
             Ok(())
@@ -177,14 +177,14 @@ mod tests {
 
     #[tokio::test]
     async fn muting_an_address_that_is_not_yours_is_not_found() {
-        let inbox = AddressId::from_trusted("ibx_other".to_owned());
+        let address = AddressId::from_trusted("ibx_other".to_owned());
         let mut repo = MockNotificationRepository::new();
         repo.expect_set_muted()
             .withf(|_, device, _, muted, at| device.is_none() && *muted && *at == now())
             .returning(|_, _, _, _, _| Ok(false));
         assert!(matches!(
             service(repo)
-                .set_muted(&account(), None, &inbox, true)
+                .set_muted(&account(), None, &address, true)
                 .await,
             Err(NotificationError::NotFound)
         ));

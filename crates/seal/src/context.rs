@@ -2,8 +2,8 @@
 
 /// Message content: `service/v1/message:<inboxId>:<messageId>`.
 #[must_use]
-pub fn message(inbox_id: &str, message_id: &str) -> String {
-    format!("service/v1/message:{inbox_id}:{message_id}")
+pub fn message(address_id: &str, message_id: &str) -> String {
+    format!("service/v1/message:{address_id}:{message_id}")
 }
 
 /// Attachment: `service/v1/attachment:<messageId>:<index>`.
@@ -14,14 +14,14 @@ pub fn attachment(message_id: &str, index: u32) -> String {
 
 /// Address meta: `service/v1/inbox-meta:<inboxId>`.
 #[must_use]
-pub fn inbox_meta(inbox_id: &str) -> String {
-    format!("service/v1/inbox-meta:{inbox_id}")
+pub fn address_meta(address_id: &str) -> String {
+    format!("service/v1/inbox-meta:{address_id}")
 }
 
 /// Device profile: `service/v1/worker-profile:<workerId>`.
 #[must_use]
-pub fn worker_profile(worker_id: &str) -> String {
-    format!("service/v1/worker-profile:{worker_id}")
+pub fn device_profile(device_id: &str) -> String {
+    format!("service/v1/worker-profile:{device_id}")
 }
 
 /// Webhook meta: `service/v1/webhook-meta:<webhookId>`.
@@ -32,15 +32,15 @@ pub fn webhook_meta(webhook_id: &str) -> String {
 
 /// Device key bundle: `service/v1/worker-keys:<workerId>`.
 #[must_use]
-pub fn worker_keys(worker_id: &str) -> String {
-    format!("service/v1/worker-keys:{worker_id}")
+pub fn device_keys(device_id: &str) -> String {
+    format!("service/v1/worker-keys:{device_id}")
 }
 
 /// Team grant:
 /// `service/v1/team-grant:<owner account id>:<member account id>:<address id>:<epoch>`.
 #[must_use]
-pub fn team_grant(owner_id: &str, member_id: &str, inbox_id: &str, epoch: u32) -> String {
-    format!("service/v1/team-grant:{owner_id}:{member_id}:{inbox_id}:{epoch}")
+pub fn team_grant(owner_id: &str, member_id: &str, address_id: &str, epoch: u32) -> String {
+    format!("service/v1/team-grant:{owner_id}:{member_id}:{address_id}:{epoch}")
 }
 
 /// Support ticket header (this service's choice; the contract lists none):
@@ -68,16 +68,16 @@ mod tests {
             super::attachment("msg_2", 0),
             "service/v1/attachment:msg_2:0"
         );
-        assert_eq!(super::inbox_meta("ibx_1"), "service/v1/inbox-meta:ibx_1");
+        assert_eq!(super::address_meta("ibx_1"), "service/v1/inbox-meta:ibx_1");
         assert_eq!(
-            super::worker_profile("wkr_3"),
+            super::device_profile("wkr_3"),
             "service/v1/worker-profile:wkr_3"
         );
         assert_eq!(
             super::webhook_meta("whk_4"),
             "service/v1/webhook-meta:whk_4"
         );
-        assert_eq!(super::worker_keys("wkr_3"), "service/v1/worker-keys:wkr_3");
+        assert_eq!(super::device_keys("wkr_3"), "service/v1/worker-keys:wkr_3");
         assert_eq!(
             super::team_grant("acct_o", "acct_m", "ibx_1", 2),
             "service/v1/team-grant:acct_o:acct_m:ibx_1:2"

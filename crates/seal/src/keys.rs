@@ -98,11 +98,11 @@ impl fmt::Debug for AccountKeys {
 }
 
 /// `label` at epoch 0, `label:epoch` from epoch 1 on.
-fn epoch_label(prefix: &str, inbox_id: &str, epoch: u32) -> String {
+fn epoch_label(prefix: &str, address_id: &str, epoch: u32) -> String {
     if epoch == 0 {
-        format!("{prefix}:{inbox_id}")
+        format!("{prefix}:{address_id}")
     } else {
-        format!("{prefix}:{inbox_id}:{epoch}")
+        format!("{prefix}:{address_id}:{epoch}")
     }
 }
 
@@ -162,20 +162,20 @@ impl AccountKeys {
 
     /// `inboxKey` of an address at a key epoch.
     #[must_use]
-    pub fn address_secret(&self, inbox_id: &str, epoch: u32) -> StaticSecret {
-        StaticSecret::from(self.derive(&epoch_label("inbox-key", inbox_id, epoch)))
+    pub fn address_secret(&self, address_id: &str, epoch: u32) -> StaticSecret {
+        StaticSecret::from(self.derive(&epoch_label("inbox-key", address_id, epoch)))
     }
 
     /// Public half of [`Self::address_secret`].
     #[must_use]
-    pub fn inbox_public_key(&self, inbox_id: &str, epoch: u32) -> [u8; 32] {
-        PublicKey::from(&self.address_secret(inbox_id, epoch)).to_bytes()
+    pub fn address_public_key(&self, address_id: &str, epoch: u32) -> [u8; 32] {
+        PublicKey::from(&self.address_secret(address_id, epoch)).to_bytes()
     }
 
     /// `sealingKey` of an address at a key epoch.
     #[must_use]
-    pub fn inbox_sealing_key(&self, inbox_id: &str, epoch: u32) -> [u8; 32] {
-        self.derive(&epoch_label("inbox-sealing", inbox_id, epoch))
+    pub fn address_sealing_key(&self, address_id: &str, epoch: u32) -> [u8; 32] {
+        self.derive(&epoch_label("inbox-sealing", address_id, epoch))
     }
 
     /// The sign-in proof for a challenge: HMAC-SHA256 keyed with
@@ -260,11 +260,11 @@ mod tests {
     fn epochs_use_distinct_labels() {
         let keys = AccountKeys::from_seed([7u8; 64]);
         assert_eq!(
-            keys.inbox_sealing_key("ibx_x", 0),
+            keys.address_sealing_key("ibx_x", 0),
             keys.derive("inbox-sealing:ibx_x")
         );
         assert_eq!(
-            keys.inbox_sealing_key("ibx_x", 2),
+            keys.address_sealing_key("ibx_x", 2),
             keys.derive("inbox-sealing:ibx_x:2")
         );
         assert_eq!(
@@ -272,8 +272,8 @@ mod tests {
             keys.derive("inbox-key:ibx_x:3")
         );
         assert_ne!(
-            keys.inbox_public_key("ibx_x", 0),
-            keys.inbox_public_key("ibx_x", 1)
+            keys.address_public_key("ibx_x", 0),
+            keys.address_public_key("ibx_x", 1)
         );
         let id = keys.account_id();
         assert!(id.starts_with("acct_") && id.len() == 29);

@@ -89,11 +89,11 @@ fn every_derive_label_matches() {
         s(vectors(), &["derive", "inbox-key:ibx_vector01:1"])
     );
     assert_eq!(
-        HEXLOWER.encode(&keys().inbox_sealing_key(id, 0)),
+        HEXLOWER.encode(&keys().address_sealing_key(id, 0)),
         s(vectors(), &["derive", "inbox-sealing:ibx_vector01"])
     );
     assert_eq!(
-        keys().inbox_sealing_key(id, 1),
+        keys().address_sealing_key(id, 1),
         keys().derive("inbox-sealing:ibx_vector01:1")
     );
 }
@@ -112,11 +112,11 @@ fn account_and_public_keys_match() {
     );
     let id = s(v, &["inbox", "id"]);
     assert_eq!(
-        b64::encode(&k.inbox_public_key(id, 0)),
+        b64::encode(&k.address_public_key(id, 0)),
         s(v, &["inbox", "epoch0PublicKey"])
     );
     assert_eq!(
-        b64::encode(&k.inbox_public_key(id, 1)),
+        b64::encode(&k.address_public_key(id, 1)),
         s(v, &["inbox", "epoch1PublicKey"])
     );
 }
@@ -195,7 +195,7 @@ fn box_v2_seals_byte_for_byte_and_opens() {
     let bv = &vectors()["boxV2"];
     let recipient = b64::decode_32(s(bv, &["recipientPublicKey"])).unwrap();
     let id = s(vectors(), &["inbox", "id"]);
-    assert_eq!(recipient, keys().inbox_public_key(id, 0));
+    assert_eq!(recipient, keys().address_public_key(id, 0));
     let context = s(bv, &["context"]);
     assert_eq!(context, sealpost_seal::context::message(id, "msg_vector01"));
     let plaintext = s(bv, &["plaintext"]);
@@ -220,7 +220,7 @@ fn box_v1_opens() {
     let bv = &vectors()["boxV1"];
     let id = s(vectors(), &["inbox", "id"]);
     let recipient = b64::decode_32(s(bv, &["recipientPublicKey"])).unwrap();
-    assert_eq!(recipient, keys().inbox_public_key(id, 0));
+    assert_eq!(recipient, keys().address_public_key(id, 0));
     let sealed = vector_box("boxV1");
     assert_eq!(sealed.v, 1);
     let opened = sealed
@@ -256,7 +256,7 @@ fn binary_box_opens_and_reseals_equal() {
     let resealed = SealedBox::seal_with(
         hex_n(s(vectors(), &["boxV2", "ephemeralSecretHex"])),
         nonce,
-        &keys().inbox_public_key(id, 0),
+        &keys().address_public_key(id, 0),
         context,
         plaintext.as_bytes(),
     );

@@ -235,10 +235,10 @@ impl AccountRepository for PgStore {
             .optional()
             .map_err(db_error)?;
         Ok(
-            device.map(|(account_id, worker_id, suspension)| FoundBearer {
+            device.map(|(account_id, device_id, suspension)| FoundBearer {
                 bearer: Bearer::Device {
                     account_id: AccountId::from_trusted(account_id),
-                    device_id: DeviceId::from_trusted(worker_id),
+                    device_id: DeviceId::from_trusted(device_id),
                 },
                 suspended: suspension.is_some(),
             }),
@@ -308,12 +308,12 @@ impl AccountRepository for PgStore {
             for (id, email_address) in &owned {
                 retire_address(conn, id, email_address, at).await?;
             }
-            let workers: Vec<String> = devices::table
+            let devices: Vec<String> = devices::table
                 .filter(devices::account_id.eq(account.as_str()))
                 .select(devices::id)
                 .load(conn)
                 .await?;
-            for id in &workers {
+            for id in &devices {
                 retire_id(conn, DEVICE_ID_KIND, id, at).await?;
             }
             delete_messages_of(conn, "m.account_id = $1", account.as_str(), Some(at)).await?;

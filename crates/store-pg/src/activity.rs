@@ -18,8 +18,8 @@ struct ActivityRow {
     id: String,
     account_id: String,
     kind: String,
-    inbox_id: Option<String>,
-    worker_id: Option<String>,
+    address_id: Option<String>,
+    device_id: Option<String>,
     created_at: DateTime<Utc>,
 }
 
@@ -28,7 +28,7 @@ impl ActivityRepository for PgStore {
     async fn activity_page(
         &self,
         account: &AccountId,
-        worker: Option<DeviceId>,
+        device: Option<DeviceId>,
         page: &PageRequest,
     ) -> Result<Vec<ActivityEntry>, StoreError> {
         let mut conn = self.conn().await?;
@@ -38,8 +38,8 @@ impl ActivityRepository for PgStore {
             .order((activity::created_at.desc(), activity::id.desc()))
             .limit(page.fetch_limit())
             .into_boxed();
-        if let Some(worker) = worker {
-            query = query.filter(activity::worker_id.eq(worker.into_string()));
+        if let Some(device) = device {
+            query = query.filter(activity::device_id.eq(device.into_string()));
         }
         if let Some(after) = &page.after {
             let at = after.at.as_datetime();
@@ -56,8 +56,8 @@ impl ActivityRepository for PgStore {
                     id: ActivityId::from_trusted(row.id),
                     account: AccountId::from_trusted(row.account_id),
                     kind: row.kind.parse().map_err(StoreError::failed)?,
-                    inbox: row.inbox_id.map(AddressId::from_trusted),
-                    worker: row.worker_id.map(DeviceId::from_trusted),
+                    address: row.address_id.map(AddressId::from_trusted),
+                    device: row.device_id.map(DeviceId::from_trusted),
                     at: row.created_at.into(),
                 })
             })

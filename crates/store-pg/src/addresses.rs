@@ -6,8 +6,8 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_addresses::{Address, AddressRepository, AssignOutcome, CreateOutcome, address_hash};
+use sealpost_devices::PairingState;
 use sealpost_kernel::{AccountId, AddressId, DeviceId, PlanId, StoreError, Timestamp};
-use sealpost_pairing::PairingState;
 use sealpost_seal::SealedBox;
 
 use crate::records::{
@@ -26,7 +26,7 @@ struct AddressRow {
     account_id: String,
     email_address: String,
     domain: String,
-    worker_id: Option<String>,
+    device_id: Option<String>,
     retention_days: i16,
     paused_at: Option<DateTime<Utc>>,
     meta: Option<serde_json::Value>,
@@ -42,7 +42,7 @@ impl AddressRow {
             account: AccountId::from_trusted(self.account_id),
             email_address: self.email_address,
             domain: self.domain,
-            worker: self.worker_id.map(DeviceId::from_trusted),
+            device: self.device_id.map(DeviceId::from_trusted),
             retention_days: u8::try_from(self.retention_days).map_err(StoreError::failed)?,
             paused_at: self.paused_at.map(Into::into),
             meta: self.meta.map(box_from_json).transpose()?,
@@ -187,7 +187,7 @@ impl AddressRepository for PgStore {
     async fn addresses(
         &self,
         account: &AccountId,
-        worker: Option<DeviceId>,
+        device: Option<DeviceId>,
     ) -> Result<Vec<Address>, StoreError> {
         let mut conn = self.conn().await?;
         let mut query = addresses::table
@@ -195,8 +195,8 @@ impl AddressRepository for PgStore {
             .select(AddressRow::as_select())
             .order((addresses::created_at.desc(), addresses::id.desc()))
             .into_boxed();
-        if let Some(worker) = worker {
-            query = query.filter(addresses::worker_id.eq(worker.into_string()));
+        if let Some(device) = device {
+            query = query.filter(addresses::device_id.eq(device.into_string()));
         }
         query
             .load(&mut conn)
@@ -230,7 +230,7 @@ impl AddressRepository for PgStore {
         let mine = addresses::table.filter(addresses::account_id.eq(account.as_str()));
         let total: i64 = mine.count().get_result(&mut conn).await.map_err(db_error)?;
         let assigned: i64 = mine
-            .filter(addresses::worker_id.is_not_null())
+            .filter(addresses::device_id.is_not_null())
             .count()
             .get_result(&mut conn)
             .await
@@ -299,7 +299,7 @@ impl AddressRepository for PgStore {
         &self,
         account: &AccountId,
         id: &AddressId,
-        worker: &DeviceId,
+        device: &DeviceId,
         expected_device: Option<DeviceId>,
         max_per_device: Option<u32>,
         records: Records,
@@ -307,8 +307,8 @@ impl AddressRepository for PgStore {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
             // A disabled device takes no new addresses: it can no longer read them.
-            let device: Option<String> = devices::table
-                .filter(devices::id.eq(worker.as_str()))
+            let usable_device: Option<String> = devices::table
+                .filter(devices::id.eq(device.as_str()))
                 .filter(devices::account_id.eq(account.as_str()))
                 .filter(devices::disabled.eq(false))
                 .select(devices::id)
@@ -319,12 +319,12 @@ impl AddressRepository for PgStore {
             let current: Option<Option<String>> = addresses::table
                 .filter(addresses::id.eq(id.as_str()))
                 .filter(addresses::account_id.eq(account.as_str()))
-                .select(addresses::worker_id)
+                .select(addresses::device_id)
                 .for_update()
                 .first(conn)
                 .await
                 .optional()?;
-            let (Some(_), Some(current)) = (device, current) else {
+            let (Some(_), Some(current)) = (usable_device, current) else {
                 return Ok(AssignOutcome::NotFound);
             };
             if current.as_deref() != expected_device.as_ref().map(DeviceId::as_str) {
@@ -332,7 +332,7 @@ impl AddressRepository for PgStore {
             }
             if let Some(max) = max_per_device {
                 let held: i64 = addresses::table
-                    .filter(addresses::worker_id.eq(worker.as_str()))
+                    .filter(addresses::device_id.eq(device.as_str()))
                     .count()
                     .get_result(conn)
                     .await?;
@@ -341,13 +341,13 @@ impl AddressRepository for PgStore {
                 }
             }
             diesel::update(addresses::table.find(id.as_str()))
-                .set(addresses::worker_id.eq(worker.as_str()))
+                .set(addresses::device_id.eq(device.as_str()))
                 .execute(conn)
                 .await?;
             // The pairing state machine: a new device's first address.
             diesel::update(
                 pairing_sessions::table
-                    .filter(pairing_sessions::worker_id.eq(worker.as_str()))
+                    .filter(pairing_sessions::device_id.eq(device.as_str()))
                     .filter(pairing_sessions::state.eq(PairingState::AwaitingAddress.as_str())),
             )
             .set(pairing_sessions::state.eq(PairingState::AddressAssigned.as_str()))
@@ -364,7 +364,7 @@ impl AddressRepository for PgStore {
         &self,
         account: &AccountId,
         id: &AddressId,
-        worker: &DeviceId,
+        device: &DeviceId,
         records: Records,
     ) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
@@ -373,9 +373,9 @@ impl AddressRepository for PgStore {
                 addresses::table
                     .filter(addresses::id.eq(id.as_str()))
                     .filter(addresses::account_id.eq(account.as_str()))
-                    .filter(addresses::worker_id.eq(worker.as_str())),
+                    .filter(addresses::device_id.eq(device.as_str())),
             )
-            .set(addresses::worker_id.eq(None::<String>))
+            .set(addresses::device_id.eq(None::<String>))
             .execute(conn)
             .await?;
             if changed > 0 {

@@ -11,10 +11,10 @@ use sealpost_billing::{
     Applied, BillingRepository, Deleted, HoldingLimits, Lapse, PausedDeletion, PausedHoldings,
     Payment, PaymentStatus, PlanPurchase, ProviderId, Settlement,
 };
+use sealpost_devices::WriteOutcome;
 use sealpost_kernel::{
     AccountId, AddressId, DeviceId, MessageId, PaymentId, PlanId, StoreError, Timestamp,
 };
-use sealpost_pairing::WriteOutcome;
 
 use crate::addresses::delete_address;
 use crate::devices::{device_addresses, remove_device};
@@ -134,8 +134,9 @@ async fn lock_account(
 struct ReleasedMail {
     #[diesel(sql_type = Text)]
     id: String,
+    #[diesel(column_name = inbox_id)]
     #[diesel(sql_type = Text)]
-    inbox_id: String,
+    address_id: String,
     #[diesel(sql_type = Text)]
     account_id: String,
     #[diesel(sql_type = Timestamptz)]
@@ -223,7 +224,7 @@ async fn unhold_mail(
     for message in &mail {
         records.held_mail_released(
             &AccountId::from_trusted(message.account_id.clone()),
-            &AddressId::from_trusted(message.inbox_id.clone()),
+            &AddressId::from_trusted(message.address_id.clone()),
             &MessageId::from_trusted(message.id.clone()),
             at,
         );

@@ -6,12 +6,12 @@ use diesel::prelude::*;
 use diesel::sql_types::{Text, Timestamptz};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_activity::Records;
-use sealpost_kernel::{
-    AccountId, AddressId, DeviceId, PageRequest, PairingSessionId, StoreError, Timestamp,
-};
-use sealpost_pairing::{
+use sealpost_devices::{
     Claim, ClaimOutcome, Device, DeviceKind, DeviceRepository, HandoffKey, KeyBundle,
     PairingInsert, PairingSession, PairingState, Platform, WriteOutcome,
+};
+use sealpost_kernel::{
+    AccountId, AddressId, DeviceId, PageRequest, PairingSessionId, StoreError, Timestamp,
 };
 use sealpost_seal::SealedBox;
 
@@ -77,7 +77,7 @@ struct PairingRow {
     created_at: DateTime<Utc>,
     detected_by: Option<String>,
     claimed_by: Option<String>,
-    worker_id: Option<String>,
+    device_id: Option<String>,
     handoff: Option<serde_json::Value>,
 }
 
@@ -95,7 +95,7 @@ impl PairingRow {
             created_at: self.created_at.into(),
             detected_by: self.detected_by.map(AccountId::from_trusted),
             claimed_by: self.claimed_by.map(AccountId::from_trusted),
-            worker_id: self.worker_id.map(DeviceId::from_trusted),
+            device_id: self.device_id.map(DeviceId::from_trusted),
             handoff: self.handoff.map(box_from_json).transpose()?,
         })
     }
@@ -151,7 +151,7 @@ pub(crate) async fn remove_device(
         return Ok(WriteOutcome::NotFound);
     }
     let current: Vec<String> = addresses::table
-        .filter(addresses::worker_id.eq(id.as_str()))
+        .filter(addresses::device_id.eq(id.as_str()))
         .select(addresses::id)
         .order(addresses::id)
         .load(conn)
@@ -160,8 +160,8 @@ pub(crate) async fn remove_device(
     if current != expected {
         return Ok(WriteOutcome::Stale);
     }
-    diesel::update(addresses::table.filter(addresses::worker_id.eq(id.as_str())))
-        .set(addresses::worker_id.eq(None::<String>))
+    diesel::update(addresses::table.filter(addresses::device_id.eq(id.as_str())))
+        .set(addresses::device_id.eq(None::<String>))
         .execute(conn)
         .await?;
     diesel::delete(devices::table.find(id.as_str()))
@@ -182,7 +182,7 @@ pub(crate) async fn device_addresses(
 ) -> Result<Vec<AddressId>, diesel::result::Error> {
     let ids: Vec<String> = addresses::table
         .filter(addresses::account_id.eq(account.as_str()))
-        .filter(addresses::worker_id.eq(id.as_str()))
+        .filter(addresses::device_id.eq(id.as_str()))
         .select(addresses::id)
         .order(addresses::id)
         .load(conn)
@@ -497,7 +497,7 @@ impl DeviceRepository for PgStore {
                 .set((
                     pairing_sessions::state.eq(PairingState::AwaitingAddress.as_str()),
                     pairing_sessions::claimed_by.eq(account.as_str()),
-                    pairing_sessions::worker_id.eq(id),
+                    pairing_sessions::device_id.eq(id),
                     pairing_sessions::handoff.eq(box_to_json(&claim.handoff)),
                 ))
                 .execute(conn)

@@ -290,7 +290,10 @@ async fn lock_owners(
         .iter()
         .map(|new| new.message.account.as_str())
         .collect();
-    let inboxes: BTreeSet<&str> = news.iter().map(|new| new.message.inbox.as_str()).collect();
+    let addresses: BTreeSet<&str> = news
+        .iter()
+        .map(|new| new.message.address.as_str())
+        .collect();
     let live: HashSet<(String, String)> = diesel::sql_query(
         "SELECT 'account' AS kind, a.id FROM (SELECT id FROM accounts WHERE id = ANY($1) \
                  ORDER BY id FOR KEY SHARE) a \
@@ -299,7 +302,7 @@ async fn lock_owners(
                  ORDER BY id FOR KEY SHARE) b",
     )
     .bind::<Array<Text>, _>(accounts.into_iter().collect::<Vec<_>>())
-    .bind::<Array<Text>, _>(inboxes.into_iter().collect::<Vec<_>>())
+    .bind::<Array<Text>, _>(addresses.into_iter().collect::<Vec<_>>())
     .load::<OwnerRow>(conn)
     .await?
     .into_iter()
@@ -310,7 +313,7 @@ async fn lock_owners(
         .iter()
         .map(|new| {
             if is_live("account", new.message.account.as_str())
-                && is_live("address", new.message.inbox.as_str())
+                && is_live("address", new.message.address.as_str())
             {
                 Commit::Done
             } else {
@@ -329,7 +332,7 @@ async fn insert_messages(
     let messages = || stored.iter().map(|new| &new.message);
     let ids: Vec<&str> = messages().map(|message| message.id.as_str()).collect();
     let accounts: Vec<&str> = messages().map(|message| message.account.as_str()).collect();
-    let inboxes: Vec<&str> = messages().map(|message| message.inbox.as_str()).collect();
+    let addresses: Vec<&str> = messages().map(|message| message.address.as_str()).collect();
     let received: Vec<DateTime<Utc>> = messages()
         .map(|message| message.received_at.as_datetime())
         .collect();
@@ -361,7 +364,7 @@ async fn insert_messages(
     ))
     .bind::<Array<Text>, _>(ids)
     .bind::<Array<Text>, _>(accounts)
-    .bind::<Array<Text>, _>(inboxes)
+    .bind::<Array<Text>, _>(addresses)
     .bind::<Array<Timestamptz>, _>(received)
     .bind::<Array<BigInt>, _>(sizes)
     .bind::<Array<Integer>, _>(epochs)
@@ -460,7 +463,7 @@ async fn notify_new_mail(
     let woken: BTreeSet<&str> = stored
         .iter()
         .filter(|new| !new.held && !new.message.outgoing)
-        .map(|new| new.message.inbox.as_str())
+        .map(|new| new.message.address.as_str())
         .collect();
     let payloads = mail_payloads(woken);
     if payloads.is_empty() {
@@ -490,7 +493,7 @@ mod tests {
     use crate::test_db::{database_url, drop_database, fresh_store};
 
     const ACCOUNT: &str = "acct_batches1";
-    const INBOX: &str = "ibx_batches1";
+    const ADDRESS: &str = "ibx_batches1";
 
     fn at(seconds: i64) -> Timestamp {
         Timestamp::from_datetime(
@@ -499,7 +502,7 @@ mod tests {
     }
 
     /// A store whose database holds one account with one address.
-    async fn store_with_inbox(database: &str) -> PgStore {
+    async fn store_with_address(database: &str) -> PgStore {
         let store = fresh_store(database).await;
         let mut conn = store.conn().await.unwrap();
         diesel::insert_into(accounts::table)
@@ -514,7 +517,7 @@ mod tests {
             .unwrap();
         diesel::insert_into(addresses::table)
             .values((
-                addresses::id.eq(INBOX),
+                addresses::id.eq(ADDRESS),
                 addresses::account_id.eq(ACCOUNT),
                 addresses::email_address.eq("batches@mail.localhost"),
                 addresses::domain.eq("mail.localhost"),
@@ -534,7 +537,7 @@ mod tests {
             message: Message {
                 id: MessageId::generate(),
                 account: AccountId::from_trusted(ACCOUNT.to_owned()),
-                inbox: AddressId::from_trusted(INBOX.to_owned()),
+                address: AddressId::from_trusted(ADDRESS.to_owned()),
                 received_at,
                 read: false,
                 size_bytes: 10,
@@ -671,7 +674,7 @@ mod tests {
     async fn concurrent_commits_share_transactions() {
         const DATABASE: &str = "sealpost_store_pg_group_commit_batches";
         const MESSAGES: usize = 40;
-        let store = store_with_inbox(DATABASE).await;
+        let store = store_with_address(DATABASE).await;
         let clock = hold_commit_clock(DATABASE).await;
         let news: Vec<NewMessage> = (0..MESSAGES).map(|n| new_message(at(n as i64))).collect();
         let mut expected: Vec<String> = news.iter().map(|new| new.message.id.to_string()).collect();
@@ -716,7 +719,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn a_caller_dropped_mid_commit_cancels_nothing() {
         const DATABASE: &str = "sealpost_store_pg_group_commit_cancel";
-        let store = store_with_inbox(DATABASE).await;
+        let store = store_with_address(DATABASE).await;
         let clock = hold_commit_clock(DATABASE).await;
         let first = new_message(at(0));
         let first_id = first.message.id.to_string();
@@ -766,7 +769,7 @@ mod tests {
     async fn a_message_to_an_address_deleted_before_its_commit_is_skipped_in_its_batch() {
         const DATABASE: &str = "sealpost_store_pg_group_commit_gone";
         const GONE: &str = "ibx_batches2";
-        let store = store_with_inbox(DATABASE).await;
+        let store = store_with_address(DATABASE).await;
         let mut conn = store.conn().await.unwrap();
         diesel::insert_into(addresses::table)
             .values((
@@ -783,7 +786,7 @@ mod tests {
             .unwrap();
         let first = new_message(at(1));
         let mut to_gone = new_message(at(2));
-        to_gone.message.inbox = AddressId::from_trusted(GONE.to_owned());
+        to_gone.message.address = AddressId::from_trusted(GONE.to_owned());
         let blob = format!("{}/0", to_gone.message.id);
         to_gone
             .attachments
@@ -832,7 +835,7 @@ mod tests {
         assert_eq!(received, 2, "only what was stored is counted");
         // Through the queue, alone: answered, not failed.
         let mut alone = new_message(at(4));
-        alone.message.inbox = AddressId::from_trusted(GONE.to_owned());
+        alone.message.address = AddressId::from_trusted(GONE.to_owned());
         assert_eq!(store.commit(alone).await.unwrap(), Commit::RecipientGone);
         drop(store);
         drop_database(DATABASE).await;
@@ -844,18 +847,18 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn a_waiter_past_a_later_message_still_gets_an_earlier_one_committed_after_it() {
         const DATABASE: &str = "sealpost_store_pg_wait_commit_order";
-        let store = store_with_inbox(DATABASE).await;
+        let store = store_with_address(DATABASE).await;
         let reader = Reader {
             account: AccountId::from_trusted(ACCOUNT.to_owned()),
-            worker: None,
+            device: None,
         };
-        let inbox = AddressId::from_trusted(INBOX.to_owned());
+        let address = AddressId::from_trusted(ADDRESS.to_owned());
         let now = at(3_600);
         let newer = |after: WaitFrom| {
-            let (store, reader, inbox) = (store.clone(), reader.clone(), inbox.clone());
+            let (store, reader, address) = (store.clone(), reader.clone(), address.clone());
             async move {
                 store
-                    .newer_than(&reader, &inbox, now, after, 50)
+                    .newer_than(&reader, &address, now, after, 50)
                     .await
                     .unwrap()
             }

@@ -33,7 +33,7 @@ use sealpost_teams::Access;
 struct MessageRow {
     id: String,
     account_id: String,
-    inbox_id: String,
+    address_id: String,
     received_at: DateTime<Utc>,
     read: bool,
     size_bytes: i64,
@@ -53,7 +53,7 @@ impl MessageRow {
         Ok(Message {
             id: MessageId::from_trusted(self.id),
             account: AccountId::from_trusted(self.account_id),
-            inbox: AddressId::from_trusted(self.inbox_id),
+            address: AddressId::from_trusted(self.address_id),
             received_at: self.received_at.into(),
             read: self.read,
             size_bytes: u64::try_from(self.size_bytes).map_err(StoreError::failed)?,
@@ -118,10 +118,10 @@ fn with_suspension() -> diesel::dsl::On<
 fn into_recipient(
     (row, suspension): (RecipientColumns, Option<String>),
 ) -> Result<RecipientRecord, StoreError> {
-    let (inbox, account, plan, lapsed_plan, created, domain, public_key, key_epoch, paused_at) =
+    let (address, account, plan, lapsed_plan, created, domain, public_key, key_epoch, paused_at) =
         row;
     Ok(RecipientRecord {
-        inbox: AddressId::from_trusted(inbox),
+        address: AddressId::from_trusted(address),
         account: AccountId::from_trusted(account),
         plan: lapsed_plan
             .unwrap_or(plan)
@@ -266,7 +266,7 @@ macro_rules! granted {
         diesel::dsl::exists(
             team_grants::table
                 .filter(team_grants::member_id.eq($account))
-                .filter(team_grants::inbox_id.eq(addresses::id))
+                .filter(team_grants::address_id.eq(addresses::id))
                 .filter(team_grants::owner_id.eq(addresses::account_id))
                 .filter(team_grants::access.eq_any($accesses))
                 .filter(
@@ -315,11 +315,11 @@ impl PgStore {
             .filter(messages::held.eq(false))
             .select((MessageRow::as_select(), addresses::retention_days));
         let mut conn = self.conn().await?;
-        let found: Option<(MessageRow, i16)> = match &reader.worker {
+        let found: Option<(MessageRow, i16)> = match &reader.device {
             Some(device) => {
                 message
                     .filter(messages::account_id.eq(account))
-                    .filter(addresses::worker_id.eq(device.as_str()))
+                    .filter(addresses::device_id.eq(device.as_str()))
                     .first(&mut conn)
                     .await
             }
@@ -354,20 +354,20 @@ impl PgStore {
     async fn readable_cutoff(
         &self,
         reader: &Reader,
-        inbox: &AddressId,
+        address: &AddressId,
         now: Timestamp,
     ) -> Result<Option<DateTime<Utc>>, StoreError> {
         let account = reader.account.as_str();
         let address = addresses::table
-            .filter(addresses::id.eq(inbox.as_str()))
+            .filter(addresses::id.eq(address.as_str()))
             .select(addresses::retention_days);
         let mut conn = self.conn().await?;
-        let days: Option<i16> = match &reader.worker {
+        let days: Option<i16> = match &reader.device {
             // A device reads only the account's addresses assigned to it.
             Some(device) => {
                 address
                     .filter(addresses::account_id.eq(account))
-                    .filter(addresses::worker_id.eq(device.as_str()))
+                    .filter(addresses::device_id.eq(device.as_str()))
                     .first(&mut conn)
                     .await
             }
@@ -409,13 +409,13 @@ impl MessageRepository for PgStore {
     async fn recipient_by_id(
         &self,
         account: &AccountId,
-        inbox: &AddressId,
+        address: &AddressId,
     ) -> Result<Option<RecipientRecord>, StoreError> {
         let mut conn = self.conn().await?;
         addresses::table
             .inner_join(accounts::table)
             .left_join(with_suspension())
-            .filter(addresses::id.eq(inbox.as_str()))
+            .filter(addresses::id.eq(address.as_str()))
             .filter(addresses::account_id.eq(account.as_str()))
             .select((
                 RECIPIENT_COLUMNS,
@@ -565,10 +565,10 @@ impl MessageRepository for PgStore {
     async fn can_read_address(
         &self,
         reader: &Reader,
-        inbox: &AddressId,
+        address: &AddressId,
     ) -> Result<bool, StoreError> {
         Ok(self
-            .readable_cutoff(reader, inbox, epoch())
+            .readable_cutoff(reader, address, epoch())
             .await?
             .is_some())
     }
@@ -576,16 +576,16 @@ impl MessageRepository for PgStore {
     async fn page(
         &self,
         reader: &Reader,
-        inbox: &AddressId,
+        address: &AddressId,
         now: Timestamp,
         page: &PageRequest,
     ) -> Result<Vec<Message>, StoreError> {
-        let Some(cutoff) = self.readable_cutoff(reader, inbox, now).await? else {
+        let Some(cutoff) = self.readable_cutoff(reader, address, now).await? else {
             return Ok(Vec::new());
         };
         let mut conn = self.conn().await?;
         let mut query = messages::table
-            .filter(messages::inbox_id.eq(inbox.as_str()))
+            .filter(messages::address_id.eq(address.as_str()))
             .filter(messages::held.eq(false))
             .filter(messages::received_at.gt(cutoff))
             .select(MessageRow::as_select())
@@ -606,17 +606,17 @@ impl MessageRepository for PgStore {
     async fn newer_than(
         &self,
         reader: &Reader,
-        inbox: &AddressId,
+        address: &AddressId,
         now: Timestamp,
         after: WaitFrom,
         limit: i64,
     ) -> Result<Vec<Arrived>, StoreError> {
-        let Some(cutoff) = self.readable_cutoff(reader, inbox, now).await? else {
+        let Some(cutoff) = self.readable_cutoff(reader, address, now).await? else {
             return Ok(Vec::new());
         };
         let mut conn = self.conn().await?;
         let mut query = messages::table
-            .filter(messages::inbox_id.eq(inbox.as_str()))
+            .filter(messages::address_id.eq(address.as_str()))
             .filter(messages::held.eq(false))
             .filter(messages::received_at.gt(cutoff))
             // Waits are for mail arriving: sent copies do not count.
@@ -699,7 +699,7 @@ impl MessageRepository for PgStore {
         now: Timestamp,
         limit: i64,
     ) -> Result<Vec<Message>, StoreError> {
-        let Some(worker) = &reader.worker else {
+        let Some(device) = &reader.device else {
             return Ok(Vec::new());
         };
         let mut conn = self.conn().await?;
@@ -709,7 +709,7 @@ impl MessageRepository for PgStore {
              WHERE a.worker_id = $1 AND a.account_id = $3 AND NOT m.held AND {RETAINED} \
              ORDER BY m.received_at DESC, m.id DESC LIMIT $4"
         ))
-        .bind::<Text, _>(worker.as_str())
+        .bind::<Text, _>(device.as_str())
         .bind::<Timestamptz, _>(now.as_datetime())
         .bind::<Text, _>(reader.account.as_str())
         .bind::<BigInt, _>(limit)
@@ -814,9 +814,9 @@ impl MessageRepository for PgStore {
         ))
         .bind::<Text, _>(reader.account.as_str())
         .bind::<Timestamptz, _>(now.as_datetime())
-        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
+        .bind::<Nullable<Text>, _>(reader.device.as_ref().map(DeviceId::as_str))
         .bind::<Array<Text>, _>(folders)
-        .bind::<Nullable<Text>, _>(filter.inbox.as_ref().map(AddressId::as_str))
+        .bind::<Nullable<Text>, _>(filter.address.as_ref().map(AddressId::as_str))
         .bind::<Nullable<Bool>, _>(filter.starred)
         .bind::<Nullable<Bool>, _>(filter.unread)
         .bind::<Nullable<Timestamptz>, _>(page.after.as_ref().map(|after| after.at.as_datetime()))
@@ -843,7 +843,7 @@ impl MessageRepository for PgStore {
         ))
         .bind::<Text, _>(reader.account.as_str())
         .bind::<Timestamptz, _>(now.as_datetime())
-        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
+        .bind::<Nullable<Text>, _>(reader.device.as_ref().map(DeviceId::as_str))
         .bind::<Text, _>(id.as_str())
         .bind::<Bool, _>(starred)
         .execute(&mut conn)
@@ -868,7 +868,7 @@ impl MessageRepository for PgStore {
         ))
         .bind::<Text, _>(reader.account.as_str())
         .bind::<Timestamptz, _>(now.as_datetime())
-        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
+        .bind::<Nullable<Text>, _>(reader.device.as_ref().map(DeviceId::as_str))
         .bind::<Text, _>(id.as_str())
         .bind::<Text, _>(from.as_str())
         .bind::<Text, _>(to.as_str())
@@ -891,7 +891,7 @@ impl MessageRepository for PgStore {
         )))
         .bind::<Text, _>(reader.account.as_str())
         .bind::<Timestamptz, _>(now.as_datetime())
-        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
+        .bind::<Nullable<Text>, _>(reader.device.as_ref().map(DeviceId::as_str))
         .bind::<Text, _>(id.as_str())
         .get_result(&mut conn)
         .await
@@ -914,7 +914,7 @@ impl MessageRepository for PgStore {
     async fn folder_counts(
         &self,
         reader: &Reader,
-        inbox: Option<AddressId>,
+        address: Option<AddressId>,
         now: Timestamp,
     ) -> Result<FolderCounts, StoreError> {
         #[derive(QueryableByName)]
@@ -941,8 +941,8 @@ impl MessageRepository for PgStore {
         ))
         .bind::<Text, _>(reader.account.as_str())
         .bind::<Timestamptz, _>(now.as_datetime())
-        .bind::<Nullable<Text>, _>(reader.worker.as_ref().map(DeviceId::as_str))
-        .bind::<Nullable<Text>, _>(inbox.as_ref().map(AddressId::as_str))
+        .bind::<Nullable<Text>, _>(reader.device.as_ref().map(DeviceId::as_str))
+        .bind::<Nullable<Text>, _>(address.as_ref().map(AddressId::as_str))
         .load(&mut conn)
         .await
         .map_err(db_error)?;

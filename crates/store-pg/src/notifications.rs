@@ -105,8 +105,8 @@ impl NotificationRepository for PgStore {
         let mut conn = self.conn().await?;
         let ids: Vec<String> = notification_mutes::table
             .filter(notification_mutes::account_id.eq(account.as_str()))
-            .select(notification_mutes::inbox_id)
-            .order(notification_mutes::inbox_id.asc())
+            .select(notification_mutes::address_id)
+            .order(notification_mutes::address_id.asc())
             .load(&mut conn)
             .await
             .map_err(db_error)?;
@@ -117,7 +117,7 @@ impl NotificationRepository for PgStore {
         &self,
         account: &AccountId,
         device: Option<DeviceId>,
-        inbox: &AddressId,
+        address: &AddressId,
         muted: bool,
         at: Timestamp,
     ) -> Result<bool, StoreError> {
@@ -129,7 +129,7 @@ impl NotificationRepository for PgStore {
                 "SELECT count(*) AS n FROM (SELECT 1 FROM addresses WHERE id = $1 \
                  AND account_id = $2 AND ($3::text IS NULL OR worker_id = $3) FOR SHARE) a",
             )
-            .bind::<Text, _>(inbox.as_str())
+            .bind::<Text, _>(address.as_str())
             .bind::<Text, _>(account.as_str())
             .bind::<Nullable<Text>, _>(device)
             .get_result::<Count>(conn)
@@ -141,7 +141,7 @@ impl NotificationRepository for PgStore {
             if muted {
                 diesel::insert_into(notification_mutes::table)
                     .values((
-                        notification_mutes::inbox_id.eq(inbox.as_str()),
+                        notification_mutes::address_id.eq(address.as_str()),
                         notification_mutes::account_id.eq(account.as_str()),
                         notification_mutes::muted_at.eq(at.as_datetime()),
                     ))
@@ -149,7 +149,7 @@ impl NotificationRepository for PgStore {
                     .execute(conn)
                     .await?;
             } else {
-                diesel::delete(notification_mutes::table.find(inbox.as_str()))
+                diesel::delete(notification_mutes::table.find(address.as_str()))
                     .execute(conn)
                     .await?;
             }

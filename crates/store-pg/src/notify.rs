@@ -16,15 +16,15 @@ pub const MAIL_CHANNEL: &str = "sealpost_mail";
 const PAYLOAD_MAX: usize = 7_900;
 
 /// The payloads naming `inboxes`, each under [`PAYLOAD_MAX`] bytes.
-pub(crate) fn mail_payloads<'a>(inboxes: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+pub(crate) fn mail_payloads<'a>(addresses: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut payloads: Vec<String> = Vec::new();
-    for inbox in inboxes {
+    for address in addresses {
         match payloads.last_mut() {
-            Some(last) if last.len() + 1 + inbox.len() <= PAYLOAD_MAX => {
+            Some(last) if last.len() + 1 + address.len() <= PAYLOAD_MAX => {
                 last.push(',');
-                last.push_str(inbox);
+                last.push_str(address);
             }
-            _ => payloads.push(inbox.to_owned()),
+            _ => payloads.push(address.to_owned()),
         }
     }
     payloads
@@ -76,9 +76,9 @@ async fn listen(
         .await?;
     let mut notifications = std::pin::pin!(conn.notifications_stream());
     while let Some(notification) = notifications.next().await {
-        for inbox in notification?.payload.split(',') {
+        for address in notification?.payload.split(',') {
             // No receiver is fine: nobody is waiting right now.
-            let _ = forward.send(inbox.to_owned());
+            let _ = forward.send(address.to_owned());
         }
     }
     Ok(())
@@ -90,14 +90,14 @@ mod tests {
 
     #[test]
     fn payloads_name_every_address_once_and_stay_under_the_limit() {
-        let inboxes: Vec<String> = (0..1_000).map(|n| format!("ibx_{n:08}")).collect();
-        let payloads = mail_payloads(inboxes.iter().map(String::as_str));
+        let addresses: Vec<String> = (0..1_000).map(|n| format!("ibx_{n:08}")).collect();
+        let payloads = mail_payloads(addresses.iter().map(String::as_str));
         assert!(payloads.len() > 1);
         assert!(payloads.iter().all(|payload| payload.len() <= PAYLOAD_MAX));
         let named: Vec<&str> = payloads.iter().flat_map(|p| p.split(',')).collect();
         assert_eq!(
             named,
-            inboxes.iter().map(String::as_str).collect::<Vec<_>>()
+            addresses.iter().map(String::as_str).collect::<Vec<_>>()
         );
         assert_eq!(mail_payloads(["ibx_one"]), vec!["ibx_one".to_owned()]);
         assert!(mail_payloads([]).is_empty());

@@ -109,7 +109,7 @@ async fn account_settings(
     );
     let muted: Vec<String> = notification_mutes::table
         .filter(notification_mutes::account_id.eq(account))
-        .select(notification_mutes::inbox_id)
+        .select(notification_mutes::address_id)
         .load(conn)
         .await?;
     let tokens: i64 = push_devices::table

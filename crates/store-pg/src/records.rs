@@ -22,8 +22,8 @@ pub(crate) async fn write_records(
                     activity::id.eq(entry.id.as_str()),
                     activity::account_id.eq(entry.account.as_str()),
                     activity::kind.eq(entry.kind.as_str()),
-                    activity::inbox_id.eq(entry.inbox.as_ref().map(|id| id.as_str())),
-                    activity::worker_id.eq(entry.worker.as_ref().map(|id| id.as_str())),
+                    activity::address_id.eq(entry.address.as_ref().map(|id| id.as_str())),
+                    activity::device_id.eq(entry.device.as_ref().map(|id| id.as_str())),
                     activity::created_at.eq(entry.at.as_datetime()),
                 )
             })

@@ -96,7 +96,8 @@ diesel::table! {
         created_at -> Timestamptz,
         detected_by -> Nullable<Text>,
         claimed_by -> Nullable<Text>,
-        worker_id -> Nullable<Text>,
+        #[sql_name = "worker_id"]
+        device_id -> Nullable<Text>,
         handoff -> Nullable<Jsonb>,
         last_polled_at -> Timestamptz,
         opened_from -> Nullable<Text>,
@@ -116,7 +117,8 @@ diesel::table! {
         account_id -> Text,
         email_address -> Text,
         domain -> Text,
-        worker_id -> Nullable<Text>,
+        #[sql_name = "worker_id"]
+        device_id -> Nullable<Text>,
         retention_days -> Int2,
         paused_at -> Nullable<Timestamptz>,
         meta -> Nullable<Jsonb>,
@@ -138,8 +140,10 @@ diesel::table! {
         id -> Text,
         account_id -> Text,
         kind -> Text,
-        inbox_id -> Nullable<Text>,
-        worker_id -> Nullable<Text>,
+        #[sql_name = "inbox_id"]
+        address_id -> Nullable<Text>,
+        #[sql_name = "worker_id"]
+        device_id -> Nullable<Text>,
         created_at -> Timestamptz,
     }
 }
@@ -170,7 +174,8 @@ diesel::table! {
     messages (id) {
         id -> Text,
         account_id -> Text,
-        inbox_id -> Text,
+        #[sql_name = "inbox_id"]
+        address_id -> Text,
         received_at -> Timestamptz,
         read -> Bool,
         size_bytes -> Int8,
@@ -218,7 +223,7 @@ diesel::table! {
     }
 }
 
-diesel::joinable!(messages -> addresses (inbox_id));
+diesel::joinable!(messages -> addresses (address_id));
 diesel::joinable!(attachments -> messages (message_id));
 diesel::allow_tables_to_appear_in_same_query!(messages, attachments);
 diesel::allow_tables_to_appear_in_same_query!(messages, addresses);
@@ -306,8 +311,9 @@ diesel::table! {
 }
 
 diesel::table! {
-    notification_mutes (inbox_id) {
-        inbox_id -> Text,
+    notification_mutes (address_id) {
+        #[sql_name = "inbox_id"]
+        address_id -> Text,
         account_id -> Text,
         muted_at -> Timestamptz,
     }
@@ -357,10 +363,11 @@ diesel::table! {
 }
 
 diesel::table! {
-    team_grants (owner_id, member_id, inbox_id, epoch) {
+    team_grants (owner_id, member_id, address_id, epoch) {
         owner_id -> Text,
         member_id -> Text,
-        inbox_id -> Text,
+        #[sql_name = "inbox_id"]
+        address_id -> Text,
         epoch -> Int4,
         access -> Text,
         sealed -> Jsonb,
@@ -368,7 +375,7 @@ diesel::table! {
     }
 }
 
-diesel::joinable!(team_grants -> addresses (inbox_id));
+diesel::joinable!(team_grants -> addresses (address_id));
 diesel::allow_tables_to_appear_in_same_query!(team_members, team_grants);
 diesel::allow_tables_to_appear_in_same_query!(team_members, addresses);
 diesel::allow_tables_to_appear_in_same_query!(team_members, accounts);

@@ -110,7 +110,7 @@ impl SendRepository for PgStore {
         .map_err(db_error)?;
         row.map(|row| {
             Ok(SenderRecord {
-                inbox: AddressId::from_trusted(row.id),
+                address: AddressId::from_trusted(row.id),
                 account: AccountId::from_trusted(row.account_id),
                 plan: row.plan_id.parse::<PlanId>().map_err(StoreError::failed)?,
                 email_address: row.email_address,
@@ -200,7 +200,7 @@ impl SendRepository for PgStore {
                     .values((
                         messages::id.eq(message.id.as_str()),
                         messages::account_id.eq(message.account.as_str()),
-                        messages::inbox_id.eq(message.inbox.as_str()),
+                        messages::address_id.eq(message.address.as_str()),
                         messages::received_at.eq(message.received_at.as_datetime()),
                         messages::size_bytes.eq(signed(message.size_bytes)),
                         messages::key_epoch

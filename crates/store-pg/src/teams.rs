@@ -39,10 +39,10 @@ pub(crate) fn member_grant(account: &str, send: bool) -> String {
 /// its owner (a device credential bound at `worker`: only the device's own
 /// addresses) or, for a session, as an active member holding a grant
 /// (`send` access for changes).
-pub(crate) fn usable_by(owner: &str, account: &str, worker: &str, send: bool) -> String {
+pub(crate) fn usable_by(owner: &str, account: &str, device: &str, send: bool) -> String {
     format!(
-        "(({owner} = {account} AND ({worker}::text IS NULL OR a.worker_id = {worker})) \
-         OR ({worker}::text IS NULL AND {}))",
+        "(({owner} = {account} AND ({device}::text IS NULL OR a.worker_id = {device})) \
+         OR ({device}::text IS NULL AND {}))",
         member_grant(account, send)
     )
 }
@@ -106,11 +106,11 @@ impl TeamRepository for PgStore {
             .filter(team_grants::owner_id.eq(owner.as_str()))
             .select((
                 team_grants::member_id,
-                team_grants::inbox_id,
+                team_grants::address_id,
                 team_grants::epoch,
                 team_grants::access,
             ))
-            .order((team_grants::inbox_id.asc(), team_grants::epoch.asc()))
+            .order((team_grants::address_id.asc(), team_grants::epoch.asc()))
             .load(&mut conn)
             .await
             .map_err(db_error)?;
@@ -119,9 +119,9 @@ impl TeamRepository for PgStore {
                 let grants = grants
                     .iter()
                     .filter(|(of, ..)| *of == member)
-                    .map(|(_, inbox, epoch_value, access_text)| {
+                    .map(|(_, address, epoch_value, access_text)| {
                         Ok(MemberGrant {
-                            inbox: AddressId::from_trusted(inbox.clone()),
+                            address: AddressId::from_trusted(address.clone()),
                             epoch: epoch(*epoch_value)?,
                             access: access(access_text)?,
                         })
@@ -206,9 +206,9 @@ impl TeamRepository for PgStore {
     async fn owned_addresses(
         &self,
         owner: &AccountId,
-        inboxes: Vec<AddressId>,
+        addresses: Vec<AddressId>,
     ) -> Result<Vec<(AddressId, OwnedAddress)>, StoreError> {
-        let ids: Vec<String> = inboxes.into_iter().map(AddressId::into_string).collect();
+        let ids: Vec<String> = addresses.into_iter().map(AddressId::into_string).collect();
         let mut conn = self.conn().await?;
         let rows: Vec<(String, i32)> = addresses::table
             .filter(addresses::account_id.eq(owner.as_str()))
@@ -251,7 +251,7 @@ impl TeamRepository for PgStore {
             }
             // Addresses deleted since the check: the foreign key refuses the
             // insert and the whole request fails; checked again under lock.
-            let ids: Vec<&str> = grants.iter().map(|grant| grant.inbox.as_str()).collect();
+            let ids: Vec<&str> = grants.iter().map(|grant| grant.address.as_str()).collect();
             let owned: i64 = diesel::sql_query(
                 "SELECT count(*) AS n FROM (SELECT 1 FROM addresses \
                  WHERE account_id = $1 AND id = ANY($2) FOR SHARE) a",
@@ -272,7 +272,7 @@ impl TeamRepository for PgStore {
                     .values((
                         team_grants::owner_id.eq(owner.as_str()),
                         team_grants::member_id.eq(member.as_str()),
-                        team_grants::inbox_id.eq(grant.inbox.as_str()),
+                        team_grants::address_id.eq(grant.address.as_str()),
                         team_grants::epoch.eq(i32::try_from(grant.epoch).unwrap_or(i32::MAX)),
                         team_grants::access.eq(grant.access.as_str()),
                         team_grants::sealed.eq(box_to_json(&grant.sealed)),
@@ -281,7 +281,7 @@ impl TeamRepository for PgStore {
                     .on_conflict((
                         team_grants::owner_id,
                         team_grants::member_id,
-                        team_grants::inbox_id,
+                        team_grants::address_id,
                         team_grants::epoch,
                     ))
                     .do_update()
@@ -297,7 +297,7 @@ impl TeamRepository for PgStore {
                     team_grants::table
                         .filter(team_grants::owner_id.eq(owner.as_str()))
                         .filter(team_grants::member_id.eq(member.as_str()))
-                        .filter(team_grants::inbox_id.eq(grant.inbox.as_str())),
+                        .filter(team_grants::address_id.eq(grant.address.as_str())),
                 )
                 .set(team_grants::access.eq(grant.access.as_str()))
                 .execute(conn)
@@ -313,14 +313,14 @@ impl TeamRepository for PgStore {
         &self,
         owner: &AccountId,
         member: &AccountId,
-        inbox: &AddressId,
+        address: &AddressId,
     ) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
         diesel::delete(
             team_grants::table
                 .filter(team_grants::owner_id.eq(owner.as_str()))
                 .filter(team_grants::member_id.eq(member.as_str()))
-                .filter(team_grants::inbox_id.eq(inbox.as_str())),
+                .filter(team_grants::address_id.eq(address.as_str())),
         )
         .execute(&mut conn)
         .await
@@ -348,21 +348,21 @@ impl TeamRepository for PgStore {
             .filter(team_grants::member_id.eq(member.as_str()))
             .select((
                 team_grants::owner_id,
-                team_grants::inbox_id,
+                team_grants::address_id,
                 addresses::email_address,
                 addresses::key_epoch,
                 team_grants::epoch,
                 team_grants::access,
                 team_grants::sealed,
             ))
-            .order((team_grants::inbox_id.asc(), team_grants::epoch.asc()))
+            .order((team_grants::address_id.asc(), team_grants::epoch.asc()))
             .load(&mut conn)
             .await
             .map_err(db_error)?;
         let mut memberships = Vec::with_capacity(teams.len());
         for (owner, plan, joined_at) in teams {
             let mut addresses: Vec<SharedAddress> = Vec::new();
-            for (_, inbox, email_address, key_epoch, grant_epoch, access_text, sealed) in
+            for (_, address, email_address, key_epoch, grant_epoch, access_text, sealed) in
                 grants.iter().filter(|row| row.0 == owner)
             {
                 let key = SharedKey {
@@ -370,9 +370,9 @@ impl TeamRepository for PgStore {
                     sealed: box_from_json(sealed.clone())?,
                 };
                 match addresses.last_mut() {
-                    Some(last) if last.inbox.as_str() == inbox => last.grants.push(key),
+                    Some(last) if last.address.as_str() == address => last.grants.push(key),
                     _ => addresses.push(SharedAddress {
-                        inbox: AddressId::from_trusted(inbox.clone()),
+                        address: AddressId::from_trusted(address.clone()),
                         email_address: email_address.clone(),
                         key_epoch: epoch(*key_epoch)?,
                         access: access(access_text)?,

@@ -17,7 +17,7 @@ string_enum! {
 /// One epoch's grant as the owner sees it (`GET /team`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemberGrant {
-    pub inbox: AddressId,
+    pub address: AddressId,
     pub epoch: u32,
     pub access: Access,
 }
@@ -67,7 +67,7 @@ pub enum AddOutcome {
 /// One grant as the owner's client sends it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GrantInput {
-    pub inbox: AddressId,
+    pub address: AddressId,
     pub epoch: u32,
     pub access: Access,
     /// `{inboxKey, sealingKey}` sealed to the member's key with the grant's
@@ -78,7 +78,7 @@ pub struct GrantInput {
 /// A checked grant, ready to store.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Grant {
-    pub inbox: AddressId,
+    pub address: AddressId,
     pub epoch: u32,
     pub access: Access,
     pub sealed: SealedBox,
@@ -101,7 +101,7 @@ pub struct SharedKey {
 /// An address shared with the member.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SharedAddress {
-    pub inbox: AddressId,
+    pub address: AddressId,
     pub email_address: String,
     pub key_epoch: u32,
     pub access: Access,

@@ -33,7 +33,7 @@ pub trait TeamRepository: Send + Sync {
     async fn owned_addresses(
         &self,
         owner: &AccountId,
-        inboxes: Vec<AddressId>,
+        addresses: Vec<AddressId>,
     ) -> Result<Vec<(AddressId, OwnedAddress)>, StoreError>;
     /// Stores every grant (replacing one at the same address and epoch) and
     /// sets each address's access on every epoch the member holds for it, in
@@ -50,7 +50,7 @@ pub trait TeamRepository: Send + Sync {
         &self,
         owner: &AccountId,
         member: &AccountId,
-        inbox: &AddressId,
+        address: &AddressId,
     ) -> Result<bool, StoreError>;
     /// The teams `member` is in, oldest first, with the owners' plans and
     /// the shared addresses (`active` is decided by the service).

@@ -126,35 +126,35 @@ impl Teams {
         let mut access: BTreeMap<&AddressId, Access> = BTreeMap::new();
         let mut seen = BTreeSet::new();
         for grant in &grants {
-            if !seen.insert((&grant.inbox, grant.epoch)) {
+            if !seen.insert((&grant.address, grant.epoch)) {
                 return Err(invalid(
                     "grants",
-                    format!("{} epoch {} is given twice", grant.inbox, grant.epoch),
+                    format!("{} epoch {} is given twice", grant.address, grant.epoch),
                 ));
             }
-            if *access.entry(&grant.inbox).or_insert(grant.access) != grant.access {
+            if *access.entry(&grant.address).or_insert(grant.access) != grant.access {
                 return Err(invalid(
                     "grants",
                     format!(
                         "{} is given two different accesses; an address has one",
-                        grant.inbox
+                        grant.address
                     ),
                 ));
             }
         }
-        let inboxes: Vec<AddressId> = access.keys().map(|inbox| (*inbox).clone()).collect();
+        let addresses: Vec<AddressId> = access.keys().map(|address| (*address).clone()).collect();
         let owned: BTreeMap<AddressId, OwnedAddress> = self
             .repo
-            .owned_addresses(owner, inboxes)
+            .owned_addresses(owner, addresses)
             .await?
             .into_iter()
             .collect();
         for grant in &grants {
-            let address = owned.get(&grant.inbox).ok_or(TeamError::NotFound)?;
+            let address = owned.get(&grant.address).ok_or(TeamError::NotFound)?;
             if grant.epoch > address.key_epoch {
                 return Err(TeamError::EpochConflict(format!(
                     "{} is at key epoch {}; grants are for epochs 0 to {}",
-                    grant.inbox, address.key_epoch, address.key_epoch
+                    grant.address, address.key_epoch, address.key_epoch
                 )));
             }
         }
@@ -162,7 +162,7 @@ impl Teams {
         let grants = grants
             .into_iter()
             .map(|grant| Grant {
-                inbox: grant.inbox,
+                address: grant.address,
                 epoch: grant.epoch,
                 access: grant.access,
                 sealed: grant.sealed,
@@ -181,10 +181,10 @@ impl Teams {
         &self,
         owner: &AccountId,
         member: &AccountId,
-        inbox: &AddressId,
+        address: &AddressId,
     ) -> Result<(), TeamError> {
         self.limit(owner).await?;
-        if self.repo.remove_grants(owner, member, inbox).await? {
+        if self.repo.remove_grants(owner, member, address).await? {
             Ok(())
         } else {
             Err(TeamError::NotFound)
@@ -197,13 +197,13 @@ impl Teams {
     pub async fn rotate(
         &self,
         owner: &AccountId,
-        inbox: &AddressId,
+        address: &AddressId,
         epoch: u32,
     ) -> Result<(), TeamError> {
         self.limit(owner).await?;
         let owned = self
             .repo
-            .owned_addresses(owner, vec![inbox.clone()])
+            .owned_addresses(owner, vec![address.clone()])
             .await?;
         let (_, address) = owned.first().ok_or(TeamError::NotFound)?;
         let next = u64::from(address.key_epoch) + 1;

@@ -14,7 +14,7 @@ fn member() -> AccountId {
     AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap()
 }
 
-fn inbox(n: usize) -> AddressId {
+fn address(n: usize) -> AddressId {
     AddressId::parse(&format!("ibx_shared{n}")).unwrap()
 }
 
@@ -34,7 +34,7 @@ fn on_plan(repo: &mut MockTeamRepository, plan: PlanId) {
 
 fn grant(n: usize, epoch: u32, access: Access) -> GrantInput {
     GrantInput {
-        inbox: inbox(n),
+        address: address(n),
         epoch,
         access,
         sealed: sealed(),
@@ -68,11 +68,11 @@ async fn team_endpoints_need_fleet_or_higher() {
             Err(TeamError::PlanCapabilityRequired)
         ));
         assert!(matches!(
-            teams.revoke(&owner(), &member(), &inbox(1)).await,
+            teams.revoke(&owner(), &member(), &address(1)).await,
             Err(TeamError::PlanCapabilityRequired)
         ));
         assert!(matches!(
-            teams.rotate(&owner(), &inbox(1), 1).await,
+            teams.rotate(&owner(), &address(1), 1).await,
             Err(TeamError::PlanCapabilityRequired)
         ));
     }
@@ -221,13 +221,14 @@ async fn already_member_and_limit_reached_come_from_the_store_decision() {
 }
 
 fn owning(repo: &mut MockTeamRepository, key_epoch: u32) {
-    repo.expect_owned_addresses().returning(move |_, inboxes| {
-        Ok(inboxes
-            .into_iter()
-            .filter(|inbox| inbox.as_str() != "ibx_shared999")
-            .map(|inbox| (inbox, OwnedAddress { key_epoch }))
-            .collect())
-    });
+    repo.expect_owned_addresses()
+        .returning(move |_, addresses| {
+            Ok(addresses
+                .into_iter()
+                .filter(|address| address.as_str() != "ibx_shared999")
+                .map(|address| (address, OwnedAddress { key_epoch }))
+                .collect())
+        });
 }
 
 #[tokio::test]
@@ -350,7 +351,7 @@ async fn removing_what_is_not_there_is_not_found() {
         Err(TeamError::NotFound)
     ));
     assert!(matches!(
-        teams.revoke(&owner(), &member(), &inbox(1)).await,
+        teams.revoke(&owner(), &member(), &address(1)).await,
         Err(TeamError::NotFound)
     ));
     assert!(matches!(
@@ -408,19 +409,19 @@ async fn rotation_checks_the_epoch_then_answers_feature_disabled() {
     owning(&mut repo, 0);
     let teams = teams(repo);
     assert!(matches!(
-        teams.rotate(&owner(), &inbox(1), 2).await,
+        teams.rotate(&owner(), &address(1), 2).await,
         Err(TeamError::EpochConflict(_))
     ));
     assert!(matches!(
-        teams.rotate(&owner(), &inbox(1), 0).await,
+        teams.rotate(&owner(), &address(1), 0).await,
         Err(TeamError::EpochConflict(_))
     ));
     assert!(matches!(
-        teams.rotate(&owner(), &inbox(1), 1).await,
+        teams.rotate(&owner(), &address(1), 1).await,
         Err(TeamError::FeatureDisabled)
     ));
     assert!(matches!(
-        teams.rotate(&owner(), &inbox(999), 1).await,
+        teams.rotate(&owner(), &address(999), 1).await,
         Err(TeamError::NotFound)
     ));
 }

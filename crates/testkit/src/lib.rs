@@ -218,7 +218,7 @@ impl TestApp {
         }
         // Tests drive sweeps and the webhook sender themselves, under the test clock.
         let options = StartOptions {
-            workers: 2,
+            http_threads: 2,
             background_jobs: false,
         };
         let running = sealpost_api_server::start(&config, clock.clone(), Some(listener), options)
@@ -260,7 +260,7 @@ impl TestApp {
     /// directory and clock, as `sealpost-api --jobs-only` runs them.
     pub async fn spawn_jobs(&self) -> Running {
         let options = StartOptions {
-            workers: 1,
+            http_threads: 1,
             background_jobs: true,
         };
         sealpost_api_server::start(&self.config, self.clock.clone(), None, options)

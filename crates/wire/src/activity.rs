@@ -13,10 +13,12 @@ pub struct ActivityEntry {
     pub operator_id: AccountId,
     pub kind: String,
     pub created_at: Timestamp,
+    #[serde(rename = "inboxId")]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub inbox_id: Option<AddressId>,
+    pub address_id: Option<AddressId>,
+    #[serde(rename = "workerId")]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub worker_id: Option<DeviceId>,
+    pub device_id: Option<DeviceId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

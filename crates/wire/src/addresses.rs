@@ -45,15 +45,16 @@ pub struct DomainList {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct Inbox {
+pub struct Address {
     pub id: AddressId,
     pub operator_id: AccountId,
     pub email_address: String,
     /// `active` (assigned to a device) or `unassigned`.
     pub status: AddressStatus,
     pub created_at: Timestamp,
+    #[serde(rename = "assignedWorkerId")]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub assigned_worker_id: Option<DeviceId>,
+    pub assigned_device_id: Option<DeviceId>,
     pub retention_days: u8,
     pub paused_at: Option<Timestamp>,
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
@@ -68,13 +69,15 @@ pub struct Inbox {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AddressReply {
-    pub inbox: Inbox,
+    #[serde(rename = "inbox")]
+    pub address: Address,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AddressList {
-    pub inboxes: Vec<Inbox>,
+    #[serde(rename = "inboxes")]
+    pub addresses: Vec<Address>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -182,16 +185,17 @@ pub struct Allocation {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AssignRequest {
+    #[serde(rename = "inboxId")]
     #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::AddressId))]
-    pub inbox_id: String,
+    pub address_id: String,
 }
 
 impl AssignRequest {
     /// Assigns address `inbox_id`.
     #[must_use]
-    pub fn new(inbox_id: &AddressId) -> Self {
+    pub fn new(address_id: &AddressId) -> Self {
         Self {
-            inbox_id: inbox_id.to_string(),
+            address_id: address_id.to_string(),
         }
     }
 }

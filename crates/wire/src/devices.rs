@@ -123,8 +123,9 @@ pub struct PairingPoll {
     pub state: PairingState,
     pub code: String,
     /// Only on the first poll after the claim.
+    #[serde(rename = "workerId")]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub worker_id: Option<DeviceId>,
+    pub device_id: Option<DeviceId>,
     /// The device credential; only on the first poll after the claim.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credential: Option<String>,
@@ -135,7 +136,7 @@ impl fmt::Debug for PairingPoll {
         f.debug_struct("PairingPoll")
             .field("state", &self.state)
             .field("code", &self.code)
-            .field("worker_id", &self.worker_id)
+            .field("worker_id", &self.device_id)
             .field(
                 "credential",
                 &self.credential.as_ref().map(|_| "<redacted>"),
@@ -178,8 +179,9 @@ pub struct ClaimRequest {
     #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::PairingSessionId))]
     pub session_id: String,
     /// `wkr_` + 4 to 48 letters and digits, chosen by the client.
+    #[serde(rename = "workerId")]
     #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::DeviceId))]
-    pub worker_id: String,
+    pub device_id: String,
     /// Sealed profile box (context `service/v1/worker-profile:<workerId>`).
     #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::SealedBoxJson))]
     pub profile: Value,
@@ -189,10 +191,10 @@ impl ClaimRequest {
     /// Claims session `session_id` as device `worker_id` with its sealed
     /// profile.
     #[must_use]
-    pub fn new(session_id: &PairingSessionId, worker_id: &DeviceId, profile: &SealedBox) -> Self {
+    pub fn new(session_id: &PairingSessionId, device_id: &DeviceId, profile: &SealedBox) -> Self {
         Self {
             session_id: session_id.to_string(),
-            worker_id: worker_id.to_string(),
+            device_id: device_id.to_string(),
             profile: sealed_json(profile),
         }
     }
@@ -201,7 +203,7 @@ impl ClaimRequest {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct Worker {
+pub struct Device {
     pub id: DeviceId,
     pub operator_id: AccountId,
     /// `device` or `agent`.
@@ -225,14 +227,16 @@ pub struct Worker {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DeviceReply {
-    pub worker: Worker,
+    #[serde(rename = "worker")]
+    pub device: Device,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct DevicePage {
-    pub workers: Vec<Worker>,
+    #[serde(rename = "workers")]
+    pub devices: Vec<Device>,
     pub next_cursor: Option<String>,
 }
 

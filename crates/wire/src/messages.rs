@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     pub id: MessageId,
-    pub inbox_id: AddressId,
+    #[serde(rename = "inboxId")]
+    pub address_id: AddressId,
     pub received_at: Timestamp,
     pub read: bool,
     pub size_bytes: u64,
@@ -82,8 +83,9 @@ pub struct ReadRequest {
 #[serde(rename_all = "camelCase")]
 pub struct DeliverRequest {
     /// One of the caller's addresses; it must have a publicKey.
+    #[serde(rename = "inboxId")]
     #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::AddressId))]
-    pub inbox_id: String,
+    pub address_id: String,
     /// The whole RFC 5322 message, base64url without padding.
     #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Base64Url))]
     pub raw: String,
@@ -92,9 +94,9 @@ pub struct DeliverRequest {
 impl DeliverRequest {
     /// `raw`, a whole RFC 5322 message, for address `inbox_id`.
     #[must_use]
-    pub fn new(inbox_id: &AddressId, raw: &[u8]) -> Self {
+    pub fn new(address_id: &AddressId, raw: &[u8]) -> Self {
         Self {
-            inbox_id: inbox_id.to_string(),
+            address_id: address_id.to_string(),
             raw: b64::encode(raw),
         }
     }

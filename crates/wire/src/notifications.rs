@@ -36,7 +36,8 @@ pub struct NotificationPreferences {
 pub struct NotificationSettings {
     pub preferences: NotificationPreferences,
     /// Addresses whose new mail is not pushed.
-    pub muted_inboxes: Vec<AddressId>,
+    #[serde(rename = "mutedInboxes")]
+    pub muted_addresses: Vec<AddressId>,
 }
 
 /// Any of the kinds; a kind left out (or null) stays as it is.
@@ -71,7 +72,8 @@ pub struct MuteRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Mute {
-    pub inbox_id: AddressId,
+    #[serde(rename = "inboxId")]
+    pub address_id: AddressId,
     pub muted: bool,
 }
 

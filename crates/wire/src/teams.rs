@@ -37,7 +37,8 @@ wire_enum!(
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TeamGrant {
-    pub inbox_id: AddressId,
+    #[serde(rename = "inboxId")]
+    pub address_id: AddressId,
     pub epoch: u32,
     /// `read` or `send`.
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
@@ -104,8 +105,9 @@ impl AddMemberRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrantRequest {
+    #[serde(rename = "inboxId")]
     #[cfg_attr(feature = "openapi", schema(value_type = sealpost_kernel::AddressId))]
-    pub inbox_id: String,
+    pub address_id: String,
     /// 0 up to the address's `keyEpoch`.
     pub epoch: u32,
     /// `read` or `send`; the same for every epoch of the address.
@@ -117,9 +119,9 @@ pub struct GrantRequest {
 }
 
 impl GrantRequest {
-    pub fn new(inbox: &AddressId, epoch: u32, access: GrantAccess, sealed: &SealedBox) -> Self {
+    pub fn new(address: &AddressId, epoch: u32, access: GrantAccess, sealed: &SealedBox) -> Self {
         Self {
-            inbox_id: inbox.to_string(),
+            address_id: address.to_string(),
             epoch,
             access,
             sealed: crate::sealed_json(sealed),
@@ -139,7 +141,8 @@ pub struct GrantsRequest {
 #[serde(rename_all = "camelCase")]
 pub struct GrantKeys {
     /// The X25519 secret mail is sealed to, base64url.
-    pub inbox_key: String,
+    #[serde(rename = "inboxKey")]
+    pub address_key: String,
     /// The address's sealing key, base64url.
     pub sealing_key: String,
 }
@@ -185,7 +188,8 @@ pub struct SharedKey {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SharedAddress {
-    pub inbox_id: AddressId,
+    #[serde(rename = "inboxId")]
+    pub address_id: AddressId,
     pub email_address: String,
     pub key_epoch: u32,
     #[cfg_attr(feature = "openapi", schema(value_type = String))]

@@ -68,7 +68,7 @@ fn names_a_newer_service_adds_do_not_break_decoding() {
 }
 
 #[test]
-fn inbox_bodies_keep_their_nulls_and_leave_out_an_unassigned_device() {
+fn address_bodies_keep_their_nulls_and_leave_out_an_unassigned_device() {
     let key = b64::encode(&[4u8; 32]);
     let wire = json!({
         "id": "ibx_first01",
@@ -83,16 +83,16 @@ fn inbox_bodies_keep_their_nulls_and_leave_out_an_unassigned_device() {
         "keyEpoch": 0,
         "publicKey": key,
     });
-    let inbox: Inbox = serde_json::from_value(wire.clone()).unwrap();
-    assert_eq!(inbox.status, AddressStatus::Active);
-    assert_eq!(inbox.public_key, Some([4u8; 32]));
+    let address: Address = serde_json::from_value(wire.clone()).unwrap();
+    assert_eq!(address.status, AddressStatus::Active);
+    assert_eq!(address.public_key, Some([4u8; 32]));
     assert_eq!(
-        inbox.assigned_worker_id.as_ref().unwrap().as_str(),
+        address.assigned_device_id.as_ref().unwrap().as_str(),
         "wkr_phone01"
     );
-    assert_eq!(serde_json::to_value(&inbox).unwrap(), wire);
+    assert_eq!(serde_json::to_value(&address).unwrap(), wire);
 
-    let bare: Inbox = serde_json::from_value(json!({
+    let bare: Address = serde_json::from_value(json!({
         "id": "ibx_first01",
         "operatorId": "acct_aaaaaaaaaaaaaaaaaaaaaaaa",
         "emailAddress": "shop.x1@mail.localhost",
@@ -102,7 +102,7 @@ fn inbox_bodies_keep_their_nulls_and_leave_out_an_unassigned_device() {
         "keyEpoch": 0,
     }))
     .unwrap();
-    assert_eq!((&bare.assigned_worker_id, bare.public_key), (&None, None));
+    assert_eq!((&bare.assigned_device_id, bare.public_key), (&None, None));
     // What the service writes: no `assignedWorkerId`, the other empties null.
     assert_eq!(
         serde_json::to_value(&bare).unwrap(),

@@ -15,7 +15,7 @@ async fn create_list_update_and_the_free_limits() {
         json!({ "domains": [{ "domain": "mail.localhost", "reserved": false }] })
     );
 
-    let public_key = sealpost_seal::b64::encode(&keys.inbox_public_key("ibx_first01", 0));
+    let public_key = sealpost_seal::b64::encode(&keys.address_public_key("ibx_first01", 0));
     let created = api
         .post(
             "/inboxes",
@@ -24,18 +24,23 @@ async fn create_list_update_and_the_free_limits() {
         )
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
-    let inbox = &created.body["inbox"];
-    assert!(inbox["emailAddress"].as_str().unwrap().starts_with("shop."));
+    let address = &created.body["inbox"];
     assert!(
-        inbox["emailAddress"]
+        address["emailAddress"]
+            .as_str()
+            .unwrap()
+            .starts_with("shop.")
+    );
+    assert!(
+        address["emailAddress"]
             .as_str()
             .unwrap()
             .ends_with("@mail.localhost")
     );
-    assert_eq!(inbox["status"], "unassigned");
-    assert_eq!(inbox["retentionDays"], 7);
-    assert_eq!(inbox["keyEpoch"], 0);
-    assert_eq!(inbox["publicKey"], public_key);
+    assert_eq!(address["status"], "unassigned");
+    assert_eq!(address["retentionDays"], 7);
+    assert_eq!(address["keyEpoch"], 0);
+    assert_eq!(address["publicKey"], public_key);
 
     let same_id = api
         .post(
@@ -71,7 +76,7 @@ async fn create_list_update_and_the_free_limits() {
 
     let meta = serde_json::to_value(sealpost_seal::SealedBox::seal(
         &keys.vault_public_key(),
-        &sealpost_seal::context::inbox_meta("ibx_first01"),
+        &sealpost_seal::context::address_meta("ibx_first01"),
         b"shopping",
     ))
     .unwrap();

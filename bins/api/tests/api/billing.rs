@@ -50,33 +50,33 @@ async fn subscription(api: &Api, owner: &SignedIn) -> Value {
 }
 
 /// The ids of the account's paused addresses.
-async fn paused_inboxes(api: &Api, owner: &SignedIn) -> Vec<String> {
-    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
-    inboxes.body["inboxes"]
+async fn paused_addresses(api: &Api, owner: &SignedIn) -> Vec<String> {
+    let addresses = api.get("/inboxes", Some(&owner.token)).await;
+    addresses.body["inboxes"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|inbox| !inbox["pausedAt"].is_null())
-        .map(|inbox| inbox["id"].as_str().unwrap().to_owned())
+        .filter(|address| !address["pausedAt"].is_null())
+        .map(|address| address["id"].as_str().unwrap().to_owned())
         .collect()
 }
 
 /// An address with its public key, so it takes mail.
-pub(crate) async fn keyed_inbox(api: &Api, owner: &SignedIn, keys: &AccountKeys, id: &str) {
+pub(crate) async fn keyed_address(api: &Api, owner: &SignedIn, keys: &AccountKeys, id: &str) {
     let created = api
         .post(
             "/inboxes",
             Some(&owner.token),
             json!({ "id": id, "domain": "mail.localhost", "prefix": "bill", "retentionDays": 90,
-                    "publicKey": b64::encode(&keys.inbox_public_key(id, 0)) }),
+                    "publicKey": b64::encode(&keys.address_public_key(id, 0)) }),
         )
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
 }
 
-async fn listed(api: &Api, owner: &SignedIn, inbox: &str) -> Vec<String> {
+async fn listed(api: &Api, owner: &SignedIn, address: &str) -> Vec<String> {
     let page = api
-        .get(&format!("/inboxes/{inbox}/messages"), Some(&owner.token))
+        .get(&format!("/inboxes/{address}/messages"), Some(&owner.token))
         .await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
     page.body["messages"]
@@ -291,8 +291,8 @@ async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events()
     let (_, keys) = new_keys();
     let mut owner = api.register(&keys).await;
     buy(&api, &owner, "operator").await;
-    keyed_inbox(&api, &owner, &keys, "ibx_lapse01").await;
-    keyed_inbox(&api, &owner, &keys, "ibx_lapse02").await;
+    keyed_address(&api, &owner, &keys, "ibx_lapse01").await;
+    keyed_address(&api, &owner, &keys, "ibx_lapse02").await;
     api.pair(&owner.token, "wkr_lapse01").await;
     let before = api.deliver(&owner, "ibx_lapse01").await;
 
@@ -322,13 +322,13 @@ async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events()
             "domains": 0,
         })
     );
-    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
-    for inbox in inboxes.body["inboxes"].as_array().unwrap() {
-        assert_eq!(inbox["pausedAt"], "2026-12-22T12:00:00.000Z", "{inbox}");
+    let addresses = api.get("/inboxes", Some(&owner.token)).await;
+    for address in addresses.body["inboxes"].as_array().unwrap() {
+        assert_eq!(address["pausedAt"], "2026-12-22T12:00:00.000Z", "{address}");
     }
-    let worker = api.get("/workers/wkr_lapse01", Some(&owner.token)).await;
+    let device = api.get("/workers/wkr_lapse01", Some(&owner.token)).await;
     assert_eq!(
-        worker.body["worker"]["pausedAt"],
+        device.body["worker"]["pausedAt"],
         "2026-12-22T12:00:00.000Z"
     );
     let usage = api.get("/usage", Some(&owner.token)).await;
@@ -349,18 +349,18 @@ async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events()
         .await
         .len();
     let mut held = Vec::new();
-    for inbox in ["ibx_lapse02", "ibx_lapse01"] {
+    for address in ["ibx_lapse02", "ibx_lapse01"] {
         api.app.clock.advance(TimeDelta::minutes(5));
-        held.push((api.deliver(&owner, inbox).await, inbox));
+        held.push((api.deliver(&owner, address).await, address));
     }
     // And by SMTP: 250 once stored, held like the rest.
     api.app.clock.advance(TimeDelta::minutes(5));
-    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
-    let address = inboxes.body["inboxes"]
+    let addresses = api.get("/inboxes", Some(&owner.token)).await;
+    let address = addresses.body["inboxes"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|inbox| inbox["id"] == "ibx_lapse02")
+        .find(|address| address["id"] == "ibx_lapse02")
         .unwrap()["emailAddress"]
         .as_str()
         .unwrap()
@@ -420,8 +420,8 @@ async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events()
     assert_eq!(record["planId"], "fleet");
     assert_eq!(record["pause"], Value::Null);
     assert_eq!(record["renewsAt"], "2027-01-21T13:15:00.000Z");
-    let worker = api.get("/workers/wkr_lapse01", Some(&owner.token)).await;
-    assert_eq!(worker.body["worker"]["pausedAt"], Value::Null);
+    let device = api.get("/workers/wkr_lapse01", Some(&owner.token)).await;
+    assert_eq!(device.body["worker"]["pausedAt"], Value::Null);
     let released = api.events(&owner.account_id, "message.received").await;
     let released = &released[received_before..];
     assert_eq!(
@@ -430,7 +430,7 @@ async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events()
             .map(|(payload, _)| payload.clone())
             .collect::<Vec<_>>(),
         held.iter()
-            .map(|(message, inbox)| json!({ "messageId": message, "inboxId": inbox }))
+            .map(|(message, address)| json!({ "messageId": message, "inboxId": address }))
             .collect::<Vec<_>>()
     );
     assert!(released.iter().all(|(_, at)| at == "2026-12-22T13:15:00"));
@@ -467,7 +467,7 @@ async fn paying_for_a_smaller_plan_releases_what_it_holds_and_keeps_the_rest_pau
     assert_eq!(record["pause"]["addresses"], 1);
     assert_eq!(record["pause"]["since"], "2026-12-23T12:00:00.000Z");
     // The newest stays paused; the oldest were released first.
-    assert_eq!(paused_inboxes(&api, &owner).await, vec!["ibx_many100"]);
+    assert_eq!(paused_addresses(&api, &owner).await, vec!["ibx_many100"]);
     // The received limit is the paid plan's again.
     let usage = api.get("/usage", Some(&owner.token)).await;
     assert_eq!(usage.body["messagesReceived"]["limit"], 100_000);
@@ -610,7 +610,7 @@ async fn what_a_pause_still_holds_at_deletes_at_is_deleted_and_the_pause_ends() 
     let (_, keys) = new_keys();
     let mut owner = api.register(&keys).await;
     buy(&api, &owner, "operator").await;
-    keyed_inbox(&api, &owner, &keys, "ibx_gone01").await;
+    keyed_address(&api, &owner, &keys, "ibx_gone01").await;
     api.pair(&owner.token, "wkr_gone01").await;
     api.app.clock.advance(TimeDelta::days(30));
     run_sweeps(&api).await;
@@ -639,10 +639,10 @@ async fn what_a_pause_still_holds_at_deletes_at_is_deleted_and_the_pause_ends() 
     let record = subscription(&api, &owner).await;
     assert_eq!(record["planId"], "operator");
     assert_eq!(record["pause"], Value::Null);
-    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
-    assert_eq!(inboxes.body["inboxes"], json!([]));
-    let worker = api.get("/workers/wkr_gone01", Some(&owner.token)).await;
-    assert_eq!(worker.status, StatusCode::NOT_FOUND);
+    let addresses = api.get("/inboxes", Some(&owner.token)).await;
+    assert_eq!(addresses.body["inboxes"], json!([]));
+    let device = api.get("/workers/wkr_gone01", Some(&owner.token)).await;
+    assert_eq!(device.status, StatusCode::NOT_FOUND);
     let message = api
         .get(&format!("/messages/{held}"), Some(&owner.token))
         .await;
@@ -667,7 +667,7 @@ async fn mail_stored_held_after_its_address_was_released_is_listed_by_the_next_s
     let api = Api::spawn().await;
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
-    keyed_inbox(&api, &owner, &keys, "ibx_late01").await;
+    keyed_address(&api, &owner, &keys, "ibx_late01").await;
     let message = api.deliver(&owner, "ibx_late01").await;
     // What a delivery racing a release leaves: its RCPT saw the address
     // paused, so it was stored held, but the address is no longer paused.
@@ -714,7 +714,7 @@ async fn a_waiter_past_held_mail_gets_it_when_it_is_released() {
     let api = Api::spawn().await;
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
-    keyed_inbox(&api, &owner, &keys, "ibx_late02").await;
+    keyed_address(&api, &owner, &keys, "ibx_late02").await;
     let held = api.deliver(&owner, "ibx_late02").await;
     {
         use diesel_async::RunQueryDsl;
@@ -786,7 +786,7 @@ async fn a_cheaper_invoice_confirmed_after_an_upgrade_is_a_credit_not_a_downgrad
     assert_eq!(status, StatusCode::OK, "{page}");
 
     assert_eq!(subscription(&api, &owner).await, upgraded);
-    assert_eq!(paused_inboxes(&api, &owner).await, Vec::<String>::new());
+    assert_eq!(paused_addresses(&api, &owner).await, Vec::<String>::new());
     assert_eq!(
         api.events(&owner.account_id, "subscription.updated")
             .await
@@ -859,8 +859,8 @@ async fn a_release_between_the_sweeps_read_and_its_delete_wins() {
     let (_, keys) = new_keys();
     let mut owner = api.register(&keys).await;
     buy(&api, &owner, "operator").await;
-    keyed_inbox(&api, &owner, &keys, "ibx_race01").await;
-    keyed_inbox(&api, &owner, &keys, "ibx_race02").await;
+    keyed_address(&api, &owner, &keys, "ibx_race01").await;
+    keyed_address(&api, &owner, &keys, "ibx_race02").await;
     api.pair(&owner.token, "wkr_race01").await;
     api.app.clock.advance(TimeDelta::days(30));
     run_sweeps(&api).await;
@@ -932,16 +932,16 @@ async fn a_release_between_the_sweeps_read_and_its_delete_wins() {
         Deleted::Spared
     );
 
-    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
-    let left: Vec<&str> = inboxes.body["inboxes"]
+    let addresses = api.get("/inboxes", Some(&owner.token)).await;
+    let left: Vec<&str> = addresses.body["inboxes"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|inbox| inbox["id"].as_str().unwrap())
+        .map(|address| address["id"].as_str().unwrap())
         .collect();
     assert_eq!(left, vec!["ibx_race01"]);
-    let worker = api.get("/workers/wkr_race01", Some(&owner.token)).await;
-    assert_eq!(worker.status, StatusCode::OK);
+    let device = api.get("/workers/wkr_race01", Some(&owner.token)).await;
+    assert_eq!(device.status, StatusCode::OK);
     assert_eq!(
         api.event_payloads(&owner.account_id, "inbox.deleted").await,
         vec![json!({ "inboxId": "ibx_race02" })]

@@ -106,11 +106,11 @@ fn raw_mail(marker: &str) -> String {
     )
 }
 
-async fn post_mail(api: &Api, owner: &SignedIn, inbox: &str, marker: &str) -> StatusCode {
+async fn post_mail(api: &Api, owner: &SignedIn, address: &str, marker: &str) -> StatusCode {
     api.post(
         "/messages",
         Some(&owner.token),
-        json!({ "inboxId": inbox, "raw": b64::encode(raw_mail(marker).as_bytes()) }),
+        json!({ "inboxId": address, "raw": b64::encode(raw_mail(marker).as_bytes()) }),
     )
     .await
     .status
@@ -295,7 +295,7 @@ async fn an_address_created_during_a_downgrade_counts_against_the_new_plan() {
 
     let plan =
         api.get("/subscription", Some(&owner.token)).await.body["subscription"]["planId"].clone();
-    let inboxes = api.get("/inboxes", Some(&owner.token)).await.body["inboxes"]
+    let addresses = api.get("/inboxes", Some(&owner.token)).await.body["inboxes"]
         .as_array()
         .unwrap()
         .len();
@@ -308,7 +308,7 @@ async fn an_address_created_during_a_downgrade_counts_against_the_new_plan() {
         creation.body
     );
     assert_eq!(creation.code(), "allocation_exhausted");
-    assert_eq!(inboxes, 3, "Free holds three");
+    assert_eq!(addresses, 3, "Free holds three");
 }
 
 /// The same for a device claim: Free holds one device.

@@ -242,9 +242,13 @@ async fn removing_a_device_unassigns_its_addresses_and_retires_its_id() {
             .code(),
         "unauthenticated"
     );
-    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
-    assert_eq!(inboxes.body["inboxes"][0]["status"], "unassigned");
-    assert!(inboxes.body["inboxes"][0].get("assignedWorkerId").is_none());
+    let addresses = api.get("/inboxes", Some(&owner.token)).await;
+    assert_eq!(addresses.body["inboxes"][0]["status"], "unassigned");
+    assert!(
+        addresses.body["inboxes"][0]
+            .get("assignedWorkerId")
+            .is_none()
+    );
     assert_eq!(
         api.event_types(&owner.account_id).await,
         vec![
@@ -330,7 +334,7 @@ async fn key_bundles_go_to_the_device_and_profiles_are_checked() {
     let device = api.pair(&owner.token, "wkr_phone01").await;
     let bundle = serde_json::to_value(sealpost_seal::SealedBox::seal(
         &[7u8; 32],
-        &sealpost_seal::context::worker_keys("wkr_phone01"),
+        &sealpost_seal::context::device_keys("wkr_phone01"),
         b"{}",
     ))
     .unwrap();

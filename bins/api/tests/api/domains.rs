@@ -196,7 +196,7 @@ async fn a_domain_goes_from_verify_ownership_to_live_and_back_and_takes_mail() {
             "/inboxes",
             Some(&owner.token),
             json!({ "id": "ibx_own001", "emailAddress": "Hello@Example.com",
-                    "publicKey": b64::encode(&keys.inbox_public_key("ibx_own001", 0)) }),
+                    "publicKey": b64::encode(&keys.address_public_key("ibx_own001", 0)) }),
         )
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
@@ -242,9 +242,9 @@ async fn a_domain_goes_from_verify_ownership_to_live_and_back_and_takes_mail() {
     assert_eq!(refused.status, StatusCode::CONFLICT);
     assert_eq!(refused.code(), "domain_in_use");
     assert_eq!(own_domains(&api, &owner).await.len(), 1, "nothing changed");
-    for inbox in ["ibx_own001", "ibx_own002"] {
+    for address in ["ibx_own001", "ibx_own002"] {
         let deleted = api
-            .delete(&format!("/inboxes/{inbox}"), Some(&owner.token))
+            .delete(&format!("/inboxes/{address}"), Some(&owner.token))
             .await;
         assert_eq!(deleted.status, StatusCode::NO_CONTENT);
     }
@@ -462,7 +462,7 @@ async fn after_the_plan_loses_own_domains_mail_is_received_21_days_then_refused(
             "/inboxes",
             Some(&owner.token),
             json!({ "id": "ibx_loss01", "emailAddress": "kept@example.com",
-                    "publicKey": b64::encode(&keys.inbox_public_key("ibx_loss01", 0)) }),
+                    "publicKey": b64::encode(&keys.address_public_key("ibx_loss01", 0)) }),
         )
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
@@ -534,7 +534,7 @@ fn address_on(owner: &SignedIn, id: &str, email: &str) -> sealpost_addresses::Ad
         account: sealpost_kernel::AccountId::parse(&owner.account_id).unwrap(),
         email_address: email.to_owned(),
         domain: email.rsplit_once('@').unwrap().1.to_owned(),
-        worker: None,
+        device: None,
         retention_days: 7,
         paused_at: None,
         meta: None,
@@ -647,18 +647,18 @@ async fn removing_a_domain_while_addresses_are_created_on_it_never_strands_one()
         let remove = api.delete("/domains/custom/example.com", Some(&owner.token));
         let (created, removed) = tokio::join!(create, remove);
         let domains = own_domains(&api, &owner).await;
-        let inboxes = api.get("/inboxes", Some(&owner.token)).await.body["inboxes"]
+        let addresses = api.get("/inboxes", Some(&owner.token)).await.body["inboxes"]
             .as_array()
             .unwrap()
             .clone();
         if removed.status == StatusCode::NO_CONTENT {
             assert_eq!(created.status, StatusCode::BAD_REQUEST, "{}", created.body);
-            assert!(domains.is_empty() && inboxes.is_empty(), "round {round}");
+            assert!(domains.is_empty() && addresses.is_empty(), "round {round}");
         } else {
             assert_eq!(removed.status, StatusCode::CONFLICT, "{}", removed.body);
             assert_eq!(removed.code(), "domain_in_use");
             assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
-            assert_eq!((domains.len(), inboxes.len()), (1, 1), "round {round}");
+            assert_eq!((domains.len(), addresses.len()), (1, 1), "round {round}");
             let deleted = api
                 .delete(&format!("/inboxes/{id}"), Some(&owner.token))
                 .await;

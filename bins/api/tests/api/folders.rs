@@ -17,13 +17,13 @@ async fn account() -> (Api, SignedIn) {
     let api = Api::spawn().await;
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
-    for inbox in ["ibx_first1", "ibx_second"] {
+    for address in ["ibx_first1", "ibx_second"] {
         let created = api
             .post(
                 "/inboxes",
                 Some(&owner.token),
-                json!({ "id": inbox, "domain": "mail.localhost",
-                        "publicKey": b64::encode(&keys.inbox_public_key(inbox, 0)) }),
+                json!({ "id": address, "domain": "mail.localhost",
+                        "publicKey": b64::encode(&keys.address_public_key(address, 0)) }),
             )
             .await;
         assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
@@ -31,12 +31,12 @@ async fn account() -> (Api, SignedIn) {
     (api, owner)
 }
 
-async fn deliver_raw(api: &Api, owner: &SignedIn, inbox: &str, raw: &str) -> String {
+async fn deliver_raw(api: &Api, owner: &SignedIn, address: &str, raw: &str) -> String {
     let posted = api
         .post(
             "/messages",
             Some(&owner.token),
-            json!({ "inboxId": inbox, "raw": b64::encode(raw.as_bytes()) }),
+            json!({ "inboxId": address, "raw": b64::encode(raw.as_bytes()) }),
         )
         .await;
     assert_eq!(posted.status, StatusCode::CREATED, "{}", posted.body);

@@ -13,16 +13,16 @@ use sealpost_testkit::TestApp;
 use sealpost_testkit::receiver::Receiver;
 use serde_json::json;
 
-use crate::billing::{buy, keyed_inbox};
+use crate::billing::{buy, keyed_address};
 use crate::support::{Api, SignedIn, new_keys};
 
 /// Mail that a delivery racing a release leaves: stored held although its
 /// address is not paused. The next sweep pass lists it with one
 /// `message.received`. Returns the message id.
-async fn straggler(api: &Api, owner: &SignedIn, inbox: &str) -> String {
+async fn straggler(api: &Api, owner: &SignedIn, address: &str) -> String {
     let (_, keys) = new_keys();
-    keyed_inbox(api, owner, &keys, inbox).await;
-    let message = api.deliver(owner, inbox).await;
+    keyed_address(api, owner, &keys, address).await;
+    let message = api.deliver(owner, address).await;
     use diesel_async::RunQueryDsl;
     let mut conn = api.app.db.connect().await;
     diesel::sql_query("UPDATE messages SET held = true WHERE id = $1")

@@ -29,10 +29,13 @@ fn mail(to: &str, marker: &str) -> String {
 fn open_content(keys: &AccountKeys, message: &Value) -> Value {
     let sealed: sealpost_seal::SealedBox =
         serde_json::from_value(message["content"].clone()).unwrap();
-    let inbox = message["inboxId"].as_str().unwrap();
+    let address = message["inboxId"].as_str().unwrap();
     let id = message["id"].as_str().unwrap();
     let plain = sealed
-        .open(&keys.address_secret(inbox, 0), &context::message(inbox, id))
+        .open(
+            &keys.address_secret(address, 0),
+            &context::message(address, id),
+        )
         .unwrap();
     serde_json::from_slice(&plain).unwrap()
 }
@@ -187,7 +190,7 @@ async fn rcpt_refuses_keyless_addresses_and_accounts_over_their_allowance() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|inbox| inbox["id"] == "ibx_nokey1")
+        .find(|address| address["id"] == "ibx_nokey1")
         .unwrap()["emailAddress"]
         .as_str()
         .unwrap()
@@ -527,35 +530,35 @@ async fn a_device_reads_only_the_mail_of_its_addresses() {
     api.set_plan(&owner.account_id, "operator").await;
     let phone = api.pair(&owner.token, "wkr_phone01").await;
     let tablet = api.pair(&owner.token, "wkr_tablet1").await;
-    for (inbox, worker) in [("ibx_phone1", "wkr_phone01"), ("ibx_tablet", "wkr_tablet1")] {
+    for (address, device) in [("ibx_phone1", "wkr_phone01"), ("ibx_tablet", "wkr_tablet1")] {
         api.post(
             "/inboxes",
             Some(&owner.token),
-            json!({ "id": inbox, "domain": "mail.localhost",
-                 "publicKey": b64::encode(&keys.inbox_public_key(inbox, 0)) }),
+            json!({ "id": address, "domain": "mail.localhost",
+                 "publicKey": b64::encode(&keys.address_public_key(address, 0)) }),
         )
         .await;
         api.post(
-            &format!("/workers/{worker}/inboxes"),
+            &format!("/workers/{device}/inboxes"),
             Some(&owner.token),
-            json!({ "inboxId": inbox }),
+            json!({ "inboxId": address }),
         )
         .await;
         api.post(
             "/messages",
             Some(&owner.token),
-            json!({ "inboxId": inbox, "raw": b64::encode(b"Subject: s\r\n\r\nb") }),
+            json!({ "inboxId": address, "raw": b64::encode(b"Subject: s\r\n\r\nb") }),
         )
         .await;
     }
     let mine = api.get("/workers/messages", Some(&phone.credential)).await;
-    let inboxes: Vec<Value> = mine.body["messages"]
+    let addresses: Vec<Value> = mine.body["messages"]
         .as_array()
         .unwrap()
         .iter()
         .map(|m| m["inboxId"].clone())
         .collect();
-    assert_eq!(inboxes, vec![json!("ibx_phone1")]);
+    assert_eq!(addresses, vec![json!("ibx_phone1")]);
     let other = api
         .get("/inboxes/ibx_tablet/messages", Some(&phone.credential))
         .await;

@@ -43,7 +43,7 @@ async fn other_accounts_and_other_devices_get_404() {
     assert_eq!(assigned.status, StatusCode::OK);
     let keys_box = serde_json::to_value(sealpost_seal::SealedBox::seal(
         &[1; 32],
-        &sealpost_seal::context::worker_keys("wkr_target1"),
+        &sealpost_seal::context::device_keys("wkr_target1"),
         b"{}",
     ))
     .unwrap();
@@ -150,15 +150,15 @@ async fn other_accounts_and_other_devices_get_404() {
     }
 
     // Lists never show another account's records, and a device sees only itself.
-    let workers = api.get("/workers", Some(&stranger.token)).await;
-    assert_eq!(workers.body["workers"].as_array().unwrap().len(), 1);
-    assert_eq!(workers.body["workers"][0]["id"], "wkr_stranger");
+    let devices = api.get("/workers", Some(&stranger.token)).await;
+    assert_eq!(devices.body["workers"].as_array().unwrap().len(), 1);
+    assert_eq!(devices.body["workers"][0]["id"], "wkr_stranger");
     let own_only = api.get("/workers", Some(&sibling.credential)).await;
     assert_eq!(own_only.body["workers"].as_array().unwrap().len(), 1);
     assert_eq!(own_only.body["workers"][0]["id"], "wkr_sibling");
-    let inboxes = api.get("/inboxes", Some(&sibling.credential)).await;
+    let addresses = api.get("/inboxes", Some(&sibling.credential)).await;
     assert_eq!(
-        inboxes.body["inboxes"],
+        addresses.body["inboxes"],
         json!([]),
         "nothing is assigned to the sibling"
     );
@@ -223,7 +223,10 @@ async fn other_accounts_and_other_devices_get_404() {
     // Everything the owner had is untouched.
     let target = api.get("/workers/wkr_target1", Some(&owner.token)).await;
     assert_eq!(target.body["worker"]["status"], "online");
-    let inbox = api.get("/inboxes", Some(&owner.token)).await;
-    assert_eq!(inbox.body["inboxes"][0]["retentionDays"], 7);
-    assert_eq!(inbox.body["inboxes"][0]["assignedWorkerId"], "wkr_target1");
+    let address = api.get("/inboxes", Some(&owner.token)).await;
+    assert_eq!(address.body["inboxes"][0]["retentionDays"], 7);
+    assert_eq!(
+        address.body["inboxes"][0]["assignedWorkerId"],
+        "wkr_target1"
+    );
 }

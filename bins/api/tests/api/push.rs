@@ -122,7 +122,7 @@ async fn register_token(api: &Api, owner: &SignedIn, token: &str, platform: &str
 }
 
 /// An address with a public key, so it takes mail.
-async fn keyed_inbox(api: &Api, owner: &SignedIn, id: &str) -> Value {
+async fn keyed_address(api: &Api, owner: &SignedIn, id: &str) -> Value {
     let reply = api
         .post(
             "/inboxes",
@@ -136,7 +136,7 @@ async fn keyed_inbox(api: &Api, owner: &SignedIn, id: &str) -> Value {
 }
 
 /// Mail with the marker in its sender, subject and body, through `POST /messages`.
-async fn deliver_marked(api: &Api, owner: &SignedIn, inbox: &str) {
+async fn deliver_marked(api: &Api, owner: &SignedIn, address: &str) {
     let raw = format!(
         "From: {MARKER} <{MARKER}@example.com>\r\nSubject: {MARKER} subject\r\n\r\n{MARKER} body"
     );
@@ -144,7 +144,7 @@ async fn deliver_marked(api: &Api, owner: &SignedIn, inbox: &str) {
         .post(
             "/messages",
             Some(&owner.token),
-            json!({ "inboxId": inbox, "raw": b64::encode(raw.as_bytes()) }),
+            json!({ "inboxId": address, "raw": b64::encode(raw.as_bytes()) }),
         )
         .await;
     assert_eq!(posted.status, StatusCode::CREATED, "{}", posted.body);
@@ -233,8 +233,8 @@ async fn pushes_reach_apns_and_fcm_signed_and_with_generic_text_only() {
     let owner = api.register(&keys).await;
     register_token(&api, &owner, IOS_TOKEN, "ios").await;
     register_token(&api, &owner, ANDROID_TOKEN, "android").await;
-    let inbox = keyed_inbox(&api, &owner, "ibx_marked").await;
-    let address = inbox["emailAddress"].as_str().unwrap().to_owned();
+    let address = keyed_address(&api, &owner, "ibx_marked").await;
+    let address = address["emailAddress"].as_str().unwrap().to_owned();
     deliver_marked(&api, &owner, "ibx_marked").await;
     deliver_marked(&api, &owner, "ibx_marked").await;
 
@@ -344,7 +344,7 @@ async fn a_hundred_mails_within_the_minute_are_one_push_with_the_count() {
     let Push { api, apns, .. } = setup().await;
     let owner = api.register(&new_keys().1).await;
     register_token(&api, &owner, IOS_TOKEN, "ios").await;
-    keyed_inbox(&api, &owner, "ibx_burst").await;
+    keyed_address(&api, &owner, "ibx_burst").await;
     let sender = sender(&api);
     for n in 0..100 {
         deliver_marked(&api, &owner, "ibx_burst").await;
@@ -412,7 +412,7 @@ async fn every_kind_is_pushed_and_each_switch_and_mute_is_honoured() {
     let sender = sender(&api);
 
     // Every kind on: each arrives once.
-    keyed_inbox(&api, &owner, "ibx_kinds").await;
+    keyed_address(&api, &owner, "ibx_kinds").await;
     deliver_marked(&api, &owner, "ibx_kinds").await;
     api.pair(&owner.token, "wkr_phone1").await;
     api.sign_in(&keys).await;
@@ -474,7 +474,7 @@ async fn every_kind_is_pushed_and_each_switch_and_mute_is_honoured() {
         )
         .await;
     assert_eq!(patched.status, StatusCode::OK);
-    keyed_inbox(&api, &owner, "ibx_quiet").await;
+    keyed_address(&api, &owner, "ibx_quiet").await;
     let muted = api
         .patch(
             "/notifications/inboxes/ibx_quiet",

@@ -18,7 +18,7 @@ async fn second_api(api: &Api, config: &Config) -> (Running, String) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let options = StartOptions {
-        workers: 1,
+        http_threads: 1,
         background_jobs: false,
     };
     let running =
@@ -141,7 +141,7 @@ async fn the_api_and_the_jobs_refuse_to_start_without_a_server_key() {
     for http in [true, false] {
         let listener = http.then(|| std::net::TcpListener::bind("127.0.0.1:0").unwrap());
         let options = StartOptions {
-            workers: 1,
+            http_threads: 1,
             background_jobs: !http,
         };
         let Err(error) =
@@ -226,7 +226,7 @@ async fn plain_rows_and_rows_under_an_old_key_are_sealed_again_at_start() {
     let rotated = ServerKeys::from_text(&new_text, &[&old_text]).unwrap();
     config.server_keys = Some(rotated.clone());
     let options = StartOptions {
-        workers: 1,
+        http_threads: 1,
         background_jobs: true,
     };
     sealpost_api_server::start(&config, api.app.clock.clone(), None, options)

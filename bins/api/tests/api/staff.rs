@@ -306,10 +306,10 @@ async fn a_suspended_account_reaches_only_support_and_keeps_its_data() {
         StatusCode::OK,
         "the suspended rate no longer applies"
     );
-    let inboxes = api.get("/inboxes", Some(&owner.token)).await;
-    assert_eq!(inboxes.status, StatusCode::OK);
+    let addresses = api.get("/inboxes", Some(&owner.token)).await;
+    assert_eq!(addresses.status, StatusCode::OK);
     assert_eq!(
-        inboxes.body["inboxes"].as_array().unwrap().len(),
+        addresses.body["inboxes"].as_array().unwrap().len(),
         1,
         "nothing deleted"
     );
@@ -401,8 +401,8 @@ async fn operators_pause_webhooks_and_switch_support_off() {
 async fn abuse_reports_answer_alike_and_are_limited_per_ip() {
     let (api, _) = support_api().await;
     let (_, owner, _) = account(&api).await;
-    let inbox = api.create_address(&owner.token, "ibx_reported1").await;
-    let address = inbox["emailAddress"].as_str().unwrap().to_owned();
+    let address = api.create_address(&owner.token, "ibx_reported1").await;
+    let address = address["emailAddress"].as_str().unwrap().to_owned();
 
     let known = api
         .post(

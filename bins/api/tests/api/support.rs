@@ -111,7 +111,7 @@ impl Api {
                 "/inboxes",
                 Some(&owner.token),
                 json!({ "id": id, "domain": "mail.localhost", "prefix": prefix,
-                        "publicKey": b64::encode(&keys.inbox_public_key(id, 0)) }),
+                        "publicKey": b64::encode(&keys.address_public_key(id, 0)) }),
             )
             .await;
         assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
@@ -225,7 +225,7 @@ impl Api {
     }
 
     /// The whole pairing flow for `owner`, claiming as `worker_id`.
-    pub async fn pair(&self, owner: &str, worker_id: &str) -> Paired {
+    pub async fn pair(&self, owner: &str, device_id: &str) -> Paired {
         let (token, code) = self.open_pairing().await;
         let looked_up = self
             .post("/workers/pair/lookup", Some(owner), json!({ "code": code }))
@@ -236,14 +236,14 @@ impl Api {
             .post(
                 "/workers/pair",
                 Some(owner),
-                json!({ "sessionId": session_id, "workerId": worker_id, "profile": profile_box(worker_id) }),
+                json!({ "sessionId": session_id, "workerId": device_id, "profile": profile_box(device_id) }),
             )
             .await;
         assert_eq!(claimed.status, StatusCode::CREATED, "{}", claimed.body);
         let polled = self
             .get(&format!("/workers/pairing-session/{token}"), None)
             .await;
-        assert_eq!(polled.body["workerId"], worker_id);
+        assert_eq!(polled.body["workerId"], device_id);
         Paired {
             credential: polled.body["credential"].as_str().unwrap().to_owned(),
         }
@@ -263,13 +263,13 @@ impl Api {
     }
 
     /// Delivers one plain message to `inbox` through `POST /messages`; returns its id.
-    pub async fn deliver(&self, owner: &SignedIn, inbox: &str) -> String {
+    pub async fn deliver(&self, owner: &SignedIn, address: &str) -> String {
         let raw = b"From: a@example.com\r\nSubject: test\r\n\r\nhello";
         let posted = self
             .post(
                 "/messages",
                 Some(&owner.token),
-                json!({ "inboxId": inbox, "raw": b64::encode(raw) }),
+                json!({ "inboxId": address, "raw": b64::encode(raw) }),
             )
             .await;
         assert_eq!(posted.status, StatusCode::CREATED, "{}", posted.body);
@@ -343,10 +343,10 @@ impl Api {
 }
 
 /// A well-formed sealed profile for a device (sealed to a throwaway key).
-pub fn profile_box(worker_id: &str) -> Value {
+pub fn profile_box(device_id: &str) -> Value {
     serde_json::to_value(sealpost_seal::SealedBox::seal(
         &[3u8; 32],
-        &sealpost_seal::context::worker_profile(worker_id),
+        &sealpost_seal::context::device_profile(device_id),
         br#"{"name":"phone"}"#,
     ))
     .unwrap()

@@ -10,7 +10,7 @@ use sealpost_testkit::TestApp;
 use sealpost_testkit::relay::{Behaviour, TestRelay, dkim_test_key_path};
 use serde_json::{Value, json};
 
-use crate::billing::{buy, keyed_inbox};
+use crate::billing::{buy, keyed_address};
 use crate::support::{Api, Reply, SignedIn, SmtpClient, new_keys};
 
 struct Person {
@@ -45,25 +45,25 @@ fn add_body(owner: &Person, member: &Person) -> Value {
 }
 
 /// One address's keys at `epoch`, sealed to the member as the owner's client does.
-fn sealed_grant(owner: &Person, member: &Person, inbox: &str, epoch: u32) -> Value {
+fn sealed_grant(owner: &Person, member: &Person, address: &str, epoch: u32) -> Value {
     let keys = json!({
-        "inboxKey": b64::encode(&owner.keys.address_secret(inbox, epoch).to_bytes()),
-        "sealingKey": b64::encode(&owner.keys.inbox_sealing_key(inbox, epoch)),
+        "inboxKey": b64::encode(&owner.keys.address_secret(address, epoch).to_bytes()),
+        "sealingKey": b64::encode(&owner.keys.address_sealing_key(address, epoch)),
     });
     serde_json::to_value(SealedBox::seal(
         &member.keys.auth_public_key(),
-        &context::team_grant(owner.id(), member.id(), inbox, epoch),
+        &context::team_grant(owner.id(), member.id(), address, epoch),
         keys.to_string().as_bytes(),
     ))
     .unwrap()
 }
 
-async fn grant(api: &Api, owner: &Person, member: &Person, inbox: &str, access: &str) -> Reply {
+async fn grant(api: &Api, owner: &Person, member: &Person, address: &str, access: &str) -> Reply {
     api.post(
         &format!("/team/members/{}/grants", member.id()),
         owner.token(),
-        json!({ "grants": [{ "inboxId": inbox, "epoch": 0, "access": access,
-                             "sealed": sealed_grant(owner, member, inbox, 0) }] }),
+        json!({ "grants": [{ "inboxId": address, "epoch": 0, "access": access,
+                             "sealed": sealed_grant(owner, member, address, 0) }] }),
     )
     .await
 }
@@ -88,7 +88,7 @@ async fn open_as_member(
     api: &Api,
     member: &Person,
     owner: &str,
-    inbox: &str,
+    address: &str,
     message_id: &str,
 ) -> String {
     let listed = api.get("/memberships", member.token()).await;
@@ -100,24 +100,24 @@ async fn open_as_member(
         .find(|m| m["ownerId"] == owner)
         .unwrap()
         .clone();
-    let address = membership["addresses"]
+    let shared = membership["addresses"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|a| a["inboxId"] == inbox)
+        .find(|a| a["inboxId"] == address)
         .unwrap()
         .clone();
-    let sealed: SealedBox = serde_json::from_value(address["grants"][0]["sealed"].clone()).unwrap();
+    let sealed: SealedBox = serde_json::from_value(shared["grants"][0]["sealed"].clone()).unwrap();
     let keys: Value = serde_json::from_slice(
         &sealed
             .open(
                 &member.keys.auth_secret(),
-                &context::team_grant(owner, member.id(), inbox, 0),
+                &context::team_grant(owner, member.id(), address, 0),
             )
             .unwrap(),
     )
     .unwrap();
-    let inbox_key = b64::decode_32(keys["inboxKey"].as_str().unwrap()).unwrap();
+    let address_key = b64::decode_32(keys["inboxKey"].as_str().unwrap()).unwrap();
     let read = api
         .get(&format!("/messages/{message_id}"), member.token())
         .await;
@@ -126,8 +126,8 @@ async fn open_as_member(
         serde_json::from_value(read.body["message"]["content"].clone()).unwrap();
     let plain = content
         .open(
-            &StaticSecret::from(inbox_key),
-            &context::message(inbox, message_id),
+            &StaticSecret::from(address_key),
+            &context::message(address, message_id),
         )
         .unwrap();
     String::from_utf8(plain).unwrap()
@@ -151,15 +151,15 @@ async fn an_owner_shares_an_address_read_only_then_with_send_and_takes_it_back()
     let owner = person(&api).await;
     let member = person(&api).await;
     buy(&api, &owner.signed_in, "fleet").await;
-    keyed_inbox(&api, &owner.signed_in, &owner.keys, "ibx_shared01").await;
-    keyed_inbox(&api, &owner.signed_in, &owner.keys, "ibx_private01").await;
-    let inboxes = api.get("/inboxes", owner.token()).await;
+    keyed_address(&api, &owner.signed_in, &owner.keys, "ibx_shared01").await;
+    keyed_address(&api, &owner.signed_in, &owner.keys, "ibx_private01").await;
+    let addresses = api.get("/inboxes", owner.token()).await;
     let address_of = |id: &str| {
-        inboxes.body["inboxes"]
+        addresses.body["inboxes"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|inbox| inbox["id"] == id)
+            .find(|address| address["id"] == id)
             .unwrap()["emailAddress"]
             .as_str()
             .unwrap()
@@ -352,7 +352,7 @@ async fn a_team_is_inactive_while_the_owners_plan_has_no_teams() {
     let owner = person(&api).await;
     let member = person(&api).await;
     buy(&api, &owner.signed_in, "fleet").await;
-    keyed_inbox(&api, &owner.signed_in, &owner.keys, "ibx_shared02").await;
+    keyed_address(&api, &owner.signed_in, &owner.keys, "ibx_shared02").await;
     let added = api
         .post("/team/members", owner.token(), add_body(&owner, &member))
         .await;
@@ -363,8 +363,8 @@ async fn a_team_is_inactive_while_the_owners_plan_has_no_teams() {
             .status,
         StatusCode::OK
     );
-    let inbox = api.get("/inboxes", owner.token()).await;
-    let address = inbox.body["inboxes"][0]["emailAddress"]
+    let address = api.get("/inboxes", owner.token()).await;
+    let address = address.body["inboxes"][0]["emailAddress"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -497,7 +497,7 @@ async fn limits_members_grants_and_epochs() {
     for n in 0..501 {
         let id = format!("ibx_many{n:03}");
         if n < 500 {
-            keyed_inbox(&api, &owner.signed_in, &owner.keys, &id).await;
+            keyed_address(&api, &owner.signed_in, &owner.keys, &id).await;
         }
         grants.push(json!({ "inboxId": id, "epoch": 0, "access": "read",
                             "sealed": sealed_grant(&owner, member, &id, 0) }));
@@ -608,8 +608,8 @@ async fn other_accounts_ids_are_404_and_device_credentials_403() {
     let stranger = person(&api).await;
     api.set_plan(owner.id(), "fleet").await;
     api.set_plan(stranger.id(), "fleet").await;
-    keyed_inbox(&api, &owner.signed_in, &owner.keys, "ibx_iso01").await;
-    keyed_inbox(&api, &stranger.signed_in, &stranger.keys, "ibx_iso02").await;
+    keyed_address(&api, &owner.signed_in, &owner.keys, "ibx_iso01").await;
+    keyed_address(&api, &stranger.signed_in, &stranger.keys, "ibx_iso02").await;
     let added = api
         .post("/team/members", owner.token(), add_body(&owner, &member))
         .await;
@@ -703,7 +703,7 @@ async fn bad_input_keys_that_are_not_the_sign_in_key_and_invalid_boxes() {
     let owner = person(&api).await;
     let member = person(&api).await;
     api.set_plan(owner.id(), "fleet").await;
-    keyed_inbox(&api, &owner.signed_in, &owner.keys, "ibx_bad01").await;
+    keyed_address(&api, &owner.signed_in, &owner.keys, "ibx_bad01").await;
 
     // Another key than the one the account signs in with: 404, as for no account.
     let vault = member.keys.vault_public_key();

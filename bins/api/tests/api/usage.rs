@@ -29,7 +29,7 @@ async fn usage_matches_the_counters_after_a_scripted_sequence() {
             "/inboxes",
             Some(&owner.token),
             json!({ "id": "ibx_usage01", "domain": "mail.localhost", "prefix": "use",
-                    "publicKey": b64::encode(&keys.inbox_public_key("ibx_usage01", 0)) }),
+                    "publicKey": b64::encode(&keys.address_public_key("ibx_usage01", 0)) }),
         )
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);

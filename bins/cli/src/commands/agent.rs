@@ -53,7 +53,7 @@ pub async fn pair(ctx: &Ctx, name: Option<String>, platform: &str, force: bool) 
     if !force && let Some(existing) = ctx.state.load_device()? {
         bail!(
             "this machine is already paired as {} with {}; `sealpost agent pair --force` pairs it again and discards that credential",
-            existing.worker_id,
+            existing.device_id,
             existing.api_url
         );
     }
@@ -80,7 +80,7 @@ pub async fn pair(ctx: &Ctx, name: Option<String>, platform: &str, force: bool) 
     );
     outln!("Waiting for the operator; Ctrl-C cancels.");
 
-    let (worker_id, credential) = tokio::select! {
+    let (device_id, credential) = tokio::select! {
         claimed = wait_for_claim(&client, &opened.token) => claimed?,
         _ = interrupt.recv() => {
             return Err(match client.cancel_pairing(&opened.token).await {
@@ -97,14 +97,14 @@ pub async fn pair(ctx: &Ctx, name: Option<String>, platform: &str, force: bool) 
     ctx.state
         .save_device(&DeviceState {
             api_url,
-            worker_id: worker_id.clone(),
+            device_id: device_id.clone(),
             credential,
             secret_key: b64::encode(&secret),
         })
         .context(
             "paired, but the credential could not be stored; remove the device and pair again",
         )?;
-    outln!("Paired as {worker_id}.");
+    outln!("Paired as {device_id}.");
     outln!(
         "The credential is stored in {}.",
         ctx.state.device_path().display()
@@ -125,8 +125,8 @@ async fn wait_for_claim(client: &Client, token: &str) -> Result<(DeviceId, Strin
             }
             Err(e) => return Err(e.into()),
         };
-        if let (Some(worker_id), Some(credential)) = (poll.worker_id, poll.credential) {
-            return Ok((worker_id, credential));
+        if let (Some(device_id), Some(credential)) = (poll.device_id, poll.credential) {
+            return Ok((device_id, credential));
         }
         match poll.state {
             PairingState::OperatorDetected if !detected => {
@@ -145,15 +145,15 @@ async fn wait_for_claim(client: &Client, token: &str) -> Result<(DeviceId, Strin
 pub async fn status(ctx: &Ctx) -> Result<()> {
     let (device, client) = ctx.device()?;
     client.heartbeat().await?;
-    let worker = client.get_device(&device.worker_id).await?;
-    outln!("Device       {}", worker.id);
-    outln!("Status       {}", worker.status);
-    outln!("Platform     {}", escape::line(worker.platform.as_str()));
-    outln!("Paired       {}", worker.created_at);
-    if let Some(at) = worker.last_active_at {
+    let seen = client.get_device(&device.device_id).await?;
+    outln!("Device       {}", seen.id);
+    outln!("Status       {}", seen.status);
+    outln!("Platform     {}", escape::line(seen.platform.as_str()));
+    outln!("Paired       {}", seen.created_at);
+    if let Some(at) = seen.last_active_at {
         outln!("Last active  {}", active_ago(at, now()));
     }
-    if let Some(at) = worker.paused_at {
+    if let Some(at) = seen.paused_at {
         outln!("Paused       since {at}");
     }
     outln!("Server       {}", device.api_url);
@@ -173,12 +173,12 @@ pub(super) async fn open_key_bundle(
             ctx.state.device_path().display()
         )
     })?;
-    let sealed = match client.get_device_keys(&device.worker_id).await {
+    let sealed = match client.get_device_keys(&device.device_id).await {
         Ok(keys) => keys,
         Err(e) if e.status() == Some(404) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let bundle = KeyBundle::open(&StaticSecret::from(secret), &device.worker_id, &sealed.keys)
+    let bundle = KeyBundle::open(&StaticSecret::from(secret), &device.device_id, &sealed.keys)
         .context("the key bundle cannot be opened with this device's key")?;
     Ok(Some((bundle, sealed.updated_at)))
 }
@@ -191,28 +191,35 @@ pub async fn keys(ctx: &Ctx) -> Result<()> {
         outln!("No key bundle yet: the operator has not sent one.");
         return Ok(());
     };
-    let assigned = client.list_addresses().await?.inboxes;
-    let colon = if bundle.inboxes.is_empty() { "." } else { ":" };
+    let assigned = client.list_addresses().await?.addresses;
+    let colon = if bundle.addresses.is_empty() {
+        "."
+    } else {
+        ":"
+    };
     outln!(
         "Keys of {} (bundle sent {sent_at}){colon}",
-        addresses(bundle.inboxes.len()),
+        addresses(bundle.addresses.len()),
     );
-    for entry in &bundle.inboxes {
-        let note = match assigned.iter().find(|inbox| inbox.id == entry.inbox_id) {
+    for entry in &bundle.addresses {
+        let note = match assigned
+            .iter()
+            .find(|address| address.id == entry.address_id)
+        {
             None => "(not assigned to this device)".to_owned(),
-            Some(inbox) if inbox.public_key.is_none() => format!(
+            Some(address) if address.public_key.is_none() => format!(
                 "{}  (has no public key: refuses mail)",
-                escape::line(&inbox.email_address)
+                escape::line(&address.email_address)
             ),
-            Some(inbox) if inbox.public_key != Some(entry.public_key()) => {
+            Some(address) if address.public_key != Some(entry.public_key()) => {
                 format!(
                     "{}  (KEY MISMATCH: mail to it cannot be read)",
-                    escape::line(&inbox.email_address)
+                    escape::line(&address.email_address)
                 )
             }
-            Some(inbox) => escape::line(&inbox.email_address).into_owned(),
+            Some(address) => escape::line(&address.email_address).into_owned(),
         };
-        outln!("{}  epoch {}  {note}", entry.inbox_id, entry.epoch);
+        outln!("{}  epoch {}  {note}", entry.address_id, entry.epoch);
     }
     Ok(())
 }

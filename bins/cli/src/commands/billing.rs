@@ -189,7 +189,7 @@ fn change_refused(err: ClientError, target: PlanId, plans: &[PlanOffer]) -> Clie
         }
         "downgrade_blocked" => {
             let message = format!(
-                "{}; `sealpost inbox delete` and `sealpost device remove` do that",
+                "{}; `sealpost address delete` and `sealpost device remove` do that",
                 err
             );
             reworded(err, message)
@@ -522,7 +522,7 @@ mod tests {
         );
         assert!(
             err.to_string()
-                .starts_with("4 addresses; `sealpost inbox delete`"),
+                .starts_with("4 addresses; `sealpost address delete`"),
             "{err}"
         );
     }

@@ -63,7 +63,7 @@ pub async fn pair(ctx: &Ctx, code: &str, name: Option<String>) -> Result<()> {
         .await
         .context("paired, but the key bundle could not be sent")?;
     outln!("Paired {id} \"{}\".", escape::line(&name));
-    outln!("Give it an address with `sealpost inbox assign ADDRESS_ID {id}`.");
+    outln!("Give it an address with `sealpost address assign ADDRESS_ID {id}`.");
     Ok(())
 }
 
@@ -71,22 +71,22 @@ pub async fn pair(ctx: &Ctx, code: &str, name: Option<String>) -> Result<()> {
 pub async fn list(ctx: &Ctx) -> Result<()> {
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
-    let workers = vault::all_workers(&client).await?;
-    if workers.is_empty() {
+    let devices = vault::all_devices(&client).await?;
+    if devices.is_empty() {
         outln!("No devices. Pair one with `sealpost device pair CODE`.");
         return Ok(());
     }
     let now = now();
     let mut table = Table::headless(&[Align::Left; 5]);
-    for worker in &workers {
-        let last_active = worker
+    for device in &devices {
+        let last_active = device
             .last_active_at
             .map_or_else(|| "never".to_owned(), |at| active_ago(at, now));
         table.row(vec![
-            worker.id.to_string(),
-            worker.status.as_str().to_owned(),
-            escape::line(worker.platform.as_str()).into_owned(),
-            vault::device_name(&keys, worker),
+            device.id.to_string(),
+            device.status.as_str().to_owned(),
+            escape::line(device.platform.as_str()).into_owned(),
+            vault::device_name(&keys, device),
             format!("(last active {last_active})"),
         ]);
     }
@@ -99,8 +99,8 @@ pub async fn rename(ctx: &Ctx, id: &str, name: &str) -> Result<()> {
     let id = parse_device_id(id)?;
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
-    let worker = client.get_device(&id).await?;
-    let mut profile = vault::profile(&keys, &worker)?;
+    let device = client.get_device(&id).await?;
+    let mut profile = vault::profile(&keys, &device)?;
     name.clone_into(&mut profile.name);
     client
         .update_device(

@@ -75,7 +75,7 @@ fn next_step(domain: &OwnDomain) -> Vec<String> {
         DomainStep::Live => vec![
             format!("{name} is live: it receives mail."),
             format!(
-                "Create addresses on it with `sealpost inbox create --domain {name} --local-part NAME`."
+                "Create addresses on it with `sealpost address create --domain {name} --local-part NAME`."
             ),
         ],
         DomainStep::Attention if domain.verified_at.is_none() => vec![
@@ -194,7 +194,7 @@ fn explained(err: ClientError, domain: &str) -> ClientError {
         "not_found" => format!("{name} is not one of this account's domains (`sealpost domain list`)"),
         "plan_required" => "own domains come with the Scale plan and up; `sealpost billing checkout scale` pays for it".to_owned(),
         "domain_in_use" => format!(
-            "addresses exist on {name}; delete them first (`sealpost inbox list`, `sealpost inbox delete`)"
+            "addresses exist on {name}; delete them first (`sealpost address list`, `sealpost address delete`)"
         ),
         _ => return err,
     };
@@ -245,7 +245,7 @@ mod tests {
         );
         let text = next_step(&domain(DomainStep::Live, true)).join("\n");
         assert!(
-            text.contains("sealpost inbox create --domain example.org"),
+            text.contains("sealpost address create --domain example.org"),
             "{text}"
         );
         let lost = next_step(&domain(DomainStep::Attention, false)).join("\n");

@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use super::Ctx;
 use super::agent::open_key_bundle;
-use super::vault::{self, resolve_inbox};
+use super::vault::{self, resolve_address};
 use crate::cli::{ShowArgs, StoredCredential};
 use crate::state::{DeviceState, StateDir, StoredSession};
 use crate::{escape, mailtext, output};
@@ -51,14 +51,14 @@ enum MailKeys {
 }
 
 impl AddressSecrets for MailKeys {
-    fn secret_for(&self, inbox_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
+    fn secret_for(&self, address_id: &AddressId, epoch: u32) -> Option<StaticSecret> {
         match self {
             // A shared address's key is the owner's: the grant's, never one
             // derived from this account's phrase.
             Self::Operator(keys, shared) => shared
-                .secret_for(inbox_id, epoch)
-                .or_else(|| keys.secret_for(inbox_id, epoch)),
-            Self::Device(bundle) => bundle.secret_for(inbox_id, epoch),
+                .secret_for(address_id, epoch)
+                .or_else(|| keys.secret_for(address_id, epoch)),
+            Self::Device(bundle) => bundle.secret_for(address_id, epoch),
         }
     }
 }
@@ -96,7 +96,7 @@ async fn unlock(ctx: &Ctx, reader: &Reader, client: &Client) -> Result<MailKeys>
         Reader::Device(device) => match open_key_bundle(ctx, device, client).await? {
             Some((bundle, _)) => Ok(MailKeys::Device(bundle)),
             None => bail!(
-                "this device has no key bundle yet: the operator sends one with `sealpost inbox assign`"
+                "this device has no key bundle yet: the operator sends one with `sealpost address assign`"
             ),
         },
     }
@@ -182,20 +182,20 @@ fn parse_folder(text: &str) -> Result<Folder> {
 pub async fn list(
     ctx: &Ctx,
     device: bool,
-    inbox_id: Option<&str>,
+    address_id: Option<&str>,
     filter: &ListFilter,
     limit: Option<u32>,
     all: bool,
 ) -> Result<()> {
     let (reader, client) = reader(ctx, device)?;
     let keys = unlock(ctx, &reader, &client).await?;
-    let inbox = match inbox_id {
-        Some(text) => Some(resolve_inbox(&client, text).await?),
+    let address = match address_id {
+        Some(text) => Some(resolve_address(&client, text).await?),
         None => None,
     };
     let query = MailFilter {
         folder: filter.folder.as_deref().map(parse_folder).transpose()?,
-        inbox_id: inbox.clone(),
+        address_id: address.clone(),
         starred: filter.starred.then_some(true),
         unread: filter.unread.then_some(true),
     };
@@ -222,9 +222,9 @@ pub async fn list(
         }
     }
     if shown == 0 {
-        let place = match (&inbox, query.folder) {
-            (Some(inbox), Some(folder)) => format!(" in {inbox} ({folder})"),
-            (Some(inbox), None) => format!(" in {inbox}"),
+        let place = match (&address, query.folder) {
+            (Some(address), Some(folder)) => format!(" in {address} ({folder})"),
+            (Some(address), None) => format!(" in {address}"),
             (None, Some(folder)) => format!(" in {folder}"),
             (None, None) => String::new(),
         };
@@ -362,13 +362,13 @@ fn worth_retrying(err: &ClientError) -> bool {
 pub async fn wait(
     ctx: &Ctx,
     device: bool,
-    inbox_id: &str,
+    address_id: &str,
     timeout: u64,
     args: ShowArgs,
 ) -> Result<()> {
     let (reader, client) = reader(ctx, device)?;
     let keys = unlock(ctx, &reader, &client).await?;
-    let inbox = resolve_inbox(&client, inbox_id).await?;
+    let address = resolve_address(&client, address_id).await?;
     let deadline = Instant::now() + Duration::from_secs(timeout);
     let mut after: Option<String> = None;
     let mut failing: Option<ClientError> = None;
@@ -376,7 +376,7 @@ pub async fn wait(
         let left = deadline.saturating_duration_since(Instant::now()).as_secs();
         let seconds = u32::try_from(left).unwrap_or(MAX_WAIT_SECONDS);
         match client
-            .wait_for_messages(&inbox, after.as_deref(), seconds)
+            .wait_for_messages(&address, after.as_deref(), seconds)
             .await
         {
             Ok(Some(answer)) => {
@@ -417,9 +417,9 @@ pub async fn wait(
         if Instant::now() >= deadline {
             if let Some(err) = failing {
                 return Err(anyhow::Error::new(err)
-                    .context(format!("no answer about {inbox} within {timeout} s")));
+                    .context(format!("no answer about {address} within {timeout} s")));
             }
-            bail!("no new mail in {inbox} within {timeout} s");
+            bail!("no new mail in {address} within {timeout} s");
         }
     }
 }
@@ -567,15 +567,15 @@ pub async fn send(ctx: &Ctx, device: bool, outgoing: Outgoing) -> Result<()> {
     let from = if outgoing.from.contains('@') {
         outgoing.from.trim().to_owned()
     } else {
-        let id = resolve_inbox(&client, &outgoing.from).await?;
+        let id = resolve_address(&client, &outgoing.from).await?;
         client
             .list_addresses()
             .await?
-            .inboxes
+            .addresses
             .into_iter()
-            .find(|inbox| inbox.id == id)
-            .map(|inbox| inbox.email_address)
-            .ok_or_else(|| anyhow!("no address {id} here; `sealpost inbox list` shows them"))?
+            .find(|address| address.id == id)
+            .map(|address| address.email_address)
+            .ok_or_else(|| anyhow!("no address {id} here; `sealpost address list` shows them"))?
     };
     let text = match (outgoing.text, &outgoing.text_file) {
         (Some(text), _) => text,

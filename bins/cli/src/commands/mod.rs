@@ -2,11 +2,11 @@
 //! `main`, which reports them.
 
 mod account;
+mod addresses;
 mod agent;
 mod billing;
 mod devices;
 mod domains;
-mod inboxes;
 mod mail;
 mod notifications;
 mod sessions;
@@ -127,7 +127,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             DeviceCommand::Disable { id } => devices::disable(&ctx, &id).await,
             DeviceCommand::Remove { id } => devices::remove(&ctx, &id).await,
         },
-        Command::Inbox(command) => match command {
+        Command::Address(command) => match command {
             AddressCommand::Create {
                 prefix,
                 local_part,
@@ -135,28 +135,29 @@ pub async fn run(cli: Cli) -> Result<()> {
                 retention,
                 label,
             } => {
-                let new = inboxes::NewInbox {
+                let new = addresses::NewAddress {
                     prefix,
                     local_part,
                     domain,
                     retention,
                     label,
                 };
-                inboxes::create(&ctx, new).await
+                addresses::create(&ctx, new).await
             }
-            AddressCommand::List => inboxes::list(&ctx).await,
-            AddressCommand::Label { id, text } => inboxes::label(&ctx, &id, &text).await,
-            AddressCommand::Retention { id, days } => inboxes::retention(&ctx, &id, days).await,
+            AddressCommand::List => addresses::list(&ctx).await,
+            AddressCommand::Label { id, text } => addresses::label(&ctx, &id, &text).await,
+            AddressCommand::Retention { id, days } => addresses::retention(&ctx, &id, days).await,
             AddressCommand::Assign { id, device_id } => {
-                inboxes::assign(&ctx, &id, &device_id).await
+                addresses::assign(&ctx, &id, &device_id).await
             }
             AddressCommand::Unassign { id, device_id } => {
-                inboxes::unassign(&ctx, &id, &device_id).await
+                addresses::unassign(&ctx, &id, &device_id).await
             }
-            AddressCommand::Delete { id } => inboxes::delete(&ctx, &id).await,
+            AddressCommand::Delete { id } => addresses::delete(&ctx, &id).await,
         },
-        Command::Domains => inboxes::domains(&ctx).await,
+        Command::Domains => addresses::domains(&ctx).await,
         Command::Domain(command) => match command {
+            DomainCommand::Available => addresses::domains(&ctx).await,
             DomainCommand::Add { domain } => domains::add(&ctx, &domain).await,
             DomainCommand::List => domains::list(&ctx).await,
             DomainCommand::Check { domain } => domains::check(&ctx, &domain).await,
@@ -277,7 +278,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             let device = args.device;
             match args.command {
                 MailCommand::List {
-                    inbox_id,
+                    address_id,
                     folder,
                     starred,
                     unread,
@@ -289,7 +290,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                         starred,
                         unread,
                     };
-                    mail::list(&ctx, device, inbox_id.as_deref(), &filter, limit, all).await
+                    mail::list(&ctx, device, address_id.as_deref(), &filter, limit, all).await
                 }
                 MailCommand::Send {
                     from,
@@ -325,10 +326,10 @@ pub async fn run(cli: Cli) -> Result<()> {
                     mail::read(&ctx, device, &message_id, show).await
                 }
                 MailCommand::Wait {
-                    inbox_id,
+                    address_id,
                     timeout,
                     show,
-                } => mail::wait(&ctx, device, &inbox_id, timeout, show).await,
+                } => mail::wait(&ctx, device, &address_id, timeout, show).await,
                 MailCommand::Attachment {
                     message_id,
                     index,

@@ -5,7 +5,7 @@ use anyhow::{Result, bail};
 use sealpost_client::notifications::{NotificationPreferences, UpdatePreferencesRequest};
 
 use super::Ctx;
-use super::vault::resolve_inbox;
+use super::vault::resolve_address;
 use crate::escape;
 
 /// The kinds, as the CLI names them and as the API does.
@@ -71,17 +71,17 @@ pub async fn show(ctx: &Ctx) -> Result<()> {
         let on = switch(&settings.preferences, api);
         outln!("{cli:<18} {}", if on { "on" } else { "off" });
     }
-    if settings.muted_inboxes.is_empty() {
+    if settings.muted_addresses.is_empty() {
         outln!("Muted addresses: none");
         return Ok(());
     }
-    let inboxes = client.list_addresses().await?.inboxes;
+    let addresses = client.list_addresses().await?.addresses;
     outln!("Muted addresses (no new-mail pushes):");
-    for id in &settings.muted_inboxes {
-        let address = inboxes
+    for id in &settings.muted_addresses {
+        let address = addresses
             .iter()
-            .find(|inbox| &inbox.id == id)
-            .map(|inbox| escape::line(&inbox.email_address).into_owned())
+            .find(|address| &address.id == id)
+            .map(|address| escape::line(&address.email_address).into_owned())
             .unwrap_or_default();
         outln!("  {id}  {address}");
     }
@@ -115,12 +115,12 @@ pub async fn set(ctx: &Ctx, kind_name: &str, state: &str) -> Result<()> {
 /// Mutes or unmutes new-mail pushes for one address (id or email address).
 pub async fn mute(ctx: &Ctx, address: &str, muted: bool) -> Result<()> {
     let (_, client) = ctx.signed_in()?;
-    let id = resolve_inbox(&client, address).await?;
+    let id = resolve_address(&client, address).await?;
     let mute = client.mute_address(&id, muted).await?;
     if mute.muted {
-        outln!("New mail to {} is no longer pushed.", mute.inbox_id);
+        outln!("New mail to {} is no longer pushed.", mute.address_id);
     } else {
-        outln!("New mail to {} is pushed again.", mute.inbox_id);
+        outln!("New mail to {} is pushed again.", mute.address_id);
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use sealpost_kernel::AccountId;
 use sealpost_seal::{AccountKeys, b64};
 
 use super::Ctx;
-use super::vault::{self, resolve_inbox};
+use super::vault::{self, resolve_address};
 use crate::escape;
 
 fn parse_account(text: &str, what: &str) -> Result<AccountId> {
@@ -68,7 +68,7 @@ pub async fn show(ctx: &Ctx) -> Result<()> {
         for grant in &member.grants {
             outln!(
                 "  {}  epoch {}  {}",
-                grant.inbox_id,
+                grant.address_id,
                 grant.epoch,
                 access_name(&grant.access)
             );
@@ -112,10 +112,10 @@ pub async fn grant(ctx: &Ctx, address: &str, to: &str, access: &str) -> Result<(
         _ => bail!("{} is not read, send or revoke", escape::line(access)),
     };
     let (session, client) = ctx.signed_in()?;
-    let inbox = resolve_inbox(&client, address).await?;
+    let address = resolve_address(&client, address).await?;
     let Some(access) = access else {
-        client.revoke_grant(&member_id, &inbox).await?;
-        outln!("{member_id} no longer has {inbox}.");
+        client.revoke_grant(&member_id, &address).await?;
+        outln!("{member_id} no longer has {address}.");
         return Ok(());
     };
     let keys = vault::unlock(&session)?;
@@ -127,9 +127,9 @@ pub async fn grant(ctx: &Ctx, address: &str, to: &str, access: &str) -> Result<(
     let key_epoch = client
         .list_addresses()
         .await?
-        .inboxes
+        .addresses
         .iter()
-        .find(|candidate| candidate.id == inbox)
+        .find(|candidate| candidate.id == address)
         .map_or(0, |found| found.key_epoch);
     let grants = (0..=key_epoch)
         .map(|epoch| {
@@ -137,7 +137,7 @@ pub async fn grant(ctx: &Ctx, address: &str, to: &str, access: &str) -> Result<(
                 &keys,
                 &member_id,
                 &member_key,
-                &inbox,
+                &address,
                 epoch,
                 access.clone(),
             )
@@ -145,10 +145,14 @@ pub async fn grant(ctx: &Ctx, address: &str, to: &str, access: &str) -> Result<(
         .collect();
     let member = client.grant(&member_id, grants).await?;
     outln!(
-        "{} now has {inbox} ({}), {} epoch(s).",
+        "{} now has {address} ({}), {} epoch(s).",
         member.member_id,
         access_name(&access),
-        member.grants.iter().filter(|g| g.inbox_id == inbox).count()
+        member
+            .grants
+            .iter()
+            .filter(|g| g.address_id == address)
+            .count()
     );
     Ok(())
 }
@@ -174,7 +178,7 @@ pub async fn memberships(ctx: &Ctx) -> Result<()> {
         for address in &membership.addresses {
             outln!(
                 "  {}  {}  {}",
-                address.inbox_id,
+                address.address_id,
                 escape::line(&address.email_address),
                 access_name(&address.access)
             );

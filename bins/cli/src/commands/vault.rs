@@ -6,7 +6,7 @@
 use anyhow::{Context, Result, anyhow, bail};
 use sealpost_client::Client;
 use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
-use sealpost_client::types::{Inbox, PageParams, Worker};
+use sealpost_client::types::{Address, Device, PageParams};
 use sealpost_kernel::{AddressId, DeviceId};
 use sealpost_seal::AccountKeys;
 
@@ -14,7 +14,7 @@ use crate::state::StoredSession;
 use crate::{escape, phrase};
 
 /// The largest page `GET /workers` allows.
-const WORKERS_PAGE: u32 = 200;
+const DEVICES_PAGE: u32 = 200;
 
 /// The account's keys, from the phrase (SEALPOST_PHRASE, the prompt or
 /// stdin), checked to be the signed-in account's: a wrong phrase would seal
@@ -41,60 +41,60 @@ pub fn parse_address_id(text: &str) -> Result<AddressId> {
 
 /// An address named by its id, or by its email address (anything with an
 /// `@`), looked up in `GET /inboxes` as the client's credential sees it.
-pub async fn resolve_inbox(client: &Client, text: &str) -> Result<AddressId> {
+pub async fn resolve_address(client: &Client, text: &str) -> Result<AddressId> {
     if !text.contains('@') {
         return parse_address_id(text);
     }
-    find_inbox(&client.list_addresses().await?.inboxes, text)
+    find_address(&client.list_addresses().await?.addresses, text)
 }
 
 /// The id of the address `text` (an id, or an email address) among
 /// `inboxes`.
-pub fn find_inbox(inboxes: &[Inbox], text: &str) -> Result<AddressId> {
+pub fn find_address(addresses: &[Address], text: &str) -> Result<AddressId> {
     let wanted = text.trim();
     if !wanted.contains('@') {
         return parse_address_id(wanted);
     }
-    inboxes
+    addresses
         .iter()
-        .find(|inbox| inbox.email_address.eq_ignore_ascii_case(wanted))
-        .map(|inbox| inbox.id.clone())
+        .find(|address| address.email_address.eq_ignore_ascii_case(wanted))
+        .map(|address| address.id.clone())
         .ok_or_else(|| {
             anyhow!(
-                "no address {} here; `sealpost inbox list` shows them",
+                "no address {} here; `sealpost address list` shows them",
                 escape::line(wanted)
             )
         })
 }
 
 /// Every device on the account, newest first.
-pub async fn all_workers(client: &Client) -> Result<Vec<Worker>> {
-    let mut workers = Vec::new();
-    let mut page = PageParams::first(WORKERS_PAGE);
+pub async fn all_devices(client: &Client) -> Result<Vec<Device>> {
+    let mut devices = Vec::new();
+    let mut page = PageParams::first(DEVICES_PAGE);
     loop {
         let answer = client.list_devices(&page).await?;
-        workers.extend(answer.workers);
+        devices.extend(answer.devices);
         match page.next(answer.next_cursor.as_deref()) {
             Some(next) => page = next,
-            None => return Ok(workers),
+            None => return Ok(devices),
         }
     }
 }
 
 /// A device's opened profile.
-pub fn profile(keys: &AccountKeys, worker: &Worker) -> Result<DeviceProfile> {
-    let sealed = worker
+pub fn profile(keys: &AccountKeys, device: &Device) -> Result<DeviceProfile> {
+    let sealed = device
         .profile
         .as_ref()
-        .ok_or_else(|| anyhow!("device {} has no profile", worker.id))?;
-    DeviceProfile::open(keys, &worker.id, sealed)
-        .with_context(|| format!("the profile of device {} cannot be read", worker.id))
+        .ok_or_else(|| anyhow!("device {} has no profile", device.id))?;
+    DeviceProfile::open(keys, &device.id, sealed)
+        .with_context(|| format!("the profile of device {} cannot be read", device.id))
 }
 
 /// A device's name for display, escaped (the device chose it): `(no name)`
 /// or `(unreadable)` when there is none to show.
-pub fn device_name(keys: &AccountKeys, worker: &Worker) -> String {
-    match profile(keys, worker) {
+pub fn device_name(keys: &AccountKeys, device: &Device) -> String {
+    match profile(keys, device) {
         Ok(profile) if profile.name.is_empty() => "(no name)".to_owned(),
         Ok(profile) => escape::line(&profile.name).into_owned(),
         Err(_) => "(unreadable)".to_owned(),
@@ -103,10 +103,10 @@ pub fn device_name(keys: &AccountKeys, worker: &Worker) -> String {
 
 /// An address's label for display: `-` without one, `(unreadable)` when it
 /// does not open.
-pub fn inbox_label(keys: &AccountKeys, inbox: &Inbox) -> String {
-    match &inbox.meta {
+pub fn address_label(keys: &AccountKeys, address: &Address) -> String {
+    match &address.meta {
         None => "-".to_owned(),
-        Some(meta) => match sealing::open_label(keys, &inbox.id, meta) {
+        Some(meta) => match sealing::open_label(keys, &address.id, meta) {
             Ok(label) => escape::line(&label).into_owned(),
             Err(_) => "(unreadable)".to_owned(),
         },
@@ -119,23 +119,23 @@ pub fn inbox_label(keys: &AccountKeys, inbox: &Inbox) -> String {
 pub async fn send_key_bundle(
     client: &Client,
     keys: &AccountKeys,
-    worker_id: &DeviceId,
+    device_id: &DeviceId,
 ) -> Result<usize> {
-    let worker = client.get_device(worker_id).await?;
-    let device_key = profile(keys, &worker)?.device_public_key().ok_or_else(|| {
-        anyhow!("the profile of device {worker_id} holds no device key; pair the device again")
+    let device = client.get_device(device_id).await?;
+    let device_key = profile(keys, &device)?.device_public_key().ok_or_else(|| {
+        anyhow!("the profile of device {device_id} holds no device key; pair the device again")
     })?;
     let assigned: Vec<AddressId> = client
         .list_addresses()
         .await?
-        .inboxes
+        .addresses
         .into_iter()
-        .filter(|inbox| inbox.assigned_worker_id.as_ref() == Some(worker_id))
-        .map(|inbox| inbox.id)
+        .filter(|address| address.assigned_device_id.as_ref() == Some(device_id))
+        .map(|address| address.id)
         .collect();
     let bundle = KeyBundle::for_addresses(keys, &assigned);
     client
-        .set_device_keys(worker_id, &bundle.seal(&device_key, worker_id))
+        .set_device_keys(device_id, &bundle.seal(&device_key, device_id))
         .await?;
     Ok(assigned.len())
 }
@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn an_address_is_found_by_id_or_by_email() {
-        let inboxes: Vec<Inbox> = serde_json::from_value(serde_json::json!([{
+        let addresses: Vec<Address> = serde_json::from_value(serde_json::json!([{
             "id": "ibx_abcdefghijklmnop",
             "operatorId": "acct_abcdefghijklmnopqrstuvwx",
             "emailAddress": "shop.x1@mail.example",
@@ -166,14 +166,22 @@ mod tests {
         }]))
         .unwrap();
         let id = AddressId::parse("ibx_abcdefghijklmnop").unwrap();
-        assert_eq!(find_inbox(&inboxes, " Shop.X1@mail.example ").unwrap(), id);
-        assert_eq!(find_inbox(&inboxes, "ibx_abcdefghijklmnop").unwrap(), id);
-        let err = find_inbox(&inboxes, "other@mail.example")
+        assert_eq!(
+            find_address(&addresses, " Shop.X1@mail.example ").unwrap(),
+            id
+        );
+        assert_eq!(
+            find_address(&addresses, "ibx_abcdefghijklmnop").unwrap(),
+            id
+        );
+        let err = find_address(&addresses, "other@mail.example")
             .unwrap_err()
             .to_string();
         assert!(err.contains("no address other@mail.example"), "{err}");
-        assert!(err.contains("sealpost inbox list"), "{err}");
-        let err = find_inbox(&inboxes, "nonsense").unwrap_err().to_string();
+        assert!(err.contains("sealpost address list"), "{err}");
+        let err = find_address(&addresses, "nonsense")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not an address id"), "{err}");
     }
 }

@@ -270,9 +270,9 @@ async fn authenticate_tells_live_expired_unknown_and_device_tokens_apart() {
     let now = clock.now();
     let live = session(now, now + TimeDelta::days(1));
     let expired = session(now - TimeDelta::days(31), now);
-    let worker = DeviceId::parse("wkr_phone01").unwrap();
+    let device = DeviceId::parse("wkr_phone01").unwrap();
     let mut repo = MockAccountRepository::new();
-    let (live_copy, expired_copy, worker_copy) = (live.clone(), expired.clone(), worker.clone());
+    let (live_copy, expired_copy, device_copy) = (live.clone(), expired.clone(), device.clone());
     let found = |bearer, suspended| Some(FoundBearer { bearer, suspended });
     repo.expect_bearer().returning(move |hash| {
         Ok(match hash {
@@ -288,7 +288,7 @@ async fn authenticate_tells_live_expired_unknown_and_device_tokens_apart() {
             h if h == sha256(token("dev-").as_bytes()) => found(
                 Bearer::Device {
                     account_id: account_id(),
-                    device_id: worker_copy.clone(),
+                    device_id: device_copy.clone(),
                 },
                 false,
             ),
@@ -319,17 +319,17 @@ async fn authenticate_tells_live_expired_unknown_and_device_tokens_apart() {
         accounts.authenticate(&token("expd")).await,
         Err(AccountError::SessionExpired)
     ));
-    let device = accounts.authenticate(&token("dev-")).await.unwrap();
-    assert!(!device.suspended);
+    let resolved = accounts.authenticate(&token("dev-")).await.unwrap();
+    assert!(!resolved.suspended);
     assert_eq!(
-        device.caller,
+        resolved.caller,
         Caller::Device {
             account: account_id(),
-            device: worker
+            device
         }
     );
     assert!(matches!(
-        device.caller.session(),
+        resolved.caller.session(),
         Err(AccountError::SessionRequired)
     ));
     assert!(matches!(

@@ -36,8 +36,8 @@ fn activity_body(entry: ActivityEntry) -> wire::ActivityEntry {
         operator_id: entry.account,
         kind: entry.kind.as_str().to_owned(),
         created_at: entry.at,
-        inbox_id: entry.inbox,
-        worker_id: entry.worker,
+        address_id: entry.address,
+        device_id: entry.device,
     }
 }
 

@@ -15,14 +15,14 @@ use crate::state::AppState;
 /// Sealed address label.
 pub const META_LIMIT: usize = 4 * 1024;
 
-fn address_body(address: Address) -> wire::Inbox {
-    wire::Inbox {
+fn address_body(address: Address) -> wire::Address {
+    wire::Address {
         status: address.status().into(),
         id: address.id,
         operator_id: address.account,
         email_address: address.email_address,
         created_at: address.created_at,
-        assigned_worker_id: address.worker,
+        assigned_device_id: address.device,
         retention_days: address.retention_days,
         paused_at: address.paused_at,
         meta: address.meta,
@@ -33,7 +33,7 @@ fn address_body(address: Address) -> wire::Inbox {
 
 fn address_reply(address: Address) -> wire::AddressReply {
     wire::AddressReply {
-        inbox: address_body(address),
+        address: address_body(address),
     }
 }
 
@@ -76,7 +76,7 @@ pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpRe
         .list(caller.account(), caller.own_device().cloned())
         .await?;
     Ok(HttpResponse::Ok().json(wire::AddressList {
-        inboxes: addresses.into_iter().map(address_body).collect(),
+        addresses: addresses.into_iter().map(address_body).collect(),
     }))
 }
 
@@ -192,15 +192,15 @@ pub async fn assign(
     id: Path<String>,
     Json(body): Json<wire::AssignRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let worker = DeviceId::parse(&id).map_err(|_| ApiError::not_found())?;
-    let inbox =
-        AddressId::parse(&body.inbox_id).map_err(|error| ApiError::invalid_id("inboxId", error))?;
+    let device = DeviceId::parse(&id).map_err(|_| ApiError::not_found())?;
+    let address = AddressId::parse(&body.address_id)
+        .map_err(|error| ApiError::invalid_id("inboxId", error))?;
     let plan = plan_of(&state, &caller.account).await?;
     state
         .addresses
-        .assign(&caller.account, plan, &inbox, &worker)
+        .assign(&caller.account, plan, &address, &device)
         .await?;
-    let address = state.addresses.get(&caller.account, &inbox).await?;
+    let address = state.addresses.get(&caller.account, &address).await?;
     Ok(HttpResponse::Ok().json(address_reply(address)))
 }
 
@@ -213,12 +213,12 @@ pub async fn unassign(
     caller: SessionCaller,
     path: Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
-    let (worker, inbox) = path.into_inner();
-    let worker = DeviceId::parse(&worker).map_err(|_| ApiError::not_found())?;
-    let inbox = path_id::<AddressId>(&inbox)?;
+    let (device, address) = path.into_inner();
+    let device = DeviceId::parse(&device).map_err(|_| ApiError::not_found())?;
+    let address = path_id::<AddressId>(&address)?;
     state
         .addresses
-        .unassign(&caller.account, &inbox, &worker)
+        .unassign(&caller.account, &address, &device)
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }

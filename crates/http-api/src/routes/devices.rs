@@ -2,8 +2,8 @@
 
 use actix_web::web::{Data, Path, Query};
 use actix_web::{HttpRequest, HttpResponse};
+use sealpost_devices::{Device, Platform};
 use sealpost_kernel::{DeviceId, PageLimits, PairingSessionId};
-use sealpost_pairing::{Device, Platform};
 use sealpost_seal::b64;
 use sealpost_wire as wire;
 
@@ -18,8 +18,8 @@ pub const PROFILE_LIMIT: usize = 8 * 1024;
 /// Sealed key bundle: the keys of every address the device holds.
 pub const KEY_BUNDLE_LIMIT: usize = 128 * 1024;
 
-fn device_body(device: Device) -> wire::Worker {
-    wire::Worker {
+fn device_body(device: Device) -> wire::Device {
+    wire::Device {
         status: device.status().into(),
         id: device.id,
         operator_id: device.account,
@@ -35,7 +35,7 @@ fn device_body(device: Device) -> wire::Worker {
 
 fn device_reply(device: Device) -> wire::DeviceReply {
     wire::DeviceReply {
-        worker: device_body(device),
+        device: device_body(device),
     }
 }
 
@@ -85,11 +85,11 @@ pub async fn poll_pairing(
     token: Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let view = state.devices.poll_pairing(&token).await?;
-    let (worker_id, credential) = view.handed_over.unzip();
+    let (device_id, credential) = view.handed_over.unzip();
     Ok(HttpResponse::Ok().json(wire::PairingPoll {
         state: view.state.as_str().into(),
         code: view.code,
-        worker_id,
+        device_id,
         credential,
     }))
 }
@@ -140,15 +140,15 @@ pub async fn claim(
     caller: SessionCaller,
     Json(body): Json<wire::ClaimRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let worker_id =
-        DeviceId::parse(&body.worker_id).map_err(|e| ApiError::invalid_id("workerId", e))?;
+    let device_id =
+        DeviceId::parse(&body.device_id).map_err(|e| ApiError::invalid_id("workerId", e))?;
     let session_id =
         PairingSessionId::parse(&body.session_id).map_err(|_| ApiError::not_found())?;
     let profile = check_box_field("profile", &body.profile, PROFILE_LIMIT)?;
     let plan = state.accounts.account(&caller.account).await?.plan;
     let device = state
         .devices
-        .claim(&caller.account, plan, &session_id, worker_id, profile)
+        .claim(&caller.account, plan, &session_id, device_id, profile)
         .await?;
     Ok(HttpResponse::Created().json(device_reply(device)))
 }
@@ -173,7 +173,7 @@ pub async fn list(
         None => state.devices.list(caller.account(), &request).await?,
     };
     Ok(HttpResponse::Ok().json(wire::DevicePage {
-        workers: page.items.into_iter().map(device_body).collect(),
+        devices: page.items.into_iter().map(device_body).collect(),
         next_cursor: page.next_cursor,
     }))
 }
@@ -258,7 +258,7 @@ pub async fn heartbeat(
     Ok(HttpResponse::Ok().json(device_reply(device)))
 }
 
-fn keys_body(bundle: sealpost_pairing::KeyBundle) -> wire::DeviceKeys {
+fn keys_body(bundle: sealpost_devices::KeyBundle) -> wire::DeviceKeys {
     wire::DeviceKeys {
         keys: bundle.keys,
         updated_at: bundle.updated_at,

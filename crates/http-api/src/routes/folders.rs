@@ -46,8 +46,9 @@ pub struct MailboxQuery {
     #[param(value_type = sealpost_wire::Folder, required = false)]
     folder: Option<String>,
     /// Only this address's mail (one the caller may read, else 404).
+    #[serde(rename = "inboxId")]
     #[param(value_type = sealpost_kernel::AddressId, required = false)]
-    inbox_id: Option<String>,
+    address_id: Option<String>,
     /// `true`: starred mail only; `false`: unstarred only.
     #[param(value_type = bool, required = false)]
     starred: Option<String>,
@@ -78,7 +79,7 @@ pub async fn list(
             .as_deref()
             .map(|text| folder_field("folder", text))
             .transpose()?,
-        inbox: address_field(query.inbox_id.as_deref())?,
+        address: address_field(query.address_id.as_deref())?,
         starred: flag_field("starred", query.starred.as_deref())?,
         unread: flag_field("unread", query.unread.as_deref())?,
     };
@@ -119,8 +120,9 @@ fn folder_counts_body(counts: FolderCounts) -> wire::FolderCounts {
 #[serde(rename_all = "camelCase")]
 pub struct FoldersQuery {
     /// Only this address's mail.
+    #[serde(rename = "inboxId")]
     #[param(value_type = sealpost_kernel::AddressId, required = false)]
-    inbox_id: Option<String>,
+    address_id: Option<String>,
 }
 
 /// How much listed mail each folder holds, and how much of it is unread.
@@ -132,8 +134,11 @@ pub async fn folder_counts(
     caller: Authenticated,
     query: Query<FoldersQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let inbox = address_field(query.inbox_id.as_deref())?;
-    let found = state.mailbox.folder_counts(&reader(&caller), inbox).await?;
+    let address = address_field(query.address_id.as_deref())?;
+    let found = state
+        .mailbox
+        .folder_counts(&reader(&caller), address)
+        .await?;
     Ok(HttpResponse::Ok().json(wire::FoldersEnvelope {
         folders: folder_counts_body(found),
     }))

@@ -27,7 +27,7 @@ const MAX_WAIT_SECONDS: u64 = 60;
 pub(crate) fn message_body(message: Message) -> wire::Message {
     wire::Message {
         id: message.id,
-        inbox_id: message.inbox,
+        address_id: message.address,
         received_at: message.received_at,
         read: message.read,
         size_bytes: message.size_bytes,
@@ -42,7 +42,7 @@ pub(crate) fn message_body(message: Message) -> wire::Message {
 pub(crate) fn reader(caller: &Authenticated) -> Reader {
     Reader {
         account: caller.account().clone(),
-        worker: caller.own_device().cloned(),
+        device: caller.own_device().cloned(),
     }
 }
 
@@ -60,11 +60,11 @@ pub async fn list(
     id: Path<String>,
     query: Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let inbox = path_id::<AddressId>(&id)?;
+    let address = path_id::<AddressId>(&id)?;
     let request = query.request(PageLimits::STANDARD)?;
     let page = state
         .mailbox
-        .list(&reader(&caller), &inbox, &request)
+        .list(&reader(&caller), &address, &request)
         .await?;
     Ok(HttpResponse::Ok().json(wire::MessagePage {
         messages: page.items.into_iter().map(message_body).collect(),
@@ -96,7 +96,7 @@ pub async fn wait(
     id: Path<String>,
     query: Query<WaitQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let inbox = path_id::<AddressId>(&id)?;
+    let address = path_id::<AddressId>(&id)?;
     let seconds = match query.timeout.as_deref() {
         None => 30,
         Some(text) => match text.parse::<u64>() {
@@ -127,7 +127,7 @@ pub async fn wait(
     let mut new_mail = state.new_mail.subscribe();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
     loop {
-        let newer = state.mailbox.newer(&reader, &inbox, &after).await?;
+        let newer = state.mailbox.newer(&reader, &address, &after).await?;
         if let Some(last) = newer.last() {
             let cursor = last.position.encode();
             return Ok(HttpResponse::Ok().json(wire::WaitBody {
@@ -141,7 +141,7 @@ pub async fn wait(
         let woken = tokio::time::timeout_at(deadline, async {
             loop {
                 match new_mail.recv().await {
-                    Ok(id) if id == inbox.as_str() => return,
+                    Ok(id) if id == address.as_str() => return,
                     Ok(_) => continue,
                     // Missed some: look again rather than risk missing ours.
                     Err(RecvError::Lagged(_)) => return,
@@ -240,13 +240,13 @@ pub async fn inbound(
     caller: SessionCaller,
     Json(body): Json<wire::DeliverRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let inbox =
-        AddressId::parse(&body.inbox_id).map_err(|error| ApiError::invalid_id("inboxId", error))?;
+    let address = AddressId::parse(&body.address_id)
+        .map_err(|error| ApiError::invalid_id("inboxId", error))?;
     let raw = b64::decode(&body.raw)
         .map_err(|_| ApiError::invalid_field("raw", "expected base64url without padding"))?;
     let id = state
         .ingest
-        .deliver_to_address(&caller.account, &inbox, &raw)
+        .deliver_to_address(&caller.account, &address, &raw)
         .await?;
     Ok(HttpResponse::Created().json(wire::Delivered { message_id: id }))
 }

@@ -34,7 +34,7 @@ async fn envelope(
 ) -> Result<wire::NotificationSettings, ApiError> {
     Ok(wire::NotificationSettings {
         preferences: preferences_body(preferences),
-        muted_inboxes: state
+        muted_addresses: state
             .notifications
             .muted_addresses(caller.account())
             .await?,
@@ -88,13 +88,13 @@ pub async fn mute_address(
     id: Path<String>,
     Json(body): Json<wire::MuteRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let inbox = AddressId::parse(&id).map_err(|_| ApiError::not_found())?;
+    let address = AddressId::parse(&id).map_err(|_| ApiError::not_found())?;
     state
         .notifications
-        .set_muted(caller.account(), caller.own_device(), &inbox, body.muted)
+        .set_muted(caller.account(), caller.own_device(), &address, body.muted)
         .await?;
     Ok(HttpResponse::Ok().json(wire::Mute {
-        inbox_id: inbox,
+        address_id: address,
         muted: body.muted,
     }))
 }

@@ -76,7 +76,7 @@ fn member_body(member: Member) -> wire::TeamMember {
             .grants
             .into_iter()
             .map(|grant| wire::TeamGrant {
-                inbox_id: grant.inbox,
+                address_id: grant.address,
                 epoch: grant.epoch,
                 access: wire_access(grant.access),
             })
@@ -93,7 +93,7 @@ fn membership_body(membership: Membership) -> wire::Membership {
             .addresses
             .into_iter()
             .map(|address| wire::SharedAddress {
-                inbox_id: address.inbox,
+                address_id: address.address,
                 email_address: address.email_address,
                 key_epoch: address.key_epoch,
                 access: wire_access(address.access),
@@ -214,7 +214,7 @@ pub async fn grant(
         .enumerate()
         .map(|(n, grant)| {
             Ok(GrantInput {
-                inbox: AddressId::parse(&grant.inbox_id).map_err(|error| {
+                address: AddressId::parse(&grant.address_id).map_err(|error| {
                     ApiError::invalid_id(&format!("grants[{n}].inboxId"), error)
                 })?,
                 epoch: epoch_of(grant.epoch, &format!("grants[{n}].epoch"))?,
@@ -247,10 +247,13 @@ pub async fn revoke(
     path: Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     state.teams.limit(&caller.account).await?;
-    let (member, inbox) = path.into_inner();
+    let (member, address) = path.into_inner();
     let member = path_id::<AccountId>(&member)?;
-    let inbox = path_id::<AddressId>(&inbox)?;
-    state.teams.revoke(&caller.account, &member, &inbox).await?;
+    let address = path_id::<AddressId>(&address)?;
+    state
+        .teams
+        .revoke(&caller.account, &member, &address)
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -287,8 +290,8 @@ pub async fn rotate(
         )?;
     }
     state.teams.limit(&caller.account).await?;
-    let inbox = path_id::<AddressId>(&id)?;
-    state.teams.rotate(&caller.account, &inbox, epoch).await?;
+    let address = path_id::<AddressId>(&id)?;
+    state.teams.rotate(&caller.account, &address, epoch).await?;
     // `rotate` refuses every request today; nothing was stored.
     Err(ApiError::new(
         ErrorCode::FeatureDisabled,

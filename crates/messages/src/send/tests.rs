@@ -19,11 +19,11 @@ fn account() -> AccountId {
 
 fn sender(with_key: bool, paused: bool) -> SenderRecord {
     SenderRecord {
-        inbox: AddressId::parse("ibx_shop01").unwrap(),
+        address: AddressId::parse("ibx_shop01").unwrap(),
         account: account(),
         plan: PlanId::Free,
         email_address: "shop.abcdef@mail.localhost".into(),
-        public_key: with_key.then(|| keys().inbox_public_key("ibx_shop01", 0)),
+        public_key: with_key.then(|| keys().address_public_key("ibx_shop01", 0)),
         key_epoch: 0,
         paused,
     }

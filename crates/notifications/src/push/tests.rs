@@ -136,7 +136,7 @@ fn nothing_is_queued_without_a_token_or_for_other_events() {
 fn a_muted_address_mutes_its_new_mail_only() {
     let mut muted = settings();
     muted.muted = vec![AddressId::from_trusted("ibx_one".to_owned())];
-    let mail = |inbox: &str| json!({"messageId": "msg_1", "inboxId": inbox});
+    let mail = |address: &str| json!({"messageId": "msg_1", "inboxId": address});
     assert_eq!(queued("message.received", mail("ibx_one"), &muted), None);
     assert!(queued("message.received", mail("ibx_two"), &muted).is_some());
     assert!(queued("worker.paired", json!({"workerId": "wkr_a"}), &muted).is_some());

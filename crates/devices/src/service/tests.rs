@@ -20,7 +20,7 @@ fn account() -> AccountId {
     AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap()
 }
 
-fn worker() -> DeviceId {
+fn test_device_id() -> DeviceId {
     DeviceId::parse("wkr_phone01").unwrap()
 }
 
@@ -30,7 +30,7 @@ fn profile() -> SealedBox {
 
 fn device(connected: bool) -> Device {
     Device {
-        id: worker(),
+        id: test_device_id(),
         account: account(),
         kind: DeviceKind::Device,
         platform: Platform::Ios,
@@ -90,7 +90,13 @@ async fn the_credential_is_minted_at_the_claim_and_handed_over_once() {
     });
     let devices = Devices::new(Arc::new(repo), clock.clone());
     let device = devices
-        .claim(&account(), PlanId::Free, &session.id, worker(), profile())
+        .claim(
+            &account(),
+            PlanId::Free,
+            &session.id,
+            test_device_id(),
+            profile(),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -102,7 +108,7 @@ async fn the_credential_is_minted_at_the_claim_and_handed_over_once() {
     // The device polls: the first poll after the claim gets the credential, later ones do not.
     let mut after = session.clone();
     after.state = PairingState::AwaitingAddress;
-    after.worker_id = Some(worker());
+    after.device_id = Some(test_device_id());
     let mut repo = MockDeviceRepository::new();
     repo.expect_poll_pairing()
         .returning(move |_, _, _| Ok(Some(after.clone())));
@@ -111,8 +117,8 @@ async fn the_credential_is_minted_at_the_claim_and_handed_over_once() {
         .returning(move |_| Ok(handoff.lock().unwrap().take()));
     let devices = Devices::new(Arc::new(repo), clock.clone());
     let first = devices.poll_pairing(&token).await.unwrap();
-    let (worker_id, credential) = first.handed_over.unwrap();
-    assert_eq!(worker_id, worker());
+    let (device_id, credential) = first.handed_over.unwrap();
+    assert_eq!(device_id, test_device_id());
     assert_eq!(
         sealpost_seal::sha256(credential.as_bytes()),
         claim.credential_hash
@@ -136,7 +142,7 @@ async fn a_session_looked_up_by_another_account_cannot_be_claimed() {
             &account(),
             PlanId::Free,
             &PairingSessionId::generate(),
-            worker(),
+            test_device_id(),
             profile(),
         )
         .await;
@@ -144,7 +150,7 @@ async fn a_session_looked_up_by_another_account_cannot_be_claimed() {
 }
 
 #[tokio::test]
-async fn a_second_device_on_free_is_worker_limit_reached() {
+async fn a_second_device_on_free_is_device_limit_reached() {
     let clock = clock();
     let (_, mut session) = open(&clock).await;
     session.detected_by = Some(account());
@@ -158,7 +164,7 @@ async fn a_second_device_on_free_is_worker_limit_reached() {
             &account(),
             PlanId::Free,
             &PairingSessionId::generate(),
-            worker(),
+            test_device_id(),
             profile(),
         )
         .await;
@@ -196,7 +202,7 @@ async fn a_plan_changed_under_the_lock_is_decided_again_on_the_new_plan() {
             &account(),
             PlanId::Operator,
             &PairingSessionId::generate(),
-            worker(),
+            test_device_id(),
             profile(),
         )
         .await;
@@ -336,12 +342,12 @@ async fn an_address_holding_its_sessions_cannot_open_another() {
 #[tokio::test]
 async fn removing_a_device_unassigns_its_addresses_with_events() {
     let clock = clock();
-    let inboxes = vec![
+    let addresses = vec![
         AddressId::parse("ibx_one1").unwrap(),
         AddressId::parse("ibx_two2").unwrap(),
     ];
     let mut repo = MockDeviceRepository::new();
-    let listed = inboxes.clone();
+    let listed = addresses.clone();
     repo.expect_assigned_addresses()
         .returning(move |_, _| Ok(listed.clone()));
     repo.expect_remove()
@@ -358,7 +364,7 @@ async fn removing_a_device_unassigns_its_addresses_with_events() {
         .times(1)
         .returning(|_, _, _, _| Ok(WriteOutcome::Changed));
     Devices::new(Arc::new(repo), clock)
-        .remove(&account(), &worker())
+        .remove(&account(), &test_device_id())
         .await
         .unwrap();
 }
@@ -378,7 +384,7 @@ async fn heartbeat_reconnects_a_disconnected_device() {
         .times(1)
         .returning(|_, _, _, _| Ok(()));
     let device = Devices::new(Arc::new(repo), clock)
-        .heartbeat(&account(), &worker())
+        .heartbeat(&account(), &test_device_id())
         .await
         .unwrap();
     assert_eq!(device.status(), "online");

@@ -74,7 +74,7 @@ impl Devices {
                 created_at: now,
                 detected_by: None,
                 claimed_by: None,
-                worker_id: None,
+                device_id: None,
                 handoff: None,
             };
             let code = session.code.clone();
@@ -120,12 +120,12 @@ impl Devices {
             .ok_or(DeviceError::NotFound)?;
         let mut handed_over = None;
         if session.state.is_claimed()
-            && let Some(worker) = session.worker_id.clone()
+            && let Some(device) = session.device_id.clone()
             && let Some(sealed) = self.repo.take_handoff(&session.id).await?
         {
             let credential =
                 open_handoff(token, &session.id, &sealed).ok_or(DeviceError::NotFound)?;
-            handed_over = Some((worker, credential));
+            handed_over = Some((device, credential));
         }
         Ok(PairingView {
             state: session.state,
@@ -202,7 +202,7 @@ impl Devices {
         account: &AccountId,
         plan: PlanId,
         session_id: &PairingSessionId,
-        worker_id: DeviceId,
+        device_id: DeviceId,
         profile: SealedBox,
     ) -> Result<Device, DeviceError> {
         let now = self.clock.now();
@@ -216,7 +216,7 @@ impl Devices {
             return Err(DeviceError::AlreadyUsed);
         }
         let device = Device {
-            id: worker_id,
+            id: device_id,
             account: account.clone(),
             kind: DeviceKind::Device,
             platform: session.platform,
@@ -307,8 +307,8 @@ impl Devices {
             let now = self.clock.now();
             let assigned = self.repo.assigned_addresses(account, id).await?;
             let mut records = Records::new();
-            for inbox in &assigned {
-                records.address_removed(account, inbox, id, now);
+            for address in &assigned {
+                records.address_removed(account, address, id, now);
             }
             records.device_removed(account, id, now);
             match self.repo.remove(account, id, assigned, records).await? {

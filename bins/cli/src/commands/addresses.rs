@@ -1,17 +1,17 @@
-//! `inbox create`, `inbox list`, `inbox label`, `inbox retention`,
-//! `inbox assign`, `inbox unassign`, `inbox delete` (operator side).
+//! `address create`, `address list`, `address label`, `address retention`,
+//! `address assign`, `address unassign`, `address delete` (operator side).
 
 use anyhow::{Context, Result, bail};
 use sealpost_client::sealing;
 use sealpost_client::types::{CreateAddressRequest, Domain, UpdateAddressRequest};
 
 use super::Ctx;
-use super::vault::{self, addresses, find_inbox, parse_device_id, resolve_inbox};
+use super::vault::{self, addresses, find_address, parse_device_id, resolve_address};
 use crate::table::{Align, Table};
 use crate::{escape, output};
 
-/// The options of `inbox create`.
-pub struct NewInbox {
+/// The options of `address create`.
+pub struct NewAddress {
     pub prefix: Option<String>,
     pub local_part: Option<String>,
     pub domain: Option<String>,
@@ -42,7 +42,7 @@ fn pick_domain(offered: &[Domain], wanted: Option<&str>) -> Result<String> {
         None => {
             let names: Vec<&str> = offered.iter().map(|d| d.domain.as_str()).collect();
             bail!(
-                "addresses cannot be created on {}; the domains offered are {} (`sealpost domains`)",
+                "addresses cannot be created on {}; the domains offered are {} (`sealpost domain available`)",
                 escape::line(wanted),
                 escape::line(&names.join(", "))
             )
@@ -71,26 +71,26 @@ pub async fn domains(ctx: &Ctx) -> Result<()> {
 
 /// Creates an address with its public key (so it can receive mail) and,
 /// when given, a sealed label.
-pub async fn create(ctx: &Ctx, new: NewInbox) -> Result<()> {
+pub async fn create(ctx: &Ctx, new: NewAddress) -> Result<()> {
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
     let domain = pick_domain(&client.domains().await?.domains, new.domain.as_deref())?;
     let id = sealing::new_address_id();
     let mut request = CreateAddressRequest::new(&id, domain)
-        .with_public_key(&keys.inbox_public_key(id.as_str(), 0));
+        .with_public_key(&keys.address_public_key(id.as_str(), 0));
     request.prefix = new.prefix;
     request.local_part = new.local_part;
     request.retention_days = new.retention.map(i64::from);
     if let Some(label) = &new.label {
         request = request.with_meta(&sealing::seal_label(&keys, &id, label));
     }
-    let inbox = client.create_address(&request).await?;
+    let address = client.create_address(&request).await?;
     outln!(
         "Created {}: {}",
-        inbox.id,
-        escape::line(&inbox.email_address)
+        address.id,
+        escape::line(&address.email_address)
     );
-    outln!("Keeps mail for {}.", days(inbox.retention_days));
+    outln!("Keeps mail for {}.", days(address.retention_days));
     if let Some(label) = &new.label {
         outln!("Label: {}", escape::line(label));
     }
@@ -102,29 +102,29 @@ pub async fn create(ctx: &Ctx, new: NewInbox) -> Result<()> {
 pub async fn list(ctx: &Ctx) -> Result<()> {
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
-    let inboxes = client.list_addresses().await?.inboxes;
-    if inboxes.is_empty() {
-        outln!("No addresses. Create one with `sealpost inbox create`.");
+    let addresses = client.list_addresses().await?.addresses;
+    if addresses.is_empty() {
+        outln!("No addresses. Create one with `sealpost address create`.");
         return Ok(());
     }
     let mut table = Table::headless(&[Align::Left; 6]);
-    for inbox in &inboxes {
-        let device = inbox
-            .assigned_worker_id
+    for address in &addresses {
+        let device = address
+            .assigned_device_id
             .as_ref()
             .map_or("-", |id| id.as_str());
-        let status = if inbox.paused_at.is_some() {
-            format!("{} (paused)", inbox.status.as_str())
+        let status = if address.paused_at.is_some() {
+            format!("{} (paused)", address.status.as_str())
         } else {
-            inbox.status.as_str().to_owned()
+            address.status.as_str().to_owned()
         };
         table.row(vec![
-            inbox.id.to_string(),
-            escape::line(&inbox.email_address).into_owned(),
+            address.id.to_string(),
+            escape::line(&address.email_address).into_owned(),
             status,
             device.to_owned(),
-            days(inbox.retention_days),
-            vault::inbox_label(&keys, inbox),
+            days(address.retention_days),
+            vault::address_label(&keys, address),
         ]);
     }
     output::stdout_fmt(format_args!("{}", table.render()));
@@ -134,13 +134,13 @@ pub async fn list(ctx: &Ctx) -> Result<()> {
 pub async fn label(ctx: &Ctx, id: &str, text: &str) -> Result<()> {
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
-    let id = resolve_inbox(&client, id).await?;
+    let id = resolve_address(&client, id).await?;
     let update = UpdateAddressRequest::default().with_meta(&sealing::seal_label(&keys, &id, text));
-    let inbox = client.update_address(&id, &update).await?;
+    let address = client.update_address(&id, &update).await?;
     outln!(
         "Labelled {} ({}) \"{}\".",
-        inbox.id,
-        escape::line(&inbox.email_address),
+        address.id,
+        escape::line(&address.email_address),
         escape::line(text)
     );
     Ok(())
@@ -148,14 +148,14 @@ pub async fn label(ctx: &Ctx, id: &str, text: &str) -> Result<()> {
 
 pub async fn retention(ctx: &Ctx, id: &str, count: u8) -> Result<()> {
     let (_, client) = ctx.signed_in()?;
-    let id = resolve_inbox(&client, id).await?;
+    let id = resolve_address(&client, id).await?;
     let update = UpdateAddressRequest::default().with_retention_days(count);
-    let inbox = client.update_address(&id, &update).await?;
+    let address = client.update_address(&id, &update).await?;
     outln!(
         "{} ({}) keeps mail for {}.",
-        inbox.id,
-        escape::line(&inbox.email_address),
-        days(inbox.retention_days)
+        address.id,
+        escape::line(&address.email_address),
+        days(address.retention_days)
     );
     Ok(())
 }
@@ -163,26 +163,26 @@ pub async fn retention(ctx: &Ctx, id: &str, count: u8) -> Result<()> {
 /// Assigns, then re-sends the key bundle of the device and, when the address
 /// moved off another device, of that one too.
 pub async fn assign(ctx: &Ctx, id: &str, device_id: &str) -> Result<()> {
-    let worker_id = parse_device_id(device_id)?;
+    let device_id = parse_device_id(device_id)?;
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
-    let inboxes = client.list_addresses().await?.inboxes;
-    let id = find_inbox(&inboxes, id)?;
-    let previous = inboxes
+    let listed = client.list_addresses().await?.addresses;
+    let id = find_address(&listed, id)?;
+    let previous = listed
         .into_iter()
-        .find(|inbox| inbox.id == id)
-        .and_then(|inbox| inbox.assigned_worker_id);
-    let inbox = client.assign_address(&worker_id, &id).await?;
+        .find(|address| address.id == id)
+        .and_then(|address| address.assigned_device_id);
+    let address = client.assign_address(&device_id, &id).await?;
     outln!(
-        "Assigned {} ({}) to {worker_id}.",
-        inbox.id,
-        escape::line(&inbox.email_address)
+        "Assigned {} ({}) to {device_id}.",
+        address.id,
+        escape::line(&address.email_address)
     );
-    let held = vault::send_key_bundle(&client, &keys, &worker_id)
+    let held = vault::send_key_bundle(&client, &keys, &device_id)
         .await
         .context("assigned, but the device's keys could not be sent")?;
-    outln!("Sent {worker_id} the keys of {}.", addresses(held));
-    if let Some(previous) = previous.filter(|previous| *previous != worker_id) {
+    outln!("Sent {device_id} the keys of {}.", addresses(held));
+    if let Some(previous) = previous.filter(|previous| *previous != device_id) {
         let held = vault::send_key_bundle(&client, &keys, &previous)
             .await
             .with_context(|| {
@@ -198,22 +198,22 @@ pub async fn assign(ctx: &Ctx, id: &str, device_id: &str) -> Result<()> {
 
 /// Unassigns, then re-sends the device's key bundle without the address.
 pub async fn unassign(ctx: &Ctx, id: &str, device_id: &str) -> Result<()> {
-    let worker_id = parse_device_id(device_id)?;
+    let device_id = parse_device_id(device_id)?;
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
-    let id = resolve_inbox(&client, id).await?;
-    client.unassign_address(&worker_id, &id).await?;
-    outln!("Unassigned {id} from {worker_id}.");
-    let held = vault::send_key_bundle(&client, &keys, &worker_id)
+    let id = resolve_address(&client, id).await?;
+    client.unassign_address(&device_id, &id).await?;
+    outln!("Unassigned {id} from {device_id}.");
+    let held = vault::send_key_bundle(&client, &keys, &device_id)
         .await
         .context("unassigned, but the device's keys could not be updated")?;
-    outln!("Sent {worker_id} the keys of {}.", addresses(held));
+    outln!("Sent {device_id} the keys of {}.", addresses(held));
     Ok(())
 }
 
 pub async fn delete(ctx: &Ctx, id: &str) -> Result<()> {
     let (_, client) = ctx.signed_in()?;
-    let id = resolve_inbox(&client, id).await?;
+    let id = resolve_address(&client, id).await?;
     client.delete_address(&id).await?;
     outln!("Deleted {id} and its mail; the address is never issued again.");
     Ok(())
@@ -245,7 +245,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("mail.example, drop.example"), "{err}");
-        assert!(err.contains("`sealpost domains`"), "{err}");
+        assert!(err.contains("`sealpost domain available`"), "{err}");
         assert!(pick_domain(&[], None).is_err());
     }
 }

@@ -60,7 +60,7 @@ pub struct PairingSession {
     /// The account that looked the code up.
     pub detected_by: Option<AccountId>,
     pub claimed_by: Option<AccountId>,
-    pub worker_id: Option<DeviceId>,
+    pub device_id: Option<DeviceId>,
     /// The credential sealed to the token-derived key, until the first poll after the claim.
     pub handoff: Option<SealedBox>,
 }
