@@ -9,8 +9,8 @@ CREATE TABLE accounts (
     created_at          timestamptz NOT NULL
 );
 
--- An erased account's id may never be registered again (CONTRACT.md section 1:
--- an id used by anyone, ever, is id_taken). Only its hash is kept.
+-- An erased account's id may never be registered again (docs/protocol.md
+-- "Errors": an id used by anyone, ever, is id_taken). Only its hash is kept.
 CREATE TABLE retired_account_ids (
     id_hash     bytea PRIMARY KEY,
     retired_at  timestamptz NOT NULL

@@ -8,7 +8,7 @@ CREATE TABLE messages (
     read         boolean NOT NULL DEFAULT false,
     size_bytes   bigint NOT NULL,
     key_epoch    integer NOT NULL,
-    -- The sealed content box (CONTRACT.md sections 4 and 5).
+    -- The sealed content box (docs/protocol.md, Message content).
     content      jsonb NOT NULL,
     -- Held while the address is paused after a missed payment: stored, not listed.
     held         boolean NOT NULL DEFAULT false

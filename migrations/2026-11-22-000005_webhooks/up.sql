@@ -10,7 +10,7 @@ CREATE TABLE webhooks (
     url              text NOT NULL,
     events           jsonb NOT NULL,
     meta             jsonb,
-    -- The signing key: the sender needs it as is (CONTRACT.md section 9).
+    -- The signing key: the sender needs it as is (docs/protocol.md).
     secret           text NOT NULL,
     active           boolean NOT NULL,
     disabled_reason  text,

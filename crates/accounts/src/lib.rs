@@ -1,5 +1,5 @@
-//! Accounts, the recovery-phrase sign-in handshake (CONTRACT.md section 3)
-//! and operator sessions.
+//! Accounts, the recovery-phrase sign-in handshake (docs/protocol.md,
+//! "Signing in") and operator sessions.
 //!
 //! Pure rules: storage sits behind [`AccountRepository`], time comes from the
 //! [`Clock`] the service is given. Tokens are random and only their SHA-256
@@ -19,9 +19,9 @@ pub use service::Accounts;
 
 use chrono::TimeDelta;
 
-/// SPEC.md Limits: session lifetime.
+/// Session lifetime (docs/api.md "Limits").
 pub const SESSION_LIFETIME: TimeDelta = TimeDelta::days(30);
-/// SPEC.md Limits: challenge nonce lifetime.
+/// Challenge nonce lifetime (docs/api.md "Limits").
 pub const CHALLENGE_LIFETIME: TimeDelta = TimeDelta::minutes(2);
 /// Expired sessions are kept this long so their owner hears `session_expired`
 /// rather than `unauthenticated`; then the sweep removes them.

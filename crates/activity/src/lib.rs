@@ -20,11 +20,11 @@ mod service;
 pub use repository::*;
 pub use service::*;
 
-/// SPEC.md Limits: activity retention.
+/// Activity retention (docs/api.md "Limits").
 pub const ACTIVITY_RETENTION: TimeDelta = TimeDelta::days(90);
 
 string_enum! {
-    /// SPEC.md "Activity entry" kinds.
+    /// Activity entry kinds (docs/api.md "Activity").
     #[derive(PartialOrd, Ord)]
     pub enum ActivityKind: "activity kind" {
         DevicePaired => "worker.paired",
@@ -49,7 +49,7 @@ string_enum! {
 string_enum_serde!(ActivityKind);
 
 string_enum! {
-    /// SPEC.md "Events" types.
+    /// Event types (docs/api.md "Events").
     #[derive(PartialOrd, Ord)]
     pub enum EventType: "event type" {
         DevicePaired => "worker.paired",
@@ -69,9 +69,9 @@ string_enum! {
 string_enum_serde!(EventType);
 
 string_enum! {
-    /// Outbox entries for push notifications only: changes the SPEC's event
-    /// list does not name. They are written to the outbox already marked
-    /// fanned out, so webhooks never see them.
+    /// Outbox entries for push notifications only: changes the API's event list
+    /// (docs/api.md "Events") does not name. They are written to the outbox
+    /// already marked fanned out, so webhooks never see them.
     pub enum NoticeKind: "notice kind" {
         SignedIn => "notice.signed_in",
         PaymentPaid => "notice.payment_paid",
@@ -104,7 +104,7 @@ pub struct Event {
     pub id: EventId,
     pub account: AccountId,
     pub kind: EventType,
-    /// Ids only (SPEC.md Events table).
+    /// Ids only (docs/api.md "Events").
     pub payload: Value,
     pub at: Timestamp,
 }
@@ -406,10 +406,10 @@ impl Records {
         );
     }
 
-    /// Mail held while its address was paused, released after a payment:
-    /// event `message.received` at release time (SPEC.md Events). No activity
-    /// entry: which kind (`mail.received` or `message.received`) depends on
-    /// how the mail arrived, which a held message does not record.
+    /// Mail held while its address was paused, released after a payment: event
+    /// `message.received` at release time (docs/api.md "Events"). No activity
+    /// entry: which kind (`mail.received` or `message.received`) depends on how
+    /// the mail arrived, which a held message does not record.
     pub fn held_mail_released(
         &mut self,
         account: &AccountId,

@@ -27,7 +27,8 @@ pub struct Address {
 }
 
 impl Address {
-    /// SPEC.md: `active` when assigned to a device, else `unassigned`.
+    /// `active` when assigned to a device, else `unassigned` (docs/api.md
+    /// "Addresses").
     pub fn status(&self) -> &'static str {
         if self.device.is_some() {
             "active"

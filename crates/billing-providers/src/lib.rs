@@ -1,4 +1,4 @@
-//! The card and crypto payment providers (CONTRACT.md section 8) behind
+//! The card and crypto payment providers (docs/api.md "Billing") behind
 //! [`sealpost_billing::PaymentProvider`]: [`StripeProvider`] (Stripe Checkout)
 //! and [`BtcpayProvider`] (BTCPay Server invoices).
 //!

@@ -1,7 +1,7 @@
-//! Billing (SPEC.md "Plans, subscription, payment" and "Billing"; CONTRACT.md
-//! sections 7 and 8): payments and their states, what checkout may sell, the
-//! renewal clock (30-day periods from the paid date), the lapse of an unpaid
-//! period (the account pauses), and what a payment releases.
+//! Billing (docs/api.md "Plans and usage" and "Billing"): payments and their
+//! states, what checkout may sell, the renewal clock (30-day periods from the
+//! paid date), the lapse of an unpaid period (the account pauses), and what a
+//! payment releases.
 //!
 //! Pure: providers sit behind [`PaymentProvider`], the store behind
 //! [`BillingRepository`] (and the account facts behind

@@ -1,8 +1,7 @@
-//! Payments and their states. SPEC.md leaves the values open; ours
-//! (docs/api.md): `pending` (checkout started) -> `paid` | `failed`.
-//! `paid` is final, so a provider's notice that arrives twice changes the
-//! plan once; a late `paid` after `failed` (a crypto payment confirmed after
-//! its invoice expired) is honoured.
+//! Payments and their states (docs/api.md "Billing"): `pending` (checkout
+//! started) -> `paid` | `failed`. `paid` is final, so a provider's notice that
+//! arrives twice changes the plan once; a late `paid` after `failed` (a crypto
+//! payment confirmed after its invoice expired) is honoured.
 
 use sealpost_kernel::{AccountId, PaymentId, PlanId, Timestamp, string_enum};
 

@@ -1,8 +1,8 @@
-//! Payment providers (CONTRACT.md section 8) behind one trait. The card
-//! (`stripe`) and crypto (`btcpay`) adapters live in `sealpost-billing-providers`;
-//! the `sandbox` provider is here because it does no I/O: its checkout page is
-//! the service's own, and its form post is read into the same [`Notice`] a real
-//! provider's signed notice becomes.
+//! Payment providers (docs/api.md "Billing") behind one trait. The card
+//! (`stripe`) and crypto (`btcpay`) adapters live in
+//! `sealpost-billing-providers`; the `sandbox` provider is here because it does
+//! no I/O: its checkout page is the service's own, and its form post is read
+//! into the same [`Notice`] a real provider's signed notice becomes.
 
 use async_trait::async_trait;
 use sealpost_kernel::{AccountId, PaymentId, PlanId, Timestamp, string_enum};
@@ -17,7 +17,7 @@ string_enum! {
 }
 
 impl ProviderId {
-    /// What SPEC.md calls the provider's kind: `card`, `crypto`, or `sandbox`.
+    /// What the API calls the provider's kind: `card`, `crypto`, or `sandbox`.
     pub fn kind(self) -> &'static str {
         match self {
             ProviderId::Stripe => "card",
@@ -122,7 +122,7 @@ pub trait PaymentProvider: Send + Sync {
     ) -> Result<Notice, NoticeError>;
 }
 
-/// CONTRACT.md section 8: the development provider. Its checkout url is a page
+/// The development provider (docs/api.md "Billing"). Its checkout url is a page
 /// of the service (`<public url>/billing/sandbox/<payment id>`); the form there
 /// posts `outcome=paid|failed`, which the HTTP layer turns into a [`Notice`]
 /// with [`SandboxProvider::notice`] and settles like any other.

@@ -8,8 +8,8 @@
 //! - A period that ends unpaid is a lapse: the account drops to Free, every
 //!   address and device is paused (mail to paused addresses is held: stored
 //!   sealed, not listed), and `pause.planId` names the lapsed plan.
-//!   `pause.deletesAt` is 21 days after the lapse (SPEC.md: own domains are
-//!   removed after 21 days unpaid).
+//!   `pause.deletesAt` is 21 days after the lapse (as own domains are removed
+//!   after 21 days unpaid: docs/domains.md "Plan loss and missed payment").
 //! - A paid payment fits the account to the paid plan: paused addresses and
 //!   devices are released, oldest first, while the plan holds them (not once
 //!   the pause's `deletesAt` has passed: they are being deleted), and active
@@ -29,8 +29,8 @@ use sealpost_subscriptions::{ChangeError, Holdings, Subscriber, check_fits};
 
 /// A paid period.
 pub const PERIOD: TimeDelta = TimeDelta::days(30);
-/// From a lapse to `pause.deletesAt`: the plan-loss grace of SPEC.md
-/// (own domains are removed after 21 days unpaid).
+/// From a lapse to `pause.deletesAt`: the plan-loss grace (own domains are
+/// removed after 21 days unpaid; docs/api.md "Limits").
 pub const PAUSE_DELETES_AFTER: TimeDelta = sealpost_plans::PLAN_LOSS_GRACE;
 
 /// Why checkout refuses a plan.

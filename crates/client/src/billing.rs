@@ -1,5 +1,5 @@
-//! Plans, usage, the subscription and billing (SPEC.md "Billing" and
-//! "Usage"; CONTRACT.md sections 7 to 9), as the SDK sees them.
+//! Plans, usage, the subscription and billing (docs/api.md "Plans and usage"
+//! and "Billing"), as the SDK sees them.
 
 use reqwest::Method;
 use sealpost_kernel::{PaymentId, PlanId};

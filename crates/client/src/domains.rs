@@ -1,5 +1,5 @@
-//! Own domains (SPEC.md "Domains"; `docs/domains.md`): claim a domain, prove
-//! it with a TXT record, delegate it to the service's nameservers, check,
+//! Own domains (docs/api.md "Own domains"; `docs/domains.md`): claim a domain,
+//! prove it with a TXT record, delegate it to the service's nameservers, check,
 //! and remove it.
 
 use reqwest::Method;

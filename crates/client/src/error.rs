@@ -6,8 +6,8 @@ use crate::types::ErrorBody;
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The service answered with a non-2xx status. `code` is the stable
-    /// machine-readable code of SPEC.md "Errors" (match on it, never on the
-    /// message). When the body was not the contract's error JSON (a proxy's
+    /// machine-readable code of docs/api.md "Errors" (match on it, never on the
+    /// message). When the body was not the API's error JSON (a proxy's
     /// page, for example) the code is `http_<status>`.
     #[error("{message}")]
     Api {

@@ -60,7 +60,8 @@ pub type Result<T, E = ClientError> = std::result::Result<T, E>;
 /// How long one request may take, connection included.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The longest a `/wait` may be asked to wait (SPEC.md: 1 to 60 seconds).
+/// The longest a `/wait` may be asked to wait (docs/api.md "Messages": 1 to 60
+/// seconds).
 pub const MAX_WAIT_SECONDS: u32 = 60;
 /// How much longer than the wait itself its request may take.
 const WAIT_GRACE: Duration = Duration::from_secs(15);

@@ -1,4 +1,4 @@
-//! Push notification settings (SPEC.md "Notifications"): which kinds the
+//! Push notification settings (docs/api.md "Notifications"): which kinds the
 //! account's phones receive, muted addresses, and push tokens.
 
 use reqwest::Method;

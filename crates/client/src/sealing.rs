@@ -340,8 +340,8 @@ fn stored_by_default() -> bool {
     true
 }
 
-/// A message's sealed content (CONTRACT.md section 5). The service writes
-/// every field, absent values as `null`; missing fields and `null` lists
+/// A message's sealed content (docs/protocol.md "Message content"). The service
+/// writes every field, absent values as `null`; missing fields and `null` lists
 /// read as empty, and fields this version does not know are ignored.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,6 +1,6 @@
-//! Teams (SPEC.md "Teams"): join codes and their six-word fingerprint, the
-//! owner's grants sealed to a member's key, the member opening them, and
-//! the team and membership endpoints.
+//! Teams (docs/api.md "Teams", docs/protocol.md "Teams"): join codes and their
+//! six-word fingerprint, the owner's grants sealed to a member's key, the
+//! member opening them, and the team and membership endpoints.
 //!
 //! A grant holds one address's keys at one epoch as JSON `{inboxKey,
 //! sealingKey}` (base64url), sealed to the member's sign-in key with the

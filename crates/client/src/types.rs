@@ -1,6 +1,6 @@
-//! Request and response bodies, exactly as they travel on the wire (SPEC.md;
-//! CONTRACT.md sections 1, 3, 6 and 9; `docs/openapi.json`): the server's
-//! own definitions, from `sealpost-wire`, plus what only a client needs.
+//! Request and response bodies, exactly as they travel on the wire
+//! (`docs/api.md`, `docs/protocol.md`, `docs/openapi.json`): the server's own
+//! definitions, from `sealpost-wire`, plus what only a client needs.
 //!
 //! Field names are camelCase; binary values are base64url without padding;
 //! timestamps are RFC 3339 UTC with milliseconds. Unknown fields in
@@ -43,7 +43,8 @@ pub fn answer(keys: &AccountKeys, challenge: &Challenge) -> VerifyRequest {
 /// The default asks for the first page at the service's default size.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PageParams {
-    /// Page size; the default and maximum depend on the list (SPEC.md Limits).
+    /// Page size; the default and maximum depend on the list (docs/api.md
+    /// "Limits").
     pub limit: Option<u32>,
     /// The previous page's `nextCursor`.
     pub cursor: Option<String>,

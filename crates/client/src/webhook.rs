@@ -153,7 +153,8 @@ pub fn verify_webhook_signature(
 mod tests {
     use super::*;
 
-    // CONTRACT.md vectors.json `webhookSignature`.
+    // The `webhookSignature` vector of docs/webhooks.md
+    // (`crates/seal/tests/data/vectors.json`).
     const SECRET: &str = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
     const TIMESTAMP: i64 = 1_795_000_000;
     const BODY: &str = r#"{"id":"evt_vector","type":"webhook.test","createdAt":"2026-11-22T00:00:00.000Z","payload":{"webhookId":"whk_vector"}}"#;

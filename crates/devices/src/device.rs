@@ -4,9 +4,10 @@ use sealpost_seal::SealedBox;
 
 use crate::Platform;
 
-/// SPEC.md: a device not active for two hours is reported disconnected (checked hourly).
-/// `lastActiveAt` is kept only to the hour, so the sweep waits one hour more
-/// to be sure two full hours have passed.
+/// A device not active for two hours is reported disconnected (checked hourly;
+/// docs/api.md "Events", `worker.disconnected`). `lastActiveAt` is kept only to
+/// the hour, so the sweep waits one hour more to be sure two full hours have
+/// passed.
 pub const DISCONNECT_AFTER: TimeDelta = TimeDelta::hours(3);
 
 string_enum! {
@@ -36,7 +37,8 @@ pub struct Device {
 }
 
 impl Device {
-    /// SPEC.md's status: `disabled`, else `online` or `offline` by the last sweep.
+    /// The API's status: `disabled`, else `online` or `offline` by the last
+    /// sweep.
     pub fn status(&self) -> &'static str {
         if self.disabled {
             "disabled"
@@ -48,7 +50,7 @@ impl Device {
     }
 }
 
-/// A device's sealed key bundle (CONTRACT.md context `worker-keys:<id>`).
+/// A device's sealed key bundle (docs/protocol.md context `worker-keys:<id>`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeyBundle {
     pub keys: SealedBox,

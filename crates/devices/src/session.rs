@@ -2,9 +2,10 @@ use chrono::TimeDelta;
 use sealpost_kernel::{AccountId, DeviceId, PairingSessionId, Timestamp, string_enum};
 use sealpost_seal::{PublicKey, SealedBox, StaticSecret, sha256};
 
-/// SPEC.md: sessions nobody claims are removed after 14 days.
+/// Sessions nobody claims are removed after 14 days (docs/api.md "Limits").
 pub const UNCLAIMED_LIFETIME: TimeDelta = TimeDelta::days(14);
-/// SPEC.md Limits: after ten failed lookups in five minutes, further lookups get 429.
+/// After ten failed lookups in five minutes, further lookups get 429
+/// (docs/api.md "Limits").
 pub const FAILED_LOOKUP_LIMIT: usize = 10;
 pub const LOOKUP_WINDOW: TimeDelta = TimeDelta::minutes(5);
 /// An unclaimed session whose device stopped polling is gone this long after

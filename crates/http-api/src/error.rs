@@ -1,5 +1,5 @@
-//! The error body of CONTRACT.md section 1 and the one table that maps every
-//! SPEC.md error code to its HTTP status.
+//! The error body of docs/protocol.md "Errors" and the one table that maps
+//! every error code to its HTTP status (docs/api.md "Errors").
 
 use std::fmt;
 
@@ -24,7 +24,7 @@ use sealpost_webhooks::WebhookError;
 use sealpost_webhooks::endpoint::EndpointError;
 use sealpost_wire::{ErrorBody, ErrorDetail};
 
-/// Every machine-readable code the API answers with (SPEC.md "Errors").
+/// Every machine-readable code the API answers with (docs/api.md "Errors").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorCode {
     InvalidJson,

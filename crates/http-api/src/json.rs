@@ -1,4 +1,5 @@
-//! The JSON body extractor: CONTRACT.md section 1 errors instead of actix's.
+//! The JSON body extractor: the errors of docs/protocol.md "Errors" instead of
+//! actix's.
 //!
 //! Not JSON -> 400 `invalid_json`; a field of the wrong type, or a missing
 //! one -> 400 `invalid_field` naming the field (serde_path_to_error gives the

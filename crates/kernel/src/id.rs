@@ -1,4 +1,4 @@
-//! Typed, prefixed identifiers (SPEC.md "Identifier prefixes").
+//! Typed, prefixed identifiers (docs/api.md "Ids").
 //!
 //! Each kind is its own type, so an address id can never be passed where a
 //! device id is expected. `parse` checks the prefix and the shape once, at the

@@ -1,4 +1,4 @@
-//! Cursor pagination (SPEC.md conventions 7 and Limits).
+//! Cursor pagination (docs/api.md "Pagination" and "Limits").
 //!
 //! Lists are newest first, ordered by `(createdAt, id)` descending. A cursor
 //! names the last item of a page; the next page holds what sorts after it.

@@ -1,4 +1,5 @@
-//! Plan ids (CONTRACT.md section 7). The limits live in the plans crate.
+//! Plan ids (docs/api.md "Plans and usage"). The limits live in the plans
+//! crate.
 
 string_enum! {
     #[derive(PartialOrd, Ord)]

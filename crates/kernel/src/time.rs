@@ -6,7 +6,7 @@ use std::ops::{Add, Sub};
 use chrono::{DateTime, DurationRound, SecondsFormat, TimeDelta, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// A point in time as the API shows it (CONTRACT.md: RFC 3339 UTC, `Z`,
+/// A point in time as the API shows it (docs/protocol.md: RFC 3339 UTC, `Z`,
 /// milliseconds). Values are truncated to the millisecond on construction so
 /// what is stored, compared and shown is always the same instant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,7 +1,7 @@
-//! The sealed message content (CONTRACT.md section 5) and the attachment
-//! parts, read from a raw RFC 5322 message by `mail-parser`.
+//! The sealed message content (docs/protocol.md "Message content") and the
+//! attachment parts, read from a raw RFC 5322 message by `mail-parser`.
 //!
-//! Choices the contract leaves open, made here:
+//! Choices docs/protocol.md leaves open, made here:
 //! - Addresses render as `Name <addr>` or `addr`; a display name holding
 //!   RFC 5322 specials (`,` `;` `<` `>` `"` `@` `:` `\`) is quoted so the
 //!   string can be parsed back. Groups are flattened to their members.
@@ -64,8 +64,8 @@ pub struct ParsedMail {
     pub attachments: Vec<AttachmentPart>,
 }
 
-/// The sealed plaintext of a message (CONTRACT.md section 5). Absent values
-/// serialise as `null`, lists as `[]`.
+/// The sealed plaintext of a message (docs/protocol.md "Message content").
+/// Absent values serialise as `null`, lists as `[]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageContent {
@@ -106,8 +106,8 @@ pub struct AttachmentPart {
 }
 
 impl MessageContent {
-    /// The JSON that gets sealed: every field of CONTRACT.md section 5, absent
-    /// values as `null`.
+    /// The JSON that gets sealed: every field of the message content
+    /// (docs/protocol.md), absent values as `null`.
     pub fn to_json(&self) -> Vec<u8> {
         // Only strings, numbers, booleans and lists of them: serialising into
         // a Vec cannot fail.

@@ -1,5 +1,5 @@
-//! Inbound mail, parsed once: the JSON that CONTRACT.md section 5 seals to the
-//! address's key, and the attachment parts stored beside it.
+//! Inbound mail, parsed once: the JSON that docs/protocol.md "Message content"
+//! seals to the address's key, and the attachment parts stored beside it.
 //!
 //! Pure: no I/O, no logging. Storage and blobs sit behind the traits in
 //! [`store`]; [`ingest`] turns a raw message into sealed rows and blobs, and

@@ -15,7 +15,7 @@ use crate::folders::{
 };
 use crate::store::{Arrived, BlobError, BlobStore, Message, MessageRepository, Reader, WaitFrom};
 
-/// SPEC.md Limits: `GET /workers/messages` returns up to 200.
+/// `GET /workers/messages` returns up to 200 (docs/api.md "Limits").
 pub const DEVICE_MESSAGES: i64 = 200;
 /// Blob deletions handled per sweep pass.
 const GARBAGE_BATCH: i64 = 500;

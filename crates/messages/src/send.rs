@@ -482,8 +482,8 @@ impl Outbox {
     }
 }
 
-/// The Sent copy: CONTRACT.md section 5 JSON sealed to the address's key
-/// like received mail, already read, in `sent`.
+/// The Sent copy: message content JSON (docs/protocol.md) sealed to the
+/// address's key like received mail, already read, in `sent`.
 fn sent_copy(
     sender: &SenderRecord,
     public_key: &[u8; 32],

@@ -79,8 +79,8 @@ pub struct PendingBlob {
 pub struct RecipientRecord {
     pub address: AddressId,
     pub account: AccountId,
-    /// The plan whose received-mail allowance applies: while a lapse is
-    /// unpaid, the lapsed plan's (SPEC.md Usage), else the account's.
+    /// The plan whose received-mail allowance applies: while a lapse is unpaid,
+    /// the lapsed plan's (docs/api.md "Plans and usage"), else the account's.
     pub plan: PlanId,
     pub account_created_at: Timestamp,
     pub domain: String,

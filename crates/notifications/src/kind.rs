@@ -27,8 +27,8 @@ impl PushKind {
         PushKind::WebhookFailures,
     ];
 
-    /// The preference key on the wire (SPEC.md names the first five; `support`
-    /// and `webhookFailures` are this service's).
+    /// The preference key on the wire (the API names the first five; `support`
+    /// and `webhookFailures` are this service's; docs/api.md "Notifications").
     pub fn key(self) -> &'static str {
         match self {
             PushKind::NewMail => "newMail",

@@ -1,6 +1,5 @@
-//! Push notifications to the apps a person carries (SPEC.md "Notification
-//! preferences", "Notifications" endpoints, and the push paragraph of
-//! "Events").
+//! Push notifications to the apps a person carries (docs/api.md
+//! "Notifications": the preferences, the endpoints, and what is pushed when).
 //!
 //! Pure like every domain crate: [`settings`] holds the preferences, the
 //! address mutes and the push tokens behind [`NotificationRepository`];

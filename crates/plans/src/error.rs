@@ -1,4 +1,5 @@
-/// A plan limit that refuses an action. Each maps to one SPEC.md code.
+/// A plan limit that refuses an action. Each maps to one API error code
+/// (docs/api.md "Errors").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LimitError {
     #[error("the plan allows {limit} addresses; delete one or upgrade")]

@@ -1,5 +1,5 @@
-//! Plans: the one table of prices and limits (CONTRACT.md section 7) and the
-//! limit rules every other crate asks instead of hard-coding numbers.
+//! Plans: the one table of prices and limits (docs/api.md "Plans and usage")
+//! and the limit rules every other crate asks instead of hard-coding numbers.
 
 use chrono::TimeDelta;
 use sealpost_kernel::{PlanId, Timestamp};
@@ -8,7 +8,8 @@ mod error;
 
 pub use error::LimitError;
 
-/// SPEC.md: received mail counts in a fixed, non-rolling 30-day window.
+/// Received mail counts in a fixed, non-rolling 30-day window (docs/api.md
+/// "Limits").
 pub const RECEIVED_WINDOW: TimeDelta = TimeDelta::days(30);
 
 /// The 30-day window holding `now`, counted from the account's creation:
@@ -21,13 +22,13 @@ pub fn received_window(account_created: Timestamp, now: Timestamp) -> (Timestamp
     (start, start + RECEIVED_WINDOW)
 }
 
-/// SPEC.md: after losing custom domains (a downgrade) an own domain keeps
+/// After losing custom domains (a downgrade) an own domain keeps
 /// receiving this long; after a missed payment what is paused is removed
 /// after this long unpaid.
 pub const PLAN_LOSS_GRACE: TimeDelta = TimeDelta::days(21);
 
-/// What an own domain may do after the account's plan changed (SPEC.md
-/// "Own domain" rows): for the own-domains work to consume.
+/// What an own domain may do after the account's plan changed (docs/domains.md
+/// "Plan loss and missed payment"): for the own-domains work to consume.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OwnDomainAccess {
     /// The plan includes own domains: new addresses and mail.

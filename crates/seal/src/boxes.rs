@@ -1,5 +1,5 @@
-//! Sealed boxes (CONTRACT section 4): JSON and binary forms, and the
-//! service's shape check.
+//! Sealed boxes (docs/protocol.md "Sealed boxes"): JSON and binary forms, and
+//! the service's shape check.
 
 use ring::aead::{AES_256_GCM, Aad, Algorithm, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
 use serde::{Deserialize, Serialize};

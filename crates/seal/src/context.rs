@@ -1,4 +1,5 @@
-//! Associated-data (context) strings of sealed records, CONTRACT section 4.
+//! Associated-data (context) strings of sealed records, docs/protocol.md
+//! "Sealed boxes".
 
 /// Message content: `service/v1/message:<inboxId>:<messageId>`.
 #[must_use]
@@ -43,7 +44,7 @@ pub fn team_grant(owner_id: &str, member_id: &str, address_id: &str, epoch: u32)
     format!("service/v1/team-grant:{owner_id}:{member_id}:{address_id}:{epoch}")
 }
 
-/// Support ticket header (this service's choice; the contract lists none):
+/// Support ticket header (this service's choice; docs/protocol.md lists none):
 /// `service/v1/support-header:<ticketId>`.
 #[must_use]
 pub fn support_header(ticket_id: &str) -> String {

@@ -1,4 +1,4 @@
-//! Team fingerprint (SPEC Teams, CONTRACT section 4).
+//! Team fingerprint (docs/protocol.md "Teams").
 
 use bip39::Language;
 

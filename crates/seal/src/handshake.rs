@@ -1,4 +1,4 @@
-//! The sign-in handshake (CONTRACT section 3).
+//! The sign-in handshake (docs/protocol.md "Signing in").
 
 use std::fmt;
 

@@ -1,4 +1,5 @@
-//! The recovery phrase and the account keys derived from it (CONTRACT section 2).
+//! The recovery phrase and the account keys derived from it (docs/protocol.md
+//! "Keys from the recovery phrase").
 
 use std::fmt;
 

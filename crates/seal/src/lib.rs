@@ -1,8 +1,9 @@
 //! Sealpost's client-side cryptography, shared by the service, the CLI, the
 //! SDK and the tests.
 //!
-//! This crate implements sections 2 to 4 of the wire contract exactly (see
-//! `tests/data/vectors.json`, which every implementation reproduces):
+//! This crate implements docs/protocol.md's keys, sign-in and sealed boxes
+//! exactly (see `tests/data/vectors.json`, which every implementation
+//! reproduces):
 //!
 //! - [`RecoveryPhrase`] and [`AccountKeys`]: the 12-word BIP-39 phrase, its
 //!   64-byte seed and every key derived from it with HKDF-SHA256

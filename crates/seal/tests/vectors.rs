@@ -1,5 +1,6 @@
 //! Reproduces every vector of `tests/data/vectors.json` (a copy of the
-//! contract's vectors) except `webhookSignature`, which another crate owns.
+//! protocol's vectors, docs/protocol.md) except `webhookSignature`, which
+//! another crate owns.
 
 #![allow(clippy::unwrap_used)] // test helpers, outside #[test] fns
 

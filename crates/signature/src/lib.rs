@@ -1,5 +1,6 @@
-//! The webhook signature scheme (SPEC.md "Webhook delivery", CONTRACT.md
-//! section 9) and the header names of a webhook request:
+//! The webhook signature scheme (docs/webhooks.md "Verifying a delivery",
+//! docs/protocol.md "Webhook signatures") and the header names of a webhook
+//! request:
 //!
 //! ```text
 //! Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>
@@ -33,7 +34,7 @@ pub const EVENT_TYPE_HEADER: &str = "Service-Event-Type";
 pub const DELIVERY_ID_HEADER: &str = "Service-Delivery-Id";
 /// The scheme tag of the current signature.
 pub const SCHEME: &str = "v1";
-/// SPEC.md Limits: signature age tolerance (both ways), in seconds.
+/// Signature age tolerance (both ways), in seconds (docs/api.md "Limits").
 pub const TOLERANCE_SECONDS: i64 = 300;
 
 type HmacSha256 = Hmac<Sha256>;
@@ -208,7 +209,8 @@ fn parse_header(header: &str) -> Result<ParsedHeader<'_>, SignatureError> {
 mod tests {
     use super::*;
 
-    // CONTRACT.md vectors.json `webhookSignature`, copied.
+    // The `webhookSignature` vector of tests/data/vectors.json
+    // (docs/webhooks.md), copied.
     const SECRET: &str = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
     const TIMESTAMP: i64 = 1_795_000_000;
     const BODY: &str = r#"{"id":"evt_vector","type":"webhook.test","createdAt":"2026-11-22T00:00:00.000Z","payload":{"webhookId":"whk_vector"}}"#;

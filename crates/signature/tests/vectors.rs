@@ -1,5 +1,5 @@
 //! Reproduces `webhookSignature` of `tests/data/vectors.json` (a copy of the
-//! contract's vectors) through the public API.
+//! protocol's vectors, docs/protocol.md) through the public API.
 
 use sealpost_signature::{SignatureError, sign, verify};
 use serde_json::Value;

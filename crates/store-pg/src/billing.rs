@@ -495,7 +495,7 @@ impl BillingRepository for PgStore {
             // addresses: the order device removal and assignment lock them in.
             pause_excess(conn, "devices", &lapse.account, 0, lapse.since).await?;
             pause_excess(conn, "addresses", &lapse.account, 0, lapse.since).await?;
-            // SPEC: `pause` is null when nothing is paused.
+            // `pause` is null when nothing is paused (docs/api.md).
             if !anything_paused(conn, &lapse.account).await? {
                 clear_pause(conn, &lapse.account).await?;
             }

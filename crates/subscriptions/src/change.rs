@@ -1,5 +1,5 @@
-//! The plan-change rule of `POST /subscription/plan` (SPEC.md Billing and the
-//! Subscription row of the state table), and the subscription record.
+//! The plan-change rule of `POST /subscription/plan` (docs/api.md "Plans and
+//! usage"), and the subscription record.
 
 use std::fmt;
 
@@ -144,7 +144,7 @@ pub fn check_fits(target: PlanId, holdings: &Holdings) -> Result<(), ChangeError
     Ok(())
 }
 
-/// Money in minor units (SPEC.md: integer minor units).
+/// Money in minor units (the API's money is an integer number of cents).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Money {
     /// Minor units (cents).
@@ -152,7 +152,7 @@ pub struct Money {
     pub currency: &'static str,
 }
 
-/// SPEC.md "Plans, subscription, payment": what a missed payment paused.
+/// What a missed payment paused (docs/api.md "Plans and usage", `pause`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pause {
     /// Plan to pay for; `None` once paid if something the new plan does not cover is still paused.
@@ -194,7 +194,7 @@ impl Subscription {
     }
 
     /// The record of `subscriber`, with `paused` counted when it is paused.
-    /// SPEC.md: `pause` is `None` when nothing is paused (the owner may have
+    /// `pause` is `None` when nothing is paused (the owner may have
     /// deleted what was; the sweep ends such a pause).
     pub fn of(subscriber: &Subscriber, paused: PausedCounts) -> Subscription {
         Subscription {

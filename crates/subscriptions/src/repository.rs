@@ -27,8 +27,9 @@ impl Subscriber {
         }
     }
 
-    /// The plan whose received-mail allowance applies: while a lapse is
-    /// unpaid it is the lapsed plan's (SPEC.md Usage), else the current one's.
+    /// The plan whose received-mail allowance applies: while a lapse is unpaid
+    /// it is the lapsed plan's (docs/api.md "Plans and usage"), else the
+    /// current one's.
     pub fn received_plan(&self) -> PlanId {
         self.pause.and_then(|pause| pause.plan).unwrap_or(self.plan)
     }

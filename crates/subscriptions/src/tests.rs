@@ -625,7 +625,7 @@ fn a_paused_subscription_shows_the_lapsed_plan_its_counts_and_the_lapsed_receive
         },
     );
     assert_eq!(record.pause.unwrap().plan_id, None);
-    // SPEC: null when nothing is paused (the owner deleted what was).
+    // `pause` is null when nothing is paused (the owner deleted what was).
     assert_eq!(
         Subscription::of(&released, PausedCounts::default()).pause,
         None

@@ -1,7 +1,7 @@
-//! `GET /usage` (SPEC.md "Usage") and `GET /overview`: pure assembly of the
-//! plan's limits and the store's counts, field for field what the API shows
-//! (`sealpost-http-api` maps them onto `sealpost-wire`'s bodies; a `None`
-//! limit means unlimited).
+//! `GET /usage` (docs/api.md "Plans and usage") and `GET /overview`: pure
+//! assembly of the plan's limits and the store's counts, field for field what
+//! the API shows (`sealpost-http-api` maps them onto `sealpost-wire`'s bodies;
+//! a `None` limit means unlimited).
 
 use chrono::TimeDelta;
 use sealpost_kernel::{PlanId, Timestamp};
@@ -116,7 +116,8 @@ pub struct GatedUsage {
     pub allowed: bool,
 }
 
-/// SPEC.md "Usage (`GET /usage`)", field for field.
+/// The usage object of `GET /usage` (docs/api.md "Plans and usage"), field for
+/// field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Usage {
     pub plan: PlanId,
@@ -151,7 +152,7 @@ fn gated(used: u64, allowed: bool, limit: Option<u64>) -> GatedUsage {
 
 impl Usage {
     /// The report for `subscriber` at `now`. While a lapse is unpaid the
-    /// received-mail limit is the lapsed plan's (SPEC.md Usage).
+    /// received-mail limit is the lapsed plan's (docs/api.md, `GET /usage`).
     pub fn compute(subscriber: &Subscriber, now: Timestamp, counts: &UsageCounts) -> Usage {
         let plan_id = subscriber.plan;
         let limits: &Plan = plan(plan_id);
@@ -200,7 +201,7 @@ impl Usage {
                 used: counts.agents,
                 allowed: limits.api_keys_and_agents,
             },
-            // CONTRACT.md section 7 allows API keys on Operator and up without a number.
+            // The plan table allows API keys from Operator up, without a number.
             api_keys: gated(0, limits.api_keys_and_agents, None),
             webhooks: gated(
                 counts.webhooks,

@@ -1,5 +1,5 @@
-//! In-app support (SPEC.md "Support ticket", the Support endpoints, the
-//! Ticket rows of the state table and the support limits).
+//! In-app support (docs/api.md "Support": the ticket, its endpoints, its
+//! states and the support limits; docs/api.md "Limits").
 //!
 //! A ticket's header and each message are two sealed boxes: one for the
 //! support team's key, one for the account's own key. The service keeps

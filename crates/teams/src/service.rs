@@ -13,7 +13,7 @@ use crate::model::{
 };
 use crate::repository::TeamRepository;
 
-/// SPEC.md Limits: team grants per request.
+/// Team grants per request (docs/api.md "Limits").
 pub const MAX_GRANTS_PER_REQUEST: usize = 500;
 
 /// The plans whose accounts have teams (from the one plan table): a

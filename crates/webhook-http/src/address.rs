@@ -1,6 +1,8 @@
-//! Which resolved addresses a delivery may connect to (CONTRACT.md section
-//! 10: "every other delivery whose name resolves to a loopback, private,
-//! link-local or multicast address is refused").
+//! Which resolved addresses a delivery may connect to (docs/webhooks.md
+//! "Registering an endpoint"; docs/configuration.md
+//! `SEALPOST_WEBHOOK_RESOLVE`): every delivery whose name resolves to a
+//! loopback, private, link-local or multicast address is refused, unless its
+//! host is pinned.
 //!
 //! Only public unicast addresses are allowed. IPv6 forms that carry an IPv4
 //! address (IPv4-mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`, 6to4

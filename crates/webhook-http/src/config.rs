@@ -1,4 +1,4 @@
-//! CONTRACT.md section 10: `SEALPOST_WEBHOOK_RESOLVE` (`host=ip:port`
+//! docs/configuration.md: `SEALPOST_WEBHOOK_RESOLVE` (`host=ip:port`
 //! pairs, comma separated) pins a host name to an address, and
 //! `SEALPOST_WEBHOOK_CA_FILE` adds a trusted root (PEM).
 

@@ -1,5 +1,6 @@
-//! One webhook HTTP attempt (SPEC.md "Webhook delivery", CONTRACT.md
-//! section 10): the adapter that applies what `sealpost-webhooks` decides.
+//! One webhook HTTP attempt (docs/webhooks.md "What a delivery looks like";
+//! the test variables of docs/configuration.md): the adapter that applies what
+//! `sealpost-webhooks` decides.
 //!
 //! - HTTPS POST of the exact body with the given headers (`User-Agent`
 //!   included: the client adds none of its own).
@@ -83,7 +84,7 @@ pub struct WebhookHttp {
 }
 
 impl WebhookHttp {
-    /// A sender with the 10-second limit of SPEC.md.
+    /// A sender with the 10-second response limit (docs/api.md "Limits").
     pub fn new(config: WebhookHttpConfig) -> Result<Self, BuildError> {
         Self::with_timeout(config, default_timeout())
     }

@@ -1,6 +1,6 @@
 //! Webhook deliveries: what is sent, and the state machine of attempts
-//! (SPEC.md "Webhook delivery", the Webhook and Delivery rows of the state
-//! table, Limits).
+//! (docs/webhooks.md "How delivery works" and "Retries, auto-disable and
+//! the plan"; docs/api.md "Limits").
 //!
 //! - A delivery is created `pending` with `nextAttemptAt` = now and sent at
 //!   once. An attempt succeeds on any 2xx within 10 seconds; anything else
@@ -36,7 +36,7 @@ use serde::Serialize;
 use crate::endpoint::{EndpointHealth, EndpointStatus};
 use crate::events::{EventFilter, EventType};
 
-/// Waits after failed attempts 1 to 7 (SPEC.md Limits).
+/// Waits after failed attempts 1 to 7 (docs/api.md "Limits").
 pub const RETRY_SCHEDULE: [TimeDelta; 7] = [
     TimeDelta::minutes(1),
     TimeDelta::minutes(5),
@@ -48,7 +48,7 @@ pub const RETRY_SCHEDULE: [TimeDelta; 7] = [
 ];
 /// The first attempt plus one per retry.
 pub const MAX_ATTEMPTS: u32 = RETRY_SCHEDULE.len() as u32 + 1;
-/// SPEC.md Limits: the receiver answers within 10 seconds.
+/// The receiver answers within 10 seconds (docs/api.md "Limits").
 pub const RESPONSE_TIMEOUT: TimeDelta = TimeDelta::seconds(10);
 
 /// `User-Agent` of every delivery.
@@ -113,7 +113,7 @@ pub fn creates_delivery(
     plan.has_webhooks() && status.is_active() && !event_type.is_test() && filter.matches(event_type)
 }
 
-/// A webhook delivery record (SPEC.md "Webhook delivery").
+/// A webhook delivery record (docs/api.md "Webhooks": the delivery object).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Delivery {
     pub id: DeliveryId,

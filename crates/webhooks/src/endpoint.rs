@@ -1,6 +1,6 @@
 //! Webhook endpoints: plan and count limits, status, the failure record,
 //! secrets, the sealed `meta` check and the hourly allowance of tests plus
-//! redeliveries (SPEC.md "Webhook", "Webhooks" endpoints, Limits).
+//! redeliveries (docs/api.md "Webhooks" and "Limits", docs/webhooks.md).
 
 use chrono::TimeDelta;
 use sealpost_kernel::{Timestamp, string_enum};
@@ -9,19 +9,20 @@ use sealpost_seal::{
     AtRestError, BoxShapeError, SealedBox, ServerKeys, b64, check_box, random_bytes,
 };
 
-/// SPEC.md Limits: 10 webhooks per account.
+/// 10 webhooks per account (docs/api.md "Limits").
 pub const MAX_ENDPOINTS_PER_ACCOUNT: u32 = 10;
-/// SPEC.md Limits: webhook auto-disable after every attempt failed this long.
+/// Webhook auto-disable after every attempt failed this long (docs/api.md
+/// "Limits").
 pub const AUTO_DISABLE_AFTER: TimeDelta = TimeDelta::days(3);
-/// SPEC.md Limits: webhook tests plus redeliveries per account and hour.
+/// Webhook tests plus redeliveries per account and hour (docs/api.md "Limits").
 pub const MANUAL_SENDS_PER_HOUR: u64 = 60;
-/// Every secret starts with this (SPEC.md "Webhook").
+/// Every secret starts with this (docs/webhooks.md "Verifying a delivery").
 pub const SECRET_PREFIX: &str = "whsec_";
 /// Largest sealed `meta` box, as JSON bytes (413 `too_large` above).
 pub const META_MAX_LEN: usize = 4096;
 
 /// A webhook rule that refuses a request. [`EndpointError::code`] gives the
-/// SPEC.md code; the HTTP crate owns the status table.
+/// API error code; the HTTP crate owns the status table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum EndpointError {
     /// 403 `plan_required`.
@@ -87,7 +88,7 @@ pub fn check_meta(meta: &serde_json::Value) -> Result<SealedBox, BoxShapeError> 
 
 /// A new signing secret: `whsec_` + 32 random bytes in base64url (49
 /// characters). Shown once, on creation or rotation; the key of the
-/// signature is the whole string (CONTRACT.md section 9).
+/// signature is the whole string (docs/protocol.md "Webhook signatures").
 #[must_use]
 pub fn generate_secret() -> String {
     format!("{SECRET_PREFIX}{}", b64::encode(&random_bytes::<32>()))
@@ -202,7 +203,7 @@ impl EndpointStatus {
     }
 
     /// `PATCH status=active|disabled`: the new status and the new failure
-    /// record. Switching on clears the failure record (SPEC.md state table);
+    /// record. Switching on clears the failure record (docs/webhooks.md);
     /// switching off keeps it.
     #[must_use]
     pub fn patch(active: bool, health: EndpointHealth) -> (EndpointStatus, EndpointHealth) {

@@ -1,4 +1,5 @@
-//! Event types a webhook carries (SPEC.md "Events") and an endpoint's filter.
+//! Event types a webhook carries (docs/api.md "Events") and an endpoint's
+//! filter.
 //!
 //! `webhook.test` is a type like the others on the wire, but it is sent only
 //! by `POST /webhook-endpoints/:id/test`, and always, whatever the filter:
@@ -28,7 +29,7 @@ pub enum EventFilterError {
 }
 
 impl EventFilterError {
-    /// The SPEC.md error code (400).
+    /// The API error code (400).
     #[must_use]
     pub fn code(&self) -> &'static str {
         "invalid_field"

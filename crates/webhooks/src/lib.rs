@@ -1,5 +1,5 @@
-//! Webhooks (SPEC.md "Webhook", "Webhook delivery", "Events", Limits;
-//! CONTRACT.md section 9): the rules, as pure functions and types.
+//! Webhooks (docs/webhooks.md; docs/api.md "Webhooks", "Events" and
+//! "Limits"): the rules, as pure functions and types.
 //!
 //! - [`url`]: which URLs may be registered (400 `invalid_url`).
 //! - [`events`]: the event types and the endpoint's event filter.

@@ -1,4 +1,4 @@
-//! Webhook endpoints (SPEC.md "Webhooks" endpoints): create, list, change,
+//! Webhook endpoints (docs/api.md "Webhooks"): create, list, change,
 //! rotate, test and redeliver, and the delivery log's retention.
 
 use std::sync::Arc;
@@ -21,7 +21,7 @@ use crate::events::EventFilter;
 use crate::repository::{CreateOutcome, Endpoint, EndpointChange, WebhookRepository};
 use crate::url::WebhookUrl;
 
-/// The delivery log is kept 30 days (SPEC.md Limits).
+/// The delivery log is kept 30 days (docs/api.md "Limits").
 pub const DELIVERY_LOG_RETENTION: TimeDelta = TimeDelta::days(30);
 
 /// What `PATCH /webhook-endpoints/:id` may change.

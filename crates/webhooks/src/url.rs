@@ -1,6 +1,7 @@
-//! Which URLs a webhook may point at (SPEC.md "Webhook delivery": "The URL
-//! must be https with a hostname; IP addresses, local names (localhost,
-//! *.local) and the service's own domains are refused (400 invalid_url)").
+//! Which URLs a webhook may point at (docs/webhooks.md "Registering an
+//! endpoint"): the URL must be https with a hostname; IP addresses, local
+//! names (localhost, *.local) and the service's own domains are refused (400
+//! invalid_url).
 //!
 //! Parsing is the WHATWG URL standard's (the `url` crate), the same parser
 //! the sender's HTTP client uses, so what is checked here is what is
@@ -10,9 +11,9 @@
 //! `https://127.0.0.1/`.
 //!
 //! This check is about what is *registered*. Where a registered name
-//! *resolves* is checked again by the sender at delivery time (CONTRACT.md
-//! section 10: loopback, private, link-local and multicast addresses are
-//! refused there).
+//! *resolves* is checked again by the sender at delivery time (loopback,
+//! private, link-local and multicast addresses are refused there, unless
+//! pinned by `SEALPOST_WEBHOOK_RESOLVE`: docs/configuration.md).
 
 use std::fmt;
 
@@ -60,7 +61,7 @@ pub enum UrlError {
 }
 
 impl UrlError {
-    /// The SPEC.md error code (400).
+    /// The API error code (400).
     #[must_use]
     pub fn code(&self) -> &'static str {
         "invalid_url"

@@ -1,4 +1,5 @@
-//! SPEC.md "Account": registration, the sign-in handshake, sessions.
+//! Accounts (docs/api.md "Accounts"): registration, the sign-in handshake,
+//! sessions.
 //!
 //! | endpoint | request | answer |
 //! |---|---|---|

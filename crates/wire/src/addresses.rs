@@ -1,4 +1,5 @@
-//! SPEC.md "Addresses and domains". An address is an *inbox* on the wire.
+//! Addresses and domains (docs/api.md "Addresses", "Own domains"). An address
+//! is an *inbox* on the wire.
 //!
 //! | endpoint | request | answer |
 //! |---|---|---|

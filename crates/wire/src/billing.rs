@@ -1,4 +1,4 @@
-//! SPEC.md "Billing" with a payment provider (CONTRACT.md sections 8 and 9):
+//! Billing with a payment provider (docs/api.md "Billing"):
 //! the provider list, checkout and payments.
 //!
 //! | endpoint | request | answer |

@@ -1,5 +1,6 @@
-//! SPEC.md "Devices" and the pairing flow of CONTRACT.md section 6. A
-//! device record is a *worker* on the wire, of kind `device` or `agent`.
+//! Devices and the pairing flow (docs/api.md "Devices and pairing",
+//! docs/protocol.md "Pairing a device"). A device record is a *worker* on the
+//! wire, of kind `device` or `agent`.
 //!
 //! | endpoint | request | answer |
 //! |---|---|---|

@@ -1,4 +1,4 @@
-//! SPEC.md "Messages", `POST /messages` and the long-poll wait.
+//! Messages (docs/api.md "Messages"), `POST /messages` and the long-poll wait.
 //!
 //! | endpoint | request | answer |
 //! |---|---|---|
@@ -9,8 +9,8 @@
 //! | `GET /workers/messages` (a device) | | [`MessageList`] |
 //! | `POST /messages` | [`DeliverRequest`] | [`Delivered`] |
 //!
-//! A message's content is CONTRACT.md section 5 JSON sealed to the
-//! address's key of epoch `keyEpoch`.
+//! A message's content is the JSON of docs/protocol.md "Message content" sealed
+//! to the address's key of epoch `keyEpoch`.
 
 use sealpost_kernel::{AddressId, MessageId, Timestamp};
 use sealpost_seal::{SealedBox, b64};

@@ -1,4 +1,5 @@
-//! SPEC.md "Notifications": preferences, address mutes, push tokens.
+//! Notifications (docs/api.md "Notifications"): preferences, address mutes,
+//! push tokens.
 //!
 //! | endpoint | request | answer |
 //! |---|---|---|

@@ -1,6 +1,6 @@
-//! SPEC.md "Billing" without a payment provider and "Usage": the plan list,
-//! what the account has used, the dashboard's counters, the subscription and
-//! plan changes.
+//! Plans and usage without a payment provider (docs/api.md "Plans and usage"):
+//! the plan list, what the account has used, the dashboard's counters, the
+//! subscription and plan changes.
 //!
 //! | endpoint | request | answer |
 //! |---|---|---|

@@ -1,5 +1,5 @@
-//! What every part of the API shares: the error body of CONTRACT.md
-//! section 1 (every non-2xx answer) and the health answer of `GET /healthz`
+//! What every part of the API shares: the error body of docs/protocol.md
+//! "Errors" (every non-2xx answer) and the health answer of `GET /healthz`
 //! and `GET /readyz`.
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! SPEC.md "Support": sealed tickets (session only).
+//! Support (docs/api.md "Support"): sealed tickets (session only).
 //!
 //! | endpoint | request | answer |
 //! |---|---|---|

@@ -1,5 +1,5 @@
-//! SPEC.md "Teams": an owner's members and the address keys sealed to them,
-//! and the teams an account is in.
+//! Teams (docs/api.md "Teams"): an owner's members and the address keys sealed
+//! to them, and the teams an account is in.
 //!
 //! | endpoint | request | answer |
 //! |---|---|---|

@@ -1,5 +1,5 @@
-//! SPEC.md "Webhooks": the endpoints an account registers and their
-//! delivery log. (What a webhook receives is the event body documented in
+//! Webhooks (docs/api.md "Webhooks"): the endpoints an account registers and
+//! their delivery log. (What a webhook receives is the event body documented in
 //! `docs/webhooks.md`, checked with the SDK's `verify_webhook`.)
 //!
 //! | endpoint | request | answer |

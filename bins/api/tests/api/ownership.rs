@@ -1,6 +1,6 @@
-//! SPEC.md convention 8: another account's record answers 404 exactly like a
-//! missing one, and a device credential reaches only its own device.
-//! Session-only endpoints answer 403 `session_required` to a device.
+//! Ownership (docs/protocol.md "Errors"): another account's record answers 404
+//! exactly like a missing one, and a device credential reaches only its own
+//! device. Session-only endpoints answer 403 `session_required` to a device.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};

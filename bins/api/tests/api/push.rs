@@ -495,7 +495,7 @@ async fn every_kind_is_pushed_and_each_switch_and_mute_is_honoured() {
     );
 }
 
-/// SPEC: a staff reply (and a resolution) reaches the account's phones as a
+/// A staff reply (and a resolution) reaches the account's phones as a
 /// `support` push, with generic words only; the `support` switch stops it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_staff_reply_and_a_resolution_are_support_pushes() {

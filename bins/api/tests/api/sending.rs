@@ -174,7 +174,8 @@ async fn sent_mail_reaches_the_relay_dkim_signed_and_is_kept_sealed_in_sent() {
     let tampered = raw.replace("123456", "654321");
     assert!(!dkim_verifies(tampered.as_bytes()).await);
 
-    // The Sent copy: sealed to the address's key, CONTRACT section 5 JSON.
+    // The Sent copy: sealed to the address's key, message content JSON
+    // (docs/protocol.md).
     let sent = s.sent_folder().await;
     assert_eq!(sent.len(), 1);
     let copy = &sent[0];

@@ -1,6 +1,6 @@
-//! SPEC.md "Abuse": `POST /abuse/reports`, no token. Five reports an hour
-//! per IP; the answer is the same whether or not the address or message
-//! exists.
+//! Abuse reports (docs/api.md "Abuse reports"): `POST /abuse/reports`, no
+//! token. Five reports an hour per IP; the answer is the same whether or not
+//! the address or message exists.
 
 use actix_web::web::Data;
 use actix_web::{HttpRequest, HttpResponse};

@@ -1,4 +1,5 @@
-//! SPEC.md "Account" endpoints: registration, the sign-in handshake, sessions.
+//! The account endpoints (docs/api.md "Accounts"): registration, the sign-in
+//! handshake, sessions.
 
 use actix_web::HttpResponse;
 use actix_web::web::{Data, Path};

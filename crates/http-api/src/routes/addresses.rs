@@ -1,4 +1,5 @@
-//! SPEC.md "Addresses and domains" endpoints.
+//! The address and domain endpoints (docs/api.md, "Addresses" and
+//! "Own domains").
 
 use actix_web::HttpResponse;
 use actix_web::web::{Data, Path};

@@ -1,6 +1,6 @@
-//! SPEC.md "Billing" endpoints that involve a payment provider: the provider
-//! list, checkout, payments, the providers' signed notices, and the sandbox
-//! checkout page (CONTRACT.md section 8).
+//! The billing endpoints that involve a payment provider (docs/api.md
+//! "Billing"): the provider list, checkout, payments, the providers' signed
+//! notices, and the sandbox checkout page.
 
 use actix_web::http::header::ContentType;
 use actix_web::web::{Bytes, Data, Form, Path};

@@ -1,4 +1,5 @@
-//! SPEC.md "Devices" endpoints and the pairing flow of CONTRACT.md section 6.
+//! The device endpoints and the pairing flow (docs/api.md, "Devices and
+//! pairing"; docs/protocol.md, "Pairing a device").
 
 use actix_web::web::{Data, Path, Query};
 use actix_web::{HttpRequest, HttpResponse};

@@ -1,4 +1,5 @@
-//! SPEC.md "Messages" endpoints, `POST /messages`, and the long-poll wait.
+//! The message endpoints (docs/api.md "Messages"), `POST /messages`, and the
+//! long-poll wait.
 
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ use crate::state::AppState;
 
 /// `POST /messages` bodies: a raw message of up to 25 MB, base64url-encoded.
 pub const INBOUND_BODY_LIMIT: usize = 35 * 1024 * 1024;
-/// SPEC: the wait answers within 60 seconds at most.
+/// The wait answers within 60 seconds at most (docs/api.md "Limits").
 const MAX_WAIT_SECONDS: u64 = 60;
 
 pub(crate) fn message_body(message: Message) -> wire::Message {

@@ -1,5 +1,6 @@
-//! SPEC.md "Notifications" endpoints: preferences, address mutes, push tokens.
-//! Any bearer; a device credential mutes only the addresses assigned to it.
+//! The notification endpoints (docs/api.md "Notifications"): preferences,
+//! address mutes, push tokens. Any bearer; a device credential mutes only the
+//! addresses assigned to it.
 
 use actix_web::HttpResponse;
 use actix_web::web::{Data, Path};

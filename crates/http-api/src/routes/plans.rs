@@ -1,5 +1,6 @@
-//! SPEC.md "Billing" endpoints that need no payment provider: the plan list,
-//! the subscription and plan changes; and the account's usage and overview.
+//! The endpoints of docs/api.md "Plans and usage", which need no payment
+//! provider: the plan list, the subscription and plan changes; and the
+//! account's usage and overview.
 
 use actix_web::HttpResponse;
 use actix_web::web::Data;

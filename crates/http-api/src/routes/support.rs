@@ -1,5 +1,5 @@
-//! SPEC.md "Support" endpoints (session only). Writes answer 503
-//! `support_unavailable` while support has no key or is switched off.
+//! The support endpoints (docs/api.md "Support"; session only). Writes answer
+//! 503 `support_unavailable` while support has no key or is switched off.
 
 use actix_web::HttpResponse;
 use actix_web::web::{Data, Path};

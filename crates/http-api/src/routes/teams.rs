@@ -1,6 +1,6 @@
-//! SPEC.md "Teams" and "Memberships" endpoints: session only (device
-//! credentials get 403 `session_required`); the team endpoints need a plan
-//! with teams (402 `plan_capability_required`), memberships any plan.
+//! The team and membership endpoints (docs/api.md "Teams"): session only
+//! (device credentials get 403 `session_required`); the team endpoints need a
+//! plan with teams (402 `plan_capability_required`), memberships any plan.
 
 use actix_web::HttpResponse;
 use actix_web::web::{Data, Path};

@@ -1,4 +1,4 @@
-//! SPEC.md "Webhooks" endpoints.
+//! The webhook endpoints (docs/api.md "Webhooks", docs/webhooks.md).
 
 use actix_web::HttpResponse;
 use actix_web::web::{Data, Path, Query};

@@ -37,7 +37,7 @@ fn queued(kind: &str, payload: Value, settings: &AccountSettings) -> Option<Queu
     )
 }
 
-/// Every kind SPEC names, as it stands in the outbox.
+/// Every kind docs/api.md "Notifications" names, as it stands in the outbox.
 fn entries() -> Vec<(&'static str, Value, PushKind)> {
     vec![
         (
