@@ -44,8 +44,10 @@ struct MessageRow {
     outgoing: bool,
 }
 
-/// The columns of [`MessageRow`] for raw queries over `messages m`.
-const MESSAGE_COLUMNS: &str = "m.id, m.account_id, m.inbox_id, m.received_at, m.read, m.size_bytes, \
+/// The columns of [`MessageRow`] for raw queries over `messages m`; raw
+/// rows are read by field name, so the `inbox_id` column is named as the
+/// field.
+const MESSAGE_COLUMNS: &str = "m.id, m.account_id, m.inbox_id AS address_id, m.received_at, m.read, m.size_bytes, \
      m.key_epoch, m.content, m.folder, m.starred, m.outgoing";
 
 impl MessageRow {
