@@ -11,6 +11,7 @@ import {
   type OpenedMessage,
   type Usage,
 } from '@sealpost/sdk';
+import { Fragment } from 'preact';
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 
 import { confirmationMatches, confirmPositions, formatBytes, formatWhen, mergeMessages } from './logic';
@@ -546,10 +547,10 @@ function UsagePanel({ usage }: { usage: Usage }) {
       <h3>Usage</h3>
       <dl>
         {rows.map(([k, v]) => (
-          <>
+          <Fragment key={k}>
             <dt>{k}</dt>
             <dd>{v}</dd>
-          </>
+          </Fragment>
         ))}
       </dl>
     </div>
