@@ -406,4 +406,33 @@ mod tests {
         assert!(found.links.is_empty());
         assert_eq!(codes_and_links(None, None, None), Found::default());
     }
+
+    /// The cases of `tests/data/codes.json`, which the TypeScript SDK's port
+    /// (`web/packages/sdk/src/mailtext.ts`) checks too: both must find the
+    /// same codes and links. This module is the reference.
+    #[test]
+    fn shared_codes_fixture_matches() {
+        let file: serde_json::Value =
+            serde_json::from_str(include_str!("../tests/data/codes.json")).unwrap();
+        let cases = file.as_array().unwrap();
+        assert!(cases.len() >= 30, "the fixture has {} cases", cases.len());
+        let list = |value: &serde_json::Value| -> Vec<String> {
+            value
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|item| item.as_str().unwrap().to_owned())
+                .collect()
+        };
+        for case in cases {
+            let name = case["name"].as_str().unwrap();
+            let found = codes_and_links(
+                case["subject"].as_str(),
+                case["text"].as_str(),
+                case["html"].as_str(),
+            );
+            assert_eq!(found.codes, list(&case["codes"]), "codes of {name}");
+            assert_eq!(found.links, list(&case["links"]), "links of {name}");
+        }
+    }
 }

@@ -1,0 +1,394 @@
+/**
+ * A typed client of the Sealpost HTTP API (fetch-based: browsers and Node
+ * 20+). Request and response bodies are the generated OpenAPI types,
+ * presented with product words (see `wire.ts`). The recovery phrase and the
+ * keys never leave the process: registration sends public values only and
+ * sign-in answers a challenge with a proof. The token travels only in the
+ * `Authorization` header, never in a URL.
+ */
+import { b64decodeN, b64encode } from './bytes.js';
+import { AddressKey, openMessage, type AddressSecrets, type OpenedMessage } from './content.js';
+import { newAddressId } from './ids.js';
+import { AccountKeys } from './keys.js';
+import {
+  createAddressBody,
+  deliverBody,
+  routes,
+  toAddress,
+  toAddressList,
+  toDeviceList,
+  toMessage,
+  toMessagePage,
+  toSession,
+  toWaitResult,
+  type Address,
+  type Allocation,
+  type Deletion,
+  type Device,
+  type Domain,
+  type Folder,
+  type FolderCounts,
+  type Message,
+  type MessagePage,
+  type NewAddress,
+  type Overview,
+  type Session,
+  type Usage,
+  type WaitResult,
+  type Wire,
+} from './wire.js';
+
+/** The longest one wait request may be asked to wait (1 to 60 seconds). */
+export const MAX_WAIT_SECONDS = 60;
+/** How much longer than the wait itself its request may take. */
+const WAIT_GRACE_MS = 15_000;
+const REQUEST_TIMEOUT_MS = 30_000;
+/** Pause after a 429 or 5xx while waiting, when the service does not say. */
+const RETRY_PAUSE_MS = 2_000;
+
+/** A non-2xx answer: `code` is the API's error code (`not_found`, `rate_limited`, ...). */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    /** Seconds, from `Retry-After`. */
+    readonly retryAfter: number | undefined,
+    readonly requestId: string | undefined,
+  ) {
+    super(`${message} (${code}, HTTP ${status})`);
+  }
+}
+
+/** No (unread) mail arrived before the deadline. */
+export class WaitTimeoutError extends Error {
+  override name = 'WaitTimeoutError';
+}
+
+export interface ClientOptions {
+  /** For example `https://api.example.com` or `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** Bearer token: a session token or a device credential. */
+  token?: string;
+  /** The account's keys, when known: addresses get derived keys, mail opens without more. */
+  keys?: AccountKeys;
+  /** Another fetch (tests, proxies). */
+  fetch?: typeof globalThis.fetch;
+}
+
+interface RequestOptions {
+  body?: unknown;
+  auth?: boolean;
+  timeoutMs?: number;
+  signal?: AbortSignal | undefined;
+}
+
+/** An address just created, with the key its mail is sealed to. */
+export interface CreatedAddress extends Address {
+  key: AddressKey;
+}
+
+/** A message from `nextMessage`, with the cursor to wait after next. */
+export interface ReceivedMessage extends Message {
+  cursor: string;
+}
+
+export interface WaitOptions {
+  /** Give up after this many seconds in all (default 60). */
+  timeoutSeconds?: number;
+  /** A previous answer's cursor; absent: any mail already in the address counts; `now`: only new mail. */
+  after?: string;
+  /** Also answer mail already marked read (default: unread only). */
+  includeRead?: boolean;
+  signal?: AbortSignal;
+}
+
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    });
+  });
+
+export class SealpostClient {
+  readonly baseUrl: string;
+  readonly keys: AccountKeys | undefined;
+  readonly #token: string | undefined;
+  readonly #fetch: typeof globalThis.fetch;
+
+  constructor(options: ClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.#token = options.token;
+    this.keys = options.keys;
+    this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+  }
+
+  /** Registers the account of `keys` (a new phrase) and answers a signed-in client. */
+  static async register(options: ClientOptions & { keys: AccountKeys }): Promise<SealpostClient> {
+    const session = await new SealpostClient(options).register(options.keys);
+    return new SealpostClient({ ...options, token: session.token });
+  }
+
+  /** Signs in with the challenge handshake and answers a signed-in client. */
+  static async signIn(options: ClientOptions & { keys: AccountKeys }): Promise<SealpostClient> {
+    const session = await new SealpostClient(options).signIn(options.keys);
+    return new SealpostClient({ ...options, token: session.token });
+  }
+
+  /** The same client with another token (and keys). */
+  withToken(token: string, keys: AccountKeys | undefined = this.keys): SealpostClient {
+    return new SealpostClient({ baseUrl: this.baseUrl, token, ...(keys ? { keys } : {}), fetch: this.#fetch });
+  }
+
+  get signedIn(): boolean {
+    return this.#token !== undefined;
+  }
+
+  // ---- Account ------------------------------------------------------------------
+
+  /** `POST /accounts`: registers the account of `keys`; `id_taken` when it exists. */
+  async register(keys: AccountKeys): Promise<Session> {
+    const body: Wire['RegisterRequest'] = keys.registration();
+    return toSession(await this.#json<Wire['SignedIn']>('POST', routes.register, { body, auth: false }));
+  }
+
+  /** `POST /accounts/challenge` then `/accounts/verify` with the proof; `unauthenticated` for a wrong phrase. */
+  async signIn(keys: AccountKeys): Promise<Session> {
+    const accountId = keys.accountId;
+    const challengeBody: Wire['ChallengeRequest'] = { accountId };
+    const challenge = await this.#json<Wire['Challenge']>('POST', routes.challenge, { body: challengeBody, auth: false });
+    const proof = keys.handshakeProof(b64decodeN(challenge.challengeKey, 32, 'challengeKey'), challenge.nonce, accountId);
+    const verify: Wire['VerifyRequest'] = { accountId, nonce: challenge.nonce, proof: b64encode(proof) };
+    return toSession(await this.#json<Wire['SignedIn']>('POST', routes.verify, { body: verify, auth: false }));
+  }
+
+  async me(): Promise<Wire['Me']> {
+    return this.#json('GET', routes.me);
+  }
+
+  /** `POST /accounts/signout`: ends this client's session. */
+  async signOut(): Promise<void> {
+    await this.#send('POST', routes.signOut);
+  }
+
+  async usage(): Promise<Usage> {
+    return this.#json('GET', routes.usage);
+  }
+
+  async overview(): Promise<Overview> {
+    return this.#json('GET', routes.overview);
+  }
+
+  async health(): Promise<Wire['Health']> {
+    return this.#json('GET', routes.health, { auth: false });
+  }
+
+  // ---- Addresses ------------------------------------------------------------------
+
+  async domains(): Promise<Domain[]> {
+    return (await this.#json<Wire['DomainList']>('GET', routes.domains)).domains;
+  }
+
+  async listAddresses(): Promise<Address[]> {
+    return toAddressList(await this.#json<Wire['AddressList']>('GET', routes.addresses));
+  }
+
+  async allocation(): Promise<Allocation> {
+    return this.#json('GET', routes.allocation);
+  }
+
+  /**
+   * Creates an address with a client-chosen `ibx_` id and its public key, so
+   * it receives mail at once. The key is derived from the account's phrase
+   * when this client holds the keys (any client with the phrase can read
+   * the mail), else generated (`generateKey: true` forces it): then only the
+   * returned `key` opens the mail, keep it.
+   */
+  async createAddress(fields: NewAddress & { id?: string; generateKey?: boolean } = {}): Promise<CreatedAddress> {
+    const id = fields.id ?? newAddressId();
+    const key =
+      this.keys !== undefined && fields.generateKey !== true ? AddressKey.derive(this.keys, id) : AddressKey.generate(id);
+    const domain = fields.domain ?? (await this.domains())[0]?.domain;
+    if (domain === undefined) throw new Error('the service offers no domain to create addresses on');
+    const body = createAddressBody(id, key.publicKey, { ...fields, domain });
+    const reply = await this.#json<Wire['AddressReply']>('POST', routes.addresses, { body });
+    return { ...toAddress(reply.inbox), key };
+  }
+
+  async updateAddress(id: string, update: { meta?: Wire['SealedBoxJson']; retentionDays?: number }): Promise<Address> {
+    const body: Wire['UpdateAddressRequest'] = { ...update };
+    return toAddress((await this.#json<Wire['AddressReply']>('PATCH', routes.address(id), { body })).inbox);
+  }
+
+  /** Deletes the address and its mail; the address is never issued again. */
+  async deleteAddress(id: string): Promise<void> {
+    await this.#send('DELETE', routes.address(id));
+  }
+
+  // ---- Devices ----------------------------------------------------------------------
+
+  async listDevices(page: { limit?: number } = {}): Promise<Device[]> {
+    return toDeviceList(await this.#json<Wire['DevicePage']>('GET', routes.devices(page.limit)));
+  }
+
+  // ---- Messages ----------------------------------------------------------------------
+
+  /** One page of an address's mail, newest first (lists spend no object reads). */
+  async listMessages(addressId: string, page: { limit?: number; cursor?: string } = {}): Promise<MessagePage> {
+    return toMessagePage(await this.#json('GET', routes.addressMessages(addressId, page)));
+  }
+
+  /** The account's mail across addresses (or one), newest first. */
+  async listMail(filter: { folder?: Folder; addressId?: string; unread?: boolean; limit?: number; cursor?: string } = {}): Promise<MessagePage> {
+    return toMessagePage(await this.#json('GET', routes.mail(filter)));
+  }
+
+  /** `{total, unread}` per folder, for one address or all. */
+  async folderCounts(addressId?: string): Promise<FolderCounts> {
+    return (await this.#json<Wire['FoldersEnvelope']>('GET', routes.folderCounts(addressId))).folders;
+  }
+
+  /**
+   * One long-poll: mail newer than `after` (oldest first) as soon as there is
+   * some, or null when nothing arrived within `timeoutSeconds` (1 to 60).
+   */
+  async waitForMessages(
+    addressId: string,
+    options: { after?: string | undefined; timeoutSeconds?: number; signal?: AbortSignal | undefined } = {},
+  ): Promise<WaitResult | null> {
+    const seconds = Math.min(MAX_WAIT_SECONDS, Math.max(1, Math.floor(options.timeoutSeconds ?? 30)));
+    const { status, body } = await this.#request('GET', routes.addressWait(addressId, options.after, seconds), {
+      timeoutMs: seconds * 1000 + WAIT_GRACE_MS,
+      signal: options.signal,
+    });
+    if (status === 204) return null;
+    return toWaitResult(JSON.parse(new TextDecoder().decode(body)) as Wire['WaitBody']);
+  }
+
+  /**
+   * Waits for the next (unread) message of an address, as the CLI's `mail
+   * wait` does: long-polls in steps of at most 60 s, moving the cursor past
+   * what it saw, retrying a 429 or 5xx until the deadline. The first wait
+   * (without `after`) counts mail already in the address.
+   */
+  async nextMessage(address: string | { id: string }, options: WaitOptions = {}): Promise<ReceivedMessage> {
+    const addressId = typeof address === 'string' ? address : address.id;
+    const total = options.timeoutSeconds ?? 60;
+    const deadline = Date.now() + total * 1000;
+    let after = options.after;
+    let failing: ApiError | undefined;
+    for (;;) {
+      const left = Math.ceil((deadline - Date.now()) / 1000);
+      try {
+        const answer = await this.waitForMessages(addressId, { after, timeoutSeconds: left, signal: options.signal });
+        failing = undefined;
+        if (answer !== null) {
+          after = answer.cursor;
+          const found = answer.messages.find((m) => options.includeRead === true || !m.read);
+          if (found !== undefined) return { ...found, cursor: answer.cursor };
+        }
+      } catch (err) {
+        const retry = err instanceof ApiError && (err.status === 429 || err.status >= 500);
+        if (!retry || Date.now() >= deadline) throw err;
+        failing = err;
+        const pause = err.retryAfter !== undefined ? err.retryAfter * 1000 : RETRY_PAUSE_MS;
+        await sleep(Math.max(0, Math.min(pause, deadline - Date.now())), options.signal);
+      }
+      if (Date.now() >= deadline) {
+        if (failing !== undefined) throw failing;
+        throw new WaitTimeoutError(`no new mail in ${addressId} within ${total} s`);
+      }
+    }
+  }
+
+  /** `GET /messages/{id}`: one message (spends one object read). */
+  async getMessage(id: string): Promise<Message> {
+    return toMessage((await this.#json<Wire['MessageReply']>('GET', routes.message(id))).message);
+  }
+
+  /** The attachment's sealed bytes (binary box: open them with `openAttachment`). */
+  async getAttachment(messageId: string, index: number): Promise<Uint8Array> {
+    return (await this.#request('GET', routes.messageAttachment(messageId, index))).body;
+  }
+
+  /** Marks the message read, or unread with `read: false`. */
+  async markRead(id: string, read = true): Promise<void> {
+    const body: Wire['ReadRequest'] = { read };
+    await this.#send('POST', routes.messageRead(id), { body });
+  }
+
+  /** Moves the message to the trash (`trashed`), or deletes it for good when it was there (`deleted`). */
+  async deleteMessage(id: string): Promise<Deletion> {
+    return (await this.#json<Wire['DeletedBody']>('DELETE', routes.message(id))).result;
+  }
+
+  /** Delivers a raw RFC 5322 message to an address without SMTP (parsed and sealed like SMTP mail). */
+  async deliverRaw(addressId: string, raw: Uint8Array): Promise<string> {
+    return (await this.#json<Wire['Delivered']>('POST', routes.deliver, { body: deliverBody(addressId, raw) })).messageId;
+  }
+
+  /**
+   * Opens a message with `keys` (an address's key, or other secrets), else
+   * with this client's account keys.
+   */
+  openMessage(message: Message, keys?: AccountKeys | AddressSecrets): OpenedMessage {
+    const using = keys ?? this.keys;
+    if (using === undefined) throw new Error('no keys to open the message with');
+    return openMessage(using, message);
+  }
+
+  // ---- Plumbing ------------------------------------------------------------------------
+
+  async #json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const { body } = await this.#request(method, path, options);
+    return JSON.parse(new TextDecoder().decode(body)) as T;
+  }
+
+  async #send(method: string, path: string, options: RequestOptions = {}): Promise<void> {
+    await this.#request(method, path, options);
+  }
+
+  async #request(method: string, path: string, options: RequestOptions = {}): Promise<{ status: number; body: Uint8Array }> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (options.auth !== false && this.#token !== undefined) headers['authorization'] = `Bearer ${this.#token}`;
+    let payload: string | undefined;
+    if (options.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      payload = JSON.stringify(options.body);
+    }
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error(`request timed out: ${method} ${path}`)), options.timeoutMs ?? REQUEST_TIMEOUT_MS);
+    const onAbort = (): void => controller.abort(options.signal?.reason);
+    options.signal?.addEventListener('abort', onAbort);
+    try {
+      const response = await this.#fetch(`${this.baseUrl}${path}`, {
+        method,
+        headers,
+        ...(payload !== undefined ? { body: payload } : {}),
+        signal: controller.signal,
+        credentials: 'omit',
+        redirect: 'error',
+      });
+      const body = new Uint8Array(await response.arrayBuffer());
+      if (response.ok) return { status: response.status, body };
+      let code = 'http_error';
+      let message = response.statusText || `HTTP ${response.status}`;
+      try {
+        const parsed = JSON.parse(new TextDecoder().decode(body)) as Wire['ErrorBody'];
+        code = parsed.error.code;
+        message = parsed.error.message;
+      } catch {
+        // not the API's error body
+      }
+      const retry = response.headers.get('retry-after');
+      const retryAfter = retry !== null && /^\d+$/.test(retry.trim()) ? Number(retry.trim()) : undefined;
+      throw new ApiError(response.status, code, message, retryAfter, response.headers.get('x-request-id') ?? undefined);
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+}

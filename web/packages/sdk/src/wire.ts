@@ -1,0 +1,238 @@
+/**
+ * The ONE place where the SDK's product words meet the wire's names.
+ *
+ * The public API speaks of addresses and devices; the HTTP API (SPEC.md,
+ * docs/openapi.json) calls them `inbox` and `worker` (`/inboxes`,
+ * `inboxId`, `assignedWorkerId`, `/workers`, ...). Every path, query
+ * parameter and field with a wire name is written here and nowhere else;
+ * the rest of the SDK uses the product types below. Wire types come from
+ * the generated OpenAPI types, so a change to the document shows up as a
+ * compile error here.
+ */
+import type { SealedBox } from './boxes.js';
+import { b64encode } from './bytes.js';
+import type { components } from './generated/openapi.js';
+
+/** The wire's schemas, as generated from docs/openapi.json. */
+export type Wire = components['schemas'];
+
+// ---- Product types ----------------------------------------------------------
+
+export type AddressStatus = Wire['AddressStatus'];
+export type Folder = Wire['Folder'];
+export type PlanId = Wire['PlanId'];
+export type Account = Wire['Account'];
+export type Domain = Wire['Domain'];
+export type Usage = Wire['Usage'];
+export type Allocation = Wire['Allocation'];
+export type Overview = Wire['Overview'];
+export type FolderCounts = Wire['FolderCounts'];
+export type Deletion = Wire['Deletion'];
+
+/** An email address of the account (wire: `Inbox`). */
+export interface Address {
+  id: string;
+  /** The account that owns it (wire: `operatorId`). */
+  accountId: string;
+  email: string;
+  status: AddressStatus;
+  createdAt: string;
+  /** The device it is assigned to, if any (wire: `assignedWorkerId`). */
+  deviceId: string | null;
+  retentionDays: number;
+  pausedAt: string | null;
+  /** The label, sealed to the account's vault key. */
+  meta: SealedBox | null;
+  keyEpoch: number;
+  /** The X25519 key mail is sealed to, base64url; null until set (it refuses mail until then). */
+  publicKey: string | null;
+}
+
+/** A paired device or agent (wire: `Worker`). */
+export interface Device {
+  id: string;
+  accountId: string;
+  kind: Wire['DeviceKind'];
+  platform: Wire['Platform'];
+  status: Wire['DeviceStatus'];
+  createdAt: string;
+  lastActiveAt: string | null;
+  pausedAt: string | null;
+  profile: SealedBox | null;
+  publicKey: string | null;
+}
+
+/** A message as listed: metadata in the clear, content sealed. */
+export interface Message {
+  id: string;
+  /** Wire: `inboxId`. */
+  addressId: string;
+  receivedAt: string;
+  read: boolean;
+  sizeBytes: number;
+  keyEpoch: number;
+  content: SealedBox;
+  folder: Folder;
+  starred: boolean;
+  outgoing: boolean;
+}
+
+/** One answer of the long-poll wait: mail oldest first, and the cursor to wait after. */
+export interface WaitResult {
+  messages: Message[];
+  cursor: string;
+}
+
+export interface MessagePage {
+  messages: Message[];
+  nextCursor: string | null;
+}
+
+/** A session: the bearer token (keep it in memory) and its account. */
+export interface Session {
+  account: Account;
+  token: string;
+  expiresAt: string;
+}
+
+/** What `createAddress` sends besides the id and key. */
+export interface NewAddress {
+  /** One of `domains()`; the first offered when absent. */
+  domain?: string;
+  /** The name becomes `<prefix>.<6 random characters>`. */
+  prefix?: string;
+  /** The whole name (Scale and above). */
+  localPart?: string;
+  /** Days to keep mail, 1 to 90 (7 when absent). */
+  retentionDays?: number;
+  /** A label sealed to the vault key (see `sealLabel`). */
+  meta?: SealedBox;
+}
+
+// ---- Conversions --------------------------------------------------------------
+
+const box = (value: unknown): SealedBox | null => (value == null ? null : (value as SealedBox));
+
+export function toAddress(w: Wire['Inbox']): Address {
+  return {
+    id: w.id,
+    accountId: w.operatorId,
+    email: w.emailAddress,
+    status: w.status,
+    createdAt: w.createdAt,
+    deviceId: w.assignedWorkerId ?? null,
+    retentionDays: w.retentionDays,
+    pausedAt: w.pausedAt ?? null,
+    meta: box(w.meta),
+    keyEpoch: w.keyEpoch,
+    publicKey: w.publicKey ?? null,
+  };
+}
+
+export function toDevice(w: Wire['Worker']): Device {
+  return {
+    id: w.id,
+    accountId: w.operatorId,
+    kind: w.kind,
+    platform: w.platform,
+    status: w.status,
+    createdAt: w.createdAt,
+    lastActiveAt: w.lastActiveAt ?? null,
+    pausedAt: w.pausedAt ?? null,
+    profile: box(w.profile),
+    publicKey: w.publicKey ?? null,
+  };
+}
+
+export function toMessage(w: Wire['Message']): Message {
+  return {
+    id: w.id,
+    addressId: w.inboxId,
+    receivedAt: w.receivedAt,
+    read: w.read,
+    sizeBytes: w.sizeBytes,
+    keyEpoch: w.keyEpoch,
+    content: w.content as unknown as SealedBox,
+    folder: w.folder,
+    starred: w.starred,
+    outgoing: w.outgoing,
+  };
+}
+
+export const toAddressList = (w: Wire['AddressList']): Address[] => w.inboxes.map(toAddress);
+
+export const toDeviceList = (w: Wire['DevicePage']): Device[] => w.workers.map(toDevice);
+
+export const toWaitResult = (w: Wire['WaitBody']): WaitResult => ({
+  messages: w.messages.map(toMessage),
+  cursor: w.cursor,
+});
+
+export const toMessagePage = (w: Wire['MessagePage']): MessagePage => ({
+  messages: w.messages.map(toMessage),
+  nextCursor: w.nextCursor ?? null,
+});
+
+export const toSession = (w: Wire['SignedIn']): Session => ({ account: w.account, token: w.token, expiresAt: w.expiresAt });
+
+export function createAddressBody(id: string, publicKey: Uint8Array, fields: NewAddress): Wire['CreateAddressRequest'] {
+  const body: Wire['CreateAddressRequest'] = { id, publicKey: b64encode(publicKey) };
+  if (fields.domain !== undefined) body.domain = fields.domain;
+  if (fields.prefix !== undefined) body.prefix = fields.prefix;
+  if (fields.localPart !== undefined) body.localPart = fields.localPart;
+  if (fields.retentionDays !== undefined) body.retentionDays = fields.retentionDays;
+  if (fields.meta !== undefined) body.meta = fields.meta;
+  return body;
+}
+
+export const deliverBody = (addressId: string, raw: Uint8Array): Wire['DeliverRequest'] => ({
+  inboxId: addressId,
+  raw: b64encode(raw),
+});
+
+// ---- Routes -------------------------------------------------------------------
+
+const seg = encodeURIComponent;
+
+/** Query string from defined values, with its `?`, or empty. */
+export function query(params: Record<string, string | number | boolean | undefined | null>): string {
+  const pairs = Object.entries(params)
+    .filter(([, v]) => v !== undefined && v !== null)
+    .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`);
+  return pairs.length === 0 ? '' : `?${pairs.join('&')}`;
+}
+
+/** Every path the client calls, by product name. */
+export const routes = {
+  register: '/accounts',
+  challenge: '/accounts/challenge',
+  verify: '/accounts/verify',
+  me: '/accounts/me',
+  signOut: '/accounts/signout',
+  health: '/healthz',
+  usage: '/usage',
+  overview: '/overview',
+  domains: '/domains',
+  addresses: '/inboxes',
+  allocation: '/inboxes/allocation',
+  address: (id: string) => `/inboxes/${seg(id)}`,
+  addressMessages: (id: string, page: { limit?: number; cursor?: string }) =>
+    `/inboxes/${seg(id)}/messages${query({ limit: page.limit, cursor: page.cursor })}`,
+  addressWait: (id: string, after: string | undefined, timeoutSeconds: number) =>
+    `/inboxes/${seg(id)}/messages/wait${query({ after, timeout: timeoutSeconds })}`,
+  folderCounts: (addressId?: string) => `/messages/folders${query({ inboxId: addressId })}`,
+  mail: (filter: { folder?: Folder; addressId?: string; unread?: boolean; limit?: number; cursor?: string }) =>
+    `/messages${query({
+      folder: filter.folder,
+      inboxId: filter.addressId,
+      unread: filter.unread,
+      limit: filter.limit,
+      cursor: filter.cursor,
+    })}`,
+  deliver: '/messages',
+  message: (id: string) => `/messages/${seg(id)}`,
+  messageRead: (id: string) => `/messages/${seg(id)}/read`,
+  messageAttachment: (id: string, index: number) => `/messages/${seg(id)}/attachments/${index}`,
+  devices: (limit?: number) => `/workers${query({ limit })}`,
+  device: (id: string) => `/workers/${seg(id)}`,
+} as const;

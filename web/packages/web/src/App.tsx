@@ -1,0 +1,663 @@
+import {
+  AccountKeys,
+  ApiError,
+  generatePhrase,
+  openLabel,
+  sealLabel,
+  SealpostClient,
+  type Address,
+  type Domain,
+  type Message,
+  type OpenedMessage,
+  type Usage,
+} from '@sealpost/sdk';
+import { Fragment } from 'preact';
+import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
+
+import { confirmationMatches, confirmPositions, formatBytes, formatWhen, mergeMessages } from './logic';
+import { safeMailDocument } from './sanitize';
+
+/**
+ * The signed-in state. Kept in memory only: nothing here (or anything
+ * secret) goes to web storage, databases, cookies or a URL.
+ */
+interface Unlocked {
+  client: SealpostClient;
+  keys: AccountKeys;
+}
+
+const BASE_URL = window.location.origin;
+
+function describe(e: unknown): string {
+  if (e instanceof ApiError) return `${e.message}${e.retryAfter !== undefined ? ` — retry in ${e.retryAfter} s` : ''}`;
+  return e instanceof Error ? e.message : String(e);
+}
+
+export function App() {
+  const [session, setSession] = useState<Unlocked | null>(null);
+  const lock = useCallback(async () => {
+    if (session === null) return;
+    setSession(null);
+    try {
+      await session.client.signOut();
+    } catch {
+      // The token is forgotten either way.
+    }
+    session.keys.wipe();
+  }, [session]);
+  return (
+    <div class="app">
+      <header class="top">
+        <strong>Sealpost</strong>
+        {session !== null && (
+          <span class="who">
+            <code>{session.keys.accountId}</code>
+            <button type="button" onClick={() => void lock()} title="Forget the keys and the session">
+              Lock
+            </button>
+          </span>
+        )}
+      </header>
+      {session === null ? <Welcome onReady={setSession} /> : <Mailbox session={session} />}
+    </div>
+  );
+}
+
+// ---- Create an account or sign in ---------------------------------------------------
+
+type Step = 'choose' | 'show' | 'confirm' | 'signin';
+
+function Welcome({ onReady }: { onReady: (s: Unlocked) => void }) {
+  const [step, setStep] = useState<Step>('choose');
+  const [phrase, setPhrase] = useState('');
+  const [positions, setPositions] = useState<number[]>([]);
+  const [typed, setTyped] = useState<string[]>([]);
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
+
+  const run = async (work: () => Promise<void>) => {
+    setBusy(true);
+    setError('');
+    try {
+      await work();
+    } catch (e) {
+      setError(describe(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const create = () => {
+    setPhrase(generatePhrase());
+    setStep('show');
+  };
+
+  const register = () =>
+    run(async () => {
+      if (!confirmationMatches(phrase, positions, typed)) throw new Error('Those words do not match the phrase.');
+      const keys = await AccountKeys.fromPhrase(phrase);
+      const client = await SealpostClient.register({ baseUrl: BASE_URL, keys });
+      setPhrase('');
+      onReady({ client, keys });
+    });
+
+  const signIn = () =>
+    run(async () => {
+      const keys = await AccountKeys.fromPhrase(phrase);
+      const client = await SealpostClient.signIn({ baseUrl: BASE_URL, keys });
+      setPhrase('');
+      onReady({ client, keys });
+    });
+
+  if (step === 'show') {
+    return (
+      <main class="card">
+        <h1>Your recovery phrase</h1>
+        <p>
+          These 12 words are the only key to your account and your mail. Write them down now: they are shown once, and
+          nobody (Sealpost included) can recover them.
+        </p>
+        <ol class="phrase">
+          {phrase.split(' ').map((w, i) => (
+            <li key={i}>{w}</li>
+          ))}
+        </ol>
+        <div class="row">
+          <button type="button" onClick={() => setStep('choose')}>
+            Back
+          </button>
+          <button
+            type="button"
+            class="primary"
+            onClick={() => {
+              const p = confirmPositions(3, () => {
+                const b = new Uint32Array(1);
+                crypto.getRandomValues(b);
+                return (b[0] as number) / 2 ** 32;
+              });
+              setPositions(p);
+              setTyped(p.map(() => ''));
+              setStep('confirm');
+            }}
+          >
+            I have written them down
+          </button>
+        </div>
+      </main>
+    );
+  }
+
+  if (step === 'confirm') {
+    return (
+      <main class="card">
+        <h1>Confirm your phrase</h1>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            void register();
+          }}
+        >
+          {positions.map((p, i) => (
+            <label key={p}>
+              Word {p + 1}
+              <input
+                autoComplete="off"
+                spellcheck={false}
+                autoCapitalize="off"
+                value={typed[i]}
+                onInput={(e) => {
+                  const next = [...typed];
+                  next[i] = (e.target as HTMLInputElement).value;
+                  setTyped(next);
+                }}
+              />
+            </label>
+          ))}
+          {error && <p class="error">{error}</p>}
+          <div class="row">
+            <button type="button" onClick={() => setStep('show')}>
+              Show the words again
+            </button>
+            <button type="submit" class="primary" disabled={busy}>
+              {busy ? 'Creating…' : 'Create account'}
+            </button>
+          </div>
+        </form>
+      </main>
+    );
+  }
+
+  if (step === 'signin') {
+    return (
+      <main class="card">
+        <h1>Sign in</h1>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            void signIn();
+          }}
+        >
+          <label>
+            Recovery phrase (12 words)
+            <textarea
+              rows={3}
+              autoComplete="off"
+              spellcheck={false}
+              autoCapitalize="off"
+              value={phrase}
+              onInput={(e) => setPhrase((e.target as HTMLTextAreaElement).value)}
+            />
+          </label>
+          {error && <p class="error">{error}</p>}
+          <div class="row">
+            <button
+              type="button"
+              onClick={() => {
+                setPhrase('');
+                setStep('choose');
+              }}
+            >
+              Back
+            </button>
+            <button type="submit" class="primary" disabled={busy}>
+              {busy ? 'Signing in…' : 'Sign in'}
+            </button>
+          </div>
+        </form>
+      </main>
+    );
+  }
+
+  return (
+    <main class="card">
+      <h1>End-to-end encrypted disposable email</h1>
+      <p>Your mail is opened in this page with keys made from your recovery phrase. They stay in memory until you lock.</p>
+      <div class="row">
+        <button type="button" class="primary" onClick={create}>
+          Create an account
+        </button>
+        <button type="button" onClick={() => setStep('signin')}>
+          Sign in with my phrase
+        </button>
+      </div>
+    </main>
+  );
+}
+
+// ---- The mailbox --------------------------------------------------------------------------
+
+interface Counts {
+  total: number;
+  unread: number;
+}
+
+function Mailbox({ session }: { session: Unlocked }) {
+  const { client, keys } = session;
+  const [addresses, setAddresses] = useState<Address[]>([]);
+  const [counts, setCounts] = useState<Record<string, Counts>>({});
+  const [domains, setDomains] = useState<Domain[]>([]);
+  const [usage, setUsage] = useState<Usage | null>(null);
+  const [selected, setSelected] = useState<string | null>(null);
+  const [messages, setMessages] = useState<Message[]>([]);
+  const [openId, setOpenId] = useState<string | null>(null);
+  const [error, setError] = useState('');
+  const [live, setLive] = useState(false);
+
+  const refreshCounts = useCallback(
+    async (list: Address[]) => {
+      const entries = await Promise.all(
+        list.map(async (a) => {
+          const f = await client.folderCounts(a.id);
+          return [a.id, { total: f.inbox.total, unread: f.inbox.unread }] as const;
+        }),
+      );
+      setCounts(Object.fromEntries(entries));
+    },
+    [client],
+  );
+
+  const refresh = useCallback(async () => {
+    try {
+      const list = await client.listAddresses();
+      setAddresses(list);
+      setUsage(await client.usage());
+      await refreshCounts(list);
+    } catch (e) {
+      setError(describe(e));
+    }
+  }, [client, refreshCounts]);
+
+  useEffect(() => {
+    void refresh();
+    client.domains().then(setDomains, (e: unknown) => setError(describe(e)));
+  }, [client, refresh]);
+
+  // The selected address's mail: the newest page, then a long-poll for what arrives.
+  useEffect(() => {
+    setMessages([]);
+    setOpenId(null);
+    if (selected === null) return undefined;
+    const stop = new AbortController();
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    void (async () => {
+      try {
+        const page = await client.listMessages(selected, { limit: 50 });
+        if (!stop.signal.aborted) setMessages(page.messages);
+      } catch (e) {
+        setError(describe(e));
+      }
+      let after: string | undefined;
+      while (!stop.signal.aborted) {
+        try {
+          setLive(true);
+          const answer = await client.waitForMessages(selected, { after, timeoutSeconds: 30, signal: stop.signal });
+          if (answer !== null) {
+            after = answer.cursor;
+            if (answer.messages.length > 0) {
+              setMessages((prev) => mergeMessages(prev, answer.messages));
+              void refreshCounts(addresses.length > 0 ? addresses : await client.listAddresses());
+            }
+          }
+        } catch (e) {
+          if (stop.signal.aborted) break;
+          setLive(false);
+          setError(describe(e));
+          await pause(e instanceof ApiError && e.retryAfter !== undefined ? e.retryAfter * 1000 : 5000);
+        }
+      }
+      setLive(false);
+    })();
+    return () => stop.abort();
+    // Only the address and the client restart the wait; counts use the latest list.
+  }, [client, selected]);
+
+  const opened = useMemo(() => {
+    const out = new Map<string, OpenedMessage | Error>();
+    for (const m of messages) {
+      try {
+        out.set(m.id, client.openMessage(m, keys));
+      } catch (e) {
+        out.set(m.id, e instanceof Error ? e : new Error(String(e)));
+      }
+    }
+    return out;
+  }, [messages, client, keys]);
+
+  const label = (a: Address): string => {
+    if (a.meta === null) return '';
+    try {
+      return openLabel(keys, a.id, a.meta);
+    } catch {
+      return '';
+    }
+  };
+
+  const act = async (work: () => Promise<unknown>) => {
+    setError('');
+    try {
+      await work();
+    } catch (e) {
+      setError(describe(e));
+    }
+  };
+
+  const current = messages.find((m) => m.id === openId) ?? null;
+
+  return (
+    <div class="mailbox">
+      <aside class="addresses">
+        <h2>Addresses</h2>
+        <ul>
+          {addresses.map((a) => (
+            <li key={a.id} class={a.id === selected ? 'selected' : ''}>
+              <button type="button" class="link" onClick={() => setSelected(a.id)}>
+                <span class="email">{a.email}</span>
+                {label(a) && <span class="label">{label(a)}</span>}
+                <span class="count">
+                  {counts[a.id]?.unread ?? 0} unread / {counts[a.id]?.total ?? 0}
+                </span>
+              </button>
+              <button
+                type="button"
+                class="danger small"
+                title="Delete this address and its mail"
+                onClick={() => {
+                  if (!window.confirm(`Delete ${a.email} and all its mail? It is never issued again.`)) return;
+                  void act(async () => {
+                    await client.deleteAddress(a.id);
+                    if (selected === a.id) setSelected(null);
+                    await refresh();
+                  });
+                }}
+              >
+                Delete
+              </button>
+            </li>
+          ))}
+        </ul>
+        <NewAddressForm
+          domains={domains}
+          onCreate={(fields) =>
+            act(async () => {
+              const created = await client.createAddress({
+                ...(fields.prefix !== undefined ? { prefix: fields.prefix } : {}),
+                ...(fields.domain !== undefined ? { domain: fields.domain } : {}),
+              });
+              if (fields.label) await client.updateAddress(created.id, { meta: sealLabel(keys, created.id, fields.label) });
+              await refresh();
+              setSelected(created.id);
+            })
+          }
+        />
+        {usage !== null && <UsagePanel usage={usage} />}
+      </aside>
+
+      <section class="messages">
+        <h2>
+          Mail {selected !== null && <span class={live ? 'live on' : 'live'}>{live ? 'live' : 'connecting'}</span>}
+        </h2>
+        {error && (
+          <p class="error" role="alert">
+            {error}{' '}
+            <button type="button" class="small" onClick={() => setError('')}>
+              Dismiss
+            </button>
+          </p>
+        )}
+        {selected === null ? (
+          <p class="muted">Choose an address, or create one.</p>
+        ) : messages.length === 0 ? (
+          <p class="muted">No mail yet. New mail shows up here as it arrives.</p>
+        ) : (
+          <ul class="list">
+            {messages.map((m) => {
+              const o = opened.get(m.id);
+              const ok = o !== undefined && !(o instanceof Error);
+              return (
+                <li key={m.id} class={`${m.read ? '' : 'unread'} ${m.id === openId ? 'selected' : ''}`}>
+                  <button
+                    type="button"
+                    class="link"
+                    onClick={() => {
+                      setOpenId(m.id);
+                      if (!m.read) {
+                        void act(async () => {
+                          await client.markRead(m.id, true);
+                          setMessages((prev) => prev.map((x) => (x.id === m.id ? { ...x, read: true } : x)));
+                          await refreshCounts(addresses);
+                        });
+                      }
+                    }}
+                  >
+                    <span class="from">{ok ? (o.from ?? '—') : 'Unreadable'}</span>
+                    <span class="subject">{ok ? (o.subject ?? '(no subject)') : (o?.message ?? '')}</span>
+                    <span class="when">{formatWhen(m.receivedAt)}</span>
+                    {ok && o.codes.length > 0 && <span class="badge">{o.codes[0]}</span>}
+                  </button>
+                </li>
+              );
+            })}
+          </ul>
+        )}
+      </section>
+
+      <section class="reader">
+        {current !== null && (
+          <Reader
+            message={current}
+            opened={opened.get(current.id)}
+            onRead={(read) =>
+              act(async () => {
+                await client.markRead(current.id, read);
+                setMessages((prev) => prev.map((x) => (x.id === current.id ? { ...x, read } : x)));
+                await refreshCounts(addresses);
+              })
+            }
+            onDelete={() =>
+              act(async () => {
+                await client.deleteMessage(current.id);
+                setMessages((prev) => prev.filter((x) => x.id !== current.id));
+                setOpenId(null);
+                await refreshCounts(addresses);
+              })
+            }
+          />
+        )}
+      </section>
+    </div>
+  );
+}
+
+function NewAddressForm({
+  domains,
+  onCreate,
+}: {
+  domains: Domain[];
+  onCreate: (fields: { prefix?: string; domain?: string; label?: string }) => Promise<void>;
+}) {
+  const [prefix, setPrefix] = useState('');
+  const [domain, setDomain] = useState('');
+  const [label, setLabel] = useState('');
+  const [busy, setBusy] = useState(false);
+  return (
+    <form
+      class="new-address"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setBusy(true);
+        const fields: { prefix?: string; domain?: string; label?: string } = {};
+        if (prefix.trim()) fields.prefix = prefix.trim();
+        if (domain) fields.domain = domain;
+        if (label.trim()) fields.label = label.trim();
+        void onCreate(fields).finally(() => {
+          setBusy(false);
+          setPrefix('');
+          setLabel('');
+        });
+      }}
+    >
+      <h3>New address</h3>
+      <input placeholder="prefix (optional)" value={prefix} onInput={(e) => setPrefix((e.target as HTMLInputElement).value)} />
+      <select value={domain} onChange={(e) => setDomain((e.target as HTMLSelectElement).value)}>
+        <option value="">{domains[0]?.domain ?? 'default domain'}</option>
+        {domains.slice(1).map((d) => (
+          <option key={d.domain} value={d.domain}>
+            {d.domain}
+          </option>
+        ))}
+      </select>
+      <input placeholder="label, sealed (optional)" value={label} onInput={(e) => setLabel((e.target as HTMLInputElement).value)} />
+      <button type="submit" class="primary" disabled={busy}>
+        {busy ? 'Creating…' : 'Create address'}
+      </button>
+    </form>
+  );
+}
+
+function UsagePanel({ usage }: { usage: Usage }) {
+  const rows: Array<[string, string]> = [
+    ['Plan', usage.plan.name],
+    ['Addresses', `${usage.addresses.used} of ${usage.addresses.limit}`],
+    ['Received (30 days)', `${usage.messagesReceived.used} of ${usage.messagesReceived.limit}`],
+    ['Stored messages', String(usage.messagesStored)],
+    ['Opened this hour', `${usage.objectReads.used} of ${usage.objectReads.limit}`],
+  ];
+  return (
+    <div class="usage">
+      <h3>Usage</h3>
+      <dl>
+        {rows.map(([k, v]) => (
+          <Fragment key={k}>
+            <dt>{k}</dt>
+            <dd>{v}</dd>
+          </Fragment>
+        ))}
+      </dl>
+    </div>
+  );
+}
+
+function Copy({ text }: { text: string }) {
+  const [done, setDone] = useState(false);
+  return (
+    <button
+      type="button"
+      class="small"
+      onClick={() => {
+        void navigator.clipboard.writeText(text).then(() => {
+          setDone(true);
+          setTimeout(() => setDone(false), 1500);
+        });
+      }}
+    >
+      {done ? 'Copied' : 'Copy'}
+    </button>
+  );
+}
+
+function Reader({
+  message,
+  opened,
+  onRead,
+  onDelete,
+}: {
+  message: Message;
+  opened: OpenedMessage | Error | undefined;
+  onRead: (read: boolean) => Promise<void>;
+  onDelete: () => Promise<void>;
+}) {
+  const [view, setView] = useState<'text' | 'html'>('text');
+  useEffect(() => setView('text'), [message.id]);
+  if (opened === undefined) return null;
+  if (opened instanceof Error) return <p class="error">This message cannot be opened: {opened.message}</p>;
+  const html = opened.html !== null ? safeMailDocument(opened.html) : null;
+  return (
+    <article>
+      <h2>{opened.subject ?? '(no subject)'}</h2>
+      <dl class="headers">
+        <dt>From</dt>
+        <dd>{opened.from ?? '—'}</dd>
+        {opened.to.length > 0 && (
+          <>
+            <dt>To</dt>
+            <dd>{opened.to.join(', ')}</dd>
+          </>
+        )}
+        <dt>Received</dt>
+        <dd>{new Date(message.receivedAt).toLocaleString()}</dd>
+        <dt>Size</dt>
+        <dd>{formatBytes(message.sizeBytes)}</dd>
+      </dl>
+      {(opened.codes.length > 0 || opened.links.length > 0) && (
+        <div class="found">
+          {opened.codes.map((c) => (
+            <div class="code" key={`c${c}`}>
+              <code>{c}</code> <Copy text={c} />
+            </div>
+          ))}
+          {opened.links.map((l) => (
+            <div class="found-link" key={`l${l}`}>
+              <span class="url" title={l}>
+                {l}
+              </span>{' '}
+              <Copy text={l} />
+            </div>
+          ))}
+        </div>
+      )}
+      <div class="row">
+        <button type="button" onClick={() => void onRead(!message.read)}>
+          Mark {message.read ? 'unread' : 'read'}
+        </button>
+        <button type="button" class="danger" onClick={() => void onDelete()}>
+          {message.folder === 'trash' ? 'Delete for good' : 'Delete'}
+        </button>
+        {html !== null && (
+          <button type="button" onClick={() => setView(view === 'text' ? 'html' : 'text')}>
+            Show {view === 'text' ? 'HTML' : 'text'}
+          </button>
+        )}
+      </div>
+      {opened.attachments.length > 0 && (
+        <p class="muted">
+          Attachments:{' '}
+          {opened.attachments.map((a) => `${a.filename ?? '(no name)'} (${formatBytes(a.sizeBytes)})`).join(', ')}
+        </p>
+      )}
+      {view === 'html' && html !== null ? (
+        <>
+          {html.blocked > 0 && <p class="muted">{html.blocked} remote image(s) blocked.</p>}
+          <iframe
+            class="mail-html"
+            title="Message (HTML)"
+            sandbox="allow-popups allow-popups-to-escape-sandbox"
+            referrerpolicy="no-referrer"
+            srcDoc={html.doc}
+          />
+        </>
+      ) : (
+        <pre class="body">{opened.bodyText || '(no body)'}</pre>
+      )}
+    </article>
+  );
+}

@@ -1,0 +1,60 @@
+// Pure helpers of the web client (no DOM): tested with node --test.
+
+/** The policy inside the frame that shows a message's HTML: no scripts, no remote anything. */
+export const MAIL_FRAME_CSP =
+  "default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; form-action 'none'; base-uri 'none'";
+
+/** The frame document for already sanitised HTML: a strict policy and a base target for links. */
+export function frameDocument(sanitisedHtml: string): string {
+  return (
+    '<!doctype html><html><head><meta charset="utf-8">' +
+    `<meta http-equiv="Content-Security-Policy" content="${MAIL_FRAME_CSP}">` +
+    '<meta name="referrer" content="no-referrer"><base target="_blank">' +
+    '<style>body{font-family:system-ui,sans-serif;margin:12px;color:#111;word-wrap:break-word}img[data-blocked]{outline:1px dashed #aaa}</style>' +
+    `</head><body>${sanitisedHtml}</body></html>`
+  );
+}
+
+/** `count` distinct word positions (0-based, ascending) of a 12-word phrase to type back. */
+export function confirmPositions(count = 3, random: () => number = Math.random, words = 12): number[] {
+  const picked = new Set<number>();
+  while (picked.size < Math.min(count, words)) picked.add(Math.floor(random() * words));
+  return [...picked].sort((a, b) => a - b);
+}
+
+/** Whether the typed words match the phrase's words at `positions` (case and spaces ignored). */
+export function confirmationMatches(phrase: string, positions: number[], typed: string[]): boolean {
+  const words = phrase.trim().split(/\s+/);
+  return positions.every((p, i) => (typed[i] ?? '').trim().toLowerCase() === words[p]);
+}
+
+/** A size for people. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
+/** A timestamp for people: the time today, else the date. */
+export function formatWhen(iso: string, now: Date = new Date()): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  const sameDay = d.toDateString() === now.toDateString();
+  return sameDay
+    ? d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })
+    : d.toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
+}
+
+interface Listed {
+  id: string;
+  receivedAt: string;
+}
+
+/** Merges newly seen messages into a list: one entry per id (the newer copy), newest first. */
+export function mergeMessages<T extends Listed>(existing: T[], incoming: T[]): T[] {
+  const byId = new Map(existing.map((m) => [m.id, m]));
+  for (const m of incoming) byId.set(m.id, m);
+  return [...byId.values()].sort((a, b) =>
+    a.receivedAt === b.receivedAt ? (a.id < b.id ? 1 : -1) : a.receivedAt < b.receivedAt ? 1 : -1,
+  );
+}

@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { confirmationMatches, confirmPositions, formatBytes, frameDocument, MAIL_FRAME_CSP, mergeMessages } from '../src/logic.js';
+
+const PHRASE = 'abandon ability able about above absent absorb abstract absurd abuse access accident';
+
+test('phrase confirmation: three distinct positions, typed words compared loosely', () => {
+  for (let i = 0; i < 50; i++) {
+    const p = confirmPositions();
+    assert.equal(p.length, 3);
+    assert.equal(new Set(p).size, 3);
+    assert.ok(p.every((x) => x >= 0 && x < 12));
+    assert.deepEqual([...p].sort((a, b) => a - b), p);
+  }
+  assert.ok(confirmationMatches(PHRASE, [0, 5, 11], ['abandon', ' ABSENT ', 'accident']));
+  assert.ok(!confirmationMatches(PHRASE, [0, 5, 11], ['abandon', 'absent', 'access']));
+  assert.ok(!confirmationMatches(PHRASE, [0, 5, 11], ['abandon', 'absent']));
+});
+
+test('mail frame: strict policy, no scripts, no remote images', () => {
+  assert.match(MAIL_FRAME_CSP, /default-src 'none'/);
+  assert.match(MAIL_FRAME_CSP, /img-src data:/);
+  assert.doesNotMatch(MAIL_FRAME_CSP, /script-src/);
+  const doc = frameDocument('<p>hi</p>');
+  assert.ok(doc.includes(`content="${MAIL_FRAME_CSP}"`));
+  assert.ok(doc.includes('<body><p>hi</p></body>'));
+  assert.ok(doc.indexOf('Content-Security-Policy') < doc.indexOf('<body>'));
+});
+
+test('messages merge by id, newest first', () => {
+  const a = { id: 'msg_a', receivedAt: '2026-11-22T10:00:00.000Z', read: false };
+  const b = { id: 'msg_b', receivedAt: '2026-11-22T11:00:00.000Z', read: false };
+  const merged = mergeMessages([a], [b, { ...a, read: true }]);
+  assert.deepEqual(merged.map((m) => m.id), ['msg_b', 'msg_a']);
+  assert.equal(merged[1]?.read, true);
+});
+
+test('sizes for people', () => {
+  assert.equal(formatBytes(512), '512 B');
+  assert.equal(formatBytes(2048), '2.0 KiB');
+  assert.equal(formatBytes(3 * 1024 * 1024), '3.0 MiB');
+});
+
+test('no secret storage in the web client source', async () => {
+  const { readdirSync, readFileSync } = await import('node:fs');
+  const dir = new URL('../../src/', import.meta.url);
+  for (const name of readdirSync(dir)) {
+    const text = readFileSync(new URL(name, dir), 'utf8');
+    for (const api of ['localStorage', 'sessionStorage', 'indexedDB', 'document.cookie']) {
+      assert.ok(!text.includes(api), `${name} uses ${api}`);
+    }
+  }
+});
