@@ -29,7 +29,7 @@ export type Overview = Wire['Overview'];
 export type FolderCounts = Wire['FolderCounts'];
 export type Deletion = Wire['Deletion'];
 
-/** An email address of the account (wire: `Inbox`). */
+/** An email address of the account (wire schema `Address`, fields under `inbox`). */
 export interface Address {
   id: string;
   /** The account that owns it (wire: `operatorId`). */
@@ -48,7 +48,7 @@ export interface Address {
   publicKey: string | null;
 }
 
-/** A paired device or agent (wire: `Worker`). */
+/** A paired device or agent (wire schema `Device`, fields under `worker`). */
 export interface Device {
   id: string;
   accountId: string;
@@ -113,7 +113,7 @@ export interface NewAddress {
 
 const box = (value: unknown): SealedBox | null => (value == null ? null : (value as SealedBox));
 
-export function toAddress(w: Wire['Inbox']): Address {
+export function toAddress(w: Wire['Address']): Address {
   return {
     id: w.id,
     accountId: w.operatorId,
@@ -129,7 +129,7 @@ export function toAddress(w: Wire['Inbox']): Address {
   };
 }
 
-export function toDevice(w: Wire['Worker']): Device {
+export function toDevice(w: Wire['Device']): Device {
   return {
     id: w.id,
     accountId: w.operatorId,

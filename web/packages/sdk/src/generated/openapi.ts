@@ -5658,6 +5658,23 @@ export interface components {
             /** @description The key that account signs in with (from its join code), base64url. */
             publicKey: components["schemas"]["Key32"];
         };
+        Address: {
+            assignedWorkerId?: components["schemas"]["DeviceId"] | null;
+            createdAt: components["schemas"]["Timestamp"];
+            emailAddress: string;
+            id: components["schemas"]["AddressId"];
+            /** Format: int32 */
+            keyEpoch: number;
+            meta?: Record<string, never> | null;
+            operatorId: components["schemas"]["AccountId"];
+            pausedAt?: components["schemas"]["Timestamp"] | null;
+            /** @description X25519 public key mail is sealed to; null means the address refuses mail. */
+            publicKey?: string | null;
+            /** Format: int32 */
+            retentionDays: number;
+            /** @description `active` (assigned to a device) or `unassigned`. */
+            status: components["schemas"]["AddressStatus"];
+        };
         AddressCounts: {
             /** Format: int64 */
             assigned: number;
@@ -5668,10 +5685,10 @@ export interface components {
         };
         AddressId: string;
         AddressList: {
-            inboxes: components["schemas"]["Inbox"][];
+            inboxes: components["schemas"]["Address"][];
         };
         AddressReply: {
-            inbox: components["schemas"]["Inbox"];
+            inbox: components["schemas"]["Address"];
         };
         /** @enum {string} */
         AddressStatus: "active" | "unassigned";
@@ -5857,6 +5874,22 @@ export interface components {
         };
         /** @enum {string} */
         DeliveryStatus: "pending" | "succeeded" | "failed";
+        Device: {
+            createdAt: components["schemas"]["Timestamp"];
+            id: components["schemas"]["DeviceId"];
+            /** @description `device` or `agent`. */
+            kind: components["schemas"]["DeviceKind"];
+            lastActiveAt?: components["schemas"]["Timestamp"] | null;
+            operatorId: components["schemas"]["AccountId"];
+            pausedAt?: components["schemas"]["Timestamp"] | null;
+            platform: components["schemas"]["Platform"];
+            /** @description Sealed profile box. */
+            profile?: Record<string, never> | null;
+            /** @description The device's pairing X25519 public key (base64url): seal its key bundle to it. */
+            publicKey?: string | null;
+            /** @description `online`, `offline` (not active for two hours) or `disabled`. */
+            status: components["schemas"]["DeviceStatus"];
+        };
         DeviceCounts: {
             /** Format: int64 */
             disabled: number;
@@ -5879,10 +5912,10 @@ export interface components {
         DeviceKind: "device" | "agent";
         DevicePage: {
             nextCursor?: string | null;
-            workers: components["schemas"]["Worker"][];
+            workers: components["schemas"]["Device"][];
         };
         DeviceReply: {
-            worker: components["schemas"]["Worker"];
+            worker: components["schemas"]["Device"];
         };
         /** @enum {string} */
         DeviceStatus: "online" | "offline" | "disabled";
@@ -5992,23 +6025,6 @@ export interface components {
         Health: {
             /** @description `up`, `ready` or `unavailable`. */
             status: string;
-        };
-        Inbox: {
-            assignedWorkerId?: components["schemas"]["DeviceId"] | null;
-            createdAt: components["schemas"]["Timestamp"];
-            emailAddress: string;
-            id: components["schemas"]["AddressId"];
-            /** Format: int32 */
-            keyEpoch: number;
-            meta?: Record<string, never> | null;
-            operatorId: components["schemas"]["AccountId"];
-            pausedAt?: components["schemas"]["Timestamp"] | null;
-            /** @description X25519 public key mail is sealed to; null means the address refuses mail. */
-            publicKey?: string | null;
-            /** Format: int32 */
-            retentionDays: number;
-            /** @description `active` (assigned to a device) or `unassigned`. */
-            status: components["schemas"]["AddressStatus"];
         };
         /** @description 32 bytes, base64url without padding */
         Key32: string;
@@ -6748,22 +6764,6 @@ export interface components {
             used: number;
             /** @description When the counter starts again from zero. */
             windowEndsAt: components["schemas"]["Timestamp"];
-        };
-        Worker: {
-            createdAt: components["schemas"]["Timestamp"];
-            id: components["schemas"]["DeviceId"];
-            /** @description `device` or `agent`. */
-            kind: components["schemas"]["DeviceKind"];
-            lastActiveAt?: components["schemas"]["Timestamp"] | null;
-            operatorId: components["schemas"]["AccountId"];
-            pausedAt?: components["schemas"]["Timestamp"] | null;
-            platform: components["schemas"]["Platform"];
-            /** @description Sealed profile box. */
-            profile?: Record<string, never> | null;
-            /** @description The device's pairing X25519 public key (base64url): seal its key bundle to it. */
-            publicKey?: string | null;
-            /** @description `online`, `offline` (not active for two hours) or `disabled`. */
-            status: components["schemas"]["DeviceStatus"];
         };
     };
     responses: {
