@@ -10,6 +10,7 @@ mod fuzz;
 mod load_smtp;
 mod postgres;
 mod seed;
+mod web;
 
 use std::path::Path;
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
@@ -54,6 +55,11 @@ enum Task {
         #[arg(long)]
         seed: bool,
     },
+    /// A whole stack as processes on free loopback ports (API, jobs, SMTP
+    /// ingest, own domains' DNS, and the tests' stand-ins: public DNS, SMTP
+    /// relay, webhook receiver, APNs, FCM) on a fresh database; prints their
+    /// addresses as one JSON line and runs until Ctrl-C (`sealpost-stack`).
+    Stack,
     /// Make a demo account on a running stack: a phrase (printed), the Scale
     /// plan through the sandbox, addresses, a paired agent, sealed mail with
     /// attachments and a webhook.
@@ -141,6 +147,7 @@ fn run(task: Task) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Task::Dev { seed } => dev(&runtime, seed),
+        Task::Stack => stack(&runtime),
         Task::Seed { api_url } => {
             let seeded = runtime.block_on(seed::seed(&api_url))?;
             seed::print(&seeded, &api_url);
@@ -241,6 +248,10 @@ fn dev(runtime: &Runtime, with_seed: bool) -> Result<ExitCode> {
     eprintln!("xtask: finding PostgreSQL and migrating the dev database");
     let url = migrate_dev_database(runtime)?;
     let root = postgres::workspace_root();
+    // The API embeds the web client: build it first (npm skips what is current).
+    if web::ready(&root)? {
+        web::install_and_build(&root)?;
+    }
     eprintln!(
         "xtask: building the API, the SMTP ingest, the DNS server and the CLI (a first build takes a few minutes; later starts take seconds)"
     );
@@ -261,9 +272,7 @@ fn dev(runtime: &Runtime, with_seed: bool) -> Result<ExitCode> {
     if !built.success() {
         return Ok(exit_code(built));
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = target_dir(&root);
     let server_key = dev_server_key(&root.join("target").join("dev"))?;
     let configure = |command: &mut Command| {
         command.env("DATABASE_URL", &url);
@@ -308,7 +317,7 @@ fn dev(runtime: &Runtime, with_seed: bool) -> Result<ExitCode> {
     let dns_addr = dev_setting("SEALPOST_DNS_ADDR");
     let cli = target.join("debug").join("sealpost");
     println!(
-        "Sealpost API on http://{addr}, SMTP on {smtp_addr}, own domains' DNS on {dns_addr} (UDP and TCP;\n\
+        "Sealpost API on http://{addr} (the web client at http://{addr}/app/), SMTP on {smtp_addr}, own domains' DNS on {dns_addr} (UDP and TCP;\n\
          try `dig @{dns_host} -p {dns_port} <domain> SOA`); Ctrl-C stops them all.\n\
          The CLI is built at {cli}: run `{cli} init` in another terminal,\n\
          or install it with `cargo install --path bins/cli` and run `sealpost init`.",
@@ -354,6 +363,12 @@ fn run_tests(runtime: &Runtime, extra: &[String]) -> Result<ExitStatus> {
     let server = postgres::ensure_server()?;
     drop_test_databases(runtime, &server)?;
     let root = postgres::workspace_root();
+    // The whole suite (no arguments) includes web/: built first, since the
+    // API embeds the web client, and tested last against a stack.
+    let with_web = extra.is_empty() && web::ready(&root)?;
+    if with_web {
+        web::install_and_build(&root)?;
+    }
     let nextest = cargo(&root)
         .args(["nextest", "--version"])
         .stdout(Stdio::null())
@@ -379,7 +394,57 @@ fn run_tests(runtime: &Runtime, extra: &[String]) -> Result<ExitStatus> {
     command
         .args(&args)
         .env("SEALPOST_TEST_DATABASE_URL", &server);
-    run_child(runtime, &mut command)
+    let status = run_child(runtime, &mut command)?;
+    if !status.success() || !with_web {
+        return Ok(status);
+    }
+    let built = build_stack(&root)?;
+    if !built.success() {
+        return Ok(built);
+    }
+    let stack = web::Stack::start(&target_dir(&root), &server)?;
+    web::test(&root, &stack)
+}
+
+/// Builds what `sealpost-stack` starts, and the launcher itself.
+fn build_stack(root: &Path) -> Result<ExitStatus> {
+    eprintln!("xtask: building the stack's processes");
+    cargo(root)
+        .args([
+            "build",
+            "-p",
+            "sealpost-api",
+            "-p",
+            "sealpost-smtp-ingest",
+            "-p",
+            "sealpost-dns",
+            "-p",
+            "sealpost-testkit",
+            "--bins",
+        ])
+        .status()
+        .context("running cargo build")
+}
+
+fn target_dir(root: &Path) -> std::path::PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+}
+
+fn stack(runtime: &Runtime) -> Result<ExitCode> {
+    let server = postgres::ensure_server()?;
+    let root = postgres::workspace_root();
+    if web::ready(&root)? {
+        web::install_and_build(&root)?;
+    }
+    let built = build_stack(&root)?;
+    if !built.success() {
+        return Ok(exit_code(built));
+    }
+    let mut command = Command::new(target_dir(&root).join("debug").join("sealpost-stack"));
+    command.env("SEALPOST_TEST_DATABASE_URL", &server);
+    Ok(exit_code(run_child(runtime, &mut command)?))
 }
 
 /// Whether cargo's own arguments (before any `--`) pick packages.

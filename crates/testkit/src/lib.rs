@@ -108,6 +108,56 @@ impl Drop for TestDb {
     }
 }
 
+/// An empty database of its own on the test server for a stack of
+/// processes (`sealpost-stack`): the API migrates it at start. Named like
+/// [`TestDb`]'s, so `cargo xtask test` drops it if it is ever left behind.
+pub struct StackDatabase {
+    pub url: String,
+    pub name: String,
+    server: String,
+}
+
+impl StackDatabase {
+    pub async fn create() -> StackDatabase {
+        let server = server_url();
+        let name = format!(
+            "sealpost_test_{}_{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let mut admin = admin_connection(&server).await;
+        diesel::sql_query(format!("CREATE DATABASE {}", quote_ident(&name)))
+            .execute(&mut admin)
+            .await
+            .expect("creating the stack's database");
+        StackDatabase {
+            url: format!("{server}/{name}"),
+            name,
+            server,
+        }
+    }
+
+    /// Drops it, closing the connections of processes still attached.
+    pub async fn drop_now(&self) {
+        let mut admin = admin_connection(&self.server).await;
+        let _ = diesel::sql_query(format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            quote_ident(&self.name)
+        ))
+        .execute(&mut admin)
+        .await;
+    }
+}
+
+/// A loopback TCP port free at the time of asking, for a process that
+/// must be told its port before it starts.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("binding a free loopback port")
+        .port()
+}
+
 async fn admin_connection(server: &str) -> AsyncPgConnection {
     AsyncPgConnection::establish(&format!("{server}/postgres"))
         .await

@@ -1,0 +1,336 @@
+//! `sealpost-stack`: a whole Sealpost stack as processes on free loopback
+//! ports, for the tests and tools that need one from outside Rust (the
+//! SDK's and the browser's tests, manual checks):
+//!
+//! - a fresh PostgreSQL database on the test server (dropped at the end);
+//! - `sealpost-api --no-jobs`, `sealpost-api --jobs-only`, `sealpost-smtp`
+//!   and `sealpost-dns`, started from the binaries beside this one;
+//! - the loopback stand-ins of the tests, in this process: the public DNS
+//!   (`SEALPOST_DNS_RESOLVER`), an SMTP relay that accepts everything
+//!   (`SEALPOST_SMTP_RELAY`), an HTTPS webhook receiver at `hooks.test`
+//!   (`SEALPOST_WEBHOOK_RESOLVE`), APNs and FCM (`SEALPOST_APNS_*`,
+//!   `SEALPOST_FCM_*`), all trusted through one test CA.
+//!
+//! When every part answers, it prints one JSON line on stdout with their
+//! addresses (`api`, `smtp`, `dns`, `publicDns`, `relay`, `webhookReceiver`,
+//! `apns`, `fcm`, `database`), and with `--env FILE` writes the same as
+//! `KEY=value` lines. It runs until SIGINT or SIGTERM (or, with
+//! `--until-stdin-closes`, until its standard input ends), then stops
+//! every process it started and drops the database.
+//!
+//! `cargo xtask stack` builds the binaries and runs it; `cargo xtask test`
+//! starts one for the TypeScript tests.
+
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command-line tool reports on stdout and stderr"
+)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use sealpost_testkit::dns::PublicDns;
+use sealpost_testkit::push::{ApnsStandIn, FCM_TEST_KEY, FcmStandIn, TestCa};
+use sealpost_testkit::receiver::Receiver;
+use sealpost_testkit::relay::{Behaviour, TestRelay};
+use sealpost_testkit::{StackDatabase, free_port};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+use tokio::signal::unix::{SignalKind, signal};
+
+/// How long the processes get to answer.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+struct Options {
+    bin_dir: PathBuf,
+    env_file: Option<PathBuf>,
+    until_stdin_closes: bool,
+}
+
+fn options() -> Result<Options, String> {
+    let mut options = Options {
+        bin_dir: std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(Path::to_path_buf))
+            .ok_or("cannot find this program's directory")?,
+        env_file: None,
+        until_stdin_closes: false,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--bin-dir" => options.bin_dir = args.next().ok_or("--bin-dir needs a value")?.into(),
+            "--env" => options.env_file = Some(args.next().ok_or("--env needs a value")?.into()),
+            "--until-stdin-closes" => options.until_stdin_closes = true,
+            "-h" | "--help" => {
+                println!(
+                    "usage: sealpost-stack [--bin-dir DIR] [--env FILE] [--until-stdin-closes]"
+                );
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(options)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> std::process::ExitCode {
+    let options = match options() {
+        Ok(options) => options,
+        Err(error) => {
+            eprintln!("sealpost-stack: {error}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let database = StackDatabase::create().await;
+    let outcome = run(&options, &database).await;
+    database.drop_now().await;
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("sealpost-stack: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> {
+    let work = std::env::temp_dir().join(format!("sealpost-stack-{}", std::process::id()));
+    std::fs::create_dir_all(&work)
+        .map_err(|error| format!("creating {}: {error}", work.display()))?;
+
+    // The stand-ins, trusted through one CA.
+    let public_dns = PublicDns::start(&[]).await;
+    let relay = TestRelay::start(Behaviour::Accept).await;
+    let receiver = Receiver::start(200).await;
+    let ca = TestCa::new();
+    let apns = ApnsStandIn::start(&ca).await;
+    let fcm = FcmStandIn::start(&ca).await;
+    let push_ca = write(&work, "push-ca.pem", &ca.ca_pem)?;
+    let webhook_ca = write(&work, "webhook-ca.pem", &receiver.ca_pem)?;
+    let apns_key = rcgen::KeyPair::generate().map_err(|error| error.to_string())?;
+    let apns_key_file = write(&work, "AuthKey_STACK00001.p8", &apns_key.serialize_pem())?;
+    let fcm_credentials = write(
+        &work,
+        "fcm-service-account.json",
+        &serde_json::json!({
+            "type": "service_account",
+            "project_id": "sealpost-stack",
+            "private_key_id": "key-1",
+            "private_key": FCM_TEST_KEY,
+            "client_email": "push@sealpost-stack.iam.gserviceaccount.com",
+            "token_uri": fcm.token_url(),
+        })
+        .to_string(),
+    )?;
+
+    let api = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let smtp = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let dns = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let env: Vec<(&str, String)> = vec![
+        ("DATABASE_URL", database.url.clone()),
+        ("SEALPOST_HTTP_ADDR", api.to_string()),
+        ("SEALPOST_PUBLIC_URL", format!("http://{api}")),
+        ("SEALPOST_SMTP_ADDR", smtp.to_string()),
+        ("SEALPOST_DNS_ADDR", dns.to_string()),
+        (
+            "SEALPOST_SERVER_KEY",
+            sealpost_seal::ServerKeys::generate_text(),
+        ),
+        ("SEALPOST_BILLING_SANDBOX", "true".to_owned()),
+        ("SEALPOST_EDGE_RATE", "100000".to_owned()),
+        (
+            "SEALPOST_BLOB_DIR",
+            work.join("blobs").display().to_string(),
+        ),
+        (
+            "SEALPOST_SMTP_SPOOL_DIR",
+            work.join("spool").display().to_string(),
+        ),
+        ("SEALPOST_DNS_RESOLVER", public_dns.addr().to_string()),
+        ("SEALPOST_SMTP_RELAY", relay.url()),
+        (
+            "SEALPOST_WEBHOOK_RESOLVE",
+            format!("hooks.test={}", receiver.addr),
+        ),
+        ("SEALPOST_WEBHOOK_CA_FILE", webhook_ca.display().to_string()),
+        (
+            "SEALPOST_APNS_KEY_FILE",
+            apns_key_file.display().to_string(),
+        ),
+        ("SEALPOST_APNS_KEY_ID", "STACK00001".to_owned()),
+        ("SEALPOST_APNS_TEAM_ID", "STACKTEAM1".to_owned()),
+        ("SEALPOST_APNS_TOPIC", "app.sealpost.stack".to_owned()),
+        ("SEALPOST_APNS_URL", apns.url()),
+        (
+            "SEALPOST_FCM_CREDENTIALS_FILE",
+            fcm_credentials.display().to_string(),
+        ),
+        ("SEALPOST_FCM_URL", fcm.url()),
+        ("SEALPOST_FCM_TOKEN_URL", fcm.token_url()),
+        ("SEALPOST_PUSH_CA_FILE", push_ca.display().to_string()),
+    ];
+
+    // The API migrates the database: start it first and wait for it.
+    let mut children = Vec::new();
+    children.push(spawn(options, "sealpost-api", &["--no-jobs"], &env)?);
+    wait_for_http(api).await?;
+    children.push(spawn(options, "sealpost-api", &["--jobs-only"], &env)?);
+    children.push(spawn(options, "sealpost-smtp", &[], &env)?);
+    children.push(spawn(options, "sealpost-dns", &[], &env)?);
+    wait_for_tcp(smtp).await?;
+    wait_for_tcp(dns).await?;
+
+    let ready = serde_json::json!({
+        "ready": true,
+        "api": format!("http://{api}"),
+        "smtp": smtp.to_string(),
+        "dns": dns.to_string(),
+        "publicDns": public_dns.addr().to_string(),
+        "relay": relay.addr.to_string(),
+        "webhookReceiver": receiver.addr.to_string(),
+        "webhookHost": "hooks.test",
+        "apns": apns.url(),
+        "fcm": fcm.url(),
+        "database": database.name,
+    });
+    if let Some(path) = &options.env_file {
+        let lines = [
+            format!("SEALPOST_API_URL=http://{api}\n"),
+            format!("SEALPOST_SMTP_ADDR={smtp}\n"),
+            format!("SEALPOST_DNS_ADDR={dns}\n"),
+            format!("SEALPOST_STACK_PUBLIC_DNS={}\n", public_dns.addr()),
+            format!("SEALPOST_STACK_RELAY={}\n", relay.addr),
+        ];
+        std::fs::write(path, lines.concat())
+            .map_err(|error| format!("writing {}: {error}", path.display()))?;
+    }
+    println!("{ready}");
+    eprintln!(
+        "sealpost-stack: API http://{api}/ (web client at /app/), SMTP {smtp}, DNS {dns}; \
+         SIGINT or SIGTERM stops it"
+    );
+
+    let stopped = wait_for_stop(options.until_stdin_closes, &mut children).await;
+    for child in &mut children {
+        stop(child).await;
+    }
+    public_dns.stop().await;
+    let _ = std::fs::remove_dir_all(&work);
+    stopped
+}
+
+fn write(dir: &Path, name: &str, content: &str) -> Result<PathBuf, String> {
+    let path = dir.join(name);
+    std::fs::write(&path, content)
+        .map_err(|error| format!("writing {}: {error}", path.display()))?;
+    Ok(path)
+}
+
+fn spawn(
+    options: &Options,
+    program: &str,
+    args: &[&str],
+    env: &[(&str, String)],
+) -> Result<Child, String> {
+    let path = options.bin_dir.join(program);
+    Command::new(&path)
+        .args(args)
+        .envs(env.iter().map(|(name, value)| (*name, value.as_str())))
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|error| {
+            format!(
+                "starting {} ({error}); build it first: cargo build -p sealpost-api -p sealpost-smtp-ingest -p sealpost-dns",
+                path.display()
+            )
+        })
+}
+
+/// Until `GET /readyz` answers 200.
+async fn wait_for_http(addr: SocketAddr) -> Result<(), String> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    while Instant::now() < deadline {
+        if let Ok(mut stream) = TcpStream::connect(addr).await {
+            let request = format!("GET /readyz HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+            let mut answer = Vec::new();
+            if stream.write_all(request.as_bytes()).await.is_ok()
+                && stream.read_to_end(&mut answer).await.is_ok()
+                && answer.starts_with(b"HTTP/1.0 200")
+            {
+                return Ok(());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(format!(
+        "the API did not answer on {addr} within {START_TIMEOUT:?}"
+    ))
+}
+
+async fn wait_for_tcp(addr: SocketAddr) -> Result<(), String> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    while Instant::now() < deadline {
+        if TcpStream::connect(addr).await.is_ok() {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(format!(
+        "nothing answered on {addr} within {START_TIMEOUT:?}"
+    ))
+}
+
+/// A signal, the end of standard input (when asked), or a process of the
+/// stack exiting on its own (an error).
+async fn wait_for_stop(until_stdin_closes: bool, children: &mut [Child]) -> Result<(), String> {
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(|error| error.to_string())?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(|error| error.to_string())?;
+    let stdin_closed = async {
+        if until_stdin_closes {
+            let mut lines = BufReader::new(tokio::io::stdin()).lines();
+            while let Ok(Some(_)) = lines.next_line().await {}
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    let exited = async {
+        loop {
+            for child in children.iter_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return status;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    tokio::select! {
+        _ = interrupt.recv() => Ok(()),
+        _ = terminate.recv() => Ok(()),
+        () = stdin_closed => Ok(()),
+        status = exited => Err(format!("a process of the stack exited: {status}")),
+    }
+}
+
+/// SIGTERM, a few seconds to drain, then SIGKILL.
+async fn stop(child: &mut Child) {
+    if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        if tokio::time::timeout(Duration::from_secs(10), child.wait())
+            .await
+            .is_ok()
+        {
+            return;
+        }
+    }
+    let _ = child.kill().await;
+}
