@@ -10,7 +10,7 @@ use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-use crate::postgres::workspace_root;
+use crate::workspace_root;
 
 /// The targets in `fuzz/Cargo.toml`.
 pub const TARGETS: [&str; 4] = ["smtp_session", "mime_content", "box_open", "json_bodies"];

@@ -1,24 +1,20 @@
 #![allow(clippy::print_stdout, reason = "a command-line tool reports on stdout")]
 
 //! `cargo xtask`: developer tasks for the Sealpost workspace.
+//!
+//! xtask itself links none of the server's crates, so `cargo xtask --help`
+//! and `cargo xtask fuzz` build in seconds. The tasks that need the store,
+//! the HTTP layer or the test kit run `sealpost-devtools` (crates/devtools)
+//! through cargo; `stack` runs the test kit's `sealpost-stack`.
 
-mod api_check;
-mod bench;
-mod bench_api;
-mod bench_webhooks;
 mod fuzz;
-mod load_smtp;
-mod postgres;
-mod seed;
 mod web;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use diesel::QueryableByName;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use tokio::runtime::Runtime;
 
 const ENV_HELP: &str = "\
@@ -131,227 +127,70 @@ fn main() -> ExitCode {
 }
 
 fn run(task: Task) -> Result<ExitCode> {
-    // Multi-thread: the migration harness blocks in place.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot build the tokio runtime")?;
+    let root = workspace_root();
     match task {
-        Task::Postgres => {
-            println!("{}", postgres::ensure_server()?);
-            Ok(ExitCode::SUCCESS)
+        Task::Postgres => devtools(&runtime, &["postgres"]),
+        Task::Migrate => devtools(&runtime, &["migrate"]),
+        Task::Dev { seed } => {
+            // The API embeds the web client: build it first (npm skips what is current).
+            if web::ready(&root)? {
+                web::install_and_build(&root)?;
+            }
+            devtools(&runtime, if seed { &["dev", "--seed"] } else { &["dev"] })
         }
-        Task::Migrate => {
-            migrate_dev_database(&runtime)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Task::Dev { seed } => dev(&runtime, seed),
         Task::Stack => stack(&runtime),
-        Task::Seed { api_url } => {
-            let seeded = runtime.block_on(seed::seed(&api_url))?;
-            seed::print(&seeded, &api_url);
-            Ok(ExitCode::SUCCESS)
-        }
-        Task::Openapi => {
-            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/openapi.json");
-            std::fs::write(&path, sealpost_http_api::openapi_json() + "\n")
-                .with_context(|| format!("writing {}", path.display()))?;
-            println!("wrote docs/openapi.json");
-            Ok(ExitCode::SUCCESS)
-        }
-        Task::ApiCheck => api_check::run(&runtime),
+        Task::Seed { api_url } => devtools(&runtime, &["seed", "--api-url", &api_url]),
+        Task::Openapi => devtools(&runtime, &["openapi"]),
+        Task::ApiCheck => devtools(&runtime, &["api-check"]),
         Task::Fuzz { target, seconds } => fuzz::run(&target, seconds),
         Task::Test { args } => test(&runtime, &args),
         Task::Ci => ci(&runtime),
-        Task::Bench { what: Bench::Smtp } => bench::smtp(&runtime),
-        Task::Bench {
-            what: Bench::SmtpLoad { debug },
-        } => load_smtp::run(&runtime, debug),
-        Task::Bench {
-            what: Bench::Webhooks,
-        } => {
-            if let Some(code) = in_release(&["bench", "webhooks"], &[])? {
-                return Ok(code);
-            }
-            let server = postgres::ensure_server()?;
-            runtime.block_on(bench_webhooks::run(&server))?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Task::Bench { what: Bench::Api } => {
-            // The test kit makes the bench's database on this server.
-            let server = postgres::ensure_server()?;
-            let server = server.trim_end_matches('/');
-            if let Some(code) =
-                in_release(&["bench", "api"], &[("SEALPOST_TEST_DATABASE_URL", server)])?
-            {
-                return Ok(code);
-            }
-            anyhow::ensure!(
-                sealpost_testkit::server_url() == server,
-                "set SEALPOST_TEST_DATABASE_URL={server} (the test kit makes the bench database there)"
-            );
-            runtime.block_on(bench_api::run())?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Task::Bench { what } => devtools(
+            &runtime,
+            match what {
+                Bench::Smtp => &["bench", "smtp"],
+                Bench::SmtpLoad { debug: false } => &["bench", "smtp-load"],
+                Bench::SmtpLoad { debug: true } => &["bench", "smtp-load", "--debug"],
+                Bench::Webhooks => &["bench", "webhooks"],
+                Bench::Api => &["bench", "api"],
+            },
+        ),
     }
 }
 
-/// A benchmark that runs the service in this process measures an optimised
-/// build: from a debug build, runs `task` again in release mode and answers
-/// its exit code (`env` added to its environment); `None` when this is the
-/// release build.
-fn in_release(task: &[&str], env: &[(&str, &str)]) -> Result<Option<ExitCode>> {
-    if !cfg!(debug_assertions) {
-        return Ok(None);
-    }
-    eprintln!(
-        "xtask: building and running `{}` in release mode",
-        task.join(" ")
-    );
-    let root = postgres::workspace_root();
-    let status = cargo(&root)
-        .args(["run", "--quiet", "--release", "-p", "xtask", "--"])
-        .args(task)
-        .envs(env.iter().copied())
-        .status()
-        .context("running the release build")?;
-    Ok(Some(exit_code(status)))
+/// The workspace root (the parent of `xtask/`).
+pub fn workspace_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
 }
 
-/// Creates and migrates `DATABASE_URL` or `<server>/sealpost_dev`; returns its URL.
-fn migrate_dev_database(runtime: &Runtime) -> Result<String> {
-    let url = match postgres::database_url_env() {
-        Some(url) => url,
-        None => format!("{}/sealpost_dev", postgres::ensure_server()?),
-    };
-    let shown = redact(&url);
-    let (created, applied) = runtime.block_on(async {
-        let created = sealpost_store_pg::create_database_if_missing(&url)
-            .await
-            .with_context(|| {
-                format!("cannot create the database {shown} (DATABASE_URL must name a database)")
-            })?;
-        let applied = sealpost_store_pg::migrate(&url)
-            .await
-            .with_context(|| format!("migrating {shown} failed"))?;
-        anyhow::Ok((created, applied))
-    })?;
-    if created {
-        println!("created database {shown}");
-    }
-    println!("{applied} migration(s) applied to {shown}");
-    Ok(url)
+/// `cargo run -p sealpost-devtools -- args`, its exit code answered.
+fn devtools(runtime: &Runtime, args: &[&str]) -> Result<ExitCode> {
+    Ok(exit_code(run_child(runtime, &mut devtools_command(args))?))
 }
 
-fn dev(runtime: &Runtime, with_seed: bool) -> Result<ExitCode> {
-    eprintln!("xtask: finding PostgreSQL and migrating the dev database");
-    let url = migrate_dev_database(runtime)?;
-    let root = postgres::workspace_root();
-    // The API embeds the web client: build it first (npm skips what is current).
-    if web::ready(&root)? {
-        web::install_and_build(&root)?;
-    }
-    eprintln!(
-        "xtask: building the API, the SMTP ingest, the DNS server and the CLI (a first build takes a few minutes; later starts take seconds)"
-    );
-    let built = cargo(&root)
-        .args([
-            "build",
-            "-p",
-            "sealpost-api",
-            "-p",
-            "sealpost-smtp-ingest",
-            "-p",
-            "sealpost-dns",
-            "-p",
-            "sealpost-cli",
-        ])
-        .status()
-        .context("running cargo build")?;
-    if !built.success() {
-        return Ok(exit_code(built));
-    }
-    let target = target_dir(&root);
-    let server_key = dev_server_key(&root.join("target").join("dev"))?;
-    let configure = |command: &mut Command| {
-        command.env("DATABASE_URL", &url);
-        if std::env::var_os("SEALPOST_BILLING_SANDBOX").is_none() {
-            command.env("SEALPOST_BILLING_SANDBOX", "true");
-        }
-        if std::env::var_os("SEALPOST_BLOB_DIR").is_none() {
-            command.env(
-                "SEALPOST_BLOB_DIR",
-                root.join("target").join("dev").join("blobs"),
-            );
-        }
-        if std::env::var_os("SEALPOST_SERVER_KEY").is_none() {
-            command.env("SEALPOST_SERVER_KEY", &server_key);
-        }
-    };
-    // The SMTP ingest and the DNS server run beside the API and stop with it.
-    let mut smtp = Command::new(target.join("debug").join("sealpost-smtp"));
-    configure(&mut smtp);
-    if std::env::var_os("SEALPOST_SMTP_TLS_CERT").is_none()
-        && std::env::var_os("SEALPOST_SMTP_TLS_KEY").is_none()
-    {
-        let (cert, key) = dev_smtp_certificate(&root.join("target").join("dev"))?;
-        smtp.env("SEALPOST_SMTP_TLS_CERT", cert);
-        smtp.env("SEALPOST_SMTP_TLS_KEY", key);
-    }
-    let mut smtp = smtp.spawn().context("starting sealpost-smtp")?;
-    let mut dns = Command::new(target.join("debug").join("sealpost-dns"));
-    configure(&mut dns);
-    let mut dns = match dns.spawn().context("starting sealpost-dns") {
-        Ok(dns) => dns,
-        Err(err) => {
-            let _ = smtp.kill();
-            let _ = smtp.wait();
-            return Err(err);
-        }
-    };
-    let mut api = Command::new(target.join("debug").join("sealpost-api"));
-    configure(&mut api);
-    let addr = dev_setting("SEALPOST_HTTP_ADDR");
-    let smtp_addr = dev_setting("SEALPOST_SMTP_ADDR");
-    let dns_addr = dev_setting("SEALPOST_DNS_ADDR");
-    let cli = target.join("debug").join("sealpost");
-    println!(
-        "Sealpost API on http://{addr} (the web client at http://{addr}/app/), SMTP on {smtp_addr}, own domains' DNS on {dns_addr} (UDP and TCP;\n\
-         try `dig @{dns_host} -p {dns_port} <domain> SOA`); Ctrl-C stops them all.\n\
-         The CLI is built at {cli}: run `{cli} init` in another terminal,\n\
-         or install it with `cargo install --path bins/cli` and run `sealpost init`.",
-        cli = cli.display(),
-        dns_host = dns_addr
-            .rsplit_once(':')
-            .map_or(dns_addr.as_str(), |(host, _)| host),
-        dns_port = dns_addr.rsplit_once(':').map_or("53", |(_, port)| port),
-    );
-    if with_seed {
-        let api_url = format!("http://{addr}");
-        std::thread::spawn(move || seed::when_up(&api_url));
-    }
-    let status = run_child(runtime, &mut api);
-    for child in [&mut smtp, &mut dns] {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    Ok(exit_code(status?))
+fn devtools_command(args: &[&str]) -> Command {
+    let mut command = cargo(&workspace_root());
+    command
+        .args(["run", "--quiet", "-p", "sealpost-devtools", "--"])
+        .args(args);
+    command
 }
 
-/// A dev stack setting: the environment's value, else the default the
-/// services themselves apply (`sealpost_config::VARIABLES`).
-fn dev_setting(name: &str) -> String {
-    std::env::var(name)
-        .ok()
-        .filter(|value| !value.is_empty())
-        .or_else(|| {
-            sealpost_config::VARIABLES
-                .iter()
-                .find(|variable| variable.name == name)
-                .map(|variable| variable.default.to_owned())
-        })
-        .unwrap_or_default()
+/// The PostgreSQL server's URL (found or started by `sealpost-devtools postgres`).
+fn ensure_server() -> Result<String> {
+    let output = devtools_command(&["postgres"])
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running sealpost-devtools postgres")?;
+    if !output.status.success() {
+        bail!("no PostgreSQL server could be found or started");
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
 fn test(runtime: &Runtime, extra: &[String]) -> Result<ExitCode> {
@@ -360,9 +199,15 @@ fn test(runtime: &Runtime, extra: &[String]) -> Result<ExitCode> {
 }
 
 fn run_tests(runtime: &Runtime, extra: &[String]) -> Result<ExitStatus> {
-    let server = postgres::ensure_server()?;
-    drop_test_databases(runtime, &server)?;
-    let root = postgres::workspace_root();
+    let server = ensure_server()?;
+    let dropped = run_child(
+        runtime,
+        &mut devtools_command(&["drop-test-databases", &server]),
+    )?;
+    if !dropped.success() {
+        return Ok(dropped);
+    }
+    let root = workspace_root();
     // The whole suite (no arguments) includes web/: built first, since the
     // API embeds the web client, and tested last against a stack.
     let with_web = extra.is_empty() && web::ready(&root)?;
@@ -426,15 +271,15 @@ fn build_stack(root: &Path) -> Result<ExitStatus> {
         .context("running cargo build")
 }
 
-fn target_dir(root: &Path) -> std::path::PathBuf {
+fn target_dir(root: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
+        .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"))
 }
 
 fn stack(runtime: &Runtime) -> Result<ExitCode> {
-    let server = postgres::ensure_server()?;
-    let root = postgres::workspace_root();
+    let server = ensure_server()?;
+    let root = workspace_root();
     if web::ready(&root)? {
         web::install_and_build(&root)?;
     }
@@ -454,108 +299,8 @@ fn selects_packages(extra: &[String]) -> bool {
     })
 }
 
-#[derive(QueryableByName)]
-struct Leftover {
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    datname: String,
-}
-
-#[derive(QueryableByName)]
-struct Locked {
-    #[diesel(sql_type = diesel::sql_types::Bool)]
-    locked: bool,
-}
-
-/// Serialises template creation across test processes (as in sealpost-testkit).
-const TEMPLATE_LOCK: i64 = 0x5ea1_7e57;
-
-/// Drops `sealpost_test_%` databases and `sealpost_tpl_%` templates left by
-/// earlier runs (tests recreate their template once). Test databases are
-/// named `sealpost_test_<pid>_<uuid>`: those of a process still alive here
-/// belong to a concurrent run and are kept, and so are the templates then.
-fn drop_test_databases(runtime: &Runtime, server: &str) -> Result<()> {
-    let shown = redact(server);
-    let (dropped, kept, templates_dropped) = runtime.block_on(async {
-        let mut conn = AsyncPgConnection::establish(&format!("{server}/postgres"))
-            .await
-            .with_context(|| format!("cannot connect to {shown}/postgres"))?;
-        let list = |pattern: &'static str| {
-            diesel::sql_query(format!(
-                "SELECT datname FROM pg_database WHERE datname LIKE '{pattern}' ORDER BY datname"
-            ))
-        };
-        let tests: Vec<Leftover> = list(r"sealpost\_test\_%")
-            .load(&mut conn)
-            .await
-            .context("cannot list leftover test databases")?;
-        let (live, leftovers): (Vec<Leftover>, Vec<Leftover>) =
-            tests.into_iter().partition(|db| owner_alive(&db.datname));
-        let mut dropped = drop_databases(&mut conn, leftovers).await;
-        // Hold the testkit's lock so no template is being built meanwhile.
-        let locked = live.is_empty()
-            && diesel::sql_query(format!(
-                "SELECT pg_try_advisory_lock({TEMPLATE_LOCK}) AS locked"
-            ))
-            .get_result::<Locked>(&mut conn)
-            .await
-            .context("cannot take the template lock")?
-            .locked;
-        if locked {
-            let templates: Vec<Leftover> = list(r"sealpost\_tpl\_%")
-                .load(&mut conn)
-                .await
-                .context("cannot list test templates")?;
-            dropped += drop_databases(&mut conn, templates).await;
-        }
-        anyhow::Ok((dropped, live.len(), locked))
-    })?;
-    if dropped > 0 {
-        eprintln!("xtask: dropped {dropped} leftover test database(s) and template(s)");
-    }
-    if kept > 0 {
-        eprintln!("xtask: kept {kept} test database(s) of test processes still running");
-    }
-    if !templates_dropped {
-        eprintln!("xtask: kept the test templates: another test run is using them");
-    }
-    Ok(())
-}
-
-/// Whether `sealpost_test_<pid>_<uuid>` belongs to a process alive on this machine.
-fn owner_alive(datname: &str) -> bool {
-    datname
-        .strip_prefix("sealpost_test_")
-        .and_then(|rest| rest.split('_').next())
-        .and_then(|pid| pid.parse::<u32>().ok())
-        .is_some_and(|pid| {
-            pid != std::process::id() && Path::new("/proc").join(pid.to_string()).exists()
-        })
-}
-
-async fn drop_databases(conn: &mut AsyncPgConnection, names: Vec<Leftover>) -> usize {
-    let mut dropped = 0;
-    for Leftover { datname } in names {
-        let name = postgres::quote_ident(&datname);
-        // A template cannot be dropped while marked as one.
-        let result = async {
-            diesel::sql_query(format!("ALTER DATABASE {name} IS_TEMPLATE false"))
-                .execute(&mut *conn)
-                .await?;
-            diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                .execute(&mut *conn)
-                .await
-        }
-        .await;
-        match result {
-            Ok(_) => dropped += 1,
-            Err(error) => eprintln!("xtask: cannot drop database {datname}: {error}"),
-        }
-    }
-    dropped
-}
-
 fn ci(runtime: &Runtime) -> Result<ExitCode> {
-    let root = postgres::workspace_root();
+    let root = workspace_root();
     let steps: [(&str, &[&str]); 2] = [
         (
             "cargo fmt --all -- --check",
@@ -655,66 +400,9 @@ fn exit_code(status: ExitStatus) -> ExitCode {
 }
 
 /// The URL with its password masked.
-fn redact(url: &str) -> String {
-    sealpost_store_pg::DatabaseUrl::parse(url).map_or_else(|_| url.to_owned(), |url| url.redacted())
-}
-
-/// The development server key: generated once and kept under `target/dev`,
-/// so what it sealed stays readable across restarts of the dev stack.
-fn dev_server_key(dev_dir: &std::path::Path) -> Result<String> {
-    let path = dev_dir.join("server-key");
-    if let Ok(key) = std::fs::read_to_string(&path) {
-        return Ok(key.trim().to_owned());
-    }
-    std::fs::create_dir_all(dev_dir).with_context(|| format!("creating {}", dev_dir.display()))?;
-    let key = sealpost_seal::ServerKeys::generate_text();
-    std::fs::write(&path, &key).with_context(|| format!("writing {}", path.display()))?;
-    Ok(key)
-}
-
-/// STARTTLS for the dev ingest: a self-signed certificate for `localhost`
-/// and `mail.localhost`, generated once and kept under `target/dev`
-/// (`smtp-cert.pem`, `smtp-key.pem`). Replace the files to try a renewal:
-/// the ingest picks them up without a restart.
-fn dev_smtp_certificate(
-    dev_dir: &std::path::Path,
-) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
-    let cert = dev_dir.join("smtp-cert.pem");
-    let key = dev_dir.join("smtp-key.pem");
-    if cert.is_file() && key.is_file() {
-        return Ok((cert, key));
-    }
-    std::fs::create_dir_all(dev_dir).with_context(|| format!("creating {}", dev_dir.display()))?;
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["localhost".into(), "mail.localhost".into()])
-            .context("generating the dev SMTP certificate")?;
-    std::fs::write(&key, certified.signing_key.serialize_pem())
-        .with_context(|| format!("writing {}", key.display()))?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("restricting {}", key.display()))?;
-    }
-    std::fs::write(&cert, certified.cert.pem())
-        .with_context(|| format!("writing {}", cert.display()))?;
-    Ok((cert, key))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redacts_passwords() {
-        assert_eq!(
-            redact("postgres://u:secret@h:5432/db"),
-            "postgres://u:***@h:5432/db"
-        );
-        assert_eq!(
-            redact("postgres://postgres@h:5432/db"),
-            "postgres://postgres@h:5432/db"
-        );
-    }
 
     #[test]
     fn spots_package_selection() {
@@ -723,13 +411,6 @@ mod tests {
         assert!(selects_packages(&args(&["--package=x"])));
         assert!(!selects_packages(&args(&["--", "-p"])));
         assert!(!selects_packages(&args(&["--lib"])));
-    }
-
-    #[test]
-    fn tells_live_test_databases() {
-        assert!(owner_alive("sealpost_test_1_0123abcd"));
-        assert!(!owner_alive("sealpost_test_4000000000_0123abcd"));
-        assert!(!owner_alive("sealpost_test_xyz"));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! every check, a fixed seed and a bounded number of examples against
 //! `/openapi.json` with the account's session. Any failure or 5xx fails the
 //! command (what it accepts beyond Schemathesis' defaults is set out in
-//! `xtask/api-check.toml`). Changing the plan and the operations that end
+//! `crates/devtools/api-check.toml`). Changing the plan and the operations that end
 //! the session (sign-out, revoking sessions, erasing the account) run last,
 //! one pass each with a fresh session, so they do not cut the main pass
 //! short.
@@ -203,9 +203,7 @@ fn check(
         );
         Ok(seeded)
     })?;
-    let config = postgres::workspace_root()
-        .join("xtask")
-        .join("api-check.toml");
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("api-check.toml");
 
     let mut passed = schemathesis(st, &config, &base, &seeded.token, "main", &selection())?;
     for operation in SESSION_ENDING {

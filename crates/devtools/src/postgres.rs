@@ -64,10 +64,15 @@ fn skip_default() -> bool {
     std::env::var(SKIP_DEFAULT_ENV).is_ok_and(|value| value == "1")
 }
 
-/// The workspace root (the parent of `xtask/`).
+/// The workspace root (two levels above `crates/devtools`).
 pub fn workspace_root() -> PathBuf {
+    // This crate is crates/devtools.
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+    manifest_dir
+        .ancestors()
+        .nth(2)
+        .unwrap_or(manifest_dir)
+        .to_path_buf()
 }
 
 fn port_answers(port: u16) -> bool {
