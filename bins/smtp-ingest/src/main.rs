@@ -14,7 +14,7 @@ async fn main() -> anyhow::Result<()> {
     let listener = TcpListener::bind(&config.smtp_addr)
         .await
         .with_context(|| format!("binding SEALPOST_SMTP_ADDR {}", config.smtp_addr))?;
-    let running = sealpost_jobs::smtp::start(&config, Arc::new(SystemClock), listener).await?;
+    let running = sealpost_wiring::smtp::start(&config, Arc::new(SystemClock), listener).await?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("installing the SIGTERM handler")?;
     tokio::select! {

@@ -1,5 +1,5 @@
 //! The API process, as `sealpost-api` runs it and the test kit starts it:
-//! migrate, wire the services ([`sealpost_jobs::Services`]), serve HTTP over
+//! migrate, wire the services ([`sealpost_wiring::Services`]), serve HTTP over
 //! them, and run the background jobs beside it, or only the jobs
 //! (`sealpost-api --jobs-only`).
 
@@ -13,9 +13,10 @@ use anyhow::Context;
 use sealpost_config::Config;
 use sealpost_http_api::rate_limit::EdgeLimiter;
 use sealpost_http_api::{AppState, HealthProbe};
-use sealpost_jobs::{Jobs, SWEEP_EVERY, Services};
+use sealpost_jobs::{Jobs, SWEEP_EVERY};
 use sealpost_kernel::{Clock, StoreError};
 use sealpost_store_pg::{MailNotifier, PgStore};
+use sealpost_wiring::Services;
 use tokio::task::JoinHandle;
 
 struct PgHealth(PgStore);
@@ -83,7 +84,7 @@ pub async fn start(
     options: StartOptions,
 ) -> anyhow::Result<Running> {
     // Refused before anything else: without the key no one can sign in.
-    sealpost_jobs::server_keys(config)?;
+    sealpost_wiring::server_keys(config)?;
     let applied = sealpost_store_pg::migrate(&config.database_url)
         .await
         .context("migrating the database")?;

@@ -1,11 +1,6 @@
-//! One home for wiring and background work.
-//!
-//! [`Services`] builds the PostgreSQL store, the blob store and every domain
-//! service from a [`Config`](sealpost_config::Config): `sealpost-api`,
-//! `sealpost-smtp`, the test kit and `xtask` all start from it. [`Jobs`] runs
-//! the background work of one process: the hourly [`Sweeps`] and the webhook
-//! sender loop ([`send_forever`]). [`smtp`] serves the SMTP ingest over the
-//! same services.
+//! The background work of a process, over the services `sealpost-wiring`
+//! builds: [`Jobs`] runs the hourly [`Sweeps`], the webhook sender loop
+//! ([`send_forever`]), the push sender and the own-domain checks.
 //!
 //! Several processes may run the jobs at once: a sweep pass holds a
 //! PostgreSQL advisory lock (another process's pass is skipped meanwhile),
@@ -13,16 +8,13 @@
 
 mod domain_checks;
 mod sender;
-pub mod smtp;
 mod sweeps;
-mod wiring;
 
 pub use domain_checks::{CHECK_EVERY, check_domains_forever};
+use sealpost_config::Config;
+use sealpost_wiring::Services;
 pub use sender::{push_forever, push_sender, send_forever, spawn_webhook_sender, webhook_sender};
 pub use sweeps::{Pass, SWEEP_EVERY, Sweeps, sweep_forever};
-pub use wiring::{Services, server_keys};
-
-use sealpost_config::Config;
 use tokio::task::JoinHandle;
 
 /// Aborts its task when dropped, so a task lives exactly as long as its owner.

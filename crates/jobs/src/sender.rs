@@ -46,7 +46,7 @@ pub fn webhook_sender(
         // A webhook switched off for failing is pushed to its owner's phones.
         Arc::new(PushAlerts::new(Arc::new(store.clone()), clock.clone())),
         clock,
-        crate::server_keys(config)?,
+        sealpost_wiring::server_keys(config)?,
     ))
 }
 

@@ -11,7 +11,7 @@ use sealpost_messages::recovery::BlobRecovery;
 use sealpost_store_pg::{Job, PgStore};
 use sealpost_webhooks::Webhooks;
 
-use crate::Services;
+use sealpost_wiring::Services;
 
 /// How often a process runs a sweep pass.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);

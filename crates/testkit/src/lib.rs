@@ -24,10 +24,10 @@ use std::sync::Arc;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_api_server::{Running, StartOptions};
 use sealpost_config::Config;
-use sealpost_jobs::Services;
-use sealpost_jobs::smtp::SmtpServer;
 use sealpost_kernel::{TestClock, Timestamp};
 use sealpost_store_pg::{MIGRATIONS_FINGERPRINT, migrate, quote_ident};
+use sealpost_wiring::Services;
+use sealpost_wiring::smtp::SmtpServer;
 
 /// Serialises template creation across test processes.
 const TEMPLATE_LOCK: i64 = 0x5ea1_7e57;
@@ -290,7 +290,7 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("binding port 0");
-        let running = sealpost_jobs::smtp::start(&self.config, self.clock.clone(), listener)
+        let running = sealpost_wiring::smtp::start(&self.config, self.clock.clone(), listener)
             .await
             .expect("starting the SMTP ingest");
         let addr = running.addr;

@@ -1,4 +1,4 @@
-//! The SMTP ingest's hardening through the real wiring (`sealpost_jobs::smtp`
+//! The SMTP ingest's hardening through the real wiring (`sealpost_wiring::smtp`
 //! over TCP, the real store and blob directory): the configured connection
 //! caps, hostile MIME structure refused with 552, and a delivery failing
 //! after its blobs were written leaving none behind.
