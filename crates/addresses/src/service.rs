@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, AddressId, Clock, DeviceId, PlanId, StoreError};
-use sealpost_plans::{LimitError, OwnDomainAccess, own_domain_access};
+use sealpost_plans::{
+    LimitError, OnPlan, OwnDomainAccess, decide_on_current_plan, own_domain_access,
+};
 use sealpost_seal::SealedBox;
 
 use crate::error::{AddressError, invalid};
@@ -17,8 +19,6 @@ use crate::repository::{AddressRepository, AssignOutcome, CreateOutcome, OwnDoma
 
 /// Attempts at a random name that nobody holds or held.
 const NAME_ATTEMPTS: usize = 5;
-/// Attempts at a creation whose plan changed under it.
-const PLAN_ATTEMPTS: usize = 3;
 
 #[derive(Clone)]
 pub struct Addresses {
@@ -59,27 +59,20 @@ impl Addresses {
         plan: PlanId,
         input: NewAddress,
     ) -> Result<Address, AddressError> {
-        let mut plan = plan;
-        for _ in 0..PLAN_ATTEMPTS {
-            match self.create_on_plan(account, plan, &input).await? {
-                Ok(address) => return Ok(address),
-                // Decided again on the plan the account holds now.
-                Err(current) => plan = current,
-            }
-        }
-        Err(AddressError::Store(StoreError::Unavailable(
-            "the plan kept changing; retry".into(),
-        )))
+        decide_on_current_plan(plan, async |plan| {
+            self.create_on_plan(account, plan, &input).await
+        })
+        .await
     }
 
-    /// [`Addresses::create`] on `plan`; `Err(current)` when the store found
-    /// the account on another plan under its lock.
+    /// [`Addresses::create`] on `plan`; [`OnPlan::Changed`] when the store
+    /// found the account on another plan under its lock.
     async fn create_on_plan(
         &self,
         account: &AccountId,
         plan: PlanId,
         input: &NewAddress,
-    ) -> Result<Result<Address, PlanId>, AddressError> {
+    ) -> Result<OnPlan<Address>, AddressError> {
         let limits = sealpost_plans::plan(plan);
         let id = input.id.clone().ok_or_else(|| invalid("id", "required"))?;
         let retention_days = retention(input.retention_days)?;
@@ -128,7 +121,7 @@ impl Addresses {
                 )
                 .await?
             {
-                CreateOutcome::Created => return Ok(Ok(address)),
+                CreateOutcome::Created => return Ok(OnPlan::Done(address)),
                 CreateOutcome::IdTaken => return Err(AddressError::IdTaken),
                 CreateOutcome::LimitReached => {
                     return Err(LimitError::AllocationExhausted {
@@ -140,7 +133,7 @@ impl Addresses {
                     return Err(AddressError::AddressTaken);
                 }
                 CreateOutcome::AddressTaken => continue,
-                CreateOutcome::PlanChanged(current) => return Ok(Err(current)),
+                CreateOutcome::PlanChanged(current) => return Ok(OnPlan::Changed(current)),
                 CreateOutcome::DomainGone => {
                     return Err(invalid(
                         field,

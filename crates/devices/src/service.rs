@@ -4,6 +4,7 @@ use sealpost_activity::Records;
 use sealpost_kernel::{
     AccountId, Clock, Cursor, DeviceId, Page, PageRequest, PairingSessionId, PlanId,
 };
+use sealpost_plans::{OnPlan, decide_on_current_plan};
 use sealpost_seal::{SealedBox, b64, random_token, sha256};
 
 use crate::*;
@@ -228,8 +229,7 @@ impl Devices {
             profile: Some(profile),
             public_key: Some(session.public_key),
         };
-        let mut plan = plan;
-        for _ in 0..STALE_RETRIES {
+        decide_on_current_plan(plan, async |plan| {
             let limits = sealpost_plans::plan(plan);
             let credential = random_token();
             let mut records = Records::new();
@@ -246,8 +246,8 @@ impl Devices {
                     records,
                 })
                 .await?;
-            return match outcome {
-                ClaimOutcome::Claimed => Ok(device),
+            match outcome {
+                ClaimOutcome::Claimed => Ok(OnPlan::Done(device.clone())),
                 ClaimOutcome::AlreadyUsed => Err(DeviceError::AlreadyUsed),
                 ClaimOutcome::NotFound => Err(DeviceError::NotFound),
                 ClaimOutcome::IdTaken => Err(DeviceError::IdTaken),
@@ -256,16 +256,10 @@ impl Devices {
                         limit: limits.devices.unwrap_or(u32::MAX),
                     },
                 )),
-                // Decided again on the plan the account holds now.
-                ClaimOutcome::PlanChanged(current) => {
-                    plan = current;
-                    continue;
-                }
-            };
-        }
-        Err(DeviceError::Store(
-            sealpost_kernel::StoreError::Unavailable("the plan kept changing; retry".into()),
-        ))
+                ClaimOutcome::PlanChanged(current) => Ok(OnPlan::Changed(current)),
+            }
+        })
+        .await
     }
 
     pub async fn list(

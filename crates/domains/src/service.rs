@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use sealpost_activity::{ActivityKind, Records};
 use sealpost_kernel::{AccountId, Clock, PlanId, StoreError};
-use sealpost_plans::{LimitError, PLANS, plan};
+use sealpost_plans::{LimitError, OnPlan, PLANS, decide_on_current_plan, plan};
 use sealpost_seal::ServerKeys;
 
 use crate::error::DomainError;
@@ -64,8 +64,7 @@ impl Domains {
         input: &str,
     ) -> Result<Added, DomainError> {
         let name = self.parse_name(input)?;
-        let mut plan_id = plan_id;
-        loop {
+        decide_on_current_plan(plan_id, async |plan_id| {
             let limits = plan(plan_id);
             // The count itself is checked by the store, under the account's
             // lock, against the plan it finds there.
@@ -85,31 +84,28 @@ impl Domains {
             };
             let mut records = Records::new();
             records.domain(account, ActivityKind::DomainAdded, now);
-            return match self
+            match self
                 .repo
                 .add(&domain, plan_id, limits.own_domains, records)
                 .await?
             {
-                AddOutcome::Added => Ok(Added {
+                AddOutcome::Added => Ok(OnPlan::Done(Added {
                     domain,
                     created: true,
-                }),
-                AddOutcome::AlreadyYours => Ok(Added {
+                })),
+                AddOutcome::AlreadyYours => Ok(OnPlan::Done(Added {
                     domain: self.get(account, &name).await?,
                     created: false,
-                }),
+                })),
                 AddOutcome::LimitReached => Err(LimitError::OwnDomainLimit {
                     limit: limits.own_domains,
                 }
                 .into()),
                 AddOutcome::TakenByOther => Err(DomainError::TakenByOther),
-                // The plan moved since it was read: decide again with it.
-                AddOutcome::PlanChanged(current) => {
-                    plan_id = current;
-                    continue;
-                }
-            };
-        }
+                AddOutcome::PlanChanged(current) => Ok(OnPlan::Changed(current)),
+            }
+        })
+        .await
     }
 
     pub async fn list(&self, account: &AccountId) -> Result<Vec<OwnDomain>, DomainError> {

@@ -4,8 +4,10 @@
 use chrono::TimeDelta;
 use sealpost_kernel::{PlanId, Timestamp};
 
+mod decide;
 mod error;
 
+pub use decide::{OnPlan, PLAN_DECISIONS, decide_on_current_plan};
 pub use error::LimitError;
 
 /// Received mail counts in a fixed, non-rolling 30-day window (docs/api.md

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use sealpost_kernel::{AccountId, AddressId, Clock, PlanId};
-use sealpost_plans::{PLANS, plan};
+use sealpost_plans::{OnPlan, PLANS, decide_on_current_plan, plan};
 use sealpost_seal::SealedBox;
 
 use crate::error::{TeamError, invalid};
@@ -59,7 +59,7 @@ impl Teams {
         public_key: [u8; 32],
         pin: SealedBox,
     ) -> Result<(), TeamError> {
-        let mut plan_id = self.repo.plan(owner).await?.ok_or(TeamError::NotFound)?;
+        let plan_id = self.repo.plan(owner).await?.ok_or(TeamError::NotFound)?;
         members_allowed(plan_id)?;
         if &member == owner {
             return Err(invalid(
@@ -77,19 +77,16 @@ impl Teams {
             pin,
             joined_at: self.clock.now(),
         };
-        loop {
+        decide_on_current_plan(plan_id, async |plan_id| {
             let limit = members_allowed(plan_id)?;
-            return match self.repo.add_member(new.clone(), plan_id, limit).await? {
-                AddOutcome::Added => Ok(()),
+            match self.repo.add_member(new.clone(), plan_id, limit).await? {
+                AddOutcome::Added => Ok(OnPlan::Done(())),
                 AddOutcome::AlreadyMember => Err(TeamError::AlreadyMember),
                 AddOutcome::LimitReached => Err(TeamError::TeamLimitReached { limit }),
-                // The plan moved since it was read: decide again with it.
-                AddOutcome::PlanChanged(current) => {
-                    plan_id = current;
-                    continue;
-                }
-            };
-        }
+                AddOutcome::PlanChanged(current) => Ok(OnPlan::Changed(current)),
+            }
+        })
+        .await
     }
 
     /// `DELETE /team/members/:memberId`: the member and all its grants.

@@ -7,7 +7,7 @@ use chrono::TimeDelta;
 use sealpost_kernel::{
     AccountId, Clock, Cursor, DeliveryId, Page, PageRequest, PlanId, StoreError, WebhookId,
 };
-use sealpost_plans::plan;
+use sealpost_plans::{OnPlan, decide_on_current_plan, plan};
 use sealpost_seal::{SealedBox, ServerKeys};
 
 use crate::delivery::{Delivery, DeliveryStatus, WebhookEvent};
@@ -125,28 +125,27 @@ impl Webhooks {
             health: EndpointHealth::default(),
             created_at: now,
         };
-        let mut plan_id = plan_id;
-        loop {
+        decide_on_current_plan(plan_id, async |plan_id| {
             check_can_create(plan(plan_id), 0)?;
-            return match self
+            match self
                 .repo
                 .create_endpoint(endpoint.clone(), plan_id, MAX_ENDPOINTS_PER_ACCOUNT)
                 .await?
             {
-                CreateOutcome::Created => Ok(WithSecret { endpoint, secret }),
+                CreateOutcome::Created => Ok(OnPlan::Done(WithSecret {
+                    endpoint: endpoint.clone(),
+                    secret: secret.clone(),
+                })),
                 CreateOutcome::IdTaken => Err(WebhookError::IdTaken),
                 CreateOutcome::LimitReached => Err(EndpointError::LimitReached {
                     limit: MAX_ENDPOINTS_PER_ACCOUNT,
                 }
                 .into()),
-                // The plan moved since it was read (a downgrade to one without
-                // webhooks): decide again with the one the account holds.
-                CreateOutcome::PlanChanged(current) => {
-                    plan_id = current;
-                    continue;
-                }
-            };
-        }
+                // A downgrade to a plan without webhooks, say: decided again.
+                CreateOutcome::PlanChanged(current) => Ok(OnPlan::Changed(current)),
+            }
+        })
+        .await
     }
 
     pub async fn update(
