@@ -33,6 +33,9 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::runtime::Runtime;
 
 use crate::postgres;
+pub(crate) use sealpost_testkit::databases::{
+    drop_database, drop_run_leftovers as drop_leftover_databases,
+};
 
 /// One load shape from the issue: `messages` of `size` payload bytes over
 /// `sessions` parallel SMTP sessions.
@@ -192,9 +195,8 @@ pub fn smtp(runtime: &Runtime) -> Result<ExitCode> {
 /// process. Anything else (another tool's name sharing the prefix, a live
 /// run) is not ours to remove.
 pub(crate) fn leftover_of_dead_run(pid: &str) -> bool {
-    !pid.is_empty()
-        && pid.bytes().all(|b| b.is_ascii_digit())
-        && !Path::new("/proc").join(pid).exists()
+    pid.parse::<u32>()
+        .is_ok_and(|pid| !sealpost_testkit::databases::process_alive(pid))
 }
 
 /// `target/bench/blobs-<pid>` of earlier runs that did not finish.
@@ -794,52 +796,6 @@ pub(crate) async fn reply(read: &mut BufReader<tokio::net::tcp::OwnedReadHalf>) 
             return Ok(code);
         }
     }
-}
-
-#[derive(QueryableByName)]
-struct Name {
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    datname: String,
-}
-
-/// Drops bench databases of earlier runs whose xtask is gone.
-pub(crate) async fn drop_leftover_databases(server: &str, prefix: &str) {
-    let Ok(mut conn) = AsyncPgConnection::establish(&format!("{server}/postgres")).await else {
-        return;
-    };
-    let Ok(names) = diesel::sql_query(format!(
-        "SELECT datname FROM pg_database WHERE datname ~ '^{prefix}[0-9]+$'"
-    ))
-    .load::<Name>(&mut conn)
-    .await
-    else {
-        return;
-    };
-    for Name { datname } in names {
-        if datname
-            .strip_prefix(prefix)
-            .is_some_and(leftover_of_dead_run)
-        {
-            let _ = diesel::sql_query(format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                postgres::quote_ident(&datname)
-            ))
-            .execute(&mut conn)
-            .await;
-        }
-    }
-}
-
-pub(crate) async fn drop_database(server: &str, name: &str) -> Result<()> {
-    let mut conn = AsyncPgConnection::establish(&format!("{server}/postgres")).await?;
-    diesel::sql_query(format!(
-        "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-        postgres::quote_ident(name)
-    ))
-    .execute(&mut conn)
-    .await
-    .with_context(|| format!("dropping the database {name}"))?;
-    Ok(())
 }
 
 fn millis(duration: Option<Duration>) -> String {

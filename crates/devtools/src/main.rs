@@ -19,8 +19,6 @@ use std::process::{Command, ExitCode, ExitStatus};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use diesel::QueryableByName;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use tokio::runtime::Runtime;
 
 #[derive(Parser)]
@@ -321,104 +319,28 @@ fn dev_setting(name: &str) -> String {
         .unwrap_or_default()
 }
 
-#[derive(QueryableByName)]
-struct Leftover {
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    datname: String,
-}
-
-#[derive(QueryableByName)]
-struct Locked {
-    #[diesel(sql_type = diesel::sql_types::Bool)]
-    locked: bool,
-}
-
-/// Serialises template creation across test processes (as in sealpost-testkit).
-const TEMPLATE_LOCK: i64 = 0x5ea1_7e57;
-
-/// Drops `sealpost_test_%` databases and `sealpost_tpl_%` templates left by
-/// earlier runs (tests recreate their template once). Test databases are
-/// named `sealpost_test_<pid>_<uuid>`: those of a process still alive here
-/// belong to a concurrent run and are kept, and so are the templates then.
+/// Drops test databases and templates left by earlier runs
+/// (`sealpost_testkit::databases`), saying what it did.
 fn drop_test_databases(runtime: &Runtime, server: &str) -> Result<()> {
-    let shown = redact(server);
-    let (dropped, kept, templates_dropped) = runtime.block_on(async {
-        let mut conn = AsyncPgConnection::establish(&format!("{server}/postgres"))
-            .await
-            .with_context(|| format!("cannot connect to {shown}/postgres"))?;
-        let list = |pattern: &'static str| {
-            diesel::sql_query(format!(
-                "SELECT datname FROM pg_database WHERE datname LIKE '{pattern}' ORDER BY datname"
-            ))
-        };
-        let tests: Vec<Leftover> = list(r"sealpost\_test\_%")
-            .load(&mut conn)
-            .await
-            .context("cannot list leftover test databases")?;
-        let (live, leftovers): (Vec<Leftover>, Vec<Leftover>) =
-            tests.into_iter().partition(|db| owner_alive(&db.datname));
-        let mut dropped = drop_databases(&mut conn, leftovers).await;
-        // Hold the testkit's lock so no template is being built meanwhile.
-        let locked = live.is_empty()
-            && diesel::sql_query(format!(
-                "SELECT pg_try_advisory_lock({TEMPLATE_LOCK}) AS locked"
-            ))
-            .get_result::<Locked>(&mut conn)
-            .await
-            .context("cannot take the template lock")?
-            .locked;
-        if locked {
-            let templates: Vec<Leftover> = list(r"sealpost\_tpl\_%")
-                .load(&mut conn)
-                .await
-                .context("cannot list test templates")?;
-            dropped += drop_databases(&mut conn, templates).await;
-        }
-        anyhow::Ok((dropped, live.len(), locked))
-    })?;
-    if dropped > 0 {
-        eprintln!("xtask: dropped {dropped} leftover test database(s) and template(s)");
+    let cleanup = runtime
+        .block_on(sealpost_testkit::databases::drop_test_leftovers(server))
+        .with_context(|| format!("cleaning up test databases on {}", redact(server)))?;
+    if cleanup.dropped > 0 {
+        eprintln!(
+            "xtask: dropped {} leftover test database(s) and template(s)",
+            cleanup.dropped
+        );
     }
-    if kept > 0 {
-        eprintln!("xtask: kept {kept} test database(s) of test processes still running");
+    if cleanup.kept > 0 {
+        eprintln!(
+            "xtask: kept {} test database(s) of test processes still running",
+            cleanup.kept
+        );
     }
-    if !templates_dropped {
+    if !cleanup.templates_dropped {
         eprintln!("xtask: kept the test templates: another test run is using them");
     }
     Ok(())
-}
-
-/// Whether `sealpost_test_<pid>_<uuid>` belongs to a process alive on this machine.
-fn owner_alive(datname: &str) -> bool {
-    datname
-        .strip_prefix("sealpost_test_")
-        .and_then(|rest| rest.split('_').next())
-        .and_then(|pid| pid.parse::<u32>().ok())
-        .is_some_and(|pid| {
-            pid != std::process::id() && Path::new("/proc").join(pid.to_string()).exists()
-        })
-}
-
-async fn drop_databases(conn: &mut AsyncPgConnection, names: Vec<Leftover>) -> usize {
-    let mut dropped = 0;
-    for Leftover { datname } in names {
-        let name = postgres::quote_ident(&datname);
-        // A template cannot be dropped while marked as one.
-        let result = async {
-            diesel::sql_query(format!("ALTER DATABASE {name} IS_TEMPLATE false"))
-                .execute(&mut *conn)
-                .await?;
-            diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                .execute(&mut *conn)
-                .await
-        }
-        .await;
-        match result {
-            Ok(_) => dropped += 1,
-            Err(error) => eprintln!("xtask: cannot drop database {datname}: {error}"),
-        }
-    }
-    dropped
 }
 
 fn cargo(root: &Path) -> Command {
@@ -538,13 +460,6 @@ mod tests {
             redact("postgres://postgres@h:5432/db"),
             "postgres://postgres@h:5432/db"
         );
-    }
-
-    #[test]
-    fn tells_live_test_databases() {
-        assert!(owner_alive("sealpost_test_1_0123abcd"));
-        assert!(!owner_alive("sealpost_test_4000000000_0123abcd"));
-        assert!(!owner_alive("sealpost_test_xyz"));
     }
 
     #[test]

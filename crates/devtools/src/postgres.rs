@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use sealpost_store_pg::DatabaseUrl;
-pub use sealpost_store_pg::quote_ident;
 
 /// Set to `1` to ignore a server on 127.0.0.1:5432 (tests the private-cluster path).
 pub const SKIP_DEFAULT_ENV: &str = "SEALPOST_XTASK_SKIP_DEFAULT_PG";

@@ -12,6 +12,7 @@
     reason = "test support: a failed set-up should stop the test loudly"
 )]
 
+pub mod databases;
 pub mod dns;
 pub mod push;
 pub mod receiver;
@@ -26,11 +27,10 @@ use sealpost_api_server::{Running, StartOptions};
 use sealpost_config::Config;
 use sealpost_kernel::{TestClock, Timestamp};
 use sealpost_store_pg::{MIGRATIONS_FINGERPRINT, migrate, quote_ident};
+
+use crate::databases::{TEMPLATE_LOCK, drop_database, test_database_name};
 use sealpost_wiring::Services;
 use sealpost_wiring::smtp::SmtpServer;
-
-/// Serialises template creation across test processes.
-const TEMPLATE_LOCK: i64 = 0x5ea1_7e57;
 
 pub fn server_url() -> String {
     std::env::var("SEALPOST_TEST_DATABASE_URL")
@@ -52,11 +52,7 @@ impl TestDb {
     pub async fn create() -> TestDb {
         let server = server_url();
         let template = ensure_template(&server).await;
-        let name = format!(
-            "sealpost_test_{}_{}",
-            std::process::id(),
-            uuid::Uuid::new_v4().simple()
-        );
+        let name = test_database_name();
         let mut admin = admin_connection(&server).await;
         diesel::sql_query(format!(
             "CREATE DATABASE {} TEMPLATE {}",
@@ -90,18 +86,7 @@ impl Drop for TestDb {
                 .enable_all()
                 .build()
                 .ok()?;
-            runtime.block_on(async {
-                let mut admin = AsyncPgConnection::establish(&format!("{server}/postgres"))
-                    .await
-                    .ok()?;
-                diesel::sql_query(format!(
-                    "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                    quote_ident(&name)
-                ))
-                .execute(&mut admin)
-                .await
-                .ok()
-            })
+            runtime.block_on(drop_database(&server, &name)).ok()
         });
         // Leftovers are harmless: `cargo xtask test` drops them before each run.
         let _ = dropped.join();
@@ -120,11 +105,7 @@ pub struct StackDatabase {
 impl StackDatabase {
     pub async fn create() -> StackDatabase {
         let server = server_url();
-        let name = format!(
-            "sealpost_test_{}_{}",
-            std::process::id(),
-            uuid::Uuid::new_v4().simple()
-        );
+        let name = test_database_name();
         let mut admin = admin_connection(&server).await;
         diesel::sql_query(format!("CREATE DATABASE {}", quote_ident(&name)))
             .execute(&mut admin)
@@ -139,13 +120,7 @@ impl StackDatabase {
 
     /// Drops it, closing the connections of processes still attached.
     pub async fn drop_now(&self) {
-        let mut admin = admin_connection(&self.server).await;
-        let _ = diesel::sql_query(format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            quote_ident(&self.name)
-        ))
-        .execute(&mut admin)
-        .await;
+        let _ = drop_database(&self.server, &self.name).await;
     }
 }
 
