@@ -123,7 +123,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "SEALPOST_DKIM_KEY",
         default: "(unset: sent mail is not signed)",
-        meaning: "PEM file of the shared domains' DKIM key (RSA, PKCS#1 `BEGIN RSA PRIVATE KEY`); mail is signed `d=` the sending address's domain. Publish the public key as `<selector>._domainkey.<domain>` TXT for every shared domain.",
+        meaning: "PEM file of the shared domains' DKIM key (RSA, 2048 to 4096 bits, PKCS#1 `BEGIN RSA PRIVATE KEY` or PKCS#8 `BEGIN PRIVATE KEY`); mail is signed `d=` the sending address's domain. Publish the public key as `<selector>._domainkey.<domain>` TXT for every shared domain.",
     },
     Variable {
         name: "SEALPOST_DKIM_SELECTOR",

@@ -1,12 +1,13 @@
 //! DKIM key pairs for own domains: RSA 2048 (what every receiver verifies),
 //! made at ownership proof. The private key leaves here as PKCS#8 DER and is
 //! sealed by the caller before it is stored.
+//!
+//! The one use of the `rsa` crate: *ring* cannot generate RSA keys. Nothing
+//! signs with it (RUSTSEC-2023-0071, timing of private-key operations):
+//! mail is signed by *ring* through [`crate::DkimSettings::from_pkcs8_der`].
 
-use rsa::pkcs1::EncodeRsaPrivateKey;
-use rsa::pkcs8::{DecodePrivateKey, EncodePrivateKey, EncodePublicKey};
+use rsa::pkcs8::{EncodePrivateKey, EncodePublicKey};
 use sealpost_domains::{DkimKeyMaker, DkimKeyPair};
-
-use crate::DkimSettings;
 
 /// Key size of own domains' DKIM keys.
 pub const DKIM_RSA_BITS: usize = 2048;
@@ -58,23 +59,6 @@ impl DkimKeyMaker for RsaDkimKeyMaker {
     }
 }
 
-/// The signing settings of an own domain's key as [`RsaDkimKeyMaker`] made
-/// it (PKCS#8 DER, opened from its seal): lettre signs with PKCS#1 PEM.
-pub fn dkim_settings_from_pkcs8(
-    selector: &str,
-    private_pkcs8_der: &[u8],
-) -> Result<DkimSettings, String> {
-    let key =
-        rsa::RsaPrivateKey::from_pkcs8_der(private_pkcs8_der).map_err(|error| error.to_string())?;
-    let pem = key
-        .to_pkcs1_pem(rsa::pkcs8::LineEnding::LF)
-        .map_err(|error| error.to_string())?;
-    Ok(DkimSettings {
-        selector: selector.to_owned(),
-        private_key_pem: pem.as_str().to_owned(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use rsa::pkcs8::{DecodePrivateKey, DecodePublicKey};
@@ -91,8 +75,9 @@ mod tests {
             rsa::traits::PublicKeyParts::size(&public),
             DKIM_RSA_BITS / 8
         );
-        let settings = dkim_settings_from_pkcs8("sealpost", &pair.private_pkcs8_der).unwrap();
-        assert!(crate::signing_key(&settings).is_ok(), "lettre takes it");
-        assert!(dkim_settings_from_pkcs8("sealpost", b"not a key").is_err());
+        let settings =
+            crate::DkimSettings::from_pkcs8_der("sealpost", &pair.private_pkcs8_der).unwrap();
+        assert_eq!(settings.selector, "sealpost", "ring takes it");
+        assert!(crate::DkimSettings::from_pkcs8_der("sealpost", b"not a key").is_err());
     }
 }

@@ -6,7 +6,16 @@
 //! shared domains' key (RSA, `rsa-sha256`, relaxed/relaxed, `d=` the
 //! sender's domain; a sender on an account's own domain signs with that
 //! domain's key, [`OwnDomainKeys`]) and submitted to the relay of
-//! `SEALPOST_SMTP_RELAY`:
+//! `SEALPOST_SMTP_RELAY`.
+//!
+//! Signing is mail-auth's DKIM signer on *ring*, over the bytes lettre
+//! formatted, so every header is there to sign ([`SIGNED_HEADERS`]:
+//! `Content-Type` too, and `From`, `To` and `Subject` once more than they
+//! occur, so a second one added later breaks the signature); the
+//! `DKIM-Signature` header is put in front and those bytes are submitted.
+//! The `rsa` crate only makes own domains' key pairs ([`RsaDkimKeyMaker`]).
+//!
+//! The relay URL:
 //! `smtp://host[:port]` (plain), `smtp://...?tls=required` or
 //! `?tls=opportunistic` (STARTTLS), `smtps://host[:port]` (TLS from the
 //! first byte), with optional `user:password@` credentials. The whole
@@ -17,28 +26,85 @@
 //! like an address masked, so the log never carries a sender or recipient.
 
 mod dkim_keys;
-pub use dkim_keys::{DKIM_RSA_BITS, RsaDkimKeyMaker, dkim_settings_from_pkcs8};
+pub use dkim_keys::{DKIM_RSA_BITS, RsaDkimKeyMaker};
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use lettre::message::dkim::{
-    DkimCanonicalization, DkimCanonicalizationType, DkimConfig, DkimSigningAlgorithm,
-    DkimSigningKey,
-};
-use lettre::message::header::HeaderName;
+use lettre::address::Envelope;
 use lettre::message::{Mailbox, MultiPart, SinglePart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use mail_auth::common::crypto::{Algorithm, RsaKey, Sha256, SigningKey};
+use mail_auth::common::headers::{HeaderWriter, Writable};
+use mail_auth::dkim::{Canonicalization, DkimSigner};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use sealpost_messages::send::{MailAddress, MailRelay, OutgoingMail, RelayError, Submitted};
 
-/// The DKIM key of the shared domains.
+/// The headers a DKIM signature covers (`h=`), in this order. `From`, `To`
+/// and `Subject` are listed twice: a message has one of each, and the
+/// second entry signs the absence of another (RFC 6376, 5.4.2), so a
+/// `Subject:` added after signing fails verification.
+pub const SIGNED_HEADERS: [&str; 10] = [
+    "From",
+    "To",
+    "Subject",
+    "Date",
+    "Message-ID",
+    "MIME-Version",
+    "Content-Type",
+    "From",
+    "To",
+    "Subject",
+];
+
+/// A DKIM key: the selector and the RSA private key, held by *ring*.
 #[derive(Clone)]
 pub struct DkimSettings {
     /// The `s=` selector: the key is published at `<selector>._domainkey.<domain>`.
     pub selector: String,
-    /// An RSA private key, PKCS#1 PEM (`BEGIN RSA PRIVATE KEY`).
-    pub private_key_pem: String,
+    key: Arc<RsaKey<Sha256>>,
+}
+
+impl DkimSettings {
+    /// The key of a PEM file (`SEALPOST_DKIM_KEY`): PKCS#1 (`BEGIN RSA
+    /// PRIVATE KEY`) or PKCS#8 (`BEGIN PRIVATE KEY`), 2048 to 4096 bits.
+    pub fn from_pem(selector: &str, pem: &str) -> Result<Self, RelaySetupError> {
+        let der = PrivateKeyDer::from_pem_slice(pem.as_bytes())
+            .map_err(|error| RelaySetupError::DkimKey(error.to_string()))?;
+        Self::from_der(selector, der)
+    }
+
+    /// An own domain's key as [`RsaDkimKeyMaker`] made it (PKCS#8 DER,
+    /// opened from its seal).
+    pub fn from_pkcs8_der(selector: &str, der: &[u8]) -> Result<Self, RelaySetupError> {
+        Self::from_der(selector, PrivatePkcs8KeyDer::from(der).into())
+    }
+
+    fn from_der(selector: &str, der: PrivateKeyDer<'_>) -> Result<Self, RelaySetupError> {
+        let key = RsaKey::<Sha256>::from_key_der(der)
+            .map_err(|error| RelaySetupError::DkimKey(error.to_string()))?;
+        Ok(Self {
+            selector: selector.to_owned(),
+            key: Arc::new(key),
+        })
+    }
+}
+
+/// The shared key as mail-auth's signer takes it (it owns its key).
+struct SharedKey(Arc<RsaKey<Sha256>>);
+
+impl SigningKey for SharedKey {
+    type Hasher = Sha256;
+
+    fn sign(&self, input: impl Writable) -> mail_auth::Result<Vec<u8>> {
+        self.0.sign(input)
+    }
+
+    fn algorithm(&self) -> Algorithm {
+        self.0.algorithm()
+    }
 }
 
 // The key never reaches a log line through `{:?}`.
@@ -62,7 +128,7 @@ pub trait OwnDomainKeys: Send + Sync {
 pub enum RelaySetupError {
     #[error("SEALPOST_SMTP_RELAY: {0}")]
     Url(#[source] lettre::transport::smtp::Error),
-    #[error("the DKIM key is not an RSA private key in PKCS#1 PEM: {0}")]
+    #[error("the DKIM key is not an RSA private key (PKCS#1 or PKCS#8) that ring takes: {0}")]
     DkimKey(String),
 }
 
@@ -76,15 +142,13 @@ pub struct SmtpRelay {
 }
 
 impl SmtpRelay {
-    /// Checks the URL and the key; connects only when mail is sent.
+    /// Checks the URL (the key was checked when it was read); connects
+    /// only when mail is sent.
     pub fn new(
         url: &str,
         timeout: Duration,
         dkim: Option<DkimSettings>,
     ) -> Result<Self, RelaySetupError> {
-        if let Some(dkim) = &dkim {
-            signing_key(dkim)?;
-        }
         let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
             .map_err(RelaySetupError::Url)?
             .timeout(Some(timeout))
@@ -121,11 +185,6 @@ impl SmtpRelay {
     }
 }
 
-fn signing_key(dkim: &DkimSettings) -> Result<DkimSigningKey, RelaySetupError> {
-    DkimSigningKey::new(&dkim.private_key_pem, DkimSigningAlgorithm::Rsa)
-        .map_err(|error| RelaySetupError::DkimKey(error.to_string()))
-}
-
 fn mailbox(address: &MailAddress) -> Result<Mailbox, RelayError> {
     let parsed = address
         .address
@@ -134,8 +193,8 @@ fn mailbox(address: &MailAddress) -> Result<Mailbox, RelayError> {
     Ok(Mailbox::new(address.name.clone(), parsed))
 }
 
-/// The MIME message, signed when a key is configured.
-fn build(mail: &OutgoingMail, dkim: Option<&DkimSettings>) -> Result<Message, RelayError> {
+/// The MIME message.
+fn build(mail: &OutgoingMail) -> Result<Message, RelayError> {
     let mut builder = Message::builder()
         .from(mailbox(&mail.from)?)
         .subject(mail.subject.clone())
@@ -151,35 +210,44 @@ fn build(mail: &OutgoingMail, dkim: Option<&DkimSettings>) -> Result<Message, Re
         )),
         None => builder.singlepart(SinglePart::plain(mail.text.clone())),
     };
-    let mut message =
-        built.map_err(|error| RelayError(format!("building the message: {error}")))?;
-    if let Some(dkim) = dkim {
-        let key = signing_key(dkim).map_err(|error| RelayError(error.to_string()))?;
-        // Not Content-Type: lettre writes a multipart's Content-Type with
-        // the body, after signing, so it cannot be among the signed headers.
-        let headers = [
-            "From",
-            "To",
-            "Subject",
-            "Date",
-            "Message-ID",
-            "MIME-Version",
-        ]
-        .into_iter()
-        .map(HeaderName::new_from_ascii_str)
-        .collect();
-        message.sign(&DkimConfig::new(
-            dkim.selector.clone(),
-            mail.from.domain(),
-            key,
-            headers,
-            DkimCanonicalization {
-                header: DkimCanonicalizationType::Relaxed,
-                body: DkimCanonicalizationType::Relaxed,
-            },
-        ));
-    }
-    Ok(message)
+    built.map_err(|error| RelayError(format!("building the message: {error}")))
+}
+
+/// `formatted` (a whole message as lettre writes it) with a
+/// `DKIM-Signature` header in front: `rsa-sha256`, relaxed/relaxed, `d=`
+/// `domain`, `h=` [`SIGNED_HEADERS`].
+fn sign(formatted: &[u8], domain: &str, dkim: &DkimSettings) -> Result<Vec<u8>, RelayError> {
+    let signature = DkimSigner::from_key(SharedKey(Arc::clone(&dkim.key)))
+        .domain(domain)
+        .selector(dkim.selector.as_str())
+        .headers(SIGNED_HEADERS)
+        .header_canonicalization(Canonicalization::Relaxed)
+        .body_canonicalization(Canonicalization::Relaxed)
+        .sign(formatted)
+        .map_err(|error| RelayError(format!("DKIM signing: {error}")))?;
+    let mut signed = signature.to_header().into_bytes();
+    signed.extend_from_slice(formatted);
+    Ok(signed)
+}
+
+/// What is submitted: the envelope and the bytes of the MIME message,
+/// signed when a key applies.
+struct Rendered {
+    envelope: Envelope,
+    raw: Vec<u8>,
+}
+
+fn render(mail: &OutgoingMail, dkim: Option<&DkimSettings>) -> Result<Rendered, RelayError> {
+    let message = build(mail)?;
+    let formatted = message.formatted();
+    let raw = match dkim {
+        Some(dkim) => sign(&formatted, &mail.from.domain(), dkim)?,
+        None => formatted,
+    };
+    Ok(Rendered {
+        envelope: message.envelope().clone(),
+        raw,
+    })
 }
 
 /// Words holding `@` become `<address>`: relay replies often quote the
@@ -221,10 +289,11 @@ fn describe(error: &lettre::transport::smtp::Error) -> String {
 impl MailRelay for SmtpRelay {
     async fn submit(&self, mail: &OutgoingMail) -> Result<Submitted, RelayError> {
         let dkim = self.signing_settings(mail).await?;
-        let message = build(mail, dkim.as_ref())?;
-        let size_bytes = u64::try_from(message.formatted().len()).unwrap_or(u64::MAX);
+        let rendered = render(mail, dkim.as_ref())?;
+        let size_bytes = u64::try_from(rendered.raw.len()).unwrap_or(u64::MAX);
         // Dropping the unfinished submission drops its connection too.
-        match tokio::time::timeout(self.timeout, self.transport.send(message)).await {
+        let submission = self.transport.send_raw(&rendered.envelope, &rendered.raw);
+        match tokio::time::timeout(self.timeout, submission).await {
             Ok(Ok(_)) => Ok(Submitted { size_bytes }),
             Ok(Err(error)) => Err(RelayError(describe(&error))),
             Err(_) => Err(RelayError(format!(
@@ -261,7 +330,7 @@ mod tests {
 
     #[test]
     fn plain_and_alternative_messages_carry_the_chosen_headers_encoded() {
-        let plain = String::from_utf8(build(&mail(None), None).unwrap().formatted()).unwrap();
+        let plain = String::from_utf8(build(&mail(None)).unwrap().formatted()).unwrap();
         assert!(
             plain.contains("Message-ID: <abc123@mail.localhost>\r\n"),
             "{plain}"
@@ -280,8 +349,8 @@ mod tests {
         );
         assert!(!plain.contains("Zoë"), "no raw UTF-8 in headers: {plain}");
 
-        let both = String::from_utf8(build(&mail(Some("<p>code</p>")), None).unwrap().formatted())
-            .unwrap();
+        let both =
+            String::from_utf8(build(&mail(Some("<p>code</p>"))).unwrap().formatted()).unwrap();
         assert!(
             both.contains("Content-Type: multipart/alternative;"),
             "{both}"
@@ -306,15 +375,15 @@ mod tests {
             SmtpRelay::new("ftp://relay.example", Duration::from_secs(5), None),
             Err(RelaySetupError::Url(_))
         ));
-        let bad_key = DkimSettings {
-            selector: "s".into(),
-            private_key_pem: "not a key".into(),
-        };
         assert!(matches!(
-            SmtpRelay::new(
-                "smtp://127.0.0.1:2525",
-                Duration::from_secs(5),
-                Some(bad_key)
+            DkimSettings::from_pem("s", "not a key"),
+            Err(RelaySetupError::DkimKey(_))
+        ));
+        // A PEM block that is no RSA key ring takes.
+        assert!(matches!(
+            DkimSettings::from_pem(
+                "s",
+                "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"
             ),
             Err(RelaySetupError::DkimKey(_))
         ));
@@ -337,24 +406,24 @@ mod dkim_tests {
 
     use super::*;
 
-    struct Published(Mutex<HashMap<String, Txt>>);
+    struct Published(Mutex<HashMap<Box<str>, Txt>>);
 
-    impl ResolverCache<String, Txt> for Published {
+    impl ResolverCache<Box<str>, Txt> for Published {
         fn get<Q>(&self, name: &Q) -> Option<Txt>
         where
-            String: Borrow<Q>,
+            Box<str>: Borrow<Q>,
             Q: Hash + Eq + ?Sized,
         {
             self.0.lock().unwrap().get(name).cloned()
         }
         fn remove<Q>(&self, name: &Q) -> Option<Txt>
         where
-            String: Borrow<Q>,
+            Box<str>: Borrow<Q>,
             Q: Hash + Eq + ?Sized,
         {
             self.0.lock().unwrap().remove(name)
         }
-        fn insert(&self, key: String, value: Txt, _: std::time::Instant) {
+        fn insert(&self, key: Box<str>, value: Txt, _: std::time::Instant) {
             self.0.lock().unwrap().insert(key, value);
         }
     }
@@ -387,10 +456,7 @@ mod dkim_tests {
 
     #[tokio::test]
     async fn signed_mail_verifies_against_the_published_key_and_a_changed_one_does_not() {
-        let dkim = DkimSettings {
-            selector: "sealpost".into(),
-            private_key_pem: KEY.into(),
-        };
+        let dkim = DkimSettings::from_pem("sealpost", KEY).unwrap();
         for html in [None, Some("<p>code <b>123456</b></p>")] {
             let mail = OutgoingMail {
                 from: MailAddress {
@@ -407,12 +473,88 @@ mod dkim_tests {
                 message_id_header: "<abc123@mail.localhost>".into(),
                 date: Timestamp::parse("2026-11-22T12:00:00Z").unwrap(),
             };
-            let raw = build(&mail, Some(&dkim)).unwrap().formatted();
+            let raw = render(&mail, Some(&dkim)).unwrap().raw;
             let text = String::from_utf8(raw.clone()).unwrap();
-            assert!(text.contains("d=mail.localhost; s=sealpost;"), "{text}");
+            assert!(
+                text.starts_with("DKIM-Signature: v=1; a=rsa-sha256;"),
+                "{text}"
+            );
+            assert!(text.contains(" s=sealpost;"), "{text}");
+            assert!(text.contains(" d=mail.localhost;"), "{text}");
+            assert!(text.contains(" c=relaxed/relaxed;"), "{text}");
             assert_eq!(verify(&raw).await, DkimResult::Pass, "{text}");
             let changed = text.replace("123456", "654321");
             assert_ne!(verify(changed.as_bytes()).await, DkimResult::Pass);
+        }
+    }
+
+    /// The `h=` tag of the one `DKIM-Signature` header, lower-cased names.
+    fn signed_headers(text: &str) -> Vec<String> {
+        let start = text.find("DKIM-Signature:").expect("signed");
+        let header: String = text[start..]
+            .split("\r\n")
+            .enumerate()
+            .take_while(|(n, line)| *n == 0 || line.starts_with([' ', '\t']))
+            .map(|(_, line)| line.trim())
+            .collect();
+        let tag = header
+            .split(';')
+            .map(str::trim)
+            .find_map(|tag| tag.strip_prefix("h="))
+            .expect("an h= tag");
+        tag.split(':')
+            .map(|name| name.trim().to_ascii_lowercase())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn content_type_is_signed_and_from_to_subject_are_over_signed() {
+        let dkim = DkimSettings::from_pem("sealpost", KEY).unwrap();
+        for html in [None, Some("<p>code <b>123456</b></p>")] {
+            let mail = OutgoingMail {
+                from: MailAddress {
+                    name: None,
+                    address: "shop.abcdef@mail.localhost".into(),
+                },
+                to: vec![MailAddress {
+                    name: None,
+                    address: "bob@example.com".into(),
+                }],
+                subject: "Your code".into(),
+                text: "code 123456".into(),
+                html: html.map(str::to_owned),
+                message_id_header: "<abc123@mail.localhost>".into(),
+                date: Timestamp::parse("2026-11-22T12:00:00Z").unwrap(),
+            };
+            let raw = render(&mail, Some(&dkim)).unwrap().raw;
+            let text = String::from_utf8(raw.clone()).unwrap();
+            assert_eq!(verify(&raw).await, DkimResult::Pass, "{text}");
+
+            let signed = signed_headers(&text);
+            let count = |name: &str| signed.iter().filter(|signed| *signed == name).count();
+            assert_eq!(count("content-type"), 1, "h={signed:?}");
+            for name in ["from", "to", "subject"] {
+                // Once for the header, once more for the one not there.
+                assert_eq!(count(name), 2, "{name} over-signed: h={signed:?}");
+            }
+            for name in ["date", "message-id", "mime-version"] {
+                assert_eq!(count(name), 1, "h={signed:?}");
+            }
+
+            // A second Subject, added after signing (at the top, as a
+            // forwarder would, or below the first), breaks the signature.
+            let top = format!("Subject: Pay now\r\n{text}");
+            assert_ne!(verify(top.as_bytes()).await, DkimResult::Pass, "{top}");
+            let below = text.replacen(
+                "Subject: Your code\r\n",
+                "Subject: Your code\r\nSubject: Pay now\r\n",
+                1,
+            );
+            assert_ne!(below, text);
+            assert_ne!(verify(below.as_bytes()).await, DkimResult::Pass, "{below}");
+            // So does a changed Content-Type.
+            let retyped = text.replacen("Content-Type: ", "Content-Type: text/html; x=", 1);
+            assert_ne!(verify(retyped.as_bytes()).await, DkimResult::Pass);
         }
     }
 }

@@ -35,12 +35,12 @@ pub fn dkim_test_key_path() -> PathBuf {
 
 /// The DNS answers mail-auth would get for the test key on the default
 /// shared domain (`sealpost._domainkey.mail.localhost`), without DNS.
-struct PublishedKey(Mutex<HashMap<String, Txt>>);
+struct PublishedKey(Mutex<HashMap<Box<str>, Txt>>);
 
-impl ResolverCache<String, Txt> for PublishedKey {
+impl ResolverCache<Box<str>, Txt> for PublishedKey {
     fn get<Q>(&self, name: &Q) -> Option<Txt>
     where
-        String: Borrow<Q>,
+        Box<str>: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
         self.0.lock().unwrap().get(name).cloned()
@@ -48,13 +48,13 @@ impl ResolverCache<String, Txt> for PublishedKey {
 
     fn remove<Q>(&self, name: &Q) -> Option<Txt>
     where
-        String: Borrow<Q>,
+        Box<str>: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
         self.0.lock().unwrap().remove(name)
     }
 
-    fn insert(&self, key: String, value: Txt, _: std::time::Instant) {
+    fn insert(&self, key: Box<str>, value: Txt, _: std::time::Instant) {
         self.0.lock().unwrap().insert(key, value);
     }
 }
@@ -76,7 +76,11 @@ pub async fn dkim_verifies_with(raw: &[u8], name: &str, record: &str) -> bool {
         let Ok(key) = DomainKey::parse(record.trim().as_bytes()) else {
             return false;
         };
-        published.0.lock().unwrap().insert(name, Txt::from(key));
+        published
+            .0
+            .lock()
+            .unwrap()
+            .insert(name.into(), Txt::from(key));
     }
     let Some(message) = AuthenticatedMessage::parse(raw) else {
         return false;

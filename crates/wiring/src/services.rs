@@ -210,11 +210,15 @@ fn outbox(
         None => None,
         Some(url) => {
             let dkim = match &config.dkim_key_file {
-                Some(path) => Some(DkimSettings {
-                    selector: config.dkim_selector.clone(),
-                    private_key_pem: std::fs::read_to_string(path)
-                        .with_context(|| format!("reading SEALPOST_DKIM_KEY {}", path.display()))?,
-                }),
+                Some(path) => {
+                    let pem = std::fs::read_to_string(path)
+                        .with_context(|| format!("reading SEALPOST_DKIM_KEY {}", path.display()))?;
+                    Some(
+                        DkimSettings::from_pem(&config.dkim_selector, &pem).with_context(|| {
+                            format!("reading SEALPOST_DKIM_KEY {}", path.display())
+                        })?,
+                    )
+                }
                 None => {
                     tracing::warn!("SEALPOST_DKIM_KEY is unset: sent mail is not DKIM-signed");
                     None
@@ -259,7 +263,9 @@ impl sealpost_outbound_mail::OwnDomainKeys for OwnDomainDkim {
             .keys
             .open(sealpost_domains::DKIM_KEY_PURPOSE, &sealed)
             .map_err(|error| error.to_string())?;
-        sealpost_outbound_mail::dkim_settings_from_pkcs8(&selector, &pkcs8).map(Some)
+        sealpost_outbound_mail::DkimSettings::from_pkcs8_der(&selector, &pkcs8)
+            .map(Some)
+            .map_err(|error| error.to_string())
     }
 }
 
