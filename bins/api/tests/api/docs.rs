@@ -7,13 +7,24 @@ use reqwest::{Method, StatusCode};
 use crate::support::{Api, new_keys};
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_root_points_at_the_docs_the_document_and_health() {
+async fn the_root_points_at_the_docs_the_document_health_and_the_web_client() {
     let api = Api::spawn().await;
     let root = api.get("/", None).await;
     assert_eq!(root.status, StatusCode::OK);
     assert_eq!(root.body["docs"], "/docs/");
     assert_eq!(root.body["openapi"], "/openapi.json");
     assert_eq!(root.body["health"], "/healthz");
+    assert_eq!(root.body["app"], "/app/");
+    // The web client's build id: 12 hex digits, or null without a build.
+    let build = &root.body["webBuild"];
+    assert!(
+        build.is_null()
+            || build.as_str().is_some_and(|id| id.len() == 12
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))),
+        "webBuild: {build}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
