@@ -59,7 +59,11 @@ pub fn routes(config: &mut web::ServiceConfig) {
                 .insert_header((header::LOCATION, PREFIX))
                 .finish()
         }))
-        .service(web::resource("/app/{path:.*}").get(asset));
+        .service(
+            web::resource("/app/{path:.*}")
+                .get(asset)
+                .route(web::head().to(asset)),
+        );
 }
 
 /// One file of the build. A path whose last segment has no extension is a

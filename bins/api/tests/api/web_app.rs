@@ -112,6 +112,11 @@ async fn the_web_client_is_served_under_app_with_its_headers() {
     assert_eq!(headers["cache-control"], "no-cache");
     let (status, _, _) = get("/app/", Some("\"something-else\"")).await;
     assert_eq!(status, StatusCode::OK, "another tag gets the page");
+    let head = http.head(api.app.url("/app/")).send().await.unwrap();
+    assert_eq!(head.status(), StatusCode::OK);
+    assert_page_headers(head.headers(), "HEAD of the page");
+    assert_eq!(head.headers()["etag"].to_str().unwrap(), page_etag);
+    assert!(head.bytes().await.unwrap().is_empty());
 
     // A hashed asset the page names: cached for good.
     let script = html
