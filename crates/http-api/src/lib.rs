@@ -8,6 +8,7 @@ pub mod json;
 pub mod rate_limit;
 pub mod routes;
 pub mod state;
+pub mod web_app;
 
 mod fallback;
 mod openapi;
@@ -93,6 +94,7 @@ fn routes(config: &mut web::ServiceConfig) {
         )
         // The Swagger UI's service takes GET only and lets other methods by.
         .service(web::resource("/docs/{_:.*}").default_service(web::to(fallback::get_only)))
+        .configure(web_app::routes)
         .service(web::resource("/healthz").get(health::healthz))
         .service(web::resource("/readyz").get(health::readyz))
         .service(web::resource("/openapi.json").get(|| async {
@@ -266,23 +268,28 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(web::resource("/staff/audit").get(staff::audit));
 }
 
-/// Health probes: exempt from the edge limit, logged at debug only.
+/// Health probes and the web client's static files (`/app/`): exempt from
+/// the edge limit, logged at debug only.
 fn is_probe(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz")
+    matches!(path, "/healthz" | "/readyz") || web_app::is_app_path(path)
 }
 
-/// `GET /`: where to go from here, for a person who opened the API's address.
+/// `GET /`: where to go from here, for a person who opened the API's
+/// address; `webBuild` names the web client's build compiled in (null
+/// without one), the same id the client's page shows.
 async fn index() -> HttpResponse {
     HttpResponse::Ok().json(serde_json::json!({
         "service": "Sealpost API",
         "docs": "/docs/",
         "openapi": "/openapi.json",
         "health": "/healthz",
+        "app": web_app::PREFIX,
+        "webBuild": web_app::build_id(),
     }))
 }
 
 /// Per-IP edge limit, before any handler work; a refusal is held
-/// ([`rate_limit::REFUSAL_HOLD`]). Probes are exempt.
+/// ([`rate_limit::REFUSAL_HOLD`]). Probes and `/app/` are exempt.
 async fn limit_by_ip(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -329,7 +336,7 @@ impl RootSpanBuilder for RequestSpan {
     }
 }
 
-/// One line per request at info (probes at debug): status and duration,
+/// One line per request at info (probes and `/app/` at debug): status and duration,
 /// inside the request's span (id, method, route template).
 async fn log_request(
     req: ServiceRequest,

@@ -7,13 +7,24 @@ use reqwest::{Method, StatusCode};
 use crate::support::{Api, new_keys};
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_root_points_at_the_docs_the_document_and_health() {
+async fn the_root_points_at_the_docs_the_document_health_and_the_web_client() {
     let api = Api::spawn().await;
     let root = api.get("/", None).await;
     assert_eq!(root.status, StatusCode::OK);
     assert_eq!(root.body["docs"], "/docs/");
     assert_eq!(root.body["openapi"], "/openapi.json");
     assert_eq!(root.body["health"], "/healthz");
+    assert_eq!(root.body["app"], "/app/");
+    // The web client's build id: 12 hex digits, or null without a build.
+    let build = &root.body["webBuild"];
+    assert!(
+        build.is_null()
+            || build.as_str().is_some_and(|id| id.len() == 12
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))),
+        "webBuild: {build}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -203,12 +214,21 @@ async fn each_request_is_one_log_line_with_its_route_never_its_token() {
     let missing = api.get("/no/such/thing", None).await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
 
+    // The log is the process's: other tests poll pairing sessions at the
+    // same time, so the poll's line is found by its request id.
+    let request_id = poll.headers["x-request-id"].to_str().unwrap().to_owned();
     let text = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
     let lines: Vec<&str> = text
         .lines()
-        .filter(|line| line.contains("/workers/pairing-session/{token}"))
+        .filter(|line| line.contains(&format!("request_id={request_id}")))
         .filter(|line| line.contains(" request "))
         .collect();
+    assert!(
+        lines
+            .iter()
+            .all(|line| line.contains("/workers/pairing-session/{token}")),
+        "{lines:?}"
+    );
     assert_eq!(lines.len(), 1, "one line for the poll: {text}");
     assert!(lines[0].contains("GET") && lines[0].contains("status=200"));
     assert!(lines[0].contains("duration_ms="));

@@ -29,5 +29,6 @@ mod teams;
 mod tickets;
 mod tls;
 mod usage;
+mod web_app;
 mod webhook_delivery;
 mod webhooks;

@@ -33,8 +33,25 @@ function describe(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+/** The build the server embeds (`webBuild` of `GET /`): the same id the API reports. */
+function useBuildId(): string | null {
+  const [id, setId] = useState<string | null>(null);
+  useEffect(() => {
+    const stop = new AbortController();
+    fetch(new URL('/', BASE_URL), { signal: stop.signal, headers: { accept: 'application/json' } })
+      .then((r) => (r.ok ? (r.json() as Promise<{ webBuild?: unknown }>) : null))
+      .then((index) => {
+        if (index !== null && typeof index.webBuild === 'string') setId(index.webBuild);
+      })
+      .catch(() => undefined);
+    return () => stop.abort();
+  }, []);
+  return id;
+}
+
 export function App() {
   const [session, setSession] = useState<Unlocked | null>(null);
+  const build = useBuildId();
   const lock = useCallback(async () => {
     if (session === null) return;
     setSession(null);
@@ -59,6 +76,16 @@ export function App() {
         )}
       </header>
       {session === null ? <Welcome onReady={setSession} /> : <Mailbox session={session} />}
+      <footer class="build">
+        Sealpost web client{' '}
+        {build !== null ? (
+          <>
+            build <code data-testid="web-build">{build}</code>
+          </>
+        ) : (
+          'development build'
+        )}
+      </footer>
     </div>
   );
 }
@@ -517,8 +544,8 @@ function NewAddressForm({
       }}
     >
       <h3>New address</h3>
-      <input placeholder="prefix (optional)" value={prefix} onInput={(e) => setPrefix((e.target as HTMLInputElement).value)} />
-      <select value={domain} onChange={(e) => setDomain((e.target as HTMLSelectElement).value)}>
+      <input aria-label="Prefix (optional)" placeholder="prefix (optional)" value={prefix} onInput={(e) => setPrefix((e.target as HTMLInputElement).value)} />
+      <select aria-label="Domain" value={domain} onChange={(e) => setDomain((e.target as HTMLSelectElement).value)}>
         <option value="">{domains[0]?.domain ?? 'default domain'}</option>
         {domains.slice(1).map((d) => (
           <option key={d.domain} value={d.domain}>
@@ -526,7 +553,7 @@ function NewAddressForm({
           </option>
         ))}
       </select>
-      <input placeholder="label, sealed (optional)" value={label} onInput={(e) => setLabel((e.target as HTMLInputElement).value)} />
+      <input aria-label="Label, sealed (optional)" placeholder="label, sealed (optional)" value={label} onInput={(e) => setLabel((e.target as HTMLInputElement).value)} />
       <button type="submit" class="primary" disabled={busy}>
         {busy ? 'Creating…' : 'Create address'}
       </button>

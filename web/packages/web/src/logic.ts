@@ -15,6 +15,46 @@ export function frameDocument(sanitisedHtml: string): string {
   );
 }
 
+const CSS_IMPORT = /@import\b[^;]*;?/gi;
+const CSS_REMOTE_URL = /url\(\s*(?!['"]?\s*data:)(?:"[^"]*"|'[^']*'|[^)]*)\)/gi;
+const CSS_IMAGE_SET = /(?:-webkit-)?image-set\(/gi;
+const CSS_REMOTE_ANY = /@import|url\(|image-set\(/i;
+
+/**
+ * A message's CSS (a `style` attribute or a `<style>` element) with every
+ * remote reference removed: `url()` that is not `data:`, `image-set()`
+ * (which takes bare strings as URLs) and `@import`. CSS with escapes that
+ * could spell one of those is dropped whole rather than unescaped. The
+ * frame's policy blocks such loads anyway; removing them means the browser
+ * never even tries.
+ */
+export function stripRemoteCss(css: string): { css: string; removed: number } {
+  if (css.includes('\\')) {
+    const plain = css
+      .replace(/\\([0-9a-f]{1,6})\s?/gi, (_, hex: string) => {
+        const code = Number.parseInt(hex, 16);
+        return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : '\ufffd';
+      })
+      .replace(/\\(.)/g, '$1');
+    if (CSS_REMOTE_ANY.test(plain)) return { css: '', removed: 1 };
+  }
+  let removed = 0;
+  const out = css
+    .replace(CSS_IMPORT, () => {
+      removed += 1;
+      return '';
+    })
+    .replace(CSS_REMOTE_URL, () => {
+      removed += 1;
+      return 'none';
+    })
+    .replace(CSS_IMAGE_SET, () => {
+      removed += 1;
+      return 'blocked-image-set(';
+    });
+  return { css: out, removed };
+}
+
 /** `count` distinct word positions (0-based, ascending) of a 12-word phrase to type back. */
 export function confirmPositions(count = 3, random: () => number = Math.random, words = 12): number[] {
   const picked = new Set<number>();

@@ -2,9 +2,24 @@
 // sources removed; the result goes into a sandboxed frame without scripts.
 import DOMPurify from 'dompurify';
 
-import { frameDocument } from './logic';
+import { frameDocument, stripRemoteCss } from './logic';
 
 let blocked = 0;
+
+// Inline styles and <style> elements stay (mail is styled with them), less
+// any remote reference.
+DOMPurify.addHook('uponSanitizeAttribute', (_node, data) => {
+  if (data.attrName !== 'style') return;
+  const { css, removed } = stripRemoteCss(data.attrValue);
+  data.attrValue = css;
+  blocked += removed;
+});
+DOMPurify.addHook('uponSanitizeElement', (node, data) => {
+  if (data.tagName !== 'style' || node.textContent === null) return;
+  const { css, removed } = stripRemoteCss(node.textContent);
+  if (removed > 0) node.textContent = css;
+  blocked += removed;
+});
 
 DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   const el = node as Element;
@@ -14,6 +29,14 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
     if (value !== null && !/^data:/i.test(value.trim())) {
       el.removeAttribute(attr);
       el.setAttribute('data-blocked', '');
+      blocked += 1;
+    }
+  }
+  // SVG images and references (<image href>, <use xlink:href>, <feImage>).
+  for (const attr of ['href', 'xlink:href']) {
+    const value = el.getAttribute(attr);
+    if (value !== null && el.namespaceURI === 'http://www.w3.org/2000/svg' && !/^(data:|#)/i.test(value.trim())) {
+      el.removeAttribute(attr);
       blocked += 1;
     }
   }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { confirmationMatches, confirmPositions, formatBytes, frameDocument, MAIL_FRAME_CSP, mergeMessages } from '../src/logic.js';
+import { confirmationMatches, confirmPositions, formatBytes, frameDocument, MAIL_FRAME_CSP, mergeMessages, stripRemoteCss } from '../src/logic.js';
 
 const PHRASE = 'abandon ability able about above absent absorb abstract absurd abuse access accident';
 
@@ -51,4 +51,19 @@ test('no secret storage in the web client source', async () => {
       assert.ok(!text.includes(api), `${name} uses ${api}`);
     }
   }
+});
+
+test('mail CSS keeps its styles and loses every remote reference', () => {
+  assert.deepEqual(stripRemoteCss('color: red; font-weight: bold'), { css: 'color: red; font-weight: bold', removed: 0 });
+  assert.deepEqual(stripRemoteCss("background-image: url('https://t.example/p.gif')"), { css: 'background-image: none', removed: 1 });
+  assert.deepEqual(stripRemoteCss('background: url( http://t.example/a.png ) no-repeat'), { css: 'background: none no-repeat', removed: 1 });
+  assert.deepEqual(stripRemoteCss('background: url("data:image/png;base64,AAAA")'), { css: 'background: url("data:image/png;base64,AAAA")', removed: 0 });
+  assert.equal(stripRemoteCss('@import "https://t.example/x.css"; p { color: red }').css, ' p { color: red }');
+  const set = stripRemoteCss('background-image: image-set("https://t.example/a.png" 1x)');
+  assert.equal(set.removed, 1);
+  assert.ok(!/(^|[^-])image-set\(/.test(set.css));
+  // Escapes that spell url( are dropped whole, never unescaped.
+  assert.deepEqual(stripRemoteCss('background: \\75 rl(https://t.example/a.png)'), { css: '', removed: 1 });
+  assert.deepEqual(stripRemoteCss('content: "\\201C"'), { css: 'content: "\\201C"', removed: 0 });
+  assert.deepEqual(stripRemoteCss('content: "\\110000"'), { css: 'content: "\\110000"', removed: 0 });
 });
