@@ -239,6 +239,10 @@ fn run_tests(runtime: &Runtime, extra: &[String]) -> Result<ExitStatus> {
     command
         .args(&args)
         .env("SEALPOST_TEST_DATABASE_URL", &server);
+    if with_web {
+        // The API tests then check the embedded client, not its absence.
+        command.env("SEALPOST_EXPECT_WEB_BUILD", "1");
+    }
     let status = run_child(runtime, &mut command)?;
     if !status.success() || !with_web {
         return Ok(status);
