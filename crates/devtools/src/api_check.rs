@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use tokio::runtime::Runtime;
 
-use crate::bench::{Service, drop_database, drop_leftover_databases, free_addr};
+use crate::harness::{Service, drop_database, drop_leftover_databases, free_addr};
 use crate::{cargo, postgres, seed};
 
 /// The Schemathesis release the check is pinned to.

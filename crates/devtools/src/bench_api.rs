@@ -35,7 +35,7 @@ use sealpost_seal::{AccountKeys, b64};
 use sealpost_testkit::TestApp;
 use serde_json::json;
 
-use crate::bench::{percentile, register_enterprise};
+use crate::harness::{percentile, register_enterprise};
 
 /// Connections for throughput, the same for `wrk` and `pgbench`.
 const HIGH: usize = 32;

@@ -33,9 +33,9 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpSocket;
 use tokio::runtime::Runtime;
 
-use crate::bench::percentile;
+use crate::harness::percentile;
 
-use crate::bench::{
+use crate::harness::{
     Service, Stack, command, drop_database, drop_leftover_databases, expect, free_addr,
     leftover_of_dead_run, mebibytes, message, peak_memory, register_enterprise, reply, wait_http,
     wait_smtp,
