@@ -3,6 +3,7 @@
 //!
 //! Row structs stay private to this crate; domains only see their own types.
 
+mod access;
 mod accounts;
 mod activity;
 mod addresses;

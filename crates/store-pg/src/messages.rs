@@ -4,31 +4,33 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use diesel::dsl::AsExprOf;
+use diesel::expression::{BoxableExpression, SqlLiteral, UncheckedBind, ValidGrouping};
+use diesel::pg::Pg;
 use diesel::prelude::*;
-use diesel::sql_types::{Array, BigInt, Bool, Nullable, Text, Timestamptz};
+use diesel::sql_types::{BigInt, Bool, Text, Timestamptz};
 use diesel_async::pooled_connection::deadpool::Object;
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_kernel::{
-    AccountId, AddressId, CommitCursor, DeviceId, MessageId, PageRequest, PlanId, StoreError,
-    Timestamp,
+    AccountId, AddressId, CommitCursor, MessageId, PageRequest, PlanId, StoreError, Timestamp,
 };
-use sealpost_messages::folders::{Folder, FolderCount, FolderCounts, MessageFilter};
+use sealpost_messages::folders::{Folder, FolderCounts, MessageFilter};
 use sealpost_messages::store::{
     Arrived, Commit, Message, MessageRepository, NewMessage, PendingBlob, Reader, RecipientRecord,
     StoredAttachment, WaitFrom,
 };
+use sealpost_teams::Access;
 use tokio::task::JoinHandle;
 
+use crate::access::{Caller, Rule, may_use, on_device, owned_or_granted};
 use crate::records::{DeletedMessages, box_from_json, delete_messages_of, delete_messages_sql};
 use crate::schema::{
     account_suspensions, accounts, addresses, attachments, blob_garbage, commit_clock, messages,
-    pending_blobs, team_grants,
+    pending_blobs,
 };
-use crate::teams::usable_by;
 use crate::{PgStore, bytes32, db_error};
-use sealpost_teams::Access;
 
-#[derive(Queryable, Selectable, QueryableByName)]
+#[derive(Queryable, Selectable)]
 #[diesel(table_name = messages, check_for_backend(diesel::pg::Pg))]
 struct MessageRow {
     id: String,
@@ -43,12 +45,6 @@ struct MessageRow {
     starred: bool,
     outgoing: bool,
 }
-
-/// The columns of [`MessageRow`] for raw queries over `messages m`; raw
-/// rows are read by field name, so the `inbox_id` column is named as the
-/// field.
-const MESSAGE_COLUMNS: &str = "m.id, m.account_id, m.inbox_id AS address_id, m.received_at, m.read, m.size_bytes, \
-     m.key_epoch, m.content, m.folder, m.starred, m.outgoing";
 
 impl MessageRow {
     fn into_message(self) -> Result<Message, StoreError> {
@@ -242,149 +238,115 @@ pub(crate) fn received_shard(id: &MessageId) -> i16 {
     (hasher.finish() % RECEIVED_SHARDS) as i16
 }
 
-/// A message the reader may see (`send`: change), over `messages m` joined
-/// to `addresses a`: `$1` the account, `$2` now, `$3` the reader's device
-/// (null for a session). The account's own mail (a device: its addresses'),
-/// or, for a session, mail of an address granted to it by an active team
-/// ([`usable_by`], the one place member access is decided).
-fn readable(send: bool) -> String {
+/// The retention window, the one place it is spelled: an address keeps
+/// its mail while it arrived after `now` minus the address's
+/// `retention_days`. This is what follows the instant `now` in the cutoff's
+/// SQL, over an `addresses` row named `addresses` (a table or its alias).
+fn minus_retention(addresses: &str) -> String {
+    format!(" - make_interval(days => {addresses}.retention_days::int)")
+}
+
+/// The retention cutoff of the address in the query at `now` (mail received
+/// at or before it is gone), with the query builder.
+pub(crate) fn retention_cutoff(now: Timestamp) -> RetentionCutoff {
+    diesel::dsl::sql::<Timestamptz>("")
+        .bind::<Timestamptz, _>(now.as_datetime())
+        .sql(&minus_retention("addresses"))
+}
+
+/// The type of [`retention_cutoff`].
+pub(crate) type RetentionCutoff = SqlLiteral<
+    Timestamptz,
+    UncheckedBind<SqlLiteral<Timestamptz>, AsExprOf<DateTime<Utc>, Timestamptz>>,
+>;
+
+/// Raw SQL: the message `messages` is inside the retention of its address
+/// `addresses` at the instant `now` (a placeholder such as `$2`); the
+/// statements the query builder cannot write (a `DELETE` that queues blobs
+/// in the same statement, the usage counters' one query) use it.
+pub(crate) fn retained_sql(messages: &str, addresses: &str, now: &str) -> String {
     format!(
-        "NOT m.held AND m.received_at > $2 - make_interval(days => a.retention_days::int) \
-         AND {}",
-        usable_by("m.account_id", "$1", "$3", send)
+        "{messages}.received_at > {now}{}",
+        minus_retention(addresses)
     )
 }
 
-/// Messages of `inbox` still inside its retention at `now`.
-pub(crate) const RETAINED: &str =
-    "m.received_at > $2 - make_interval(days => a.retention_days::int)";
-
-/// `EXISTS` a team grant of the address in the query (`addresses`) to
-/// `$account` with one of `$accesses`, from an owner whose plan has teams:
-/// [`usable_by`]'s member rule in the query builder. A macro because the
-/// expression's type cannot be named.
-macro_rules! granted {
-    ($account:expr, $accesses:expr) => {
-        diesel::dsl::exists(
-            team_grants::table
-                .filter(team_grants::member_id.eq($account))
-                .filter(team_grants::address_id.eq(addresses::id))
-                .filter(team_grants::owner_id.eq(addresses::account_id))
-                .filter(team_grants::access.eq_any($accesses))
-                .filter(
-                    team_grants::owner_id.eq_any(
-                        accounts::table
-                            .filter(accounts::plan_id.eq_any(team_plan_ids()))
-                            .select(accounts::id),
-                    ),
-                ),
-        )
-    };
+/// A message `caller` may see (or with `Access::Send`, change): not held,
+/// inside its address's retention at `now`, of an address the caller may
+/// use ([`may_use`]). Over a query source holding the message and its
+/// address (`messages` joined to `addresses`, or `addresses` inside a
+/// statement over `messages`).
+fn visible<'a, QS: 'a>(caller: Caller<'a>, now: Timestamp, needed: Access) -> Rule<'a, QS>
+where
+    on_device<'a>: BoxableExpression<QS, Pg, SqlType = Bool> + 'a,
+    owned_or_granted<'a>: BoxableExpression<QS, Pg, SqlType = Bool> + 'a,
+    messages::held: SelectableExpression<QS>
+        + ValidGrouping<(), IsAggregate = diesel::expression::is_aggregate::No>,
+    messages::received_at: SelectableExpression<QS>
+        + ValidGrouping<(), IsAggregate = diesel::expression::is_aggregate::No>,
+{
+    Box::new(
+        messages::held
+            .eq(false)
+            .and(messages::received_at.gt(retention_cutoff(now)))
+            .and(may_use(caller, needed)),
+    )
 }
 
-/// The plans whose owners' grants give access, as stored.
-fn team_plan_ids() -> Vec<&'static str> {
-    sealpost_teams::plans_with_teams()
-        .into_iter()
-        .map(|plan| plan.as_str())
-        .collect()
-}
-
-/// The grant accesses that let a member read (`send`: change) mail.
-fn grant_accesses(send: bool) -> Vec<&'static str> {
-    if send {
-        vec![Access::Send.as_str()]
-    } else {
-        vec![Access::Read.as_str(), Access::Send.as_str()]
-    }
+/// [`visible`] for a statement over `messages` alone (an `UPDATE`, a row
+/// lock): the message's address in an `EXISTS`.
+fn visible_by_address<'a>(
+    caller: Caller<'a>,
+    now: Timestamp,
+    needed: Access,
+) -> Rule<'a, messages::table> {
+    Box::new(diesel::dsl::exists(
+        addresses::table
+            .filter(addresses::id.eq(messages::address_id))
+            .filter(visible(caller, now, needed)),
+    ))
 }
 
 impl PgStore {
-    /// One message the reader may see (`send`: change): [`usable_by`]'s
-    /// rule with the query builder ([`granted!`]), so the statement is
-    /// prepared once per connection; the retention check on the row.
+    /// One message the reader may see (`Access::Send`: change).
     async fn message_for(
         &self,
         reader: &Reader,
         id: &MessageId,
         now: Timestamp,
-        send: bool,
+        needed: Access,
     ) -> Result<Option<Message>, StoreError> {
-        let account = reader.account.as_str();
-        let message = messages::table
+        let mut conn = self.conn().await?;
+        let found: Option<MessageRow> = messages::table
             .inner_join(addresses::table)
             .filter(messages::id.eq(id.as_str()))
-            .filter(messages::held.eq(false))
-            .select((MessageRow::as_select(), addresses::retention_days));
-        let mut conn = self.conn().await?;
-        let found: Option<(MessageRow, i16)> = match &reader.device {
-            Some(device) => {
-                message
-                    .filter(messages::account_id.eq(account))
-                    .filter(addresses::device_id.eq(device.as_str()))
-                    .first(&mut conn)
-                    .await
-            }
-            None => {
-                message
-                    .filter(
-                        messages::account_id
-                            .eq(account)
-                            .or(granted!(account, grant_accesses(send))),
-                    )
-                    .first(&mut conn)
-                    .await
-            }
-        }
-        .optional()
-        .map_err(db_error)?;
-        let Some((row, days)) = found else {
-            return Ok(None);
-        };
-        let cutoff = (now - chrono::TimeDelta::days(i64::from(days))).as_datetime();
-        if row.received_at <= cutoff {
-            return Ok(None);
-        }
-        row.into_message().map(Some)
+            .filter(visible(Caller::reader(reader), now, needed))
+            .select(MessageRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        found.map(MessageRow::into_message).transpose()
     }
 
-    /// The retention cutoff of one readable address, or `None` when the reader may not read it.
-    ///
-    /// The same rule as [`usable_by`], written with the query builder so
-    /// the statement is prepared once per connection: every list, wait and
-    /// page of mail runs it.
+    /// The retention cutoff of one readable address, or `None` when the
+    /// reader may not read it. Every list, wait and page of one address's
+    /// mail runs it.
     async fn readable_cutoff(
         &self,
         reader: &Reader,
         address: &AddressId,
         now: Timestamp,
     ) -> Result<Option<DateTime<Utc>>, StoreError> {
-        let account = reader.account.as_str();
-        let address = addresses::table
-            .filter(addresses::id.eq(address.as_str()))
-            .select(addresses::retention_days);
         let mut conn = self.conn().await?;
-        let days: Option<i16> = match &reader.device {
-            // A device reads only the account's addresses assigned to it.
-            Some(device) => {
-                address
-                    .filter(addresses::account_id.eq(account))
-                    .filter(addresses::device_id.eq(device.as_str()))
-                    .first(&mut conn)
-                    .await
-            }
-            // A session: the account's own, or one an active team grants it.
-            None => {
-                let granted = granted!(account, grant_accesses(false));
-                address
-                    .filter(addresses::account_id.eq(account).or(granted))
-                    .first(&mut conn)
-                    .await
-            }
-        }
-        .optional()
-        .map_err(db_error)?;
-        Ok(days.map(|days| (now - chrono::TimeDelta::days(i64::from(days))).as_datetime()))
+        addresses::table
+            .filter(addresses::id.eq(address.as_str()))
+            .filter(may_use(Caller::reader(reader), Access::Read))
+            .select(retention_cutoff(now))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)
     }
 }
 
@@ -683,7 +645,7 @@ impl MessageRepository for PgStore {
         id: &MessageId,
         now: Timestamp,
     ) -> Result<Option<Message>, StoreError> {
-        self.message_for(reader, id, now, false).await
+        self.message_for(reader, id, now, Access::Read).await
     }
 
     async fn message_to_change(
@@ -692,7 +654,7 @@ impl MessageRepository for PgStore {
         id: &MessageId,
         now: Timestamp,
     ) -> Result<Option<Message>, StoreError> {
-        self.message_for(reader, id, now, true).await
+        self.message_for(reader, id, now, Access::Send).await
     }
 
     async fn device_messages(
@@ -701,23 +663,19 @@ impl MessageRepository for PgStore {
         now: Timestamp,
         limit: i64,
     ) -> Result<Vec<Message>, StoreError> {
-        let Some(device) = &reader.device else {
+        if reader.device.is_none() {
             return Ok(Vec::new());
-        };
+        }
         let mut conn = self.conn().await?;
-        let rows: Vec<MessageRow> = diesel::sql_query(format!(
-            "SELECT {MESSAGE_COLUMNS} \
-             FROM messages m JOIN addresses a ON a.id = m.inbox_id \
-             WHERE a.worker_id = $1 AND a.account_id = $3 AND NOT m.held AND {RETAINED} \
-             ORDER BY m.received_at DESC, m.id DESC LIMIT $4"
-        ))
-        .bind::<Text, _>(device.as_str())
-        .bind::<Timestamptz, _>(now.as_datetime())
-        .bind::<Text, _>(reader.account.as_str())
-        .bind::<BigInt, _>(limit)
-        .load(&mut conn)
-        .await
-        .map_err(db_error)?;
+        let rows: Vec<MessageRow> = messages::table
+            .inner_join(addresses::table)
+            .filter(visible(Caller::reader(reader), now, Access::Read))
+            .select(MessageRow::as_select())
+            .order((messages::received_at.desc(), messages::id.desc()))
+            .limit(limit)
+            .load(&mut conn)
+            .await
+            .map_err(db_error)?;
         rows_into_messages(rows)
     }
 
@@ -803,31 +761,33 @@ impl MessageRepository for PgStore {
         page: &PageRequest,
     ) -> Result<Vec<Message>, StoreError> {
         let folders: Vec<&str> = filter.folders().into_iter().map(Folder::as_str).collect();
-        let readable = readable(false);
         let mut conn = self.conn().await?;
-        let rows: Vec<MessageRow> = diesel::sql_query(format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages m JOIN addresses a ON a.id = m.inbox_id \
-             WHERE {readable} AND m.folder = ANY($4) \
-             AND ($5::text IS NULL OR m.inbox_id = $5) \
-             AND ($6::bool IS NULL OR m.starred = $6) \
-             AND ($7::bool IS NULL OR m.read <> $7) \
-             AND ($8::timestamptz IS NULL OR (m.received_at, m.id) < ($8, $9)) \
-             ORDER BY m.received_at DESC, m.id DESC LIMIT $10"
-        ))
-        .bind::<Text, _>(reader.account.as_str())
-        .bind::<Timestamptz, _>(now.as_datetime())
-        .bind::<Nullable<Text>, _>(reader.device.as_ref().map(DeviceId::as_str))
-        .bind::<Array<Text>, _>(folders)
-        .bind::<Nullable<Text>, _>(filter.address.as_ref().map(AddressId::as_str))
-        .bind::<Nullable<Bool>, _>(filter.starred)
-        .bind::<Nullable<Bool>, _>(filter.unread)
-        .bind::<Nullable<Timestamptz>, _>(page.after.as_ref().map(|after| after.at.as_datetime()))
-        .bind::<Text, _>(page.after.as_ref().map_or("", |after| after.id.as_str()))
-        .bind::<BigInt, _>(page.fetch_limit())
-        .load(&mut conn)
-        .await
-        .map_err(db_error)?;
-        rows_into_messages(rows)
+        let mut query = messages::table
+            .inner_join(addresses::table)
+            .filter(visible(Caller::reader(reader), now, Access::Read))
+            .filter(messages::folder.eq_any(folders))
+            .select(MessageRow::as_select())
+            .order((messages::received_at.desc(), messages::id.desc()))
+            .limit(page.fetch_limit())
+            .into_boxed();
+        if let Some(address) = &filter.address {
+            query = query.filter(messages::address_id.eq(address.as_str()));
+        }
+        if let Some(starred) = filter.starred {
+            query = query.filter(messages::starred.eq(starred));
+        }
+        if let Some(unread) = filter.unread {
+            query = query.filter(messages::read.ne(unread));
+        }
+        if let Some(after) = &page.after {
+            let at = after.at.as_datetime();
+            query = query.filter(
+                messages::received_at.lt(at).or(messages::received_at
+                    .eq(at)
+                    .and(messages::id.lt(after.id.as_str()))),
+            );
+        }
+        rows_into_messages(query.load(&mut conn).await.map_err(db_error)?)
     }
 
     async fn set_starred(
@@ -837,21 +797,15 @@ impl MessageRepository for PgStore {
         starred: bool,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        let readable = readable(true);
         let mut conn = self.conn().await?;
-        let changed = diesel::sql_query(format!(
-            "UPDATE messages m SET starred = $5 FROM addresses a \
-             WHERE a.id = m.inbox_id AND m.id = $4 AND {readable}"
+        diesel::update(messages::table.filter(messages::id.eq(id.as_str())).filter(
+            visible_by_address(Caller::reader(reader), now, Access::Send),
         ))
-        .bind::<Text, _>(reader.account.as_str())
-        .bind::<Timestamptz, _>(now.as_datetime())
-        .bind::<Nullable<Text>, _>(reader.device.as_ref().map(DeviceId::as_str))
-        .bind::<Text, _>(id.as_str())
-        .bind::<Bool, _>(starred)
+        .set(messages::starred.eq(starred))
         .execute(&mut conn)
         .await
-        .map_err(db_error)?;
-        Ok(changed > 0)
+        .map(|changed| changed > 0)
+        .map_err(db_error)
     }
 
     async fn set_folder(
@@ -862,22 +816,22 @@ impl MessageRepository for PgStore {
         to: Folder,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        let readable = readable(true);
         let mut conn = self.conn().await?;
-        let changed = diesel::sql_query(format!(
-            "UPDATE messages m SET folder = $6 FROM addresses a \
-             WHERE a.id = m.inbox_id AND m.id = $4 AND m.folder = $5 AND {readable}"
-        ))
-        .bind::<Text, _>(reader.account.as_str())
-        .bind::<Timestamptz, _>(now.as_datetime())
-        .bind::<Nullable<Text>, _>(reader.device.as_ref().map(DeviceId::as_str))
-        .bind::<Text, _>(id.as_str())
-        .bind::<Text, _>(from.as_str())
-        .bind::<Text, _>(to.as_str())
+        diesel::update(
+            messages::table
+                .filter(messages::id.eq(id.as_str()))
+                .filter(messages::folder.eq(from.as_str()))
+                .filter(visible_by_address(
+                    Caller::reader(reader),
+                    now,
+                    Access::Send,
+                )),
+        )
+        .set(messages::folder.eq(to.as_str()))
         .execute(&mut conn)
         .await
-        .map_err(db_error)?;
-        Ok(changed > 0)
+        .map(|changed| changed > 0)
+        .map_err(db_error)
     }
 
     async fn delete_from_trash(
@@ -886,19 +840,32 @@ impl MessageRepository for PgStore {
         id: &MessageId,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        let readable = readable(true);
         let mut conn = self.conn().await?;
-        let DeletedMessages { deleted } = diesel::sql_query(delete_messages_sql(&format!(
-            "m.id = $4 AND m.folder = 'trash' AND {readable}"
-        )))
-        .bind::<Text, _>(reader.account.as_str())
-        .bind::<Timestamptz, _>(now.as_datetime())
-        .bind::<Nullable<Text>, _>(reader.device.as_ref().map(DeviceId::as_str))
-        .bind::<Text, _>(id.as_str())
-        .get_result(&mut conn)
+        // The access rule is a builder expression and the delete that queues
+        // the blobs raw SQL: the message is found and locked with the rule,
+        // then deleted by id in the same transaction.
+        conn.transaction(async |conn| {
+            let found: Option<String> = messages::table
+                .filter(messages::id.eq(id.as_str()))
+                .filter(messages::folder.eq(Folder::Trash.as_str()))
+                .filter(visible_by_address(
+                    Caller::reader(reader),
+                    now,
+                    Access::Send,
+                ))
+                .select(messages::id)
+                .for_update()
+                .first(conn)
+                .await
+                .optional()?;
+            match found {
+                Some(id) => delete_messages_of(conn, "m.id = $1", &id, Some(now)).await,
+                None => Ok(0),
+            }
+        })
         .await
-        .map_err(db_error)?;
-        Ok(deleted > 0)
+        .map(|deleted| deleted > 0)
+        .map_err(db_error)
     }
 
     async fn empty_trash(&self, account: &AccountId) -> Result<u64, StoreError> {
@@ -919,47 +886,34 @@ impl MessageRepository for PgStore {
         address: Option<AddressId>,
         now: Timestamp,
     ) -> Result<FolderCounts, StoreError> {
-        #[derive(QueryableByName)]
-        struct Row {
-            #[diesel(sql_type = Text)]
-            folder: String,
-            #[diesel(sql_type = BigInt)]
-            total: i64,
-            #[diesel(sql_type = BigInt)]
-            unread: i64,
-            #[diesel(sql_type = BigInt)]
-            starred: i64,
-            #[diesel(sql_type = BigInt)]
-            starred_unread: i64,
-        }
-        let readable = readable(false);
         let mut conn = self.conn().await?;
-        let rows: Vec<Row> = diesel::sql_query(format!(
-            "SELECT m.folder, count(*) AS total, count(*) FILTER (WHERE NOT m.read) AS unread, \
-               count(*) FILTER (WHERE m.starred) AS starred, \
-               count(*) FILTER (WHERE m.starred AND NOT m.read) AS starred_unread \
-             FROM messages m JOIN addresses a ON a.id = m.inbox_id \
-             WHERE {readable} AND ($4::text IS NULL OR m.inbox_id = $4) GROUP BY m.folder"
-        ))
-        .bind::<Text, _>(reader.account.as_str())
-        .bind::<Timestamptz, _>(now.as_datetime())
-        .bind::<Nullable<Text>, _>(reader.device.as_ref().map(DeviceId::as_str))
-        .bind::<Nullable<Text>, _>(address.as_ref().map(AddressId::as_str))
-        .load(&mut conn)
-        .await
-        .map_err(db_error)?;
+        let mut query = messages::table
+            .inner_join(addresses::table)
+            .filter(visible(Caller::reader(reader), now, Access::Read))
+            .group_by((messages::folder, messages::read, messages::starred))
+            .select((
+                messages::folder,
+                messages::read,
+                messages::starred,
+                diesel::dsl::count_star(),
+            ))
+            .into_boxed();
+        if let Some(address) = &address {
+            query = query.filter(messages::address_id.eq(address.as_str()));
+        }
+        let rows: Vec<(String, bool, bool, i64)> = query.load(&mut conn).await.map_err(db_error)?;
         let mut counts = FolderCounts::default();
-        for row in rows {
-            let folder = row.folder.parse::<Folder>().map_err(StoreError::failed)?;
-            let count = |n: i64| n.max(0) as u64;
-            *counts.folder_mut(folder) = FolderCount {
-                total: count(row.total),
-                unread: count(row.unread),
-            };
+        for (folder, read, starred, n) in rows {
+            let folder = folder.parse::<Folder>().map_err(StoreError::failed)?;
+            let n = n.max(0) as u64;
+            let unread = if read { 0 } else { n };
+            let count = counts.folder_mut(folder);
+            count.total += n;
+            count.unread += unread;
             // Starred mail in the trash is not shown as starred.
-            if folder != Folder::Trash {
-                counts.starred.total += count(row.starred);
-                counts.starred.unread += count(row.starred_unread);
+            if starred && folder != Folder::Trash {
+                counts.starred.total += n;
+                counts.starred.unread += unread;
             }
         }
         Ok(counts)
@@ -970,7 +924,8 @@ impl MessageRepository for PgStore {
         // One statement: the blobs queued are those of the messages this
         // DELETE removed, never of one kept because its retention changed.
         let DeletedMessages { deleted } = diesel::sql_query(delete_messages_sql(&format!(
-            "$1::bool AND NOT ({RETAINED})"
+            "$1::bool AND NOT ({})",
+            retained_sql("m", "a", "$2")
         )))
         .bind::<Bool, _>(true)
         .bind::<Timestamptz, _>(now.as_datetime())
