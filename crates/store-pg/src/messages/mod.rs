@@ -72,15 +72,18 @@ fn rows_into_messages(rows: Vec<MessageRow>) -> Result<Vec<Message>, StoreError>
 }
 
 /// The retention window, the one place it is spelled: an address keeps
-/// its mail while it arrived after `now` minus the address's
-/// `retention_days`. This is what follows the instant `now` in the cutoff's
-/// SQL, over an `addresses` row named `addresses` (a table or its alias).
+/// its mail while it arrived after the instant minus the address's
+/// `retention_days`. This is the SQL that follows the instant in the
+/// cutoff, over the `addresses` row named `addresses`. The builder form
+/// ([`retention_cutoff`]) is a literal of this same text around the bound
+/// instant, so the builder's statements and the raw ones
+/// ([`retained_sql`]) cannot drift apart.
 fn minus_retention(addresses: &str) -> String {
     format!(" - make_interval(days => {addresses}.retention_days::int)")
 }
 
-/// The retention cutoff of the address in the query at `now` (mail received
-/// at or before it is gone), with the query builder.
+/// The retention cutoff at `now` of the address in the query (mail received
+/// at or before it is gone), for the query builder.
 pub(crate) fn retention_cutoff(now: Timestamp) -> RetentionCutoff {
     diesel::dsl::sql::<Timestamptz>("")
         .bind::<Timestamptz, _>(now.as_datetime())
@@ -93,10 +96,15 @@ pub(crate) type RetentionCutoff = SqlLiteral<
     UncheckedBind<SqlLiteral<Timestamptz>, AsExprOf<DateTime<Utc>, Timestamptz>>,
 >;
 
-/// Raw SQL: the message `messages` is inside the retention of its address
-/// `addresses` at the instant `now` (a placeholder such as `$2`); the
-/// statements the query builder cannot write (a `DELETE` that queues blobs
-/// in the same statement, the usage counters' one query) use it.
+/// The message in the query is inside its address's retention at `now`.
+fn retained(now: Timestamp) -> diesel::dsl::Gt<messages::received_at, RetentionCutoff> {
+    messages::received_at.gt(retention_cutoff(now))
+}
+
+/// [`retained`] as raw SQL, over the message `messages` and its address
+/// `addresses` at the instant `now` (a placeholder such as `$2`), for the
+/// statements the query builder cannot write: the `DELETE`s that queue
+/// their blobs in the same statement, and the usage counters' one query.
 pub(crate) fn retained_sql(messages: &str, addresses: &str, now: &str) -> String {
     format!(
         "{messages}.received_at > {now}{}",
@@ -121,7 +129,7 @@ where
     Box::new(
         messages::held
             .eq(false)
-            .and(messages::received_at.gt(retention_cutoff(now)))
+            .and(retained(now))
             .and(may_use(caller, needed)),
     )
 }
