@@ -17,6 +17,7 @@ mod jobs;
 mod messages;
 mod notifications;
 mod notify;
+mod outbox;
 mod pruning;
 mod push;
 mod records;

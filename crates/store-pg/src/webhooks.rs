@@ -22,6 +22,7 @@ use sealpost_webhooks::{
     WebhookRepository,
 };
 
+use crate::outbox::{OutboxConsumer, claim_outbox};
 use crate::records::{
     box_from_json, box_to_json, id_retired, lock_account_plan, lock_account_row, retire_id,
 };
@@ -558,22 +559,7 @@ impl WebhookRepository for PgStore {
     async fn fan_out(&self, limit: i64, rule: &FanOutRule) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
-            let rows: Vec<(String, String, String, serde_json::Value, DateTime<Utc>)> =
-                events::table
-                    .filter(events::fanned_out.eq(false))
-                    .order(events::seq.asc())
-                    .limit(limit)
-                    .for_update()
-                    .skip_locked()
-                    .select((
-                        events::id,
-                        events::account_id,
-                        events::event_type,
-                        events::payload,
-                        events::created_at,
-                    ))
-                    .load(conn)
-                    .await?;
+            let rows = claim_outbox(conn, OutboxConsumer::Webhooks, limit).await?;
             if rows.is_empty() {
                 return Ok(0);
             }
