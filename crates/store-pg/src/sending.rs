@@ -12,8 +12,9 @@ use sealpost_messages::store::{SENT_DAY_COUNTER, SENT_HOUR_COUNTER};
 use sealpost_teams::Access;
 
 use crate::access::{Caller, may_use};
-use crate::records::{box_to_json, write_records};
-use crate::schema::{accounts, addresses, messages};
+use crate::group_commit::{CommitNumber, insert_messages};
+use crate::records::write_records;
+use crate::schema::{accounts, addresses};
 use crate::{PgStore, bytes32, db_error};
 
 /// Why a reservation's transaction rolls back.
@@ -201,23 +202,8 @@ impl SendRepository for PgStore {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
             if let Some(message) = &sent.message {
-                diesel::insert_into(messages::table)
-                    .values((
-                        messages::id.eq(message.id.as_str()),
-                        messages::account_id.eq(message.account.as_str()),
-                        messages::address_id.eq(message.address.as_str()),
-                        messages::received_at.eq(message.received_at.as_datetime()),
-                        messages::size_bytes.eq(signed(message.size_bytes)),
-                        messages::key_epoch
-                            .eq(i32::try_from(message.key_epoch).unwrap_or(i32::MAX)),
-                        messages::content.eq(box_to_json(&message.content)),
-                        messages::read.eq(message.read),
-                        messages::folder.eq(message.folder.as_str()),
-                        messages::starred.eq(message.starred),
-                        messages::outgoing.eq(message.outgoing),
-                    ))
-                    .execute(conn)
-                    .await?;
+                // A batch of one, outside the commit order.
+                insert_messages(conn, &[(message, false)], CommitNumber::None).await?;
             }
             write_records(conn, &sent.records).await
         })
