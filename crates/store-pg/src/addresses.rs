@@ -10,6 +10,7 @@ use sealpost_devices::PairingState;
 use sealpost_kernel::{AccountId, AddressId, DeviceId, PlanId, StoreError, Timestamp};
 use sealpost_seal::SealedBox;
 
+use crate::messages::retained_sql;
 use crate::records::{
     DeletedMessages, box_from_json, box_to_json, delete_messages_of, delete_messages_sql,
     id_retired, lock_account_plan, retire_id, write_records,
@@ -266,14 +267,14 @@ impl AddressRepository for PgStore {
                     .set(addresses::retention_days.eq(i16::from(days)))
                     .execute(conn)
                     .await?;
-                // A shorter retention applies to mail already stored, at once.
-                let cutoff = now - chrono::TimeDelta::days(i64::from(days));
-                let _: DeletedMessages = diesel::sql_query(delete_messages_sql(
-                    "m.inbox_id = $1 AND m.received_at <= $3",
-                ))
+                // A shorter retention applies to mail already stored, at once
+                // (the address row already holds it).
+                let _: DeletedMessages = diesel::sql_query(delete_messages_sql(&format!(
+                    "m.inbox_id = $1 AND NOT ({})",
+                    retained_sql("m", "a", "$2")
+                )))
                 .bind::<diesel::sql_types::Text, _>(id.as_str())
                 .bind::<diesel::sql_types::Timestamptz, _>(now.as_datetime())
-                .bind::<diesel::sql_types::Timestamptz, _>(cutoff.as_datetime())
                 .get_result(conn)
                 .await?;
             }

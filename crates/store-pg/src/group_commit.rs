@@ -44,7 +44,7 @@ use diesel::sql_types::{
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_kernel::StoreError;
-use sealpost_messages::store::{Commit, NewMessage, RECEIVED_COUNTER};
+use sealpost_messages::store::{Commit, Message, NewMessage, RECEIVED_COUNTER};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use crate::notify::{MAIL_CHANNEL, mail_payloads};
@@ -185,7 +185,9 @@ impl PgStore {
             }
             write_records(conn, &records).await?;
             // From here to COMMIT under the commit clock.
-            insert_messages(conn, &stored).await?;
+            let rows: Vec<(&Message, bool)> =
+                stored.iter().map(|new| (&new.message, new.held)).collect();
+            insert_messages(conn, &rows, CommitNumber::Next).await?;
             insert_attachments(conn, &stored).await?;
             add_received(conn, &stored).await?;
             notify_new_mail(conn, &stored).await?;
@@ -323,13 +325,24 @@ async fn lock_owners(
         .collect())
 }
 
-/// The message rows, in one statement that first takes the batch's commit
-/// number (and with it the commit clock's row lock).
-async fn insert_messages(
+/// Where inserted messages stand in the commit order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CommitNumber {
+    /// The next commit number, taken first (and with it the commit clock's
+    /// row lock, held until COMMIT): delivered mail, which waits return.
+    Next,
+    /// None (0): sent copies, which no wait returns.
+    None,
+}
+
+/// The one insert of message rows (`held`: stored held), all in one
+/// statement: a group commit's batch, or a Sent copy as a batch of one.
+pub(crate) async fn insert_messages(
     conn: &mut AsyncPgConnection,
-    stored: &[&NewMessage],
+    stored: &[(&Message, bool)],
+    number: CommitNumber,
 ) -> Result<(), diesel::result::Error> {
-    let messages = || stored.iter().map(|new| &new.message);
+    let messages = || stored.iter().map(|(message, _)| *message);
     let ids: Vec<&str> = messages().map(|message| message.id.as_str()).collect();
     let accounts: Vec<&str> = messages().map(|message| message.account.as_str()).collect();
     let addresses: Vec<&str> = messages().map(|message| message.address.as_str()).collect();
@@ -345,22 +358,29 @@ async fn insert_messages(
     let contents: Vec<serde_json::Value> = messages()
         .map(|message| box_to_json(&message.content))
         .collect();
-    let held: Vec<bool> = stored.iter().map(|new| new.held).collect();
+    let held: Vec<bool> = stored.iter().map(|(_, held)| *held).collect();
     let read: Vec<bool> = messages().map(|message| message.read).collect();
     let folders: Vec<&str> = messages().map(|message| message.folder.as_str()).collect();
     let starred: Vec<bool> = messages().map(|message| message.starred).collect();
     let outgoing: Vec<bool> = messages().map(|message| message.outgoing).collect();
+    let (clock, seq, from_clock) = match number {
+        CommitNumber::Next => (
+            format!("WITH clock AS ({NEXT_COMMIT_SEQ}) "),
+            "clock.seq",
+            ", clock",
+        ),
+        CommitNumber::None => (String::new(), "0", ""),
+    };
     diesel::sql_query(format!(
-        "WITH clock AS ({NEXT_COMMIT_SEQ}) \
-         INSERT INTO messages (id, account_id, inbox_id, received_at, size_bytes, key_epoch, \
+        "{clock}INSERT INTO messages (id, account_id, inbox_id, received_at, size_bytes, key_epoch, \
              content, held, read, folder, starred, outgoing, commit_seq) \
          SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.size_bytes, m.key_epoch, \
-             m.content, m.held, m.read, m.folder, m.starred, m.outgoing, clock.seq \
+             m.content, m.held, m.read, m.folder, m.starred, m.outgoing, {seq} \
          FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::bigint[], \
              $6::int[], $7::jsonb[], $8::bool[], $9::bool[], $10::text[], $11::bool[], \
              $12::bool[]) \
            AS m(id, account_id, inbox_id, received_at, size_bytes, key_epoch, content, held, \
-             read, folder, starred, outgoing), clock"
+             read, folder, starred, outgoing){from_clock}"
     ))
     .bind::<Array<Text>, _>(ids)
     .bind::<Array<Text>, _>(accounts)

@@ -3,6 +3,7 @@
 //!
 //! Row structs stay private to this crate; domains only see their own types.
 
+mod access;
 mod accounts;
 mod activity;
 mod addresses;
@@ -16,6 +17,7 @@ mod jobs;
 mod messages;
 mod notifications;
 mod notify;
+mod outbox;
 mod pruning;
 mod push;
 mod records;

@@ -16,6 +16,7 @@ use sealpost_notifications::push::{
 };
 use sealpost_notifications::{Platform, Preferences, PushKind, PushToken};
 
+use crate::outbox::{OutboxConsumer, claim_outbox};
 use crate::records::write_records;
 use crate::schema::{
     events, notification_mutes, notification_preferences, push_deliveries, push_devices,
@@ -129,22 +130,7 @@ impl PushRepository for PgStore {
     async fn collect(&self, limit: i64, rule: &QueueRule) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
-            let rows: Vec<(String, String, String, serde_json::Value, DateTime<Utc>)> =
-                events::table
-                    .filter(events::pushed.eq(false))
-                    .order(events::seq.asc())
-                    .limit(limit)
-                    .for_update()
-                    .skip_locked()
-                    .select((
-                        events::id,
-                        events::account_id,
-                        events::event_type,
-                        events::payload,
-                        events::created_at,
-                    ))
-                    .load(conn)
-                    .await?;
+            let rows = claim_outbox(conn, OutboxConsumer::Push, limit).await?;
             if rows.is_empty() {
                 return Ok(0);
             }

@@ -4,15 +4,17 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bytea, Integer, Nullable, Text, Timestamptz};
+use diesel::sql_types::{BigInt, Text, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_kernel::{AccountId, AddressId, PlanId, StoreError, Timestamp};
 use sealpost_messages::send::{Reservation, SendRepository, SendWindows, SenderRecord, SentCopy};
 use sealpost_messages::store::{SENT_DAY_COUNTER, SENT_HOUR_COUNTER};
+use sealpost_teams::Access;
 
-use crate::records::{box_to_json, write_records};
-use crate::schema::messages;
-use crate::teams::usable_by;
+use crate::access::{Caller, may_use};
+use crate::group_commit::{CommitNumber, insert_messages};
+use crate::records::write_records;
+use crate::schema::{accounts, addresses};
 use crate::{PgStore, bytes32, db_error};
 
 /// Why a reservation's transaction rolls back.
@@ -74,51 +76,55 @@ impl SendRepository for PgStore {
         account: &AccountId,
         email_address: &str,
     ) -> Result<Option<SenderRecord>, StoreError> {
-        #[derive(QueryableByName)]
-        struct Row {
-            #[diesel(sql_type = Text)]
-            id: String,
-            #[diesel(sql_type = Text)]
-            account_id: String,
-            #[diesel(sql_type = Text)]
-            plan_id: String,
-            #[diesel(sql_type = Text)]
-            email_address: String,
-            #[diesel(sql_type = Nullable<Bytea>)]
-            public_key: Option<Vec<u8>>,
-            #[diesel(sql_type = Integer)]
-            key_epoch: i32,
-            #[diesel(sql_type = Nullable<Timestamptz>)]
-            paused_at: Option<DateTime<Utc>>,
-        }
+        type Row = (
+            String,
+            String,
+            Option<String>,
+            String,
+            Option<Vec<u8>>,
+            i32,
+            Option<DateTime<Utc>>,
+        );
+        // The owner's plan applies, whoever sends.
+        let owner_plan = accounts::table
+            .filter(accounts::id.eq(addresses::account_id))
+            .select(accounts::plan_id)
+            .single_value();
         let mut conn = self.conn().await?;
         // The account's own address, or one its team owner granted it with
         // `send` access while the team is active: the owner's account and
         // plan then apply.
-        let row: Option<Row> = diesel::sql_query(format!(
-            "SELECT a.id, a.account_id, o.plan_id, a.email_address, a.public_key, a.key_epoch, \
-               a.paused_at \
-             FROM addresses a JOIN accounts o ON o.id = a.account_id \
-             WHERE a.email_address = $2 AND {}",
-            usable_by("a.account_id", "$1", "NULL", true)
-        ))
-        .bind::<Text, _>(account.as_str())
-        .bind::<Text, _>(email_address)
-        .get_result(&mut conn)
-        .await
-        .optional()
-        .map_err(db_error)?;
-        row.map(|row| {
-            Ok(SenderRecord {
-                address: AddressId::from_trusted(row.id),
-                account: AccountId::from_trusted(row.account_id),
-                plan: row.plan_id.parse::<PlanId>().map_err(StoreError::failed)?,
-                email_address: row.email_address,
-                public_key: row.public_key.map(bytes32).transpose()?,
-                key_epoch: u32::try_from(row.key_epoch).map_err(StoreError::failed)?,
-                paused: row.paused_at.is_some(),
-            })
-        })
+        let row: Option<Row> = addresses::table
+            .filter(addresses::email_address.eq(email_address))
+            .filter(may_use(Caller::session(account), Access::Send))
+            .select((
+                addresses::id,
+                addresses::account_id,
+                owner_plan,
+                addresses::email_address,
+                addresses::public_key,
+                addresses::key_epoch,
+                addresses::paused_at,
+            ))
+            .first(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        row.map(
+            |(id, owner, plan, email_address, public_key, key_epoch, paused_at)| {
+                let plan =
+                    plan.ok_or_else(|| StoreError::Failed("address without an owner".into()))?;
+                Ok(SenderRecord {
+                    address: AddressId::from_trusted(id),
+                    account: AccountId::from_trusted(owner),
+                    plan: plan.parse::<PlanId>().map_err(StoreError::failed)?,
+                    email_address,
+                    public_key: public_key.map(bytes32).transpose()?,
+                    key_epoch: u32::try_from(key_epoch).map_err(StoreError::failed)?,
+                    paused: paused_at.is_some(),
+                })
+            },
+        )
         .transpose()
     }
 
@@ -196,23 +202,8 @@ impl SendRepository for PgStore {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
             if let Some(message) = &sent.message {
-                diesel::insert_into(messages::table)
-                    .values((
-                        messages::id.eq(message.id.as_str()),
-                        messages::account_id.eq(message.account.as_str()),
-                        messages::address_id.eq(message.address.as_str()),
-                        messages::received_at.eq(message.received_at.as_datetime()),
-                        messages::size_bytes.eq(signed(message.size_bytes)),
-                        messages::key_epoch
-                            .eq(i32::try_from(message.key_epoch).unwrap_or(i32::MAX)),
-                        messages::content.eq(box_to_json(&message.content)),
-                        messages::read.eq(message.read),
-                        messages::folder.eq(message.folder.as_str()),
-                        messages::starred.eq(message.starred),
-                        messages::outgoing.eq(message.outgoing),
-                    ))
-                    .execute(conn)
-                    .await?;
+                // A batch of one, outside the commit order.
+                insert_messages(conn, &[(message, false)], CommitNumber::None).await?;
             }
             write_records(conn, &sent.records).await
         })

@@ -15,7 +15,7 @@ use sealpost_subscriptions::{
     SubscriptionRepository, UsageCounts, UsageWindows,
 };
 
-use crate::messages::RETAINED;
+use crate::messages::retained_sql;
 use crate::records::write_records;
 use crate::schema::{accounts, addresses, devices};
 use crate::{PgStore, db_error};
@@ -124,7 +124,8 @@ struct PausedRow {
 fn stored_messages(columns: &str) -> String {
     format!(
         "SELECT {columns} FROM addresses a JOIN messages m ON m.inbox_id = a.id \
-         WHERE a.account_id = $1 AND {RETAINED}"
+         WHERE a.account_id = $1 AND {}",
+        retained_sql("m", "a", "$2")
     )
 }
 

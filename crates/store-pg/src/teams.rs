@@ -1,5 +1,5 @@
-//! `TeamRepository` over PostgreSQL, and the one SQL test of a member's
-//! access to an owner's address that every message query uses.
+//! `TeamRepository` over PostgreSQL. What a grant lets a member do is
+//! decided by the store's one access rule (`access.rs`).
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -9,43 +9,12 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_kernel::{AccountId, AddressId, PlanId, StoreError, Timestamp};
 use sealpost_teams::{
     Access, AddOutcome, Grant, Member, MemberGrant, Membership, NewMember, OwnedAddress,
-    SharedAddress, SharedKey, TeamRepository, plans_with_teams,
+    SharedAddress, SharedKey, TeamRepository,
 };
 
 use crate::records::{box_from_json, box_to_json, lock_account_plan};
 use crate::schema::{accounts, addresses, team_grants, team_members};
 use crate::{PgStore, bytes32, db_error};
-
-/// SQL that is true when the account bound at `account` (a placeholder such
-/// as `$1`) holds a grant for the address `a` from its owner, the owner's
-/// plan has teams (the membership is active), and, with `send`, the access
-/// is `send`. The plans come from the one plan table.
-pub(crate) fn member_grant(account: &str, send: bool) -> String {
-    let plans: Vec<String> = plans_with_teams()
-        .into_iter()
-        .map(|plan| format!("'{}'", plan.as_str()))
-        .collect();
-    let plans = plans.join(", ");
-    let access = if send { " AND g.access = 'send'" } else { "" };
-    format!(
-        "EXISTS (SELECT 1 FROM team_grants g JOIN accounts o ON o.id = g.owner_id \
-         WHERE g.member_id = {account} AND g.inbox_id = a.id AND g.owner_id = a.account_id{access} \
-         AND o.plan_id IN ({plans}))"
-    )
-}
-
-/// SQL over an address `a` (its owner column `owner`, e.g. `m.account_id`
-/// or `a.account_id`): the caller bound at `account` may use it, either as
-/// its owner (a device credential bound at `worker`: only the device's own
-/// addresses) or, for a session, as an active member holding a grant
-/// (`send` access for changes).
-pub(crate) fn usable_by(owner: &str, account: &str, device: &str, send: bool) -> String {
-    format!(
-        "(({owner} = {account} AND ({device}::text IS NULL OR a.worker_id = {device})) \
-         OR ({device}::text IS NULL AND {}))",
-        member_grant(account, send)
-    )
-}
 
 #[derive(QueryableByName)]
 struct Count {
@@ -389,16 +358,5 @@ impl TeamRepository for PgStore {
             });
         }
         Ok(memberships)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_member_test_names_the_plans_with_teams() {
-        let sql = super::member_grant("$1", true);
-        assert!(sql.contains("IN ('fleet', 'enterprise')"), "{sql}");
-        assert!(sql.contains("g.access = 'send'"));
-        assert!(!super::member_grant("$1", false).contains("g.access"));
     }
 }

@@ -12,6 +12,7 @@ use sealpost_webhooks::{Endpoint, FanOutRule};
 
 use super::deliveries::insert_delivery_rows;
 use super::load_endpoints;
+use crate::outbox::{OutboxConsumer, claim_outbox};
 use crate::schema::{accounts, events};
 use crate::{PgStore, db_error};
 
@@ -22,21 +23,7 @@ pub(super) async fn fan_out(
 ) -> Result<usize, StoreError> {
     let mut conn = store.conn().await?;
     conn.transaction(async |conn| {
-        let rows: Vec<(String, String, String, serde_json::Value, DateTime<Utc>)> = events::table
-            .filter(events::fanned_out.eq(false))
-            .order(events::seq.asc())
-            .limit(limit)
-            .for_update()
-            .skip_locked()
-            .select((
-                events::id,
-                events::account_id,
-                events::event_type,
-                events::payload,
-                events::created_at,
-            ))
-            .load(conn)
-            .await?;
+        let rows = claim_outbox(conn, OutboxConsumer::Webhooks, limit).await?;
         if rows.is_empty() {
             return Ok(0);
         }

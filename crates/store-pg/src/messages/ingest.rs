@@ -1,0 +1,316 @@
+//! The ingest's side of the repository: what RCPT and `POST /messages`
+//! read about a recipient, the usage counters they check, the pending
+//! blobs a delivery registers and its commit (`group_commit.rs`).
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text, Timestamptz};
+use diesel_async::RunQueryDsl;
+use sealpost_kernel::{AccountId, AddressId, MessageId, PlanId, StoreError, Timestamp};
+use sealpost_messages::store::{Commit, NewMessage, RecipientRecord};
+
+use crate::schema::{account_suspensions, accounts, addresses, pending_blobs};
+use crate::{PgStore, bytes32, db_error};
+
+type RecipientColumns = (
+    String,
+    String,
+    String,
+    Option<String>,
+    DateTime<Utc>,
+    String,
+    Option<Vec<u8>>,
+    i32,
+    Option<DateTime<Utc>>,
+);
+
+/// What RCPT and `POST /messages` read about an address, in `RecipientColumns` order.
+const RECIPIENT_COLUMNS: (
+    addresses::id,
+    addresses::account_id,
+    accounts::plan_id,
+    accounts::lapsed_plan_id,
+    accounts::created_at,
+    addresses::domain,
+    addresses::public_key,
+    addresses::key_epoch,
+    addresses::paused_at,
+) = (
+    addresses::id,
+    addresses::account_id,
+    accounts::plan_id,
+    accounts::lapsed_plan_id,
+    accounts::created_at,
+    addresses::domain,
+    addresses::public_key,
+    addresses::key_epoch,
+    addresses::paused_at,
+);
+
+/// The address's account's suspension, if any, read with the recipient
+/// (`.left_join(with_suspension())`, then [`account_suspensions::account_id`]
+/// beside [`RECIPIENT_COLUMNS`]).
+fn with_suspension() -> diesel::dsl::On<
+    account_suspensions::table,
+    diesel::dsl::Eq<account_suspensions::account_id, addresses::account_id>,
+> {
+    account_suspensions::table.on(account_suspensions::account_id.eq(addresses::account_id))
+}
+
+fn into_recipient(
+    (row, suspension): (RecipientColumns, Option<String>),
+) -> Result<RecipientRecord, StoreError> {
+    let (address, account, plan, lapsed_plan, created, domain, public_key, key_epoch, paused_at) =
+        row;
+    Ok(RecipientRecord {
+        address: AddressId::from_trusted(address),
+        account: AccountId::from_trusted(account),
+        plan: lapsed_plan
+            .unwrap_or(plan)
+            .parse::<PlanId>()
+            .map_err(StoreError::failed)?,
+        account_created_at: created.into(),
+        domain,
+        public_key: public_key.map(bytes32).transpose()?,
+        key_epoch: u32::try_from(key_epoch).map_err(StoreError::failed)?,
+        paused: paused_at.is_some(),
+        suspended: suspension.is_some(),
+    })
+}
+
+/// How many rows (`shard`s) the `received` counter of one account and window
+/// is spread over. Every delivery's commit adds to one of them and holds its
+/// row lock until COMMIT; with one row, an account's commits ran one at a
+/// time. Readers sum the shards. The object-read counter stays on shard 0:
+/// its limit check must see the whole count in one row.
+const RECEIVED_SHARDS: u64 = 32;
+
+/// The `received` shard a delivery adds to, from its (random) message id.
+pub(crate) fn received_shard(id: &MessageId) -> i16 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    id.as_str().hash(&mut hasher);
+    // Below RECEIVED_SHARDS (32): always fits.
+    (hasher.finish() % RECEIVED_SHARDS) as i16
+}
+
+pub(super) async fn recipient(
+    store: &PgStore,
+    email_address: &str,
+) -> Result<Option<RecipientRecord>, StoreError> {
+    let mut conn = store.conn().await?;
+    addresses::table
+        .inner_join(accounts::table)
+        .left_join(with_suspension())
+        .filter(addresses::email_address.eq(email_address))
+        .select((
+            RECIPIENT_COLUMNS,
+            account_suspensions::account_id.nullable(),
+        ))
+        .first::<(RecipientColumns, Option<String>)>(&mut conn)
+        .await
+        .optional()
+        .map_err(db_error)?
+        .map(into_recipient)
+        .transpose()
+}
+
+pub(super) async fn recipient_by_id(
+    store: &PgStore,
+    account: &AccountId,
+    address: &AddressId,
+) -> Result<Option<RecipientRecord>, StoreError> {
+    let mut conn = store.conn().await?;
+    addresses::table
+        .inner_join(accounts::table)
+        .left_join(with_suspension())
+        .filter(addresses::id.eq(address.as_str()))
+        .filter(addresses::account_id.eq(account.as_str()))
+        .select((
+            RECIPIENT_COLUMNS,
+            account_suspensions::account_id.nullable(),
+        ))
+        .first::<(RecipientColumns, Option<String>)>(&mut conn)
+        .await
+        .optional()
+        .map_err(db_error)?
+        .map(into_recipient)
+        .transpose()
+}
+
+pub(super) async fn counter(
+    store: &PgStore,
+    account: &AccountId,
+    counter: &str,
+    window_start: Timestamp,
+) -> Result<u64, StoreError> {
+    #[derive(QueryableByName)]
+    struct Used {
+        #[diesel(sql_type = BigInt)]
+        used: i64,
+    }
+    // A counter is the sum of its shards (see `received_shard`).
+    let mut conn = store.conn().await?;
+    let Used { used } = diesel::sql_query(
+        "SELECT COALESCE(sum(used), 0)::bigint AS used FROM usage_counters \
+         WHERE account_id = $1 AND counter = $2 AND window_start = $3",
+    )
+    .bind::<Text, _>(account.as_str())
+    .bind::<Text, _>(counter)
+    .bind::<Timestamptz, _>(window_start.as_datetime())
+    .get_result(&mut conn)
+    .await
+    .map_err(db_error)?;
+    Ok(used.max(0) as u64)
+}
+
+pub(super) async fn register_pending_blobs(
+    store: &PgStore,
+    keys: Vec<String>,
+    owner: &str,
+    at: Timestamp,
+) -> Result<(), StoreError> {
+    let mut conn = store.conn().await?;
+    let rows: Vec<_> = keys
+        .iter()
+        .map(|key| {
+            (
+                pending_blobs::blob_key.eq(key),
+                pending_blobs::written_at.eq(at.as_datetime()),
+                pending_blobs::owner.eq(Some(owner)),
+            )
+        })
+        .collect();
+    diesel::insert_into(pending_blobs::table)
+        .values(rows)
+        .execute(&mut conn)
+        .await
+        .map(|_| ())
+        .map_err(db_error)
+}
+
+pub(super) async fn commit(store: &PgStore, new: NewMessage) -> Result<Commit, StoreError> {
+    // Batched with the commits running at the same time (group_commit.rs).
+    store.group_commit(new).await
+}
+
+#[cfg(test)]
+mod tests {
+    use sealpost_subscriptions::{SubscriptionRepository, UsageWindows};
+
+    use sealpost_messages::store::MessageRepository;
+
+    use super::*;
+    use crate::schema::usage_counters;
+    use crate::test_db::{drop_database, fresh_store};
+
+    #[test]
+    fn received_shards_spread_message_ids() {
+        let shards: std::collections::BTreeSet<i16> = (0..2000)
+            .map(|_| received_shard(&MessageId::generate()))
+            .collect();
+        assert_eq!(shards.len() as u64, RECEIVED_SHARDS);
+        assert!(
+            shards
+                .iter()
+                .all(|&s| (0..RECEIVED_SHARDS as i16).contains(&s))
+        );
+        let id = MessageId::generate();
+        assert_eq!(received_shard(&id), received_shard(&id));
+    }
+
+    /// GET /usage and the RCPT allowance check read the sum of every shard
+    /// of `received`; object reads keep their atomic limit on one row.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn received_counter_sums_its_shards() {
+        const DATABASE: &str = "sealpost_store_pg_received_shards";
+        let store = fresh_store(DATABASE).await;
+        let account = AccountId::from_trusted("acct_shards01".to_owned());
+        let created =
+            Timestamp::from_datetime(DateTime::<Utc>::UNIX_EPOCH + chrono::TimeDelta::days(20_000));
+        let now = created + chrono::TimeDelta::hours(5);
+        let windows = UsageWindows::at(created, now);
+        let window = windows.received_start.as_datetime();
+        {
+            let mut conn = store.conn().await.unwrap();
+            diesel::insert_into(accounts::table)
+                .values((
+                    accounts::id.eq(account.as_str()),
+                    accounts::auth_public_key.eq(vec![0_u8; 32]),
+                    accounts::auth_verifier_hash.eq(vec![0_u8; 32]),
+                    accounts::created_at.eq(created.as_datetime()),
+                ))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            // A row from before the shards (shard 0 by default), two more
+            // shards, and another window that must not count.
+            diesel::sql_query(
+                "INSERT INTO usage_counters (account_id, counter, window_start, used) \
+                 VALUES ($1, 'received', $2, 7)",
+            )
+            .bind::<Text, _>(account.as_str())
+            .bind::<Timestamptz, _>(window)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+            for (shard, window_start, used) in [
+                (3_i16, window, 5_i64),
+                (31, window, 1),
+                (3, window - chrono::TimeDelta::days(30), 100),
+            ] {
+                diesel::insert_into(usage_counters::table)
+                    .values((
+                        usage_counters::account_id.eq(account.as_str()),
+                        usage_counters::counter.eq(sealpost_messages::store::RECEIVED_COUNTER),
+                        usage_counters::window_start.eq(window_start),
+                        usage_counters::shard.eq(shard),
+                        usage_counters::used.eq(used),
+                    ))
+                    .execute(&mut conn)
+                    .await
+                    .unwrap();
+            }
+        }
+        let received = store
+            .counter(
+                &account,
+                sealpost_messages::store::RECEIVED_COUNTER,
+                windows.received_start,
+            )
+            .await
+            .unwrap();
+        assert_eq!(received, 13);
+        let usage = store.usage_counts(&account, windows, now).await.unwrap();
+        assert_eq!(usage.received, 13);
+        let nothing = store
+            .counter(
+                &account,
+                sealpost_messages::store::RECEIVED_COUNTER,
+                windows.received_start + chrono::TimeDelta::days(30),
+            )
+            .await
+            .unwrap();
+        assert_eq!(nothing, 0);
+
+        // Object reads: an exact limit, on shard 0.
+        for _ in 0..3 {
+            assert!(
+                store
+                    .spend_object_read(&account, windows.hour_start, 3)
+                    .await
+                    .unwrap()
+            );
+        }
+        assert!(
+            !store
+                .spend_object_read(&account, windows.hour_start, 3)
+                .await
+                .unwrap()
+        );
+        let usage = store.usage_counts(&account, windows, now).await.unwrap();
+        assert_eq!((usage.received, usage.object_reads), (13, 3));
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+}
