@@ -61,13 +61,15 @@ export function App() {
   const lock = useCallback(async () => {
     if (mode.kind !== 'account') return;
     const { session } = mode;
-    setMode({ kind: 'welcome' });
+    // The session ends on the server first (a few seconds at most), so the
+    // welcome screen means the token is dead; keys and token are dropped either way.
     try {
-      await session.client.signOut();
+      await Promise.race([session.client.signOut(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
     } catch {
       // The token is forgotten either way.
     }
     session.keys.wipe();
+    setMode({ kind: 'welcome' });
   }, [mode]);
   const unpair = useCallback(async () => {
     if (!window.confirm('Unpair this browser? Its device credential and key are deleted from it; the account can pair it again.')) return;

@@ -180,20 +180,30 @@ export function DeviceSession({ device, onIdentified }: { device: PairedDevice; 
       (k) => live && setKey(k),
       (e: unknown) => live && setError(`The stored device key is unusable: ${describe(e)}`),
     );
-    client.heartbeat().then(
-      (d) => {
-        if (!live) return;
-        setDeviceId(d.id);
-        onIdentified(d.id);
-      },
-      (e: unknown) => {
-        if (!live) return;
-        if (e instanceof ApiError && (e.status === 401 || e.status === 403)) setRemoved(true);
-        else setError(describe(e));
-      },
-    );
+    const stop = new AbortController();
+    void (async () => {
+      while (!stop.signal.aborted) {
+        try {
+          const d = await client.heartbeat();
+          if (!live) return;
+          setDeviceId(d.id);
+          onIdentified(d.id);
+          setError('');
+          return;
+        } catch (e) {
+          if (!live) return;
+          if (e instanceof ApiError && (e.status === 401 || e.status === 403)) {
+            setRemoved(true);
+            return;
+          }
+          setError(describe(e));
+          await sleep(5_000, stop.signal);
+        }
+      }
+    })();
     return () => {
       live = false;
+      stop.abort();
     };
   }, [client]);
 

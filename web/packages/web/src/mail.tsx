@@ -34,8 +34,12 @@ export function useOpened(messages: Message[], secrets: AddressSecrets | null, f
     return out;
   }, [messages, secrets]);
   useLayoutEffect(() => {
-    if (fetchedMark === null || messages.length === 0) return;
-    if (performance.getEntriesByName(fetchedMark, 'mark').length === 0) return;
+    if (fetchedMark === null || performance.getEntriesByName(fetchedMark, 'mark').length === 0) return;
+    if (messages.length === 0) {
+      // An empty page: nothing to time, and no stale mark for a later list.
+      performance.clearMarks(fetchedMark);
+      return;
+    }
     const detail = { messages: messages.length, decryptMs: decryptMs.current };
     performance.measure('sealpost:list', { start: fetchedMark, end: performance.now(), detail });
     performance.clearMarks(fetchedMark);
