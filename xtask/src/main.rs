@@ -72,7 +72,8 @@ enum Task {
     },
     /// `cargo fmt --check`, `cargo clippy -D warnings`, then the tests; stops at the first failure.
     Ci,
-    /// Write the API's OpenAPI document to docs/openapi.json (a test keeps the two equal).
+    /// Write the API's OpenAPI document to docs/openapi.json (a test keeps the
+    /// two equal), then regenerate the SDK's TypeScript types from it (`npm run gen` in web/).
     Openapi,
     /// Schemathesis (pinned, in target/api-check/venv) against a fresh stack's
     /// /openapi.json with a seeded account: fails on any failure or 5xx (docs/api.md).
@@ -144,7 +145,14 @@ fn run(task: Task) -> Result<ExitCode> {
         }
         Task::Stack => stack(&runtime),
         Task::Seed { api_url } => devtools(&runtime, &["seed", "--api-url", &api_url]),
-        Task::Openapi => devtools(&runtime, &["openapi"]),
+        Task::Openapi => {
+            // One command updates the document and the SDK's types generated from it.
+            let status = run_child(&runtime, &mut devtools_command(&["openapi"]))?;
+            if status.success() && web::ready(&root)? {
+                web::generate_types(&root)?;
+            }
+            Ok(exit_code(status))
+        }
         Task::ApiCheck => devtools(&runtime, &["api-check"]),
         Task::Fuzz { target, seconds } => fuzz::run(&target, seconds),
         Task::Test { args } => test(&runtime, &args),
@@ -255,7 +263,8 @@ fn run_tests(runtime: &Runtime, extra: &[String]) -> Result<ExitStatus> {
     web::test(&root, &stack)
 }
 
-/// Builds what `sealpost-stack` starts, and the launcher itself.
+/// Builds what `sealpost-stack` starts, the launcher itself, and the CLI
+/// (the browser tests approve a pairing with it).
 fn build_stack(root: &Path) -> Result<ExitStatus> {
     eprintln!("xtask: building the stack's processes");
     cargo(root)
@@ -269,6 +278,8 @@ fn build_stack(root: &Path) -> Result<ExitStatus> {
             "sealpost-dns",
             "-p",
             "sealpost-testkit",
+            "-p",
+            "sealpost-cli",
             "--bins",
         ])
         .status()

@@ -68,6 +68,19 @@ fn npm_ok(root: &Path, args: &[&str]) -> Result<()> {
 /// Installs the locked dependencies when `node_modules` is missing or older
 /// than the lock file, then builds the SDK and the web client.
 pub fn install_and_build(root: &Path) -> Result<()> {
+    install(root)?;
+    npm_ok(root, &["run", "build"])
+}
+
+/// Regenerates the SDK's TypeScript types from docs/openapi.json
+/// (`npm run gen`), installing the locked dependencies first if needed.
+pub fn generate_types(root: &Path) -> Result<()> {
+    install(root)?;
+    npm_ok(root, &["run", "gen"])
+}
+
+/// `npm ci` when `node_modules` is missing or older than the lock file.
+fn install(root: &Path) -> Result<()> {
     let web = web_dir(root);
     let modified = |path: PathBuf| {
         std::fs::metadata(path)
@@ -79,7 +92,7 @@ pub fn install_and_build(root: &Path) -> Result<()> {
     if installed.is_none() || installed < locked {
         npm_ok(root, &["ci", "--no-audit", "--no-fund"])?;
     }
-    npm_ok(root, &["run", "build"])
+    Ok(())
 }
 
 /// A running `sealpost-stack`, stopped (standard input closed) when dropped.
@@ -116,11 +129,16 @@ impl Stack {
         let text = std::fs::read_to_string(&env_file)
             .with_context(|| format!("reading {}", env_file.display()))?;
         let _ = std::fs::remove_file(&env_file);
-        let env = text
+        let mut env: Vec<(String, String)> = text
             .lines()
             .filter_map(|line| line.split_once('='))
             .map(|(name, value)| (name.to_owned(), value.to_owned()))
             .collect();
+        // The browser tests approve the browser's pairing with the CLI.
+        env.push((
+            "SEALPOST_CLI".to_owned(),
+            target.join("debug").join("sealpost").display().to_string(),
+        ));
         Ok(Stack { child, env })
     }
 }

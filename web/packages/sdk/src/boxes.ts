@@ -83,20 +83,30 @@ function sealBytes(
   return { v: 2, epk, n: nonce, c: sealed.slice(0, cut), t: sealed.slice(cut) };
 }
 
-function openBytes(box: BoxBytes, recipientSecret: Uint8Array, context: string): Uint8Array {
-  const epk = fixed(box.epk, EPK_LEN, 'epk');
-  const nonce = fixed(box.n, NONCE_LEN, 'n');
-  const tag = fixed(box.t, TAG_LEN, 't');
+function checkFields(box: BoxBytes): void {
+  fixed(box.epk, EPK_LEN, 'epk');
+  fixed(box.n, NONCE_LEN, 'n');
+  fixed(box.t, TAG_LEN, 't');
   if (box.v !== 1 && box.v !== 2) throw new SealError(`unsupported box version ${box.v}`);
-  const recipientPublic = publicKeyOf(recipientSecret);
+}
+
+function openBytes(box: BoxBytes, recipientSecret: Uint8Array, context: string): Uint8Array {
+  checkFields(box);
   let shared: Uint8Array;
   try {
-    shared = x25519.getSharedSecret(recipientSecret, epk);
+    shared = x25519.getSharedSecret(recipientSecret, box.epk);
   } catch {
     // A low-order ephemeral key: nothing sealed by anyone opens with it.
     throw new OpenFailed();
   }
+  return openShared(box, shared, publicKeyOf(recipientSecret), context);
+}
+
+/** The AEAD step, once the X25519 shared secret is known. */
+function openShared(box: BoxBytes, shared: Uint8Array, recipientPublic: Uint8Array, context: string): Uint8Array {
+  const { epk, n: nonce, t: tag } = box;
   const key = boxKey(box.v, shared, epk, recipientPublic);
+  shared.fill(0);
   const aad = utf8(context);
   const cipher = box.v === 2 ? chacha20poly1305(key, nonce, aad) : gcm(key, nonce, aad);
   try {
@@ -220,4 +230,29 @@ export function openBinary(bytes: Uint8Array, recipientSecret: Uint8Array, conte
   const t = bytes.subarray(45, 61);
   const c = bytes.subarray(61);
   return openBytes({ v: 2, epk, n, t, c }, recipientSecret, context);
+}
+
+/**
+ * A recipient whose X25519 secret is held elsewhere, for example a
+ * non-extractable WebCrypto key: it computes `X25519(secret, epk)` and
+ * never hands the secret out. `DeviceKey` is one.
+ */
+export interface BoxRecipient {
+  /** The recipient's X25519 public key (part of the version 2 key derivation). */
+  readonly publicKey: Uint8Array;
+  /** `X25519(secret, epk)`; rejects (or throws `OpenFailed`) for a low-order `epk`. */
+  sharedSecret(epk: Uint8Array): Promise<Uint8Array>;
+}
+
+/** `openBox` for a recipient whose secret is not at hand (see `BoxRecipient`). */
+export async function openBoxWith(box: SealedBox | unknown, recipient: BoxRecipient, context: string): Promise<Uint8Array> {
+  const bytes = fromJson(box);
+  checkFields(bytes);
+  let shared: Uint8Array;
+  try {
+    shared = await recipient.sharedSecret(bytes.epk);
+  } catch {
+    throw new OpenFailed();
+  }
+  return openShared(bytes, shared, fixed(recipient.publicKey, 32, 'recipient public key'), context);
 }

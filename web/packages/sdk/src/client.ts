@@ -7,6 +7,7 @@
  * `Authorization` header, never in a URL.
  */
 import { b64decodeN, b64encode } from './bytes.js';
+import type { SealedBox } from './boxes.js';
 import { AddressKey, openMessage, type AddressSecrets, type OpenedMessage } from './content.js';
 import { newAddressId } from './ids.js';
 import { AccountKeys } from './keys.js';
@@ -16,9 +17,11 @@ import {
   routes,
   toAddress,
   toAddressList,
+  toDevice,
   toDeviceList,
   toMessage,
   toMessagePage,
+  toPairingPoll,
   toSession,
   toWaitResult,
   type Address,
@@ -31,7 +34,9 @@ import {
   type Message,
   type MessagePage,
   type NewAddress,
+  type OpenedPairing,
   type Overview,
+  type PairingPoll,
   type Session,
   type Usage,
   type WaitResult,
@@ -232,6 +237,59 @@ export class SealpostClient {
 
   async listDevices(page: { limit?: number } = {}): Promise<Device[]> {
     return toDeviceList(await this.#json<Wire['DevicePage']>('GET', routes.devices(page.limit)));
+  }
+
+  /** `GET /workers/:id`. */
+  async getDevice(id: string): Promise<Device> {
+    return toDevice((await this.#json<Wire['DeviceReply']>('GET', routes.device(id))).worker);
+  }
+
+  // ---- This client as a device ---------------------------------------------------------
+
+  /**
+   * `POST /workers/pairing-session` (no credential): opens a pairing
+   * session for a device whose X25519 public key is `publicKey`. Show the
+   * `code` (and the key's fingerprint); keep the `token` to poll with.
+   */
+  async openPairing(fields: { platform: Wire['Platform']; deviceName: string; publicKey: Uint8Array }): Promise<OpenedPairing> {
+    const body: Wire['OpenPairingRequest'] = {
+      platform: fields.platform,
+      deviceName: fields.deviceName,
+      publicKey: b64encode(fields.publicKey),
+    };
+    const opened = await this.#json<Wire['OpenedPairing']>('POST', routes.pairingSession, { body, auth: false });
+    return { code: opened.code, token: opened.token, state: opened.state };
+  }
+
+  /** `GET /workers/pairing-session/:token`: the first poll after the claim carries the device id and credential. */
+  async pollPairing(token: string, signal?: AbortSignal): Promise<PairingPoll> {
+    return toPairingPoll(await this.#json<Wire['PairingPoll']>('GET', routes.pairingPoll(token), { auth: false, signal }));
+  }
+
+  /** `DELETE /workers/pairing-session/:token`: cancels an unclaimed session (409 `already_used` once claimed). */
+  async cancelPairing(token: string): Promise<void> {
+    await this.#send('DELETE', routes.pairingPoll(token), { auth: false });
+  }
+
+  /** `GET /workers/:id/keys` (the device's credential): its sealed key bundle, or null while none was sent. */
+  async deviceKeys(deviceId: string): Promise<{ keys: SealedBox; updatedAt: string } | null> {
+    try {
+      const reply = await this.#json<Wire['DeviceKeys']>('GET', routes.deviceKeys(deviceId));
+      return { keys: reply.keys as unknown as SealedBox, updatedAt: reply.updatedAt };
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) return null;
+      throw e;
+    }
+  }
+
+  /** `GET /workers/messages` (the device's credential): the 200 newest messages across its addresses. */
+  async deviceMessages(): Promise<Message[]> {
+    return (await this.#json<Wire['MessageList']>('GET', routes.deviceMessages)).messages.map(toMessage);
+  }
+
+  /** `POST /workers/heartbeat` (the device's credential): reports it active; answers the device. */
+  async heartbeat(): Promise<Device> {
+    return toDevice((await this.#json<Wire['DeviceReply']>('POST', routes.heartbeat)).worker);
   }
 
   // ---- Messages ----------------------------------------------------------------------

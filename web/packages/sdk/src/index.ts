@@ -15,6 +15,7 @@ export * from './keys.js';
 export * from './boxes.js';
 export * from './content.js';
 export * from './labels.js';
+export * from './device.js';
 export * from './ids.js';
 export * from './mailtext.js';
 export * from './webhook.js';
@@ -32,6 +33,8 @@ export type {
   Message,
   MessagePage,
   NewAddress,
+  OpenedPairing,
+  PairingPoll,
   Overview,
   PlanId,
   Session,

@@ -88,6 +88,23 @@ export interface MessagePage {
   nextCursor: string | null;
 }
 
+/** A pairing session just opened by a device: show `code`, keep `token` secret. */
+export interface OpenedPairing {
+  /** 8 digits for a person to type on the account's side. */
+  code: string;
+  /** The device's secret for polling and cancelling: never show or store it. */
+  token: string;
+  state: Wire['PairingState'];
+}
+
+/** One poll of a pairing session; `deviceId` and `credential` only on the first poll after the claim. */
+export interface PairingPoll {
+  state: Wire['PairingState'];
+  code: string;
+  deviceId: string | null;
+  credential: string | null;
+}
+
 /** A session: the bearer token (keep it in memory) and its account. */
 export interface Session {
   account: Account;
@@ -173,6 +190,13 @@ export const toMessagePage = (w: Wire['MessagePage']): MessagePage => ({
   nextCursor: w.nextCursor ?? null,
 });
 
+export const toPairingPoll = (w: Wire['PairingPoll']): PairingPoll => ({
+  state: w.state,
+  code: w.code,
+  deviceId: w.workerId ?? null,
+  credential: w.credential ?? null,
+});
+
 export const toSession = (w: Wire['SignedIn']): Session => ({ account: w.account, token: w.token, expiresAt: w.expiresAt });
 
 export function createAddressBody(id: string, publicKey: Uint8Array, fields: NewAddress): Wire['CreateAddressRequest'] {
@@ -235,4 +259,9 @@ export const routes = {
   messageAttachment: (id: string, index: number) => `/messages/${seg(id)}/attachments/${index}`,
   devices: (limit?: number) => `/workers${query({ limit })}`,
   device: (id: string) => `/workers/${seg(id)}`,
+  deviceKeys: (id: string) => `/workers/${seg(id)}/keys`,
+  deviceMessages: '/workers/messages',
+  heartbeat: '/workers/heartbeat',
+  pairingSession: '/workers/pairing-session',
+  pairingPoll: (token: string) => `/workers/pairing-session/${seg(token)}`,
 } as const;

@@ -25,3 +25,14 @@ for (const path of files.sort()) {
   console.log(`${path.slice(dist.length).padEnd(40)} ${String(bytes.length).padStart(8)} B  gzip ${String(gz).padStart(7)} B`);
 }
 console.log(`JavaScript total: ${(js / 1024).toFixed(1)} KiB, gzipped ${(jsGzip / 1024).toFixed(1)} KiB`);
+
+// The first screen loads what index.html names (its module script and preloads), not the worker.
+const html = readFileSync(join(dist, 'index.html'), 'utf8');
+const first = [...html.matchAll(/(?:src|href)="\/app\/([^"]+\.js)"/g)].map((m) => m[1]);
+const firstGzip = first.reduce((sum, name) => sum + gzipSync(readFileSync(join(dist, name)), { level: 9 }).length, 0);
+const BUDGET = 150 * 1024;
+console.log(`First screen JavaScript (${first.join(', ')}): gzipped ${(firstGzip / 1024).toFixed(1)} KiB of a ${BUDGET / 1024} KiB budget`);
+if (first.length === 0 || firstGzip > BUDGET) {
+  console.error(first.length === 0 ? 'no script found in index.html' : 'over the first-screen budget');
+  process.exit(1);
+}

@@ -1,4 +1,5 @@
 import {
+  accountSecrets,
   AccountKeys,
   ApiError,
   generatePhrase,
@@ -8,14 +9,17 @@ import {
   type Address,
   type Domain,
   type Message,
-  type OpenedMessage,
   type Usage,
 } from '@sealpost/sdk';
 import { Fragment } from 'preact';
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 
-import { confirmationMatches, confirmPositions, formatBytes, formatWhen, mergeMessages } from './logic';
-import { safeMailDocument } from './sanitize';
+import { saveAttachment } from './attachments';
+import { BASE_URL, describe } from './util';
+import { DeviceSession, PairDevice, type PairedDevice } from './Device';
+import { forgetDevice, loadDevice } from './deviceStore';
+import { confirmationMatches, confirmPositions, mergeMessages } from './logic';
+import { LIST_FETCHED, MessageList, Reader, useOpened } from './mail';
 
 /**
  * The signed-in state. Kept in memory only: nothing here (or anything
@@ -24,13 +28,6 @@ import { safeMailDocument } from './sanitize';
 interface Unlocked {
   client: SealpostClient;
   keys: AccountKeys;
-}
-
-const BASE_URL = window.location.origin;
-
-function describe(e: unknown): string {
-  if (e instanceof ApiError) return `${e.message}${e.retryAfter !== undefined ? ` — retry in ${e.retryAfter} s` : ''}`;
-  return e instanceof Error ? e.message : String(e);
 }
 
 /** The build the server embeds (`webBuild` of `GET /`): the same id the API reports. */
@@ -49,33 +46,75 @@ function useBuildId(): string | null {
   return id;
 }
 
+type Mode = { kind: 'loading' } | { kind: 'welcome' } | { kind: 'account'; session: Unlocked } | { kind: 'pairing' } | { kind: 'device'; device: PairedDevice };
+
 export function App() {
-  const [session, setSession] = useState<Unlocked | null>(null);
+  const [mode, setMode] = useState<Mode>({ kind: 'loading' });
   const build = useBuildId();
+  // A browser paired as a device comes back paired: its credential and key are in IndexedDB.
+  useEffect(() => {
+    loadDevice().then(
+      (stored) => setMode(stored !== null ? { kind: 'device', device: { stored } } : { kind: 'welcome' }),
+      () => setMode({ kind: 'welcome' }),
+    );
+  }, []);
   const lock = useCallback(async () => {
-    if (session === null) return;
-    setSession(null);
+    if (mode.kind !== 'account') return;
+    const { session } = mode;
+    // The session ends on the server first (a few seconds at most), so the
+    // welcome screen means the token is dead; keys and token are dropped either way.
     try {
-      await session.client.signOut();
+      await Promise.race([session.client.signOut(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
     } catch {
       // The token is forgotten either way.
     }
     session.keys.wipe();
-  }, [session]);
+    setMode({ kind: 'welcome' });
+  }, [mode]);
+  const unpair = useCallback(async () => {
+    if (!window.confirm('Unpair this browser? Its device credential and key are deleted from it; the account can pair it again.')) return;
+    await forgetDevice();
+    setMode({ kind: 'welcome' });
+  }, []);
   return (
     <div class="app">
       <header class="top">
         <strong>Sealpost</strong>
-        {session !== null && (
+        {mode.kind === 'account' && (
           <span class="who">
-            <code>{session.keys.accountId}</code>
+            <code>{mode.session.keys.accountId}</code>
             <button type="button" onClick={() => void lock()} title="Forget the keys and the session">
               Lock
             </button>
           </span>
         )}
+        {mode.kind === 'device' && (
+          <span class="who">
+            <span>This browser is a device</span>
+            {mode.device.id !== undefined && <code data-testid="device-id">{mode.device.id}</code>}
+            <button type="button" onClick={() => void unpair()} title="Delete this browser's device credential and key">
+              Unpair
+            </button>
+          </span>
+        )}
       </header>
-      {session === null ? <Welcome onReady={setSession} /> : <Mailbox session={session} />}
+      {mode.kind === 'loading' ? (
+        <main class="card" aria-busy="true">
+          <p class="muted">Loading…</p>
+        </main>
+      ) : mode.kind === 'welcome' ? (
+        <Welcome onReady={(session) => setMode({ kind: 'account', session })} onPair={() => setMode({ kind: 'pairing' })} />
+      ) : mode.kind === 'account' ? (
+        <Mailbox session={mode.session} />
+      ) : mode.kind === 'pairing' ? (
+        <PairDevice onPaired={(device) => setMode({ kind: 'device', device })} onCancel={() => setMode({ kind: 'welcome' })} />
+      ) : (
+        <DeviceSession
+          key={mode.device.stored.credential}
+          device={mode.device}
+          onIdentified={(id) => setMode((m) => (m.kind === 'device' && m.device.id !== id ? { kind: 'device', device: { ...m.device, id } } : m))}
+        />
+      )}
       <footer class="build">
         Sealpost web client{' '}
         {build !== null ? (
@@ -94,7 +133,7 @@ export function App() {
 
 type Step = 'choose' | 'show' | 'confirm' | 'signin';
 
-function Welcome({ onReady }: { onReady: (s: Unlocked) => void }) {
+function Welcome({ onReady, onPair }: { onReady: (s: Unlocked) => void; onPair: () => void }) {
   const [step, setStep] = useState<Step>('choose');
   const [phrase, setPhrase] = useState('');
   const [positions, setPositions] = useState<number[]>([]);
@@ -267,6 +306,16 @@ function Welcome({ onReady }: { onReady: (s: Unlocked) => void }) {
           Sign in with my phrase
         </button>
       </div>
+      <h2>Or use this browser as a device</h2>
+      <p>
+        Pair it with your account from a device that holds your phrase: this browser then reads the mail of the addresses
+        you assign to it, and never sees the phrase. It stays paired until you unpair it.
+      </p>
+      <div class="row">
+        <button type="button" onClick={onPair}>
+          Pair this browser as a device
+        </button>
+      </div>
     </main>
   );
 }
@@ -329,7 +378,10 @@ function Mailbox({ session }: { session: Unlocked }) {
     void (async () => {
       try {
         const page = await client.listMessages(selected, { limit: 50 });
-        if (!stop.signal.aborted) setMessages(page.messages);
+        if (!stop.signal.aborted) {
+          performance.mark(LIST_FETCHED);
+          setMessages(page.messages);
+        }
       } catch (e) {
         setError(describe(e));
       }
@@ -358,17 +410,8 @@ function Mailbox({ session }: { session: Unlocked }) {
     // Only the address and the client restart the wait; counts use the latest list.
   }, [client, selected]);
 
-  const opened = useMemo(() => {
-    const out = new Map<string, OpenedMessage | Error>();
-    for (const m of messages) {
-      try {
-        out.set(m.id, client.openMessage(m, keys));
-      } catch (e) {
-        out.set(m.id, e instanceof Error ? e : new Error(String(e)));
-      }
-    }
-    return out;
-  }, [messages, client, keys]);
+  const secrets = useMemo(() => accountSecrets(keys), [keys]);
+  const opened = useOpened(messages, secrets, LIST_FETCHED);
 
   const label = (a: Address): string => {
     if (a.meta === null) return '';
@@ -456,35 +499,21 @@ function Mailbox({ session }: { session: Unlocked }) {
         ) : messages.length === 0 ? (
           <p class="muted">No mail yet. New mail shows up here as it arrives.</p>
         ) : (
-          <ul class="list">
-            {messages.map((m) => {
-              const o = opened.get(m.id);
-              const ok = o !== undefined && !(o instanceof Error);
-              return (
-                <li key={m.id} class={`${m.read ? '' : 'unread'} ${m.id === openId ? 'selected' : ''}`}>
-                  <button
-                    type="button"
-                    class="link"
-                    onClick={() => {
-                      setOpenId(m.id);
-                      if (!m.read) {
-                        void act(async () => {
-                          await client.markRead(m.id, true);
-                          setMessages((prev) => prev.map((x) => (x.id === m.id ? { ...x, read: true } : x)));
-                          await refreshCounts(addresses);
-                        });
-                      }
-                    }}
-                  >
-                    <span class="from">{ok ? (o.from ?? '—') : 'Unreadable'}</span>
-                    <span class="subject">{ok ? (o.subject ?? '(no subject)') : (o?.message ?? '')}</span>
-                    <span class="when">{formatWhen(m.receivedAt)}</span>
-                    {ok && o.codes.length > 0 && <span class="badge">{o.codes[0]}</span>}
-                  </button>
-                </li>
-              );
-            })}
-          </ul>
+          <MessageList
+            messages={messages}
+            opened={opened}
+            openId={openId}
+            onOpen={(m) => {
+              setOpenId(m.id);
+              if (!m.read) {
+                void act(async () => {
+                  await client.markRead(m.id, true);
+                  setMessages((prev) => prev.map((x) => (x.id === m.id ? { ...x, read: true } : x)));
+                  await refreshCounts(addresses);
+                });
+              }
+            }}
+          />
         )}
       </section>
 
@@ -500,6 +529,7 @@ function Mailbox({ session }: { session: Unlocked }) {
                 await refreshCounts(addresses);
               })
             }
+            onSave={(a) => saveAttachment(client, secrets, current, a)}
             onDelete={() =>
               act(async () => {
                 await client.deleteMessage(current.id);
@@ -584,107 +614,3 @@ function UsagePanel({ usage }: { usage: Usage }) {
   );
 }
 
-function Copy({ text }: { text: string }) {
-  const [done, setDone] = useState(false);
-  return (
-    <button
-      type="button"
-      class="small"
-      onClick={() => {
-        void navigator.clipboard.writeText(text).then(() => {
-          setDone(true);
-          setTimeout(() => setDone(false), 1500);
-        });
-      }}
-    >
-      {done ? 'Copied' : 'Copy'}
-    </button>
-  );
-}
-
-function Reader({
-  message,
-  opened,
-  onRead,
-  onDelete,
-}: {
-  message: Message;
-  opened: OpenedMessage | Error | undefined;
-  onRead: (read: boolean) => Promise<void>;
-  onDelete: () => Promise<void>;
-}) {
-  const [view, setView] = useState<'text' | 'html'>('text');
-  useEffect(() => setView('text'), [message.id]);
-  if (opened === undefined) return null;
-  if (opened instanceof Error) return <p class="error">This message cannot be opened: {opened.message}</p>;
-  const html = opened.html !== null ? safeMailDocument(opened.html) : null;
-  return (
-    <article>
-      <h2>{opened.subject ?? '(no subject)'}</h2>
-      <dl class="headers">
-        <dt>From</dt>
-        <dd>{opened.from ?? '—'}</dd>
-        {opened.to.length > 0 && (
-          <>
-            <dt>To</dt>
-            <dd>{opened.to.join(', ')}</dd>
-          </>
-        )}
-        <dt>Received</dt>
-        <dd>{new Date(message.receivedAt).toLocaleString()}</dd>
-        <dt>Size</dt>
-        <dd>{formatBytes(message.sizeBytes)}</dd>
-      </dl>
-      {(opened.codes.length > 0 || opened.links.length > 0) && (
-        <div class="found">
-          {opened.codes.map((c) => (
-            <div class="code" key={`c${c}`}>
-              <code>{c}</code> <Copy text={c} />
-            </div>
-          ))}
-          {opened.links.map((l) => (
-            <div class="found-link" key={`l${l}`}>
-              <span class="url" title={l}>
-                {l}
-              </span>{' '}
-              <Copy text={l} />
-            </div>
-          ))}
-        </div>
-      )}
-      <div class="row">
-        <button type="button" onClick={() => void onRead(!message.read)}>
-          Mark {message.read ? 'unread' : 'read'}
-        </button>
-        <button type="button" class="danger" onClick={() => void onDelete()}>
-          {message.folder === 'trash' ? 'Delete for good' : 'Delete'}
-        </button>
-        {html !== null && (
-          <button type="button" onClick={() => setView(view === 'text' ? 'html' : 'text')}>
-            Show {view === 'text' ? 'HTML' : 'text'}
-          </button>
-        )}
-      </div>
-      {opened.attachments.length > 0 && (
-        <p class="muted">
-          Attachments:{' '}
-          {opened.attachments.map((a) => `${a.filename ?? '(no name)'} (${formatBytes(a.sizeBytes)})`).join(', ')}
-        </p>
-      )}
-      {view === 'html' && html !== null ? (
-        <>
-          {html.blocked > 0 && <p class="muted">{html.blocked} remote image(s) blocked.</p>}
-          <iframe
-            class="mail-html"
-            title="Message (HTML)"
-            sandbox="allow-popups allow-popups-to-escape-sandbox"
-            referrerpolicy="no-referrer"
-            srcDoc={html.doc}
-          />
-        </>
-      ) : (
-        <pre class="body">{opened.bodyText || '(no body)'}</pre>
-      )}
-    </article>
-  );
-}

@@ -98,3 +98,27 @@ export function mergeMessages<T extends Listed>(existing: T[], incoming: T[]): T
     a.receivedAt === b.receivedAt ? (a.id < b.id ? 1 : -1) : a.receivedAt < b.receivedAt ? 1 : -1,
   );
 }
+
+/**
+ * A file name to save an attachment under: the sender's name without
+ * directories, control characters or characters Windows refuses, never
+ * empty, hidden (leading dot) or over 200 characters; `attachment-N` when
+ * the sender gave none.
+ */
+export function safeFileName(name: string | null, index: number): string {
+  const fallback = `attachment-${index + 1}`;
+  if (name === null) return fallback;
+  const base = name.split(/[\\/]/).pop() ?? '';
+  let clean = base
+    .replace(/[\u0000-\u001f\u007f-\u009f<>:"|?*\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '_')
+    .replace(/^[\s.]+/, '')
+    .replace(/[\s.]+$/, '')
+    .trim();
+  if (/^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$/i.test(clean)) clean = `_${clean}`;
+  if (clean.length > 200) {
+    const dot = clean.lastIndexOf('.');
+    const ext = dot > 0 && clean.length - dot <= 16 ? clean.slice(dot) : '';
+    clean = clean.slice(0, 200 - ext.length) + ext;
+  }
+  return clean === '' ? fallback : clean;
+}

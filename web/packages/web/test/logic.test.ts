@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { confirmationMatches, confirmPositions, formatBytes, frameDocument, MAIL_FRAME_CSP, mergeMessages, stripRemoteCss } from '../src/logic.js';
+import { confirmationMatches, confirmPositions, formatBytes, frameDocument, MAIL_FRAME_CSP, mergeMessages, safeFileName, stripRemoteCss } from '../src/logic.js';
 
 const PHRASE = 'abandon ability able about above absent absorb abstract absurd abuse access accident';
 
@@ -42,15 +42,22 @@ test('sizes for people', () => {
   assert.equal(formatBytes(3 * 1024 * 1024), '3.0 MiB');
 });
 
-test('no secret storage in the web client source', async () => {
+test('no secret storage in the web client source, but the device record in IndexedDB', async () => {
   const { readdirSync, readFileSync } = await import('node:fs');
   const dir = new URL('../../src/', import.meta.url);
   for (const name of readdirSync(dir)) {
     const text = readFileSync(new URL(name, dir), 'utf8');
-    for (const api of ['localStorage', 'sessionStorage', 'indexedDB', 'document.cookie']) {
+    for (const api of ['localStorage', 'sessionStorage', 'document.cookie', 'caches.open']) {
       assert.ok(!text.includes(api), `${name} uses ${api}`);
     }
+    // Only the device store touches IndexedDB.
+    if (name !== 'deviceStore.ts') assert.ok(!text.includes('indexedDB'), `${name} uses indexedDB`);
   }
+  // ... and it writes one record: the credential and the key pair, nothing else.
+  const store = readFileSync(new URL('deviceStore.ts', dir), 'utf8');
+  const puts = [...store.matchAll(/\.put\(([^)]*)\)/g)].map((m) => m[1]);
+  assert.deepEqual(puts, ['{ credential: device.credential, privateKey: device.privateKey, publicKey: device.publicKey }, KEY']);
+  assert.match(store, /generateKey|DeviceKey|non-extractable/);
 });
 
 test('mail CSS keeps its styles and loses every remote reference', () => {
@@ -66,4 +73,20 @@ test('mail CSS keeps its styles and loses every remote reference', () => {
   assert.deepEqual(stripRemoteCss('background: \\75 rl(https://t.example/a.png)'), { css: '', removed: 1 });
   assert.deepEqual(stripRemoteCss('content: "\\201C"'), { css: 'content: "\\201C"', removed: 0 });
   assert.deepEqual(stripRemoteCss('content: "\\110000"'), { css: 'content: "\\110000"', removed: 0 });
+});
+
+test('attachment file names: no directories, controls or hidden names', () => {
+  assert.equal(safeFileName('report.pdf', 0), 'report.pdf');
+  assert.equal(safeFileName(null, 2), 'attachment-3');
+  assert.equal(safeFileName('../../etc/passwd', 0), 'passwd');
+  assert.equal(safeFileName('C:\\Users\\x\\evil.exe', 0), 'evil.exe');
+  assert.equal(safeFileName('.bashrc', 0), 'bashrc');
+  assert.equal(safeFileName('...', 1), 'attachment-2');
+  assert.equal(safeFileName('a\u0000b\nc.txt', 0), 'a_b_c.txt');
+  assert.equal(safeFileName('invoice\u202egpj.exe', 0), 'invoice_gpj.exe');
+  assert.equal(safeFileName('CON.txt', 0), '_CON.txt');
+  assert.equal(safeFileName('Résumé 2024.docx', 0), 'Résumé 2024.docx');
+  const long = safeFileName(`${'x'.repeat(300)}.tar.gz`, 0);
+  assert.equal(long.length, 200);
+  assert.ok(long.endsWith('.gz'));
 });
