@@ -17,7 +17,7 @@
 use std::fs;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -25,22 +25,18 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use diesel::QueryableByName;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use sealpost_seal::{RecoveryPhrase, b64};
+use sealpost_seal::b64;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::runtime::Runtime;
 
 use crate::harness::{
     SENDER, Service, Stack, command, drop_database, drop_leftover_databases, expect, free_addr,
-    leftover_of_dead_run, mebibytes, message, peak_memory, percentile, register_enterprise,
-    remove_leftover_blob_dirs, reply, wait_http, wait_smtp,
+    mebibytes, message, peak_memory, percentile, register_enterprise, remove_leftover_blob_dirs,
+    reply, wait_http, wait_smtp,
 };
 use crate::postgres;
-pub(crate) use sealpost_testkit::databases::{
-    drop_database, drop_run_leftovers as drop_leftover_databases,
-};
 
 /// One load shape from the issue: `messages` of `size` payload bytes over
 /// `sessions` parallel SMTP sessions.

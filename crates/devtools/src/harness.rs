@@ -7,22 +7,17 @@
 use std::fs;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use diesel::QueryableByName;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_seal::{RecoveryPhrase, b64};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
-use tokio::runtime::Runtime;
 
-use crate::postgres;
 pub(crate) use sealpost_testkit::databases::{
     drop_database, drop_run_leftovers as drop_leftover_databases,
 };
@@ -285,7 +280,6 @@ pub(crate) async fn reply(read: &mut BufReader<tokio::net::tcp::OwnedReadHalf>) 
 pub(crate) fn mebibytes(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 
-use chrono::Utc;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_activity::Event;
