@@ -160,7 +160,15 @@ fn serve_http(
         service_domains: service_domains(config),
         trusted_proxies: sealpost_http_api::client_ip::TrustedProxies::new(
             config.trusted_proxies.clone(),
-        ),
+        )
+        .reading(match config.forwarded_header {
+            sealpost_config::ForwardedHeader::XForwardedFor => {
+                sealpost_http_api::client_ip::ForwardedHeader::XForwardedFor
+            }
+            sealpost_config::ForwardedHeader::Forwarded => {
+                sealpost_http_api::client_ip::ForwardedHeader::Forwarded
+            }
+        }),
         health: Arc::new(PgHealth(services.store.clone())),
         limiter: limiter.clone(),
         clock: services.clock.clone(),

@@ -33,7 +33,12 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "SEALPOST_TRUSTED_PROXIES",
         default: "(none: the peer is the client)",
-        meaning: "Comma list of reverse proxies (CIDR or single addresses) whose `Forwarded` / `X-Forwarded-For` headers are believed; the right-most hop that is not one of them is the client the limits and logs use.",
+        meaning: "Comma list of reverse proxies (CIDR or single addresses) whose forwarding header (`SEALPOST_FORWARDED_HEADER`) is believed; the right-most hop that is not one of them is the client the limits and logs use.",
+    },
+    Variable {
+        name: "SEALPOST_FORWARDED_HEADER",
+        default: "x-forwarded-for",
+        meaning: "The one header the trusted proxies write the client into: `x-forwarded-for` (nginx's `$proxy_add_x_forwarded_for`, most load balancers) or `forwarded` (RFC 7239 `for=`). The other header is never read: a proxy passes it through as the client wrote it.",
     },
     Variable {
         name: "SEALPOST_TLS_CERT",
@@ -329,6 +334,8 @@ pub struct Config {
     pub webhook_ca_file: Option<PathBuf>,
     /// Proxies whose forwarding headers name the client (`SEALPOST_TRUSTED_PROXIES`).
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// The one header they write (`SEALPOST_FORWARDED_HEADER`).
+    pub forwarded_header: ForwardedHeader,
     /// The API's own TLS (`SEALPOST_TLS_CERT` and `SEALPOST_TLS_KEY`): HTTPS only when set.
     pub tls: Option<TlsFiles>,
     /// Where people reach the service (`SEALPOST_PUBLIC_URL`, default
@@ -351,6 +358,36 @@ pub struct Config {
     /// Own domains: the resolver the checks ask, the nameservers and MX
     /// host they expect, and where `sealpost-dns` listens.
     pub dns: DnsSettings,
+}
+
+/// `SEALPOST_FORWARDED_HEADER`: the header trusted proxies name the client in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForwardedHeader {
+    /// `x-forwarded-for`.
+    XForwardedFor,
+    /// `forwarded` (RFC 7239).
+    Forwarded,
+}
+
+impl ForwardedHeader {
+    fn read(text: &str) -> Result<Self, ConfigError> {
+        match text.to_ascii_lowercase().as_str() {
+            "x-forwarded-for" => Ok(Self::XForwardedFor),
+            "forwarded" => Ok(Self::Forwarded),
+            _ => Err(ConfigError::Invalid {
+                name: "SEALPOST_FORWARDED_HEADER",
+                reason: "expected x-forwarded-for or forwarded".into(),
+            }),
+        }
+    }
+}
+
+/// The default a variable's [`VARIABLES`] entry gives, written only there.
+fn default_of(name: &str) -> &'static str {
+    VARIABLES
+        .iter()
+        .find(|variable| variable.name == name)
+        .map_or("", |variable| variable.default)
 }
 
 /// `SEALPOST_DNS_RESOLVER`, `SEALPOST_DNS_NAMESERVERS`, `SEALPOST_MX_HOST`, `SEALPOST_DNS_ADDR`.
@@ -671,6 +708,9 @@ impl Config {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let forwarded_header = ForwardedHeader::read(
+            get("SEALPOST_FORWARDED_HEADER").unwrap_or(default_of("SEALPOST_FORWARDED_HEADER")),
+        )?;
         let server_keys = get("SEALPOST_SERVER_KEY")
             .map(|current| {
                 let old: Vec<&str> = get("SEALPOST_SERVER_KEYS_OLD")
@@ -702,6 +742,7 @@ impl Config {
         Ok(Self {
             server_keys,
             trusted_proxies,
+            forwarded_header,
             tls,
             public_url: get("SEALPOST_PUBLIC_URL")
                 .map(|url| url.trim_end_matches('/').to_owned())
@@ -970,6 +1011,24 @@ mod tests {
                 .trusted_proxies
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn one_forwarding_header_is_named() {
+        let header = |text: &str| {
+            Config::from_vars(&vars(&[("SEALPOST_FORWARDED_HEADER", text)]))
+                .map(|config| config.forwarded_header)
+        };
+        assert_eq!(
+            Config::from_vars(&HashMap::new()).unwrap().forwarded_header,
+            ForwardedHeader::XForwardedFor
+        );
+        assert_eq!(header("Forwarded"), Ok(ForwardedHeader::Forwarded));
+        assert_eq!(
+            header("x-forwarded-for"),
+            Ok(ForwardedHeader::XForwardedFor)
+        );
+        assert!(header("both").is_err());
     }
 
     #[test]
