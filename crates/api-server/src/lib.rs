@@ -12,6 +12,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use sealpost_config::Config;
 use sealpost_http_api::rate_limit::EdgeLimiter;
+use sealpost_http_api::routes::health::{CachedHealth, READINESS_CACHE};
 use sealpost_http_api::{AppState, HealthProbe};
 use sealpost_jobs::{Jobs, SWEEP_EVERY};
 use sealpost_kernel::{Clock, StoreError};
@@ -169,7 +170,10 @@ fn serve_http(
                 sealpost_http_api::client_ip::ForwardedHeader::Forwarded
             }
         }),
-        health: Arc::new(PgHealth(services.store.clone())),
+        health: Arc::new(CachedHealth::new(
+            Arc::new(PgHealth(services.store.clone())),
+            READINESS_CACHE,
+        )),
         limiter: limiter.clone(),
         clock: services.clock.clone(),
         support_key: config.support_key.clone(),
