@@ -12,6 +12,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use sealpost_config::Config;
 use sealpost_http_api::rate_limit::EdgeLimiter;
+use sealpost_http_api::routes::health::{CachedHealth, READINESS_CACHE};
 use sealpost_http_api::{AppState, HealthProbe};
 use sealpost_jobs::{Jobs, SWEEP_EVERY};
 use sealpost_kernel::{Clock, StoreError};
@@ -160,8 +161,19 @@ fn serve_http(
         service_domains: service_domains(config),
         trusted_proxies: sealpost_http_api::client_ip::TrustedProxies::new(
             config.trusted_proxies.clone(),
-        ),
-        health: Arc::new(PgHealth(services.store.clone())),
+        )
+        .reading(match config.forwarded_header {
+            sealpost_config::ForwardedHeader::XForwardedFor => {
+                sealpost_http_api::client_ip::ForwardedHeader::XForwardedFor
+            }
+            sealpost_config::ForwardedHeader::Forwarded => {
+                sealpost_http_api::client_ip::ForwardedHeader::Forwarded
+            }
+        }),
+        health: Arc::new(CachedHealth::new(
+            Arc::new(PgHealth(services.store.clone())),
+            READINESS_CACHE,
+        )),
         limiter: limiter.clone(),
         clock: services.clock.clone(),
         support_key: config.support_key.clone(),

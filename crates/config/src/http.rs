@@ -14,7 +14,13 @@ pub(crate) const HTTP_ADDR: Variable = Variable {
 pub(crate) const TRUSTED_PROXIES: Variable = Variable {
     name: "SEALPOST_TRUSTED_PROXIES",
     default: "(none: the peer is the client)",
-    meaning: "Comma list of reverse proxies (CIDR or single addresses) whose `Forwarded` / `X-Forwarded-For` headers are believed; the right-most hop that is not one of them is the client the limits and logs use.",
+    meaning: "Comma list of reverse proxies (CIDR or single addresses) whose forwarding header (`SEALPOST_FORWARDED_HEADER`) is believed; the right-most hop that is not one of them is the client the limits and logs use.",
+};
+
+pub(crate) const FORWARDED_HEADER: Variable = Variable {
+    name: "SEALPOST_FORWARDED_HEADER",
+    default: "x-forwarded-for",
+    meaning: "The one header the trusted proxies write the client into: `x-forwarded-for` (nginx's `$proxy_add_x_forwarded_for`, most load balancers) or `forwarded` (RFC 7239 `for=`). The other header is never read: a proxy passes it through as the client wrote it.",
 };
 
 pub(crate) const TLS_CERT: Variable = Variable {
@@ -64,9 +70,32 @@ impl TlsFiles {
     }
 }
 
+/// `SEALPOST_FORWARDED_HEADER`: the header trusted proxies name the client in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForwardedHeader {
+    /// `x-forwarded-for`.
+    XForwardedFor,
+    /// `forwarded` (RFC 7239).
+    Forwarded,
+}
+
+impl ForwardedHeader {
+    fn read(text: &str) -> Result<Self, ConfigError> {
+        match text.to_ascii_lowercase().as_str() {
+            "x-forwarded-for" => Ok(Self::XForwardedFor),
+            "forwarded" => Ok(Self::Forwarded),
+            _ => Err(ConfigError::Invalid {
+                name: FORWARDED_HEADER.name,
+                reason: "expected x-forwarded-for or forwarded".into(),
+            }),
+        }
+    }
+}
+
 pub(crate) struct Http {
     pub(crate) http_addr: String,
     pub(crate) trusted_proxies: Vec<ipnet::IpNet>,
+    pub(crate) forwarded_header: ForwardedHeader,
     pub(crate) tls: Option<TlsFiles>,
     pub(crate) public_url: String,
     pub(crate) edge_rate_per_minute: u32,
@@ -95,6 +124,7 @@ pub(crate) fn read(vars: Vars<'_>) -> Result<Http, ConfigError> {
                 })
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let forwarded_header = ForwardedHeader::read(vars.text(&FORWARDED_HEADER))?;
     let tls = TlsFiles::read(vars, &TLS_CERT, &TLS_KEY)?;
     // The default names the listening address in its place.
     let public_url = match vars.get(&PUBLIC_URL) {
@@ -106,6 +136,7 @@ pub(crate) fn read(vars: Vars<'_>) -> Result<Http, ConfigError> {
     Ok(Http {
         http_addr,
         trusted_proxies,
+        forwarded_header,
         tls,
         public_url,
         edge_rate_per_minute,
@@ -138,6 +169,25 @@ mod tests {
                 .trusted_proxies
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn one_forwarding_header_is_named() {
+        use crate::ForwardedHeader;
+        let header = |text: &str| {
+            Config::from_vars(&vars(&[("SEALPOST_FORWARDED_HEADER", text)]))
+                .map(|config| config.forwarded_header)
+        };
+        assert_eq!(
+            Config::from_vars(&HashMap::new()).unwrap().forwarded_header,
+            ForwardedHeader::XForwardedFor
+        );
+        assert_eq!(header("Forwarded"), Ok(ForwardedHeader::Forwarded));
+        assert_eq!(
+            header("x-forwarded-for"),
+            Ok(ForwardedHeader::XForwardedFor)
+        );
+        assert!(header("both").is_err());
     }
 
     #[test]

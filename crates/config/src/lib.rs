@@ -25,7 +25,7 @@ mod webhooks;
 
 pub use billing::{BtcpayKeys, StripeKeys};
 pub use domains::DnsSettings;
-pub use http::TlsFiles;
+pub use http::{ForwardedHeader, TlsFiles};
 #[cfg(feature = "logging")]
 pub use logging::init_tracing;
 pub use outbound::RelayUrl;
@@ -80,6 +80,8 @@ pub struct Config {
     pub webhook_ca_file: Option<PathBuf>,
     /// Proxies whose forwarding headers name the client (`SEALPOST_TRUSTED_PROXIES`).
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// The one header they write (`SEALPOST_FORWARDED_HEADER`).
+    pub forwarded_header: ForwardedHeader,
     /// The API's own TLS (`SEALPOST_TLS_CERT` and `SEALPOST_TLS_KEY`): HTTPS only when set.
     pub tls: Option<TlsFiles>,
     /// Where people reach the service (`SEALPOST_PUBLIC_URL`, default
@@ -143,6 +145,7 @@ impl Config {
         let http::Http {
             http_addr,
             trusted_proxies,
+            forwarded_header,
             tls,
             public_url,
             edge_rate_per_minute,
@@ -212,6 +215,7 @@ impl Config {
             webhook_resolve,
             webhook_ca_file,
             trusted_proxies,
+            forwarded_header,
             tls,
             public_url,
             billing_disabled,

@@ -33,6 +33,7 @@ pub const VARIABLES: &[Variable] = &[
     storage::DATABASE_URL,
     http::HTTP_ADDR,
     http::TRUSTED_PROXIES,
+    http::FORWARDED_HEADER,
     http::TLS_CERT,
     http::TLS_KEY,
     http::PUBLIC_URL,

@@ -1,10 +1,13 @@
 //! The client's address, as the limits and the logs see it. Behind a
-//! reverse proxy every connection comes from the proxy, so the forwarding
-//! headers are read, but only from peers listed in
-//! `SEALPOST_TRUSTED_PROXIES`: the right-most hop that is not a trusted
-//! proxy is the client (hops further left were written by the client and
-//! prove nothing). IPv6 clients are limited per /64, what one host usually
-//! holds.
+//! reverse proxy every connection comes from the proxy, so a forwarding
+//! header is read, but only from peers listed in
+//! `SEALPOST_TRUSTED_PROXIES`, and only the one header the operator names
+//! in `SEALPOST_FORWARDED_HEADER` (`X-Forwarded-For` by default, or
+//! `Forwarded`): a proxy adds to one of them and passes the other through
+//! as the client wrote it, so reading both would believe the client. The
+//! right-most hop that is not a trusted proxy is the client (hops further
+//! left were written by the client and prove nothing). IPv6 clients are
+//! limited per /64, what one host usually holds.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -55,17 +58,42 @@ pub async fn resolve_client_ip(
     next.call(req).await
 }
 
-/// The proxies whose forwarding headers are believed.
+/// The one forwarding header the trusted proxies write
+/// (`SEALPOST_FORWARDED_HEADER`); the other is the client's own and is
+/// never read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ForwardedHeader {
+    /// `X-Forwarded-For` (nginx's `$proxy_add_x_forwarded_for`, most load
+    /// balancers).
+    #[default]
+    XForwardedFor,
+    /// `Forwarded` of RFC 7239, its `for=` parameters.
+    Forwarded,
+}
+
+/// The proxies whose forwarding header is believed, and which header that is.
 #[derive(Clone, Debug, Default)]
-pub struct TrustedProxies(Vec<IpNet>);
+pub struct TrustedProxies {
+    networks: Vec<IpNet>,
+    header: ForwardedHeader,
+}
 
 impl TrustedProxies {
+    /// Proxies that write `X-Forwarded-For`.
     pub fn new(networks: Vec<IpNet>) -> Self {
-        Self(networks)
+        Self {
+            networks,
+            header: ForwardedHeader::default(),
+        }
+    }
+
+    /// The same proxies, writing `header` instead.
+    pub fn reading(self, header: ForwardedHeader) -> Self {
+        Self { header, ..self }
     }
 
     fn trusts(&self, ip: IpAddr) -> bool {
-        self.0.iter().any(|network| network.contains(&ip))
+        self.networks.iter().any(|network| network.contains(&ip))
     }
 
     /// The client of a request that came from `peer` with `headers`.
@@ -73,9 +101,12 @@ impl TrustedProxies {
         if !self.trusts(peer) {
             return peer;
         }
-        // `Forwarded` (RFC 7239) when present, else `X-Forwarded-For`; each
-        // lists hops left to right, the nearest last.
-        let hops = forwarded_for(headers).unwrap_or_else(|| x_forwarded_for(headers));
+        // Only the header the proxies write; each lists hops left to right,
+        // the nearest last.
+        let hops = match self.header {
+            ForwardedHeader::XForwardedFor => x_forwarded_for(headers),
+            ForwardedHeader::Forwarded => forwarded_for(headers),
+        };
         // Every hop trusted: the furthest one is where the request began.
         let furthest = hops.first().copied().unwrap_or(peer);
         hops.into_iter()
@@ -122,13 +153,10 @@ fn x_forwarded_for(headers: &HeaderMap) -> Vec<IpAddr> {
         .collect()
 }
 
-/// The `for=` parameters of `Forwarded`, or `None` when the header is absent.
-/// A hop that is obfuscated or unknown (`for=_hidden`, `for=unknown`) ends
-/// the list there: nothing to its left can be trusted either.
-fn forwarded_for(headers: &HeaderMap) -> Option<Vec<IpAddr>> {
-    if !headers.contains_key("forwarded") {
-        return None;
-    }
+/// The `for=` parameters of `Forwarded`. A hop that is obfuscated or
+/// unknown (`for=_hidden`, `for=unknown`) ends the list there: nothing to
+/// its left can be trusted either.
+fn forwarded_for(headers: &HeaderMap) -> Vec<IpAddr> {
     let mut hops = Vec::new();
     for element in header_values(headers, "forwarded") {
         let node = element.split(';').map(str::trim).find_map(|pair| {
@@ -142,7 +170,7 @@ fn forwarded_for(headers: &HeaderMap) -> Option<Vec<IpAddr>> {
             None => hops.clear(),
         }
     }
-    Some(hops)
+    hops
 }
 
 /// `192.0.2.1`, `192.0.2.1:4711`, `"[2001:db8::1]:4711"`, `2001:db8::1`.
@@ -221,18 +249,43 @@ mod tests {
 
     #[test]
     fn forwarded_is_read_with_ports_quotes_and_ipv6() {
+        let proxies = proxies().reading(ForwardedHeader::Forwarded);
         let forwarded = headers(&[(
             "forwarded",
             "for=1.2.3.4;proto=https, for=\"[2001:db8:1::7]:4711\";by=10.0.0.5, for=10.0.0.5:80",
         )]);
         assert_eq!(
-            proxies().client(ip("10.0.0.1"), &forwarded),
+            proxies.client(ip("10.0.0.1"), &forwarded),
             ip("2001:db8:1::7")
         );
         // An obfuscated hop hides everything to its left: the nearest hop
         // that can be named stands for it.
         let hidden = headers(&[("forwarded", "for=192.0.2.1, for=_hidden, for=10.0.0.5")]);
-        assert_eq!(proxies().client(ip("10.0.0.1"), &hidden), ip("10.0.0.5"));
+        assert_eq!(proxies.client(ip("10.0.0.1"), &hidden), ip("10.0.0.5"));
+    }
+
+    #[test]
+    fn only_the_header_the_proxies_write_is_read() {
+        // nginx appends to X-Forwarded-For and passes the client's own
+        // Forwarded through as it came.
+        let both = headers(&[
+            ("forwarded", "for=192.0.2.66"),
+            ("x-forwarded-for", "198.51.100.7"),
+        ]);
+        assert_eq!(proxies().client(ip("10.0.0.1"), &both), ip("198.51.100.7"));
+        // A proxy that writes Forwarded: the client's X-Forwarded-For is its
+        // own claim.
+        let forwarded = proxies().reading(ForwardedHeader::Forwarded);
+        let both = headers(&[
+            ("forwarded", "for=198.51.100.7"),
+            ("x-forwarded-for", "192.0.2.66"),
+        ]);
+        assert_eq!(forwarded.client(ip("10.0.0.1"), &both), ip("198.51.100.7"));
+        // Without the named header the proxy itself is the client.
+        let other = headers(&[("x-forwarded-for", "192.0.2.66")]);
+        assert_eq!(forwarded.client(ip("10.0.0.1"), &other), ip("10.0.0.1"));
+        let other = headers(&[("forwarded", "for=192.0.2.66")]);
+        assert_eq!(proxies().client(ip("10.0.0.1"), &other), ip("10.0.0.1"));
     }
 
     #[test]

@@ -453,6 +453,9 @@ impl From<NotificationError> for ApiError {
     fn from(error: NotificationError) -> Self {
         match error {
             NotificationError::NotFound => Self::not_found(),
+            NotificationError::TokenHeldByAnother => {
+                Self::new(ErrorCode::AlreadyUsed, error.to_string())
+            }
             NotificationError::Store(store) => store.into(),
         }
     }

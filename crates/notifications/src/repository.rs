@@ -31,13 +31,14 @@ pub trait NotificationRepository: Send + Sync {
         muted: bool,
         at: Timestamp,
     ) -> Result<bool, StoreError>;
-    /// Stores the token for `device.account` (taking it from any other
-    /// account), keeping the newest `keep` tokens of that account.
+    /// Stores the token for `device.account`, keeping the newest `keep`
+    /// tokens of that account. `None`: another account holds the token,
+    /// and nothing changed.
     async fn register_device(
         &self,
         device: &PushDevice,
         keep: u32,
-    ) -> Result<Registered, StoreError>;
+    ) -> Result<Option<Registered>, StoreError>;
     /// `false`: the account holds no such token.
     async fn remove_device(
         &self,

@@ -28,7 +28,7 @@ pub struct PushDevice {
 /// What registering a token did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Registered {
-    /// New, or moved here from another account: stored as given.
+    /// New: stored as given.
     Added(PushDevice),
     /// Already this account's: unchanged but for its platform.
     Existing(PushDevice),
@@ -89,8 +89,10 @@ impl Notifications {
         }
     }
 
-    /// Registers a token for the account. Idempotent; a token registered by
-    /// another account moves here (a phone signed in to a new account).
+    /// Registers a token for the account. Idempotent; a token another
+    /// account holds is refused ([`NotificationError::TokenHeldByAnother`]):
+    /// it stays where it is until that account removes it (a phone leaving
+    /// an account removes its token there) or the provider reports it dead.
     pub async fn register_device(
         &self,
         account: &AccountId,
@@ -103,10 +105,10 @@ impl Notifications {
             platform,
             registered_at: self.clock.now(),
         };
-        Ok(self
-            .repo
+        self.repo
             .register_device(&device, MAX_TOKENS_PER_ACCOUNT)
-            .await?)
+            .await?
+            .ok_or(NotificationError::TokenHeldByAnother)
     }
 
     pub async fn remove_device(
@@ -202,12 +204,25 @@ mod tests {
                     && *keep == MAX_TOKENS_PER_ACCOUNT
             })
             .times(1)
-            .returning(|device, _| Ok(Registered::Added(device.clone())));
+            .returning(|device, _| Ok(Some(Registered::Added(device.clone()))));
         let registered = service(repo)
             .register_device(&account(), token, Platform::Android)
             .await
             .unwrap();
         assert!(matches!(registered, Registered::Added(device) if device.account == account()));
+    }
+
+    #[tokio::test]
+    async fn a_token_another_account_holds_is_refused() {
+        let mut repo = MockNotificationRepository::new();
+        repo.expect_register_device().returning(|_, _| Ok(None));
+        let token = PushToken::parse("abc").unwrap();
+        assert!(matches!(
+            service(repo)
+                .register_device(&account(), token, Platform::Ios)
+                .await,
+            Err(NotificationError::TokenHeldByAnother)
+        ));
     }
 
     #[tokio::test]

@@ -149,6 +149,37 @@ impl PgConnector {
         self.mode
     }
 
+    /// Why the connection to the database can be read or altered on the
+    /// way, when it can: `sslmode` below `verify-full` to a host that is not
+    /// this machine. `None` for `verify-full`, a Unix socket, `localhost`
+    /// or a loopback address. Names the host and the mode, never the
+    /// password.
+    pub fn weak_tls(&self) -> Option<WeakTls> {
+        if self.mode == SslMode::VerifyFull {
+            return None;
+        }
+        // `hostaddr`, when given, is where the connection goes.
+        let addresses = self.config.get_hostaddrs();
+        let remote = if addresses.is_empty() {
+            self.config.get_hosts().iter().find_map(|host| match host {
+                tokio_postgres::config::Host::Tcp(name) => {
+                    (!is_this_machine(name)).then(|| name.clone())
+                }
+                #[cfg(unix)]
+                tokio_postgres::config::Host::Unix(_) => None,
+            })
+        } else {
+            addresses
+                .iter()
+                .find(|address| !address.is_loopback())
+                .map(ToString::to_string)
+        };
+        remote.map(|host| WeakTls {
+            host,
+            mode: self.mode,
+        })
+    }
+
     /// Opens one connection (TLS as configured); errors name the server
     /// (password masked) and the TLS failure, if that is what failed.
     pub async fn connect(&self) -> Result<AsyncPgConnection, ConnectionError> {
@@ -190,6 +221,26 @@ impl PgConnector {
 /// Opens one connection to `database_url` (see [`PgConnector`]).
 pub async fn connect(database_url: &str) -> Result<AsyncPgConnection, ConnectionError> {
     PgConnector::new(database_url)?.connect().await
+}
+
+/// `localhost` (and names under it) or a loopback address.
+fn is_this_machine(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let name = host.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
+}
+
+/// A database reached over the network without `sslmode=verify-full`
+/// ([`PgConnector::weak_tls`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WeakTls {
+    /// The first host that is not this machine, as the URL names it.
+    pub host: String,
+    pub mode: SslMode,
 }
 
 #[derive(Clone, Copy)]
@@ -465,5 +516,51 @@ mod tests {
         )
         .unwrap_err();
         assert!(error.to_string().contains("/nonexistent/ca.pem"), "{error}");
+    }
+
+    #[test]
+    fn tls_below_verify_full_to_another_host_is_reported() {
+        let weak = |url: &str| PgConnector::new(url).unwrap().weak_tls();
+        // The default (`prefer`) and every mode below verify-full, off this machine.
+        for (url, mode) in [
+            ("postgres://u:secret@db.internal/app", SslMode::Prefer),
+            (
+                "postgres://u@db.internal/app?sslmode=disable",
+                SslMode::Disable,
+            ),
+            (
+                "postgres://u@db.internal/app?sslmode=require",
+                SslMode::Require,
+            ),
+            (
+                "postgres://u@10.0.0.7:5433/app?sslmode=verify-ca",
+                SslMode::VerifyCa,
+            ),
+        ] {
+            let found = weak(url).unwrap_or_else(|| panic!("no warning for {url}"));
+            assert_eq!(found.mode, mode, "{url}");
+            assert!(!format!("{found:?}").contains("secret"));
+        }
+        assert_eq!(
+            weak("postgres://u:secret@db.internal/app").unwrap().host,
+            "db.internal"
+        );
+        // One remote host among several is enough.
+        assert_eq!(
+            weak("postgres://u@127.0.0.1,db2.internal/app")
+                .unwrap()
+                .host,
+            "db2.internal"
+        );
+        // verify-full, or a database on this machine: nothing to say.
+        for url in [
+            "postgres://u@db.internal/app?sslmode=verify-full",
+            "postgres://u@127.0.0.1:5432/app",
+            "postgres://u@localhost/app?sslmode=disable",
+            "postgres://u@[::1]/app?sslmode=require",
+            "postgres://u@%2Fvar%2Frun%2Fpostgresql/app",
+        ] {
+            assert_eq!(weak(url), None, "{url}");
+        }
     }
 }

@@ -41,7 +41,7 @@ use diesel_async::pooled_connection::{
 use futures_util::FutureExt;
 use sealpost_kernel::StoreError;
 
-pub use connect::{PgConnector, SslMode, connect};
+pub use connect::{PgConnector, SslMode, WeakTls, connect};
 pub use database::{DatabaseUrl, MigrateError, create_database_if_missing, migrate, quote_ident};
 pub use domains::DomainZone;
 pub use jobs::{Job, JobLock};
@@ -62,8 +62,20 @@ pub struct PgStore {
 impl PgStore {
     /// A pool whose connections are opened by [`connect`]'s rules (TLS per
     /// `sslmode`); a malformed URL or unreadable `sslrootcert` fails here.
+    /// Logs a warning (host and mode, never the password) when the database
+    /// is on another host and `sslmode` is below `verify-full`
+    /// ([`PgConnector::weak_tls`]).
     pub fn connect(database_url: &str, max_connections: usize) -> Result<Self, StoreError> {
         let connector = PgConnector::new(database_url).map_err(StoreError::failed)?;
+        if let Some(weak) = connector.weak_tls() {
+            tracing::warn!(
+                host = %weak.host,
+                sslmode = ?weak.mode,
+                "DATABASE_URL reaches a database on another host without sslmode=verify-full: \
+                 the connection can be read or altered on the way; set \
+                 sslmode=verify-full (and sslrootcert) in DATABASE_URL"
+            );
+        }
         let mut config = ManagerConfig::default();
         // No `SELECT 1` round trip on every checkout (the default): a
         // connection that broke is still never handed out (its client

@@ -11,7 +11,7 @@ use sealpost_notifications::{
     NotificationRepository, Preferences, PreferencesPatch, PushDevice, PushToken, Registered,
 };
 
-use crate::schema::{notification_mutes, notification_preferences, push_deliveries, push_devices};
+use crate::schema::{notification_mutes, notification_preferences, push_devices};
 use crate::{PgStore, db_error};
 
 #[derive(Queryable, Selectable, QueryableByName)]
@@ -163,7 +163,7 @@ impl NotificationRepository for PgStore {
         &self,
         device: &PushDevice,
         keep: u32,
-    ) -> Result<Registered, StoreError> {
+    ) -> Result<Option<Registered>, StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
             let existing: Option<(String, DateTime<Utc>)> = push_devices::table
@@ -173,26 +173,24 @@ impl NotificationRepository for PgStore {
                 .first(conn)
                 .await
                 .optional()?;
-            if let Some((_, registered_at)) =
-                existing.filter(|(owner, _)| owner == device.account.as_str())
-            {
-                diesel::update(push_devices::table.find(device.token.as_str()))
-                    .set(push_devices::platform.eq(device.platform.as_str()))
-                    .execute(conn)
-                    .await?;
-                return Ok(Registered::Existing(PushDevice {
-                    registered_at: registered_at.into(),
-                    ..device.clone()
-                }));
+            match existing {
+                Some((owner, registered_at)) if owner == device.account.as_str() => {
+                    diesel::update(push_devices::table.find(device.token.as_str()))
+                        .set(push_devices::platform.eq(device.platform.as_str()))
+                        .execute(conn)
+                        .await?;
+                    return Ok(Some(Registered::Existing(PushDevice {
+                        registered_at: registered_at.into(),
+                        ..device.clone()
+                    })));
+                }
+                // Another account's phone: it keeps its token.
+                Some(_) => return Ok(None),
+                None => {}
             }
-            // A token moving from another account leaves that account's
-            // pending pushes behind.
-            diesel::delete(
-                push_deliveries::table.filter(push_deliveries::token.eq(device.token.as_str())),
-            )
-            .execute(conn)
-            .await?;
-            diesel::insert_into(push_devices::table)
+            // Two accounts registering one new token at once: the first
+            // insert wins, the other finds it taken.
+            let inserted = diesel::insert_into(push_devices::table)
                 .values((
                     push_devices::token.eq(device.token.as_str()),
                     push_devices::account_id.eq(device.account.as_str()),
@@ -200,14 +198,12 @@ impl NotificationRepository for PgStore {
                     push_devices::registered_at.eq(device.registered_at.as_datetime()),
                 ))
                 .on_conflict(push_devices::token)
-                .do_update()
-                .set((
-                    push_devices::account_id.eq(device.account.as_str()),
-                    push_devices::platform.eq(device.platform.as_str()),
-                    push_devices::registered_at.eq(device.registered_at.as_datetime()),
-                ))
+                .do_nothing()
                 .execute(conn)
                 .await?;
+            if inserted == 0 {
+                return Ok(None);
+            }
             // The newest `keep` stay; older tokens of the account go.
             diesel::sql_query(
                 "DELETE FROM push_devices WHERE account_id = $1 AND token NOT IN \
@@ -218,7 +214,7 @@ impl NotificationRepository for PgStore {
             .bind::<Integer, _>(i32::try_from(keep).unwrap_or(i32::MAX))
             .execute(conn)
             .await?;
-            Ok::<_, diesel::result::Error>(Registered::Added(device.clone()))
+            Ok::<_, diesel::result::Error>(Some(Registered::Added(device.clone())))
         })
         .await
         .map_err(db_error)

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use async_trait::async_trait;
 use sealpost_config::Config;
-use sealpost_kernel::Clock;
+use sealpost_kernel::{Clock, StoreError};
 use sealpost_messages::content::parse_mail_checked;
 use sealpost_messages::ingest::{Ingest, IngestError, RecipientCheck};
 use sealpost_smtp_session::{
@@ -41,26 +41,7 @@ impl SealingDelivery {
 #[async_trait]
 impl Delivery for SealingDelivery {
     async fn check_recipient(&self, address: &str) -> RecipientDecision {
-        match self.ingest.check_recipient(address).await {
-            Ok(RecipientCheck::Accept) => RecipientDecision::Accept,
-            Ok(RecipientCheck::Unknown) => RecipientDecision::UnknownAddress,
-            Ok(RecipientCheck::NoKey) => {
-                RecipientDecision::Refused("this address does not accept mail".into())
-            }
-            Ok(RecipientCheck::OverAllowance) => RecipientDecision::TryLater(
-                "the mailbox owner's monthly allowance is used up".into(),
-            ),
-            Ok(RecipientCheck::Suspended) => RecipientDecision::Refused(
-                "this mailbox's account is suspended; mail is refused".into(),
-            ),
-            Ok(RecipientCheck::DomainRefused) => RecipientDecision::Refused(
-                "this domain's plan no longer includes own domains; mail is refused".into(),
-            ),
-            Err(error) => {
-                tracing::warn!(%error, "recipient check failed");
-                RecipientDecision::TryLater("temporary failure; try again later".into())
-            }
-        }
+        recipient_decision(self.ingest.check_recipient(address).await)
     }
 
     async fn deliver(&self, envelope: &Envelope, data: &[u8]) -> DeliveryOutcome {
@@ -87,31 +68,57 @@ impl Delivery for SealingDelivery {
                 );
                 DeliveryOutcome::Accepted
             }
-            Err(IngestError::Structure(limit)) => {
-                tracing::info!(%limit, bytes = data.len(), "mail refused for its structure");
-                // Counts and limits only: nothing of the message is echoed.
-                let mut text = limit.to_string();
-                if let Some(first) = text.get(..1) {
-                    text = first.to_uppercase() + text.get(1..).unwrap_or_default();
-                }
-                DeliveryOutcome::ExceedsLimits(text)
+            Err(error) => delivery_refusal(error, data.len()),
+        }
+    }
+}
+
+/// The one text of every refusal of an address that exists, at RCPT
+/// (550 5.7.1 for good: no key, account suspended, own domain refused;
+/// 452 4.2.2 for now: allowance used up, storage failing) and at DATA: a
+/// sender learns the reply's class, never which of these it is.
+pub const RECIPIENT_REFUSED: &str = "this address does not accept mail";
+
+/// The answer to RCPT for what the ingest found.
+fn recipient_decision(check: Result<RecipientCheck, StoreError>) -> RecipientDecision {
+    match check {
+        Ok(RecipientCheck::Accept) => RecipientDecision::Accept,
+        Ok(RecipientCheck::Unknown) => RecipientDecision::UnknownAddress,
+        Ok(RecipientCheck::NoKey | RecipientCheck::Suspended | RecipientCheck::DomainRefused) => {
+            RecipientDecision::Refused(RECIPIENT_REFUSED.into())
+        }
+        Ok(RecipientCheck::OverAllowance) => RecipientDecision::TryLater(RECIPIENT_REFUSED.into()),
+        Err(error) => {
+            tracing::warn!(%error, "recipient check failed");
+            RecipientDecision::TryLater(RECIPIENT_REFUSED.into())
+        }
+    }
+}
+
+/// The answer to DATA for a delivery of `bytes` that failed with `error`.
+fn delivery_refusal(error: IngestError, bytes: usize) -> DeliveryOutcome {
+    match error {
+        IngestError::Structure(limit) => {
+            tracing::info!(%limit, bytes, "mail refused for its structure");
+            // Counts and limits only: nothing of the message is echoed.
+            let mut text = limit.to_string();
+            if let Some(first) = text.get(..1) {
+                text = first.to_uppercase() + text.get(1..).unwrap_or_default();
             }
-            // Every recipient stopped taking mail between RCPT and the
-            // commit (a copy for any other recipient would have made it 250).
-            Err(IngestError::Unknown) => {
-                tracing::info!("mail refused: its mailboxes were deleted after RCPT");
-                DeliveryOutcome::MailboxGone("No such mailbox: the address was deleted".into())
-            }
-            Err(IngestError::Suspended) => DeliveryOutcome::RecipientsRefused(
-                "this mailbox's account is suspended; mail is refused".into(),
-            ),
-            Err(IngestError::NoKey) => {
-                DeliveryOutcome::RecipientsRefused("this address does not accept mail".into())
-            }
-            Err(error) => {
-                tracing::warn!(%error, "delivery failed; the client will retry");
-                DeliveryOutcome::TryLater("temporary failure; try again later".into())
-            }
+            DeliveryOutcome::ExceedsLimits(text)
+        }
+        // Every recipient stopped taking mail between RCPT and the
+        // commit (a copy for any other recipient would have made it 250).
+        IngestError::Unknown => {
+            tracing::info!("mail refused: its mailboxes were deleted after RCPT");
+            DeliveryOutcome::MailboxGone("No such mailbox: the address was deleted".into())
+        }
+        IngestError::Suspended | IngestError::NoKey => {
+            DeliveryOutcome::RecipientsRefused(RECIPIENT_REFUSED.into())
+        }
+        error => {
+            tracing::warn!(%error, "delivery failed; the client will retry");
+            DeliveryOutcome::TryLater("temporary failure; try again later".into())
         }
     }
 }
@@ -236,4 +243,53 @@ async fn serve(
     });
     tracing::info!(%addr, "accepting SMTP");
     Ok(SmtpServer { addr, serving })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text of a refusal, and whether it is permanent (5xx).
+    fn rcpt(check: Result<RecipientCheck, StoreError>) -> (bool, String) {
+        match recipient_decision(check) {
+            RecipientDecision::Refused(text) => (true, text),
+            RecipientDecision::TryLater(text) => (false, text),
+            other => panic!("not a refusal: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn refusals_of_an_existing_address_share_one_text() {
+        let keyless = rcpt(Ok(RecipientCheck::NoKey));
+        let suspended = rcpt(Ok(RecipientCheck::Suspended));
+        let domain = rcpt(Ok(RecipientCheck::DomainRefused));
+        let over = rcpt(Ok(RecipientCheck::OverAllowance));
+        let failing = rcpt(Err(StoreError::Unavailable("pool".into())));
+        // The classes stay right: refused for good is 550, for now 452.
+        for permanent in [&keyless, &suspended, &domain] {
+            assert!(permanent.0, "{permanent:?}");
+        }
+        for temporary in [&over, &failing] {
+            assert!(!temporary.0, "{temporary:?}");
+        }
+        // One text: a sender cannot tell a suspension from a missing key,
+        // nor a used-up allowance from a storage hiccup.
+        for answer in [&keyless, &suspended, &domain, &over, &failing] {
+            assert_eq!(answer.1, RECIPIENT_REFUSED, "{answer:?}");
+        }
+        // After RCPT (suspended or keyless since) DATA says the same.
+        for error in [IngestError::Suspended, IngestError::NoKey] {
+            assert_eq!(
+                delivery_refusal(error, 10),
+                DeliveryOutcome::RecipientsRefused(RECIPIENT_REFUSED.into())
+            );
+        }
+        for word in ["suspend", "allowance", "plan", "key", "domain", "quota"] {
+            assert!(!RECIPIENT_REFUSED.to_lowercase().contains(word), "{word}");
+        }
+        assert_eq!(
+            recipient_decision(Ok(RecipientCheck::Unknown)),
+            RecipientDecision::UnknownAddress
+        );
+    }
 }

@@ -185,7 +185,7 @@ async fn an_address_is_muted_by_its_owner_only() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn push_tokens_register_idempotently_and_move_to_the_latest_account() {
+async fn push_tokens_register_idempotently_and_stay_with_the_account_holding_them() {
     let api = Api::spawn().await;
     let first = api.register(&new_keys().1).await;
     let second = api.register(&new_keys().1).await;
@@ -219,7 +219,34 @@ async fn push_tokens_register_idempotently_and_move_to_the_latest_account() {
         vec![first.account_id.clone()]
     );
 
-    // The phone signs in to another account: the token moves.
+    // Another account registering the same token is refused: a token is
+    // one phone's, and it stays with the account that holds it.
+    let taken = api
+        .post(
+            "/notifications/devices",
+            Some(&second.token),
+            json!({ "token": token, "platform": "ios" }),
+        )
+        .await;
+    assert_eq!(
+        (taken.status, taken.code()),
+        (StatusCode::CONFLICT, "already_used"),
+        "{}",
+        taken.body
+    );
+    assert_eq!(
+        push_device_owners(&api, token).await,
+        vec![first.account_id.clone()]
+    );
+    // The phone leaves the first account (removing its token there), then
+    // signs in to the second: now the token is free to register.
+    let left = api
+        .delete(
+            &format!("/notifications/devices/{token}"),
+            Some(&first.token),
+        )
+        .await;
+    assert_eq!(left.status, StatusCode::NO_CONTENT);
     let moved = api
         .post(
             "/notifications/devices",

@@ -205,3 +205,39 @@ async fn a_refusal_is_held_back_without_holding_up_other_clients() {
         other.1
     );
 }
+
+/// `GET /plans` through a proxy that appends `X-Forwarded-For` (nginx's
+/// `$proxy_add_x_forwarded_for`) and passes the client's own `Forwarded`
+/// through untouched.
+async fn plans_with_forged_forwarded(api: &Api, client: &str, forged: &str) -> StatusCode {
+    reqwest::Client::new()
+        .get(api.app.url("/plans"))
+        .header("forwarded", format!("for={forged}"))
+        .header("x-forwarded-for", client)
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_clients_own_forwarded_header_is_not_believed_behind_an_x_forwarded_for_proxy() {
+    let api = Api::with(
+        TestApp::spawn_with(|config| {
+            config.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+            config.edge_rate_per_minute = 3;
+        })
+        .await,
+    );
+    for forged in ["192.0.2.1", "192.0.2.2", "192.0.2.3"] {
+        assert_eq!(
+            plans_with_forged_forwarded(&api, "198.51.100.1", forged).await,
+            StatusCode::OK
+        );
+    }
+    assert_eq!(
+        plans_with_forged_forwarded(&api, "198.51.100.1", "192.0.2.4").await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "a new forged Forwarded each time must not buy a new allowance"
+    );
+}

@@ -120,6 +120,7 @@ fn push_device(device: PushDevice) -> wire::PushDeviceEnvelope {
     request_body = wire::RegisterDeviceRequest,
     responses((status = 201, body = wire::PushDeviceEnvelope, description = "registered (new here)"),
         (status = 200, body = wire::PushDeviceEnvelope, description = "already registered to this account"),
+        (status = 409, body = ErrorBody, description = "already_used: another account holds this token; it is not moved until that account removes it"),
         (status = 400, body = ErrorBody, description = "invalid_field: platform not ios or android; token empty, too long or with other characters")))]
 pub async fn register_device(
     state: Data<AppState>,

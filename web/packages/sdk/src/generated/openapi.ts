@@ -2293,6 +2293,15 @@ export interface paths {
                     };
                 };
                 401: components["responses"]["Unauthorized"];
+                /** @description already_used: another account holds this token; it is not moved until that account removes it */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 413: components["responses"]["TooLarge"];
                 429: components["responses"]["RateLimited"];
             };
