@@ -7,7 +7,8 @@
 //!   device;
 //! - a session: the account's own address, or one its owner granted the
 //!   account (`team_grants`) with an access that covers the need, while the
-//!   owner's plan has teams (`sealpost_teams::plans_with_teams`).
+//!   owner's plan has teams (`sealpost_teams::plans_with_teams`) and the
+//!   owner is not suspended.
 //!
 //! Written with the query builder so diesel prepares each statement that
 //! uses it once per connection (raw `sql_query` text is never cached).
@@ -21,7 +22,7 @@ use sealpost_kernel::AccountId;
 use sealpost_messages::store::Reader;
 use sealpost_teams::{Access, plans_with_teams};
 
-use crate::schema::{accounts, addresses, team_grants};
+use crate::schema::{account_suspensions, accounts, addresses, team_grants};
 
 /// Who asks: an account, through a session (`device: None`) or through
 /// one of its devices' credentials.
@@ -82,15 +83,18 @@ pub(crate) fn on_device<'a>(account: &'a str, device: &'a str) -> _ {
 
 /// A session: the account's own address, or a grant of it to the account
 /// from its owner with one of `accesses`, while the owner's plan is one of
-/// `plans`.
+/// `plans` and the owner is not suspended (a suspension stops its members
+/// too; the owner's own requests are refused before they reach the store).
 #[auto_type]
 pub(crate) fn owned_or_granted<'a>(
     account: &'a str,
     accesses: Vec<&'static str>,
     plans: Vec<&'static str>,
 ) -> _ {
+    let suspended = account_suspensions::table.select(account_suspensions::account_id);
     let owners_with_teams = accounts::table
         .filter(accounts::plan_id.eq_any(plans))
+        .filter(accounts::id.ne_all(suspended))
         .select(accounts::id);
     let grant = team_grants::table
         .filter(team_grants::member_id.eq(account))
@@ -136,7 +140,7 @@ mod tests {
     use super::*;
     use crate::PgStore;
     use crate::records::box_to_json;
-    use crate::schema::{devices, messages};
+    use crate::schema::{account_suspensions, devices, messages};
     use crate::test_db::{drop_database, fresh_store};
 
     const OWNER: &str = "acct_accessowner";
@@ -477,9 +481,44 @@ mod tests {
             let got = uses(&store, reader, address, &message(label), live).await;
             assert_eq!(got, *expected, "{case}");
         }
+        // The owner is suspended: its members lose the addresses it shared
+        // (the owner's own requests are refused before the store).
+        let mut conn = store.conn().await.unwrap();
+        diesel::insert_into(account_suspensions::table)
+            .values((
+                account_suspensions::account_id.eq(OWNER),
+                account_suspensions::reason.eq("abuse"),
+                account_suspensions::since.eq(Utc::now()),
+            ))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        drop(conn);
+        let while_suspended = [
+            ("read grant, owner suspended", session(READER), no),
+            ("send grant, owner suspended", session(SENDER), no),
+        ];
+        for (case, reader, expected) in &while_suspended {
+            let got = uses(&store, reader, ASSIGNED, &message("assigned"), true).await;
+            assert_eq!(got, *expected, "{case}");
+        }
+        let mut conn = store.conn().await.unwrap();
+        diesel::delete(account_suspensions::table.find(OWNER))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        let got = uses(
+            &store,
+            &session(SENDER),
+            ASSIGNED,
+            &message("assigned"),
+            true,
+        )
+        .await;
+        assert_eq!(got, yes, "send grant, owner's suspension lifted");
+
         // The owner moves to a plan without teams: the grants stay, and
         // give nothing.
-        let mut conn = store.conn().await.unwrap();
         diesel::update(accounts::table.find(OWNER))
             .set(accounts::plan_id.eq("scale"))
             .execute(&mut conn)

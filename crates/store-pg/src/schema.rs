@@ -509,6 +509,9 @@ diesel::allow_tables_to_appear_in_same_query!(account_suspensions, sessions);
 diesel::allow_tables_to_appear_in_same_query!(account_suspensions, device_credentials);
 diesel::allow_tables_to_appear_in_same_query!(account_suspensions, addresses);
 diesel::allow_tables_to_appear_in_same_query!(account_suspensions, accounts);
+// The access rule looks for a suspended owner inside mail and grant queries.
+diesel::allow_tables_to_appear_in_same_query!(account_suspensions, messages);
+diesel::allow_tables_to_appear_in_same_query!(account_suspensions, team_grants);
 
 diesel::table! {
     commit_clock (only_row) {
