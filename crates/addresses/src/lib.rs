@@ -5,6 +5,7 @@
 mod error;
 mod model;
 mod repository;
+mod reserved;
 mod service;
 
 pub use error::AddressError;
@@ -12,6 +13,7 @@ pub use model::*;
 pub use repository::{AddressRepository, AssignOutcome, CreateOutcome, OwnDomainDirectory};
 #[cfg(any(test, feature = "mock"))]
 pub use repository::{MockAddressRepository, MockOwnDomainDirectory};
+pub use reserved::{ROLE_NAMES, ReservedNames};
 pub use service::Addresses;
 
 #[cfg(test)]

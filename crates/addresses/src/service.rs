@@ -16,6 +16,7 @@ use crate::model::{
     retention,
 };
 use crate::repository::{AddressRepository, AssignOutcome, CreateOutcome, OwnDomainDirectory};
+use crate::reserved::ReservedNames;
 
 /// Attempts at a random name that nobody holds or held.
 const NAME_ATTEMPTS: usize = 5;
@@ -26,6 +27,7 @@ pub struct Addresses {
     clock: Arc<dyn Clock>,
     domains: Vec<String>,
     own_domains: Option<Arc<dyn OwnDomainDirectory>>,
+    reserved: ReservedNames,
 }
 
 impl Addresses {
@@ -39,7 +41,15 @@ impl Addresses {
             clock,
             domains,
             own_domains: None,
+            reserved: ReservedNames::default(),
         }
+    }
+
+    /// The names nobody creates on a shared domain (the role names and the
+    /// operator's list).
+    pub fn with_reserved_names(mut self, reserved: ReservedNames) -> Self {
+        self.reserved = reserved;
+        self
     }
 
     /// Addresses may also be created on the account's live own domains.
@@ -194,8 +204,9 @@ impl Addresses {
         Ok(domain)
     }
 
-    /// A shared domain, or a live own domain of the account whose plan
-    /// still includes own domains (else 403 `plan_required`).
+    /// A shared domain (where the reserved names are refused), or a live
+    /// own domain of the account whose plan still includes own domains
+    /// (else 403 `plan_required`).
     async fn on_served_domain(
         &self,
         account: &AccountId,
@@ -205,6 +216,19 @@ impl Addresses {
     ) -> Result<Name, AddressError> {
         let (Name::Exact { domain, .. } | Name::Generated { domain, .. }) = &name;
         if self.domains.contains(domain) {
+            if let Name::Exact { local_part, .. } = &name
+                && self.reserved.contains(local_part)
+            {
+                let field = if field == "domain" {
+                    "localPart"
+                } else {
+                    field
+                };
+                return Err(invalid(
+                    field,
+                    "this name is reserved for the service's operator on shared domains",
+                ));
+            }
             return Ok(name);
         }
         let unknown = || invalid(field, "not a domain this service serves; see GET /domains");

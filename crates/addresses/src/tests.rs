@@ -327,3 +327,56 @@ async fn own_domains_not_live_unknown_or_after_plan_loss_take_no_address() {
         }
     }
 }
+
+#[tokio::test]
+async fn reserved_names_are_refused_on_shared_domains_only() {
+    let mut repo = MockAddressRepository::new();
+    repo.expect_create().never();
+    let service = service(repo).with_reserved_names(ReservedNames::new(["billing".to_owned()]));
+    for (field, local) in [
+        ("localPart", "postmaster"),
+        ("localPart", "Admin+certs"),
+        ("localPart", "billing"),
+    ] {
+        let mut new = input("ibx_role001");
+        new.local_part = Some(local.into());
+        let refused = service.create(&account(), PlanId::Scale, new).await;
+        assert!(
+            matches!(&refused, Err(AddressError::InvalidField { field: f, reason }) if *f == field && reason.contains("reserved")),
+            "{local}: {refused:?}"
+        );
+    }
+    let mut whole = input("ibx_role002");
+    whole.domain = None;
+    whole.email_address = Some("webmaster@mail.localhost".into());
+    let refused = service.create(&account(), PlanId::Scale, whole).await;
+    assert!(
+        matches!(
+            &refused,
+            Err(AddressError::InvalidField {
+                field: "emailAddress",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_own_domain_may_use_a_role_name() {
+    let mut repo = MockAddressRepository::new();
+    repo.expect_create()
+        .withf(|address, _, _, _, _| address.email_address == "postmaster@example.com")
+        .times(1)
+        .returning(|_, _, _, _, _| Ok(CreateOutcome::Created));
+    let live = OwnDomainState {
+        live: true,
+        plan_lost_at: None,
+    };
+    let mut new = on_own_domain("ibx_own002");
+    new.email_address = Some("postmaster@example.com".into());
+    own_domain_service(repo, Some(live))
+        .create(&account(), PlanId::Scale, new)
+        .await
+        .unwrap();
+}

@@ -91,6 +91,7 @@ pub async fn start(
         .context("migrating the database")?;
     tracing::info!(applied, "database migrated");
     let services = Services::from_config(config, clock).await?;
+    list_addresses_under_reserved_names(&services, config).await;
     // Webhook secrets still in the clear (rows from before they were sealed)
     // or sealed under an older server key are sealed under the current one.
     let (sealed, unreadable) = services
@@ -288,4 +289,29 @@ pub async fn staff_token(
             })
             .collect(),
     })
+}
+
+/// Addresses on the shared domains under a name reserved after they were
+/// issued stay with their owners; the operator is told which (ids only).
+async fn list_addresses_under_reserved_names(services: &Services, config: &Config) {
+    let names: Vec<String> = sealpost_addresses::ReservedNames::new(config.reserved_names.clone())
+        .names()
+        .map(str::to_owned)
+        .collect();
+    match services
+        .store
+        .addresses_under_names(&config.domains, &names)
+        .await
+    {
+        Ok(ids) if ids.is_empty() => {}
+        Ok(ids) => {
+            let ids: Vec<&str> = ids.iter().map(|id| id.as_str()).collect();
+            tracing::warn!(
+                count = ids.len(),
+                ids = %ids.join(","),
+                "addresses on shared domains under reserved names (issued before they were reserved; they stay with their owners)"
+            );
+        }
+        Err(error) => tracing::warn!(%error, "could not list addresses under reserved names"),
+    }
 }

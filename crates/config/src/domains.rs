@@ -12,6 +12,12 @@ pub(crate) const DOMAINS: Variable = Variable {
     meaning: "Comma list of the shared domains addresses are created on and mail is accepted for.",
 };
 
+pub(crate) const RESERVED_NAMES: Variable = Variable {
+    name: "SEALPOST_RESERVED_NAMES",
+    default: "(none: only the built-in role names)",
+    meaning: "Comma list of names nobody may create on a shared domain, beside the built-in ones (RFC 2142's role names, the CA/Browser Forum's `admin`, `administrator`, `webmaster`, `hostmaster`, `postmaster`, and `root`, `mailer-daemon`, `noreply`, `no-reply`, `ssl-admin`); a name with a `+` subaddress counts as the name. An attempt answers 400 `invalid_field`. Addresses issued under such a name before it was reserved stay with their owners; the API lists their ids at start.",
+};
+
 pub(crate) const DNS_RESOLVER: Variable = Variable {
     name: "SEALPOST_DNS_RESOLVER",
     default: "(unset: the system's resolvers)",
@@ -48,6 +54,7 @@ pub struct DnsSettings {
 
 pub(crate) struct Domains {
     pub(crate) domains: Vec<String>,
+    pub(crate) reserved_names: Vec<String>,
     pub(crate) dns: DnsSettings,
 }
 
@@ -68,8 +75,16 @@ pub(crate) fn read(vars: Vars<'_>) -> Result<Domains, ConfigError> {
             reason: "needs at least one domain".into(),
         });
     }
+    let reserved_names = vars
+        .list(&RESERVED_NAMES)
+        .map(str::to_ascii_lowercase)
+        .collect();
     let dns = dns_settings(vars, &domains)?;
-    Ok(Domains { domains, dns })
+    Ok(Domains {
+        domains,
+        reserved_names,
+        dns,
+    })
 }
 
 /// `domains`: the shared domains, at least one.

@@ -55,6 +55,9 @@ pub struct Config {
     pub smtp_tls: Option<TlsFiles>,
     /// Shared domains addresses can be created on.
     pub domains: Vec<String>,
+    /// Names kept off the shared domains beside the built-in role names
+    /// (`SEALPOST_RESERVED_NAMES`).
+    pub reserved_names: Vec<String>,
     pub blob_dir: PathBuf,
     pub billing_sandbox: bool,
     /// Outbound relay URL; sending is off without one.
@@ -141,7 +144,11 @@ impl Config {
             database_url,
             blob_dir,
         } = storage::read(vars);
-        let domains::Domains { domains, dns } = domains::read(vars)?;
+        let domains::Domains {
+            domains,
+            reserved_names,
+            dns,
+        } = domains::read(vars)?;
         let http::Http {
             http_addr,
             trusted_proxies,
@@ -201,6 +208,7 @@ impl Config {
             smtp_spool_dir,
             smtp_tls,
             domains,
+            reserved_names,
             blob_dir,
             billing_sandbox,
             smtp_relay,

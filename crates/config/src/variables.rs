@@ -47,6 +47,7 @@ pub const VARIABLES: &[Variable] = &[
     smtp::SMTP_TLS_CERT,
     smtp::SMTP_TLS_KEY,
     domains::DOMAINS,
+    domains::RESERVED_NAMES,
     storage::BLOB_DIR,
     http::EDGE_RATE,
     outbound::SMTP_RELAY,

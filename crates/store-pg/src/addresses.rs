@@ -116,6 +116,41 @@ pub(crate) async fn delete_address(
     Ok(true)
 }
 
+#[derive(QueryableByName)]
+struct IssuedId {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    id: String,
+}
+
+impl PgStore {
+    /// Addresses on `domains` whose local part (or its part before a `+`)
+    /// is one of `names`: issued before the name was reserved, they stay
+    /// with their owners, and the API lists them for the operator at start.
+    pub async fn addresses_under_names(
+        &self,
+        domains: &[String],
+        names: &[String],
+    ) -> Result<Vec<AddressId>, StoreError> {
+        let mut conn = self.conn().await?;
+        // Once at start: raw SQL is fine here (not prepared).
+        let rows: Vec<IssuedId> = diesel::sql_query(
+            "SELECT id FROM addresses WHERE domain = ANY($1) \
+               AND (split_part(email_address, '@', 1) = ANY($2) \
+                 OR split_part(split_part(email_address, '@', 1), '+', 1) = ANY($2)) \
+             ORDER BY id",
+        )
+        .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(domains)
+        .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(names)
+        .load(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|row| AddressId::from_trusted(row.id))
+            .collect())
+    }
+}
+
 #[async_trait]
 impl AddressRepository for PgStore {
     async fn create(

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use sealpost_accounts::Accounts;
 use sealpost_activity::ActivityLog;
-use sealpost_addresses::Addresses;
+use sealpost_addresses::{Addresses, ReservedNames};
 use sealpost_billing::{Billing, PaymentProvider, ProviderId, SandboxProvider};
 use sealpost_billing_providers::{BtcpayConfig, BtcpayProvider, StripeConfig, StripeProvider};
 use sealpost_blobs_fs::FsBlobStore;
@@ -110,7 +110,8 @@ impl Services {
                 clock.clone(),
                 config.domains.clone(),
             )
-            .with_own_domains(Arc::new(store.clone())),
+            .with_own_domains(Arc::new(store.clone()))
+            .with_reserved_names(ReservedNames::new(config.reserved_names.clone())),
             domains: own_domains(&store, config, &clock)?,
             activity: ActivityLog::new(Arc::new(store.clone()), clock.clone()),
             mailbox: Mailbox::new(Arc::new(store.clone()), blobs.clone(), clock.clone()),

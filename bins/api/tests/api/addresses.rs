@@ -393,3 +393,56 @@ async fn an_integer_written_with_a_fraction_of_zero_is_an_integer() {
         .await;
     assert_eq!(fraction.code(), "invalid_field");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn role_names_are_reserved_on_shared_domains_and_earlier_ones_are_listed() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    api.set_plan(&owner.account_id, "scale").await;
+    for (field, body) in [
+        (
+            "emailAddress",
+            json!({ "id": "ibx_role01", "emailAddress": "Postmaster@mail.localhost" }),
+        ),
+        (
+            "localPart",
+            json!({ "id": "ibx_role02", "domain": "mail.localhost", "localPart": "admin+certs" }),
+        ),
+    ] {
+        let refused = api.post("/inboxes", Some(&owner.token), body).await;
+        assert_eq!(
+            (refused.status, refused.code()),
+            (StatusCode::BAD_REQUEST, "invalid_field"),
+            "{}",
+            refused.body
+        );
+        let message = refused.body["error"]["message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            message.contains(field) && message.contains("reserved"),
+            "{message}"
+        );
+    }
+
+    // An address issued under a name the operator reserves later stays with
+    // its owner, and the start-up listing names it.
+    let issued = api
+        .post(
+            "/inboxes",
+            Some(&owner.token),
+            json!({ "id": "ibx_role03", "emailAddress": "billing@mail.localhost" }),
+        )
+        .await;
+    assert_eq!(issued.status, StatusCode::CREATED, "{}", issued.body);
+    let listed = api
+        .app
+        .services()
+        .store
+        .addresses_under_names(&["mail.localhost".to_owned()], &["billing".to_owned()])
+        .await
+        .unwrap();
+    let listed: Vec<&str> = listed.iter().map(|id| id.as_str()).collect();
+    assert_eq!(listed, ["ibx_role03"]);
+}
