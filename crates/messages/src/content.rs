@@ -25,8 +25,10 @@
 //! SMTP answers 552 5.3.4 with its text), not stored cut short: the sender
 //! learns at once, and nothing half-kept reaches the recipient. Before
 //! parsing, the raw bytes are scanned for `Content-Type:` lines (only a
-//! part with one can hold others): more than [`MAX_MIME_PARTS`] of them is
-//! refused without parsing, so nesting the parser would follow is bounded.
+//! part with one can hold others) and for lines starting with `--` (every
+//! multipart delimiter is one): more than [`MAX_MIME_PARTS`] of the first or
+//! ten times as many of the second is refused without parsing, so neither
+//! nesting nor a flood of empty parts is built before it is counted.
 
 use std::borrow::Cow;
 
@@ -127,8 +129,8 @@ pub fn parse_mail(raw: &[u8]) -> ParsedMail {
 /// [`parse_mail`] for mail from outside: a message over the structure
 /// limits (see the module's documentation) is refused instead.
 pub fn parse_mail_checked(raw: &[u8]) -> Result<ParsedMail, MimeLimit> {
-    if content_type_lines(raw) > MAX_MIME_PARTS {
-        return Err(MimeLimit::Parts);
+    if let Some(limit) = refused_before_parsing(raw) {
+        return Err(limit);
     }
     match parse_mime(raw) {
         Some(message) => {
@@ -150,15 +152,32 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
         .flatten()
 }
 
+/// What the raw bytes alone already refuse, before the parser builds
+/// anything (a flood of parts would cost memory before it could be counted).
+fn refused_before_parsing(raw: &[u8]) -> Option<MimeLimit> {
+    (content_type_lines(raw) > MAX_MIME_PARTS || lines_starting(raw, b"--") > MAX_DELIMITER_LINES)
+        .then_some(MimeLimit::Parts)
+}
+
+/// Lines starting with `--` a message may have: every delimiter of every
+/// multipart is such a line (so 500 parts need at most about 1,000), and
+/// text lines rarely are (a signature's `-- `), hence ten times the parts.
+/// More would let the parser build parts by the million before they could
+/// be counted (about 120 bytes each).
+const MAX_DELIMITER_LINES: usize = 10 * MAX_MIME_PARTS;
+
 /// Lines starting with `Content-Type:` (any case): an upper bound on the
 /// parts that can hold other parts.
 fn content_type_lines(raw: &[u8]) -> usize {
-    const NAME: &[u8] = b"content-type:";
-    std::iter::once(raw)
-        .chain(raw.split(|&b| b == b'\n').skip(1))
+    lines_starting(raw, b"content-type:")
+}
+
+/// Lines of `raw` starting with `start` (ASCII, any case).
+fn lines_starting(raw: &[u8], start: &[u8]) -> usize {
+    raw.split(|&b| b == b'\n')
         .filter(|line| {
-            line.get(..NAME.len())
-                .is_some_and(|start| start.eq_ignore_ascii_case(NAME))
+            line.get(..start.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(start))
         })
         .count()
 }
