@@ -18,9 +18,15 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
 
-pub(crate) use sealpost_testkit::databases::{
-    drop_database, drop_run_leftovers as drop_leftover_databases,
-};
+pub(crate) use sealpost_testkit::databases::drop_run_leftovers as drop_leftover_databases;
+
+/// Drops a benchmark's (or api-check's) database at the end of its run.
+pub(crate) async fn drop_database(server: &str, name: &str) -> Result<()> {
+    sealpost_testkit::databases::drop_database(server, name)
+        .await
+        .map_err(|error| anyhow!(error))
+        .with_context(|| format!("dropping the database {name}"))
+}
 
 /// The sender of every benchmark message.
 pub(crate) const SENDER: &str = "bench@example.com";

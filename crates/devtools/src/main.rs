@@ -325,6 +325,7 @@ fn dev_setting(name: &str) -> String {
 fn drop_test_databases(runtime: &Runtime, server: &str) -> Result<()> {
     let cleanup = runtime
         .block_on(sealpost_testkit::databases::drop_test_leftovers(server))
+        .map_err(|error| anyhow::anyhow!(error))
         .with_context(|| format!("cleaning up test databases on {}", redact(server)))?;
     if cleanup.dropped > 0 {
         eprintln!(

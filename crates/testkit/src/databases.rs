@@ -32,27 +32,23 @@ pub fn process_alive(pid: u32) -> bool {
     Path::new("/proc").join(pid.to_string()).exists()
 }
 
+/// A failure to reach the server or to run a statement on it.
+pub type DatabaseError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Drops `name` on `server`, closing its connections.
-pub async fn drop_database(server: &str, name: &str) -> Result<(), diesel::result::Error> {
+pub async fn drop_database(server: &str, name: &str) -> Result<(), DatabaseError> {
     let mut admin = admin(server).await?;
     diesel::sql_query(format!(
         "DROP DATABASE IF EXISTS {} WITH (FORCE)",
         quote_ident(name)
     ))
     .execute(&mut admin)
-    .await
-    .map(drop)
+    .await?;
+    Ok(())
 }
 
-async fn admin(server: &str) -> Result<AsyncPgConnection, diesel::result::Error> {
-    AsyncPgConnection::establish(&format!("{server}/postgres"))
-        .await
-        .map_err(|error| {
-            diesel::result::Error::DatabaseError(
-                diesel::result::DatabaseErrorKind::UnableToSendCommand,
-                Box::new(error.to_string()),
-            )
-        })
+async fn admin(server: &str) -> Result<AsyncPgConnection, DatabaseError> {
+    Ok(AsyncPgConnection::establish(&format!("{server}/postgres")).await?)
 }
 
 #[derive(QueryableByName)]
@@ -81,7 +77,7 @@ pub struct Cleanup {
 /// Drops the test databases of processes that no longer run, and the
 /// migrated templates (`sealpost_tpl_%`) when no other run uses them: tests
 /// recreate their template once.
-pub async fn drop_test_leftovers(server: &str) -> Result<Cleanup, diesel::result::Error> {
+pub async fn drop_test_leftovers(server: &str) -> Result<Cleanup, DatabaseError> {
     let mut conn = admin(server).await?;
     let tests = list(&mut conn, r"sealpost\_test\_%").await?;
     let (live, leftovers): (Vec<String>, Vec<String>) =

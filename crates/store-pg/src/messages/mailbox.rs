@@ -92,12 +92,7 @@ pub(super) async fn page(
         .limit(page.fetch_limit())
         .into_boxed();
     if let Some(after) = &page.after {
-        let at = after.at.as_datetime();
-        query = query.filter(
-            messages::received_at.lt(at).or(messages::received_at
-                .eq(at)
-                .and(messages::id.lt(after.id.clone()))),
-        );
+        query = query.filter(older_than(after.at.as_datetime(), &after.id));
     }
     rows_into_messages(query.load(&mut conn).await.map_err(db_error)?)
 }
@@ -315,12 +310,7 @@ pub(super) async fn page_all(
         query = query.filter(messages::read.ne(unread));
     }
     if let Some(after) = &page.after {
-        let at = after.at.as_datetime();
-        query = query.filter(
-            messages::received_at.lt(at).or(messages::received_at
-                .eq(at)
-                .and(messages::id.lt(after.id.as_str()))),
-        );
+        query = query.filter(older_than(after.at.as_datetime(), &after.id));
     }
     rows_into_messages(query.load(&mut conn).await.map_err(db_error)?)
 }
@@ -498,4 +488,13 @@ pub(super) async fn forget_garbage(store: &PgStore, keys: Vec<String>) -> Result
 /// Any instant serves when only the address's existence matters.
 fn epoch() -> Timestamp {
     Timestamp::from_datetime(DateTime::<Utc>::UNIX_EPOCH)
+}
+
+/// Messages after a page's last one, newest first: received earlier, or at
+/// the same time with a smaller id.
+#[diesel::dsl::auto_type]
+fn older_than<'a>(at: DateTime<Utc>, id: &'a str) -> _ {
+    messages::received_at
+        .lt(at)
+        .or(messages::received_at.eq(at).and(messages::id.lt(id)))
 }

@@ -243,6 +243,9 @@ fn spawn(
         .args(args)
         .envs(env.iter().map(|(name, value)| (*name, value.as_str())))
         .stdin(Stdio::null())
+        // Standard output carries the ready line alone: the processes' own
+        // output goes to standard error.
+        .stdout(Stdio::from(std::io::stderr()))
         .kill_on_drop(true)
         .spawn()
         .map_err(|error| {
