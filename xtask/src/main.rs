@@ -15,6 +15,7 @@ use std::process::{Command, ExitCode, ExitStatus, Stdio};
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
+use sealpost_devprocess::{cargo, exit_code, run_child};
 use tokio::runtime::Runtime;
 
 const ENV_HELP: &str = "\
@@ -352,69 +353,6 @@ fn ci(runtime: &Runtime) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A nested cargo. `cargo xtask` runs under `cargo run`, which sets
-/// `CARGO_MANIFEST_DIR`, `CARGO_PKG_*` and the like for xtask; handed down,
-/// they change build-script inputs and make every nested build recompile
-/// ring, rustls and their dependents. Only the variables a person sets to
-/// steer cargo are kept.
-fn cargo(root: &Path) -> Command {
-    const KEPT: &[&str] = &[
-        "CARGO_HOME",
-        "CARGO_TARGET_DIR",
-        "CARGO_INCREMENTAL",
-        "CARGO_TERM_COLOR",
-        "CARGO_TERM_VERBOSE",
-        "CARGO_TERM_PROGRESS_WHEN",
-        "CARGO_NET_OFFLINE",
-        "CARGO_BUILD_JOBS",
-    ];
-    const KEPT_PREFIXES: &[&str] = &["CARGO_REGISTRIES_", "CARGO_HTTP_", "CARGO_PROFILE_"];
-    let program = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(program);
-    command.current_dir(root);
-    for (name, _) in std::env::vars_os() {
-        let Some(name) = name.to_str() else { continue };
-        let inherited = name.starts_with("CARGO_")
-            && !KEPT.contains(&name)
-            && !KEPT_PREFIXES.iter().any(|prefix| name.starts_with(prefix));
-        if inherited || name == "CARGO" {
-            command.env_remove(name);
-        }
-    }
-    command
-}
-
-/// Runs a child that inherits the terminal and waits for it. Ctrl-C reaches
-/// the child through the terminal; xtask itself keeps waiting for it.
-fn run_child(runtime: &Runtime, command: &mut Command) -> Result<ExitStatus> {
-    #[cfg(unix)]
-    let _sigint = {
-        let _guard = runtime.enter();
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-            .context("cannot handle SIGINT")?
-    };
-    #[cfg(not(unix))]
-    let _ = runtime;
-    command
-        .status()
-        .with_context(|| format!("cannot run {:?}", command.get_program()))
-}
-
-fn exit_code(status: ExitStatus) -> ExitCode {
-    if let Some(code) = status.code() {
-        return ExitCode::from(u8::try_from(code).unwrap_or(1));
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(signal) = status.signal() {
-            return ExitCode::from(u8::try_from(128 + signal).unwrap_or(1));
-        }
-    }
-    ExitCode::FAILURE
-}
-
-/// The URL with its password masked.
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,7 +22,8 @@ use anyhow::{Context, Result, bail};
 use tokio::runtime::Runtime;
 
 use crate::harness::{Service, drop_database, drop_leftover_databases, free_addr};
-use crate::{cargo, postgres, seed};
+use crate::{postgres, seed};
+use sealpost_devprocess::cargo;
 
 /// The Schemathesis release the check is pinned to.
 const SCHEMATHESIS: &str = "4.32.5";

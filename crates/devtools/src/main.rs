@@ -15,11 +15,11 @@ mod load_smtp;
 mod postgres;
 mod seed;
 
-use std::path::Path;
-use std::process::{Command, ExitCode, ExitStatus};
+use std::process::{Command, ExitCode};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use sealpost_devprocess::{cargo, exit_code, run_child};
 use tokio::runtime::Runtime;
 
 #[derive(Parser)]
@@ -343,63 +343,6 @@ fn drop_test_databases(runtime: &Runtime, server: &str) -> Result<()> {
         eprintln!("xtask: kept the test templates: another test run is using them");
     }
     Ok(())
-}
-
-fn cargo(root: &Path) -> Command {
-    const KEPT: &[&str] = &[
-        "CARGO_HOME",
-        "CARGO_TARGET_DIR",
-        "CARGO_INCREMENTAL",
-        "CARGO_TERM_COLOR",
-        "CARGO_TERM_VERBOSE",
-        "CARGO_TERM_PROGRESS_WHEN",
-        "CARGO_NET_OFFLINE",
-        "CARGO_BUILD_JOBS",
-    ];
-    const KEPT_PREFIXES: &[&str] = &["CARGO_REGISTRIES_", "CARGO_HTTP_", "CARGO_PROFILE_"];
-    let program = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(program);
-    command.current_dir(root);
-    for (name, _) in std::env::vars_os() {
-        let Some(name) = name.to_str() else { continue };
-        let inherited = name.starts_with("CARGO_")
-            && !KEPT.contains(&name)
-            && !KEPT_PREFIXES.iter().any(|prefix| name.starts_with(prefix));
-        if inherited || name == "CARGO" {
-            command.env_remove(name);
-        }
-    }
-    command
-}
-
-/// Runs a child that inherits the terminal and waits for it. Ctrl-C reaches
-/// the child through the terminal; xtask itself keeps waiting for it.
-fn run_child(runtime: &Runtime, command: &mut Command) -> Result<ExitStatus> {
-    #[cfg(unix)]
-    let _sigint = {
-        let _guard = runtime.enter();
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-            .context("cannot handle SIGINT")?
-    };
-    #[cfg(not(unix))]
-    let _ = runtime;
-    command
-        .status()
-        .with_context(|| format!("cannot run {:?}", command.get_program()))
-}
-
-fn exit_code(status: ExitStatus) -> ExitCode {
-    if let Some(code) = status.code() {
-        return ExitCode::from(u8::try_from(code).unwrap_or(1));
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(signal) = status.signal() {
-            return ExitCode::from(u8::try_from(128 + signal).unwrap_or(1));
-        }
-    }
-    ExitCode::FAILURE
 }
 
 /// The URL with its password masked.
