@@ -409,6 +409,28 @@ mod tests {
         serde_json::from_str(&openapi_json()).unwrap()
     }
 
+    /// Every operation has an operationId of its own: code generators
+    /// (openapi-typescript, the SDKs') name operations by it and refuse a
+    /// document that repeats one.
+    #[test]
+    fn operation_ids_are_unique() {
+        let doc = document();
+        let mut seen = std::collections::BTreeMap::new();
+        let mut operations = 0;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                operations += 1;
+                let id = operation["operationId"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+                if let Some(first) = seen.insert(id.to_owned(), format!("{method} {path}")) {
+                    panic!("operationId {id} names both {first} and {method} {path}");
+                }
+            }
+        }
+        assert!(operations > 90, "every operation was read ({operations})");
+    }
+
     /// The numbers in the document are literals (the derive takes no
     /// constants); this keeps them equal to the ones the validators use.
     #[test]

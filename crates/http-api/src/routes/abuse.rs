@@ -14,7 +14,7 @@ use crate::state::AppState;
 
 /// Reports an address or a message. Accepted reports all get the same
 /// 202 answer.
-#[utoipa::path(post, path = "/abuse/reports", tag = "abuse", request_body = wire::AbuseReportRequest,
+#[utoipa::path(post, path = "/abuse/reports", operation_id = "report_abuse", tag = "abuse", request_body = wire::AbuseReportRequest,
     responses((status = 202, body = wire::AbuseReceived),
         (status = 400, body = wire::ErrorBody, description = "invalid_field: not exactly one of emailAddress and messageId, an unknown reason, overlong details or contact"),
         (status = 429, body = wire::ErrorBody, description = "rate_limited: five reports an hour per IP")))]

@@ -43,7 +43,7 @@ fn parse_account_id(text: &str) -> Result<AccountId, ApiError> {
 }
 
 /// Registers an account (Free plan) and opens its first session.
-#[utoipa::path(post, path = "/accounts", tag = "accounts", request_body = wire::RegisterRequest, responses(
+#[utoipa::path(post, path = "/accounts", operation_id = "register_account", tag = "accounts", request_body = wire::RegisterRequest, responses(
     (status = 201, body = wire::SignedIn),
     (status = 400, body = wire::ErrorBody, description = "invalid_json, invalid_field, invalid_id, invalid_key"),
     (status = 409, body = wire::ErrorBody, description = "id_taken"),
@@ -69,7 +69,7 @@ pub async fn register(
 }
 
 /// Issues a sign-in challenge. Identical in shape and work whether or not the account exists.
-#[utoipa::path(post, path = "/accounts/challenge", tag = "accounts", request_body = wire::ChallengeRequest, responses(
+#[utoipa::path(post, path = "/accounts/challenge", operation_id = "sign_in_challenge", tag = "accounts", request_body = wire::ChallengeRequest, responses(
     (status = 200, body = wire::Challenge),
     (status = 400, body = wire::ErrorBody),
 ))]
@@ -87,7 +87,7 @@ pub async fn challenge(
 }
 
 /// Completes the handshake and opens a session.
-#[utoipa::path(post, path = "/accounts/verify", tag = "accounts", request_body = wire::VerifyRequest, responses(
+#[utoipa::path(post, path = "/accounts/verify", operation_id = "sign_in_verify", tag = "accounts", request_body = wire::VerifyRequest, responses(
     (status = 200, body = wire::SignedIn),
     (status = 401, body = wire::ErrorBody, description = "unauthenticated: unknown account, wrong proof, used or expired nonce"),
 ))]
@@ -106,7 +106,7 @@ pub async fn verify(
 }
 
 /// The caller's account and plan.
-#[utoipa::path(get, path = "/accounts/me", tag = "accounts", security(("bearer" = [])), responses(
+#[utoipa::path(get, path = "/accounts/me", operation_id = "get_account", tag = "accounts", security(("bearer" = [])), responses(
     (status = 200, body = wire::Me),
     (status = 401, body = wire::ErrorBody),
 ))]
@@ -139,7 +139,7 @@ pub async fn sign_out(
 }
 
 /// Live sessions, newest first, the current one marked.
-#[utoipa::path(get, path = "/accounts/sessions", tag = "accounts", security(("bearer" = [])), responses(
+#[utoipa::path(get, path = "/accounts/sessions", operation_id = "list_sessions", tag = "accounts", security(("bearer" = [])), responses(
     (status = 200, body = wire::SessionList),
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]
@@ -184,7 +184,7 @@ pub async fn revoke_session(
 }
 
 /// Erases the account and everything in it, at once. The id can never be registered again.
-#[utoipa::path(delete, path = "/accounts/me", tag = "accounts", security(("bearer" = [])), responses(
+#[utoipa::path(delete, path = "/accounts/me", operation_id = "erase_account", tag = "accounts", security(("bearer" = [])), responses(
     (status = 204),
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]

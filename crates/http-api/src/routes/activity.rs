@@ -42,7 +42,7 @@ fn activity_body(entry: ActivityEntry) -> wire::ActivityEntry {
 }
 
 /// The activity log, newest first (kept 90 days). A device sees the entries about itself.
-#[utoipa::path(get, path = "/activity", tag = "activity", security(("bearer" = [])), params(PageQuery),
+#[utoipa::path(get, path = "/activity", operation_id = "list_activity", tag = "activity", security(("bearer" = [])), params(PageQuery),
     responses((status = 200, body = wire::ActivityPage), (status = 400, body = wire::ErrorBody)))]
 pub async fn list(
     state: Data<AppState>,

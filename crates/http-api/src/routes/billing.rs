@@ -17,7 +17,7 @@ use crate::state::AppState;
 
 /// The payment providers this deployment takes: those with keys configured
 /// and not switched off by an operator.
-#[utoipa::path(get, path = "/billing/providers", tag = "billing",
+#[utoipa::path(get, path = "/billing/providers", operation_id = "list_payment_providers", tag = "billing",
     responses((status = 200, body = wire::ProviderList)))]
 pub async fn providers(state: Data<AppState>) -> HttpResponse {
     HttpResponse::Ok().json(wire::ProviderList {
@@ -96,7 +96,7 @@ pub async fn get_payment(
 /// A payment provider's signed notice (Stripe webhook with `Stripe-Signature`,
 /// BTCPay webhook with `BTCPay-Sig`), verified against the raw body. A paid
 /// payment changes the plan once, however often its notice arrives.
-#[utoipa::path(post, path = "/billing/notices/{provider}", tag = "billing",
+#[utoipa::path(post, path = "/billing/notices/{provider}", operation_id = "payment_notice", tag = "billing",
     params(("provider" = String, Path, description = "stripe or btcpay")),
     responses((status = 200, body = wire::NoticeReceived),
         (status = 400, body = wire::ErrorBody, description = "invalid_field: the signature header is missing, malformed, wrong or too old; or the body is not the provider's notice"),

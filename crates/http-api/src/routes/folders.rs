@@ -64,7 +64,7 @@ pub struct MailboxQuery {
 
 /// The caller's mail across its addresses (a device: the addresses assigned
 /// to it), newest first, filtered. Held mail and mail past retention never appear.
-#[utoipa::path(get, path = "/messages", tag = "messages", security(("bearer" = [])),
+#[utoipa::path(get, path = "/messages", operation_id = "list_messages", tag = "messages", security(("bearer" = [])),
     params(MailboxQuery),
     responses((status = 200, body = wire::MessagePage), (status = 400, body = ErrorBody),
         (status = 404, body = ErrorBody, description = "inboxId names no address the caller may read")))]
@@ -145,7 +145,7 @@ pub async fn folder_counts(
 }
 
 /// Stars a message (or removes the star with `starred: false`). The body is optional.
-#[utoipa::path(post, path = "/messages/{id}/star", tag = "messages", security(("bearer" = [])),
+#[utoipa::path(post, path = "/messages/{id}/star", operation_id = "star_message", tag = "messages", security(("bearer" = [])),
     params(("id" = sealpost_kernel::MessageId, Path)), request_body(content = Option<wire::StarRequest>),
     responses((status = 204), (status = 404, body = ErrorBody)))]
 pub async fn star(
@@ -163,7 +163,7 @@ pub async fn star(
 }
 
 /// Moves a message to another folder; answers it as it is afterwards.
-#[utoipa::path(post, path = "/messages/{id}/move", tag = "messages", security(("bearer" = [])),
+#[utoipa::path(post, path = "/messages/{id}/move", operation_id = "move_message", tag = "messages", security(("bearer" = [])),
     params(("id" = sealpost_kernel::MessageId, Path)), request_body = wire::MoveRequest,
     responses((status = 200, body = wire::MessageReply),
         (status = 400, body = ErrorBody, description = "invalid_field: unknown folder, or one the message may not go to"),
@@ -184,7 +184,7 @@ pub async fn move_to(
 
 /// Moves a message to the trash; a message already in the trash is deleted
 /// for good, with its attachments.
-#[utoipa::path(delete, path = "/messages/{id}", tag = "messages", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/messages/{id}", operation_id = "delete_message", tag = "messages", security(("bearer" = [])),
     params(("id" = sealpost_kernel::MessageId, Path)),
     responses((status = 200, body = wire::DeletedBody), (status = 404, body = ErrorBody)))]
 pub async fn remove(

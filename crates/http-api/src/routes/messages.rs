@@ -52,7 +52,7 @@ async fn plan_of(state: &AppState, caller: &Authenticated) -> Result<PlanId, Api
 }
 
 /// An address's mail, newest first. Mail past the address's retention is never returned.
-#[utoipa::path(get, path = "/inboxes/{id}/messages", tag = "messages", security(("bearer" = [])),
+#[utoipa::path(get, path = "/inboxes/{id}/messages", operation_id = "list_inbox_messages", tag = "messages", security(("bearer" = [])),
     params(("id" = sealpost_kernel::AddressId, Path), PageQuery),
     responses((status = 200, body = wire::MessagePage), (status = 404, body = wire::ErrorBody)))]
 pub async fn list(
@@ -87,7 +87,7 @@ pub struct WaitQuery {
 }
 
 /// Waits for mail newer than `after`: answers as soon as it lands, or 204 at the timeout.
-#[utoipa::path(get, path = "/inboxes/{id}/messages/wait", tag = "messages", security(("bearer" = [])),
+#[utoipa::path(get, path = "/inboxes/{id}/messages/wait", operation_id = "wait_for_messages", tag = "messages", security(("bearer" = [])),
     params(("id" = sealpost_kernel::AddressId, Path), WaitQuery),
     responses((status = 200, body = wire::WaitBody), (status = 204, description = "nothing arrived in time"),
         (status = 404, body = wire::ErrorBody)))]
@@ -158,7 +158,7 @@ pub async fn wait(
 }
 
 /// One message. Counts against the plan's hourly object reads.
-#[utoipa::path(get, path = "/messages/{id}", tag = "messages", security(("bearer" = [])),
+#[utoipa::path(get, path = "/messages/{id}", operation_id = "get_message", tag = "messages", security(("bearer" = [])),
     params(("id" = sealpost_kernel::MessageId, Path)),
     responses((status = 200, body = wire::MessageReply), (status = 404, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 pub async fn get_one(
@@ -175,7 +175,7 @@ pub async fn get_one(
 }
 
 /// An attachment's sealed bytes (binary box). Counts against the hourly object reads.
-#[utoipa::path(get, path = "/messages/{id}/attachments/{index}", tag = "messages", security(("bearer" = [])),
+#[utoipa::path(get, path = "/messages/{id}/attachments/{index}", operation_id = "get_attachment", tag = "messages", security(("bearer" = [])),
     params(("id" = sealpost_kernel::MessageId, Path), ("index" = u32, Path)),
     responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>),
         (status = 404, body = wire::ErrorBody, description = "no such attachment, or over 20 MB and not stored"),
@@ -232,7 +232,7 @@ pub async fn device_messages(
 
 /// Delivers a message outside SMTP: parsed and sealed exactly as SMTP mail is,
 /// counted against the received-mail allowance, recorded as `message.received`.
-#[utoipa::path(post, path = "/messages", tag = "messages", security(("bearer" = [])), request_body = wire::DeliverRequest,
+#[utoipa::path(post, path = "/messages", operation_id = "store_inbound_message", tag = "messages", security(("bearer" = [])), request_body = wire::DeliverRequest,
     responses((status = 201, body = wire::Delivered), (status = 400, body = wire::ErrorBody, description = "invalid_field, invalid_key (address without publicKey)"),
         (status = 403, body = wire::ErrorBody, description = "plan_required: the address is on an own domain whose plan lost own domains more than 21 days ago; session_required"),
         (status = 404, body = wire::ErrorBody), (status = 413, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody, description = "allowance used up")))]

@@ -149,7 +149,7 @@ fn subscription_reply(subscription: Subscription) -> wire::SubscriptionReply {
 }
 
 /// Every plan with its price and limits, cheapest first.
-#[utoipa::path(get, path = "/plans", tag = "billing",
+#[utoipa::path(get, path = "/plans", operation_id = "list_plans", tag = "billing",
     responses((status = 200, body = wire::PlanList)))]
 pub async fn list() -> HttpResponse {
     HttpResponse::Ok().json(wire::PlanList {
@@ -158,7 +158,7 @@ pub async fn list() -> HttpResponse {
 }
 
 /// What the account has used of its plan. Reading it spends nothing.
-#[utoipa::path(get, path = "/usage", tag = "billing", security(("bearer" = [])),
+#[utoipa::path(get, path = "/usage", operation_id = "get_usage", tag = "billing", security(("bearer" = [])),
     responses((status = 200, body = wire::Usage), (status = 401, body = wire::ErrorBody)))]
 pub async fn usage(state: Data<AppState>, caller: Authenticated) -> Result<HttpResponse, ApiError> {
     let usage = state.subscriptions.usage(caller.account()).await?;
@@ -166,7 +166,7 @@ pub async fn usage(state: Data<AppState>, caller: Authenticated) -> Result<HttpR
 }
 
 /// The dashboard's counters.
-#[utoipa::path(get, path = "/overview", tag = "billing", security(("bearer" = [])),
+#[utoipa::path(get, path = "/overview", operation_id = "account_overview", tag = "billing", security(("bearer" = [])),
     responses((status = 200, body = wire::Overview), (status = 401, body = wire::ErrorBody)))]
 pub async fn overview(
     state: Data<AppState>,

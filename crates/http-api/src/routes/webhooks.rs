@@ -63,7 +63,7 @@ fn meta(value: Option<&Value>) -> Result<Option<SealedBox>, ApiError> {
 }
 
 /// The account's webhooks and the event types they can subscribe to.
-#[utoipa::path(get, path = "/webhook-endpoints", tag = "webhooks", security(("bearer" = [])),
+#[utoipa::path(get, path = "/webhook-endpoints", operation_id = "list_webhook_endpoints", tag = "webhooks", security(("bearer" = [])),
     responses((status = 200, body = wire::WebhookList), (status = 403, body = wire::ErrorBody, description = "plan_required")))]
 pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpResponse, ApiError> {
     webhook_plan(&state, caller.account()).await?;
@@ -78,7 +78,7 @@ pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpRe
 }
 
 /// Registers an https endpoint (10 per account); the secret is returned once.
-#[utoipa::path(post, path = "/webhook-endpoints", tag = "webhooks", security(("bearer" = [])), request_body = wire::CreateWebhookRequest,
+#[utoipa::path(post, path = "/webhook-endpoints", operation_id = "create_webhook_endpoint", tag = "webhooks", security(("bearer" = [])), request_body = wire::CreateWebhookRequest,
     responses((status = 201, body = wire::CreatedWebhook), (status = 400, body = wire::ErrorBody, description = "invalid_url, invalid_field, invalid_id, invalid_box"),
         (status = 403, body = wire::ErrorBody, description = "plan_required"), (status = 409, body = wire::ErrorBody, description = "limit_reached, id_taken"),
         (status = 503, body = wire::ErrorBody, description = "feature_disabled: adding webhooks is paused")))]
@@ -110,7 +110,7 @@ pub async fn create(
 }
 
 /// Changes url, events, meta or status.
-#[utoipa::path(patch, path = "/webhook-endpoints/{id}", tag = "webhooks", security(("bearer" = [])),
+#[utoipa::path(patch, path = "/webhook-endpoints/{id}", operation_id = "update_webhook_endpoint", tag = "webhooks", security(("bearer" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path)), request_body = wire::UpdateWebhookRequest,
     responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 200, body = wire::WebhookReply), (status = 400, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn update(
@@ -146,7 +146,7 @@ pub async fn update(
 }
 
 /// Removes the endpoint and its delivery log.
-#[utoipa::path(delete, path = "/webhook-endpoints/{id}", tag = "webhooks", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/webhook-endpoints/{id}", operation_id = "delete_webhook_endpoint", tag = "webhooks", security(("bearer" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path)), responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 204), (status = 404, body = wire::ErrorBody)))]
 pub async fn remove(
     state: Data<AppState>,
@@ -160,7 +160,7 @@ pub async fn remove(
 }
 
 /// A new signing secret, shown once; the old one stops at once.
-#[utoipa::path(post, path = "/webhook-endpoints/{id}/rotate-secret", tag = "webhooks", security(("bearer" = [])),
+#[utoipa::path(post, path = "/webhook-endpoints/{id}/rotate-secret", operation_id = "rotate_webhook_secret", tag = "webhooks", security(("bearer" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path)), responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 200, body = wire::Secret), (status = 404, body = wire::ErrorBody)))]
 pub async fn rotate_secret(
     state: Data<AppState>,
@@ -183,7 +183,7 @@ fn sent_body(delivery: Delivery) -> wire::Sent {
 }
 
 /// Sends a `webhook.test` event. Tests plus redeliveries: 60 an hour.
-#[utoipa::path(post, path = "/webhook-endpoints/{id}/test", tag = "webhooks", security(("bearer" = [])),
+#[utoipa::path(post, path = "/webhook-endpoints/{id}/test", operation_id = "test_webhook_endpoint", tag = "webhooks", security(("bearer" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path)),
     responses((status = 404, body = wire::ErrorBody), (status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 202, body = wire::Sent), (status = 409, body = wire::ErrorBody, description = "webhook_disabled"), (status = 429, body = wire::ErrorBody)))]
 pub async fn test(
@@ -228,7 +228,7 @@ pub struct DeliveriesQuery {
 }
 
 /// The delivery log (kept 30 days), newest first.
-#[utoipa::path(get, path = "/webhook-endpoints/{id}/deliveries", tag = "webhooks", security(("bearer" = [])),
+#[utoipa::path(get, path = "/webhook-endpoints/{id}/deliveries", operation_id = "list_webhook_deliveries", tag = "webhooks", security(("bearer" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path), DeliveriesQuery),
     responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 200, body = wire::DeliveryPage), (status = 404, body = wire::ErrorBody)))]
 pub async fn deliveries(
@@ -261,7 +261,7 @@ pub async fn deliveries(
 }
 
 /// Sends a delivery's event again: a new delivery id, the same event id.
-#[utoipa::path(post, path = "/webhook-endpoints/{id}/deliveries/{deliveryId}/redeliver", tag = "webhooks", security(("bearer" = [])),
+#[utoipa::path(post, path = "/webhook-endpoints/{id}/deliveries/{deliveryId}/redeliver", operation_id = "redeliver_webhook_delivery", tag = "webhooks", security(("bearer" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path), ("deliveryId" = sealpost_kernel::DeliveryId, Path)),
     responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 202, body = wire::Sent), (status = 404, body = wire::ErrorBody), (status = 409, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 pub async fn redeliver(

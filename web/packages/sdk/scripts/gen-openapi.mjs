@@ -17,14 +17,6 @@ const HEADER = `/**
 `;
 
 const schema = JSON.parse(await readFile(source, 'utf8'));
-// The document repeats some operationIds (`list`, `remove`, ... on several
-// paths), which openapi-typescript's validator refuses. The SDK addresses
-// operations by path and method, so the ids are dropped before generating.
-for (const item of Object.values(schema.paths ?? {})) {
-  for (const operation of Object.values(item)) {
-    if (operation && typeof operation === 'object') delete operation.operationId;
-  }
-}
 const ast = await openapiTS(schema, { exportType: false, alphabetize: false, silent: true });
 const text = HEADER + astToString(ast);
 
