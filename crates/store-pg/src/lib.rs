@@ -29,6 +29,8 @@ mod support;
 mod teams;
 #[cfg(test)]
 mod test_db;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_server;
 mod webhooks;
 
 use std::time::Duration;

@@ -9,8 +9,10 @@
 use std::path::Path;
 
 use diesel::QueryableByName;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use sealpost_store_pg::quote_ident;
+use sealpost_store_pg::test_server::admin;
+pub use sealpost_store_pg::test_server::{DatabaseError, drop_database};
 
 /// Serialises template creation across test processes.
 pub(crate) const TEMPLATE_LOCK: i64 = 0x5ea1_7e57;
@@ -30,25 +32,6 @@ pub(crate) fn test_database_name() -> String {
 /// Whether process `pid` runs on this machine.
 pub fn process_alive(pid: u32) -> bool {
     Path::new("/proc").join(pid.to_string()).exists()
-}
-
-/// A failure to reach the server or to run a statement on it.
-pub type DatabaseError = Box<dyn std::error::Error + Send + Sync>;
-
-/// Drops `name` on `server`, closing its connections.
-pub async fn drop_database(server: &str, name: &str) -> Result<(), DatabaseError> {
-    let mut admin = admin(server).await?;
-    diesel::sql_query(format!(
-        "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-        quote_ident(name)
-    ))
-    .execute(&mut admin)
-    .await?;
-    Ok(())
-}
-
-async fn admin(server: &str) -> Result<AsyncPgConnection, DatabaseError> {
-    Ok(AsyncPgConnection::establish(&format!("{server}/postgres")).await?)
 }
 
 #[derive(QueryableByName)]

@@ -14,6 +14,7 @@
 
 pub mod databases;
 pub mod dns;
+pub mod payments;
 pub mod push;
 pub mod receiver;
 pub mod relay;
@@ -32,14 +33,7 @@ use crate::databases::{TEMPLATE_LOCK, drop_database, test_database_name};
 use sealpost_wiring::Services;
 use sealpost_wiring::smtp::SmtpServer;
 
-pub fn server_url() -> String {
-    std::env::var("SEALPOST_TEST_DATABASE_URL")
-        .ok()
-        .filter(|url| !url.is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432".to_owned())
-        .trim_end_matches('/')
-        .to_owned()
-}
+pub use sealpost_store_pg::test_server::server_url;
 
 /// A database of its own, dropped when this value is.
 pub struct TestDb {
@@ -134,7 +128,7 @@ pub fn free_port() -> u16 {
 }
 
 async fn admin_connection(server: &str) -> AsyncPgConnection {
-    AsyncPgConnection::establish(&format!("{server}/postgres"))
+    sealpost_store_pg::test_server::admin(server)
         .await
         .unwrap_or_else(|error| {
             panic!(

@@ -6,6 +6,7 @@ use chrono::TimeDelta;
 use reqwest::StatusCode;
 use sealpost_seal::{AccountKeys, b64};
 use sealpost_testkit::TestApp;
+use sealpost_testkit::payments::{self, PaymentStandIn};
 use serde_json::{Value, json};
 
 use crate::support::{Api, Reply, SignedIn, SmtpClient, new_keys};
@@ -501,64 +502,33 @@ async fn paying_for_a_smaller_plan_releases_what_it_holds_and_keeps_the_rest_pau
     api.app.stop().await;
 }
 
-/// A stand-in for Stripe's API on loopback: answers Checkout Session creation
-/// the way Stripe does, so checkout runs the real adapter over HTTP.
-async fn fake_stripe() -> (String, actix_web::dev::ServerHandle) {
-    use actix_web::{App, HttpResponse, HttpServer, web};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = HttpServer::new(|| {
-        App::new().route(
-            "/v1/checkout/sessions",
-            web::post().to(|body: web::Bytes| async move {
-                let form = String::from_utf8_lossy(&body).into_owned();
-                assert!(form.contains("client_reference_id=pay_"), "{form}");
-                HttpResponse::Ok().json(json!({
-                    "id": "cs_test_e2e",
-                    "object": "checkout.session",
-                    "payment_status": "unpaid",
-                    "url": "https://checkout.stripe.com/c/pay/cs_test_e2e",
-                }))
-            }),
-        )
-    })
-    .workers(1)
-    .disable_signals()
-    .listen(listener)
-    .unwrap()
-    .run();
-    let handle = server.handle();
-    tokio::spawn(server);
-    (format!("http://{addr}"), handle)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_signed_stripe_notice_pays_once_however_often_it_arrives() {
-    const SECRET: &str = "whsec_test_e2e";
-    let (stripe_url, stripe) = fake_stripe().await;
-    let api = Api::with(
-        TestApp::spawn_with(|config| {
-            config.stripe = Some(sealpost_config::StripeKeys {
-                secret_key: "sk_test_e2e".to_owned().into(),
-                webhook_secret: SECRET.to_owned().into(),
-                api_url: stripe_url,
-            });
-        })
-        .await,
-    );
+    const SECRET: &str = payments::STRIPE_WEBHOOK_SECRET;
+    let stripe = PaymentStandIn::stripe().await;
+    let api =
+        Api::with(TestApp::spawn_with(|config| config.stripe = Some(stripe.stripe_keys())).await);
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
     let started = checkout(&api, &owner, "fleet", "stripe").await;
     assert_eq!(started.status, StatusCode::CREATED, "{}", started.body);
+    let id = started.body["payment"]["id"].as_str().unwrap().to_owned();
+    let [session] = stripe.checkouts().try_into().unwrap();
+    assert!(
+        session
+            .text()
+            .contains(&format!("client_reference_id={id}")),
+        "{}",
+        session.text()
+    );
     assert_eq!(
         started.body["url"],
-        "https://checkout.stripe.com/c/pay/cs_test_e2e"
+        format!("https://checkout.stripe.com/c/pay/{}", session.reference)
     );
-    let id = started.body["payment"]["id"].as_str().unwrap().to_owned();
 
     let body = json!({
         "id": "evt_1", "object": "event", "type": "checkout.session.completed",
-        "data": { "object": { "id": "cs_test_e2e", "object": "checkout.session",
+        "data": { "object": { "id": session.reference, "object": "checkout.session",
                                "client_reference_id": id, "payment_status": "paid" } },
     })
     .to_string();
@@ -601,7 +571,33 @@ async fn a_signed_stripe_notice_pays_once_however_often_it_arrives() {
     assert_eq!(paid.body["payment"]["status"], "paid");
     assert_eq!(paid.body["payment"]["amount"], 19_900);
     api.app.stop().await;
-    stripe.stop(true).await;
+}
+
+/// A crypto checkout creates its invoice through the BTCPay adapter, over
+/// HTTP, and sends the payer to the invoice's checkout link.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crypto_checkout_creates_a_btcpay_invoice_for_the_payment() {
+    let btcpay = PaymentStandIn::btcpay().await;
+    let api =
+        Api::with(TestApp::spawn_with(|config| config.btcpay = Some(btcpay.btcpay_keys())).await);
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    let started = checkout(&api, &owner, "scale", "btcpay").await;
+    assert_eq!(started.status, StatusCode::CREATED, "{}", started.body);
+    let id = started.body["payment"]["id"].as_str().unwrap();
+    let [invoice] = btcpay.checkouts().try_into().unwrap();
+    assert_eq!(
+        invoice.header("authorization"),
+        Some(format!("token {}", payments::BTCPAY_API_KEY).as_str())
+    );
+    let body: Value = serde_json::from_slice(&invoice.body).unwrap();
+    assert_eq!(body["metadata"]["orderId"], id);
+    assert_eq!(
+        started.body["url"],
+        format!("https://btcpay.test/i/{}", invoice.reference)
+    );
+    assert_eq!(subscription(&api, &owner).await["planId"], "free");
+    api.app.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
