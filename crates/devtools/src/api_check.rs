@@ -1,7 +1,8 @@
 //! `cargo xtask api-check`: Schemathesis against the live OpenAPI document.
 //!
-//! Builds `sealpost-api` (debug), starts it on a fresh database (dropped at
-//! the end), makes a full account through the SDK (`seed`: the Scale plan
+//! Builds the stack (debug), starts the API and the jobs through the test
+//! kit's launcher (`sealpost-stack`: a fresh database, dropped at the end,
+//! and the loopback stand-ins), makes a full account through the SDK (`seed`: the Scale plan
 //! through the sandbox, addresses, a paired agent, mail, a webhook), installs
 //! Schemathesis at [`SCHEMATHESIS`] into a virtual environment under
 //! `target/api-check/`, and runs it with every phase (stateful included),
@@ -16,14 +17,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use tokio::runtime::Runtime;
 
-use crate::harness::{Service, drop_database, drop_leftover_databases, free_addr};
+use crate::harness::{Launched, Profile, StackOptions, build_stack};
 use crate::{postgres, seed};
-use sealpost_devprocess::cargo;
 
 /// The Schemathesis release the check is pinned to.
 const SCHEMATHESIS: &str = "4.32.5";
@@ -31,7 +31,6 @@ const SCHEMATHESIS: &str = "4.32.5";
 const SEED: &str = "20261123";
 /// Examples per operation and phase.
 const MAX_EXAMPLES: &str = "25";
-const DB_PREFIX: &str = "sealpost_apicheck_";
 
 /// Operations run after the main pass, one pass each with a fresh session:
 /// the plan change (a downgrade would leave the main pass without webhooks)
@@ -54,43 +53,9 @@ pub fn run(runtime: &Runtime) -> Result<ExitCode> {
     let started = Instant::now();
 
     let schemathesis = install_schemathesis(&dir)?;
-
-    eprintln!("xtask api-check: building sealpost-api");
-    let built = cargo(&root)
-        .args(["build", "-p", "sealpost-api"])
-        .status()
-        .context("running cargo build")?;
-    if !built.success() {
-        bail!("cargo build failed ({built})");
-    }
-
+    build_stack(&root, Profile::Debug)?;
     let server = postgres::ensure_server()?;
-    let name = format!("{DB_PREFIX}{}", std::process::id());
-    let url = format!("{server}/{name}");
-    runtime.block_on(async {
-        drop_leftover_databases(&server, DB_PREFIX).await;
-        sealpost_store_pg::create_database_if_missing(&url)
-            .await
-            .context("creating the api-check database")?;
-        sealpost_store_pg::migrate(&url)
-            .await
-            .context("migrating the api-check database")
-    })?;
-    let blob_dir = dir.join(format!("blobs-{}", std::process::id()));
-
-    let outcome = check(
-        runtime,
-        &target.join("debug").join("sealpost-api"),
-        &url,
-        &blob_dir,
-        &dir,
-        &schemathesis,
-    );
-
-    let dropped = runtime.block_on(drop_database(&server, &name));
-    let _ = fs::remove_dir_all(&blob_dir);
-    let passed = outcome?;
-    dropped?;
+    let passed = check(runtime, &target, &server, &dir, &schemathesis)?;
     eprintln!(
         "xtask api-check: {} in {:.0?}",
         if passed { "passed" } else { "FAILED" },
@@ -146,55 +111,37 @@ fn install_schemathesis(dir: &Path) -> Result<PathBuf> {
     Ok(st)
 }
 
-fn check(
-    runtime: &Runtime,
-    api_binary: &Path,
-    url: &str,
-    blob_dir: &Path,
-    dir: &Path,
-    st: &Path,
-) -> Result<bool> {
-    let addr = free_addr()?;
-    let log_path = dir.join("api.log");
-    let log =
-        fs::File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
+fn check(runtime: &Runtime, target: &Path, server: &str, dir: &Path, st: &Path) -> Result<bool> {
     let server_key = sealpost_seal::ServerKeys::generate_text();
-    // The same configuration for the server and its `staff-token` command.
-    let configure = |command: &mut Command| {
-        command
-            .env("DATABASE_URL", url)
-            .env("SEALPOST_HTTP_ADDR", addr.to_string())
-            .env("SEALPOST_BLOB_DIR", blob_dir)
-            .env("SEALPOST_DOMAINS", "mail.localhost")
-            .env("SEALPOST_BILLING_SANDBOX", "true")
-            // Thousands of requests from one address in a few minutes: the
-            // edge limit's 429 is declared everywhere, but it would hide the rest.
-            .env("SEALPOST_EDGE_RATE", "100000")
-            .env("SEALPOST_SERVER_KEY", &server_key)
-            // Support on, so its writes are checked past 503
-            // `support_unavailable`; no ticket is ever opened here, so any
-            // 32 bytes serve as the support team's public key.
-            .env(
-                "SEALPOST_SUPPORT_KEY",
-                sealpost_seal::b64::encode(&[9u8; 32]),
-            )
-            .env_remove("SEALPOST_LOG");
-    };
-    let mut command = Command::new(api_binary);
-    configure(&mut command);
-    command.stdout(Stdio::null()).stderr(log);
-    let api = Service::start("sealpost-api", &mut command)?;
-    let base = format!("http://{addr}");
+    let settings = vec![
+        ("SEALPOST_DOMAINS".to_owned(), "mail.localhost".to_owned()),
+        // Support on, so its writes are checked past 503
+        // `support_unavailable`; no ticket is ever opened here, so any
+        // 32 bytes serve as the support team's public key.
+        (
+            "SEALPOST_SUPPORT_KEY".to_owned(),
+            sealpost_seal::b64::encode(&[9u8; 32]),
+        ),
+        // Known here too, for the `staff-token` command below. The launcher
+        // raises the edge limit: thousands of requests from one address in
+        // a few minutes would otherwise hide the rest behind its 429.
+        ("SEALPOST_SERVER_KEY".to_owned(), server_key.clone()),
+    ];
+    let logs = dir.join("logs");
+    let stack = Launched::start(
+        target,
+        server,
+        &StackOptions {
+            profile: Profile::Debug,
+            processes: &["api", "jobs"],
+            env: settings.clone(),
+            logs: logs.clone(),
+            database_query: None,
+        },
+    )?;
+    let base = stack.api()?.to_owned();
 
     let seeded = runtime.block_on(async {
-        let client = sealpost_client::Client::new(&base)?;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while client.health().await.is_err() {
-            if Instant::now() > deadline {
-                bail!("sealpost-api did not answer (see {})", log_path.display());
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
         let seeded = seed::seed(&base).await.context("making the account")?;
         eprintln!(
             "xtask api-check: account {} on {}, addresses {}",
@@ -202,7 +149,7 @@ fn check(
             seeded.plan,
             seeded.addresses.join(", ")
         );
-        Ok(seeded)
+        anyhow::Ok(seeded)
     })?;
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("api-check.toml");
 
@@ -218,12 +165,15 @@ fn check(
     }
     // Last, as it may switch support off or rotate the support key: the
     // staff API with a staff token, which no account session can use.
-    let mut create = Command::new(api_binary);
-    configure(&mut create);
+    let mut create = Command::new(target.join("debug").join("sealpost-api"));
+    create
+        .env("DATABASE_URL", stack.database_url()?)
+        .envs(settings)
+        .env_remove("SEALPOST_LOG");
     let staff_token = staff_token(create.args(["staff-token", "create", "api-check"]))?;
     let only = ["--include-path-regex".to_owned(), "^/staff/".to_owned()];
     passed &= schemathesis(st, &config, &base, &staff_token, "staff API", &only)?;
-    drop(api);
+    stack.stop();
     Ok(passed)
 }
 

@@ -1,16 +1,17 @@
 //! `cargo xtask bench smtp`: throughput, DATA-to-250 latency and peak memory
 //! of the SMTP ingest, next to Postfix's `smtp-sink` on the same machine.
 //!
-//! Everything runs on loopback, on a fresh database (dropped at the end), with
-//! release builds of `sealpost-api` and `sealpost-smtp`. Who measures what:
+//! Everything runs on loopback, with release builds of `sealpost-api` and
+//! `sealpost-smtp` started by the test kit's launcher (`sealpost-stack`), a
+//! stack per workload on a fresh database (dropped at its end), so each
+//! workload has a fresh ingest process. Who measures what:
 //! - Postfix's `smtp-source` (extracted from Debian's package into
 //!   `target/bench/`, never installed) drives the throughput runs; xtask
 //!   times the whole run, as smtp-source reports no rates itself.
 //! - Our own client (below) repeats each workload with the same sessions,
 //!   sizes and message shape, and times each end of DATA to its 250: the
 //!   latency figures. Its throughput is printed too.
-//! - Peak memory is the ingest's `VmHWM` from `/proc/<pid>/status`, with a
-//!   fresh ingest process per workload.
+//! - Peak memory is the ingest's `VmHWM` from `/proc/<pid>/status`.
 //! - The same smtp-source run against Postfix's `smtp-sink` (which accepts
 //!   and discards) gives the machine's protocol ceiling.
 
@@ -32,9 +33,9 @@ use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 
 use crate::harness::{
-    SENDER, Service, Stack, command, drop_database, drop_leftover_databases, expect, free_addr,
-    mebibytes, message, peak_memory, percentile, register_enterprise, remove_leftover_blob_dirs,
-    reply, wait_http, wait_smtp,
+    Launched, Profile, SENDER, Service, StackOptions, bench_settings, build_stack, command, expect,
+    free_addr, mebibytes, message, peak_memory, percentile, register_enterprise,
+    remove_leftover_blob_dirs, reply, wait_smtp,
 };
 use crate::postgres;
 
@@ -81,7 +82,6 @@ const WORKLOADS: [Workload; 3] = [
 const PEAK_TARGET_BYTES: u64 = 150 * 1024 * 1024;
 /// Longest any single run may take before it is stopped (bounded runs only).
 const RUN_LIMIT: Duration = Duration::from_secs(15 * 60);
-const BENCH_DB_PREFIX: &str = "sealpost_bench_";
 
 /// What one run measured.
 struct Run {
@@ -129,74 +129,29 @@ pub fn smtp(runtime: &Runtime) -> Result<ExitCode> {
     let bench_dir = target.join("bench");
     fs::create_dir_all(&bench_dir).with_context(|| format!("creating {}", bench_dir.display()))?;
     let postfix = Postfix::extract(&bench_dir)?;
-
-    eprintln!("xtask bench: building sealpost-api and sealpost-smtp (release)");
-    let built = Command::new("cargo")
-        .current_dir(&root)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "sealpost-api",
-            "-p",
-            "sealpost-smtp-ingest",
-        ])
-        .status()
-        .context("running cargo build")?;
-    if !built.success() {
-        bail!("cargo build --release failed ({built})");
-    }
-    let release = target.join("release");
-
+    build_stack(&root, Profile::Release)?;
     let server = postgres::ensure_server()?;
-    let name = format!("{BENCH_DB_PREFIX}{}", std::process::id());
-    // No TLS to the local PostgreSQL (the default is `prefer`): the figures
-    // in docs/benchmarks.md's history were measured without it.
-    let url = format!("{server}/{name}?sslmode=disable");
-    runtime.block_on(async {
-        drop_leftover_databases(&server, BENCH_DB_PREFIX).await;
-        sealpost_store_pg::create_database_if_missing(&url)
-            .await
-            .context("creating the bench database")?;
-        sealpost_store_pg::migrate(&url)
-            .await
-            .context("migrating the bench database")
-    })?;
-    eprintln!("xtask bench: database {name} on {server}");
-
     remove_leftover_blob_dirs(&bench_dir);
     let blob_dir = bench_dir.join(format!("blobs-{}", std::process::id()));
-    let stack = Stack {
-        release,
-        url: url.clone(),
-        blob_dir: blob_dir.clone(),
-        logs: bench_dir.join("logs"),
-        server_key: sealpost_seal::ServerKeys::generate_text(),
-    };
-    let outcome = run_all(runtime, &stack, &postfix);
-
-    // Always cleaned up, whatever happened above.
-    let dropped = runtime.block_on(drop_database(&server, &name));
+    let outcome = run_all(runtime, &target, &server, &bench_dir, &blob_dir, &postfix);
+    // Always cleaned up, whatever happened above (the launcher drops its
+    // database itself).
     let _ = fs::remove_dir_all(&blob_dir);
     let reports = outcome?;
-    dropped?;
     print_table(&reports);
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_all(runtime: &Runtime, stack: &Stack, postfix: &Postfix) -> Result<Vec<Report>> {
-    let http_addr = free_addr()?;
-    let mut api_command = stack.command("sealpost-api", "api.log")?;
-    api_command.env("SEALPOST_HTTP_ADDR", http_addr.to_string());
-    let api = Service::start("sealpost-api", &mut api_command)?;
-    let base = format!("http://{http_addr}");
-    let recipients = runtime.block_on(async {
-        wait_http(&base).await?;
-        set_up_account(&base, &stack.url).await
-    })?;
-
+fn run_all(
+    runtime: &Runtime,
+    target: &Path,
+    server: &str,
+    bench_dir: &Path,
+    blob_dir: &Path,
+    postfix: &Postfix,
+) -> Result<Vec<Report>> {
     let mut reports = Vec::new();
-    for (workload, recipient) in WORKLOADS.iter().zip(&recipients) {
+    for workload in &WORKLOADS {
         eprintln!(
             "xtask bench: {} x {} over {} sessions",
             workload.label, workload.messages, workload.sessions
@@ -204,18 +159,32 @@ fn run_all(runtime: &Runtime, stack: &Stack, postfix: &Postfix) -> Result<Vec<Re
         let mut runs = Vec::new();
         let load_before = load_average();
 
-        // Sealpost, a fresh ingest process per workload (its own peak memory).
-        let smtp_addr = free_addr()?;
-        let mut smtp_command = stack.command(
-            "sealpost-smtp",
-            &format!("smtp-{}.log", workload.address.trim_start_matches("ibx_")),
+        // Sealpost: a stack per workload, so the ingest's peak memory is
+        // the workload's own.
+        let stack = Launched::start(
+            target,
+            server,
+            &StackOptions {
+                profile: Profile::Release,
+                processes: &["api", "smtp"],
+                env: bench_settings(blob_dir),
+                logs: bench_dir
+                    .join("logs")
+                    .join(workload.address.trim_start_matches("ibx_")),
+                // No TLS to the local PostgreSQL (the default is `prefer`):
+                // the figures in docs/benchmarks.md's history were measured
+                // without it.
+                database_query: Some("sslmode=disable"),
+            },
         )?;
-        smtp_command.env("SEALPOST_SMTP_ADDR", smtp_addr.to_string());
-        let smtp = Service::start("sealpost-smtp", &mut smtp_command)?;
+        let url = stack.database_url()?.to_owned();
+        let recipient = runtime.block_on(set_up_account(stack.api()?, &url, workload))?;
+        let recipient = recipient.as_str();
+        let smtp_addr = stack.smtp()?;
         runtime.block_on(wait_smtp(smtp_addr))?;
 
         let mut run = postfix.source(workload, recipient, smtp_addr, "smtp-source -> sealpost")?;
-        run.committed = Some(runtime.block_on(committed(&stack.url, workload.address))?);
+        run.committed = Some(runtime.block_on(committed(&url, workload.address))?);
         runs.push(run);
         let mut run = runtime.block_on(drive(
             workload,
@@ -223,11 +192,12 @@ fn run_all(runtime: &Runtime, stack: &Stack, postfix: &Postfix) -> Result<Vec<Re
             smtp_addr,
             "own client -> sealpost",
         ));
-        run.committed = Some(runtime.block_on(committed(&stack.url, workload.address))?);
+        run.committed = Some(runtime.block_on(committed(&url, workload.address))?);
         runs.push(run);
-        let peak_bytes = peak_memory(smtp.pid());
-        let ingest_cpu = cpu_time(smtp.pid());
-        smtp.stop();
+        let smtp_pid = stack.pid("smtp")?;
+        let peak_bytes = peak_memory(smtp_pid);
+        let ingest_cpu = cpu_time(smtp_pid);
+        stack.stop();
 
         // The same load against smtp-sink.
         let sink_addr = free_addr()?;
@@ -250,7 +220,6 @@ fn run_all(runtime: &Runtime, stack: &Stack, postfix: &Postfix) -> Result<Vec<Re
             load: (load_before, load_average()),
         });
     }
-    api.stop();
     Ok(reports)
 }
 
@@ -391,36 +360,29 @@ impl Postfix {
     }
 }
 
-/// An Enterprise account with one address per workload, each with a key;
-/// returns the addresses.
-async fn set_up_account(base: &str, database_url: &str) -> Result<Vec<String>> {
+/// An Enterprise account with the workload's address, with a key;
+/// returns the address.
+async fn set_up_account(base: &str, database_url: &str, workload: &Workload) -> Result<String> {
     let (keys, token) = register_enterprise(base, database_url).await?;
-    let token = token.as_str();
-    let http = reqwest::Client::new();
-
-    let mut addresses = Vec::new();
-    for workload in &WORKLOADS {
-        let created: Value = http
-            .post(format!("{base}/inboxes"))
-            .bearer_auth(token)
-            .json(&json!({
-                "id": workload.address,
-                "domain": "mail.localhost",
-                "prefix": "bench",
-                "publicKey": b64::encode(&keys.address_public_key(workload.address, 0)),
-            }))
-            .send()
-            .await?
-            .error_for_status()
-            .context("creating a bench address")?
-            .json()
-            .await?;
-        let address = created["inbox"]["emailAddress"]
-            .as_str()
-            .ok_or_else(|| anyhow!("no emailAddress in {created}"))?;
-        addresses.push(address.to_owned());
-    }
-    Ok(addresses)
+    let created: Value = reqwest::Client::new()
+        .post(format!("{base}/inboxes"))
+        .bearer_auth(&token)
+        .json(&json!({
+            "id": workload.address,
+            "domain": "mail.localhost",
+            "prefix": "bench",
+            "publicKey": b64::encode(&keys.address_public_key(workload.address, 0)),
+        }))
+        .send()
+        .await?
+        .error_for_status()
+        .context("creating a bench address")?
+        .json()
+        .await?;
+    let address = created["inbox"]["emailAddress"]
+        .as_str()
+        .ok_or_else(|| anyhow!("no emailAddress in {created}"))?;
+    Ok(address.to_owned())
 }
 
 #[derive(QueryableByName)]

@@ -81,23 +81,28 @@ fn report(label: &str, figures: &Figures) {
     );
 }
 
+const DB_PREFIX: &str = "sealpost_bench_webhooks_";
+
 async fn scenario(server: &str, statuses: &[u16]) -> Result<Figures> {
-    let name = format!("sealpost_bench_webhooks_{}", std::process::id());
+    // Those of runs that were killed first.
+    sealpost_testkit::databases::drop_run_leftovers(server, DB_PREFIX).await;
+    let name = format!("{DB_PREFIX}{}", std::process::id());
     let url = format!("{server}/{name}");
-    let mut admin = AsyncPgConnection::establish(&format!("{server}/postgres")).await?;
-    diesel::sql_query(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-        .execute(&mut admin)
-        .await?;
-    diesel::sql_query(format!("CREATE DATABASE \"{name}\""))
-        .execute(&mut admin)
-        .await?;
+    let drop = || async {
+        sealpost_testkit::databases::drop_database(server, &name)
+            .await
+            .map_err(|error| anyhow::anyhow!(error))
+            .context("dropping the bench database")
+    };
+    drop().await?;
+    sealpost_store_pg::create_database_if_missing(&url)
+        .await
+        .context("creating the bench database")?;
     sealpost_store_pg::migrate(&url)
         .await
         .context("migrating the bench database")?;
     let result = run_scenario(&url, statuses).await;
-    diesel::sql_query(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-        .execute(&mut admin)
-        .await?;
+    drop().await?;
     result
 }
 

@@ -1,6 +1,7 @@
-//! What the benchmarks and `api-check` share: release processes of the
-//! service started and stopped (`Service`, `Stack`), free loopback
-//! addresses, waiting for HTTP and SMTP to answer, an Enterprise account
+//! What the benchmarks and `api-check` share: the stack started through
+//! the test kit's launcher (`build_stack`, `Launched`), other child
+//! processes stopped when dropped (`Service`), free loopback addresses,
+//! waiting for SMTP to answer, an Enterprise account
 //! registered over HTTP, a bare SMTP client's steps, messages of a given
 //! size, peak memory, percentiles, and the clean-up of earlier runs.
 
@@ -12,21 +13,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use sealpost_devprocess::cargo;
 use sealpost_seal::{RecoveryPhrase, b64};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
-
-pub(crate) use sealpost_testkit::databases::drop_run_leftovers as drop_leftover_databases;
-
-/// Drops a benchmark's (or api-check's) database at the end of its run.
-pub(crate) async fn drop_database(server: &str, name: &str) -> Result<()> {
-    sealpost_testkit::databases::drop_database(server, name)
-        .await
-        .map_err(|error| anyhow!(error))
-        .with_context(|| format!("dropping the database {name}"))
-}
 
 /// The sender of every benchmark message.
 pub(crate) const SENDER: &str = "bench@example.com";
@@ -60,38 +52,175 @@ pub(crate) fn remove_leftover_blob_dirs(bench_dir: &Path) {
     }
 }
 
-/// Where the release binaries are and how they are configured.
-pub(crate) struct Stack {
-    pub(crate) release: PathBuf,
-    pub(crate) url: String,
-    pub(crate) blob_dir: PathBuf,
-    pub(crate) logs: PathBuf,
-    pub(crate) server_key: String,
+/// The build profile the launcher and the processes come from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Profile {
+    Debug,
+    Release,
 }
 
-impl Stack {
-    pub(crate) fn command(&self, binary: &str, log: &str) -> Result<Command> {
-        fs::create_dir_all(&self.logs)?;
-        let log_path = self.logs.join(log);
-        let log = fs::File::create(&log_path)
-            .with_context(|| format!("creating {}", log_path.display()))?;
-        let mut command = Command::new(self.release.join(binary));
+impl Profile {
+    fn dir(self) -> &'static str {
+        match self {
+            Profile::Debug => "debug",
+            Profile::Release => "release",
+        }
+    }
+}
+
+/// Builds `sealpost-api`, `sealpost-smtp`, `sealpost-dns` and the test kit's
+/// launcher (`sealpost-stack`) in `profile`.
+pub(crate) fn build_stack(root: &Path, profile: Profile) -> Result<()> {
+    eprintln!(
+        "xtask: building the stack's processes and sealpost-stack ({})",
+        profile.dir()
+    );
+    let mut build = cargo(root);
+    build.args([
+        "build",
+        "-p",
+        "sealpost-api",
+        "-p",
+        "sealpost-smtp-ingest",
+        "-p",
+        "sealpost-dns",
+        "-p",
+        "sealpost-testkit",
+        "--bins",
+    ]);
+    if profile == Profile::Release {
+        build.arg("--release");
+    }
+    let built = build.status().context("running cargo build")?;
+    if !built.success() {
+        bail!("cargo build failed ({built})");
+    }
+    Ok(())
+}
+
+/// The benchmarks' settings for the stack's processes beyond the
+/// launcher's own: blobs under `target/bench/`, the benchmark's domain, and
+/// no per-client SMTP caps (the load comes from loopback: smtp-source opens
+/// a connection per message, and closing ones still count for a moment).
+pub(crate) fn bench_settings(blob_dir: &Path) -> Vec<(String, String)> {
+    [
+        ("SEALPOST_BLOB_DIR", blob_dir.display().to_string()),
+        ("SEALPOST_DOMAINS", "mail.localhost".to_owned()),
+        ("SEALPOST_SMTP_CONNECT_RATE", "0".to_owned()),
+        ("SEALPOST_SMTP_MAX_SESSIONS_PER_IP", "1000".to_owned()),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value))
+    .collect()
+}
+
+/// What to ask the launcher for.
+pub(crate) struct StackOptions<'a> {
+    pub(crate) profile: Profile,
+    /// `api`, `jobs`, `smtp`, `dns`.
+    pub(crate) processes: &'a [&'a str],
+    /// The children's environment beyond the launcher's own settings.
+    pub(crate) env: Vec<(String, String)>,
+    /// Where each process writes `<name>.log`.
+    pub(crate) logs: PathBuf,
+    /// Appended to the children's `DATABASE_URL`.
+    pub(crate) database_query: Option<&'a str>,
+}
+
+/// A stack started by the test kit's launcher (`sealpost-stack`, built by
+/// [`build_stack`]) on a fresh database; stopped, and its database
+/// dropped, when dropped.
+pub(crate) struct Launched {
+    child: Child,
+    /// The launcher's ready line.
+    ready: Value,
+}
+
+impl Launched {
+    pub(crate) fn start(
+        target: &Path,
+        server: &str,
+        options: &StackOptions<'_>,
+    ) -> Result<Launched> {
+        let launcher = target.join(options.profile.dir()).join("sealpost-stack");
+        let mut command = Command::new(&launcher);
         command
-            .env("DATABASE_URL", &self.url)
-            .env("SEALPOST_BLOB_DIR", &self.blob_dir)
-            .env("SEALPOST_DOMAINS", "mail.localhost")
-            .env("SEALPOST_BILLING_SANDBOX", "true")
-            .env("SEALPOST_EDGE_RATE", "100000")
-            // smtp-source opens a connection per message, all from loopback,
-            // and closing ones still count for a moment: no per-client caps.
-            .env("SEALPOST_SMTP_CONNECT_RATE", "0")
-            .env("SEALPOST_SMTP_MAX_SESSIONS_PER_IP", "1000")
-            .env("SEALPOST_SERVER_KEY", &self.server_key)
-            // The default log level (info), as in production, into a file.
+            .arg("--until-stdin-closes")
+            .args(["--only", &options.processes.join(",")])
+            .arg("--logs")
+            .arg(&options.logs)
+            .env("SEALPOST_TEST_DATABASE_URL", server)
+            // The default log level (info), as in production.
             .env_remove("SEALPOST_LOG")
-            .stdout(Stdio::null())
-            .stderr(log);
-        Ok(command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        for (name, value) in &options.env {
+            command.arg("--set").arg(format!("{name}={value}"));
+        }
+        if let Some(query) = options.database_query {
+            command.args(["--database-query", query]);
+        }
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("starting {}", launcher.display()))?;
+        let stdout = child.stdout.take().context("the launcher's stdout")?;
+        let mut first = String::new();
+        let read = std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut first);
+        let ready = read
+            .ok()
+            .and_then(|_| serde_json::from_str::<Value>(&first).ok())
+            .filter(|ready| ready["ready"] == true);
+        let Some(ready) = ready else {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "sealpost-stack did not start (see its output above and {})",
+                options.logs.display()
+            );
+        };
+        Ok(Launched { child, ready })
+    }
+
+    fn field(&self, name: &str) -> Result<&str> {
+        self.ready[name]
+            .as_str()
+            .ok_or_else(|| anyhow!("no {name} in the stack's ready line"))
+    }
+
+    /// `http://127.0.0.1:port`.
+    pub(crate) fn api(&self) -> Result<&str> {
+        self.field("api")
+    }
+
+    pub(crate) fn smtp(&self) -> Result<SocketAddr> {
+        Ok(self.field("smtp")?.parse()?)
+    }
+
+    /// The children's `DATABASE_URL`.
+    pub(crate) fn database_url(&self) -> Result<&str> {
+        self.field("databaseUrl")
+    }
+
+    /// The process id of `process` (`api`, `smtp`, ...).
+    pub(crate) fn pid(&self, process: &str) -> Result<u32> {
+        self.ready["pids"][process]
+            .as_u64()
+            .and_then(|pid| u32::try_from(pid).ok())
+            .ok_or_else(|| anyhow!("no {process} process in the stack"))
+    }
+
+    /// Stops the stack and waits until its database is dropped.
+    pub(crate) fn stop(self) {
+        // Drop does the work.
+    }
+}
+
+impl Drop for Launched {
+    fn drop(&mut self) {
+        // Closing its standard input stops it: it stops its processes
+        // (SIGTERM, then SIGKILL) and drops the database.
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
     }
 }
 
@@ -107,10 +236,6 @@ impl Service {
             .spawn()
             .with_context(|| format!("starting {name}"))?;
         Ok(Service { name, child })
-    }
-
-    pub(crate) fn pid(&self) -> u32 {
-        self.child.id()
     }
 
     pub(crate) fn stop(self) {
@@ -146,22 +271,6 @@ impl Drop for Service {
 pub(crate) fn free_addr() -> Result<SocketAddr> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
     Ok(listener.local_addr()?)
-}
-
-pub(crate) async fn wait_http(base: &str) -> Result<()> {
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(response) = client.get(format!("{base}/readyz")).send().await
-            && response.status().is_success()
-        {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("sealpost-api did not become ready (see target/bench/logs/api.log)");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 pub(crate) async fn wait_smtp(addr: SocketAddr) -> Result<()> {

@@ -1,7 +1,8 @@
 //! `cargo xtask bench smtp-load`: the SMTP ingest under hostile load
 //! (issue 15's load test), bounded in count and time, on loopback.
 //!
-//! A fresh database and a release `sealpost-smtp` (`--debug`: the debug
+//! A stack from the test kit's launcher (`sealpost-stack`: a fresh
+//! database, the API and a release `sealpost-smtp`; `--debug`: the debug
 //! build) with a DATA budget of [`DATA_MEMORY_MIB`] MiB and the default
 //! spool threshold. Then, at once:
 //! - [`TRICKLERS`] sessions that open DATA and trickle a line a second for
@@ -23,11 +24,11 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpSocket;
@@ -36,9 +37,8 @@ use tokio::runtime::Runtime;
 use crate::harness::percentile;
 
 use crate::harness::{
-    Service, Stack, command, drop_database, drop_leftover_databases, expect, free_addr,
-    leftover_of_dead_run, mebibytes, message, peak_memory, register_enterprise, reply, wait_http,
-    wait_smtp,
+    Launched, Profile, StackOptions, bench_settings, build_stack, command, expect,
+    leftover_of_dead_run, mebibytes, message, peak_memory, register_enterprise, reply, wait_smtp,
 };
 use crate::postgres;
 
@@ -53,7 +53,6 @@ const NORMAL_EVERY: Duration = Duration::from_millis(200);
 const BASELINE_MESSAGES: usize = 20;
 /// The whole load phase is stopped after this.
 const LOAD_LIMIT: Duration = Duration::from_secs(10 * 60);
-const DB_PREFIX: &str = "sealpost_load_";
 const NORMAL_ADDRESS: &str = "ibx_loadnormal";
 const BULK_ADDRESS: &str = "ibx_loadbulk";
 const SENDER: &str = "load@example.com";
@@ -65,49 +64,44 @@ pub fn run(runtime: &Runtime, debug: bool) -> Result<ExitCode> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    let profile = if debug { "debug" } else { "release" };
-    eprintln!("xtask load: building sealpost-api and sealpost-smtp ({profile})");
-    let mut build = Command::new("cargo");
-    build
-        .current_dir(&root)
-        .args(["build", "-p", "sealpost-api", "-p", "sealpost-smtp-ingest"]);
-    if !debug {
-        build.arg("--release");
-    }
-    let built = build.status().context("running cargo build")?;
-    if !built.success() {
-        bail!("cargo build failed ({built})");
-    }
+    let profile = if debug {
+        Profile::Debug
+    } else {
+        Profile::Release
+    };
+    build_stack(&root, profile)?;
 
     let bench_dir = target.join("bench");
     std::fs::create_dir_all(&bench_dir)?;
     remove_leftover_run_dirs(&bench_dir);
     let run_dir = bench_dir.join(format!("load-{}", std::process::id()));
     let server = postgres::ensure_server()?;
-    let name = format!("{DB_PREFIX}{}", std::process::id());
-    let url = format!("{server}/{name}?sslmode=disable");
-    runtime.block_on(async {
-        drop_leftover_databases(&server, DB_PREFIX).await;
-        sealpost_store_pg::create_database_if_missing(&url)
-            .await
-            .context("creating the load database")?;
-        sealpost_store_pg::migrate(&url)
-            .await
-            .context("migrating the load database")
-    })?;
-    let stack = Stack {
-        release: target.join(profile),
-        url,
-        blob_dir: run_dir.join("blobs"),
-        logs: bench_dir.join("logs"),
-        server_key: sealpost_seal::ServerKeys::generate_text(),
-    };
     let spool_dir = run_dir.join("spool");
-    let outcome = load(runtime, &stack, &spool_dir);
-    let dropped = runtime.block_on(drop_database(&server, &name));
+    let mut env = bench_settings(&run_dir.join("blobs"));
+    env.extend([
+        (
+            "SEALPOST_SMTP_DATA_MEMORY".to_owned(),
+            DATA_MEMORY_MIB.to_string(),
+        ),
+        (
+            "SEALPOST_SMTP_SPOOL_DIR".to_owned(),
+            spool_dir.display().to_string(),
+        ),
+    ]);
+    let outcome = Launched::start(
+        &target,
+        &server,
+        &StackOptions {
+            profile,
+            processes: &["api", "smtp"],
+            env,
+            logs: bench_dir.join("logs").join("load"),
+            database_query: Some("sslmode=disable"),
+        },
+    )
+    .and_then(|stack| load(runtime, stack, &spool_dir));
     let _ = std::fs::remove_dir_all(&run_dir);
     let passed = outcome?;
-    dropped?;
     Ok(if passed {
         ExitCode::SUCCESS
     } else {
@@ -157,36 +151,21 @@ fn first_words(text: &str) -> String {
     text.chars().take(60).collect()
 }
 
-fn load(runtime: &Runtime, stack: &Stack, spool_dir: &Path) -> Result<bool> {
-    let http_addr = free_addr()?;
-    let mut api_command = stack.command("sealpost-api", "load-api.log")?;
-    api_command.env("SEALPOST_HTTP_ADDR", http_addr.to_string());
-    let api = Service::start("sealpost-api", &mut api_command)?;
-    let base = format!("http://{http_addr}");
-    let (normal, bulk) = runtime.block_on(async {
-        wait_http(&base).await?;
-        set_up(&base, &stack.url).await
-    })?;
-    api.stop();
-
-    let smtp_addr = free_addr()?;
-    let mut smtp_command = stack.command("sealpost-smtp", "load-smtp.log")?;
-    smtp_command
-        .env("SEALPOST_SMTP_ADDR", smtp_addr.to_string())
-        .env("SEALPOST_SMTP_DATA_MEMORY", DATA_MEMORY_MIB.to_string())
-        .env("SEALPOST_SMTP_SPOOL_DIR", spool_dir);
-    let smtp = Service::start("sealpost-smtp", &mut smtp_command)?;
+fn load(runtime: &Runtime, stack: Launched, spool_dir: &Path) -> Result<bool> {
+    let (normal, bulk) = runtime.block_on(set_up(stack.api()?, stack.database_url()?))?;
+    let smtp_addr = stack.smtp()?;
+    let smtp_pid = stack.pid("smtp")?;
     runtime.block_on(wait_smtp(smtp_addr))?;
-    let idle_peak = peak_memory(smtp.pid());
+    let idle_peak = peak_memory(smtp_pid);
 
     let report = runtime.block_on(async {
         tokio::time::timeout(LOAD_LIMIT, drive(smtp_addr, &normal, &bulk))
             .await
             .map_err(|_| anyhow!("the load ran past {LOAD_LIMIT:?}"))?
     })?;
-    let peak = peak_memory(smtp.pid());
+    let peak = peak_memory(smtp_pid);
     let spool_left = std::fs::read_dir(spool_dir).map_or(0, |entries| entries.count());
-    smtp.stop();
+    stack.stop();
 
     let bound = 4 * DATA_MEMORY_MIB * 1024 * 1024;
     let normal_ok = report

@@ -9,14 +9,25 @@
 //!   (`SEALPOST_DNS_RESOLVER`), an SMTP relay that accepts everything
 //!   (`SEALPOST_SMTP_RELAY`), an HTTPS webhook receiver at `hooks.test`
 //!   (`SEALPOST_WEBHOOK_RESOLVE`), APNs and FCM (`SEALPOST_APNS_*`,
-//!   `SEALPOST_FCM_*`), all trusted through one test CA.
+//!   `SEALPOST_FCM_*`), all trusted through one test CA; and the payment
+//!   providers' APIs, Stripe (`SEALPOST_STRIPE_*`) and BTCPay
+//!   (`SEALPOST_BTCPAY_*`), on plain loopback HTTP, their notice secrets
+//!   those of `sealpost_testkit::payments`.
 //!
 //! When every part answers, it prints one JSON line on stdout with their
 //! addresses (`api`, `smtp`, `dns`, `publicDns`, `relay`, `webhookReceiver`,
-//! `apns`, `fcm`, `database`), and with `--env FILE` writes the same as
-//! `KEY=value` lines. It runs until SIGINT or SIGTERM (or, with
-//! `--until-stdin-closes`, until its standard input ends), then stops
-//! every process it started and drops the database.
+//! `apns`, `fcm`, `stripe`, `btcpay`, `database`, `databaseUrl`) and the processes' ids
+//! (`pids`), and with `--env FILE` writes the addresses as `KEY=value`
+//! lines. It runs until SIGINT or SIGTERM (or, with `--until-stdin-closes`,
+//! until its standard input ends), then stops every process it started and
+//! drops the database.
+//!
+//! For the tools that measure or probe the stack (`cargo xtask api-check`,
+//! the SMTP benchmarks): `--bin-dir DIR` takes the binaries from another
+//! build (a release one), `--only api,jobs,smtp,dns` starts some of the
+//! processes, `--set NAME=VALUE` adds to or overrides the children's
+//! environment, `--logs DIR` writes each process's output to `DIR/<name>.log`
+//! and `--database-query QUERY` appends `?QUERY` to their `DATABASE_URL`.
 //!
 //! `cargo xtask stack` builds the binaries and runs it; `cargo xtask test`
 //! starts one for the TypeScript tests.
@@ -33,6 +44,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use sealpost_testkit::dns::PublicDns;
+use sealpost_testkit::payments::{self, PaymentStandIn};
 use sealpost_testkit::push::{ApnsStandIn, FCM_TEST_KEY, FcmStandIn, TestCa};
 use sealpost_testkit::receiver::Receiver;
 use sealpost_testkit::relay::{Behaviour, TestRelay};
@@ -45,10 +57,60 @@ use tokio::signal::unix::{SignalKind, signal};
 /// How long the processes get to answer.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
+const USAGE: &str = "usage: sealpost-stack [--bin-dir DIR] [--env FILE] [--until-stdin-closes] \
+     [--only api,jobs,smtp,dns] [--set NAME=VALUE]... [--logs DIR] [--database-query QUERY]";
+
+/// The processes a stack may run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Process {
+    /// `sealpost-api --no-jobs`.
+    Api,
+    /// `sealpost-api --jobs-only`.
+    Jobs,
+    /// `sealpost-smtp`.
+    Smtp,
+    /// `sealpost-dns`.
+    Dns,
+}
+
+impl Process {
+    const ALL: [Process; 4] = [Process::Api, Process::Jobs, Process::Smtp, Process::Dns];
+
+    fn name(self) -> &'static str {
+        match self {
+            Process::Api => "api",
+            Process::Jobs => "jobs",
+            Process::Smtp => "smtp",
+            Process::Dns => "dns",
+        }
+    }
+
+    fn program(self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            Process::Api => ("sealpost-api", &["--no-jobs"]),
+            Process::Jobs => ("sealpost-api", &["--jobs-only"]),
+            Process::Smtp => ("sealpost-smtp", &[]),
+            Process::Dns => ("sealpost-dns", &[]),
+        }
+    }
+
+    fn parse(name: &str) -> Result<Process, String> {
+        Process::ALL
+            .into_iter()
+            .find(|process| process.name() == name)
+            .ok_or_else(|| format!("unknown process {name} (api, jobs, smtp, dns)"))
+    }
+}
+
 struct Options {
     bin_dir: PathBuf,
     env_file: Option<PathBuf>,
     until_stdin_closes: bool,
+    processes: Vec<Process>,
+    /// Added to the children's environment after the stack's own settings.
+    set: Vec<(String, String)>,
+    logs: Option<PathBuf>,
+    database_query: Option<String>,
 }
 
 fn options() -> Result<Options, String> {
@@ -59,6 +121,10 @@ fn options() -> Result<Options, String> {
             .ok_or("cannot find this program's directory")?,
         env_file: None,
         until_stdin_closes: false,
+        processes: Process::ALL.to_vec(),
+        set: Vec::new(),
+        logs: None,
+        database_query: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -66,10 +132,27 @@ fn options() -> Result<Options, String> {
             "--bin-dir" => options.bin_dir = args.next().ok_or("--bin-dir needs a value")?.into(),
             "--env" => options.env_file = Some(args.next().ok_or("--env needs a value")?.into()),
             "--until-stdin-closes" => options.until_stdin_closes = true,
+            "--only" => {
+                options.processes = args
+                    .next()
+                    .ok_or("--only needs a value")?
+                    .split(',')
+                    .map(Process::parse)
+                    .collect::<Result<_, _>>()?;
+            }
+            "--set" => {
+                let value = args.next().ok_or("--set needs NAME=VALUE")?;
+                let (name, value) = value
+                    .split_once('=')
+                    .ok_or_else(|| format!("--set {value}: not NAME=VALUE"))?;
+                options.set.push((name.to_owned(), value.to_owned()));
+            }
+            "--logs" => options.logs = Some(args.next().ok_or("--logs needs a value")?.into()),
+            "--database-query" => {
+                options.database_query = Some(args.next().ok_or("--database-query needs a value")?);
+            }
             "-h" | "--help" => {
-                println!(
-                    "usage: sealpost-stack [--bin-dir DIR] [--env FILE] [--until-stdin-closes]"
-                );
+                println!("{USAGE}");
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument {other}")),
@@ -111,6 +194,8 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
     let ca = TestCa::new();
     let apns = ApnsStandIn::start(&ca).await;
     let fcm = FcmStandIn::start(&ca).await;
+    let stripe = PaymentStandIn::stripe().await;
+    let btcpay = PaymentStandIn::btcpay().await;
     let push_ca = write(&work, "push-ca.pem", &ca.ca_pem)?;
     let webhook_ca = write(&work, "webhook-ca.pem", &receiver.ca_pem)?;
     let apns_key = rcgen::KeyPair::generate().map_err(|error| error.to_string())?;
@@ -132,8 +217,12 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
     let api = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let smtp = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let dns = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let env: Vec<(&str, String)> = vec![
-        ("DATABASE_URL", database.url.clone()),
+    let database_url = match &options.database_query {
+        Some(query) => format!("{}?{query}", database.url),
+        None => database.url.clone(),
+    };
+    let mut env: Vec<(String, String)> = [
+        ("DATABASE_URL", database_url.clone()),
         ("SEALPOST_HTTP_ADDR", api.to_string()),
         ("SEALPOST_PUBLIC_URL", format!("http://{api}")),
         ("SEALPOST_SMTP_ADDR", smtp.to_string()),
@@ -174,30 +263,76 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
         ("SEALPOST_FCM_URL", fcm.url()),
         ("SEALPOST_FCM_TOKEN_URL", fcm.token_url()),
         ("SEALPOST_PUSH_CA_FILE", push_ca.display().to_string()),
-    ];
+        ("SEALPOST_STRIPE_API_URL", stripe.url()),
+        (
+            "SEALPOST_STRIPE_SECRET_KEY",
+            payments::STRIPE_SECRET_KEY.to_owned(),
+        ),
+        (
+            "SEALPOST_STRIPE_WEBHOOK_SECRET",
+            payments::STRIPE_WEBHOOK_SECRET.to_owned(),
+        ),
+        ("SEALPOST_BTCPAY_URL", btcpay.url()),
+        (
+            "SEALPOST_BTCPAY_API_KEY",
+            payments::BTCPAY_API_KEY.to_owned(),
+        ),
+        (
+            "SEALPOST_BTCPAY_STORE_ID",
+            payments::BTCPAY_STORE_ID.to_owned(),
+        ),
+        (
+            "SEALPOST_BTCPAY_WEBHOOK_SECRET",
+            payments::BTCPAY_WEBHOOK_SECRET.to_owned(),
+        ),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value))
+    .collect();
+    for (name, value) in &options.set {
+        env.retain(|(set, _)| set != name);
+        env.push((name.clone(), value.clone()));
+    }
 
-    // The API migrates the database: start it first and wait for it.
+    // Migrated here, so any selection of processes finds its tables.
+    sealpost_store_pg::migrate(&database_url)
+        .await
+        .map_err(|error| format!("migrating {}: {error}", database.name))?;
     let mut children = Vec::new();
-    children.push(spawn(options, "sealpost-api", &["--no-jobs"], &env)?);
-    wait_for_http(api).await?;
-    children.push(spawn(options, "sealpost-api", &["--jobs-only"], &env)?);
-    children.push(spawn(options, "sealpost-smtp", &[], &env)?);
-    children.push(spawn(options, "sealpost-dns", &[], &env)?);
-    wait_for_tcp(smtp).await?;
-    wait_for_tcp(dns).await?;
+    let mut pids = serde_json::Map::new();
+    for process in &options.processes {
+        let child = spawn(options, *process, &env)?;
+        pids.insert(process.name().to_owned(), child.id().into());
+        children.push(child);
+    }
+    let started = |process| options.processes.contains(&process);
+    if started(Process::Api) {
+        wait_for_http(api).await?;
+    }
+    if started(Process::Smtp) {
+        wait_for_tcp(smtp).await?;
+    }
+    if started(Process::Dns) {
+        wait_for_tcp(dns).await?;
+    }
 
+    let address = |process, addr: String| started(process).then_some(addr);
     let ready = serde_json::json!({
         "ready": true,
-        "api": format!("http://{api}"),
-        "smtp": smtp.to_string(),
-        "dns": dns.to_string(),
+        "api": address(Process::Api, format!("http://{api}")),
+        "smtp": address(Process::Smtp, smtp.to_string()),
+        "dns": address(Process::Dns, dns.to_string()),
         "publicDns": public_dns.addr().to_string(),
         "relay": relay.addr.to_string(),
         "webhookReceiver": receiver.addr.to_string(),
         "webhookHost": "hooks.test",
         "apns": apns.url(),
         "fcm": fcm.url(),
+        "stripe": stripe.url(),
+        "btcpay": btcpay.url(),
         "database": database.name,
+        "databaseUrl": database_url,
+        "pids": pids,
     });
     if let Some(path) = &options.env_file {
         let lines = [
@@ -232,28 +367,38 @@ fn write(dir: &Path, name: &str, content: &str) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-fn spawn(
-    options: &Options,
-    program: &str,
-    args: &[&str],
-    env: &[(&str, String)],
-) -> Result<Child, String> {
+fn spawn(options: &Options, process: Process, env: &[(String, String)]) -> Result<Child, String> {
+    let (program, args) = process.program();
     let path = options.bin_dir.join(program);
-    Command::new(&path)
+    let mut command = Command::new(&path);
+    command
         .args(args)
-        .envs(env.iter().map(|(name, value)| (*name, value.as_str())))
+        .envs(env.iter().map(|(name, value)| (name, value)))
         .stdin(Stdio::null())
+        .kill_on_drop(true);
+    match &options.logs {
+        Some(dir) => {
+            let log = dir.join(format!("{}.log", process.name()));
+            let file = std::fs::create_dir_all(dir)
+                .and_then(|()| std::fs::File::create(&log))
+                .map_err(|error| format!("creating {}: {error}", log.display()))?;
+            let copy = file
+                .try_clone()
+                .map_err(|error| format!("opening {}: {error}", log.display()))?;
+            command.stdout(copy).stderr(file);
+        }
         // Standard output carries the ready line alone: the processes' own
         // output goes to standard error.
-        .stdout(Stdio::from(std::io::stderr()))
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|error| {
-            format!(
-                "starting {} ({error}); build it first: cargo build -p sealpost-api -p sealpost-smtp-ingest -p sealpost-dns",
-                path.display()
-            )
-        })
+        None => {
+            command.stdout(Stdio::from(std::io::stderr()));
+        }
+    }
+    command.spawn().map_err(|error| {
+        format!(
+            "starting {} ({error}); build it first: cargo build -p sealpost-api -p sealpost-smtp-ingest -p sealpost-dns",
+            path.display()
+        )
+    })
 }
 
 /// Until `GET /readyz` answers 200.
