@@ -170,6 +170,8 @@ fn check(
             // Thousands of requests from one address in a few minutes: the
             // edge limit's 429 is declared everywhere, but it would hide the rest.
             .env("SEALPOST_EDGE_RATE", "100000")
+            .env("SEALPOST_REGISTRATIONS_PER_NETWORK", "100000")
+            .env("SEALPOST_NEW_ACCOUNT_SENDS", "100000")
             .env("SEALPOST_SERVER_KEY", &server_key)
             // Support on, so its writes are checked past 503
             // `support_unavailable`; no ticket is ever opened here, so any

@@ -82,6 +82,8 @@ impl Stack {
             .env("SEALPOST_DOMAINS", "mail.localhost")
             .env("SEALPOST_BILLING_SANDBOX", "true")
             .env("SEALPOST_EDGE_RATE", "100000")
+            // Benchmarks register their accounts from loopback.
+            .env("SEALPOST_REGISTRATIONS_PER_NETWORK", "100000")
             // smtp-source opens a connection per message, all from loopback,
             // and closing ones still count for a moment: no per-client caps.
             .env("SEALPOST_SMTP_CONNECT_RATE", "0")

@@ -118,7 +118,17 @@ export interface paths {
                     };
                 };
                 413: components["responses"]["TooLarge"];
-                429: components["responses"]["RateLimited"];
+                /** @description rate_limited: the client's network (an IPv4 /24, an IPv6 /48) registered its hourly number of accounts */
+                429: {
+                    headers: {
+                        /** @description Seconds until a request may succeed again. */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         delete?: never;
@@ -6285,6 +6295,11 @@ export interface components {
             /** Format: int32 */
             sendsPerHour: number;
             /**
+             * Format: int64
+             * @description Bytes of sealed mail the account may hold; at it new mail is refused.
+             */
+            storedBytes: number;
+            /**
              * Format: int32
              * @description Team members; 0 means the plan has no teams.
              */
@@ -6522,6 +6537,13 @@ export interface components {
             /** @description Default true; false removes the star. */
             starred?: boolean | null;
         };
+        /** @description Bytes held against the plan's stored-bytes quota. */
+        StoredBytesUsage: {
+            /** Format: int64 */
+            limit: number;
+            /** Format: int64 */
+            used: number;
+        };
         /**
          * @description `GET /subscription`. The balance is always 0 USD: payments buy whole
          *     30-day periods and leave no credit (docs/api.md).
@@ -6711,6 +6733,11 @@ export interface components {
             /** @description Devices and agents together: what pairing counts against the device limit. */
             paired: components["schemas"]["CountUsage"];
             plan: components["schemas"]["PlanRef"];
+            /**
+             * @description Bytes of sealed mail (content and attachments, as stored) held now,
+             *     against the plan's quota: at the limit new mail is refused.
+             */
+            storedBytes: components["schemas"]["StoredBytesUsage"];
             webhooks: components["schemas"]["GatedUsage"];
         };
         VerifyRequest: {
