@@ -359,6 +359,12 @@ async fn each_client_network_registers_a_limited_number_of_accounts_an_hour() {
         register_from(&api, "198.51.100.7").await.status(),
         StatusCode::CREATED
     );
+    // Only a hash of each network is kept: no client address in any table.
+    let everything = crate::storage::database_text(&api).await;
+    for network in ["198.51.100", "198.51.101", "2001:db8:1"] {
+        assert!(!everything.contains(network), "{network} stored");
+    }
+
     // The sweep removes what no longer counts: only the newest stays.
     api.app.services().accounts.sweep().await.unwrap();
     #[derive(diesel::QueryableByName)]
