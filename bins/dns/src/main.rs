@@ -16,7 +16,8 @@ use sealpost_store_pg::PgStore;
 async fn main() -> anyhow::Result<()> {
     let config = Config::from_env()?;
     sealpost_config::init_tracing(&config);
-    let store = PgStore::connect(&config.database_url, 8).context("connecting to the database")?;
+    let store =
+        PgStore::connect(config.database_url.expose(), 8).context("connecting to the database")?;
     let addr = config
         .dns
         .addr

@@ -291,7 +291,7 @@ async fn mail_sent_from_an_own_domain_is_signed_with_the_key_sealpost_dns_serves
         config.dns.resolver = Some(resolver);
         config.dns.nameservers = NS.iter().map(|ns| ns.to_string()).collect();
         config.dns.mx_host = MX.into();
-        config.smtp_relay = Some(sealpost_config::RelayUrl(url));
+        config.smtp_relay = Some(sealpost_config::RelayUrl::new(url));
         config.dkim_key_file = Some(dkim_test_key_path());
     })
     .await;

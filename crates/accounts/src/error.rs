@@ -12,6 +12,11 @@ pub enum AccountError {
     SessionExpired,
     #[error("this endpoint needs an operator session")]
     SessionRequired,
+    /// The client's network registered its hourly number of accounts.
+    #[error(
+        "too many accounts registered from this network; retry in {retry_after_seconds} seconds"
+    )]
+    TooManyRegistrations { retry_after_seconds: u64 },
     #[error("no such record")]
     NotFound,
     #[error(transparent)]

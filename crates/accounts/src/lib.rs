@@ -26,3 +26,8 @@ pub const CHALLENGE_LIFETIME: TimeDelta = TimeDelta::minutes(2);
 /// Expired sessions are kept this long so their owner hears `session_expired`
 /// rather than `unauthenticated`; then the sweep removes them.
 pub const EXPIRED_SESSION_GRACE: TimeDelta = TimeDelta::days(30);
+/// The window the registrations of one client network are counted in
+/// (`SEALPOST_REGISTRATIONS_PER_NETWORK` of them).
+pub const REGISTRATION_WINDOW: TimeDelta = TimeDelta::hours(1);
+/// Registrations an hour per client network unless configured otherwise.
+pub const DEFAULT_REGISTRATIONS_PER_NETWORK: u32 = 20;

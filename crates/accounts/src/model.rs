@@ -14,6 +14,19 @@ pub struct Registration {
     pub account_id: AccountId,
     pub auth_verifier: [u8; 32],
     pub auth_public_key: [u8; 32],
+    /// The client's network as the registration limit counts it (an IPv4
+    /// /24, an IPv6 /48, as text): only its hash is stored.
+    pub network: String,
+}
+
+/// Where a registration came from, as the store counts it: the hash of the
+/// client network, and how many registrations it may hold since `since`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistrationSource {
+    pub network_hash: [u8; 32],
+    pub limit: u32,
+    /// The start of the window counted: [`crate::REGISTRATION_WINDOW`] ago.
+    pub since: Timestamp,
 }
 
 /// A new account as stored: the verifier only as its SHA-256.

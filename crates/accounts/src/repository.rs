@@ -2,12 +2,17 @@ use async_trait::async_trait;
 use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, SessionId, StoreError, Timestamp};
 
-use crate::{Account, Challenge, FoundBearer, NewAccount, Session};
+use crate::{Account, Challenge, FoundBearer, NewAccount, RegistrationSource, Session};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RegisterOutcome {
     Registered,
     IdTaken,
+    /// The source holds its limit of registrations since `since`; the
+    /// oldest of them was at `oldest`.
+    TooMany {
+        oldest: Timestamp,
+    },
 }
 
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -15,12 +20,16 @@ pub enum RegisterOutcome {
 pub trait AccountRepository: Send + Sync {
     async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError>;
 
-    /// Stores the account and its first session in one transaction, unless the
-    /// id belongs to a live account or to one that was ever erased.
+    /// Stores the account, its first session and the registration of its
+    /// source in one transaction, unless the id belongs to a live account or
+    /// to one that was ever erased, or the source already holds its limit of
+    /// registrations since `source.since` (counted under a lock per source,
+    /// so parallel registrations never pass it).
     async fn register(
         &self,
         account: NewAccount,
         first_session: Session,
+        source: RegistrationSource,
     ) -> Result<RegisterOutcome, StoreError>;
 
     async fn save_challenge(&self, challenge: Challenge) -> Result<(), StoreError>;
@@ -51,10 +60,13 @@ pub trait AccountRepository: Send + Sync {
     /// Erases the account and everything in it, and remembers the id as used.
     async fn erase(&self, account: &AccountId, at: Timestamp) -> Result<(), StoreError>;
 
-    /// Removes challenges that expired before `now` and sessions that expired before `sessions_before`.
+    /// Removes challenges that expired before `now`, sessions that expired
+    /// before `sessions_before` and registrations counted before
+    /// `registrations_before`.
     async fn sweep_expired(
         &self,
         now: Timestamp,
         sessions_before: Timestamp,
+        registrations_before: Timestamp,
     ) -> Result<u64, StoreError>;
 }

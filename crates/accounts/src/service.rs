@@ -8,7 +8,8 @@ use sealpost_seal::{
 
 use crate::{
     Account, AccountError, AccountRepository, Authentication, Bearer, CHALLENGE_LIFETIME, Caller,
-    Challenge, EXPIRED_SESSION_GRACE, IssuedChallenge, NewAccount, RegisterOutcome, Registration,
+    Challenge, DEFAULT_REGISTRATIONS_PER_NETWORK, EXPIRED_SESSION_GRACE, IssuedChallenge,
+    NewAccount, REGISTRATION_WINDOW, RegisterOutcome, Registration, RegistrationSource,
     SESSION_LIFETIME, Session, SessionView, SignedIn,
 };
 
@@ -23,6 +24,9 @@ pub struct Accounts {
     repo: Arc<dyn AccountRepository>,
     clock: Arc<dyn Clock>,
     keys: Arc<ServerKeys>,
+    /// Registrations an hour per client network
+    /// (`SEALPOST_REGISTRATIONS_PER_NETWORK`).
+    registrations_per_network: u32,
 }
 
 impl Accounts {
@@ -33,7 +37,15 @@ impl Accounts {
             repo,
             clock,
             keys: Arc::new(keys),
+            registrations_per_network: DEFAULT_REGISTRATIONS_PER_NETWORK,
         }
+    }
+
+    /// Lets each client network register `limit` accounts an hour.
+    #[must_use]
+    pub fn with_registrations_per_network(mut self, limit: u32) -> Self {
+        self.registrations_per_network = limit;
+        self
     }
 
     /// The challenge key pair of `nonce`: its secret is derived under the
@@ -56,13 +68,26 @@ impl Accounts {
             account: account.clone(),
             auth_verifier_hash: sha256(&input.auth_verifier),
         };
-        match self.repo.register(stored, session.clone()).await? {
+        let source = RegistrationSource {
+            network_hash: sha256(format!("registration-source:{}", input.network).as_bytes()),
+            limit: self.registrations_per_network,
+            since: now - REGISTRATION_WINDOW,
+        };
+        match self.repo.register(stored, session.clone(), source).await? {
             RegisterOutcome::Registered => Ok(SignedIn {
                 account,
                 token,
                 session,
             }),
             RegisterOutcome::IdTaken => Err(AccountError::IdTaken),
+            RegisterOutcome::TooMany { oldest } => {
+                // Once the oldest leaves the window, one more fits.
+                let free_at = oldest + REGISTRATION_WINDOW;
+                let millis = (free_at - now).num_milliseconds().max(0) as u64;
+                Err(AccountError::TooManyRegistrations {
+                    retry_after_seconds: millis.div_ceil(1000).max(1),
+                })
+            }
         }
     }
 
@@ -232,7 +257,7 @@ impl Accounts {
         let now = self.clock.now();
         Ok(self
             .repo
-            .sweep_expired(now, now - EXPIRED_SESSION_GRACE)
+            .sweep_expired(now, now - EXPIRED_SESSION_GRACE, now - REGISTRATION_WINDOW)
             .await?)
     }
 }

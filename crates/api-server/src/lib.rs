@@ -86,7 +86,7 @@ pub async fn start(
 ) -> anyhow::Result<Running> {
     // Refused before anything else: without the key no one can sign in.
     sealpost_wiring::server_keys(config)?;
-    let applied = sealpost_store_pg::migrate(&config.database_url)
+    let applied = sealpost_store_pg::migrate(config.database_url.expose())
         .await
         .context("migrating the database")?;
     tracing::info!(applied, "database migrated");
@@ -142,7 +142,7 @@ fn serve_http(
     let rate = NonZeroU32::new(config.edge_rate_per_minute)
         .context("SEALPOST_EDGE_RATE must be above 0")?;
     let limiter = Arc::new(EdgeLimiter::per_minute(rate));
-    let notifier = MailNotifier::start(config.database_url.clone());
+    let notifier = MailNotifier::start(config.database_url.expose().to_owned());
     let abuse_limiter = Arc::new(sealpost_http_api::rate_limit::AbuseLimiter::new());
     let state = AppState {
         accounts: services.accounts.clone(),
@@ -256,10 +256,11 @@ pub async fn staff_token(
     config: &Config,
     command: StaffTokenCommand,
 ) -> anyhow::Result<Vec<String>> {
-    sealpost_store_pg::migrate(&config.database_url)
+    sealpost_store_pg::migrate(config.database_url.expose())
         .await
         .context("migrating the database")?;
-    let store = PgStore::connect(&config.database_url, 2).context("connecting to the database")?;
+    let store =
+        PgStore::connect(config.database_url.expose(), 2).context("connecting to the database")?;
     let staff =
         sealpost_support::Staff::new(Arc::new(store), Arc::new(sealpost_kernel::SystemClock));
     Ok(match command {

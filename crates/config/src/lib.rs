@@ -4,13 +4,15 @@
 //!
 //! Each concern's module owns its variables (their table entries, defaults
 //! included) and reads them: `storage`, `http`, `smtp` (the ingest),
-//! `domains` (shared domains and own domains' DNS), `outbound` (outbound
+//! `domains` (shared domains and own domains' DNS), `accounts` (new
+//! accounts' limits), `outbound` (outbound
 //! mail), `keys`, `logging`, `billing`, `webhooks`, `push`. `variables`
 //! assembles the table and holds the one reader they all use.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+mod accounts;
 mod billing;
 mod domains;
 mod http;
@@ -18,6 +20,7 @@ mod keys;
 mod logging;
 mod outbound;
 mod push;
+mod secret;
 mod smtp;
 mod storage;
 mod variables;
@@ -30,12 +33,14 @@ pub use http::{ForwardedHeader, TlsFiles};
 pub use logging::init_tracing;
 pub use outbound::RelayUrl;
 pub use push::{ApnsKeys, FcmKeys};
+pub use secret::Secret;
 pub use storage::DEFAULT_DATABASE_URL;
 pub use variables::{VARIABLES, Variable, variables_table};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
-    pub database_url: String,
+    /// May hold the database password: wiped on drop, never in `Debug`.
+    pub database_url: Secret,
     pub http_addr: String,
     pub smtp_addr: String,
     /// SMTP sessions at once (`SEALPOST_SMTP_MAX_SESSIONS`).
@@ -69,6 +74,11 @@ pub struct Config {
     pub dkim_selector: String,
     /// Edge limit: requests per minute per IP and per account.
     pub edge_rate_per_minute: u32,
+    /// Accounts one client network may register an hour
+    /// (`SEALPOST_REGISTRATIONS_PER_NETWORK`).
+    pub registrations_per_network: u32,
+    /// Sends a day of a Free account in its first day (`SEALPOST_NEW_ACCOUNT_SENDS`).
+    pub new_account_sends: u32,
     /// `SEALPOST_SERVER_KEY` and `SEALPOST_SERVER_KEYS_OLD`; the processes
     /// that need it refuse to start without it.
     pub server_keys: Option<sealpost_seal::ServerKeys>,
@@ -157,6 +167,10 @@ impl Config {
             public_url,
             edge_rate_per_minute,
         } = http::read(vars)?;
+        let accounts::Accounts {
+            registrations_per_network,
+            new_account_sends,
+        } = accounts::read(vars)?;
         let smtp::Smtp {
             smtp_addr,
             smtp_max_sessions,
@@ -216,6 +230,8 @@ impl Config {
             dkim_key_file,
             dkim_selector,
             edge_rate_per_minute,
+            registrations_per_network,
+            new_account_sends,
             server_keys,
             support_key,
             log_filter,
@@ -264,6 +280,37 @@ mod tests {
             std::env::temp_dir().join("sealpost-smtp-spool")
         );
         assert_eq!(config.smtp_tls, None);
+    }
+
+    #[test]
+    fn debug_of_the_config_shows_no_secret() {
+        let server_key = sealpost_seal::b64::encode(&[7u8; 32]);
+        let config = Config::from_vars(&vars(&[
+            ("DATABASE_URL", "postgres://app:dbpass1@db.example/sealpost"),
+            (
+                "SEALPOST_SMTP_RELAY",
+                "smtps://mailer:relaypass2@relay.example:465",
+            ),
+            ("SEALPOST_SERVER_KEY", &server_key),
+            ("SEALPOST_STRIPE_SECRET_KEY", "sk_test_stripepass3"),
+            ("SEALPOST_STRIPE_WEBHOOK_SECRET", "whsec_stripepass4"),
+        ]))
+        .unwrap();
+        let shown = format!("{config:?} {config:#?}");
+        for secret in [
+            "dbpass1",
+            "relaypass2",
+            server_key.as_str(),
+            "stripepass3",
+            "stripepass4",
+        ] {
+            assert!(!shown.contains(secret), "{secret} shown in {shown}");
+        }
+        assert!(!shown.contains("7, 7, 7"), "server key bytes in {shown}");
+        assert_eq!(
+            config.database_url.expose(),
+            "postgres://app:dbpass1@db.example/sealpost"
+        );
     }
 
     #[test]

@@ -29,19 +29,31 @@ pub(crate) const DKIM_SELECTOR: Variable = Variable {
     meaning: "The DKIM selector (`s=`) the key is published under.",
 };
 
-/// `SEALPOST_SMTP_RELAY`: it may carry the relay's password, so `Debug`
-/// shows it without the credentials.
+/// `SEALPOST_SMTP_RELAY`: it may carry the relay's password, so it is
+/// wiped on drop ([`crate::Secret`]) and `Debug` shows it without the
+/// credentials.
 #[derive(Clone, PartialEq, Eq)]
-pub struct RelayUrl(pub String);
+pub struct RelayUrl(crate::Secret);
+
+impl RelayUrl {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self(crate::Secret::new(url))
+    }
+
+    /// The URL, credentials included, for the transport that uses it.
+    pub fn expose(&self) -> &str {
+        self.0.expose()
+    }
+}
 
 impl std::fmt::Debug for RelayUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0.split_once("://") {
+        match self.expose().split_once("://") {
             Some((scheme, rest)) if rest.contains('@') => {
                 let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
                 write!(f, "RelayUrl({scheme}://<credentials>@{host})")
             }
-            _ => write!(f, "RelayUrl({})", self.0),
+            _ => write!(f, "RelayUrl({})", self.expose()),
         }
     }
 }
@@ -55,7 +67,7 @@ pub(crate) struct Outbound {
 
 pub(crate) fn read(vars: Vars<'_>) -> Result<Outbound, ConfigError> {
     Ok(Outbound {
-        smtp_relay: vars.get(&SMTP_RELAY).map(|url| RelayUrl(url.to_owned())),
+        smtp_relay: vars.get(&SMTP_RELAY).map(RelayUrl::new),
         smtp_relay_timeout: std::time::Duration::from_secs(vars.whole(
             &SMTP_RELAY_TIMEOUT,
             1,
@@ -100,7 +112,7 @@ mod tests {
         assert_eq!(
             format!(
                 "{:?}",
-                RelayUrl("smtps://user:s3cret@relay.example:465".into())
+                RelayUrl::new("smtps://user:s3cret@relay.example:465")
             ),
             "RelayUrl(smtps://<credentials>@relay.example:465)",
             "the password never reaches a log through Debug"

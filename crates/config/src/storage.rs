@@ -19,13 +19,13 @@ pub(crate) const BLOB_DIR: Variable = Variable {
 };
 
 pub(crate) struct Storage {
-    pub(crate) database_url: String,
+    pub(crate) database_url: crate::Secret,
     pub(crate) blob_dir: PathBuf,
 }
 
 pub(crate) fn read(vars: Vars<'_>) -> Storage {
     Storage {
-        database_url: vars.text(&DATABASE_URL).to_owned(),
+        database_url: crate::Secret::new(vars.text(&DATABASE_URL)),
         blob_dir: PathBuf::from(vars.text(&BLOB_DIR)),
     }
 }

@@ -5,7 +5,8 @@
 //! falls back to the entry's own default, so each default is written once.
 
 use crate::{
-    ConfigError, billing, domains, http, keys, logging, outbound, push, smtp, storage, webhooks,
+    ConfigError, accounts, billing, domains, http, keys, logging, outbound, push, smtp, storage,
+    webhooks,
 };
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -50,6 +51,8 @@ pub const VARIABLES: &[Variable] = &[
     domains::RESERVED_NAMES,
     storage::BLOB_DIR,
     http::EDGE_RATE,
+    accounts::REGISTRATIONS_PER_NETWORK,
+    accounts::NEW_ACCOUNT_SENDS,
     outbound::SMTP_RELAY,
     outbound::SMTP_RELAY_TIMEOUT,
     outbound::DKIM_KEY,
@@ -235,6 +238,8 @@ mod tests {
         ("billing.rs", include_str!("billing.rs")),
         ("webhooks.rs", include_str!("webhooks.rs")),
         ("push.rs", include_str!("push.rs")),
+        ("accounts.rs", include_str!("accounts.rs")),
+        ("secret.rs", include_str!("secret.rs")),
     ];
 
     #[test]

@@ -116,6 +116,18 @@ impl TrustedProxies {
     }
 }
 
+/// The client network registrations are counted per: an IPv4 /24, an IPv6
+/// /48 (what one site is usually given), so that rotating addresses inside
+/// one allocation does not multiply the limit.
+pub fn registration_network(ip: IpAddr) -> IpNet {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        IpAddr::V4(_) => ip,
+    };
+    let prefix = if ip.is_ipv4() { 24 } else { 48 };
+    IpNet::new(ip, prefix).map_or(IpNet::from(ip), |network| network.trunc())
+}
+
 /// The key per-IP limits count under: the address, or its /64 for IPv6.
 pub fn limit_key(ip: IpAddr) -> IpAddr {
     match ip {
@@ -189,6 +201,21 @@ fn parse_node(text: &str) -> Option<IpAddr> {
 mod tests {
     use super::*;
     use actix_web::http::header::{HeaderName, HeaderValue};
+
+    #[test]
+    fn registrations_count_per_ipv4_24_and_ipv6_48() {
+        let network = |ip: &str| registration_network(ip.parse().unwrap()).to_string();
+        assert_eq!(network("198.51.100.77"), "198.51.100.0/24");
+        assert_eq!(network("198.51.100.200"), network("198.51.100.1"));
+        assert_ne!(network("198.51.101.1"), network("198.51.100.1"));
+        assert_eq!(network("2001:db8:aa:bb::1"), "2001:db8:aa::/48");
+        assert_eq!(network("2001:db8:aa:ffff::9"), "2001:db8:aa::/48");
+        assert_eq!(
+            network("::ffff:198.51.100.9"),
+            "198.51.100.0/24",
+            "an IPv4 client over IPv6 counts as IPv4"
+        );
+    }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut map = HeaderMap::new();

@@ -301,6 +301,9 @@ impl From<AccountError> for ApiError {
             AccountError::SessionRequired => {
                 Self::new(ErrorCode::SessionRequired, error.to_string())
             }
+            AccountError::TooManyRegistrations {
+                retry_after_seconds,
+            } => Self::rate_limited_because(retry_after_seconds, error.to_string()),
             AccountError::NotFound => Self::not_found(),
             AccountError::Store(store) => store.into(),
         }
@@ -317,7 +320,9 @@ impl From<LimitError> for ApiError {
             LimitError::CustomAddressNeedsScale
             | LimitError::OwnDomainsNeedScale
             | LimitError::OwnDomainReceiveOnly => ErrorCode::PlanRequired,
-            LimitError::OwnDomainLimit { .. } => ErrorCode::LimitReached,
+            LimitError::OwnDomainLimit { .. } | LimitError::StorageFull { .. } => {
+                ErrorCode::LimitReached
+            }
         };
         Self::new(code, error.to_string())
     }
@@ -396,6 +401,7 @@ impl From<IngestError> for ApiError {
             IngestError::OverAllowance {
                 retry_after_seconds,
             } => Self::rate_limited_because(retry_after_seconds, error.to_string()),
+            IngestError::StorageFull(limit) => limit.into(),
             IngestError::Structure(limit) => Self::invalid_field("raw", limit),
             IngestError::Store(store) => store.into(),
             IngestError::Blob(blob) => Self::internal(&blob),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, AddressId, Clock, MessageId, StoreError, Timestamp};
-use sealpost_plans::{plan, received_window};
+use sealpost_plans::{LimitError, plan, received_window};
 use sealpost_seal::{SealedBox, context, random_bytes, seal_binary};
 
 use crate::content::{MimeLimit, ParsedMail, parse_mail_checked};
@@ -27,6 +27,9 @@ pub enum RecipientCheck {
     NoKey,
     /// The account has used its received-mail allowance for this window.
     OverAllowance,
+    /// The account holds its plan's stored-bytes quota: mail is refused
+    /// until some is deleted (or expires) or the plan grows.
+    StorageFull,
     /// An own domain whose plan lost own domains more than 21 days ago:
     /// mail is refused until the plan includes them again.
     DomainRefused,
@@ -60,6 +63,9 @@ pub enum IngestError {
         "the monthly received-mail allowance is used up; it renews in {retry_after_seconds} seconds"
     )]
     OverAllowance { retry_after_seconds: u64 },
+    /// The account's stored bytes reached its plan's quota.
+    #[error(transparent)]
+    StorageFull(LimitError),
     /// Over a structure limit (MIME parts, nesting, header fields): refused
     /// for good, nothing stored.
     #[error(transparent)]
@@ -162,6 +168,12 @@ impl Ingest {
         if used >= plan(recipient.plan).received_per_30_days {
             return Ok(RecipientCheck::OverAllowance);
         }
+        if plan(recipient.plan)
+            .check_stored_bytes(recipient.stored_bytes)
+            .is_err()
+        {
+            return Ok(RecipientCheck::StorageFull);
+        }
         Ok(RecipientCheck::Accept)
     }
 
@@ -251,6 +263,11 @@ impl Ingest {
             RecipientCheck::DomainRefused => return Err(IngestError::DomainRefused),
             RecipientCheck::NoKey => return Err(IngestError::NoKey),
             RecipientCheck::Suspended => return Err(IngestError::Suspended),
+            RecipientCheck::StorageFull => {
+                return Err(IngestError::StorageFull(LimitError::StorageFull {
+                    limit: plan(recipient.plan).stored_bytes,
+                }));
+            }
             RecipientCheck::OverAllowance => {
                 let (_, window_end) =
                     received_window(recipient.account_created_at, self.clock.now());
@@ -464,6 +481,7 @@ mod tests {
             key_epoch: 0,
             paused,
             suspended: false,
+            stored_bytes: 0,
         }
     }
 
@@ -493,6 +511,17 @@ mod tests {
                 }),
                 "held@mail.localhost" => Some(RecipientRecord {
                     suspended: true,
+                    ..recipient(false, true)
+                }),
+                // Under its received allowance, at its stored-bytes quota.
+                "stuffed@mail.localhost" => Some(RecipientRecord {
+                    plan: PlanId::Operator,
+                    stored_bytes: sealpost_plans::plan(PlanId::Operator).stored_bytes,
+                    ..recipient(false, true)
+                }),
+                "roomy@mail.localhost" => Some(RecipientRecord {
+                    plan: PlanId::Operator,
+                    stored_bytes: sealpost_plans::plan(PlanId::Operator).stored_bytes - 1,
                     ..recipient(false, true)
                 }),
                 _ => None,
@@ -529,6 +558,20 @@ mod tests {
         );
         assert_eq!(
             ingest.check_recipient("OK@mail.localhost").await.unwrap(),
+            RecipientCheck::Accept
+        );
+        assert_eq!(
+            ingest
+                .check_recipient("stuffed@mail.localhost")
+                .await
+                .unwrap(),
+            RecipientCheck::StorageFull
+        );
+        assert_eq!(
+            ingest
+                .check_recipient("roomy@mail.localhost")
+                .await
+                .unwrap(),
             RecipientCheck::Accept
         );
     }

@@ -16,7 +16,7 @@ use chrono::{SecondsFormat, TimeDelta};
 use email_address::{EmailAddress, Options};
 use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, AddressId, Clock, MessageId, PlanId, StoreError, Timestamp};
-use sealpost_plans::plan;
+use sealpost_plans::{DEFAULT_FIRST_DAY_SENDS, plan};
 use sealpost_seal::{SealedBox, context, random_bytes};
 
 use crate::content::{MessageContent, display_name};
@@ -118,6 +118,9 @@ pub struct SenderRecord {
     pub account: AccountId,
     /// The account's current plan: its send limits apply.
     pub plan: PlanId,
+    /// When the account (the owner's, for a team member) was created: a new
+    /// Free account is held to the first-day allowance.
+    pub account_created_at: Timestamp,
     /// The address as stored (lower case).
     pub email_address: String,
     /// `None`: the address has no key, so no Sent copy can be sealed.
@@ -355,6 +358,9 @@ pub struct Outbox {
     /// `None` when no relay is configured: sending is off.
     relay: Option<Arc<dyn MailRelay>>,
     clock: Arc<dyn Clock>,
+    /// Sends a day of a Free account in its first day
+    /// (`SEALPOST_NEW_ACCOUNT_SENDS`).
+    first_day_sends: u32,
 }
 
 impl Outbox {
@@ -363,7 +369,19 @@ impl Outbox {
         relay: Option<Arc<dyn MailRelay>>,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        Self { repo, relay, clock }
+        Self {
+            repo,
+            relay,
+            clock,
+            first_day_sends: DEFAULT_FIRST_DAY_SENDS,
+        }
+    }
+
+    /// Holds new Free accounts to `sends` a day instead of the default.
+    #[must_use]
+    pub fn with_first_day_sends(mut self, sends: u32) -> Self {
+        self.first_day_sends = sends;
+        self
     }
 
     /// Checks, reserves, submits, then keeps the copy. `via` names the
@@ -396,6 +414,7 @@ impl Outbox {
         let now = self.clock.now();
         let windows = SendWindows::at(now);
         let limits = plan(sender.plan);
+        let day = limits.day_send_limit(sender.account_created_at, now, self.first_day_sends);
         let count = checked.to.len() as u64;
         match self
             .repo
@@ -404,7 +423,7 @@ impl Outbox {
                 windows,
                 count,
                 u64::from(limits.sends_per_hour),
-                u64::from(limits.sends_per_day),
+                u64::from(day.limit),
             )
             .await?
         {
@@ -415,8 +434,12 @@ impl Outbox {
                 });
             }
             Reservation::DayFull => {
+                // A new account's allowance also ends when it is a day old.
+                let end = day
+                    .first_day_until
+                    .map_or(windows.day_end, |grown| grown.min(windows.day_end));
                 return Err(SendError::RateLimited {
-                    retry_after_seconds: seconds_until(windows.day_end, now),
+                    retry_after_seconds: seconds_until(end, now),
                 });
             }
         }

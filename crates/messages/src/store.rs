@@ -89,6 +89,9 @@ pub struct RecipientRecord {
     pub paused: bool,
     /// Staff suspended the account: its mail is refused.
     pub suspended: bool,
+    /// Bytes of sealed mail the account holds now, against the plan's
+    /// stored-bytes quota.
+    pub stored_bytes: u64,
 }
 
 /// Who is reading: the whole account, or one device (only its addresses).

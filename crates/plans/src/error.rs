@@ -18,4 +18,6 @@ pub enum LimitError {
         "the plan no longer includes own domains: the domain still receives mail for a while but takes no new addresses"
     )]
     OwnDomainReceiveOnly,
+    #[error("the plan's storage of {limit} bytes is full; delete mail or upgrade")]
+    StorageFull { limit: u64 },
 }

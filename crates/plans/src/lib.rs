@@ -24,6 +24,24 @@ pub fn received_window(account_created: Timestamp, now: Timestamp) -> (Timestamp
     (start, start + RECEIVED_WINDOW)
 }
 
+/// How long a Free account counts as new: its daily sends are held to the
+/// first-day allowance (docs/api.md "Sending"), so an account made to send
+/// spam sends little before it can be noticed.
+pub const NEW_ACCOUNT_AGE: TimeDelta = TimeDelta::hours(24);
+
+/// Sends a day a new Free account may make unless configured otherwise
+/// (`SEALPOST_NEW_ACCOUNT_SENDS`).
+pub const DEFAULT_FIRST_DAY_SENDS: u32 = 10;
+
+/// The daily send limit that applies now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DaySendLimit {
+    pub limit: u32,
+    /// While the first-day allowance holds: when it stops (the account is
+    /// [`NEW_ACCOUNT_AGE`] old), so a refusal can say when to retry.
+    pub first_day_until: Option<Timestamp>,
+}
+
 /// After losing custom domains (a downgrade) an own domain keeps
 /// receiving this long; after a missed payment what is paused is removed
 /// after this long unpaid.
@@ -72,6 +90,9 @@ pub struct Plan {
     pub sends_per_hour: u32,
     pub sends_per_day: u32,
     pub object_reads_per_hour: u32,
+    /// Bytes of sealed mail (content and attachments, as stored) the
+    /// account may hold; past it new mail is refused.
+    pub stored_bytes: u64,
     pub own_domains: u32,
     /// Webhook endpoints; 0 means the plan has no webhooks.
     pub webhooks: u32,
@@ -79,6 +100,8 @@ pub struct Plan {
     pub team_members: u32,
     pub api_keys_and_agents: bool,
 }
+
+const GIB: u64 = 1024 * 1024 * 1024;
 
 pub const PLANS: [Plan; 5] = [
     Plan {
@@ -90,6 +113,7 @@ pub const PLANS: [Plan; 5] = [
         sends_per_hour: 60,
         sends_per_day: 200,
         object_reads_per_hour: 1_000,
+        stored_bytes: GIB,
         own_domains: 0,
         webhooks: 0,
         team_members: 0,
@@ -104,6 +128,7 @@ pub const PLANS: [Plan; 5] = [
         sends_per_hour: 60,
         sends_per_day: 1_000,
         object_reads_per_hour: 10_000,
+        stored_bytes: 25 * GIB,
         own_domains: 0,
         webhooks: 10,
         team_members: 0,
@@ -118,6 +143,7 @@ pub const PLANS: [Plan; 5] = [
         sends_per_hour: 60,
         sends_per_day: 5_000,
         object_reads_per_hour: 50_000,
+        stored_bytes: 250 * GIB,
         own_domains: 10,
         webhooks: 10,
         team_members: 0,
@@ -132,6 +158,7 @@ pub const PLANS: [Plan; 5] = [
         sends_per_hour: 600,
         sends_per_day: 20_000,
         object_reads_per_hour: 200_000,
+        stored_bytes: 2_048 * GIB,
         own_domains: 50,
         webhooks: 10,
         team_members: 25,
@@ -146,6 +173,7 @@ pub const PLANS: [Plan; 5] = [
         sends_per_hour: 3_600,
         sends_per_day: 100_000,
         object_reads_per_hour: 1_000_000,
+        stored_bytes: 20_480 * GIB,
         own_domains: 50,
         webhooks: 10,
         team_members: 100,
@@ -213,6 +241,40 @@ impl Plan {
         if current >= u64::from(self.own_domains) {
             return Err(LimitError::OwnDomainLimit {
                 limit: self.own_domains,
+            });
+        }
+        Ok(())
+    }
+
+    /// The daily send limit of an account created at `account_created`, at
+    /// `now`: a Free account younger than [`NEW_ACCOUNT_AGE`] gets at most
+    /// `first_day_sends`; paid plans and older accounts the table's limit.
+    pub fn day_send_limit(
+        &self,
+        account_created: Timestamp,
+        now: Timestamp,
+        first_day_sends: u32,
+    ) -> DaySendLimit {
+        let grown_at = account_created + NEW_ACCOUNT_AGE;
+        if self.is_free() && now < grown_at && first_day_sends < self.sends_per_day {
+            return DaySendLimit {
+                limit: first_day_sends,
+                first_day_until: Some(grown_at),
+            };
+        }
+        DaySendLimit {
+            limit: self.sends_per_day,
+            first_day_until: None,
+        }
+    }
+
+    /// Taking in mail while the account holds `stored` bytes: refused once
+    /// the quota is reached (the message that crosses it is still taken,
+    /// since its size is known only once it is sealed).
+    pub fn check_stored_bytes(&self, stored: u64) -> Result<(), LimitError> {
+        if stored >= self.stored_bytes {
+            return Err(LimitError::StorageFull {
+                limit: self.stored_bytes,
             });
         }
         Ok(())
@@ -332,6 +394,63 @@ mod tests {
             plan(PlanId::Fleet).check_new_own_domain(50),
             Err(LimitError::OwnDomainLimit { limit: 50 })
         );
+    }
+
+    #[test]
+    fn a_new_free_account_sends_its_first_day_allowance_only() {
+        let created = Timestamp::parse("2026-11-22T12:00:00Z").unwrap();
+        let grown = created + NEW_ACCOUNT_AGE;
+        let free = plan(PlanId::Free);
+        assert_eq!(
+            free.day_send_limit(created, created, 10),
+            DaySendLimit {
+                limit: 10,
+                first_day_until: Some(grown)
+            }
+        );
+        assert_eq!(
+            free.day_send_limit(created, grown - TimeDelta::milliseconds(1), 10),
+            DaySendLimit {
+                limit: 10,
+                first_day_until: Some(grown)
+            }
+        );
+        assert_eq!(
+            free.day_send_limit(created, grown, 10),
+            DaySendLimit {
+                limit: 200,
+                first_day_until: None
+            },
+            "a day old: the plan's limit"
+        );
+        assert_eq!(
+            plan(PlanId::Operator).day_send_limit(created, created, 10),
+            DaySendLimit {
+                limit: 1_000,
+                first_day_until: None
+            },
+            "a paid plan is never held to it"
+        );
+        assert_eq!(
+            free.day_send_limit(created, created, 500).limit,
+            200,
+            "an allowance above the plan's limit changes nothing"
+        );
+    }
+
+    #[test]
+    fn stored_bytes_quota() {
+        let free = plan(PlanId::Free);
+        assert_eq!(free.stored_bytes, 1024 * 1024 * 1024);
+        assert_eq!(free.check_stored_bytes(free.stored_bytes - 1), Ok(()));
+        assert_eq!(
+            free.check_stored_bytes(free.stored_bytes),
+            Err(LimitError::StorageFull {
+                limit: free.stored_bytes
+            })
+        );
+        let quotas: Vec<u64> = PLANS.iter().map(|p| p.stored_bytes).collect();
+        assert!(quotas.is_sorted(), "{quotas:?}");
     }
 
     #[test]

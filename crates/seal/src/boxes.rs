@@ -12,7 +12,8 @@ const EPK_LEN: usize = 32;
 const NONCE_LEN: usize = 12;
 const TAG_LEN: usize = 16;
 /// version || epk || n || t
-const BINARY_HEADER_LEN: usize = 1 + EPK_LEN + NONCE_LEN + TAG_LEN;
+/// What sealing adds to binary plaintext: version, ephemeral key, nonce, tag.
+pub const BINARY_HEADER_LEN: usize = 1 + EPK_LEN + NONCE_LEN + TAG_LEN;
 
 /// A box sealed to an X25519 public key. In JSON the byte fields are
 /// base64url strings: `{"v": 2, "epk", "n", "c", "t"}`.

@@ -33,7 +33,7 @@ mod primitives;
 mod support;
 
 pub use at_rest::{AtRestError, ServerKeys};
-pub use boxes::{BoxShapeError, SealedBox, check_box, open_binary, seal_binary};
+pub use boxes::{BINARY_HEADER_LEN, BoxShapeError, SealedBox, check_box, open_binary, seal_binary};
 pub use error::SealError;
 pub use fingerprint::team_fingerprint;
 pub use handshake::{ChallengeKeypair, handshake_proof, verify_handshake_proof};

@@ -265,6 +265,7 @@ mod tests {
                     messages::key_epoch.eq(0),
                     messages::content.eq(box_to_json(&sealed())),
                     messages::held.eq(held),
+                    messages::stored_bytes.eq(0_i64),
                 ))
                 .execute(&mut conn)
                 .await

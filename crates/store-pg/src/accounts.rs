@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_accounts::{
     Account, AccountRepository, Bearer, Challenge, FoundBearer, NewAccount, RegisterOutcome,
-    Session,
+    RegistrationSource, Session,
 };
 use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, DeviceId, PlanId, SessionId, StoreError, Timestamp};
@@ -17,7 +17,7 @@ use crate::devices::DEVICE_ID_KIND;
 use crate::records::{delete_messages_of, lock_account_row, retire_id, write_records};
 use crate::schema::{
     account_suspensions, accounts, addresses, auth_challenges, device_credentials, devices,
-    retired_account_ids, sessions,
+    registrations, retired_account_ids, sessions,
 };
 use crate::{PgStore, bytes32, db_error};
 
@@ -110,10 +110,36 @@ impl AccountRepository for PgStore {
         &self,
         new: NewAccount,
         first_session: Session,
+        source: RegistrationSource,
     ) -> Result<RegisterOutcome, StoreError> {
         let mut conn = self.conn().await?;
         let retired_hash = sha256(new.account.id.as_str().as_bytes());
         conn.transaction(async |conn| {
+            // One registration at a time per network: count and insert
+            // together, whichever API process takes it.
+            diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 11))")
+                .bind::<diesel::sql_types::Text, _>(sealpost_seal::b64::encode(
+                    &source.network_hash,
+                ))
+                .execute(conn)
+                .await?;
+            let recent = registrations::table
+                .filter(registrations::network_hash.eq(source.network_hash.as_slice()))
+                .filter(registrations::registered_at.gt(source.since.as_datetime()));
+            let (held, oldest): (i64, Option<DateTime<Utc>>) = recent
+                .select((
+                    diesel::dsl::count_star(),
+                    diesel::dsl::min(registrations::registered_at),
+                ))
+                .first(conn)
+                .await?;
+            if let Some(oldest) = oldest
+                && held >= i64::from(source.limit)
+            {
+                return Ok(RegisterOutcome::TooMany {
+                    oldest: oldest.into(),
+                });
+            }
             let retired: i64 = retired_account_ids::table
                 .filter(retired_account_ids::id_hash.eq(retired_hash.as_slice()))
                 .count()
@@ -138,6 +164,13 @@ impl AccountRepository for PgStore {
             }
             diesel::insert_into(sessions::table)
                 .values(SessionRow::from_session(&first_session))
+                .execute(conn)
+                .await?;
+            diesel::insert_into(registrations::table)
+                .values((
+                    registrations::network_hash.eq(source.network_hash.as_slice()),
+                    registrations::registered_at.eq(new.account.created_at.as_datetime()),
+                ))
                 .execute(conn)
                 .await?;
             Ok::<_, diesel::result::Error>(RegisterOutcome::Registered)
@@ -345,6 +378,7 @@ impl AccountRepository for PgStore {
         &self,
         now: Timestamp,
         sessions_before: Timestamp,
+        registrations_before: Timestamp,
     ) -> Result<u64, StoreError> {
         let mut conn = self.conn().await?;
         let challenges = diesel::delete(
@@ -355,6 +389,14 @@ impl AccountRepository for PgStore {
         .map_err(db_error)?;
         let sessions = diesel::delete(
             sessions::table.filter(sessions::expires_at.le(sessions_before.as_datetime())),
+        )
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        // Registrations past the window no longer count; nothing else reads them.
+        diesel::delete(
+            registrations::table
+                .filter(registrations::registered_at.le(registrations_before.as_datetime())),
         )
         .execute(&mut conn)
         .await

@@ -185,8 +185,10 @@ impl PgStore {
             }
             write_records(conn, &records).await?;
             // From here to COMMIT under the commit clock.
-            let rows: Vec<(&Message, bool)> =
-                stored.iter().map(|new| (&new.message, new.held)).collect();
+            let rows: Vec<(&Message, bool, u64)> = stored
+                .iter()
+                .map(|new| (&new.message, new.held, sealed_attachment_bytes(new)))
+                .collect();
             insert_messages(conn, &rows, CommitNumber::Next).await?;
             insert_attachments(conn, &stored).await?;
             add_received(conn, &stored).await?;
@@ -335,14 +337,27 @@ pub(crate) enum CommitNumber {
     None,
 }
 
-/// The one insert of message rows (`held`: stored held), all in one
-/// statement: a group commit's batch, or a Sent copy as a batch of one.
+/// The bytes a message's attachment blobs take, sealed.
+fn sealed_attachment_bytes(new: &NewMessage) -> u64 {
+    new.attachments
+        .iter()
+        .filter(|attachment| attachment.blob_key.is_some())
+        .map(|attachment| attachment.size_bytes + sealpost_seal::BINARY_HEADER_LEN as u64)
+        .sum()
+}
+
+/// The one insert of message rows (`held`: stored held; then the bytes its
+/// sealed attachments take), all in one statement: a group commit's batch,
+/// or a Sent copy as a batch of one. Each row records what it takes in
+/// storage (its content box as JSON and its sealed attachments), and the
+/// accounts' stored-bytes counters grow by as much, in the same
+/// transaction ([`add_stored_bytes`]).
 pub(crate) async fn insert_messages(
     conn: &mut AsyncPgConnection,
-    stored: &[(&Message, bool)],
+    stored: &[(&Message, bool, u64)],
     number: CommitNumber,
 ) -> Result<(), diesel::result::Error> {
-    let messages = || stored.iter().map(|(message, _)| *message);
+    let messages = || stored.iter().map(|(message, _, _)| *message);
     let ids: Vec<&str> = messages().map(|message| message.id.as_str()).collect();
     let accounts: Vec<&str> = messages().map(|message| message.account.as_str()).collect();
     let addresses: Vec<&str> = messages().map(|message| message.address.as_str()).collect();
@@ -358,7 +373,15 @@ pub(crate) async fn insert_messages(
     let contents: Vec<serde_json::Value> = messages()
         .map(|message| box_to_json(&message.content))
         .collect();
-    let held: Vec<bool> = stored.iter().map(|(_, held)| *held).collect();
+    let stored_bytes: Vec<i64> = contents
+        .iter()
+        .zip(stored)
+        .map(|(content, (_, _, attached))| {
+            let bytes = content.to_string().len() as u64 + attached;
+            i64::try_from(bytes).unwrap_or(i64::MAX)
+        })
+        .collect();
+    let held: Vec<bool> = stored.iter().map(|(_, held, _)| *held).collect();
     let read: Vec<bool> = messages().map(|message| message.read).collect();
     let folders: Vec<&str> = messages().map(|message| message.folder.as_str()).collect();
     let starred: Vec<bool> = messages().map(|message| message.starred).collect();
@@ -373,14 +396,14 @@ pub(crate) async fn insert_messages(
     };
     diesel::sql_query(format!(
         "{clock}INSERT INTO messages (id, account_id, inbox_id, received_at, size_bytes, key_epoch, \
-             content, held, read, folder, starred, outgoing, commit_seq) \
+             content, held, read, folder, starred, outgoing, commit_seq, stored_bytes) \
          SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.size_bytes, m.key_epoch, \
-             m.content, m.held, m.read, m.folder, m.starred, m.outgoing, {seq} \
+             m.content, m.held, m.read, m.folder, m.starred, m.outgoing, {seq}, m.stored_bytes \
          FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::bigint[], \
              $6::int[], $7::jsonb[], $8::bool[], $9::bool[], $10::text[], $11::bool[], \
-             $12::bool[]) \
+             $12::bool[], $13::bigint[]) \
            AS m(id, account_id, inbox_id, received_at, size_bytes, key_epoch, content, held, \
-             read, folder, starred, outgoing){from_clock}"
+             read, folder, starred, outgoing, stored_bytes){from_clock}"
     ))
     .bind::<Array<Text>, _>(ids)
     .bind::<Array<Text>, _>(accounts)
@@ -394,6 +417,38 @@ pub(crate) async fn insert_messages(
     .bind::<Array<Text>, _>(folders)
     .bind::<Array<Bool>, _>(starred)
     .bind::<Array<Bool>, _>(outgoing)
+    .bind::<Array<BigInt>, _>(&stored_bytes)
+    .execute(conn)
+    .await?;
+    add_stored_bytes(conn, messages().zip(stored_bytes)).await
+}
+
+/// One upsert for the rows just inserted: each account's stored bytes grow
+/// by theirs, on the message's shard (as the received counter, so parallel
+/// deliveries to one account do not queue on one row), in key order.
+async fn add_stored_bytes(
+    conn: &mut AsyncPgConnection,
+    inserted: impl Iterator<Item = (&Message, i64)>,
+) -> Result<(), diesel::result::Error> {
+    let mut counters: BTreeMap<(&str, i16), i64> = BTreeMap::new();
+    for (message, bytes) in inserted {
+        *counters
+            .entry((
+                message.account.as_str(),
+                crate::messages::received_shard(&message.id),
+            ))
+            .or_default() += bytes;
+    }
+    let (keys, bytes): (Vec<(&str, i16)>, Vec<i64>) = counters.into_iter().unzip();
+    let (accounts, shards): (Vec<&str>, Vec<i16>) = keys.into_iter().unzip();
+    diesel::sql_query(
+        "INSERT INTO stored_bytes (account_id, shard, bytes) \
+         SELECT * FROM unnest($1::text[], $2::smallint[], $3::bigint[]) \
+         ON CONFLICT (account_id, shard) DO UPDATE SET bytes = stored_bytes.bytes + EXCLUDED.bytes",
+    )
+    .bind::<Array<Text>, _>(accounts)
+    .bind::<Array<SmallInt>, _>(shards)
+    .bind::<Array<BigInt>, _>(bytes)
     .execute(conn)
     .await?;
     Ok(())

@@ -121,20 +121,33 @@ pub(crate) fn box_from_json(value: serde_json::Value) -> Result<SealedBox, Store
     serde_json::from_value(value).map_err(StoreError::failed)
 }
 
+/// The `stored_bytes` shard deletions subtract from. Inserts add to the
+/// shards of their message ids (0 and up), so a deletion never waits on a
+/// delivery's counter row; an account's stored bytes are the sum of all its
+/// shards, this one negative.
+pub(crate) const DELETED_BYTES_SHARD: i16 = -1;
+
 /// SQL deleting the messages `m` (joined to their address `a`) that match
 /// `condition` and queuing, at `$2` (the transaction's start when null), the blobs of exactly the messages that
 /// DELETE removed (`RETURNING`), in one statement: a message kept because it
 /// changed meanwhile never loses its blob, and one committed meanwhile is
 /// either deleted with its blob queued or kept. The attachments the DELETE
-/// cascades to are still visible to the INSERT (same snapshot). Selects
+/// cascades to are still visible to the INSERT (same snapshot). The bytes
+/// the deleted rows took come off their accounts' stored bytes in the same
+/// statement, so the counter moves exactly with the rows. Selects
 /// `deleted`, the number of messages deleted ([`DeletedMessages`]).
 pub(crate) fn delete_messages_sql(condition: &str) -> String {
     format!(
         "WITH gone AS (DELETE FROM messages m USING addresses a \
-             WHERE a.id = m.inbox_id AND ({condition}) RETURNING m.id), \
+             WHERE a.id = m.inbox_id AND ({condition}) \
+             RETURNING m.id, m.account_id, m.stored_bytes), \
            queued AS (INSERT INTO blob_garbage (blob_key, queued_at) \
              SELECT t.blob_key, coalesce($2, now()) FROM attachments t JOIN gone g ON g.id = t.message_id \
-             WHERE t.blob_key IS NOT NULL ON CONFLICT DO NOTHING) \
+             WHERE t.blob_key IS NOT NULL ON CONFLICT DO NOTHING), \
+           freed AS (INSERT INTO stored_bytes (account_id, shard, bytes) \
+             SELECT g.account_id, {DELETED_BYTES_SHARD}, -sum(g.stored_bytes) FROM gone g \
+             GROUP BY g.account_id ORDER BY g.account_id \
+             ON CONFLICT (account_id, shard) DO UPDATE SET bytes = stored_bytes.bytes + EXCLUDED.bytes) \
          SELECT count(*) AS deleted FROM gone"
     )
 }

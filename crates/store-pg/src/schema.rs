@@ -105,6 +105,14 @@ diesel::table! {
 }
 
 diesel::table! {
+    registrations (id) {
+        id -> Int8,
+        network_hash -> Bytea,
+        registered_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     pairing_lookup_failures (key, at) {
         key -> Text,
         at -> Timestamptz,
@@ -186,6 +194,15 @@ diesel::table! {
         starred -> Bool,
         outgoing -> Bool,
         commit_seq -> Int8,
+        stored_bytes -> Int8,
+    }
+}
+
+diesel::table! {
+    stored_bytes (account_id, shard) {
+        account_id -> Text,
+        shard -> Int2,
+        bytes -> Int8,
     }
 }
 

@@ -84,11 +84,16 @@ impl SendRepository for PgStore {
             Option<Vec<u8>>,
             i32,
             Option<DateTime<Utc>>,
+            Option<DateTime<Utc>>,
         );
-        // The owner's plan applies, whoever sends.
+        // The owner's plan and age apply, whoever sends.
         let owner_plan = accounts::table
             .filter(accounts::id.eq(addresses::account_id))
             .select(accounts::plan_id)
+            .single_value();
+        let owner_created = accounts::table
+            .filter(accounts::id.eq(addresses::account_id))
+            .select(accounts::created_at)
             .single_value();
         let mut conn = self.conn().await?;
         // The account's own address, or one its team owner granted it with
@@ -105,19 +110,22 @@ impl SendRepository for PgStore {
                 addresses::public_key,
                 addresses::key_epoch,
                 addresses::paused_at,
+                owner_created,
             ))
             .first(&mut conn)
             .await
             .optional()
             .map_err(db_error)?;
         row.map(
-            |(id, owner, plan, email_address, public_key, key_epoch, paused_at)| {
-                let plan =
-                    plan.ok_or_else(|| StoreError::Failed("address without an owner".into()))?;
+            |(id, owner, plan, email_address, public_key, key_epoch, paused_at, created)| {
+                let (Some(plan), Some(created)) = (plan, created) else {
+                    return Err(StoreError::Failed("address without an owner".into()));
+                };
                 Ok(SenderRecord {
                     address: AddressId::from_trusted(id),
                     account: AccountId::from_trusted(owner),
                     plan: plan.parse::<PlanId>().map_err(StoreError::failed)?,
+                    account_created_at: Timestamp::from(created),
                     email_address,
                     public_key: public_key.map(bytes32).transpose()?,
                     key_epoch: u32::try_from(key_epoch).map_err(StoreError::failed)?,
@@ -203,7 +211,7 @@ impl SendRepository for PgStore {
         conn.transaction(async |conn| {
             if let Some(message) = &sent.message {
                 // A batch of one, outside the commit order.
-                insert_messages(conn, &[(message, false)], CommitNumber::None).await?;
+                insert_messages(conn, &[(message, false, 0)], CommitNumber::None).await?;
             }
             write_records(conn, &sent.records).await
         })

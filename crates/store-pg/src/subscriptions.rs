@@ -48,6 +48,8 @@ struct UsageRow {
     sent_day: i64,
     #[diesel(sql_type = BigInt)]
     domains: i64,
+    #[diesel(sql_type = BigInt)]
+    stored_bytes: i64,
 }
 
 #[derive(QueryableByName)]
@@ -169,7 +171,8 @@ impl SubscriptionRepository for PgStore {
                COALESCE((SELECT used FROM usage_counters WHERE account_id = $1 AND counter = $5 AND window_start = $6), 0) AS object_reads, \
                (SELECT COALESCE(sum(used), 0)::bigint FROM usage_counters WHERE account_id = $1 AND counter = $7 AND window_start = $6) AS sent_hour, \
                (SELECT COALESCE(sum(used), 0)::bigint FROM usage_counters WHERE account_id = $1 AND counter = $8 AND window_start = $9) AS sent_day, \
-               (SELECT count(*) FROM own_domains WHERE account_id = $1) AS domains \
+               (SELECT count(*) FROM own_domains WHERE account_id = $1) AS domains, \
+               (SELECT COALESCE(sum(bytes), 0)::bigint FROM stored_bytes WHERE account_id = $1) AS stored_bytes \
              FROM (SELECT count(*) AS addresses, count(worker_id) AS assigned FROM addresses WHERE account_id = $1) ad, \
                (SELECT count(*) FILTER (WHERE kind = 'device') AS devices, count(*) FILTER (WHERE kind = 'agent') AS agents \
                   FROM devices WHERE account_id = $1) dv, \
@@ -202,6 +205,7 @@ impl SubscriptionRepository for PgStore {
             sent_hour: count(row.sent_hour),
             sent_day: count(row.sent_day),
             domains: count(row.domains),
+            stored_bytes: count(row.stored_bytes),
         })
     }
 

@@ -71,6 +71,7 @@ fn counts() -> UsageCounts {
         sent_hour: 3,
         sent_day: 9,
         domains: 2,
+        stored_bytes: 4_096,
     }
 }
 
@@ -141,6 +142,10 @@ async fn usage_reports_every_field_from_the_counters_and_the_plan_table() {
                 limit: Some(0)
             },
             messages_stored: 7,
+            stored_bytes: StoredBytesUsage {
+                used: 4_096,
+                limit: 25 * 1024 * 1024 * 1024
+            },
         }
     );
 }

@@ -64,6 +64,8 @@ pub struct UsageCounts {
     pub sent_day: u64,
     /// Own domains, every claim (proved or not).
     pub domains: u64,
+    /// Bytes of sealed mail held now (the store's counter).
+    pub stored_bytes: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,6 +93,13 @@ pub struct SentUsage {
     pub hour: WindowUsage,
     /// The UTC day (restarts 00:00 UTC).
     pub day: WindowUsage,
+}
+
+/// Bytes held against the plan's quota.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoredBytesUsage {
+    pub used: u64,
+    pub limit: u64,
 }
 
 /// A count against a limit; `limit` null means unlimited.
@@ -140,6 +149,10 @@ pub struct Usage {
     pub domains: CountUsage,
     /// Messages held now, listed or held after a missed payment, across addresses.
     pub messages_stored: u64,
+    /// Bytes of sealed mail (content and attachments) held now, against the
+    /// quota mail is refused at (the lapsed plan's while a lapse is unpaid,
+    /// as for received mail).
+    pub stored_bytes: StoredBytesUsage,
 }
 
 fn gated(used: u64, allowed: bool, limit: Option<u64>) -> GatedUsage {
@@ -213,6 +226,10 @@ impl Usage {
                 limit: Some(u64::from(limits.own_domains)),
             },
             messages_stored: counts.messages_stored,
+            stored_bytes: StoredBytesUsage {
+                used: counts.stored_bytes,
+                limit: plan(subscriber.received_plan()).stored_bytes,
+            },
         }
     }
 }

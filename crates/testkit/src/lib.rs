@@ -211,9 +211,13 @@ impl TestApp {
     pub async fn spawn_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
         let db = TestDb::create().await;
         let mut config = Config::from_vars(&HashMap::new()).expect("default configuration");
-        config.database_url = db.url.clone();
+        config.database_url = db.url.clone().into();
         config.http_addr = "127.0.0.1:0".to_owned();
         config.edge_rate_per_minute = 100_000;
+        // Tests register many accounts from loopback and send from accounts
+        // made moments ago; the tests of these limits set them low.
+        config.registrations_per_network = u32::MAX;
+        config.new_account_sends = u32::MAX;
         config.blob_dir =
             std::env::temp_dir().join(format!("sealpost-blobs-{}", uuid::Uuid::new_v4().simple()));
         // Each app its own spool: an ingest clears its directory at start.

@@ -29,6 +29,8 @@ pub struct PlanLimits {
     pub sends_per_hour: u32,
     pub sends_per_day: u32,
     pub object_reads_per_hour: u32,
+    /// Bytes of sealed mail the account may hold; at it new mail is refused.
+    pub stored_bytes: u64,
     pub own_domains: u32,
     /// Webhook endpoints; 0 means the plan has no webhooks.
     pub webhooks: u32,
@@ -142,6 +144,17 @@ pub struct Usage {
     pub domains: CountUsage,
     /// Messages held now, listed or held after a missed payment, across addresses.
     pub messages_stored: u64,
+    /// Bytes of sealed mail (content and attachments, as stored) held now,
+    /// against the plan's quota: at the limit new mail is refused.
+    pub stored_bytes: StoredBytesUsage,
+}
+
+/// Bytes held against the plan's stored-bytes quota.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct StoredBytesUsage {
+    pub used: u64,
+    pub limit: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

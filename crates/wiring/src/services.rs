@@ -82,7 +82,7 @@ impl Services {
     /// Also when `SEALPOST_SERVER_KEY` is unset ([`server_keys`]).
     pub async fn from_config(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Services> {
         let keys = server_keys(config)?;
-        let store = PgStore::connect(&config.database_url, POOL_SIZE)
+        let store = PgStore::connect(config.database_url.expose(), POOL_SIZE)
             .context("connecting to the database")?;
         store.ping().await.context("reaching the database")?;
         let blobs: Arc<dyn BlobStore> =
@@ -103,7 +103,8 @@ impl Services {
             .await
             .context("taking the ingest instance lock")?;
         Ok(Services {
-            accounts: Accounts::new(Arc::new(store.clone()), clock.clone(), keys.clone()),
+            accounts: Accounts::new(Arc::new(store.clone()), clock.clone(), keys.clone())
+                .with_registrations_per_network(config.registrations_per_network),
             devices: Devices::new(Arc::new(store.clone()), clock.clone()),
             addresses: Addresses::new(
                 Arc::new(store.clone()),
@@ -212,7 +213,9 @@ fn outbox(
         Some(url) => {
             let dkim = match &config.dkim_key_file {
                 Some(path) => {
+                    // Parsed once here; the text is wiped as soon as ring holds the key.
                     let pem = std::fs::read_to_string(path)
+                        .map(zeroize::Zeroizing::new)
                         .with_context(|| format!("reading SEALPOST_DKIM_KEY {}", path.display()))?;
                     Some(
                         DkimSettings::from_pem(&config.dkim_selector, &pem).with_context(|| {
@@ -225,7 +228,7 @@ fn outbox(
                     None
                 }
             };
-            let mut relay = SmtpRelay::new(&url.0, config.smtp_relay_timeout, dkim)
+            let mut relay = SmtpRelay::new(url.expose(), config.smtp_relay_timeout, dkim)
                 .context("configuring the outbound relay")?;
             if let Some(keys) = &config.server_keys {
                 relay = relay.with_own_domain_keys(Arc::new(OwnDomainDkim {
@@ -236,7 +239,8 @@ fn outbox(
             Some(Arc::new(relay) as Arc<dyn MailRelay>)
         }
     };
-    Ok(Outbox::new(Arc::new(store.clone()), relay, clock.clone()))
+    Ok(Outbox::new(Arc::new(store.clone()), relay, clock.clone())
+        .with_first_day_sends(config.new_account_sends))
 }
 
 /// Own domains' DKIM keys for the relay: read from the store, opened with

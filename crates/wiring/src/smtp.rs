@@ -87,7 +87,10 @@ fn recipient_decision(check: Result<RecipientCheck, StoreError>) -> RecipientDec
         Ok(RecipientCheck::NoKey | RecipientCheck::Suspended | RecipientCheck::DomainRefused) => {
             RecipientDecision::Refused(RECIPIENT_REFUSED.into())
         }
-        Ok(RecipientCheck::OverAllowance) => RecipientDecision::TryLater(RECIPIENT_REFUSED.into()),
+        // 452 4.2.2: the used-up allowance and the full storage alike.
+        Ok(RecipientCheck::OverAllowance | RecipientCheck::StorageFull) => {
+            RecipientDecision::TryLater(RECIPIENT_REFUSED.into())
+        }
         Err(error) => {
             tracing::warn!(%error, "recipient check failed");
             RecipientDecision::TryLater(RECIPIENT_REFUSED.into())
@@ -264,17 +267,18 @@ mod tests {
         let suspended = rcpt(Ok(RecipientCheck::Suspended));
         let domain = rcpt(Ok(RecipientCheck::DomainRefused));
         let over = rcpt(Ok(RecipientCheck::OverAllowance));
+        let full = rcpt(Ok(RecipientCheck::StorageFull));
         let failing = rcpt(Err(StoreError::Unavailable("pool".into())));
         // The classes stay right: refused for good is 550, for now 452.
         for permanent in [&keyless, &suspended, &domain] {
             assert!(permanent.0, "{permanent:?}");
         }
-        for temporary in [&over, &failing] {
+        for temporary in [&over, &full, &failing] {
             assert!(!temporary.0, "{temporary:?}");
         }
         // One text: a sender cannot tell a suspension from a missing key,
         // nor a used-up allowance from a storage hiccup.
-        for answer in [&keyless, &suspended, &domain, &over, &failing] {
+        for answer in [&keyless, &suspended, &domain, &over, &full, &failing] {
             assert_eq!(answer.1, RECIPIENT_REFUSED, "{answer:?}");
         }
         // After RCPT (suspended or keyless since) DATA says the same.

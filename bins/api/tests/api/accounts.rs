@@ -293,3 +293,91 @@ async fn an_erased_account_is_gone_and_its_id_never_returns() {
         (StatusCode::CONFLICT, "id_taken")
     );
 }
+
+/// `POST /accounts` from `client`, as a trusted proxy on loopback names it.
+async fn register_from(api: &Api, client: &str) -> reqwest::Response {
+    let (_, keys) = new_keys();
+    reqwest::Client::new()
+        .post(api.app.url("/accounts"))
+        .header("x-forwarded-for", client)
+        .json(&json!({
+            "accountId": keys.account_id(),
+            "authVerifier": sealpost_seal::b64::encode(&keys.auth_verifier()),
+            "authPublicKey": sealpost_seal::b64::encode(&keys.auth_public_key()),
+        }))
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_client_network_registers_a_limited_number_of_accounts_an_hour() {
+    let api = Api::with(
+        sealpost_testkit::TestApp::spawn_with(|config| {
+            config.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+            config.registrations_per_network = 3;
+        })
+        .await,
+    );
+    // Three addresses of one /24: three accounts.
+    for client in ["198.51.100.7", "198.51.100.8", "198.51.100.9"] {
+        assert_eq!(
+            register_from(&api, client).await.status(),
+            StatusCode::CREATED
+        );
+    }
+    // A fourth address of the same /24 is refused until the first leaves the hour.
+    let refused = register_from(&api, "198.51.100.200").await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry_after = refused.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(retry_after, "3600");
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "rate_limited");
+
+    // Another network is not held by it; an IPv6 /48 counts as one network.
+    assert_eq!(
+        register_from(&api, "198.51.101.7").await.status(),
+        StatusCode::CREATED
+    );
+    for client in ["2001:db8:1:1::1", "2001:db8:1:2::1", "2001:db8:1:ffff::1"] {
+        assert_eq!(
+            register_from(&api, client).await.status(),
+            StatusCode::CREATED
+        );
+    }
+    assert_eq!(
+        register_from(&api, "2001:db8:1:abcd::9").await.status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+
+    // An hour later the first network registers again.
+    api.app.clock.advance(TimeDelta::hours(1));
+    assert_eq!(
+        register_from(&api, "198.51.100.7").await.status(),
+        StatusCode::CREATED
+    );
+    // Only a hash of each network is kept: no client address in any table.
+    let everything = crate::storage::database_text(&api).await;
+    for network in ["198.51.100", "198.51.101", "2001:db8:1"] {
+        assert!(!everything.contains(network), "{network} stored");
+    }
+
+    // The sweep removes what no longer counts: only the newest stays.
+    api.app.services().accounts.sweep().await.unwrap();
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let mut conn = api.app.db.connect().await;
+    let left: Count = diesel_async::RunQueryDsl::get_result(
+        diesel::sql_query("SELECT count(*) AS n FROM registrations"),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+    assert_eq!(left.n, 1);
+}

@@ -25,6 +25,7 @@ mod sending;
 mod smtp_limits;
 mod staff;
 mod storage;
+mod stored_bytes;
 mod teams;
 mod tickets;
 mod tls;

@@ -24,12 +24,20 @@ struct Sending {
 }
 
 async fn sending(behaviour: Behaviour) -> Sending {
+    sending_with(behaviour, |_| {}).await
+}
+
+async fn sending_with(
+    behaviour: Behaviour,
+    adjust: impl FnOnce(&mut sealpost_config::Config),
+) -> Sending {
     let relay = TestRelay::start(behaviour).await;
     let url = relay.url();
     let app = TestApp::spawn_with(|config| {
-        config.smtp_relay = Some(sealpost_config::RelayUrl(url));
+        config.smtp_relay = Some(sealpost_config::RelayUrl::new(url));
         config.dkim_key_file = Some(dkim_test_key_path());
         config.smtp_relay_timeout = Duration::from_secs(2);
+        adjust(config);
     })
     .await;
     let api = Api::with(app);
@@ -544,4 +552,39 @@ async fn send_limits_follow_the_clock_hour_and_the_utc_day() {
     assert_eq!(s.send_to(1).await.status, StatusCode::OK, "00:00 UTC");
     assert_eq!(s.sent_usage().await, (1, 1));
     assert_eq!(s.relay.received().len(), 7);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_free_account_sends_its_first_day_allowance_only() {
+    let s = sending_with(Behaviour::Accept, |config| config.new_account_sends = 5).await;
+    // Registered at 12:00:00: new until 12:00 tomorrow.
+    assert_eq!(s.send_to(5).await.status, StatusCode::OK);
+    let over = s.send_to(1).await;
+    assert_eq!(
+        (over.status, over.code()),
+        (StatusCode::TOO_MANY_REQUESTS, "rate_limited")
+    );
+    assert_eq!(
+        over.headers["retry-after"],
+        (12 * 3600).to_string(),
+        "to 00:00 UTC"
+    );
+
+    // A new UTC day, the account twelve hours old: five more, and the
+    // refusal now points at its first day's end.
+    s.api.app.clock.advance(TimeDelta::hours(12));
+    assert_eq!(s.send_to(5).await.status, StatusCode::OK);
+    s.api.app.clock.advance(TimeDelta::hours(2));
+    let over = s.send_to(1).await;
+    assert_eq!(over.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        over.headers["retry-after"],
+        (10 * 3600).to_string(),
+        "to 12:00"
+    );
+
+    // A day old: the plan's limits.
+    s.api.app.clock.advance(TimeDelta::hours(10));
+    assert_eq!(s.send_to(50).await.status, StatusCode::OK);
+    assert_eq!(s.relay.received().len(), 3);
 }

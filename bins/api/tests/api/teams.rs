@@ -137,7 +137,7 @@ async fn team_api() -> (Api, TestRelay) {
     let relay = TestRelay::start(Behaviour::Accept).await;
     let url = relay.url();
     let app = TestApp::spawn_with(|config| {
-        config.smtp_relay = Some(sealpost_config::RelayUrl(url));
+        config.smtp_relay = Some(sealpost_config::RelayUrl::new(url));
         config.dkim_key_file = Some(dkim_test_key_path());
         config.smtp_relay_timeout = Duration::from_secs(2);
     })

@@ -71,6 +71,18 @@ async fn usage_matches_the_counters_after_a_scripted_sequence() {
         .await;
     assert_eq!(webhook.status, StatusCode::CREATED, "{}", webhook.body);
 
+    // What the two messages take sealed: their content boxes as served
+    // (neither has an attachment).
+    let listed = api
+        .get("/inboxes/ibx_usage01/messages", Some(&owner.token))
+        .await;
+    let stored_bytes: usize = listed.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| serde_json::to_string(&message["content"]).unwrap().len())
+        .sum();
+
     // The account was created at 12:00:00 on the test clock.
     api.app.clock.advance(TimeDelta::minutes(30));
     let expected = json!({
@@ -89,6 +101,7 @@ async fn usage_matches_the_counters_after_a_scripted_sequence() {
         "webhooks": { "used": 1, "limit": 10, "allowed": true },
         "domains": { "used": 0, "limit": 0 },
         "messagesStored": 2,
+        "storedBytes": { "used": stored_bytes, "limit": 25_u64 << 30 },
     });
     let usage = api.get("/usage", Some(&owner.token)).await;
     assert_eq!(usage.status, StatusCode::OK, "{}", usage.body);
@@ -295,9 +308,9 @@ async fn plans_list_the_contract_table() {
         name: &str,
         price: Value,
         purchasable: bool,
-        limits: (u64, Value, u64, u64, u64, u64, u64, u64, u64, bool),
+        limits: (u64, Value, u64, u64, u64, u64, u64, u64, u64, u64, bool),
     ) -> Value {
-        let (addresses, devices, received, hour, day, reads, domains, webhooks, team, keys) =
+        let (addresses, devices, received, hour, day, reads, gib, domains, webhooks, team, keys) =
             limits;
         json!({
             "id": id, "name": name, "priceCents": price, "currency": "USD", "period": "30 days",
@@ -305,7 +318,7 @@ async fn plans_list_the_contract_table() {
             "limits": {
                 "addresses": addresses, "devices": devices, "receivedPer30Days": received,
                 "sendsPerHour": hour, "sendsPerDay": day, "objectReadsPerHour": reads,
-                "ownDomains": domains, "webhooks": webhooks, "teamMembers": team,
+                "storedBytes": gib << 30, "ownDomains": domains, "webhooks": webhooks, "teamMembers": team,
                 "apiKeys": keys, "agents": keys,
             },
         })
@@ -314,15 +327,15 @@ async fn plans_list_the_contract_table() {
         plans.body,
         json!({ "plans": [
             plan("free", "Free", json!(0), false,
-                (3, json!(1), 3_000, 60, 200, 1_000, 0, 0, 0, false)),
+                (3, json!(1), 3_000, 60, 200, 1_000, 1, 0, 0, 0, false)),
             plan("operator", "Operator", json!(900), true,
-                (100, json!(10), 100_000, 60, 1_000, 10_000, 0, 10, 0, true)),
+                (100, json!(10), 100_000, 60, 1_000, 10_000, 25, 0, 10, 0, true)),
             plan("scale", "Scale", json!(4_900), true,
-                (1_000, json!(50), 1_000_000, 60, 5_000, 50_000, 10, 10, 0, true)),
+                (1_000, json!(50), 1_000_000, 60, 5_000, 50_000, 250, 10, 10, 0, true)),
             plan("fleet", "Fleet", json!(19_900), true,
-                (10_000, Value::Null, 20_000_000, 600, 20_000, 200_000, 50, 10, 25, true)),
+                (10_000, Value::Null, 20_000_000, 600, 20_000, 200_000, 2_048, 50, 10, 25, true)),
             plan("enterprise", "Enterprise", Value::Null, false,
-                (100_000, Value::Null, 100_000_000, 3_600, 100_000, 1_000_000, 50, 10, 100, true)),
+                (100_000, Value::Null, 100_000_000, 3_600, 100_000, 1_000_000, 20_480, 50, 10, 100, true)),
         ] })
     );
 }

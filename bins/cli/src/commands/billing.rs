@@ -278,6 +278,12 @@ pub async fn usage(ctx: &Ctx) -> Result<()> {
     gated_row("webhooks", usage.webhooks);
     count_row("own domains", usage.domains);
     row("messages stored", usage.messages_stored, "", "");
+    row(
+        "bytes stored",
+        usage.stored_bytes.used,
+        &usage.stored_bytes.limit.to_string(),
+        "sealed mail held; new mail is refused at the limit",
+    );
     Ok(())
 }
 

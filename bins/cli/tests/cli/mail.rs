@@ -275,7 +275,7 @@ async fn mail_sent_with_the_cli_arrives_signed_and_is_filed_starred_and_trashed(
     let relay = TestRelay::start(Behaviour::Accept).await;
     let url = relay.url();
     let app = TestApp::spawn_with(|config| {
-        config.smtp_relay = Some(sealpost_config::RelayUrl(url));
+        config.smtp_relay = Some(sealpost_config::RelayUrl::new(url));
         config.dkim_key_file = Some(dkim_test_key_path());
     })
     .await;

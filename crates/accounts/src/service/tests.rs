@@ -68,7 +68,7 @@ async fn register_keeps_only_hashes_and_starts_a_30_day_session() {
     let seen_in_repo = seen.clone();
     repo.expect_register()
         .times(1)
-        .returning(move |account, session| {
+        .returning(move |account, session, _| {
             *seen_in_repo.lock().unwrap() = Some((account, session));
             Ok(RegisterOutcome::Registered)
         });
@@ -77,6 +77,7 @@ async fn register_keeps_only_hashes_and_starts_a_30_day_session() {
             account_id: account_id(),
             auth_verifier: keys().auth_verifier(),
             auth_public_key: keys().auth_public_key(),
+            network: "192.0.2.0/24".into(),
         })
         .await
         .unwrap();
@@ -96,15 +97,52 @@ async fn register_refuses_a_used_id() {
     let clock = clock();
     let mut repo = MockAccountRepository::new();
     repo.expect_register()
-        .returning(|_, _| Ok(RegisterOutcome::IdTaken));
+        .returning(|_, _, _| Ok(RegisterOutcome::IdTaken));
     let result = service(repo, &clock)
         .register(Registration {
             account_id: account_id(),
             auth_verifier: [1; 32],
             auth_public_key: [2; 32],
+            network: "192.0.2.0/24".into(),
         })
         .await;
     assert!(matches!(result, Err(AccountError::IdTaken)));
+}
+
+#[tokio::test]
+async fn registrations_are_counted_per_network_over_the_last_hour() {
+    let clock = clock();
+    let now = clock.now();
+    let mut repo = MockAccountRepository::new();
+    let expected_hash = sha256(b"registration-source:198.51.100.0/24");
+    repo.expect_register()
+        .withf(move |_, _, source| {
+            source.network_hash == expected_hash
+                && source.limit == 3
+                && source.since == now - TimeDelta::hours(1)
+        })
+        .times(1)
+        // The oldest of the three was 40 minutes ago: room again in 20.
+        .returning(move |_, _, _| {
+            Ok(RegisterOutcome::TooMany {
+                oldest: now - TimeDelta::minutes(40),
+            })
+        });
+    let result = service(repo, &clock)
+        .with_registrations_per_network(3)
+        .register(Registration {
+            account_id: account_id(),
+            auth_verifier: [1; 32],
+            auth_public_key: [2; 32],
+            network: "198.51.100.0/24".into(),
+        })
+        .await;
+    match result {
+        Err(AccountError::TooManyRegistrations {
+            retry_after_seconds,
+        }) => assert_eq!(retry_after_seconds, 20 * 60),
+        other => panic!("{other:?}"),
+    }
 }
 
 /// Issues a challenge through the service and returns what it stored and answered.
@@ -408,8 +446,12 @@ async fn sweep_keeps_expired_sessions_for_a_grace_period() {
     let now = clock.now();
     let mut repo = MockAccountRepository::new();
     repo.expect_sweep_expired()
-        .withf(move |at, before| *at == now && *before == now - TimeDelta::days(30))
+        .withf(move |at, before, registrations| {
+            *at == now
+                && *before == now - TimeDelta::days(30)
+                && *registrations == now - TimeDelta::hours(1)
+        })
         .times(1)
-        .returning(|_, _| Ok(3));
+        .returning(|_, _, _| Ok(3));
     assert_eq!(service(repo, &clock).sweep().await.unwrap(), 3);
 }

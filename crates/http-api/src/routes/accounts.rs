@@ -1,8 +1,8 @@
 //! The account endpoints (docs/api.md "Accounts"): registration, the sign-in
 //! handshake, sessions.
 
-use actix_web::HttpResponse;
 use actix_web::web::{Data, Path};
+use actix_web::{HttpRequest, HttpResponse};
 use sealpost_accounts::{Account, Registration, SessionView, SignedIn};
 use sealpost_kernel::{AccountId, SessionId};
 use sealpost_seal::b64;
@@ -47,9 +47,11 @@ fn parse_account_id(text: &str) -> Result<AccountId, ApiError> {
     (status = 201, body = wire::SignedIn),
     (status = 400, body = wire::ErrorBody, description = "invalid_json, invalid_field, invalid_id, invalid_key"),
     (status = 409, body = wire::ErrorBody, description = "id_taken"),
+    (status = 429, body = wire::ErrorBody, description = "rate_limited: the client's network (an IPv4 /24, an IPv6 /48) registered its hourly number of accounts"),
 ))]
 pub async fn register(
     state: Data<AppState>,
+    request: HttpRequest,
     Json(body): Json<wire::RegisterRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let account_id = parse_account_id(&body.account_id)?;
@@ -63,6 +65,10 @@ pub async fn register(
             account_id,
             auth_verifier,
             auth_public_key,
+            network: crate::client_ip::registration_network(
+                crate::client_ip::ClientIp::of(&request).0,
+            )
+            .to_string(),
         })
         .await?;
     Ok(HttpResponse::Created().json(signed_in_body(signed_in)))

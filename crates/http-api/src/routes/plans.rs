@@ -29,6 +29,7 @@ fn plan_offer(plan: &Plan) -> wire::PlanOffer {
             sends_per_hour: plan.sends_per_hour,
             sends_per_day: plan.sends_per_day,
             object_reads_per_hour: plan.object_reads_per_hour,
+            stored_bytes: plan.stored_bytes,
             own_domains: plan.own_domains,
             webhooks: plan.webhooks,
             team_members: plan.team_members,
@@ -87,6 +88,10 @@ fn usage_body(report: Usage) -> wire::Usage {
         webhooks: gated(report.webhooks),
         domains: count(report.domains),
         messages_stored: report.messages_stored,
+        stored_bytes: wire::StoredBytesUsage {
+            used: report.stored_bytes.used,
+            limit: report.stored_bytes.limit,
+        },
     }
 }
 

@@ -22,6 +22,8 @@ fn sender(with_key: bool, paused: bool) -> SenderRecord {
         address: AddressId::parse("ibx_shop01").unwrap(),
         account: account(),
         plan: PlanId::Free,
+        // Weeks old: past the first-day allowance.
+        account_created_at: Timestamp::parse("2026-10-01T00:00:00Z").unwrap(),
         email_address: "shop.abcdef@mail.localhost".into(),
         public_key: with_key.then(|| keys().address_public_key("ibx_shop01", 0)),
         key_epoch: 0,
@@ -200,6 +202,57 @@ async fn only_a_live_address_of_the_account_sends() {
         .send(&account(), VIA_APP, &request())
         .await;
     assert!(matches!(result, Err(SendError::AddressPaused)));
+}
+
+#[tokio::test]
+async fn a_new_free_account_is_held_to_its_first_day_allowance() {
+    // Sixteen hours old at the clock's 12:00: a day old at 20:00, before
+    // the UTC day ends.
+    let young = || SenderRecord {
+        account_created_at: Timestamp::parse("2026-11-21T20:00:00Z").unwrap(),
+        ..sender(true, false)
+    };
+    let mut repo = MockSendRepository::new();
+    repo.expect_sender()
+        .returning(move |_, _| Ok(Some(young())));
+    repo.expect_reserve_sends()
+        .withf(|_, _, count, hour, day| (*count, *hour, *day) == (2, 60, 7))
+        .times(1)
+        .returning(|_, _, _, _, _| Ok(Reservation::DayFull));
+    repo.expect_commit_sent().never();
+    let result = outbox(repo, Some(untouched_relay()))
+        .with_first_day_sends(7)
+        .send(&account(), VIA_APP, &request())
+        .await;
+    match result {
+        Err(SendError::RateLimited {
+            retry_after_seconds,
+        }) => assert_eq!(retry_after_seconds, 8 * 3_600, "until it is a day old"),
+        other => panic!("{other:?}"),
+    }
+
+    // A paid plan is never held to it.
+    let mut repo = MockSendRepository::new();
+    repo.expect_sender().returning(move |_, _| {
+        Ok(Some(SenderRecord {
+            plan: PlanId::Operator,
+            ..young()
+        }))
+    });
+    repo.expect_reserve_sends()
+        .withf(|_, _, _, _, day| *day == 1_000)
+        .times(1)
+        .returning(|_, _, _, _, _| Ok(Reservation::DayFull));
+    let result = outbox(repo, Some(untouched_relay()))
+        .with_first_day_sends(7)
+        .send(&account(), VIA_APP, &request())
+        .await;
+    assert!(matches!(
+        result,
+        Err(SendError::RateLimited {
+            retry_after_seconds: 43_200
+        })
+    ));
 }
 
 #[tokio::test]

@@ -47,6 +47,15 @@ const RECIPIENT_COLUMNS: (
     addresses::paused_at,
 );
 
+/// The account's stored bytes, the sum of its shards, read with the
+/// recipient (beside [`RECIPIENT_COLUMNS`]).
+fn stored_bytes_of_account() -> diesel::expression::SqlLiteral<BigInt> {
+    diesel::dsl::sql::<BigInt>(
+        "(SELECT COALESCE(sum(s.bytes), 0)::bigint FROM stored_bytes s \
+          WHERE s.account_id = accounts.id)",
+    )
+}
+
 /// The address's account's suspension, if any, read with the recipient
 /// (`.left_join(with_suspension())`, then [`account_suspensions::account_id`]
 /// beside [`RECIPIENT_COLUMNS`]).
@@ -58,7 +67,7 @@ fn with_suspension() -> diesel::dsl::On<
 }
 
 fn into_recipient(
-    (row, suspension): (RecipientColumns, Option<String>),
+    (row, suspension, stored_bytes): (RecipientColumns, Option<String>, i64),
 ) -> Result<RecipientRecord, StoreError> {
     let (address, account, plan, lapsed_plan, created, domain, public_key, key_epoch, paused_at) =
         row;
@@ -75,6 +84,7 @@ fn into_recipient(
         key_epoch: u32::try_from(key_epoch).map_err(StoreError::failed)?,
         paused: paused_at.is_some(),
         suspended: suspension.is_some(),
+        stored_bytes: stored_bytes.max(0) as u64,
     })
 }
 
@@ -106,8 +116,9 @@ pub(super) async fn recipient(
         .select((
             RECIPIENT_COLUMNS,
             account_suspensions::account_id.nullable(),
+            stored_bytes_of_account(),
         ))
-        .first::<(RecipientColumns, Option<String>)>(&mut conn)
+        .first::<(RecipientColumns, Option<String>, i64)>(&mut conn)
         .await
         .optional()
         .map_err(db_error)?
@@ -129,8 +140,9 @@ pub(super) async fn recipient_by_id(
         .select((
             RECIPIENT_COLUMNS,
             account_suspensions::account_id.nullable(),
+            stored_bytes_of_account(),
         ))
-        .first::<(RecipientColumns, Option<String>)>(&mut conn)
+        .first::<(RecipientColumns, Option<String>, i64)>(&mut conn)
         .await
         .optional()
         .map_err(db_error)?

@@ -233,6 +233,9 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
         ),
         ("SEALPOST_BILLING_SANDBOX", "true".to_owned()),
         ("SEALPOST_EDGE_RATE", "100000".to_owned()),
+        // Browser tests register and send from fresh accounts on loopback.
+        ("SEALPOST_REGISTRATIONS_PER_NETWORK", "100000".to_owned()),
+        ("SEALPOST_NEW_ACCOUNT_SENDS", "100000".to_owned()),
         (
             "SEALPOST_BLOB_DIR",
             work.join("blobs").display().to_string(),

@@ -1,0 +1,3 @@
+DROP TABLE stored_bytes;
+ALTER TABLE messages DROP COLUMN stored_bytes;
+DROP TABLE registrations;
