@@ -83,9 +83,11 @@ impl Stack {
             .env("SEALPOST_BILLING_SANDBOX", "true")
             .env("SEALPOST_EDGE_RATE", "100000")
             // smtp-source opens a connection per message, all from loopback,
-            // and closing ones still count for a moment: no per-client caps.
+            // and closing ones still count for a moment; the load test's 300
+            // tricklers share one /24: no per-client or per-network caps.
             .env("SEALPOST_SMTP_CONNECT_RATE", "0")
             .env("SEALPOST_SMTP_MAX_SESSIONS_PER_IP", "1000")
+            .env("SEALPOST_SMTP_MAX_SESSIONS_PER_IPV4_24", "1000")
             .env("SEALPOST_SERVER_KEY", &self.server_key)
             // The default log level (info), as in production, into a file.
             .env_remove("SEALPOST_LOG")
