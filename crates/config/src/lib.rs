@@ -47,6 +47,18 @@ pub struct Config {
     pub smtp_max_sessions: usize,
     /// SMTP sessions at once per client (`SEALPOST_SMTP_MAX_SESSIONS_PER_IP`).
     pub smtp_max_sessions_per_ip: usize,
+    /// SMTP sessions at once per IPv4 /24 (`SEALPOST_SMTP_MAX_SESSIONS_PER_IPV4_24`).
+    pub smtp_max_sessions_per_ipv4_24: usize,
+    /// SMTP sessions at once per IPv6 /48 (`SEALPOST_SMTP_MAX_SESSIONS_PER_IPV6_48`).
+    pub smtp_max_sessions_per_ipv6_48: usize,
+    /// Percent of the SMTP sessions kept for known senders (`SEALPOST_SMTP_RESERVED_SHARE`).
+    pub smtp_reserved_share: u8,
+    /// Networks remembered as known senders (`SEALPOST_SMTP_KNOWN_SENDERS`).
+    pub smtp_known_senders: usize,
+    /// How long a network stays known (`SEALPOST_SMTP_KNOWN_SENDER_HOURS`).
+    pub smtp_known_sender_for: std::time::Duration,
+    /// From connection to the first MAIL (`SEALPOST_SMTP_MAIL_DEADLINE`, in seconds).
+    pub smtp_mail_deadline: std::time::Duration,
     /// New SMTP connections a minute per client, 0 for none (`SEALPOST_SMTP_CONNECT_RATE`).
     pub smtp_connect_rate: u32,
     /// Bytes of DATA held at once by all SMTP sessions (`SEALPOST_SMTP_DATA_MEMORY`, in MiB).
@@ -54,6 +66,8 @@ pub struct Config {
     /// Bytes of one message kept in memory before the rest is spooled
     /// encrypted (`SEALPOST_SMTP_SPOOL_THRESHOLD`, in KiB).
     pub smtp_spool_threshold: usize,
+    /// Bytes all spool files take at once (`SEALPOST_SMTP_SPOOL_BUDGET`, in MiB).
+    pub smtp_spool_budget: usize,
     /// Where encrypted spool files go (`SEALPOST_SMTP_SPOOL_DIR`).
     pub smtp_spool_dir: PathBuf,
     /// STARTTLS's certificate and key (`SEALPOST_SMTP_TLS_CERT`, `SEALPOST_SMTP_TLS_KEY`).
@@ -175,9 +189,16 @@ impl Config {
             smtp_addr,
             smtp_max_sessions,
             smtp_max_sessions_per_ip,
+            smtp_max_sessions_per_ipv4_24,
+            smtp_max_sessions_per_ipv6_48,
+            smtp_reserved_share,
+            smtp_known_senders,
+            smtp_known_sender_for,
+            smtp_mail_deadline,
             smtp_connect_rate,
             smtp_data_memory,
             smtp_spool_threshold,
+            smtp_spool_budget,
             smtp_spool_dir,
             smtp_tls,
         } = smtp::read(vars)?;
@@ -216,9 +237,16 @@ impl Config {
             smtp_addr,
             smtp_max_sessions,
             smtp_max_sessions_per_ip,
+            smtp_max_sessions_per_ipv4_24,
+            smtp_max_sessions_per_ipv6_48,
+            smtp_reserved_share,
+            smtp_known_senders,
+            smtp_known_sender_for,
+            smtp_mail_deadline,
             smtp_connect_rate,
             smtp_data_memory,
             smtp_spool_threshold,
+            smtp_spool_budget,
             smtp_spool_dir,
             smtp_tls,
             domains,
@@ -275,6 +303,13 @@ mod tests {
         assert_eq!(config.smtp_connect_rate, 600);
         assert_eq!(config.smtp_data_memory, 512 * 1024 * 1024);
         assert_eq!(config.smtp_spool_threshold, 1024 * 1024);
+        assert_eq!(config.smtp_spool_budget, 2048 * 1024 * 1024);
+        assert_eq!(config.smtp_max_sessions_per_ipv4_24, 100);
+        assert_eq!(config.smtp_max_sessions_per_ipv6_48, 100);
+        assert_eq!(config.smtp_reserved_share, 10);
+        assert_eq!(config.smtp_known_senders, 10_000);
+        assert_eq!(config.smtp_known_sender_for.as_secs(), 168 * 3600);
+        assert_eq!(config.smtp_mail_deadline.as_secs(), 60);
         assert_eq!(
             config.smtp_spool_dir,
             std::env::temp_dir().join("sealpost-smtp-spool")

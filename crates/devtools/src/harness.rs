@@ -101,13 +101,15 @@ pub(crate) fn build_stack(root: &Path, profile: Profile) -> Result<()> {
 /// The benchmarks' settings for the stack's processes beyond the
 /// launcher's own: blobs under `target/bench/`, the benchmark's domain, and
 /// no per-client SMTP caps (the load comes from loopback: smtp-source opens
-/// a connection per message, and closing ones still count for a moment).
+/// a connection per message, and closing ones still count for a moment; the
+/// load test's tricklers share one /24, so no per-network cap either).
 pub(crate) fn bench_settings(blob_dir: &Path) -> Vec<(String, String)> {
     [
         ("SEALPOST_BLOB_DIR", blob_dir.display().to_string()),
         ("SEALPOST_DOMAINS", "mail.localhost".to_owned()),
         ("SEALPOST_SMTP_CONNECT_RATE", "0".to_owned()),
         ("SEALPOST_SMTP_MAX_SESSIONS_PER_IP", "1000".to_owned()),
+        ("SEALPOST_SMTP_MAX_SESSIONS_PER_IPV4_24", "1000".to_owned()),
     ]
     .into_iter()
     .map(|(name, value)| (name.to_owned(), value))

@@ -20,7 +20,8 @@
 //! times the DATA budget (`docs/configuration.md`). It fails when a normal
 //! message is not answered 250, when the peak passes the bound, or when a
 //! spool file is left behind. Connections come from several loopback
-//! addresses (127.0.1.x, 127.0.2.x) so the per-client caps admit them.
+//! addresses (127.0.1.x, 127.0.2.x) so the per-client caps admit them (and
+//! the harness lifts the per-/24 cap: the tricklers share one /24).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};

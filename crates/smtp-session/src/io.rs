@@ -16,6 +16,8 @@ pub(crate) enum Filled {
     Eof,
     IdleTimeout,
     SessionTimeout,
+    /// No transaction started by the deadline for the first MAIL.
+    MailTimeout,
 }
 
 pub(crate) struct Conn<S> {
@@ -28,10 +30,17 @@ pub(crate) struct Conn<S> {
     output: Vec<u8>,
     idle: Duration,
     deadline: Instant,
+    /// The first MAIL is due by then; `None` once one was accepted.
+    mail_by: Option<Instant>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
-    pub(crate) fn new(stream: S, idle: Duration, deadline: Instant) -> Self {
+    pub(crate) fn new(
+        stream: S,
+        idle: Duration,
+        deadline: Instant,
+        mail_by: Option<Instant>,
+    ) -> Self {
         Self {
             stream,
             input: Vec::with_capacity(READ_CHUNK),
@@ -39,7 +48,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             output: Vec::with_capacity(512),
             idle,
             deadline,
+            mail_by,
         }
+    }
+
+    /// A MAIL was accepted: the deadline for the first one is met.
+    pub(crate) fn transaction_started(&mut self) {
+        self.mail_by = None;
+    }
+
+    /// When the first MAIL is due, unless one was accepted.
+    pub(crate) fn mail_by(&self) -> Option<Instant> {
+        self.mail_by
     }
 
     /// Bytes received and not yet consumed.
@@ -95,13 +115,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         if left.is_zero() {
             return Ok(Filled::SessionTimeout);
         }
+        let mail_left = self.mail_left();
+        if mail_left.is_some_and(|left| left.is_zero()) {
+            return Ok(Filled::MailTimeout);
+        }
         self.input.reserve(READ_CHUNK);
         let read = self.stream.read_buf(&mut self.input);
-        match timeout(self.idle.min(left), read).await {
+        let wait = self.idle.min(left).min(mail_left.unwrap_or(Duration::MAX));
+        match timeout(wait, read).await {
             Ok(Ok(0)) => Ok(Filled::Eof),
             Ok(Ok(_)) => Ok(Filled::Data),
             Ok(Err(error)) => Err(error),
             Err(_) if self.time_left().is_zero() => Ok(Filled::SessionTimeout),
+            Err(_) if self.mail_left().is_some_and(|left| left.is_zero()) => {
+                Ok(Filled::MailTimeout)
+            }
             Err(_) => Ok(Filled::IdleTimeout),
         }
     }
@@ -115,6 +143,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
     pub(crate) fn time_left(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// Time left for the first MAIL, unless one was accepted.
+    fn mail_left(&self) -> Option<Duration> {
+        self.mail_by
+            .map(|by| by.saturating_duration_since(Instant::now()))
     }
 
     pub(crate) fn into_stream(self) -> S {

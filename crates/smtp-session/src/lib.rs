@@ -17,14 +17,23 @@
 //!   the message size (552 5.3.4 at `MAIL ... SIZE=` or at the end of DATA;
 //!   the rest of an oversized message is read and dropped so the session
 //!   stays in step), the accepted recipients per message (452 4.5.3), an idle
-//!   timeout per read and a total session time (421 4.4.2, then close), and
-//!   50 failed commands per session (421 4.7.0, then close).
+//!   timeout per read, a deadline from the connection to the first accepted
+//!   MAIL ([`SmtpConfig::mail_deadline`]) and a total session time (421
+//!   4.4.2, then close), and 50 failed commands per session (421 4.7.0,
+//!   then close).
 //! - Connections ([`serve`]): at most [`SmtpConfig::max_sessions`] sessions
-//!   at once (over it: 421 4.3.2 and close), [`SmtpConfig::max_sessions_per_ip`]
-//!   per client and [`SmtpConfig::connections_per_ip_per_minute`] new
-//!   connections per client (421 4.7.0 and close); a client is its IPv4
-//!   address or its IPv6 /64. Each session is its own task with its own
-//!   timeouts, so a slow client holds only its own connection.
+//!   at once (over it: 421 4.3.2 and close), of which
+//!   [`SmtpConfig::reserved_percent`] only for known senders: networks
+//!   (IPv4 /24, IPv6 /48) a message was accepted from lately, remembered in
+//!   a bounded set ([`SmtpConfig::known_senders`] networks for
+//!   [`SmtpConfig::known_sender_for`]). Per client,
+//!   [`SmtpConfig::max_sessions_per_ip`] sessions and
+//!   [`SmtpConfig::connections_per_ip_per_minute`] new connections; per
+//!   network, [`SmtpConfig::max_sessions_per_ipv4_24`] and
+//!   [`SmtpConfig::max_sessions_per_ipv6_48`] sessions (421 4.7.0 and
+//!   close); a client is its IPv4 address or its IPv6 /64. Each session is
+//!   its own task with its own timeouts, so a slow client holds only its
+//!   own connection.
 //! - Memory: the DATA of all sessions sharing a [`DataMemory`] is bounded by
 //!   it. A message reserves as it grows (what it holds, at most twice
 //!   over); when what is left cannot cover the size given in `MAIL ...
@@ -40,7 +49,11 @@
 //!   of the budget left free for other messages, is read back and
 //!   delivered; no room: 452 4.3.1. The file
 //!   is deleted once the delivery returned, or as soon as the message is
-//!   refused.
+//!   refused. All spool files together stay within [`Spool::budget`]: a
+//!   `MAIL ... SIZE=` (or DATA) it cannot cover now is answered 452 4.3.1,
+//!   and a message that outgrows it is read to its end, its file deleted
+//!   and answered 452 4.3.1; messages already spooled are untouched.
+//!   [`check_spool_dir`] vets the directory at start-up.
 //! - STARTTLS from PEM files: [`reloading_acceptor`] loads them again when
 //!   they change, so a renewed certificate is used by new sessions without
 //!   a restart while sessions already in TLS keep theirs.
@@ -62,8 +75,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
-pub use limits::DataMemory;
-pub use spool::Spool;
+pub use limits::{ByteBudget, DataMemory};
+pub use spool::{Spool, SpoolDir, SpoolDirError, check_spool_dir};
 pub use tls::{CERT_CHECK_INTERVAL, ReloadingCert, reloading_acceptor};
 pub use tokio_rustls::TlsAcceptor;
 
@@ -155,6 +168,24 @@ pub struct SmtpConfig {
     pub max_sessions: usize,
     /// Sessions at once from one client ([`serve`] only).
     pub max_sessions_per_ip: usize,
+    /// Sessions at once from one IPv4 /24, all its clients together
+    /// ([`serve`] only).
+    pub max_sessions_per_ipv4_24: usize,
+    /// Sessions at once from one IPv6 /48, all its /64s together
+    /// ([`serve`] only).
+    pub max_sessions_per_ipv6_48: usize,
+    /// Percent of [`SmtpConfig::max_sessions`] (rounded down) kept for the
+    /// networks of known senders ([`serve`] only).
+    pub reserved_percent: u8,
+    /// Networks remembered as known senders at most ([`serve`] only); 0
+    /// remembers none.
+    pub known_senders: usize,
+    /// How long a network stays a known sender after a message from it
+    /// was accepted ([`serve`] only).
+    pub known_sender_for: Duration,
+    /// Longest time from the connection to the first accepted MAIL; then
+    /// 421 4.4.2 and close.
+    pub mail_deadline: Duration,
     /// New connections a minute from one client, 0 for no limit ([`serve`] only).
     pub connections_per_ip_per_minute: u32,
     /// DATA bytes held at once by every session sharing it.
@@ -167,9 +198,11 @@ pub struct SmtpConfig {
 impl SmtpConfig {
     /// Defaults: 50 MiB messages (room for an attachment over the 20 MB
     /// storage limit, base64 included), 100 recipients, 5 minutes idle
-    /// (RFC 5321 4.5.3.2.7), 30 minutes per session, no TLS, 1,000
-    /// sessions (50 per client, 600 new a minute per client), 512 MiB of
-    /// DATA in memory.
+    /// (RFC 5321 4.5.3.2.7), 30 minutes per session, 60 seconds to the
+    /// first MAIL, no TLS, 1,000 sessions (50 per client, 100 per IPv4 /24
+    /// and per IPv6 /48, 600 new a minute per client, 10 % kept for the
+    /// networks of senders whose mail was accepted in the last 7 days, up
+    /// to 10,000 of them), 512 MiB of DATA in memory, no spool.
     pub fn new(hostname: impl Into<String>) -> Self {
         Self {
             hostname: hostname.into(),
@@ -180,6 +213,12 @@ impl SmtpConfig {
             tls: None,
             max_sessions: 1000,
             max_sessions_per_ip: 50,
+            max_sessions_per_ipv4_24: 100,
+            max_sessions_per_ipv6_48: 100,
+            reserved_percent: 10,
+            known_senders: 10_000,
+            known_sender_for: Duration::from_secs(7 * 24 * 3600),
+            mail_deadline: Duration::from_secs(60),
             connections_per_ip_per_minute: 600,
             data_memory: DataMemory::new(512 * 1024 * 1024),
             spool: None,
@@ -198,6 +237,12 @@ impl std::fmt::Debug for SmtpConfig {
             .field("tls", &self.tls.is_some())
             .field("max_sessions", &self.max_sessions)
             .field("max_sessions_per_ip", &self.max_sessions_per_ip)
+            .field("max_sessions_per_ipv4_24", &self.max_sessions_per_ipv4_24)
+            .field("max_sessions_per_ipv6_48", &self.max_sessions_per_ipv6_48)
+            .field("reserved_percent", &self.reserved_percent)
+            .field("known_senders", &self.known_senders)
+            .field("known_sender_for", &self.known_sender_for)
+            .field("mail_deadline", &self.mail_deadline)
             .field(
                 "connections_per_ip_per_minute",
                 &self.connections_per_ip_per_minute,
@@ -233,11 +278,11 @@ pub async fn serve(
     config: Arc<SmtpConfig>,
     delivery: Arc<dyn Delivery>,
 ) {
-    let gate = limits::Gate::new(
-        config.max_sessions,
-        config.max_sessions_per_ip,
-        config.connections_per_ip_per_minute,
-    );
+    let gate = limits::Gate::new(limits::GateLimits::of(&config));
+    let delivery: Arc<dyn Delivery> = Arc::new(limits::KnownSenderDelivery {
+        delivery,
+        gate: Arc::clone(&gate),
+    });
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,

@@ -9,13 +9,27 @@
 //! chunks cannot be reordered, dropped or cut short unnoticed. The file is
 //! deleted when its handle drops: after the delivery was answered, or as
 //! soon as the message is refused.
+//!
+//! All spool files together take at most [`Spool::budget`] bytes (sealed
+//! size): a file reserves each chunk before writing it, and gives all back
+//! when it is deleted. A message the budget cannot take is refused (452)
+//! and its file deleted; messages already spooled are untouched.
+//!
+//! At start-up [`check_spool_dir`] refuses a directory another user owns or
+//! others may enter (mode wider than 0700), and says whether it is on
+//! tmpfs, where spooled messages take memory rather than disk.
 
 use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
+
+use nix::sys::statfs::{TMPFS_MAGIC, statfs};
 
 use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::rand::{SecureRandom, SystemRandom};
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
+
+use crate::limits::{ByteBudget, Reservation};
 
 /// Plaintext octets per sealed chunk.
 pub(crate) const CHUNK: usize = 64 * 1024;
@@ -24,22 +38,33 @@ const TAG: usize = 16;
 /// Spool file names start with this; nothing else in the directory is touched.
 const PREFIX: &str = "spool-";
 
-/// Where and from what size messages are spooled.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where and from what size messages are spooled, and how much the spool
+/// may hold. Clones share the budget.
+#[derive(Clone, Debug)]
 pub struct Spool {
     /// The directory of the spool files (created at first use, mode 0700).
     pub dir: PathBuf,
     /// Octets of a message kept in memory while it arrives; beyond them it
     /// is spooled.
     pub threshold: usize,
+    /// Bytes all spool files may take at once, as sealed on disk.
+    pub budget: ByteBudget,
 }
 
 impl Spool {
-    pub fn new(dir: impl Into<PathBuf>, threshold: usize) -> Self {
+    /// A spool in `dir` past `threshold` octets, of at most `budget` bytes.
+    pub fn new(dir: impl Into<PathBuf>, threshold: usize, budget: usize) -> Self {
         Self {
             dir: dir.into(),
             threshold: threshold.max(CHUNK),
+            budget: ByteBudget::new(budget),
         }
+    }
+
+    /// Whether a message of `size` octets would find room now: one kept
+    /// in memory always does, a spooled one needs its sealed size.
+    pub(crate) fn has_room_for(&self, size: usize) -> bool {
+        size <= self.threshold || self.budget.available() >= sealed_len(size)
     }
 
     /// Deletes the spool files in the directory: what a process that died
@@ -84,12 +109,15 @@ pub(crate) struct SpoolWriter {
     /// Plaintext octets written so far.
     written: usize,
     sealed: Vec<u8>,
-    // Last: the file is closed before its name is removed.
+    // Last: the file is closed before its name is removed, and removed
+    // before its bytes go back to the budget.
     #[cfg_attr(
         not(test),
         expect(dead_code, reason = "held for its drop, which deletes the file")
     )]
     name: Removed,
+    /// The file's sealed bytes, of [`Spool::budget`].
+    reserved: Reservation,
 }
 
 impl SpoolWriter {
@@ -121,6 +149,7 @@ impl SpoolWriter {
             written: 0,
             sealed: Vec::with_capacity(CHUNK + TAG),
             name: Removed(path),
+            reserved: spool.budget.reservation(),
         })
     }
 
@@ -156,7 +185,16 @@ impl SpoolWriter {
         Ok(Spooled { writer: self })
     }
 
+    /// Seals and writes one chunk, once the budget took its bytes; an
+    /// error of kind [`io::ErrorKind::QuotaExceeded`] when it cannot.
     async fn write_chunk(&mut self, plain: &[u8], last: bool) -> io::Result<()> {
+        let reserved = self.reserved.bytes().saturating_add(plain.len() + TAG);
+        if !self.reserved.grow_to(reserved) {
+            return Err(io::Error::new(
+                io::ErrorKind::QuotaExceeded,
+                "the spool budget is used up",
+            ));
+        }
         self.sealed.clear();
         self.sealed.extend_from_slice(plain);
         self.key
@@ -215,6 +253,12 @@ impl Spooled {
     }
 }
 
+/// The size on disk of a message of `plain` octets: every chunk, the last
+/// one (maybe empty) included, carries its tag.
+pub(crate) fn sealed_len(plain: usize) -> usize {
+    plain.saturating_add((plain / CHUNK + 1) * TAG)
+}
+
 fn damaged() -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
@@ -236,6 +280,95 @@ async fn create_dir(dir: &Path) -> io::Result<()> {
     builder.create(dir).await
 }
 
+/// What start-up learned of the spool directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpoolDir {
+    /// On tmpfs: spooled messages take memory (and swap), not disk.
+    pub on_tmpfs: bool,
+}
+
+/// Why the spool directory is refused.
+#[derive(Debug)]
+pub enum SpoolDirError {
+    /// It could not be created or looked at.
+    Io(io::Error),
+    NotADirectory,
+    /// Another user owns it (or the link to it): that user could read,
+    /// replace or remove the spool files.
+    OtherOwner {
+        owner: u32,
+        ours: u32,
+    },
+    /// Its mode lets others in (wider than 0700).
+    TooOpen {
+        mode: u32,
+    },
+}
+
+impl std::fmt::Display for SpoolDirError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpoolDirError::Io(error) => write!(f, "cannot be created or read: {error}"),
+            SpoolDirError::NotADirectory => f.write_str("is not a directory"),
+            SpoolDirError::OtherOwner { owner, ours } => write!(
+                f,
+                "is owned by user {owner}, not by this process's user {ours}; \
+                 give the ingest a directory of its own"
+            ),
+            SpoolDirError::TooOpen { mode } => {
+                write!(f, "has mode {mode:04o}, wider than 0700; `chmod 700` it")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SpoolDirError {}
+
+impl From<io::Error> for SpoolDirError {
+    fn from(error: io::Error) -> Self {
+        SpoolDirError::Io(error)
+    }
+}
+
+/// Creates the spool directory when missing (mode 0700) and checks it: a
+/// directory another user owns (or reached through a link another user
+/// owns, root aside) or with a mode wider than 0700 is refused. Says
+/// whether it is on tmpfs.
+pub fn check_spool_dir(dir: &Path) -> Result<SpoolDir, SpoolDirError> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let ours = nix::unistd::geteuid().as_raw();
+    let link = std::fs::symlink_metadata(dir)?;
+    if link.file_type().is_symlink() && link.uid() != ours && link.uid() != 0 {
+        return Err(SpoolDirError::OtherOwner {
+            owner: link.uid(),
+            ours,
+        });
+    }
+    let target = std::fs::metadata(dir)?;
+    judge_dir(target.is_dir(), target.uid(), target.mode(), ours)?;
+    let on_tmpfs = statfs(dir).map_err(io::Error::from)?.filesystem_type() == TMPFS_MAGIC;
+    Ok(SpoolDir { on_tmpfs })
+}
+
+/// The rule on the directory's owner and mode.
+fn judge_dir(is_dir: bool, owner: u32, mode: u32, ours: u32) -> Result<(), SpoolDirError> {
+    if !is_dir {
+        return Err(SpoolDirError::NotADirectory);
+    }
+    if owner != ours {
+        return Err(SpoolDirError::OtherOwner { owner, ours });
+    }
+    if mode & 0o077 != 0 {
+        return Err(SpoolDirError::TooOpen {
+            mode: mode & 0o7777,
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,7 +377,7 @@ mod tests {
         let dir =
             std::env::temp_dir().join(format!("sealpost-spool-unit-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        Spool::new(dir, CHUNK)
+        Spool::new(dir, CHUNK, 1 << 30)
     }
 
     async fn spooled(spool: &Spool, message: &[u8]) -> Spooled {
@@ -312,5 +445,110 @@ mod tests {
         assert_eq!(spool.clear_leftovers().unwrap(), 1);
         assert!(spool.dir.join("other").exists());
         let _ = std::fs::remove_dir_all(&spool.dir);
+    }
+
+    #[test]
+    fn a_directory_of_another_user_or_open_to_others_is_refused() {
+        assert!(judge_dir(true, 1000, 0o40700, 1000).is_ok());
+        assert!(matches!(
+            judge_dir(true, 0, 0o40700, 1000),
+            Err(SpoolDirError::OtherOwner {
+                owner: 0,
+                ours: 1000
+            })
+        ));
+        for wider in [0o40750, 0o40705, 0o40777, 0o41777] {
+            assert!(
+                matches!(
+                    judge_dir(true, 1000, wider, 1000),
+                    Err(SpoolDirError::TooOpen { mode }) if mode == wider & 0o7777
+                ),
+                "{wider:o}"
+            );
+        }
+        assert!(matches!(
+            judge_dir(false, 1000, 0o100600, 1000),
+            Err(SpoolDirError::NotADirectory)
+        ));
+    }
+
+    fn scratch(under: &Path, name: &str) -> PathBuf {
+        let dir = under.join(format!(
+            "sealpost-spool-check-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn the_directory_is_made_0700_and_refused_once_opened_or_given_away() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch(Path::new(env!("CARGO_MANIFEST_DIR")), "mode");
+        let checked = check_spool_dir(&dir).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().mode() & 0o7777;
+        assert_eq!(mode, 0o700, "created {mode:o}");
+        assert!(!checked.on_tmpfs, "the workspace is on disk");
+
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let error = check_spool_dir(&dir).unwrap_err();
+        assert!(
+            matches!(error, SpoolDirError::TooOpen { mode: 0o755 }),
+            "{error}"
+        );
+        assert!(error.to_string().contains("0755"), "{error}");
+
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let ours = nix::unistd::geteuid().as_raw();
+        // Root can hand it to another user; anyone else finds one in `/`.
+        let given_away = if ours == 0 {
+            std::os::unix::fs::chown(&dir, Some(65534), None).unwrap();
+            dir.clone()
+        } else {
+            PathBuf::from("/")
+        };
+        let error = check_spool_dir(&given_away).unwrap_err();
+        assert!(
+            matches!(error, SpoolDirError::OtherOwner { ours: o, .. } if o == ours),
+            "{error}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// `/dev/shm` is tmpfs on Linux.
+    #[test]
+    fn a_directory_on_tmpfs_is_reported() {
+        let dir = scratch(Path::new("/dev/shm"), "tmpfs");
+        assert_eq!(check_spool_dir(&dir).unwrap(), SpoolDir { on_tmpfs: true });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn spool_files_take_their_sealed_size_of_the_budget_and_give_it_back() {
+        let dir = spool("budget").dir;
+        let spool = Spool::new(&dir, CHUNK, 3 * (CHUNK + TAG));
+        let mut first = SpoolWriter::create(&spool).await.unwrap();
+        let mut two_chunks = vec![1_u8; 2 * CHUNK];
+        first.write_full_chunks(&mut two_chunks).await.unwrap();
+        assert_eq!(spool.budget.in_use(), 2 * (CHUNK + TAG));
+        assert!(spool.has_room_for(CHUNK - TAG));
+        assert!(!spool.has_room_for(CHUNK + 1), "over what is left");
+
+        let mut second = SpoolWriter::create(&spool).await.unwrap();
+        let mut two_more = vec![2_u8; 2 * CHUNK];
+        let error = second.write_full_chunks(&mut two_more).await.unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::QuotaExceeded);
+        assert_eq!(spool.budget.in_use(), 3 * (CHUNK + TAG));
+        drop(second);
+        assert_eq!(spool.budget.in_use(), 2 * (CHUNK + TAG));
+
+        let mut file = first.finish(b"tail").await.unwrap();
+        assert_eq!(spool.budget.in_use(), 3 * (CHUNK + TAG) - CHUNK + 4);
+        let mut expected = vec![1_u8; 2 * CHUNK];
+        expected.extend_from_slice(b"tail");
+        assert_eq!(file.read().await.unwrap(), expected);
+        drop(file);
+        assert_eq!(spool.budget.in_use(), 0);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -4,54 +4,16 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use common::{Client, Recorder, config};
+use common::{Recorder, body, config, connect_from, envelope, listen};
 use sealpost_smtp_session::{
     DataMemory, Delivery, DeliveryOutcome, Envelope, RecipientDecision, SmtpConfig, Spool, serve,
 };
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
-use tokio::task::JoinHandle;
-
-async fn listen(config: SmtpConfig, delivery: Arc<Recorder>) -> (SocketAddr, JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(serve(
-        listener,
-        Arc::new(config),
-        delivery as Arc<dyn Delivery>,
-    ));
-    (addr, server)
-}
-
-/// A connection from `from` (any 127.0.0.0/8 address is this host).
-async fn connect_from(from: &str, addr: SocketAddr) -> Client<TcpStream> {
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
-    Client::new(socket.connect(addr).await.unwrap())
-}
-
-/// EHLO, MAIL, RCPT: ready for DATA.
-async fn envelope(client: &mut Client<TcpStream>, mail_from: &str) {
-    client.command("EHLO client.example", 250, "").await;
-    client.command(mail_from, 250, "2.1.0").await;
-    client
-        .command("RCPT TO:<inbox@mail.localhost>", 250, "2.1.5")
-        .await;
-}
-
-fn body(bytes: usize, tag: &str) -> String {
-    let line = format!("{tag} {}\r\n", "x".repeat(70));
-    let mut text = format!("Subject: {tag}\r\n\r\n");
-    while text.len() < bytes {
-        text.push_str(&line);
-    }
-    text
-}
+use tokio::net::TcpListener;
 
 #[tokio::test]
 async fn sessions_are_capped_per_client_and_in_total_and_a_slow_client_holds_only_its_own() {
@@ -298,7 +260,7 @@ async fn a_large_message_is_spooled_encrypted_delivered_whole_and_its_file_delet
         Arc::new(SmtpConfig {
             max_message_size: 8 * 1024 * 1024,
             data_memory: memory.clone(),
-            spool: Some(Spool::new(&dir, 64 * 1024)),
+            spool: Some(Spool::new(&dir, 64 * 1024, 1 << 30)),
             ..config()
         }),
         delivery.clone() as Arc<dyn Delivery>,
@@ -356,7 +318,7 @@ async fn a_large_message_is_spooled_encrypted_delivered_whole_and_its_file_delet
         Arc::new(SmtpConfig {
             max_message_size: 8 * 1024 * 1024,
             data_memory: small.clone(),
-            spool: Some(Spool::new(&dir, 64 * 1024)),
+            spool: Some(Spool::new(&dir, 64 * 1024, 1 << 30)),
             ..config()
         }),
         delivery.clone() as Arc<dyn Delivery>,
@@ -374,5 +336,93 @@ async fn a_large_message_is_spooled_encrypted_delivered_whole_and_its_file_delet
 
     server.abort();
     second.abort();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The spool's total is bounded: while one message fills most of it, a
+/// second that does not fit is answered 452 4.3.1 (at `MAIL ... SIZE=`, or
+/// at its end when it gave no size) and its session goes on; the first
+/// loses nothing, and once it is delivered the second goes through.
+#[tokio::test]
+async fn the_spool_budget_answers_452_and_takes_mail_again_once_given_back() {
+    let dir = spool_dir("budget");
+    let spool = Spool::new(&dir, 64 * 1024, 400 * 1024);
+    let delivery = Recorder::new();
+    let (addr, server) = listen(
+        SmtpConfig {
+            max_message_size: 8 * 1024 * 1024,
+            data_memory: DataMemory::new(8 * 1024 * 1024),
+            spool: Some(spool.clone()),
+            ..config()
+        },
+        delivery.clone(),
+    )
+    .await;
+
+    // 300 KiB arriving, its DATA still open: spooled, most of the budget.
+    let mut first = connect_from("127.0.0.1", addr).await;
+    assert_eq!(first.reply().await.code, 220);
+    envelope(&mut first, "MAIL FROM:<first@example.org>").await;
+    first.command("DATA", 354, "").await;
+    let first_body = body(300 * 1024, "first");
+    first.send(&first_body).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let on_disk: u64 = spool_files(&dir)
+            .iter()
+            .map(|path| path.metadata().map_or(0, |meta| meta.len()))
+            .sum();
+        if on_disk >= 256 * 1024 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the first message never spooled");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // 200 KB declared does not fit in what is left: 452 at MAIL.
+    let mut second = connect_from("127.0.0.2", addr).await;
+    assert_eq!(second.reply().await.code, 220);
+    second.command("EHLO client.example", 250, "").await;
+    second
+        .command("MAIL FROM:<second@example.org> SIZE=200000", 452, "4.3.1")
+        .await;
+    // Undeclared, it is refused at its end, and the session goes on.
+    second
+        .command("MAIL FROM:<second@example.org>", 250, "2.1.0")
+        .await;
+    second
+        .command("RCPT TO:<inbox@mail.localhost>", 250, "2.1.5")
+        .await;
+    second.command("DATA", 354, "").await;
+    let second_body = body(200 * 1024, "second");
+    second.send(&format!("{second_body}.\r\n")).await;
+    second.reply().await.assert(452, "4.3.1");
+    second.command("RSET", 250, "2.0.0").await;
+    assert!(spool.budget.in_use() <= spool.budget.limit());
+
+    // The first ends: delivered whole, and the whole budget is back.
+    first.send(".\r\n").await;
+    first.reply().await.assert(250, "2.0.0");
+    assert_eq!(delivery.delivered().len(), 1);
+    assert!(delivery.delivered()[0].1 == first_body.as_bytes());
+    assert_eq!(spool.budget.in_use(), 0);
+    assert_eq!(spool_files(&dir), Vec::<PathBuf>::new());
+
+    // The second, sent again on the same session, is taken now.
+    second
+        .command("MAIL FROM:<second@example.org> SIZE=200000", 250, "2.1.0")
+        .await;
+    second
+        .command("RCPT TO:<inbox@mail.localhost>", 250, "2.1.5")
+        .await;
+    second.command("DATA", 354, "").await;
+    second.send(&format!("{second_body}.\r\n")).await;
+    second.reply().await.assert(250, "2.0.0");
+    assert_eq!(delivery.delivered().len(), 2);
+    assert!(delivery.delivered()[1].1 == second_body.as_bytes());
+    assert_eq!(spool.budget.in_use(), 0);
+    second.command("QUIT", 221, "2.0.0").await;
+
+    server.abort();
     let _ = std::fs::remove_dir_all(&dir);
 }

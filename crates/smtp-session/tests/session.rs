@@ -416,6 +416,11 @@ async fn session_time_limit_closes_a_busy_session() {
     config.session_timeout = Duration::from_secs(300);
     let (mut client, task) = start(config, Recorder::new()).await;
     let started = tokio::time::Instant::now();
+    // In a transaction, so the deadline for the first MAIL is met.
+    client.command("EHLO c", 250, "").await;
+    client
+        .command("MAIL FROM:<s@example.org>", 250, "2.1.0")
+        .await;
     loop {
         tokio::time::sleep(Duration::from_secs(40)).await;
         client.try_send("NOOP\r\n").await;

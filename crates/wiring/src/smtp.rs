@@ -157,6 +157,8 @@ pub async fn start(
     clock: Arc<dyn Clock>,
     listener: TcpListener,
 ) -> anyhow::Result<SmtpServer> {
+    // Before anything else: a spool others can reach is refused at once.
+    check_spool_dir(config)?;
     // The ingest neither signs anyone in nor opens a webhook secret, so it
     // does not need the server key: without one it runs with a throwaway
     // key, and the key stays on the hosts that need it.
@@ -171,6 +173,24 @@ pub async fn start(
         Services::from_config(&config, clock).await?
     };
     serve(services, config, listener).await
+}
+
+/// Creates the spool directory when missing; refuses one another user owns
+/// or others may enter; warns when it is on tmpfs, where spooled messages
+/// take memory.
+fn check_spool_dir(config: &Config) -> anyhow::Result<()> {
+    let dir = &config.smtp_spool_dir;
+    let checked = sealpost_smtp_session::check_spool_dir(dir)
+        .with_context(|| format!("SEALPOST_SMTP_SPOOL_DIR {}", dir.display()))?;
+    if checked.on_tmpfs {
+        tracing::warn!(
+            dir = %dir.display(),
+            budget_mib = config.smtp_spool_budget / (1024 * 1024),
+            "the SMTP spool directory is on tmpfs: spooled messages take memory \
+             (up to SEALPOST_SMTP_SPOOL_BUDGET); set SEALPOST_SMTP_SPOOL_DIR to a disk"
+        );
+    }
+    Ok(())
 }
 
 /// The session settings: the library's defaults with the connection caps,
@@ -194,11 +214,18 @@ fn smtp_config(config: &Config, hostname: String) -> anyhow::Result<SmtpConfig> 
         tls,
         max_sessions: config.smtp_max_sessions,
         max_sessions_per_ip: config.smtp_max_sessions_per_ip,
+        max_sessions_per_ipv4_24: config.smtp_max_sessions_per_ipv4_24,
+        max_sessions_per_ipv6_48: config.smtp_max_sessions_per_ipv6_48,
+        reserved_percent: config.smtp_reserved_share,
+        known_senders: config.smtp_known_senders,
+        known_sender_for: config.smtp_known_sender_for,
+        mail_deadline: config.smtp_mail_deadline,
         connections_per_ip_per_minute: config.smtp_connect_rate,
         data_memory: DataMemory::new(config.smtp_data_memory),
         spool: Some(Spool::new(
             config.smtp_spool_dir.clone(),
             config.smtp_spool_threshold,
+            config.smtp_spool_budget,
         )),
         ..SmtpConfig::new(hostname)
     })

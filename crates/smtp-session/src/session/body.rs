@@ -25,7 +25,8 @@ pub(super) enum Body {
     Spooled(Box<Spooled>),
     TooBig,
     LineTooLong,
-    /// The DATA budget could not cover the message as it grew.
+    /// The DATA budget (or the spool's) could not cover the message as it
+    /// grew.
     NoMemory,
     Closed,
     Timeout(Filled),
@@ -85,7 +86,7 @@ where
                 }
                 if let Some(writer) = spool.as_mut() {
                     if let Err(error) = writer.write_full_chunks(&mut message).await {
-                        tracing::warn!(kind = ?error.kind(), "writing a spool file failed");
+                        log_spool_failure(&error);
                         no_memory = true;
                     }
                     // What is left in memory is less than a chunk plus
@@ -132,7 +133,7 @@ where
                 return Ok(match writer.finish(&message).await {
                     Ok(spooled) => Body::Spooled(Box::new(spooled)),
                     Err(error) => {
-                        tracing::warn!(kind = ?error.kind(), "writing a spool file failed");
+                        log_spool_failure(&error);
                         Body::NoMemory
                     }
                 });
@@ -143,6 +144,16 @@ where
                 kind => return Ok(Body::Timeout(kind)),
             }
         }
+    }
+}
+
+/// A spool budget used up is the limit working (debug); anything else is
+/// the disk failing (warn).
+fn log_spool_failure(error: &io::Error) {
+    if error.kind() == io::ErrorKind::QuotaExceeded {
+        tracing::debug!("the spool budget is used up: message refused");
+    } else {
+        tracing::warn!(kind = ?error.kind(), "writing a spool file failed");
     }
 }
 

@@ -98,9 +98,9 @@ where
     }
 
     /// A first step of memory for the message; more is reserved as it
-    /// grows (see `read_body`). A declared size the budget cannot cover
-    /// now is refused at once, but not reserved: a client trickling its
-    /// data holds only what it sent. A message that will be spooled needs
+    /// grows (see `read_body`). A declared size the budget (or the spool's)
+    /// cannot cover now is refused at once, but not reserved: a client
+    /// trickling its data holds only what it sent. A message that will be spooled needs
     /// memory now only for what it keeps in memory, and its whole size
     /// later, when it is delivered. `None`: refused.
     fn reserve_for_data(&self, declared_size: usize) -> Option<Reservation> {
@@ -109,15 +109,18 @@ where
         let first = DATA_STEP.min(self.config.max_message_size.saturating_add(1));
         // Larger than the budget (less the headroom a spooled message
         // leaves, see `wait_for_memory`) could ever hold: refused now.
-        let (needed_now, most) = match &self.config.spool {
+        let (needed_now, most, spool_room) = match &self.config.spool {
             Some(spool) => (
                 declared_size.min(spool.threshold),
                 memory.limit() - memory.limit() / HEADROOM_DIVISOR,
+                spool.has_room_for(declared_size),
             ),
-            None => (declared_size, memory.limit()),
+            None => (declared_size, memory.limit(), true),
         };
-        let fits =
-            memory.available() >= needed_now && most >= declared_size && reservation.grow_to(first);
+        let fits = memory.available() >= needed_now
+            && most >= declared_size
+            && spool_room
+            && reservation.grow_to(first);
         fits.then_some(reservation)
     }
 

@@ -39,12 +39,21 @@ where
         if from.size > self.config.max_message_size {
             return self.error(stats, 552, "5.3.4", "Message size exceeds fixed maximum");
         }
+        // RFC 1870 6.1: a size that does not fit now is a temporary 452.
+        // Checked, not reserved: a client that declares much and sends
+        // nothing holds nothing.
+        if let Some(spool) = &self.config.spool
+            && !spool.has_room_for(from.size)
+        {
+            return self.refuse_insufficient_storage(stats);
+        }
         self.transaction = Some(Transaction {
             mail_from: from.address,
             recipients: Vec::new(),
             rcpt_tried: false,
             declared_size: from.size,
         });
+        self.conn.transaction_started();
         self.reply(stats, 250, "2.1.0", "Sender OK");
     }
 

@@ -31,10 +31,14 @@ pub(crate) async fn run<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
-    let deadline = Instant::now() + config.session_timeout;
+    let started = Instant::now();
+    let deadline = started + config.session_timeout;
+    let mail_by = started.checked_add(config.mail_deadline);
     let mut stats = Stats::default();
 
-    let mut plain = Session::new(stream, client_ip, config, delivery, false, deadline);
+    let mut plain = Session::new(
+        stream, client_ip, config, delivery, false, deadline, mail_by,
+    );
     plain
         .conn
         .queue(format!("220 {} ESMTP Sealpost\r\n", config.hostname).as_bytes());
@@ -43,17 +47,21 @@ where
         (Ok(End::StartTls), Some(acceptor)) => {
             // The 220 goes out in plain text before the handshake.
             plain.conn.flush().await?;
+            // A MAIL before STARTTLS met the deadline; else it still runs.
+            let mail_by = plain.conn.mail_by();
             let stream = plain.conn.into_stream();
             let handshake = acceptor.accept(stream);
+            let until = mail_by.map_or(deadline, |by| by.min(deadline));
             let wait = config
                 .idle_timeout
-                .min(deadline.saturating_duration_since(Instant::now()));
+                .min(until.saturating_duration_since(Instant::now()));
             match tokio::time::timeout(wait, handshake).await {
                 Ok(Ok(tls)) => {
                     stats.tls = true;
                     // RFC 3207: nothing from before the handshake is kept;
                     // the client starts over with EHLO.
-                    let mut secure = Session::new(tls, client_ip, config, delivery, true, deadline);
+                    let mut secure =
+                        Session::new(tls, client_ip, config, delivery, true, deadline, mail_by);
                     let end = secure.serve(&mut stats).await;
                     secure.conn.close().await;
                     end
@@ -146,9 +154,10 @@ where
         delivery: &'a dyn Delivery,
         tls: bool,
         deadline: Instant,
+        mail_by: Option<Instant>,
     ) -> Self {
         Self {
-            conn: Conn::new(stream, config.idle_timeout, deadline),
+            conn: Conn::new(stream, config.idle_timeout, deadline, mail_by),
             client_ip,
             config,
             delivery,

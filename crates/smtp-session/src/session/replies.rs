@@ -56,10 +56,10 @@ where
     }
 
     pub(super) fn timed_out(&mut self, kind: Filled, stats: &mut Stats) {
-        let text = if kind == Filled::SessionTimeout {
-            "Session time limit exceeded, closing connection"
-        } else {
-            "Idle timeout, closing connection"
+        let text = match kind {
+            Filled::SessionTimeout => "Session time limit exceeded, closing connection",
+            Filled::MailTimeout => "No mail transaction started in time, closing connection",
+            _ => "Idle timeout, closing connection",
         };
         self.reply(stats, 421, "4.4.2", text);
     }

@@ -7,15 +7,16 @@
     reason = "tests"
 )]
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use sealpost_smtp_session::{
-    Delivery, DeliveryOutcome, Envelope, RecipientDecision, SmtpConfig, serve_session,
+    Delivery, DeliveryOutcome, Envelope, RecipientDecision, SmtpConfig, serve, serve_session,
 };
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::task::JoinHandle;
 
 pub const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
@@ -198,4 +199,41 @@ pub async fn start(
     let greeting = client.reply().await;
     assert_eq!(greeting.code, 220);
     (client, task)
+}
+
+/// `serve` on a loopback port: its address and the accept loop's task.
+pub async fn listen(config: SmtpConfig, delivery: Arc<Recorder>) -> (SocketAddr, JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(serve(
+        listener,
+        Arc::new(config),
+        delivery as Arc<dyn Delivery>,
+    ));
+    (addr, server)
+}
+
+/// A connection from `from` (any 127.0.0.0/8 address is this host).
+pub async fn connect_from(from: &str, addr: SocketAddr) -> Client<TcpStream> {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    Client::new(socket.connect(addr).await.unwrap())
+}
+
+/// EHLO, MAIL, RCPT: ready for DATA.
+pub async fn envelope(client: &mut Client<TcpStream>, mail_from: &str) {
+    client.command("EHLO client.example", 250, "").await;
+    client.command(mail_from, 250, "2.1.0").await;
+    client
+        .command("RCPT TO:<inbox@mail.localhost>", 250, "2.1.5")
+        .await;
+}
+
+pub fn body(bytes: usize, tag: &str) -> String {
+    let line = format!("{tag} {}\r\n", "x".repeat(70));
+    let mut text = format!("Subject: {tag}\r\n\r\n");
+    while text.len() < bytes {
+        text.push_str(&line);
+    }
+    text
 }
