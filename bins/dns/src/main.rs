@@ -1,36 +1,49 @@
 //! `sealpost-dns`: the authoritative DNS of own domains on `SEALPOST_DNS_ADDR`
-//! (UDP and TCP). Zones are read from PostgreSQL on each question, so a
-//! domain proved or removed is served or dropped at once; names of no proved
-//! own domain are REFUSED; no recursion, no zone transfers.
+//! (UDP and TCP). Zones are read from PostgreSQL in one query and kept for
+//! `SEALPOST_DNS_ZONE_CACHE_SECS`, so a domain proved or removed is served or
+//! dropped within that; names of no proved own domain are REFUSED; no
+//! recursion, no zone transfers. UDP answers are bounded in size
+//! (`SEALPOST_DNS_UDP_MAX`) and per client network (`SEALPOST_DNS_RATE`).
 
+mod cache;
 mod zones;
 
 use std::sync::Arc;
 
 use anyhow::Context;
 use sealpost_config::Config;
-use sealpost_dns_server::DnsServer;
+use sealpost_dns_server::{DnsServer, Limits, RateLimit};
 use sealpost_store_pg::PgStore;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::from_env()?;
     sealpost_config::init_tracing(&config);
+    // One query at a time: the zones are read whole, by one question.
     let store =
-        PgStore::connect(config.database_url.expose(), 8).context("connecting to the database")?;
+        PgStore::connect(config.database_url.expose(), 2).context("connecting to the database")?;
     let addr = config
         .dns
         .addr
         .parse()
         .context("SEALPOST_DNS_ADDR is not ip:port")?;
     let source = Arc::new(zones::PgZones {
-        store,
+        zones: cache::ZoneCache::new(store, config.dns.zone_cache),
         settings: zones::Settings {
             nameservers: config.dns.nameservers.clone(),
             mx_host: config.dns.mx_host.clone(),
         },
     });
-    let server = DnsServer::start(addr, source)
+    let limits = Limits {
+        udp_max: config.dns.udp_max,
+        rate: std::num::NonZeroU32::new(config.dns.rate_per_second).map(|per_second| RateLimit {
+            per_second,
+            slip: config.dns.rate_slip,
+            ipv4_prefix: config.dns.rate_ipv4_prefix,
+            ipv6_prefix: config.dns.rate_ipv6_prefix,
+        }),
+    };
+    let server = DnsServer::start_with(addr, source, &limits)
         .await
         .with_context(|| format!("listening on {addr}"))?;
     tracing::info!(udp = %server.udp_addr, tcp = %server.tcp_addr, "serving own domains' DNS");

@@ -1,13 +1,16 @@
 //! The zone of a proved own domain, built on each question from its row:
 //! SOA, NS (the configured nameservers), MX (the MX host), SPF and DMARC TXT
 //! at the apex and `_dmarc`, and the DKIM public key under
-//! `<selector>._domainkey`. Every other name under it is NXDOMAIN.
+//! `<selector>._domainkey`. Every other name under it is NXDOMAIN. The rows
+//! come from [`ZoneCache`]: the zone a name falls in is found in memory.
 
 use async_trait::async_trait;
 use sealpost_dns_server::proto::rr::rdata::{MX, NS, SOA};
 use sealpost_dns_server::proto::rr::{Name, RData, Record, RecordType};
 use sealpost_dns_server::{Answer, ZoneSource, fqdn, txt};
-use sealpost_store_pg::{DomainZone, PgStore};
+use sealpost_store_pg::DomainZone;
+
+use crate::cache::ZoneCache;
 
 const TTL: u32 = 300;
 pub const SPF: &str = "v=spf1 mx ~all";
@@ -19,7 +22,7 @@ pub struct Settings {
 }
 
 pub struct PgZones {
-    pub store: PgStore,
+    pub zones: ZoneCache,
     pub settings: Settings,
 }
 
@@ -81,24 +84,13 @@ pub fn answer(
 #[async_trait]
 impl ZoneSource for PgZones {
     async fn answer(&self, name: &Name, kind: RecordType) -> Answer {
-        // The name itself and each parent with two labels or more: the apex
-        // is the longest one that is a proved own domain.
-        let mut candidate = name.clone();
-        while candidate.num_labels() >= 2 {
-            let text = candidate
-                .to_ascii()
-                .trim_end_matches('.')
-                .to_ascii_lowercase();
-            match self.store.domain_zone(&text).await {
-                Ok(Some(zone)) => return answer(&zone, &candidate, name, kind, &self.settings),
-                Ok(None) => candidate = candidate.base_name(),
-                Err(error) => {
-                    tracing::warn!(%error, "reading a zone failed");
-                    return Answer::Refused;
-                }
-            }
+        let Some(zones) = self.zones.current().await else {
+            return Answer::Refused;
+        };
+        match zones.zone_of(name) {
+            Some((apex, zone)) => answer(zone, apex, name, kind, &self.settings),
+            None => Answer::Refused,
         }
-        Answer::Refused
     }
 }
 

@@ -6,7 +6,12 @@
 //! Rules: only standard queries with exactly one question are answered;
 //! names outside the source's zones get REFUSED; recursion is never offered;
 //! zone transfers (AXFR, IXFR) are REFUSED and ANY is not implemented; a
-//! message that does not parse is dropped by the server library.
+//! message that does not parse is dropped by the server library. Over UDP
+//! an answer larger than the client's EDNS buffer (512 bytes without EDNS)
+//! or [`Limits::udp_max`] is truncated (TC=1) so the client asks again over
+//! TCP, and [`Limits::rate`] bounds the answers one client network gets.
+
+mod limits;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -16,12 +21,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 use hickory_server::Server;
 use hickory_server::net::runtime::Time;
-use hickory_server::proto::op::{MessageType, Metadata, OpCode, ResponseCode};
+use hickory_server::net::xfer::Protocol;
+use hickory_server::proto::op::{Edns, MessageType, Metadata, OpCode, ResponseCode};
 use hickory_server::proto::rr::{LowerName, Name, RData, Record, RecordType};
 use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
 use hickory_server::zone_handler::MessageResponseBuilder;
 
 pub use hickory_server::proto;
+pub use limits::{Limits, RateLimit, UDP_MAX_DEFAULT, Verdict};
+
+use limits::ResponseLimiter;
 
 /// The answer to one question.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,12 +56,37 @@ pub trait ZoneSource: Send + Sync + 'static {
 /// Answers DNS requests from a [`ZoneSource`].
 pub struct Handler<S> {
     source: Arc<S>,
+    udp_max: u16,
+    limiter: Option<Arc<ResponseLimiter>>,
 }
 
 impl<S> Handler<S> {
-    pub fn new(source: Arc<S>) -> Self {
-        Self { source }
+    pub fn new(source: Arc<S>, limits: &Limits) -> Self {
+        Self {
+            source,
+            udp_max: limits.udp_max.max(512),
+            limiter: limits.rate.clone().map(ResponseLimiter::new).map(Arc::new),
+        }
     }
+
+    fn verdict(&self, request: &Request) -> Verdict {
+        match &self.limiter {
+            Some(limiter) if request.protocol() == Protocol::Udp => {
+                limiter.verdict(request.src().ip())
+            }
+            _ => Verdict::Answer,
+        }
+    }
+}
+
+/// What the server reports for an answer it did not send.
+fn unsent(request: &Request, code: ResponseCode) -> ResponseInfo {
+    let mut metadata = Metadata::response_from_request(&request.metadata);
+    metadata.response_code = code;
+    ResponseInfo::from(hickory_server::proto::op::Header {
+        metadata,
+        counts: Default::default(),
+    })
 }
 
 #[async_trait]
@@ -60,9 +94,26 @@ impl<S: ZoneSource> RequestHandler for Handler<S> {
     async fn handle_request<R: ResponseHandler, T: Time>(
         &self,
         request: &Request,
-        mut response_handle: R,
+        response_handle: R,
     ) -> ResponseInfo {
-        let builder = MessageResponseBuilder::from_message_request(request);
+        let verdict = self.verdict(request);
+        if verdict == Verdict::Drop {
+            return unsent(request, ResponseCode::Refused);
+        }
+        // A client that sent EDNS gets it back, its buffer capped at ours;
+        // the encoder truncates a UDP answer to that size (512 without EDNS).
+        let edns = request.edns.as_ref().map(|asked| {
+            let mut edns = Edns::new();
+            edns.set_max_payload(asked.max_payload().clamp(512, self.udp_max));
+            edns
+        });
+        let builder = MessageResponseBuilder::new(&request.queries, edns.as_ref());
+        if verdict == Verdict::Slip {
+            let mut metadata = Metadata::response_from_request(&request.metadata);
+            metadata.truncation = true;
+            metadata.recursion_available = false;
+            return send(builder.build_no_records(metadata), response_handle, request).await;
+        }
         let refuse = |code: ResponseCode| (code, Vec::new(), None::<Record>);
         let (code, records, soa) = if request.metadata.message_type != MessageType::Query
             || request.metadata.op_code != OpCode::Query
@@ -100,17 +151,27 @@ impl<S: ZoneSource> RequestHandler for Handler<S> {
             soa.iter(),
             None.iter(),
         );
-        match response_handle.send_response(response).await {
-            Ok(info) => info,
-            Err(error) => {
-                tracing::warn!(%error, "sending a DNS answer failed");
-                let mut metadata = Metadata::response_from_request(&request.metadata);
-                metadata.response_code = ResponseCode::ServFail;
-                ResponseInfo::from(hickory_server::proto::op::Header {
-                    metadata,
-                    counts: Default::default(),
-                })
-            }
+        send(response, response_handle, request).await
+    }
+}
+
+async fn send<'a, R: ResponseHandler>(
+    response: hickory_server::zone_handler::MessageResponse<
+        '_,
+        'a,
+        impl Iterator<Item = &'a Record> + Send + 'a,
+        impl Iterator<Item = &'a Record> + Send + 'a,
+        impl Iterator<Item = &'a Record> + Send + 'a,
+        impl Iterator<Item = &'a Record> + Send + 'a,
+    >,
+    mut response_handle: R,
+    request: &Request,
+) -> ResponseInfo {
+    match response_handle.send_response(response).await {
+        Ok(info) => info,
+        Err(error) => {
+            tracing::warn!(%error, "sending a DNS answer failed");
+            unsent(request, ResponseCode::ServFail)
         }
     }
 }
@@ -120,6 +181,7 @@ pub struct DnsServer {
     pub udp_addr: SocketAddr,
     pub tcp_addr: SocketAddr,
     server: Server<Handler<dyn_source::Boxed>>,
+    forgetting: Option<tokio::task::JoinHandle<()>>,
 }
 
 mod dyn_source {
@@ -138,10 +200,20 @@ mod dyn_source {
 
 impl DnsServer {
     /// Serves `source` on `addr` over UDP and TCP (port 0: one free port,
-    /// the same for both where possible).
+    /// the same for both where possible) with the default [`Limits`]: no
+    /// rate limit.
     pub async fn start(
         addr: SocketAddr,
         source: Arc<dyn ZoneSource>,
+    ) -> std::io::Result<DnsServer> {
+        Self::start_with(addr, source, &Limits::default()).await
+    }
+
+    /// [`DnsServer::start`] within `limits`.
+    pub async fn start_with(
+        addr: SocketAddr,
+        source: Arc<dyn ZoneSource>,
+        limits: &Limits,
     ) -> std::io::Result<DnsServer> {
         let tcp = tokio::net::TcpListener::bind(addr).await?;
         let tcp_addr = tcp.local_addr()?;
@@ -151,18 +223,34 @@ impl DnsServer {
             Err(error) => return Err(error),
         };
         let udp_addr = udp.local_addr()?;
-        let mut server = Server::new(Handler::new(Arc::new(dyn_source::Boxed(source))));
+        let handler = Handler::new(Arc::new(dyn_source::Boxed(source)), limits);
+        let forgetting = handler.limiter.clone().map(|limiter| {
+            tokio::spawn(async move {
+                // A bucket refills in a second: forgetting full ones every
+                // second bounds memory by the networks of the last seconds.
+                let mut every = tokio::time::interval(Duration::from_secs(1));
+                loop {
+                    every.tick().await;
+                    limiter.forget_idle();
+                }
+            })
+        });
+        let mut server = Server::new(handler);
         server.register_socket(udp);
         server.register_listener(tcp, Duration::from_secs(10), 64 * 1024);
         Ok(DnsServer {
             udp_addr,
             tcp_addr,
             server,
+            forgetting,
         })
     }
 
     /// Stops serving and waits for the tasks to end.
     pub async fn stop(mut self) {
+        if let Some(forgetting) = self.forgetting.take() {
+            forgetting.abort();
+        }
         if let Err(error) = self.server.shutdown_gracefully().await {
             tracing::warn!(%error, "DNS server shut down with an error");
         }

@@ -427,9 +427,10 @@ impl PgStore {
         Ok(row.and_then(|(selector, key)| selector.zip(key)))
     }
 
-    /// The proved own domain `name` with its DKIM public key, for the
-    /// authoritative DNS. `None` for any other name.
-    pub async fn domain_zone(&self, name: &str) -> Result<Option<DomainZone>, StoreError> {
+    /// Every proved own domain with its DKIM public key: the zones the
+    /// authoritative DNS serves, read whole in one query so that it asks
+    /// the database once per cache life, whatever names it is asked.
+    pub async fn proved_zones(&self) -> Result<Vec<DomainZone>, StoreError> {
         let mut conn = self.conn().await?;
         type ZoneRow = (
             String,
@@ -438,8 +439,7 @@ impl PgStore {
             Option<String>,
             Option<Vec<u8>>,
         );
-        let row: Option<ZoneRow> = own_domains::table
-            .filter(own_domains::name.eq(name))
+        let rows: Vec<ZoneRow> = own_domains::table
             .filter(own_domains::proved_at.is_not_null())
             .select((
                 own_domains::name,
@@ -448,12 +448,12 @@ impl PgStore {
                 own_domains::dkim_algorithm,
                 own_domains::dkim_public_key,
             ))
-            .first(&mut conn)
+            .load(&mut conn)
             .await
-            .optional()
             .map_err(db_error)?;
-        Ok(
-            row.map(|(name, step, selector, algorithm, key)| DomainZone {
+        Ok(rows
+            .into_iter()
+            .map(|(name, step, selector, algorithm, key)| DomainZone {
                 name,
                 step,
                 dkim: match (selector, algorithm, key) {
@@ -462,7 +462,7 @@ impl PgStore {
                     }
                     _ => None,
                 },
-            }),
-        )
+            })
+            .collect())
     }
 }
