@@ -159,6 +159,7 @@ diesel::table! {
         created_at -> Timestamptz,
         fanned_out -> Bool,
         pushed -> Bool,
+        commit_seq -> Int8,
     }
 }
 
@@ -517,5 +518,12 @@ diesel::table! {
     commit_clock (only_row) {
         only_row -> Bool,
         seq -> Int8,
+    }
+}
+
+diesel::table! {
+    commit_in_flight (seq) {
+        seq -> Int8,
+        registered_at -> Timestamptz,
     }
 }

@@ -3,6 +3,7 @@
 //! and the expiry of mail past retention with its blobs.
 
 use chrono::{DateTime, Utc};
+use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Text, Timestamptz};
 use diesel_async::{AsyncConnection, RunQueryDsl};
@@ -17,8 +18,9 @@ use super::{
     MessageRow, retained_sql, retention_cutoff, rows_into_messages, visible, visible_by_address,
 };
 use crate::access::{Caller, may_use};
+use crate::group_commit::COMMITTED_UP_TO;
 use crate::records::{DeletedMessages, delete_messages_of, delete_messages_sql};
-use crate::schema::{addresses, attachments, blob_garbage, commit_clock, messages};
+use crate::schema::{addresses, attachments, blob_garbage, messages};
 use crate::{PgStore, db_error};
 
 /// One message the reader may see (`Access::Send`: change).
@@ -115,6 +117,8 @@ pub(super) async fn newer_than(
         .filter(messages::received_at.gt(cutoff))
         // Waits are for mail arriving: sent copies do not count.
         .filter(messages::outgoing.eq(false))
+        // Only below what is still in flight: nothing can appear there later.
+        .filter(messages::commit_seq.le(sql::<BigInt>(COMMITTED_UP_TO)))
         .select((MessageRow::as_select(), messages::commit_seq))
         .order((messages::commit_seq.asc(), messages::id.asc()))
         .limit(limit)
@@ -158,9 +162,8 @@ pub(super) async fn newer_than(
 
 pub(super) async fn commit_position(store: &PgStore) -> Result<CommitCursor, StoreError> {
     let mut conn = store.conn().await?;
-    let seq: i64 = commit_clock::table
-        .select(commit_clock::seq)
-        .first(&mut conn)
+    let seq: i64 = diesel::select(sql::<BigInt>(COMMITTED_UP_TO))
+        .get_result(&mut conn)
         .await
         .map_err(db_error)?;
     Ok(CommitCursor {
