@@ -1023,13 +1023,33 @@ mod tests {
             vec![&a]
         );
         assert!(next[0].position.seq > cursor.seq);
-        // The cursor of `received_at` order misses it.
-        let by_received = newer(WaitFrom::Received(sealpost_kernel::Cursor {
+        // From a list cursor naming B, the wait follows commit order too:
+        // `received_at` order (A began before B) would miss A.
+        let from_list = newer(WaitFrom::Received(sealpost_kernel::Cursor {
             at: at(20),
             id: b.to_string(),
         }))
         .await;
-        assert!(by_received.is_empty());
+        assert_eq!(
+            from_list
+                .iter()
+                .map(|arrived| &arrived.message.id)
+                .collect::<Vec<_>>(),
+            vec![&a],
+            "a wait from a list cursor skipped mail committed after it"
+        );
+        // A list cursor whose message is gone: mail received after it.
+        let gone = newer(WaitFrom::Received(sealpost_kernel::Cursor {
+            at: at(15),
+            id: "msg_gone".to_owned(),
+        }))
+        .await;
+        assert_eq!(
+            gone.iter()
+                .map(|arrived| &arrived.message.id)
+                .collect::<Vec<_>>(),
+            vec![&b]
+        );
         // Nothing after A; and `now` taken before both counts both, in
         // commit order.
         assert!(

@@ -111,6 +111,28 @@ pub(super) async fn newer_than(
         return Ok(Vec::new());
     };
     let mut conn = store.conn().await?;
+    // A list cursor names a message the reader has seen, and with it all
+    // that committed before it: resume after its commit position, so mail
+    // whose delivery began before it but committed after it still comes.
+    // Only a cursor whose message is gone falls back to `received_at`.
+    let after = match after {
+        WaitFrom::Received(cursor) => messages::table
+            .filter(messages::id.eq(&cursor.id))
+            .filter(messages::address_id.eq(address.as_str()))
+            .filter(messages::received_at.eq(cursor.at.as_datetime()))
+            .select(messages::commit_seq)
+            .first::<i64>(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?
+            .map_or(WaitFrom::Received(cursor.clone()), |seq| {
+                WaitFrom::Committed(CommitCursor {
+                    seq: u64::try_from(seq).unwrap_or(0),
+                    id: Some(cursor.id.clone()),
+                })
+            }),
+        other => other,
+    };
     let mut query = messages::table
         .filter(messages::address_id.eq(address.as_str()))
         .filter(messages::held.eq(false))
