@@ -106,8 +106,9 @@ pub struct Reader {
 pub enum WaitFrom {
     /// Any mail in the address.
     Start,
-    /// After a list cursor (`received_at`, id): how waits resumed before
-    /// commit order; the answer's cursor is a commit position.
+    /// After a list cursor (`received_at`, id): after the commit position
+    /// of the message it names (by `received_at` if that message is gone);
+    /// the answer's cursor is a commit position.
     Received(Cursor),
     /// After this position in commit order.
     Committed(CommitCursor),

@@ -193,8 +193,10 @@ async fn release_rows(
 /// Lists the held mail of unpaused addresses (of `account`, or of every
 /// account) with one `message.received` each, oldest first, at `at`.
 /// Released mail takes a new commit number (group_commit.rs), so a waiter
-/// whose cursor is past its delivery still gets it; the number's row lock
-/// is then held until this transaction ends, so only when there is some.
+/// whose cursor is past its delivery still gets it. It takes it under the
+/// commit clock's row lock, held until this transaction ends (no in-flight
+/// row needed: no number after it can be taken before it is visible), so
+/// only when there is some; batches wait for it only to take a number.
 async fn unhold_mail(
     conn: &mut AsyncPgConnection,
     account: Option<&AccountId>,

@@ -1,6 +1,7 @@
 //! Group commit of delivered messages: `commit` calls that arrive while
 //! other commits are running are written together, one transaction and one
-//! WAL flush for all of them.
+//! WAL flush for all of them, with up to [`COMMITTERS`] such transactions
+//! in flight at once.
 //!
 //! A caller queues its message and, when one of [`COMMITTERS`] slots is
 //! free, spawns a committer task; then it only waits for its answer. The
@@ -11,30 +12,36 @@
 //! and goes on while messages are queued; then it gives its slot back and
 //! looks once more, since a caller that queued meanwhile and found every
 //! slot taken counts on that look. A lone message is committed at once:
-//! nothing waits for a batch to fill. Each answer is sent only after
-//! `COMMIT` returned.
+//! nothing waits for a batch to fill; under load the queue grows while
+//! every committer is busy, and so do the batches.
 //!
-//! One batch, in one transaction: the accounts and addresses written to are
-//! locked `FOR KEY SHARE` (a message whose address or account was deleted
-//! since its RCPT is answered `Commit::RecipientGone` and writes nothing),
-//! the pending rows of every other message's blobs are locked and cleared
-//! (a message some of whose blobs recovery took over is answered
-//! `Commit::TakenOver` and writes nothing; no savepoints: such messages are
-//! left out of every insert, so they cannot fail the batch), activity and
-//! events are written; then, last, under the commit clock's row lock
-//! (see the migration `2026-11-26-000091_commit_order`): the messages with
-//! the batch's commit number, their attachments, one upsert of the
-//! received counters summed per shard, one `pg_notify`, and `COMMIT`.
-//! Batches therefore finish one at a time in the order of their numbers,
-//! and the key-share locks taken before the clock mean a batch holding it
-//! waits on nothing but its own writes (settlement locks an account and
-//! then takes the clock to release held mail; without them the two could
-//! deadlock). Any failure fails the whole batch, and every message of it
-//! gets the error: its client is told to try again, none is told it was
-//! stored.
+//! Commit order (see docs/architecture.md and the migration
+//! `2026-11-27-000101_commit_order_parallel`): a batch first takes its
+//! number from the commit clock and records it in flight, in a short
+//! transaction of its own (asynchronous commit: it makes nothing durable
+//! that a later durable commit does not flush first). Its own transaction
+//! then deletes that in-flight row first and holds its lock until COMMIT:
+//! the messages and the end of "in flight" become visible together, and
+//! readers read only below the smallest number still in flight. No lock
+//! is held from one batch's number to its COMMIT, so batches commit in
+//! parallel.
+//!
+//! One batch, in one transaction: the in-flight row ended, the accounts and
+//! addresses written to locked `FOR KEY SHARE` (a message whose address or
+//! account was deleted since its RCPT is answered `Commit::RecipientGone`
+//! and writes nothing), the pending rows of every other message's blobs
+//! locked and cleared (a message some of whose blobs recovery took over is
+//! answered `Commit::TakenOver` and writes nothing; no savepoints: such
+//! messages are left out of every insert, so they cannot fail the batch),
+//! activity and events, the messages with the batch's commit number, their
+//! attachments, one upsert of the received counters summed per shard, one
+//! `pg_notify`, and `COMMIT`. Any failure fails the whole batch, and every
+//! message of it gets the error: its client is told to try again, none is
+//! told it was stored; its number is taken out of flight at once.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use diesel::QueryableByName;
@@ -48,11 +55,10 @@ use sealpost_messages::store::{Commit, Message, NewMessage, RECEIVED_COUNTER};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use crate::notify::{MAIL_CHANNEL, mail_payloads};
-use crate::records::{box_to_json, write_records};
+use crate::records::{box_to_json, write_numbered_records};
 use crate::{PgStore, db_error};
 
-/// Batches in flight at once (each on its own pooled connection): one
-/// finishes under the commit clock while the others write their first rows.
+/// Batches in flight at once, each on its own pooled connection.
 pub(crate) const COMMITTERS: usize = 4;
 /// Most messages in one transaction.
 pub(crate) const MAX_BATCH: usize = 64;
@@ -63,10 +69,39 @@ pub(crate) const MAX_BATCH: usize = 64;
 /// than this is a batch of its own.
 pub(crate) const MAX_BATCH_BYTES: usize = 4 * 1024 * 1024;
 
-/// Takes the next commit number; its row lock is held until COMMIT, so the
-/// next batch gets its number only once this one is visible (or rolled
-/// back). Also used when held mail is released (billing.rs).
+/// Takes the next commit number with the commit clock's row lock held
+/// until the transaction ends: for held mail released inside a settlement
+/// (billing.rs), whose numbers need no in-flight row. Batches wait for it
+/// only to take their own numbers.
 pub(crate) const NEXT_COMMIT_SEQ: &str = "UPDATE commit_clock SET seq = seq + 1 RETURNING seq";
+
+/// A batch's number, taken and recorded in flight in one statement, its
+/// own transaction. Asynchronous commit: the clock's row lock is held for
+/// the statement alone, not for a WAL flush; a number lost in a crash was
+/// never in any reader's position (positions stop below what is in flight)
+/// and no batch committed under it (its durable COMMIT would have flushed
+/// this first).
+const TAKE_COMMIT_NUMBER: &str = "WITH relaxed AS \
+       (SELECT set_config('synchronous_commit', 'off', true)), \
+     clock AS (UPDATE commit_clock SET seq = seq + 1 RETURNING seq) \
+     INSERT INTO commit_in_flight (seq) SELECT clock.seq FROM clock, relaxed \
+     RETURNING seq";
+
+/// How far waits may read: every number below the smallest still in
+/// flight, or every number the clock gave when none is. A scalar subquery,
+/// so it is read in the same snapshot as the rows it bounds.
+pub(crate) const COMMITTED_UP_TO: &str = "(SELECT coalesce(\
+       (SELECT min(seq) - 1 FROM commit_in_flight), \
+       (SELECT seq FROM commit_clock)))";
+
+/// An in-flight row older than this whose lock no batch holds is deleted.
+/// A running batch holds its row's lock from its first statement on, so
+/// only a batch that crashed, or failed and could not take its number back,
+/// leaves one; until it goes, waits stop below it.
+const ABANDONED_AFTER: Duration = Duration::from_secs(10);
+/// How often one process looks for abandoned numbers (a statement that
+/// finds none writes nothing).
+const RECLAIM_EVERY: Duration = Duration::from_secs(1);
 
 type Answer = oneshot::Sender<Result<Commit, StoreError>>;
 
@@ -74,6 +109,7 @@ type Answer = oneshot::Sender<Result<Commit, StoreError>>;
 pub(crate) struct Batcher {
     queue: Mutex<Vec<(NewMessage, Answer)>>,
     committers: Arc<Semaphore>,
+    last_reclaim: Mutex<Option<Instant>>,
 }
 
 impl Default for Batcher {
@@ -81,6 +117,7 @@ impl Default for Batcher {
         Self {
             queue: Mutex::new(Vec::new()),
             committers: Arc::new(Semaphore::new(COMMITTERS)),
+            last_reclaim: Mutex::new(None),
         }
     }
 }
@@ -109,6 +146,21 @@ impl Batcher {
 
     fn free_slot(&self) -> Option<OwnedSemaphorePermit> {
         Arc::clone(&self.committers).try_acquire_owned().ok()
+    }
+
+    /// Whether this process should look for abandoned numbers now (at most
+    /// once per [`RECLAIM_EVERY`]).
+    fn reclaim_due(&self) -> bool {
+        let mut last = self
+            .last_reclaim
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        if last.is_some_and(|at| now.duration_since(at) < RECLAIM_EVERY) {
+            return false;
+        }
+        *last = Some(now);
+        true
     }
 }
 
@@ -167,37 +219,105 @@ impl PgStore {
     /// One transaction for `news`; one outcome per message, in order.
     async fn commit_batch(&self, news: &[NewMessage]) -> Result<Vec<Commit>, StoreError> {
         let mut conn = self.conn().await?;
-        conn.transaction(async |conn| {
-            let mut outcomes = lock_owners(conn, news).await?;
-            claim_pending_blobs(conn, news, &mut outcomes).await?;
-            let stored: Vec<&NewMessage> = news
-                .iter()
-                .zip(&outcomes)
-                .filter(|(_, outcome)| **outcome == Commit::Done)
-                .map(|(new, _)| new)
-                .collect();
-            if stored.is_empty() {
-                return Ok(outcomes);
-            }
-            let mut records = Records::new();
-            for new in &stored {
-                records.extend(new.records.clone());
-            }
-            write_records(conn, &records).await?;
-            // From here to COMMIT under the commit clock.
-            let rows: Vec<(&Message, bool, u64)> = stored
-                .iter()
-                .map(|new| (&new.message, new.held, sealed_attachment_bytes(new)))
-                .collect();
-            insert_messages(conn, &rows, CommitNumber::Next).await?;
-            insert_attachments(conn, &stored).await?;
-            add_received(conn, &stored).await?;
-            notify_new_mail(conn, &stored).await?;
-            Ok::<_, diesel::result::Error>(outcomes)
-        })
-        .await
-        .map_err(db_error)
+        if self.batcher.reclaim_due() {
+            reclaim_abandoned_numbers(&mut conn)
+                .await
+                .map_err(db_error)?;
+        }
+        let number = take_commit_number(&mut conn).await.map_err(db_error)?;
+        let committed = conn
+            .transaction(async |conn| {
+                end_in_flight(conn, number).await?;
+                let mut outcomes = lock_owners(conn, news).await?;
+                claim_pending_blobs(conn, news, &mut outcomes).await?;
+                let stored: Vec<&NewMessage> = news
+                    .iter()
+                    .zip(&outcomes)
+                    .filter(|(_, outcome)| **outcome == Commit::Done)
+                    .map(|(new, _)| new)
+                    .collect();
+                if stored.is_empty() {
+                    return Ok(outcomes);
+                }
+                let mut records = Records::new();
+                for new in &stored {
+                    records.extend(new.records.clone());
+                }
+                write_numbered_records(conn, &records, number).await?;
+                let rows: Vec<(&Message, bool, u64)> = stored
+                    .iter()
+                    .map(|new| (&new.message, new.held, sealed_attachment_bytes(new)))
+                    .collect();
+                insert_messages(conn, &rows, CommitNumber::Taken(number)).await?;
+                insert_attachments(conn, &stored).await?;
+                add_received(conn, &stored).await?;
+                notify_new_mail(conn, &stored).await?;
+                Ok::<_, diesel::result::Error>(outcomes)
+            })
+            .await;
+        if committed.is_err() {
+            // Out of flight now rather than when reclaimed: waits stop below
+            // it meanwhile. If this fails too, reclaiming deletes it.
+            let _ = diesel::sql_query("DELETE FROM commit_in_flight WHERE seq = $1")
+                .bind::<BigInt, _>(number)
+                .execute(&mut conn)
+                .await;
+        }
+        committed.map_err(db_error)
     }
+}
+
+#[derive(QueryableByName)]
+struct Seq {
+    #[diesel(sql_type = BigInt)]
+    seq: i64,
+}
+
+/// The batch's number, recorded in flight (see [`TAKE_COMMIT_NUMBER`]).
+pub(crate) async fn take_commit_number(
+    conn: &mut AsyncPgConnection,
+) -> Result<i64, diesel::result::Error> {
+    let Seq { seq } = diesel::sql_query(TAKE_COMMIT_NUMBER)
+        .get_result(conn)
+        .await?;
+    Ok(seq)
+}
+
+/// The batch transaction's first statement: deletes its number's in-flight
+/// row and so holds that row's lock until COMMIT (reclaiming skips locked
+/// rows). A row already gone was reclaimed as abandoned, and readers may be
+/// past it: the batch fails and its senders try again.
+pub(crate) async fn end_in_flight(
+    conn: &mut AsyncPgConnection,
+    number: i64,
+) -> Result<(), diesel::result::Error> {
+    let ended = diesel::sql_query("DELETE FROM commit_in_flight WHERE seq = $1")
+        .bind::<BigInt, _>(number)
+        .execute(conn)
+        .await?;
+    if ended == 1 {
+        Ok(())
+    } else {
+        Err(diesel::result::Error::QueryBuilderError(
+            format!("commit number {number} was reclaimed before its batch began").into(),
+        ))
+    }
+}
+
+/// Deletes in-flight rows older than [`ABANDONED_AFTER`] that no running
+/// batch holds. Durable (the session's synchronous commit): a reader may
+/// read past them once they are gone, so their going must survive a crash.
+pub(crate) async fn reclaim_abandoned_numbers(
+    conn: &mut AsyncPgConnection,
+) -> Result<usize, diesel::result::Error> {
+    diesel::sql_query(
+        "DELETE FROM commit_in_flight WHERE seq IN (SELECT seq FROM commit_in_flight \
+         WHERE registered_at < now() - make_interval(secs => $1) \
+         FOR UPDATE SKIP LOCKED)",
+    )
+    .bind::<diesel::sql_types::Double, _>(ABANDONED_AFTER.as_secs_f64())
+    .execute(conn)
+    .await
 }
 
 fn blob_keys(new: &NewMessage) -> impl Iterator<Item = &str> {
@@ -330,9 +450,9 @@ async fn lock_owners(
 /// Where inserted messages stand in the commit order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum CommitNumber {
-    /// The next commit number, taken first (and with it the commit clock's
-    /// row lock, held until COMMIT): delivered mail, which waits return.
-    Next,
+    /// The batch's number, in flight until its COMMIT: delivered mail,
+    /// which waits return.
+    Taken(i64),
     /// None (0): sent copies, which no wait returns.
     None,
 }
@@ -386,25 +506,21 @@ pub(crate) async fn insert_messages(
     let folders: Vec<&str> = messages().map(|message| message.folder.as_str()).collect();
     let starred: Vec<bool> = messages().map(|message| message.starred).collect();
     let outgoing: Vec<bool> = messages().map(|message| message.outgoing).collect();
-    let (clock, seq, from_clock) = match number {
-        CommitNumber::Next => (
-            format!("WITH clock AS ({NEXT_COMMIT_SEQ}) "),
-            "clock.seq",
-            ", clock",
-        ),
-        CommitNumber::None => (String::new(), "0", ""),
+    let seq = match number {
+        CommitNumber::Taken(seq) => seq,
+        CommitNumber::None => 0,
     };
-    diesel::sql_query(format!(
-        "{clock}INSERT INTO messages (id, account_id, inbox_id, received_at, size_bytes, key_epoch, \
+    diesel::sql_query(
+        "INSERT INTO messages (id, account_id, inbox_id, received_at, size_bytes, key_epoch, \
              content, held, read, folder, starred, outgoing, commit_seq, stored_bytes) \
          SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.size_bytes, m.key_epoch, \
-             m.content, m.held, m.read, m.folder, m.starred, m.outgoing, {seq}, m.stored_bytes \
+             m.content, m.held, m.read, m.folder, m.starred, m.outgoing, $14, m.stored_bytes \
          FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::bigint[], \
              $6::int[], $7::jsonb[], $8::bool[], $9::bool[], $10::text[], $11::bool[], \
              $12::bool[], $13::bigint[]) \
            AS m(id, account_id, inbox_id, received_at, size_bytes, key_epoch, content, held, \
-             read, folder, starred, outgoing, stored_bytes){from_clock}"
-    ))
+             read, folder, starred, outgoing, stored_bytes)",
+    )
     .bind::<Array<Text>, _>(ids)
     .bind::<Array<Text>, _>(accounts)
     .bind::<Array<Text>, _>(addresses)
@@ -418,6 +534,7 @@ pub(crate) async fn insert_messages(
     .bind::<Array<Bool>, _>(starred)
     .bind::<Array<Bool>, _>(outgoing)
     .bind::<Array<BigInt>, _>(&stored_bytes)
+    .bind::<BigInt, _>(seq)
     .execute(conn)
     .await?;
     add_stored_bytes(conn, messages().zip(stored_bytes)).await
@@ -564,7 +681,7 @@ mod tests {
     use sealpost_seal::SealedBox;
 
     use super::*;
-    use crate::schema::{accounts, addresses, messages};
+    use crate::schema::{accounts, addresses, commit_in_flight, messages};
     use crate::test_db::{database_url, drop_database, fresh_store};
 
     const ACCOUNT: &str = "acct_batches1";
@@ -961,13 +1078,33 @@ mod tests {
             vec![&a]
         );
         assert!(next[0].position.seq > cursor.seq);
-        // The cursor of `received_at` order misses it.
-        let by_received = newer(WaitFrom::Received(sealpost_kernel::Cursor {
+        // From a list cursor naming B, the wait follows commit order too:
+        // `received_at` order (A began before B) would miss A.
+        let from_list = newer(WaitFrom::Received(sealpost_kernel::Cursor {
             at: at(20),
             id: b.to_string(),
         }))
         .await;
-        assert!(by_received.is_empty());
+        assert_eq!(
+            from_list
+                .iter()
+                .map(|arrived| &arrived.message.id)
+                .collect::<Vec<_>>(),
+            vec![&a],
+            "a wait from a list cursor skipped mail committed after it"
+        );
+        // A list cursor whose message is gone: mail received after it.
+        let gone = newer(WaitFrom::Received(sealpost_kernel::Cursor {
+            at: at(15),
+            id: "msg_gone".to_owned(),
+        }))
+        .await;
+        assert_eq!(
+            gone.iter()
+                .map(|arrived| &arrived.message.id)
+                .collect::<Vec<_>>(),
+            vec![&b]
+        );
         // Nothing after A; and `now` taken before both counts both, in
         // commit order.
         assert!(
@@ -986,6 +1123,271 @@ mod tests {
         let now_position = store.commit_position().await.unwrap();
         assert!(newer(WaitFrom::Committed(now_position)).await.is_empty());
         drop(store);
+        drop_database(DATABASE).await;
+    }
+
+    /// What a wait returns from the start, as message ids.
+    async fn waited_ids(store: &PgStore, after: WaitFrom) -> Vec<MessageId> {
+        let reader = Reader {
+            account: AccountId::from_trusted(ACCOUNT.to_owned()),
+            device: None,
+        };
+        store
+            .newer_than(
+                &reader,
+                &AddressId::from_trusted(ADDRESS.to_owned()),
+                at(3_600),
+                after,
+                50,
+            )
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|arrived| arrived.message.id)
+            .collect()
+    }
+
+    /// A connection of the test's own, with `statements` run on it.
+    async fn connection_running(database: &str, statements: &[&str]) -> AsyncPgConnection {
+        let mut conn = AsyncPgConnection::establish(&database_url(database))
+            .await
+            .unwrap();
+        for statement in statements {
+            diesel::sql_query(*statement)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        conn
+    }
+
+    /// A batch of the test's own that took its number and stands inside its
+    /// transaction, its message inserted but not committed.
+    async fn batch_in_flight(database: &str, new: &NewMessage) -> (AsyncPgConnection, i64) {
+        let mut conn = connection_running(database, &[]).await;
+        let number = take_commit_number(&mut conn).await.unwrap();
+        begin_batch(&mut conn, number, new).await;
+        (conn, number)
+    }
+
+    /// The batch transaction of `number`, begun on `conn`, its message
+    /// inserted, not committed.
+    async fn begin_batch(conn: &mut AsyncPgConnection, number: i64, new: &NewMessage) {
+        diesel::sql_query("BEGIN")
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        end_in_flight(conn, number).await.unwrap();
+        insert_messages(conn, &[(&new.message, false)], CommitNumber::Taken(number))
+            .await
+            .unwrap();
+    }
+
+    /// Batches commit in parallel now, so a batch that took a smaller
+    /// number can commit after one that took a larger: a wait reads only
+    /// below the smallest number in flight, and gets both, in number order,
+    /// once the first has committed. Reading up to the largest committed
+    /// number would have returned the later one alone and moved its cursor
+    /// past the earlier one for good.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_wait_stops_below_a_batch_still_in_flight() {
+        const DATABASE: &str = "sealpost_store_pg_wait_in_flight";
+        let store = store_with_address(DATABASE).await;
+        let first = new_message(at(1));
+        let later = new_message(at(2));
+        let (first_id, later_id) = (first.message.id.clone(), later.message.id.clone());
+        let before = store.commit_position().await.unwrap();
+        let (mut open, number) = batch_in_flight(DATABASE, &first).await;
+        // The later batch is not held by the first: it commits meanwhile.
+        assert_eq!(store.commit(later).await.unwrap(), Commit::Done);
+        assert!(
+            waited_ids(&store, WaitFrom::Start).await.is_empty(),
+            "a wait read past a number still in flight"
+        );
+        let position = store.commit_position().await.unwrap();
+        assert_eq!(position.seq, u64::try_from(number - 1).unwrap());
+        assert_eq!(position, before);
+        diesel::sql_query("COMMIT")
+            .execute(&mut open)
+            .await
+            .unwrap();
+        assert_eq!(
+            waited_ids(&store, WaitFrom::Committed(position)).await,
+            vec![first_id, later_id]
+        );
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+
+    /// A long transaction elsewhere, in this database or another on the
+    /// same server, holding a transaction id: waits go on (an order read
+    /// below the server's oldest running transaction would stall them).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_unrelated_long_transaction_holds_no_wait() {
+        const DATABASE: &str = "sealpost_store_pg_wait_long_transaction";
+        let store = store_with_address(DATABASE).await;
+        let hold = ["BEGIN", "SELECT pg_current_xact_id()"];
+        let here = connection_running(DATABASE, &hold).await;
+        let elsewhere = connection_running("postgres", &hold).await;
+        let before = store.commit_position().await.unwrap();
+        let new = new_message(at(1));
+        let id = new.message.id.clone();
+        assert_eq!(store.commit(new).await.unwrap(), Commit::Done);
+        assert_eq!(
+            waited_ids(&store, WaitFrom::Committed(before.clone())).await,
+            vec![id]
+        );
+        assert!(store.commit_position().await.unwrap().seq > before.seq);
+        drop((here, elsewhere));
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+
+    /// A number whose batch never ran its transaction (a crash between the
+    /// two) holds waits only until it is reclaimed; a number whose batch is
+    /// running is never reclaimed, however old, and a batch whose number
+    /// was reclaimed fails rather than commit below a reader's position.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_abandoned_number_is_reclaimed_and_a_running_one_is_not() {
+        const DATABASE: &str = "sealpost_store_pg_wait_abandoned";
+        let store = store_with_address(DATABASE).await;
+        let mut abandoned = connection_running(DATABASE, &[]).await;
+        let lost = take_commit_number(&mut abandoned).await.unwrap();
+        let running = new_message(at(1));
+        let mut open = connection_running(DATABASE, &[]).await;
+        let number = take_commit_number(&mut open).await.unwrap();
+        let mut conn = store.conn().await.unwrap();
+        diesel::sql_query("UPDATE commit_in_flight SET registered_at = now() - interval '1 hour'")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        begin_batch(&mut open, number, &running).await;
+        let after = new_message(at(2));
+        let after_id = after.message.id.clone();
+        assert_eq!(store.commit(after).await.unwrap(), Commit::Done);
+        assert!(waited_ids(&store, WaitFrom::Start).await.is_empty());
+
+        // The store's committer reclaimed the abandoned number before its
+        // batch; the running batch's row is locked by it (its first
+        // statement), so it stays, however old.
+        assert_eq!(reclaim_abandoned_numbers(&mut conn).await.unwrap(), 0);
+        let in_flight: Vec<i64> = commit_in_flight::table
+            .select(commit_in_flight::seq)
+            .load(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(in_flight, vec![number]);
+        assert!(lost < number);
+        assert!(waited_ids(&store, WaitFrom::Start).await.is_empty());
+        diesel::sql_query("COMMIT")
+            .execute(&mut open)
+            .await
+            .unwrap();
+        assert_eq!(
+            waited_ids(&store, WaitFrom::Start).await,
+            vec![running.message.id.clone(), after_id]
+        );
+        // The abandoned batch, resumed, cannot commit under its number.
+        diesel::sql_query("BEGIN")
+            .execute(&mut abandoned)
+            .await
+            .unwrap();
+        assert!(end_in_flight(&mut abandoned, lost).await.is_err());
+        drop((abandoned, conn));
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+
+    /// Two ingesting processes (two stores, each with its committers) and
+    /// waiters reading all the while: every waiter gets every message
+    /// once, in increasing positions.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn many_committers_and_waiters_miss_nothing_and_repeat_nothing() {
+        const DATABASE: &str = "sealpost_store_pg_wait_many";
+        const MESSAGES: usize = 240;
+        const WAITERS: usize = 6;
+        let store = store_with_address(DATABASE).await;
+        let other = PgStore::connect(&database_url(DATABASE), 8).unwrap();
+        let start = store.commit_position().await.unwrap();
+        let news: Vec<NewMessage> = (0..MESSAGES)
+            .map(|n| new_message(at(n as i64 % 7)))
+            .collect();
+        let mut expected: Vec<MessageId> = news.iter().map(|new| new.message.id.clone()).collect();
+        expected.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        let waiters: Vec<_> = (0..WAITERS)
+            .map(|_| {
+                let store = store.clone();
+                let mut after = WaitFrom::Committed(start.clone());
+                let reader = Reader {
+                    account: AccountId::from_trusted(ACCOUNT.to_owned()),
+                    device: None,
+                };
+                tokio::spawn(async move {
+                    let mut seen: Vec<MessageId> = Vec::new();
+                    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+                    while seen.len() < MESSAGES && tokio::time::Instant::now() < deadline {
+                        let arrived = store
+                            .newer_than(
+                                &reader,
+                                &AddressId::from_trusted(ADDRESS.to_owned()),
+                                at(3_600),
+                                after.clone(),
+                                50,
+                            )
+                            .await
+                            .unwrap();
+                        for message in &arrived {
+                            if let WaitFrom::Committed(cursor) = &after {
+                                assert!(
+                                    (message.position.seq, &message.position.id)
+                                        > (cursor.seq, &cursor.id),
+                                    "positions go back"
+                                );
+                            }
+                            after = WaitFrom::Committed(message.position.clone());
+                            seen.push(message.message.id.clone());
+                        }
+                        if arrived.is_empty() {
+                            tokio::time::sleep(Duration::from_millis(2)).await;
+                        }
+                    }
+                    seen
+                })
+            })
+            .collect();
+        let commits: Vec<_> = news
+            .into_iter()
+            .enumerate()
+            .map(|(n, new)| {
+                let store = if n % 2 == 0 {
+                    store.clone()
+                } else {
+                    other.clone()
+                };
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis((n % 17) as u64)).await;
+                    store.commit(new).await
+                })
+            })
+            .collect();
+        for commit in commits {
+            assert_eq!(commit.await.unwrap().unwrap(), Commit::Done);
+        }
+        for waiter in waiters {
+            let mut seen = waiter.await.unwrap();
+            let count = seen.len();
+            seen.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+            seen.dedup();
+            assert_eq!(seen.len(), count, "a waiter got a message twice");
+            let missed = expected.iter().filter(|id| !seen.contains(id)).count();
+            assert_eq!(missed, 0, "a waiter missed {missed} of {MESSAGES} messages");
+            assert_eq!(seen, expected);
+        }
+        assert!(
+            distinct_commit_numbers(&store).await < MESSAGES as i64,
+            "no batch held more than one message"
+        );
+        drop((store, other));
         drop_database(DATABASE).await;
     }
 }

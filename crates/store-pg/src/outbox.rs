@@ -2,6 +2,7 @@
 //! own flag, and claims the rows it reads with the one query here.
 
 use chrono::{DateTime, Utc};
+use diesel::dsl::not;
 use diesel::expression::BoxableExpression;
 use diesel::pg::Pg;
 use diesel::prelude::*;
@@ -32,9 +33,24 @@ pub(crate) async fn claim_outbox(
     consumer: OutboxConsumer,
     limit: i64,
 ) -> Result<Vec<OutboxRow>, diesel::result::Error> {
+    claim_query(consumer, limit).load(conn).await
+}
+
+/// The claim, as a query of its own so its plan can be tested.
+fn claim_query(
+    consumer: OutboxConsumer,
+    limit: i64,
+) -> impl diesel_async::methods::LoadQuery<'static, AsyncPgConnection, OutboxRow>
++ diesel::query_builder::QueryFragment<Pg>
++ Send
++ 'static {
+    // `NOT flag`, not `flag = $1`: a prepared statement's generic plan
+    // cannot prove a bound `false` matches the partial indexes'
+    // `WHERE NOT fanned_out` / `WHERE NOT pushed`, and scans and sorts the
+    // whole table instead (test below).
     let not_taken: Box<dyn BoxableExpression<events::table, Pg, SqlType = Bool>> = match consumer {
-        OutboxConsumer::Webhooks => Box::new(events::fanned_out.eq(false)),
-        OutboxConsumer::Push => Box::new(events::pushed.eq(false)),
+        OutboxConsumer::Webhooks => Box::new(not(events::fanned_out)),
+        OutboxConsumer::Push => Box::new(not(events::pushed)),
     };
     events::table
         .filter(not_taken)
@@ -49,6 +65,78 @@ pub(crate) async fn claim_outbox(
             events::payload,
             events::created_at,
         ))
-        .load(conn)
-        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use diesel::QueryableByName;
+    use diesel::sql_types::Text;
+
+    use super::*;
+    use crate::test_db::{drop_database, fresh_store};
+
+    #[derive(QueryableByName)]
+    struct PlanLine {
+        #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
+        line: String,
+    }
+
+    /// Consumers run the claim as a prepared statement, which PostgreSQL
+    /// plans generically after a few runs: its plan, with most of a large
+    /// outbox already taken, must read the consumer's partial index rather
+    /// than scan the table. With the flag bound as a parameter it scanned.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_generic_plan_of_each_claim_reads_its_partial_index() {
+        const DATABASE: &str = "sealpost_store_pg_outbox_plan";
+        let store = fresh_store(DATABASE).await;
+        let mut conn = store.conn().await.unwrap();
+        for statement in [
+            "INSERT INTO accounts (id, auth_public_key, auth_verifier_hash, created_at) \
+             VALUES ('acct_outbox1', decode(repeat('00', 32), 'hex'), \
+                     decode(repeat('00', 32), 'hex'), now())",
+            "INSERT INTO events (id, account_id, type, payload, created_at, fanned_out, pushed) \
+             SELECT 'evt_' || g, 'acct_outbox1', 'message.received', '{}', now(), \
+                    g <= 19990, g <= 19990 \
+             FROM generate_series(1, 20000) AS g",
+            "ANALYZE events",
+            "SET plan_cache_mode = force_generic_plan",
+        ] {
+            diesel::sql_query(statement)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        for (consumer, index) in [
+            (OutboxConsumer::Webhooks, "events_to_fan_out"),
+            (OutboxConsumer::Push, "events_to_push"),
+        ] {
+            let query = diesel::debug_query::<Pg, _>(&claim_query(consumer, 100)).to_string();
+            let (sql, binds) = query.split_once(" -- binds: ").unwrap();
+            let arguments = binds.trim_start_matches('[').trim_end_matches(']');
+            diesel::sql_query(format!("PREPARE claim AS {sql}"))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            let plan: Vec<String> =
+                diesel::sql_query(format!("EXPLAIN EXECUTE claim({arguments})"))
+                    .load::<PlanLine>(&mut conn)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|row| row.line)
+                    .collect();
+            let plan = plan.join("\n");
+            assert!(
+                plan.contains(index),
+                "{consumer:?}'s claim does not read {index}:\n{plan}"
+            );
+            diesel::sql_query("DEALLOCATE claim")
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        drop(conn);
+        drop(store);
+        drop_database(DATABASE).await;
+    }
 }

@@ -13,6 +13,17 @@ pub(crate) async fn write_records(
     conn: &mut AsyncPgConnection,
     records: &Records,
 ) -> Result<(), diesel::result::Error> {
+    write_numbered_records(conn, records, 0).await
+}
+
+/// `write_records` for a change with a commit number (a group commit's
+/// batch): its events take the number of its messages, so a reader of the
+/// events in commit order meets them in the same order as the mail.
+pub(crate) async fn write_numbered_records(
+    conn: &mut AsyncPgConnection,
+    records: &Records,
+    commit_seq: i64,
+) -> Result<(), diesel::result::Error> {
     if !records.activity.is_empty() {
         let rows: Vec<_> = records
             .activity
@@ -44,6 +55,7 @@ pub(crate) async fn write_records(
                     events::event_type.eq(event.kind.as_str()),
                     events::payload.eq(&event.payload),
                     events::created_at.eq(event.at.as_datetime()),
+                    events::commit_seq.eq(commit_seq),
                 )
             })
             .collect();
@@ -65,6 +77,7 @@ pub(crate) async fn write_records(
                     events::payload.eq(&notice.payload),
                     events::created_at.eq(notice.at.as_datetime()),
                     events::fanned_out.eq(true),
+                    events::commit_seq.eq(commit_seq),
                 )
             })
             .collect();

@@ -167,6 +167,7 @@ diesel::table! {
         created_at -> Timestamptz,
         fanned_out -> Bool,
         pushed -> Bool,
+        commit_seq -> Int8,
     }
 }
 
@@ -534,5 +535,12 @@ diesel::table! {
     commit_clock (only_row) {
         only_row -> Bool,
         seq -> Int8,
+    }
+}
+
+diesel::table! {
+    commit_in_flight (seq) {
+        seq -> Int8,
+        registered_at -> Timestamptz,
     }
 }

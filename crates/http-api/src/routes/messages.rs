@@ -112,7 +112,7 @@ pub async fn wait(
     };
     // Waits follow commit order (`CommitCursor`): a message whose delivery
     // began before one already returned but committed after it still comes.
-    // A list cursor is still taken, by `received_at`.
+    // A list cursor is still taken: after its message's commit position.
     let after = match query.after.as_deref() {
         None | Some("") => WaitFrom::Start,
         Some("now") => state.mailbox.wait_from_now().await?,

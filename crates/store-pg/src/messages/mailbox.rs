@@ -3,6 +3,7 @@
 //! and the expiry of mail past retention with its blobs.
 
 use chrono::{DateTime, Utc};
+use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Text, Timestamptz};
 use diesel_async::{AsyncConnection, RunQueryDsl};
@@ -17,8 +18,9 @@ use super::{
     MessageRow, retained_sql, retention_cutoff, rows_into_messages, visible, visible_by_address,
 };
 use crate::access::{Caller, may_use};
+use crate::group_commit::COMMITTED_UP_TO;
 use crate::records::{DeletedMessages, delete_messages_of, delete_messages_sql};
-use crate::schema::{addresses, attachments, blob_garbage, commit_clock, messages};
+use crate::schema::{addresses, attachments, blob_garbage, messages};
 use crate::{PgStore, db_error};
 
 /// One message the reader may see (`Access::Send`: change).
@@ -109,12 +111,36 @@ pub(super) async fn newer_than(
         return Ok(Vec::new());
     };
     let mut conn = store.conn().await?;
+    // A list cursor names a message the reader has seen, and with it all
+    // that committed before it: resume after its commit position, so mail
+    // whose delivery began before it but committed after it still comes.
+    // Only a cursor whose message is gone falls back to `received_at`.
+    let after = match after {
+        WaitFrom::Received(cursor) => messages::table
+            .filter(messages::id.eq(&cursor.id))
+            .filter(messages::address_id.eq(address.as_str()))
+            .filter(messages::received_at.eq(cursor.at.as_datetime()))
+            .select(messages::commit_seq)
+            .first::<i64>(&mut conn)
+            .await
+            .optional()
+            .map_err(db_error)?
+            .map_or(WaitFrom::Received(cursor.clone()), |seq| {
+                WaitFrom::Committed(CommitCursor {
+                    seq: u64::try_from(seq).unwrap_or(0),
+                    id: Some(cursor.id.clone()),
+                })
+            }),
+        other => other,
+    };
     let mut query = messages::table
         .filter(messages::address_id.eq(address.as_str()))
         .filter(messages::held.eq(false))
         .filter(messages::received_at.gt(cutoff))
         // Waits are for mail arriving: sent copies do not count.
         .filter(messages::outgoing.eq(false))
+        // Only below what is still in flight: nothing can appear there later.
+        .filter(messages::commit_seq.le(sql::<BigInt>(COMMITTED_UP_TO)))
         .select((MessageRow::as_select(), messages::commit_seq))
         .order((messages::commit_seq.asc(), messages::id.asc()))
         .limit(limit)
@@ -158,9 +184,8 @@ pub(super) async fn newer_than(
 
 pub(super) async fn commit_position(store: &PgStore) -> Result<CommitCursor, StoreError> {
     let mut conn = store.conn().await?;
-    let seq: i64 = commit_clock::table
-        .select(commit_clock::seq)
-        .first(&mut conn)
+    let seq: i64 = diesel::select(sql::<BigInt>(COMMITTED_UP_TO))
+        .get_result(&mut conn)
         .await
         .map_err(db_error)?;
     Ok(CommitCursor {
