@@ -1,4 +1,5 @@
 use sealpost_kernel::StoreError;
+use sealpost_plans::LimitError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AccountError {
@@ -12,6 +13,13 @@ pub enum AccountError {
     SessionExpired,
     #[error("this endpoint needs an operator session")]
     SessionRequired,
+    /// An API key while a missed payment pauses it.
+    #[error("this API key is paused until the plan is paid")]
+    ApiKeyPaused,
+    #[error("this API key id is already used")]
+    ApiKeyIdTaken,
+    #[error(transparent)]
+    Limit(#[from] LimitError),
     #[error("no such record")]
     NotFound,
     #[error(transparent)]

@@ -301,6 +301,9 @@ impl From<AccountError> for ApiError {
             AccountError::SessionRequired => {
                 Self::new(ErrorCode::SessionRequired, error.to_string())
             }
+            AccountError::ApiKeyPaused => Self::new(ErrorCode::PaymentRequired, error.to_string()),
+            AccountError::ApiKeyIdTaken => Self::new(ErrorCode::IdTaken, error.to_string()),
+            AccountError::Limit(limit) => limit.into(),
             AccountError::NotFound => Self::not_found(),
             AccountError::Store(store) => store.into(),
         }
@@ -315,9 +318,12 @@ impl From<LimitError> for ApiError {
             }
             LimitError::DeviceLimitReached { .. } => ErrorCode::DeviceLimitReached,
             LimitError::CustomAddressNeedsScale
+            | LimitError::ApiKeysNeedOperator
             | LimitError::OwnDomainsNeedScale
             | LimitError::OwnDomainReceiveOnly => ErrorCode::PlanRequired,
-            LimitError::OwnDomainLimit { .. } => ErrorCode::LimitReached,
+            LimitError::OwnDomainLimit { .. } | LimitError::ApiKeyLimit { .. } => {
+                ErrorCode::LimitReached
+            }
         };
         Self::new(code, error.to_string())
     }

@@ -18,4 +18,8 @@ pub enum LimitError {
         "the plan no longer includes own domains: the domain still receives mail for a while but takes no new addresses"
     )]
     OwnDomainReceiveOnly,
+    #[error("API keys need the Operator plan or higher")]
+    ApiKeysNeedOperator,
+    #[error("the plan allows {limit} API keys; revoke one first")]
+    ApiKeyLimit { limit: u32 },
 }

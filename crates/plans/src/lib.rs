@@ -77,8 +77,15 @@ pub struct Plan {
     pub webhooks: u32,
     /// Team members; 0 means the plan has no teams.
     pub team_members: u32,
+    /// Agents (devices run by a program, paired like a device) are allowed.
     pub api_keys_and_agents: bool,
+    /// Live API keys an account may hold; 0 means the plan has no API keys.
+    pub api_keys: u32,
 }
+
+/// API keys per account on every plan that has them. One figure for all:
+/// paying for any plan after a lapse then releases every paused key.
+pub const API_KEYS_PER_PAID_PLAN: u32 = 25;
 
 pub const PLANS: [Plan; 5] = [
     Plan {
@@ -94,6 +101,7 @@ pub const PLANS: [Plan; 5] = [
         webhooks: 0,
         team_members: 0,
         api_keys_and_agents: false,
+        api_keys: 0,
     },
     Plan {
         id: PlanId::Operator,
@@ -108,6 +116,7 @@ pub const PLANS: [Plan; 5] = [
         webhooks: 10,
         team_members: 0,
         api_keys_and_agents: true,
+        api_keys: API_KEYS_PER_PAID_PLAN,
     },
     Plan {
         id: PlanId::Scale,
@@ -122,6 +131,7 @@ pub const PLANS: [Plan; 5] = [
         webhooks: 10,
         team_members: 0,
         api_keys_and_agents: true,
+        api_keys: API_KEYS_PER_PAID_PLAN,
     },
     Plan {
         id: PlanId::Fleet,
@@ -136,6 +146,7 @@ pub const PLANS: [Plan; 5] = [
         webhooks: 10,
         team_members: 25,
         api_keys_and_agents: true,
+        api_keys: API_KEYS_PER_PAID_PLAN,
     },
     Plan {
         id: PlanId::Enterprise,
@@ -150,6 +161,7 @@ pub const PLANS: [Plan; 5] = [
         webhooks: 10,
         team_members: 100,
         api_keys_and_agents: true,
+        api_keys: API_KEYS_PER_PAID_PLAN,
     },
 ];
 
@@ -186,6 +198,19 @@ impl Plan {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Creating one more API key when the account holds `held`.
+    pub fn check_new_api_key(&self, held: u64) -> Result<(), LimitError> {
+        if self.api_keys == 0 {
+            return Err(LimitError::ApiKeysNeedOperator);
+        }
+        if held >= u64::from(self.api_keys) {
+            return Err(LimitError::ApiKeyLimit {
+                limit: self.api_keys,
+            });
+        }
+        Ok(())
     }
 
     /// Assigning one more address to a device that holds `held`.

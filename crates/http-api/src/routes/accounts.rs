@@ -126,7 +126,7 @@ pub async fn me(state: Data<AppState>, caller: Authenticated) -> Result<HttpResp
 }
 
 /// Revokes the current session.
-#[utoipa::path(post, path = "/accounts/signout", tag = "accounts", security(("bearer" = [])), responses(
+#[utoipa::path(post, path = "/accounts/signout", tag = "accounts", security(("session" = [])), responses(
     (status = 204),
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]
@@ -139,7 +139,7 @@ pub async fn sign_out(
 }
 
 /// Live sessions, newest first, the current one marked.
-#[utoipa::path(get, path = "/accounts/sessions", tag = "accounts", security(("bearer" = [])), responses(
+#[utoipa::path(get, path = "/accounts/sessions", tag = "accounts", security(("session" = [])), responses(
     (status = 200, body = wire::SessionList),
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]
@@ -154,7 +154,7 @@ pub async fn sessions(
 }
 
 /// Revokes every session but the current one.
-#[utoipa::path(delete, path = "/accounts/sessions", tag = "accounts", security(("bearer" = [])), responses(
+#[utoipa::path(delete, path = "/accounts/sessions", tag = "accounts", security(("session" = [])), responses(
     (status = 200, body = wire::Revoked),
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]
@@ -167,7 +167,7 @@ pub async fn revoke_other_sessions(
 }
 
 /// Revokes one session (the current one too).
-#[utoipa::path(delete, path = "/accounts/sessions/{id}", tag = "accounts", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/accounts/sessions/{id}", tag = "accounts", security(("session" = [])),
     params(("id" = sealpost_kernel::SessionId, Path)),
     responses(
         (status = 204),
@@ -184,7 +184,7 @@ pub async fn revoke_session(
 }
 
 /// Erases the account and everything in it, at once. The id can never be registered again.
-#[utoipa::path(delete, path = "/accounts/me", tag = "accounts", security(("bearer" = [])), responses(
+#[utoipa::path(delete, path = "/accounts/me", tag = "accounts", security(("session" = [])), responses(
     (status = 204),
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]
