@@ -27,7 +27,8 @@ fn device_body(device: Device) -> wire::Device {
         kind: device.kind.as_str().into(),
         platform: device.platform.as_str().into(),
         created_at: device.created_at,
-        last_active_at: device.last_active_at,
+        // Kept exact for the idle rule; shown to the hour.
+        last_active_at: device.last_active_at.map(|at| at.start_of_hour()),
         paused_at: device.paused_at,
         profile: device.profile,
         public_key: device.public_key,

@@ -88,7 +88,7 @@ pub async fn create(
     Json(body): Json<wire::CreateWebhookRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let plan = webhook_plan(&state, &caller.account).await?;
-    // Operators can pause adding webhooks; existing ones keep delivering.
+    // Operators can pause webhooks: no new ones, and deliveries wait.
     if state.support.availability().await?.switches.webhooks_paused {
         return Err(ApiError::new(
             ErrorCode::FeatureDisabled,
