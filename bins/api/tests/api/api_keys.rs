@@ -4,6 +4,7 @@
 
 use chrono::TimeDelta;
 use reqwest::{Method, StatusCode};
+use sealpost_kernel::Clock;
 use sealpost_seal::{SealedBox, context};
 use serde_json::{Value, json};
 
