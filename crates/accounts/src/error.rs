@@ -1,4 +1,5 @@
 use sealpost_kernel::StoreError;
+use sealpost_plans::LimitError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AccountError {
@@ -17,6 +18,13 @@ pub enum AccountError {
         "too many accounts registered from this network; retry in {retry_after_seconds} seconds"
     )]
     TooManyRegistrations { retry_after_seconds: u64 },
+    /// An API key while a missed payment pauses it.
+    #[error("this API key is paused until the plan is paid")]
+    ApiKeyPaused,
+    #[error("this API key id is already used")]
+    ApiKeyIdTaken,
+    #[error(transparent)]
+    Limit(#[from] LimitError),
     #[error("no such record")]
     NotFound,
     #[error(transparent)]

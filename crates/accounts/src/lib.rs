@@ -1,5 +1,5 @@
 //! Accounts, the recovery-phrase sign-in handshake (docs/protocol.md,
-//! "Signing in") and operator sessions.
+//! "Signing in"), operator sessions and long-lived API keys.
 //!
 //! Pure rules: storage sits behind [`AccountRepository`], time comes from the
 //! [`Clock`] the service is given. Tokens are random and only their SHA-256
@@ -14,10 +14,14 @@ pub use error::AccountError;
 pub use model::*;
 #[cfg(any(test, feature = "mock"))]
 pub use repository::MockAccountRepository;
-pub use repository::{AccountRepository, RegisterOutcome};
+pub use repository::{AccountRepository, ApiKeyOutcome, RegisterOutcome};
 pub use service::Accounts;
 
 use chrono::TimeDelta;
+
+/// Every API key token starts with this, so a leaked one is recognisable
+/// (secret scanners) and never mistaken for a session token.
+pub const API_KEY_TOKEN_PREFIX: &str = "spk_";
 
 /// Session lifetime (docs/api.md "Limits").
 pub const SESSION_LIFETIME: TimeDelta = TimeDelta::days(30);

@@ -1,4 +1,5 @@
 use sealpost_kernel::{AccountId, ApiKeyId, DeviceId, PlanId, SessionId, Timestamp};
+use sealpost_seal::SealedBox;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Account {
@@ -88,6 +89,36 @@ pub enum Bearer {
         account_id: AccountId,
         device_id: DeviceId,
     },
+    ApiKey {
+        account_id: AccountId,
+        key_id: ApiKeyId,
+        /// To the hour; `None` before its first use.
+        last_used_at: Option<Timestamp>,
+        /// A missed payment paused the key.
+        paused: bool,
+    },
+}
+
+/// A long-lived API key as stored: the token only as its SHA-256.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiKey {
+    pub id: ApiKeyId,
+    pub account_id: AccountId,
+    pub token_hash: [u8; 32],
+    /// Sealed by the client to the account's vault key.
+    pub label: SealedBox,
+    pub created_at: Timestamp,
+    /// To the hour; `None` before its first use.
+    pub last_used_at: Option<Timestamp>,
+    /// A missed payment paused the key (it answers `payment_required`).
+    pub paused: bool,
+}
+
+/// A new API key: the token is shown once, here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IssuedApiKey {
+    pub key: ApiKey,
+    pub token: String,
 }
 
 /// A bearer token's holder as the store finds it, with its account's

@@ -1,8 +1,8 @@
 use async_trait::async_trait;
 use sealpost_activity::Records;
-use sealpost_kernel::{AccountId, SessionId, StoreError, Timestamp};
+use sealpost_kernel::{AccountId, ApiKeyId, PlanId, SessionId, StoreError, Timestamp};
 
-use crate::{Account, Challenge, FoundBearer, NewAccount, RegistrationSource, Session};
+use crate::{Account, ApiKey, Challenge, FoundBearer, NewAccount, RegistrationSource, Session};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RegisterOutcome {
@@ -13,6 +13,18 @@ pub enum RegisterOutcome {
     TooMany {
         oldest: Timestamp,
     },
+}
+
+/// How storing a new API key ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApiKeyOutcome {
+    Created,
+    /// The id is used, or was used, by any account.
+    IdTaken,
+    /// The account already holds `limit` keys (paused ones too).
+    LimitReached,
+    /// Nothing stored: the locked account holds this plan now.
+    PlanChanged(PlanId),
 }
 
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -56,6 +68,30 @@ pub trait AccountRepository: Send + Sync {
         account: &AccountId,
         keep: &SessionId,
     ) -> Result<u64, StoreError>;
+
+    /// Stores the key unless its id was ever used, the account's plan is no
+    /// longer `plan` (under the account's lock), or it holds `limit` keys.
+    async fn create_api_key(
+        &self,
+        key: ApiKey,
+        plan: PlanId,
+        limit: u32,
+    ) -> Result<ApiKeyOutcome, StoreError>;
+
+    /// The account's keys, oldest first.
+    async fn api_keys(&self, account: &AccountId) -> Result<Vec<ApiKey>, StoreError>;
+
+    /// Deletes the key (its token stops at once) and retires its id.
+    /// Returns whether the account had it.
+    async fn delete_api_key(
+        &self,
+        account: &AccountId,
+        id: &ApiKeyId,
+        at: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// Records the key's last use, to the hour.
+    async fn touch_api_key(&self, id: &ApiKeyId, hour: Timestamp) -> Result<(), StoreError>;
 
     /// Erases the account and everything in it, and remembers the id as used.
     async fn erase(&self, account: &AccountId, at: Timestamp) -> Result<(), StoreError>;

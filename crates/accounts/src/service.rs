@@ -1,14 +1,17 @@
 use std::sync::Arc;
 
 use sealpost_activity::{Notice, Records};
-use sealpost_kernel::{AccountId, Clock, PlanId, SessionId, Timestamp};
+use sealpost_kernel::{AccountId, ApiKeyId, Clock, PlanId, SessionId, Timestamp};
+use sealpost_plans::{LimitError, OnPlan, decide_on_current_plan, plan};
 use sealpost_seal::{
-    ChallengeKeypair, ServerKeys, b64, random_bytes, random_token, sha256, verify_handshake_proof,
+    ChallengeKeypair, SealedBox, ServerKeys, b64, random_bytes, random_token, sha256,
+    verify_handshake_proof,
 };
 
 use crate::{
-    Account, AccountError, AccountRepository, Authentication, Bearer, CHALLENGE_LIFETIME, Caller,
-    Challenge, DEFAULT_REGISTRATIONS_PER_NETWORK, EXPIRED_SESSION_GRACE, IssuedChallenge,
+    API_KEY_TOKEN_PREFIX, Account, AccountError, AccountRepository, ApiKey, ApiKeyOutcome,
+    Authentication, Bearer, CHALLENGE_LIFETIME, Caller, Challenge,
+    DEFAULT_REGISTRATIONS_PER_NETWORK, EXPIRED_SESSION_GRACE, IssuedApiKey, IssuedChallenge,
     NewAccount, REGISTRATION_WINDOW, RegisterOutcome, Registration, RegistrationSource,
     SESSION_LIFETIME, Session, SessionView, SignedIn,
 };
@@ -158,7 +161,11 @@ impl Accounts {
     /// Resolves a bearer token to its caller and whether its account is
     /// suspended (one store lookup).
     pub async fn authenticate(&self, token: &str) -> Result<Authentication, AccountError> {
-        if token.len() != TOKEN_LEN {
+        let well_formed = token.len() == TOKEN_LEN
+            || token
+                .strip_prefix(API_KEY_TOKEN_PREFIX)
+                .is_some_and(|rest| rest.len() == TOKEN_LEN);
+        if !well_formed {
             return Err(AccountError::Unauthenticated);
         }
         let found = self
@@ -181,6 +188,23 @@ impl Accounts {
                 account: account_id,
                 device: device_id,
             },
+            Bearer::ApiKey { paused: true, .. } => return Err(AccountError::ApiKeyPaused),
+            Bearer::ApiKey {
+                account_id,
+                key_id,
+                last_used_at,
+                paused: false,
+            } => {
+                // Kept to the hour, so a busy key writes once an hour.
+                let hour = self.clock.now().start_of_hour();
+                if last_used_at != Some(hour) {
+                    self.repo.touch_api_key(&key_id, hour).await?;
+                }
+                Caller::ApiKey {
+                    account: account_id,
+                    key: key_id,
+                }
+            }
         };
         Ok(Authentication {
             caller,
@@ -250,6 +274,69 @@ impl Accounts {
             .erase(caller.account(), self.clock.now())
             .await
             .map_err(AccountError::from)
+    }
+
+    /// `POST /api-keys`: a new key for the session's account, on a plan
+    /// with API keys and under its limit; the token is returned once.
+    pub async fn create_api_key(
+        &self,
+        caller: &Caller,
+        id: ApiKeyId,
+        label: SealedBox,
+    ) -> Result<IssuedApiKey, AccountError> {
+        caller.session()?;
+        let account = self.account(caller.account()).await?;
+        let token = format!("{API_KEY_TOKEN_PREFIX}{}", random_token());
+        let key = ApiKey {
+            id,
+            account_id: account.id,
+            token_hash: sha256(token.as_bytes()),
+            label,
+            created_at: self.clock.now(),
+            last_used_at: None,
+            paused: false,
+        };
+        decide_on_current_plan(account.plan, async |plan_id| {
+            let limits = plan(plan_id);
+            limits.check_new_api_key(0)?;
+            match self
+                .repo
+                .create_api_key(key.clone(), plan_id, limits.api_keys)
+                .await?
+            {
+                ApiKeyOutcome::Created => Ok(OnPlan::Done(IssuedApiKey {
+                    key: key.clone(),
+                    token: token.clone(),
+                })),
+                ApiKeyOutcome::IdTaken => Err(AccountError::ApiKeyIdTaken),
+                ApiKeyOutcome::LimitReached => Err(LimitError::ApiKeyLimit {
+                    limit: limits.api_keys,
+                }
+                .into()),
+                ApiKeyOutcome::PlanChanged(current) => Ok(OnPlan::Changed(current)),
+            }
+        })
+        .await
+    }
+
+    /// `GET /api-keys`: the account's keys, oldest first (a session only).
+    pub async fn api_keys(&self, caller: &Caller) -> Result<Vec<ApiKey>, AccountError> {
+        caller.session()?;
+        Ok(self.repo.api_keys(caller.account()).await?)
+    }
+
+    /// `DELETE /api-keys/:id`: the key stops working at once (a session only).
+    pub async fn revoke_api_key(&self, caller: &Caller, id: &ApiKeyId) -> Result<(), AccountError> {
+        caller.session()?;
+        if self
+            .repo
+            .delete_api_key(caller.account(), id, self.clock.now())
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(AccountError::NotFound)
+        }
     }
 
     /// Removes expired challenges, and sessions long past their expiry.

@@ -11,6 +11,9 @@ pub struct HoldingLimits {
     pub addresses: u32,
     /// Devices and agents together; `None` is unlimited.
     pub devices: Option<u32>,
+    /// API keys (every plan with keys has the same number, so a payment
+    /// after a lapse releases them all).
+    pub api_keys: u32,
 }
 
 /// The plan a paid payment buys, decided on the account as it was read.

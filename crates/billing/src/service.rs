@@ -292,6 +292,7 @@ impl Billing {
             limits: HoldingLimits {
                 addresses: limits.addresses,
                 devices: limits.devices,
+                api_keys: limits.api_keys,
             },
             deletes_at: now + PAUSE_DELETES_AFTER,
             records,

@@ -418,7 +418,8 @@ async fn a_paid_notice_changes_the_plan_with_subscription_updated_in_one_settlem
             at("2026-12-22T12:00:00Z"),
             HoldingLimits {
                 addresses: 1_000,
-                devices: Some(50)
+                devices: Some(50),
+                api_keys: sealpost_plans::API_KEYS_PER_PAID_PLAN,
             },
             at("2026-12-13T12:00:00Z")
         )
@@ -577,7 +578,8 @@ async fn paying_while_paused_releases_what_the_paid_plan_holds() {
             purchase.limits,
             HoldingLimits {
                 addresses: 100,
-                devices: Some(10)
+                devices: Some(10),
+                api_keys: sealpost_plans::API_KEYS_PER_PAID_PLAN,
             }
         );
         assert_eq!(purchase.paid_until, at("2026-12-22T12:00:00Z"));

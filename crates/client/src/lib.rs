@@ -16,10 +16,38 @@
 //! # }
 //! ```
 //!
+//! Without the phrase, a script holds an API key (`sealpost api-key create`,
+//! or [`Client::create_api_key`] with a session) and the keys of one address
+//! exported when it was created (`sealpost address create --export-key`, or
+//! [`sealing::AddressKeys::derive`] serialised as JSON). It then waits for
+//! mail with the key and opens it with the exported address keys:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use sealpost_client::Client;
+//! use sealpost_client::sealing::{self, AddressKeys};
+//!
+//! let api_key = std::env::var("SEALPOST_API_KEY")?; // spk_...
+//! let address: AddressKeys = serde_json::from_str(&std::env::var("SEALPOST_ADDRESS_KEY")?)?;
+//! let client = Client::new("https://api.example.com")?.with_token(api_key);
+//! if let Some(batch) = client.wait_for_messages(&address.address_id, None, 60).await? {
+//!     for message in &batch.messages {
+//!         let content = sealing::open_message(&address, message)?;
+//!         println!("{:?}", content.subject);
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A key gets 403 `session_required` from the session-only endpoints
+//! (creating addresses, sending, plan changes, ...).
+//!
 //! The recovery phrase and the keys derived from it never leave the process:
 //! registration sends only the account id, the auth verifier and the auth
 //! public key, and sign-in answers the service's challenge with a proof.
 
+pub mod api_keys;
 pub mod billing;
 pub mod domains;
 mod error;

@@ -29,7 +29,7 @@
 
 use std::fmt;
 
-use sealpost_kernel::{AddressId, DeviceId, WebhookId};
+use sealpost_kernel::{AddressId, ApiKeyId, DeviceId, WebhookId};
 use sealpost_seal::{
     AccountKeys, PublicKey, SealError, SealedBox, StaticSecret, b64, context, open_binary,
     random_bytes, sha256,
@@ -86,6 +86,12 @@ pub fn new_device_id() -> DeviceId {
 #[must_use]
 pub fn new_address_id() -> AddressId {
     AddressId::from_trusted(format!("{}{}", AddressId::PREFIX, random_id_body(ID_LEN)))
+}
+
+/// A new API key id: `key_` + 16 random lowercase letters and digits.
+#[must_use]
+pub fn new_api_key_id() -> ApiKeyId {
+    ApiKeyId::from_trusted(format!("{}{}", ApiKeyId::PREFIX, random_id_body(ID_LEN)))
 }
 
 /// A new webhook id: `whk_` + 16 random lowercase letters and digits.

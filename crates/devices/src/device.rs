@@ -4,11 +4,11 @@ use sealpost_seal::SealedBox;
 
 use crate::Platform;
 
-/// A device not active for two hours is reported disconnected (checked hourly;
-/// docs/api.md "Events", `worker.disconnected`). `lastActiveAt` is kept only to
-/// the hour, so the sweep waits one hour more to be sure two full hours have
-/// passed.
-pub const DISCONNECT_AFTER: TimeDelta = TimeDelta::hours(3);
+/// A device not active for two hours is reported disconnected by the hourly
+/// sweep (docs/api.md "Events", `worker.disconnected`): between two and three
+/// hours after its last activity, which is kept exact for this (the API
+/// shows it to the hour).
+pub const DISCONNECT_AFTER: TimeDelta = TimeDelta::hours(2);
 
 string_enum! {
     pub enum DeviceKind: "device kind" {
@@ -27,7 +27,7 @@ pub struct Device {
     /// False after the sweep reported it disconnected, until it is active again.
     pub connected: bool,
     pub created_at: Timestamp,
-    /// Truncated to the hour.
+    /// Exact; the API shows it to the hour.
     pub last_active_at: Option<Timestamp>,
     pub paused_at: Option<Timestamp>,
     /// Sealed name, tags and notes.

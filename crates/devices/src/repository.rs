@@ -160,7 +160,7 @@ pub trait DeviceRepository: Send + Sync {
         &self,
         account: &AccountId,
         id: &DeviceId,
-        at_hour: Timestamp,
+        at: Timestamp,
         records: Records,
     ) -> Result<(), StoreError>;
     async fn set_keys(

@@ -224,7 +224,7 @@ impl Devices {
             disabled: false,
             connected: true,
             created_at: now,
-            last_active_at: Some(now.start_of_hour()),
+            last_active_at: Some(now),
             paused_at: None,
             profile: Some(profile),
             public_key: Some(session.public_key),
@@ -328,11 +328,9 @@ impl Devices {
         if !device.connected {
             records.device_connected(account, id, now);
         }
-        self.repo
-            .record_activity(account, id, now.start_of_hour(), records)
-            .await?;
+        self.repo.record_activity(account, id, now, records).await?;
         device.connected = true;
-        device.last_active_at = Some(now.start_of_hour());
+        device.last_active_at = Some(now);
         Ok(device)
     }
 

@@ -304,6 +304,9 @@ impl From<AccountError> for ApiError {
             AccountError::TooManyRegistrations {
                 retry_after_seconds,
             } => Self::rate_limited_because(retry_after_seconds, error.to_string()),
+            AccountError::ApiKeyPaused => Self::new(ErrorCode::PaymentRequired, error.to_string()),
+            AccountError::ApiKeyIdTaken => Self::new(ErrorCode::IdTaken, error.to_string()),
+            AccountError::Limit(limit) => limit.into(),
             AccountError::NotFound => Self::not_found(),
             AccountError::Store(store) => store.into(),
         }
@@ -318,9 +321,12 @@ impl From<LimitError> for ApiError {
             }
             LimitError::DeviceLimitReached { .. } => ErrorCode::DeviceLimitReached,
             LimitError::CustomAddressNeedsScale
+            | LimitError::ApiKeysNeedOperator
             | LimitError::OwnDomainsNeedScale
             | LimitError::OwnDomainReceiveOnly => ErrorCode::PlanRequired,
-            LimitError::OwnDomainLimit { .. } | LimitError::StorageFull { .. } => {
+            LimitError::OwnDomainLimit { .. }
+            | LimitError::StorageFull { .. }
+            | LimitError::ApiKeyLimit { .. } => {
                 ErrorCode::LimitReached
             }
         };

@@ -78,8 +78,8 @@ pub fn serve(
 /// template that would match it.
 fn routes(config: &mut web::ServiceConfig) {
     use routes::{
-        abuse, accounts, activity, addresses, billing, devices, domains, folders, health, messages,
-        notifications, plans, sending, staff, support, teams, webhooks,
+        abuse, accounts, activity, addresses, api_keys, billing, devices, domains, folders, health,
+        messages, notifications, plans, sending, staff, support, teams, webhooks,
     };
     config
         .service(web::resource("/").get(index))
@@ -117,6 +117,12 @@ fn routes(config: &mut web::ServiceConfig) {
                 .delete(accounts::revoke_other_sessions),
         )
         .service(web::resource("/accounts/sessions/{id}").delete(accounts::revoke_session))
+        .service(
+            web::resource("/api-keys")
+                .get(api_keys::list)
+                .post(api_keys::create),
+        )
+        .service(web::resource("/api-keys/{id}").delete(api_keys::revoke))
         .service(web::resource("/activity").get(activity::list))
         .service(web::resource("/plans").get(plans::list))
         .service(web::resource("/usage").get(plans::usage))

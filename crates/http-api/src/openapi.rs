@@ -12,8 +12,8 @@ use utoipa::openapi::{Content, Ref, RefOr};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    abuse, accounts, activity, addresses, billing, devices, domains, folders, health, messages,
-    notifications, plans, sending, staff, support, teams, webhooks,
+    abuse, accounts, activity, addresses, api_keys, billing, devices, domains, folders, health,
+    messages, notifications, plans, sending, staff, support, teams, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -32,6 +32,9 @@ use crate::routes::{
         accounts::revoke_session,
         accounts::erase,
         activity::list,
+        api_keys::list,
+        api_keys::create,
+        api_keys::revoke,
         plans::list,
         plans::usage,
         plans::overview,
@@ -125,15 +128,44 @@ use crate::routes::{
 )]
 struct ApiDoc;
 
+/// Who may call an operation, one security scheme each (all are a bearer
+/// token in `Authorization`): `bearer` takes any of a session, a device
+/// credential or an API key; `session` an operator session only (an API
+/// key or a device credential gets 403 `session_required`); `device` a
+/// device credential only (403 `device_required`); `staff` a staff token.
 struct BearerAuth;
+
+/// The security schemes, by name, with what each accepts.
+pub const SECURITY_SCHEMES: [(&str, &str); 4] = [
+    (
+        "bearer",
+        "Any token: an operator session, a device credential (only its own device's records) or an API key (`spk_...`).",
+    ),
+    (
+        "session",
+        "An operator session only. An API key or a device credential gets 403 session_required.",
+    ),
+    (
+        "device",
+        "A device credential only. A session or an API key gets 403 device_required.",
+    ),
+    ("staff", "A staff token (`sealpost-api staff-token`)."),
+];
 
 impl Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
-        );
+        for (name, description) in SECURITY_SCHEMES {
+            components.add_security_scheme(
+                name,
+                SecurityScheme::Http(
+                    HttpBuilder::new()
+                        .scheme(HttpAuthScheme::Bearer)
+                        .description(Some(description))
+                        .build(),
+                ),
+            );
+        }
     }
 }
 

@@ -20,4 +20,8 @@ pub enum LimitError {
     OwnDomainReceiveOnly,
     #[error("the plan's storage of {limit} bytes is full; delete mail or upgrade")]
     StorageFull { limit: u64 },
+    #[error("API keys need the Operator plan or higher")]
+    ApiKeysNeedOperator,
+    #[error("the plan allows {limit} API keys; revoke one first")]
+    ApiKeyLimit { limit: u32 },
 }

@@ -98,10 +98,16 @@ pub struct Plan {
     pub webhooks: u32,
     /// Team members; 0 means the plan has no teams.
     pub team_members: u32,
+    /// Agents (devices run by a program, paired like a device) are allowed.
     pub api_keys_and_agents: bool,
+    /// Live API keys an account may hold; 0 means the plan has no API keys.
+    pub api_keys: u32,
 }
 
 const GIB: u64 = 1024 * 1024 * 1024;
+/// API keys per account on every plan that has them. One figure for all:
+/// paying for any plan after a lapse then releases every paused key.
+pub const API_KEYS_PER_PAID_PLAN: u32 = 25;
 
 pub const PLANS: [Plan; 5] = [
     Plan {
@@ -118,6 +124,7 @@ pub const PLANS: [Plan; 5] = [
         webhooks: 0,
         team_members: 0,
         api_keys_and_agents: false,
+        api_keys: 0,
     },
     Plan {
         id: PlanId::Operator,
@@ -133,6 +140,7 @@ pub const PLANS: [Plan; 5] = [
         webhooks: 10,
         team_members: 0,
         api_keys_and_agents: true,
+        api_keys: API_KEYS_PER_PAID_PLAN,
     },
     Plan {
         id: PlanId::Scale,
@@ -148,6 +156,7 @@ pub const PLANS: [Plan; 5] = [
         webhooks: 10,
         team_members: 0,
         api_keys_and_agents: true,
+        api_keys: API_KEYS_PER_PAID_PLAN,
     },
     Plan {
         id: PlanId::Fleet,
@@ -163,6 +172,7 @@ pub const PLANS: [Plan; 5] = [
         webhooks: 10,
         team_members: 25,
         api_keys_and_agents: true,
+        api_keys: API_KEYS_PER_PAID_PLAN,
     },
     Plan {
         id: PlanId::Enterprise,
@@ -178,6 +188,7 @@ pub const PLANS: [Plan; 5] = [
         webhooks: 10,
         team_members: 100,
         api_keys_and_agents: true,
+        api_keys: API_KEYS_PER_PAID_PLAN,
     },
 ];
 
@@ -214,6 +225,19 @@ impl Plan {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Creating one more API key when the account holds `held`.
+    pub fn check_new_api_key(&self, held: u64) -> Result<(), LimitError> {
+        if self.api_keys == 0 {
+            return Err(LimitError::ApiKeysNeedOperator);
+        }
+        if held >= u64::from(self.api_keys) {
+            return Err(LimitError::ApiKeyLimit {
+                limit: self.api_keys,
+            });
+        }
+        Ok(())
     }
 
     /// Assigning one more address to a device that holds `held`.

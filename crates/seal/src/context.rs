@@ -31,6 +31,12 @@ pub fn webhook_meta(webhook_id: &str) -> String {
     format!("service/v1/webhook-meta:{webhook_id}")
 }
 
+/// API key label (this service's choice): `service/v1/api-key-label:<keyId>`.
+#[must_use]
+pub fn api_key_label(key_id: &str) -> String {
+    format!("service/v1/api-key-label:{key_id}")
+}
+
 /// Device key bundle: `service/v1/worker-keys:<workerId>`.
 #[must_use]
 pub fn device_keys(device_id: &str) -> String {

@@ -5,11 +5,11 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use sealpost_accounts::{
-    Account, AccountRepository, Bearer, Challenge, FoundBearer, NewAccount, RegisterOutcome,
-    RegistrationSource, Session,
+    Account, AccountRepository, ApiKey, ApiKeyOutcome, Bearer, Challenge, FoundBearer, NewAccount,
+    RegisterOutcome, RegistrationSource, Session,
 };
 use sealpost_activity::Records;
-use sealpost_kernel::{AccountId, DeviceId, PlanId, SessionId, StoreError, Timestamp};
+use sealpost_kernel::{AccountId, ApiKeyId, DeviceId, PlanId, SessionId, StoreError, Timestamp};
 use sealpost_seal::sha256;
 
 use crate::addresses::retire_address;
@@ -267,15 +267,42 @@ impl AccountRepository for PgStore {
             .await
             .optional()
             .map_err(db_error)?;
-        Ok(
-            device.map(|(account_id, device_id, suspension)| FoundBearer {
+        if let Some((account_id, device_id, suspension)) = device {
+            return Ok(Some(FoundBearer {
                 bearer: Bearer::Device {
                     account_id: AccountId::from_trusted(account_id),
                     device_id: DeviceId::from_trusted(device_id),
                 },
                 suspended: suspension.is_some(),
-            }),
-        )
+            }));
+        }
+        crate::api_keys::bearer(&mut conn, &token_hash).await
+    }
+
+    async fn create_api_key(
+        &self,
+        key: ApiKey,
+        plan: PlanId,
+        limit: u32,
+    ) -> Result<ApiKeyOutcome, StoreError> {
+        crate::api_keys::create(self, key, plan, limit).await
+    }
+
+    async fn api_keys(&self, account: &AccountId) -> Result<Vec<ApiKey>, StoreError> {
+        crate::api_keys::list(self, account).await
+    }
+
+    async fn delete_api_key(
+        &self,
+        account: &AccountId,
+        id: &ApiKeyId,
+        at: Timestamp,
+    ) -> Result<bool, StoreError> {
+        crate::api_keys::delete(self, account, id, at).await
+    }
+
+    async fn touch_api_key(&self, id: &ApiKeyId, hour: Timestamp) -> Result<(), StoreError> {
+        crate::api_keys::touch(self, id, hour).await
     }
 
     async fn sessions(&self, account: &AccountId) -> Result<Vec<Session>, StoreError> {
@@ -349,6 +376,7 @@ impl AccountRepository for PgStore {
             for id in &devices {
                 retire_id(conn, DEVICE_ID_KIND, id, at).await?;
             }
+            crate::api_keys::retire_all(conn, account, at).await?;
             delete_messages_of(conn, "m.account_id = $1", account.as_str(), Some(at)).await?;
             // Everything the account owns hangs off `accounts` with ON DELETE CASCADE:
             // devices, credentials, addresses, activity, events, pairing claims.

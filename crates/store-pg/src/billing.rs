@@ -267,7 +267,11 @@ async fn fit(
     purchase: &PlanPurchase,
     at: Timestamp,
 ) -> Result<(), diesel::result::Error> {
-    let HoldingLimits { addresses, devices } = purchase.limits;
+    let HoldingLimits {
+        addresses,
+        devices,
+        api_keys,
+    } = purchase.limits;
     // Past `deletesAt` what is paused is being deleted: nothing comes back.
     let may_release = locked.deletes_at.is_none_or(|deletes_at| at < deletes_at);
     if let Some(devices) = devices {
@@ -280,6 +284,9 @@ async fn fit(
     if may_release {
         release_rows(conn, "addresses", account, Some(addresses)).await?;
     }
+    // Keys are never deleted with a pause: paying releases them any time.
+    pause_excess(conn, "api_keys", account, api_keys, at).await?;
+    release_rows(conn, "api_keys", account, Some(api_keys)).await?;
     unhold_mail(conn, Some(account), at).await?;
     if !anything_paused(conn, account).await? {
         clear_pause(conn, account).await?;
@@ -497,6 +504,7 @@ impl BillingRepository for PgStore {
             // addresses: the order device removal and assignment lock them in.
             pause_excess(conn, "devices", &lapse.account, 0, lapse.since).await?;
             pause_excess(conn, "addresses", &lapse.account, 0, lapse.since).await?;
+            pause_excess(conn, "api_keys", &lapse.account, 0, lapse.since).await?;
             // `pause` is null when nothing is paused (docs/api.md).
             if !anything_paused(conn, &lapse.account).await? {
                 clear_pause(conn, &lapse.account).await?;

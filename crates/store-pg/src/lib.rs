@@ -7,6 +7,7 @@ mod access;
 mod accounts;
 mod activity;
 mod addresses;
+mod api_keys;
 mod billing;
 mod connect;
 mod database;

@@ -544,3 +544,17 @@ diesel::table! {
         registered_at -> Timestamptz,
     }
 }
+
+diesel::table! {
+    api_keys (id) {
+        id -> Text,
+        account_id -> Text,
+        token_hash -> Bytea,
+        label -> Jsonb,
+        created_at -> Timestamptz,
+        last_used_at -> Nullable<Timestamptz>,
+        paused_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(account_suspensions, api_keys);

@@ -37,6 +37,8 @@ struct UsageRow {
     #[diesel(sql_type = BigInt)]
     webhooks: i64,
     #[diesel(sql_type = BigInt)]
+    api_keys: i64,
+    #[diesel(sql_type = BigInt)]
     messages_stored: i64,
     #[diesel(sql_type = BigInt)]
     received: i64,
@@ -118,6 +120,8 @@ struct PausedRow {
     #[diesel(sql_type = BigInt)]
     devices: i64,
     #[diesel(sql_type = BigInt)]
+    api_keys: i64,
+    #[diesel(sql_type = BigInt)]
     domains: i64,
 }
 
@@ -166,6 +170,7 @@ impl SubscriptionRepository for PgStore {
         let mut conn = self.conn().await?;
         let row: UsageRow = diesel::sql_query(format!(
             "SELECT ad.addresses, ad.assigned, dv.devices, dv.agents, wh.webhooks, \
+               (SELECT count(*) FROM api_keys WHERE account_id = $1) AS api_keys, \
                ms.listed + mh.held AS messages_stored, \
                (SELECT COALESCE(sum(used), 0)::bigint FROM usage_counters WHERE account_id = $1 AND counter = $3 AND window_start = $4) AS received, \
                COALESCE((SELECT used FROM usage_counters WHERE account_id = $1 AND counter = $5 AND window_start = $6), 0) AS object_reads, \
@@ -199,6 +204,7 @@ impl SubscriptionRepository for PgStore {
             devices: count(row.devices),
             agents: count(row.agents),
             webhooks: count(row.webhooks),
+            api_keys: count(row.api_keys),
             messages_stored: count(row.messages_stored),
             received: count(row.received),
             object_reads: count(row.object_reads),
@@ -317,6 +323,7 @@ pub(crate) async fn paused_counts(
     let row: PausedRow = diesel::sql_query(
         "SELECT (SELECT count(*) FROM addresses WHERE account_id = $1 AND paused_at IS NOT NULL) AS addresses, \
                 (SELECT count(*) FROM devices WHERE account_id = $1 AND paused_at IS NOT NULL) AS devices, \
+                (SELECT count(*) FROM api_keys WHERE account_id = $1 AND paused_at IS NOT NULL) AS api_keys, \
                 (SELECT count(*) FROM own_domains WHERE account_id = $1 AND proved_at IS NOT NULL) AS domains",
     )
     .bind::<Text, _>(account.as_str())
@@ -325,6 +332,7 @@ pub(crate) async fn paused_counts(
     Ok(PausedCounts {
         addresses: count(row.addresses),
         devices: count(row.devices),
+        api_keys: count(row.api_keys),
         domains: count(row.domains),
     })
 }

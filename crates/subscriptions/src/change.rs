@@ -207,7 +207,7 @@ impl Subscription {
                     deletes_at: state.deletes_at,
                     addresses: paused.addresses,
                     devices: paused.devices,
-                    api_keys: 0,
+                    api_keys: paused.api_keys,
                     domains: paused.domains,
                 }),
             renews_at: subscriber.paid_until,

@@ -50,6 +50,9 @@ pub struct PauseState {
 pub struct PausedCounts {
     pub addresses: u64,
     pub devices: u64,
+    /// API keys paused with the account. Like own domains they never keep
+    /// a pause open: a key holds no data, only access.
+    pub api_keys: u64,
     /// Proved own domains of the paused account (removed at `deletesAt`).
     pub domains: u64,
 }

@@ -65,6 +65,7 @@ fn counts() -> UsageCounts {
         devices: 2,
         agents: 1,
         webhooks: 3,
+        api_keys: 2,
         messages_stored: 7,
         received: 12,
         object_reads: 5,
@@ -128,8 +129,8 @@ async fn usage_reports_every_field_from_the_counters_and_the_plan_table() {
                 allowed: true
             },
             api_keys: GatedUsage {
-                used: 0,
-                limit: None,
+                used: 2,
+                limit: Some(u64::from(sealpost_plans::API_KEYS_PER_PAID_PLAN)),
                 allowed: true
             },
             webhooks: GatedUsage {
@@ -590,6 +591,7 @@ fn a_paused_subscription_shows_the_lapsed_plan_its_counts_and_the_lapsed_receive
         PausedCounts {
             addresses: 4,
             devices: 2,
+            api_keys: 3,
             domains: 1,
         },
     );
@@ -601,7 +603,7 @@ fn a_paused_subscription_shows_the_lapsed_plan_its_counts_and_the_lapsed_receive
             deletes_at: at("2026-12-22T08:00:00Z"),
             addresses: 4,
             devices: 2,
-            api_keys: 0,
+            api_keys: 3,
             domains: 1,
         })
     );
@@ -626,6 +628,7 @@ fn a_paused_subscription_shows_the_lapsed_plan_its_counts_and_the_lapsed_receive
         PausedCounts {
             addresses: 1,
             devices: 0,
+            api_keys: 0,
             domains: 0,
         },
     );
@@ -639,6 +642,7 @@ fn a_paused_subscription_shows_the_lapsed_plan_its_counts_and_the_lapsed_receive
     // domains left, nothing is paused (the billing store ends such a pause).
     let only_domains = PausedCounts {
         domains: 2,
+        api_keys: 1,
         ..PausedCounts::default()
     };
     assert!(!only_domains.holds_anything());

@@ -52,6 +52,8 @@ pub struct UsageCounts {
     pub agents: u64,
     /// Webhook endpoints, active or disabled.
     pub webhooks: u64,
+    /// API keys, paused ones too.
+    pub api_keys: u64,
     /// Messages inside their address's retention, listed or held.
     pub messages_stored: u64,
     /// The `received` counter of the current 30-day window.
@@ -142,7 +144,7 @@ pub struct Usage {
     /// Devices and agents together: what pairing counts against the device limit.
     pub paired: CountUsage,
     pub agents: AllowedUsage,
-    /// API keys cannot be issued yet: always 0 used.
+    /// API keys, paused ones too.
     pub api_keys: GatedUsage,
     pub webhooks: GatedUsage,
     /// Own domains, every claim counted (the limit is what `POST /domains/custom` checks).
@@ -214,8 +216,11 @@ impl Usage {
                 used: counts.agents,
                 allowed: limits.api_keys_and_agents,
             },
-            // The plan table allows API keys from Operator up, without a number.
-            api_keys: gated(0, limits.api_keys_and_agents, None),
+            api_keys: gated(
+                counts.api_keys,
+                limits.api_keys > 0,
+                Some(u64::from(limits.api_keys)),
+            ),
             webhooks: gated(
                 counts.webhooks,
                 limits.has_webhooks(),

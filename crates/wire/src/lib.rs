@@ -18,6 +18,7 @@
 mod accounts;
 mod activity;
 mod addresses;
+mod api_keys;
 mod billing;
 mod devices;
 mod domains;
@@ -38,6 +39,7 @@ mod webhooks;
 pub use accounts::*;
 pub use activity::*;
 pub use addresses::*;
+pub use api_keys::*;
 pub use billing::*;
 pub use devices::*;
 pub use domains::*;

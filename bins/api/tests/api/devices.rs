@@ -290,14 +290,20 @@ async fn two_quiet_hours_disconnect_and_activity_reconnects() {
     let device = api.pair(&owner.token, "wkr_phone01").await;
     let sweeps = api.sweeps();
 
-    api.app.clock.advance(TimeDelta::hours(2));
+    // Last active at half past: the exact time counts, not its hour.
+    api.app.clock.advance(TimeDelta::minutes(30));
+    api.post("/workers/heartbeat", Some(&device.credential), json!({}))
+        .await;
+    api.app
+        .clock
+        .advance(TimeDelta::hours(2) - TimeDelta::minutes(1));
     sweeps.run_once().await;
     assert_eq!(
         api.event_types(&owner.account_id).await,
         vec!["worker.paired"],
-        "not yet"
+        "not yet: 1 h 59 min quiet"
     );
-    api.app.clock.advance(TimeDelta::hours(1));
+    api.app.clock.advance(TimeDelta::minutes(2));
     sweeps.run_once().await;
     sweeps.run_once().await;
     assert_eq!(
@@ -320,9 +326,10 @@ async fn two_quiet_hours_disconnect_and_activity_reconnects() {
         .get("/workers/wkr_phone01", Some(&device.credential))
         .await;
     assert_eq!(own.body["worker"]["status"], "online");
+    // Shown to the hour (14:31 here).
     assert_eq!(
         own.body["worker"]["lastActiveAt"],
-        "2026-11-22T15:00:00.000Z"
+        "2026-11-22T14:00:00.000Z"
     );
 }
 

@@ -97,7 +97,7 @@ async fn usage_matches_the_counters_after_a_scripted_sequence() {
         "devices": { "used": 1, "limit": 10 },
         "paired": { "used": 1, "limit": 10 },
         "agents": { "used": 0, "allowed": true },
-        "apiKeys": { "used": 0, "limit": null, "allowed": true },
+        "apiKeys": { "used": 0, "limit": 25, "allowed": true },
         "webhooks": { "used": 1, "limit": 10, "allowed": true },
         "domains": { "used": 0, "limit": 0 },
         "messagesStored": 2,

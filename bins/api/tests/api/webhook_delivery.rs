@@ -392,3 +392,40 @@ async fn a_name_resolving_to_loopback_is_refused_unless_pinned() {
         log[0]["error"]
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deliveries_wait_while_staff_pause_webhooks_and_go_out_after() {
+    let Setup {
+        api,
+        owner,
+        receiver,
+        ..
+    } = setup(200, json!(["inbox.created"])).await;
+    let (_, token) = api.app.services().staff.create_token("ada").await.unwrap();
+    let staff = sealpost_client::Client::new(api.app.base_url.clone())
+        .unwrap()
+        .with_token(token);
+    let switch = |paused| sealpost_client::support::SwitchesRequest {
+        webhooks_paused: Some(paused),
+        ..Default::default()
+    };
+    staff.update_switches(&switch(true)).await.unwrap();
+    api.create_address(&owner.token, "ibx_paused01").await;
+    let sender = sender(&api);
+    sender.run_once(10).await.unwrap();
+    sender.run_once(10).await.unwrap();
+    assert!(
+        receiver.requests().is_empty(),
+        "nothing goes out while webhooks are paused"
+    );
+
+    staff.update_switches(&switch(false)).await.unwrap();
+    sender.run_once(10).await.unwrap();
+    let requests = receiver.requests();
+    assert_eq!(requests.len(), 1, "the waiting delivery goes out, once");
+    let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(body["payload"], json!({ "inboxId": "ibx_paused01" }));
+    let log = deliveries(&api, &owner).await;
+    assert_eq!(log[0]["status"], "succeeded");
+    assert_eq!(log[0]["attempts"], 1, "no attempt was spent while paused");
+}

@@ -28,6 +28,11 @@ pub enum AddressCommand {
         /// A label only you can read.
         #[arg(long, value_name = "TEXT")]
         label: Option<String>,
+        /// Also print the address's secret key, once, as one line of JSON
+        /// (`{"inboxId","epoch","inboxKey","sealingKey"}`): a script holding
+        /// it and an API key reads this address's mail without the phrase.
+        #[arg(long)]
+        export_key: bool,
     },
     /// List the addresses with their labels, devices and retention.
     List,

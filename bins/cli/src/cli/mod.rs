@@ -3,6 +3,7 @@
 //! definitions live in a module of their own and are re-exported here.
 
 mod addresses;
+mod api_keys;
 mod devices;
 mod mail;
 mod notifications;
@@ -13,6 +14,7 @@ mod support;
 mod teams;
 
 pub use addresses::{AddressCommand, DomainCommand};
+pub use api_keys::ApiKeyCommand;
 pub use devices::{AgentCommand, DeviceCommand};
 pub use mail::{MailArgs, MailCommand, ShowArgs, TrashCommand};
 pub use notifications::NotificationsCommand;
@@ -62,6 +64,10 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// Sign out and delete the stored session.
     Logout,
+    /// Long-lived API keys for scripts (Operator plan and up): create one
+    /// (its token is shown once), list them, revoke one.
+    #[command(subcommand)]
+    ApiKey(ApiKeyCommand),
     /// Pair devices and manage them (needs the recovery phrase where names
     /// or keys are involved).
     #[command(subcommand)]
@@ -156,6 +162,7 @@ impl Command {
             Self::Whoami
             | Self::Sessions(_)
             | Self::Logout
+            | Self::ApiKey(_)
             | Self::Device(_)
             | Self::Address(_)
             | Self::Usage

@@ -17,6 +17,8 @@ pub struct NewAddress {
     pub domain: Option<String>,
     pub retention: Option<u8>,
     pub label: Option<String>,
+    /// Print the address's epoch 0 keys once, as JSON.
+    pub export_key: bool,
 }
 
 fn days(count: u8) -> String {
@@ -93,6 +95,11 @@ pub async fn create(ctx: &Ctx, new: NewAddress) -> Result<()> {
     outln!("Keeps mail for {}.", days(address.retention_days));
     if let Some(label) = &new.label {
         outln!("Label: {}", escape::line(label));
+    }
+    if new.export_key {
+        let secret = sealing::AddressKeys::derive(&keys, &address.id);
+        outln!("Address key (shown once; it opens this address's mail, keep it secret):");
+        outln!("{}", serde_json::to_string(&secret)?);
     }
     Ok(())
 }

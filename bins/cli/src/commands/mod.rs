@@ -4,6 +4,7 @@
 mod account;
 mod addresses;
 mod agent;
+mod api_keys;
 mod billing;
 mod devices;
 mod domains;
@@ -24,10 +25,10 @@ use sealpost_kernel::Timestamp;
 use url::Url;
 
 use crate::cli::{
-    AddressCommand, AgentCommand, BillingCommand, Cli, Command, DEFAULT_API_URL, DeviceCommand,
-    DomainCommand, MailCommand, MembershipCommand, NotificationsCommand, PlanCommand,
-    SessionsCommand, StaffAbuseCommand, StaffCommand, StaffKeyCommand, StoredCredential,
-    SupportCommand, TeamCommand, TrashCommand,
+    AddressCommand, AgentCommand, ApiKeyCommand, BillingCommand, Cli, Command, DEFAULT_API_URL,
+    DeviceCommand, DomainCommand, MailCommand, MembershipCommand, NotificationsCommand,
+    PlanCommand, SessionsCommand, StaffAbuseCommand, StaffCommand, StaffKeyCommand,
+    StoredCredential, SupportCommand, TeamCommand, TrashCommand,
 };
 use crate::state::{DeviceState, StateDir, StoredSession};
 
@@ -120,6 +121,11 @@ pub async fn run(cli: Cli) -> Result<()> {
             (None, true) => sessions::revoke_others(&ctx).await,
             (None, false) => sessions::list(&ctx).await,
         },
+        Command::ApiKey(command) => match command {
+            ApiKeyCommand::Create { label } => api_keys::create(&ctx, &label).await,
+            ApiKeyCommand::List => api_keys::list(&ctx).await,
+            ApiKeyCommand::Revoke { id } => api_keys::revoke(&ctx, &id).await,
+        },
         Command::Device(command) => match command {
             DeviceCommand::Pair { code, name } => devices::pair(&ctx, &code, name).await,
             DeviceCommand::List => devices::list(&ctx).await,
@@ -134,6 +140,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 domain,
                 retention,
                 label,
+                export_key,
             } => {
                 let new = addresses::NewAddress {
                     prefix,
@@ -141,6 +148,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                     domain,
                     retention,
                     label,
+                    export_key,
                 };
                 addresses::create(&ctx, new).await
             }

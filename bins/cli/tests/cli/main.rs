@@ -11,6 +11,7 @@ mod support;
 
 mod accounts;
 mod addresses;
+mod api_keys;
 mod billing;
 mod devices;
 mod domains;

@@ -1,7 +1,10 @@
 use std::sync::{Arc, Mutex};
 
 use chrono::TimeDelta;
-use sealpost_kernel::{AccountId, Clock, DeviceId, PlanId, SessionId, TestClock, Timestamp};
+use sealpost_kernel::{
+    AccountId, ApiKeyId, Clock, DeviceId, PlanId, SessionId, TestClock, Timestamp,
+};
+use sealpost_plans::LimitError;
 use sealpost_seal::{AccountKeys, RecoveryPhrase, b64, sha256};
 
 use crate::repository::MockAccountRepository;
@@ -454,4 +457,220 @@ async fn sweep_keeps_expired_sessions_for_a_grace_period() {
         .times(1)
         .returning(|_, _, _| Ok(3));
     assert_eq!(service(repo, &clock).sweep().await.unwrap(), 3);
+}
+
+fn label() -> sealpost_seal::SealedBox {
+    sealpost_seal::SealedBox::seal(&[3; 32], "service/v1/api-key-label:key_ci01", b"ci")
+}
+
+fn key_id() -> ApiKeyId {
+    ApiKeyId::parse("key_ci01").unwrap()
+}
+
+fn session_caller() -> Caller {
+    Caller::Session {
+        account: account_id(),
+        session: SessionId::generate(),
+    }
+}
+
+fn on_plan(plan: PlanId, now: Timestamp) -> Account {
+    Account {
+        plan,
+        ..stored_account(now)
+    }
+}
+
+#[tokio::test]
+async fn an_api_key_is_stored_as_a_hash_and_its_prefixed_token_shown_once() {
+    let clock = clock();
+    let now = clock.now();
+    let mut repo = MockAccountRepository::new();
+    repo.expect_account()
+        .returning(move |_| Ok(Some(on_plan(PlanId::Operator, now))));
+    let stored = Arc::new(Mutex::new(None));
+    let keep = stored.clone();
+    repo.expect_create_api_key()
+        .times(1)
+        .returning(move |key, plan, limit| {
+            assert_eq!(plan, PlanId::Operator);
+            assert_eq!(limit, sealpost_plans::plan(PlanId::Operator).api_keys);
+            *keep.lock().unwrap() = Some(key);
+            Ok(ApiKeyOutcome::Created)
+        });
+    let issued = service(repo, &clock)
+        .create_api_key(&session_caller(), key_id(), label())
+        .await
+        .unwrap();
+    assert!(issued.token.starts_with(API_KEY_TOKEN_PREFIX));
+    assert_eq!(issued.token.len(), API_KEY_TOKEN_PREFIX.len() + 43);
+    let key = stored.lock().unwrap().clone().unwrap();
+    assert_eq!(key.token_hash, sha256(issued.token.as_bytes()));
+    assert_eq!(
+        (key.created_at, key.last_used_at, key.paused),
+        (now, None, false)
+    );
+}
+
+#[tokio::test]
+async fn api_keys_need_a_plan_with_them_and_stop_at_its_limit() {
+    let clock = clock();
+    let now = clock.now();
+    let mut repo = MockAccountRepository::new();
+    repo.expect_account()
+        .returning(move |_| Ok(Some(on_plan(PlanId::Free, now))));
+    repo.expect_create_api_key().never();
+    let refused = service(repo, &clock)
+        .create_api_key(&session_caller(), key_id(), label())
+        .await;
+    assert!(matches!(
+        refused,
+        Err(AccountError::Limit(LimitError::ApiKeysNeedOperator))
+    ));
+
+    let mut repo = MockAccountRepository::new();
+    repo.expect_account()
+        .returning(move |_| Ok(Some(on_plan(PlanId::Scale, now))));
+    repo.expect_create_api_key()
+        .returning(|_, _, _| Ok(ApiKeyOutcome::LimitReached));
+    let full = service(repo, &clock)
+        .create_api_key(&session_caller(), key_id(), label())
+        .await;
+    let limit = sealpost_plans::plan(PlanId::Scale).api_keys;
+    assert!(matches!(
+        full,
+        Err(AccountError::Limit(LimitError::ApiKeyLimit { limit: l })) if l == limit
+    ));
+}
+
+#[tokio::test]
+async fn a_plan_that_changed_under_the_lock_is_decided_again() {
+    let clock = clock();
+    let now = clock.now();
+    let mut repo = MockAccountRepository::new();
+    repo.expect_account()
+        .returning(move |_| Ok(Some(on_plan(PlanId::Operator, now))));
+    repo.expect_create_api_key()
+        .times(1)
+        .returning(|_, _, _| Ok(ApiKeyOutcome::PlanChanged(PlanId::Free)));
+    let refused = service(repo, &clock)
+        .create_api_key(&session_caller(), key_id(), label())
+        .await;
+    assert!(matches!(
+        refused,
+        Err(AccountError::Limit(LimitError::ApiKeysNeedOperator))
+    ));
+}
+
+#[tokio::test]
+async fn only_a_session_manages_api_keys() {
+    let clock = clock();
+    let mut repo = MockAccountRepository::new();
+    repo.expect_create_api_key().never();
+    repo.expect_api_keys().never();
+    repo.expect_delete_api_key().never();
+    let accounts = service(repo, &clock);
+    let key_caller = Caller::ApiKey {
+        account: account_id(),
+        key: key_id(),
+    };
+    assert!(matches!(
+        accounts
+            .create_api_key(&key_caller, key_id(), label())
+            .await,
+        Err(AccountError::SessionRequired)
+    ));
+    assert!(matches!(
+        accounts.api_keys(&key_caller).await,
+        Err(AccountError::SessionRequired)
+    ));
+    assert!(matches!(
+        accounts.revoke_api_key(&key_caller, &key_id()).await,
+        Err(AccountError::SessionRequired)
+    ));
+}
+
+#[tokio::test]
+async fn a_key_authenticates_records_its_use_once_an_hour_and_is_refused_while_paused() {
+    let clock = clock();
+    let now = clock.now();
+    let key_token = format!("{API_KEY_TOKEN_PREFIX}{}", token("key-"));
+    let paused_token = format!("{API_KEY_TOKEN_PREFIX}{}", token("paus"));
+    let (live_hash, paused_hash) = (
+        sha256(key_token.as_bytes()),
+        sha256(paused_token.as_bytes()),
+    );
+    let last_used = Arc::new(Mutex::new(None::<Timestamp>));
+    let mut repo = MockAccountRepository::new();
+    let seen = last_used.clone();
+    repo.expect_bearer().returning(move |hash| {
+        let bearer = |last_used_at, paused| Bearer::ApiKey {
+            account_id: account_id(),
+            key_id: key_id(),
+            last_used_at,
+            paused,
+        };
+        Ok(if hash == live_hash {
+            Some(FoundBearer {
+                bearer: bearer(*seen.lock().unwrap(), false),
+                suspended: false,
+            })
+        } else if hash == paused_hash {
+            Some(FoundBearer {
+                bearer: bearer(None, true),
+                suspended: false,
+            })
+        } else {
+            None
+        })
+    });
+    let written = last_used.clone();
+    repo.expect_touch_api_key()
+        .times(2)
+        .returning(move |_, hour| {
+            *written.lock().unwrap() = Some(hour);
+            Ok(())
+        });
+    let accounts = service(repo, &clock);
+    for _ in 0..3 {
+        let found = accounts.authenticate(&key_token).await.unwrap();
+        assert_eq!(
+            found.caller,
+            Caller::ApiKey {
+                account: account_id(),
+                key: key_id()
+            }
+        );
+    }
+    assert_eq!(*last_used.lock().unwrap(), Some(now.start_of_hour()));
+    clock.advance(TimeDelta::hours(1));
+    accounts.authenticate(&key_token).await.unwrap();
+    assert_eq!(
+        *last_used.lock().unwrap(),
+        Some((now + TimeDelta::hours(1)).start_of_hour())
+    );
+    assert!(matches!(
+        accounts.authenticate(&paused_token).await,
+        Err(AccountError::ApiKeyPaused)
+    ));
+    // A key token without its prefix, or with the prefix on a short body, is malformed.
+    assert!(matches!(
+        accounts
+            .authenticate(&format!("{API_KEY_TOKEN_PREFIX}short"))
+            .await,
+        Err(AccountError::Unauthenticated)
+    ));
+}
+
+#[tokio::test]
+async fn revoking_a_key_the_account_lacks_is_not_found() {
+    let clock = clock();
+    let mut repo = MockAccountRepository::new();
+    repo.expect_delete_api_key().returning(|_, _, _| Ok(false));
+    assert!(matches!(
+        service(repo, &clock)
+            .revoke_api_key(&session_caller(), &key_id())
+            .await,
+        Err(AccountError::NotFound)
+    ));
 }

@@ -370,14 +370,16 @@ async fn removing_a_device_unassigns_its_addresses_with_events() {
 }
 
 #[tokio::test]
-async fn heartbeat_reconnects_a_disconnected_device() {
+async fn heartbeat_reconnects_a_disconnected_device_and_keeps_the_exact_time() {
     let clock = clock();
+    // Not truncated to the hour: the two-hour idle rule counts from here.
+    clock.advance(TimeDelta::minutes(34));
     let mut repo = MockDeviceRepository::new();
     repo.expect_device()
         .returning(|_, _| Ok(Some(device(false))));
     repo.expect_record_activity()
-        .withf(|_, _, hour, records| {
-            hour.to_string() == "2026-11-22T12:00:00.000Z"
+        .withf(|_, _, at, records| {
+            at.to_string() == "2026-11-22T12:34:00.000Z"
                 && records.events.len() == 1
                 && records.events[0].kind == EventType::DeviceConnected
         })
@@ -394,7 +396,7 @@ async fn heartbeat_reconnects_a_disconnected_device() {
 async fn the_sweep_reports_stale_devices_disconnected() {
     let clock = clock();
     let mut repo = MockDeviceRepository::new();
-    let cutoff = clock.now() - TimeDelta::hours(3);
+    let cutoff = clock.now() - TimeDelta::hours(2);
     repo.expect_stale_devices()
         .withf(move |before| *before == cutoff)
         .returning(|_| Ok(vec![device(true)]));

@@ -132,7 +132,7 @@ pub async fn me(state: Data<AppState>, caller: Authenticated) -> Result<HttpResp
 }
 
 /// Revokes the current session.
-#[utoipa::path(post, path = "/accounts/signout", tag = "accounts", security(("bearer" = [])), responses(
+#[utoipa::path(post, path = "/accounts/signout", tag = "accounts", security(("session" = [])), responses(
     (status = 204),
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]
@@ -145,7 +145,7 @@ pub async fn sign_out(
 }
 
 /// Live sessions, newest first, the current one marked.
-#[utoipa::path(get, path = "/accounts/sessions", operation_id = "list_sessions", tag = "accounts", security(("bearer" = [])), responses(
+#[utoipa::path(get, path = "/accounts/sessions", operation_id = "list_sessions", tag = "accounts", security(("session" = [])), responses(
     (status = 200, body = wire::SessionList),
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]
@@ -160,7 +160,7 @@ pub async fn sessions(
 }
 
 /// Revokes every session but the current one.
-#[utoipa::path(delete, path = "/accounts/sessions", tag = "accounts", security(("bearer" = [])), responses(
+#[utoipa::path(delete, path = "/accounts/sessions", tag = "accounts", security(("session" = [])), responses(
     (status = 200, body = wire::Revoked),
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]
@@ -173,7 +173,7 @@ pub async fn revoke_other_sessions(
 }
 
 /// Revokes one session (the current one too).
-#[utoipa::path(delete, path = "/accounts/sessions/{id}", tag = "accounts", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/accounts/sessions/{id}", tag = "accounts", security(("session" = [])),
     params(("id" = sealpost_kernel::SessionId, Path)),
     responses(
         (status = 204),
@@ -190,7 +190,7 @@ pub async fn revoke_session(
 }
 
 /// Erases the account and everything in it, at once. The id can never be registered again.
-#[utoipa::path(delete, path = "/accounts/me", operation_id = "erase_account", tag = "accounts", security(("bearer" = [])), responses(
+#[utoipa::path(delete, path = "/accounts/me", operation_id = "erase_account", tag = "accounts", security(("session" = [])), responses(
     (status = 204),
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]

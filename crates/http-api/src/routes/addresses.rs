@@ -82,7 +82,7 @@ pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpRe
 }
 
 /// Creates an address.
-#[utoipa::path(post, path = "/inboxes", operation_id = "create_inbox", tag = "addresses", security(("bearer" = [])), request_body = wire::CreateAddressRequest,
+#[utoipa::path(post, path = "/inboxes", operation_id = "create_inbox", tag = "addresses", security(("session" = [])), request_body = wire::CreateAddressRequest,
     responses((status = 201, body = wire::AddressReply), (status = 400, body = wire::ErrorBody),
         (status = 402, body = wire::ErrorBody, description = "allocation_exhausted"),
         (status = 403, body = wire::ErrorBody, description = "plan_required (localPart, emailAddress below Scale), session_required"),
@@ -143,7 +143,7 @@ pub async fn allocation(
 }
 
 /// Changes the label or the retention; a shorter retention applies to mail already stored.
-#[utoipa::path(patch, path = "/inboxes/{id}", operation_id = "update_inbox", tag = "addresses", security(("bearer" = [])),
+#[utoipa::path(patch, path = "/inboxes/{id}", operation_id = "update_inbox", tag = "addresses", security(("session" = [])),
     params(("id" = sealpost_kernel::AddressId, Path)), request_body = wire::UpdateAddressRequest,
     responses((status = 200, body = wire::AddressReply), (status = 404, body = wire::ErrorBody)))]
 pub async fn update(
@@ -166,7 +166,7 @@ pub async fn update(
 }
 
 /// Deletes the address with its mail; the address is retired for everyone, forever.
-#[utoipa::path(delete, path = "/inboxes/{id}", operation_id = "delete_inbox", tag = "addresses", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/inboxes/{id}", operation_id = "delete_inbox", tag = "addresses", security(("session" = [])),
     params(("id" = sealpost_kernel::AddressId, Path)), responses((status = 204), (status = 404, body = wire::ErrorBody)))]
 pub async fn remove(
     state: Data<AppState>,
@@ -183,7 +183,7 @@ pub async fn remove(
 }
 
 /// Assigns an address to a device (moving it from another device if needed). On Free a device holds one.
-#[utoipa::path(post, path = "/workers/{id}/inboxes", operation_id = "assign_inbox", tag = "addresses", security(("bearer" = [])),
+#[utoipa::path(post, path = "/workers/{id}/inboxes", operation_id = "assign_inbox", tag = "addresses", security(("session" = [])),
     params(("id" = sealpost_kernel::DeviceId, Path)), request_body = wire::AssignRequest,
     responses((status = 200, body = wire::AddressReply), (status = 402, body = wire::ErrorBody, description = "allocation_exhausted: Free device already holds one"),
         (status = 404, body = wire::ErrorBody)))]
@@ -206,7 +206,7 @@ pub async fn assign(
 }
 
 /// Takes an address off a device; it stays on the account.
-#[utoipa::path(delete, path = "/workers/{id}/inboxes/{inboxId}", operation_id = "unassign_inbox", tag = "addresses", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/workers/{id}/inboxes/{inboxId}", operation_id = "unassign_inbox", tag = "addresses", security(("session" = [])),
     params(("id" = sealpost_kernel::DeviceId, Path), ("inboxId" = sealpost_kernel::AddressId, Path)),
     responses((status = 204), (status = 404, body = wire::ErrorBody)))]
 pub async fn unassign(

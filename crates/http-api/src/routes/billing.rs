@@ -50,7 +50,7 @@ fn payment_body(payment: Payment) -> wire::Payment {
 /// Starts a checkout for one 30-day period of a plan: an upgrade, a renewal
 /// of the current plan, a cheaper plan whose limits the account fits, or any
 /// plan while paused after a missed payment.
-#[utoipa::path(post, path = "/billing/checkout", tag = "billing", security(("bearer" = [])),
+#[utoipa::path(post, path = "/billing/checkout", tag = "billing", security(("session" = [])),
     request_body = wire::CheckoutRequest,
     responses((status = 201, body = wire::Checkout),
         (status = 400, body = wire::ErrorBody, description = "invalid_field: unknown planId or provider, or a plan not sold through checkout (free, enterprise)"),

@@ -27,7 +27,8 @@ fn device_body(device: Device) -> wire::Device {
         kind: device.kind.as_str().into(),
         platform: device.platform.as_str().into(),
         created_at: device.created_at,
-        last_active_at: device.last_active_at,
+        // Kept exact for the idle rule; shown to the hour.
+        last_active_at: device.last_active_at.map(|at| at.start_of_hour()),
         paused_at: device.paused_at,
         profile: device.profile,
         public_key: device.public_key,
@@ -108,7 +109,7 @@ pub async fn cancel_pairing(
 }
 
 /// Finds a waiting session by its code. Ten failed lookups in five minutes, per account or IP, give 429.
-#[utoipa::path(post, path = "/workers/pair/lookup", operation_id = "lookup_pairing", tag = "devices", security(("bearer" = [])), request_body = wire::LookupRequest,
+#[utoipa::path(post, path = "/workers/pair/lookup", operation_id = "lookup_pairing", tag = "devices", security(("session" = [])), request_body = wire::LookupRequest,
     responses((status = 200, body = wire::LookupReply), (status = 404, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 pub async fn lookup(
     state: Data<AppState>,
@@ -133,7 +134,7 @@ pub async fn lookup(
 }
 
 /// Claims the looked-up session: creates the device and mints its credential.
-#[utoipa::path(post, path = "/workers/pair", operation_id = "claim_pairing", tag = "devices", security(("bearer" = [])), request_body = wire::ClaimRequest,
+#[utoipa::path(post, path = "/workers/pair", operation_id = "claim_pairing", tag = "devices", security(("session" = [])), request_body = wire::ClaimRequest,
     responses((status = 201, body = wire::DeviceReply), (status = 402, body = wire::ErrorBody, description = "worker_limit_reached"),
         (status = 404, body = wire::ErrorBody), (status = 409, body = wire::ErrorBody, description = "already_used, id_taken")))]
 pub async fn claim(
@@ -194,7 +195,7 @@ pub async fn get_one(
 }
 
 /// Updates the sealed profile, or disables the device.
-#[utoipa::path(patch, path = "/workers/{id}", operation_id = "update_worker", tag = "devices", security(("bearer" = [])),
+#[utoipa::path(patch, path = "/workers/{id}", operation_id = "update_worker", tag = "devices", security(("session" = [])),
     params(("id" = sealpost_kernel::DeviceId, Path)), request_body = wire::UpdateDeviceRequest,
     responses((status = 200, body = wire::DeviceReply), (status = 404, body = wire::ErrorBody)))]
 pub async fn update(
@@ -235,7 +236,7 @@ pub async fn update(
 }
 
 /// Removes the device: its credential stops, its addresses become unassigned.
-#[utoipa::path(delete, path = "/workers/{id}", operation_id = "delete_worker", tag = "devices", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/workers/{id}", operation_id = "delete_worker", tag = "devices", security(("session" = [])),
     params(("id" = sealpost_kernel::DeviceId, Path)), responses((status = 204), (status = 404, body = wire::ErrorBody)))]
 pub async fn remove(
     state: Data<AppState>,
@@ -248,7 +249,7 @@ pub async fn remove(
 }
 
 /// Reports the calling device active (device credential only).
-#[utoipa::path(post, path = "/workers/heartbeat", operation_id = "worker_heartbeat", tag = "devices", security(("bearer" = [])),
+#[utoipa::path(post, path = "/workers/heartbeat", operation_id = "worker_heartbeat", tag = "devices", security(("device" = [])),
     responses((status = 200, body = wire::DeviceReply), (status = 403, body = wire::ErrorBody, description = "device_required: the caller is not a device")))]
 pub async fn heartbeat(
     state: Data<AppState>,
@@ -267,7 +268,7 @@ fn keys_body(bundle: sealpost_devices::KeyBundle) -> wire::DeviceKeys {
 }
 
 /// Hands a sealed key bundle to a paired device (replaces the previous one).
-#[utoipa::path(post, path = "/workers/{id}/keys", operation_id = "set_worker_keys", tag = "devices", security(("bearer" = [])),
+#[utoipa::path(post, path = "/workers/{id}/keys", operation_id = "set_worker_keys", tag = "devices", security(("session" = [])),
     params(("id" = sealpost_kernel::DeviceId, Path)), request_body = wire::KeysRequest,
     responses((status = 200, body = wire::DeviceKeys), (status = 404, body = wire::ErrorBody)))]
 pub async fn set_keys(

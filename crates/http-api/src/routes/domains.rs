@@ -39,7 +39,7 @@ fn path_name(state: &AppState, text: &str) -> Result<DomainName, ApiError> {
 }
 
 /// Claims an own domain (Scale and up) and answers the TXT record that proves ownership. Claiming a domain the account already claimed answers the same record (200).
-#[utoipa::path(post, path = "/domains/custom", operation_id = "add_custom_domain", tag = "domains", security(("bearer" = [])),
+#[utoipa::path(post, path = "/domains/custom", operation_id = "add_custom_domain", tag = "domains", security(("session" = [])),
     request_body = wire::AddDomainRequest,
     responses((status = 201, body = wire::AddDomainReply), (status = 200, body = wire::AddDomainReply, description = "already claimed by this account"),
         (status = 400, body = wire::ErrorBody, description = "invalid_field: not a registrable domain name, an IP address, or one of the service's own domains"),
@@ -80,7 +80,7 @@ pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpRe
 }
 
 /// Looks up the TXT record, the delegation and the MX record now and moves the step.
-#[utoipa::path(post, path = "/domains/custom/{domain}/check", operation_id = "check_custom_domain", tag = "domains", security(("bearer" = [])),
+#[utoipa::path(post, path = "/domains/custom/{domain}/check", operation_id = "check_custom_domain", tag = "domains", security(("session" = [])),
     params(("domain" = String, Path)),
     responses((status = 200, body = wire::OwnDomainReply), (status = 403, body = wire::ErrorBody, description = "session_required"),
         (status = 404, body = wire::ErrorBody)))]
@@ -97,7 +97,7 @@ pub async fn check(
 }
 
 /// Removes an own domain; refused while addresses exist on it.
-#[utoipa::path(delete, path = "/domains/custom/{domain}", operation_id = "remove_custom_domain", tag = "domains", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/domains/custom/{domain}", operation_id = "remove_custom_domain", tag = "domains", security(("session" = [])),
     params(("domain" = String, Path)),
     responses((status = 204), (status = 403, body = wire::ErrorBody, description = "session_required"),
         (status = 404, body = wire::ErrorBody),

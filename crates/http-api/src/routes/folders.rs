@@ -201,7 +201,7 @@ pub async fn remove(
 }
 
 /// Deletes every message in the account's trash, attachments included (session only).
-#[utoipa::path(post, path = "/messages/trash/empty", tag = "messages", security(("bearer" = [])),
+#[utoipa::path(post, path = "/messages/trash/empty", tag = "messages", security(("session" = [])),
     responses((status = 200, body = wire::EmptiedBody), (status = 403, body = ErrorBody, description = "session_required")))]
 pub async fn empty_trash(
     state: Data<AppState>,

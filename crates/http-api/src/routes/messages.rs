@@ -217,7 +217,7 @@ pub async fn mark_read(
 }
 
 /// The 200 newest messages across the calling device's addresses (device credential only).
-#[utoipa::path(operation_id = "worker_messages", get, path = "/workers/messages", tag = "messages", security(("bearer" = [])),
+#[utoipa::path(operation_id = "worker_messages", get, path = "/workers/messages", tag = "messages", security(("device" = [])),
     responses((status = 200, body = wire::MessageList), (status = 403, body = wire::ErrorBody, description = "device_required: the caller is not a device")))]
 pub async fn device_messages(
     state: Data<AppState>,
@@ -232,7 +232,7 @@ pub async fn device_messages(
 
 /// Delivers a message outside SMTP: parsed and sealed exactly as SMTP mail is,
 /// counted against the received-mail allowance, recorded as `message.received`.
-#[utoipa::path(post, path = "/messages", operation_id = "store_inbound_message", tag = "messages", security(("bearer" = [])), request_body = wire::DeliverRequest,
+#[utoipa::path(post, path = "/messages", operation_id = "store_inbound_message", tag = "messages", security(("session" = [])), request_body = wire::DeliverRequest,
     responses((status = 201, body = wire::Delivered), (status = 400, body = wire::ErrorBody, description = "invalid_field, invalid_key (address without publicKey)"),
         (status = 403, body = wire::ErrorBody, description = "plan_required: the address is on an own domain whose plan lost own domains more than 21 days ago; session_required"),
         (status = 404, body = wire::ErrorBody), (status = 413, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody, description = "allowance used up")))]

@@ -2,6 +2,7 @@ pub mod abuse;
 pub mod accounts;
 pub mod activity;
 pub mod addresses;
+pub mod api_keys;
 pub mod billing;
 pub mod devices;
 pub mod domains;

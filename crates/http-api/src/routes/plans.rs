@@ -193,7 +193,7 @@ pub async fn get_subscription(
 }
 
 /// Moves to a plan priced the same or lower. A dearer plan goes through checkout.
-#[utoipa::path(post, path = "/subscription/plan", tag = "billing", security(("bearer" = [])),
+#[utoipa::path(post, path = "/subscription/plan", tag = "billing", security(("session" = [])),
     request_body = wire::ChangePlanRequest,
     responses((status = 200, body = wire::SubscriptionReply),
         (status = 400, body = wire::ErrorBody, description = "invalid_field: unknown planId"),

@@ -17,7 +17,7 @@ pub const SEND_BODY_LIMIT: usize = 2 * 1024 * 1024;
 /// relay, DKIM-signed. Answers only after the relay accepted it; keeps a
 /// sealed copy in `sent`. Counts one send per recipient against the plan's
 /// hourly and daily limits.
-#[utoipa::path(post, path = "/messages/send", operation_id = "send_message", tag = "messages", security(("bearer" = [])),
+#[utoipa::path(post, path = "/messages/send", operation_id = "send_message", tag = "messages", security(("session" = [])),
     request_body = SendMailRequest,
     responses((status = 200, body = SentMail),
         (status = 400, body = ErrorBody, description = "invalid_field: a malformed address, too many recipients, control characters in a header, an oversize body"),

@@ -78,7 +78,7 @@ impl StatusQuery {
 }
 
 /// Tickets of every account, most recently active first (up to 500).
-#[utoipa::path(get, path = "/staff/tickets", operation_id = "list_staff_tickets", tag = "staff", security(("bearer" = [])), params(StatusQuery),
+#[utoipa::path(get, path = "/staff/tickets", operation_id = "list_staff_tickets", tag = "staff", security(("staff" = [])), params(StatusQuery),
     responses((status = 200, body = wire::StaffTicketList), (status = 400, body = wire::ErrorBody, description = "invalid_field: status"),
         (status = 401, body = wire::ErrorBody, description = "not a live staff token")))]
 pub async fn tickets(
@@ -94,7 +94,7 @@ pub async fn tickets(
 }
 
 /// One ticket with its `forStaff` copies and the account's last key binding.
-#[utoipa::path(get, path = "/staff/tickets/{id}", operation_id = "get_staff_ticket", tag = "staff", security(("bearer" = [])), params(("id" = String, Path)),
+#[utoipa::path(get, path = "/staff/tickets/{id}", operation_id = "get_staff_ticket", tag = "staff", security(("staff" = [])), params(("id" = String, Path)),
     responses((status = 200, body = wire::StaffTicketDetail), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn get_ticket(
     state: Data<AppState>,
@@ -126,7 +126,7 @@ pub async fn get_ticket(
 
 /// A staff reply, both copies sealed by the staff client. The account sees
 /// the ticket unread with `lastAuthor: staff` and gets a support push.
-#[utoipa::path(post, path = "/staff/tickets/{id}/messages", operation_id = "reply_to_ticket", tag = "staff", security(("bearer" = [])),
+#[utoipa::path(post, path = "/staff/tickets/{id}/messages", operation_id = "reply_to_ticket", tag = "staff", security(("staff" = [])),
     params(("id" = String, Path)), request_body = wire::TicketMessageRequest,
     responses((status = 201, body = wire::MessageAdded), (status = 400, body = wire::ErrorBody, description = "invalid_id, invalid_key, invalid_box"),
         (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody),
@@ -148,7 +148,7 @@ pub async fn reply(
 }
 
 /// Resolves a ticket; the account gets a support push.
-#[utoipa::path(post, path = "/staff/tickets/{id}/resolve", operation_id = "resolve_ticket", tag = "staff", security(("bearer" = [])), params(("id" = String, Path)),
+#[utoipa::path(post, path = "/staff/tickets/{id}/resolve", operation_id = "resolve_ticket", tag = "staff", security(("staff" = [])), params(("id" = String, Path)),
     responses((status = 200, body = wire::StaffTicketReply), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn resolve(
     state: Data<AppState>,
@@ -164,7 +164,7 @@ pub async fn resolve(
 
 /// Rotates the support key: new tickets and messages must be sealed to it
 /// (409 `staff_key_changed` otherwise); old ones keep the key they were sealed to.
-#[utoipa::path(post, path = "/staff/support-key", operation_id = "rotate_support_key", tag = "staff", security(("bearer" = [])), request_body = wire::RotateKeyRequest,
+#[utoipa::path(post, path = "/staff/support-key", operation_id = "rotate_support_key", tag = "staff", security(("staff" = [])), request_body = wire::RotateKeyRequest,
     responses((status = 200, body = wire::SwitchesBody), (status = 400, body = wire::ErrorBody, description = "invalid_key"), (status = 401, body = wire::ErrorBody)))]
 pub async fn rotate_key(
     state: Data<AppState>,
@@ -177,7 +177,7 @@ pub async fn rotate_key(
 }
 
 /// The operator switches.
-#[utoipa::path(get, path = "/staff/switches", tag = "staff", security(("bearer" = [])),
+#[utoipa::path(get, path = "/staff/switches", tag = "staff", security(("staff" = [])),
     responses((status = 200, body = wire::SwitchesBody), (status = 401, body = wire::ErrorBody)))]
 pub async fn get_switches(
     state: Data<AppState>,
@@ -188,7 +188,7 @@ pub async fn get_switches(
 }
 
 /// Switches in-app support off or on, pauses or resumes adding webhooks.
-#[utoipa::path(patch, path = "/staff/switches", tag = "staff", security(("bearer" = [])), request_body = wire::SwitchesRequest,
+#[utoipa::path(patch, path = "/staff/switches", tag = "staff", security(("staff" = [])), request_body = wire::SwitchesRequest,
     responses((status = 200, body = wire::SwitchesBody), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody)))]
 pub async fn update_switches(
     state: Data<AppState>,
@@ -217,7 +217,7 @@ async fn suspension_body(
 
 /// Suspends an account: every endpoint but `/support*` answers 403
 /// `account_suspended`, its mail is refused, its webhooks wait; nothing is deleted.
-#[utoipa::path(post, path = "/staff/accounts/{id}/suspend", operation_id = "suspend_account", tag = "staff", security(("bearer" = [])),
+#[utoipa::path(post, path = "/staff/accounts/{id}/suspend", operation_id = "suspend_account", tag = "staff", security(("staff" = [])),
     params(("id" = String, Path)), request_body = wire::SuspendRequest,
     responses((status = 200, body = wire::SuspensionBody), (status = 400, body = wire::ErrorBody, description = "invalid_field: reason"),
         (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
@@ -236,7 +236,7 @@ pub async fn suspend(
 }
 
 /// Lifts a suspension; held webhook deliveries go out again.
-#[utoipa::path(post, path = "/staff/accounts/{id}/unsuspend", operation_id = "unsuspend_account", tag = "staff", security(("bearer" = [])),
+#[utoipa::path(post, path = "/staff/accounts/{id}/unsuspend", operation_id = "unsuspend_account", tag = "staff", security(("staff" = [])),
     params(("id" = String, Path)), request_body = wire::SuspendRequest,
     responses((status = 200, body = wire::SuspensionBody), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn unsuspend(
@@ -275,7 +275,7 @@ fn report_body(report: AbuseReport) -> wire::AbuseReportBody {
 
 /// Abuse reports, newest first (up to 500), with the account each target
 /// belonged to.
-#[utoipa::path(get, path = "/staff/abuse-reports", operation_id = "list_abuse_reports", tag = "staff", security(("bearer" = [])), params(StatusQuery),
+#[utoipa::path(get, path = "/staff/abuse-reports", operation_id = "list_abuse_reports", tag = "staff", security(("staff" = [])), params(StatusQuery),
     responses((status = 200, body = wire::AbuseReportList), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody)))]
 pub async fn abuse_reports(
     state: Data<AppState>,
@@ -290,7 +290,7 @@ pub async fn abuse_reports(
 }
 
 /// Resolves a report with a note.
-#[utoipa::path(post, path = "/staff/abuse-reports/{id}/resolve", tag = "staff", security(("bearer" = [])),
+#[utoipa::path(post, path = "/staff/abuse-reports/{id}/resolve", tag = "staff", security(("staff" = [])),
     params(("id" = String, Path)), request_body = wire::ResolveReportRequest,
     responses((status = 204), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn resolve_report(
@@ -329,7 +329,7 @@ fn audit_body(entry: AuditEntry) -> wire::AuditEntryBody {
 }
 
 /// The audit log of staff actions, newest first.
-#[utoipa::path(get, path = "/staff/audit", operation_id = "list_staff_audit", tag = "staff", security(("bearer" = [])), params(AuditQuery),
+#[utoipa::path(get, path = "/staff/audit", operation_id = "list_staff_audit", tag = "staff", security(("staff" = [])), params(AuditQuery),
     responses((status = 200, body = wire::AuditLog), (status = 401, body = wire::ErrorBody)))]
 pub async fn audit(
     state: Data<AppState>,

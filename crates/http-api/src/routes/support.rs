@@ -92,7 +92,7 @@ async fn current_key(state: &AppState) -> Result<Option<String>, ApiError> {
 
 /// The account's tickets (newest first), whether support takes requests,
 /// and the key to seal them to.
-#[utoipa::path(get, path = "/support", operation_id = "support_overview", tag = "support", security(("bearer" = [])),
+#[utoipa::path(get, path = "/support", operation_id = "support_overview", tag = "support", security(("session" = [])),
     responses((status = 200, body = wire::SupportOverview),
         (status = 403, body = wire::ErrorBody, description = "session_required")))]
 pub async fn overview(
@@ -112,7 +112,7 @@ pub async fn overview(
 }
 
 /// Opens a ticket: its sealed header and first message, each in two copies.
-#[utoipa::path(post, path = "/support/tickets", operation_id = "open_ticket", tag = "support", security(("bearer" = [])),
+#[utoipa::path(post, path = "/support/tickets", operation_id = "open_ticket", tag = "support", security(("session" = [])),
     request_body = wire::CreateTicketRequest,
     responses((status = 201, body = wire::TicketReply),
         (status = 400, body = wire::ErrorBody, description = "invalid_id, invalid_key, invalid_box, invalid_field (binding)"),
@@ -157,7 +157,7 @@ pub async fn create(
 }
 
 /// One ticket with its messages (`forAccount` copies); staff replies are marked read.
-#[utoipa::path(get, path = "/support/tickets/{id}", operation_id = "get_ticket", tag = "support", security(("bearer" = [])),
+#[utoipa::path(get, path = "/support/tickets/{id}", operation_id = "get_ticket", tag = "support", security(("session" = [])),
     params(("id" = String, Path)),
     responses((status = 200, body = wire::TicketDetail),
         (status = 403, body = wire::ErrorBody, description = "session_required"),
@@ -180,7 +180,7 @@ pub async fn get_one(
 }
 
 /// Adds the account's message to an open ticket.
-#[utoipa::path(post, path = "/support/tickets/{id}/messages", operation_id = "add_ticket_message", tag = "support", security(("bearer" = [])),
+#[utoipa::path(post, path = "/support/tickets/{id}/messages", operation_id = "add_ticket_message", tag = "support", security(("session" = [])),
     params(("id" = String, Path)), request_body = wire::TicketMessageRequest,
     responses((status = 201, body = wire::MessageAdded),
         (status = 400, body = wire::ErrorBody, description = "invalid_id, invalid_key, invalid_box"),
@@ -203,7 +203,7 @@ pub async fn add_message(
 }
 
 /// Marks the ticket resolved (already resolved: unchanged).
-#[utoipa::path(post, path = "/support/tickets/{id}/close", operation_id = "close_ticket", tag = "support", security(("bearer" = [])),
+#[utoipa::path(post, path = "/support/tickets/{id}/close", operation_id = "close_ticket", tag = "support", security(("session" = [])),
     params(("id" = String, Path)),
     responses((status = 200, body = wire::TicketReply),
         (status = 403, body = wire::ErrorBody, description = "session_required"),
@@ -222,7 +222,7 @@ pub async fn close(
 }
 
 /// Opens a resolved ticket again; it counts against the five open.
-#[utoipa::path(post, path = "/support/tickets/{id}/reopen", operation_id = "reopen_ticket", tag = "support", security(("bearer" = [])),
+#[utoipa::path(post, path = "/support/tickets/{id}/reopen", operation_id = "reopen_ticket", tag = "support", security(("session" = [])),
     params(("id" = String, Path)),
     responses((status = 200, body = wire::TicketReply),
         (status = 403, body = wire::ErrorBody, description = "session_required"),
@@ -242,7 +242,7 @@ pub async fn reopen(
 }
 
 /// Stores the account's binding for the current support key.
-#[utoipa::path(post, path = "/support/key", operation_id = "bind_support_key", tag = "support", security(("bearer" = [])),
+#[utoipa::path(post, path = "/support/key", operation_id = "bind_support_key", tag = "support", security(("session" = [])),
     request_body = wire::SupportKeyRequest,
     responses((status = 200, body = wire::SupportKeyReply),
         (status = 400, body = wire::ErrorBody, description = "invalid_key, invalid_field (binding)"),

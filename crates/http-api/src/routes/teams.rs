@@ -128,7 +128,7 @@ async fn member_reply(
 }
 
 /// The owner's members with their grants, and the plan's member limit.
-#[utoipa::path(get, path = "/team", operation_id = "get_team", tag = "teams", security(("bearer" = [])),
+#[utoipa::path(get, path = "/team", operation_id = "get_team", tag = "teams", security(("session" = [])),
     responses((status = 200, body = wire::Team),
         (status = 402, body = wire::ErrorBody, description = "plan_capability_required: teams need Fleet or Enterprise"),
         (status = 403, body = wire::ErrorBody, description = "session_required")))]
@@ -142,7 +142,7 @@ pub async fn show(state: Data<AppState>, caller: SessionCaller) -> Result<HttpRe
 
 /// Adds an account to the team by the key it signs in with (from its join
 /// code); the owner keeps that key sealed in its vault as `pin`.
-#[utoipa::path(post, path = "/team/members", tag = "teams", security(("bearer" = [])),
+#[utoipa::path(post, path = "/team/members", tag = "teams", security(("session" = [])),
     request_body = wire::AddMemberRequest,
     responses((status = 201, body = wire::TeamMemberReply),
         (status = 400, body = wire::ErrorBody, description = "invalid_id, invalid_key, invalid_box, invalid_field (the owner itself)"),
@@ -172,7 +172,7 @@ pub async fn add_member(
 }
 
 /// Removes a member and every grant it holds; its access ends at once.
-#[utoipa::path(delete, path = "/team/members/{memberId}", tag = "teams", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/team/members/{memberId}", tag = "teams", security(("session" = [])),
     params(("memberId" = String, Path)),
     responses((status = 204),
         (status = 402, body = wire::ErrorBody, description = "plan_capability_required"),
@@ -193,7 +193,7 @@ pub async fn remove_member(
 /// Stores up to 500 grants, all or nothing: each one address's keys at one
 /// epoch (0 up to its `keyEpoch`) sealed to the member. The access given
 /// for an address becomes the access of every epoch the member holds for it.
-#[utoipa::path(post, path = "/team/members/{memberId}/grants", operation_id = "grant_inboxes", tag = "teams", security(("bearer" = [])),
+#[utoipa::path(post, path = "/team/members/{memberId}/grants", operation_id = "grant_inboxes", tag = "teams", security(("session" = [])),
     params(("memberId" = String, Path)), request_body = wire::GrantsRequest,
     responses((status = 200, body = wire::TeamMemberReply),
         (status = 400, body = wire::ErrorBody, description = "invalid_field (none, more than 500, an address twice at one epoch or with two accesses), invalid_id, invalid_box"),
@@ -235,7 +235,7 @@ pub async fn grant(
 }
 
 /// Takes one address back from a member (every epoch); its access ends at once.
-#[utoipa::path(delete, path = "/team/members/{memberId}/grants/{inboxId}", operation_id = "revoke_grant", tag = "teams", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/team/members/{memberId}/grants/{inboxId}", operation_id = "revoke_grant", tag = "teams", security(("session" = [])),
     params(("memberId" = String, Path), ("inboxId" = String, Path)),
     responses((status = 204),
         (status = 402, body = wire::ErrorBody, description = "plan_capability_required"),
@@ -261,7 +261,7 @@ pub async fn revoke(
 /// (403), the body (400), plan (402), the path (404), the address (404),
 /// the epoch (409 `epoch_conflict` unless it is `keyEpoch + 1`), then 503
 /// `feature_disabled`.
-#[utoipa::path(post, path = "/inboxes/{id}/rotate", operation_id = "rotate_inbox_key", tag = "teams", security(("bearer" = [])),
+#[utoipa::path(post, path = "/inboxes/{id}/rotate", operation_id = "rotate_inbox_key", tag = "teams", security(("session" = [])),
     params(("id" = String, Path)), request_body = wire::RotateRequest,
     responses(
         (status = 400, body = wire::ErrorBody, description = "invalid_key, invalid_id, invalid_box, invalid_field"),
@@ -301,7 +301,7 @@ pub async fn rotate(
 
 /// The teams the caller is in, with the addresses shared with it and their
 /// keys sealed to it. Any plan.
-#[utoipa::path(get, path = "/memberships", operation_id = "list_memberships", tag = "teams", security(("bearer" = [])),
+#[utoipa::path(get, path = "/memberships", operation_id = "list_memberships", tag = "teams", security(("session" = [])),
     responses((status = 200, body = wire::MembershipList),
         (status = 403, body = wire::ErrorBody, description = "session_required")))]
 pub async fn memberships(
@@ -315,7 +315,7 @@ pub async fn memberships(
 }
 
 /// Leaves a team: the grants to the caller go with it.
-#[utoipa::path(delete, path = "/memberships/{ownerId}", operation_id = "leave_team", tag = "teams", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/memberships/{ownerId}", operation_id = "leave_team", tag = "teams", security(("session" = [])),
     params(("ownerId" = String, Path)),
     responses((status = 204),
         (status = 403, body = wire::ErrorBody, description = "session_required"),

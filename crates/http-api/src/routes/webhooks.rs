@@ -78,7 +78,7 @@ pub async fn list(state: Data<AppState>, caller: Authenticated) -> Result<HttpRe
 }
 
 /// Registers an https endpoint (10 per account); the secret is returned once.
-#[utoipa::path(post, path = "/webhook-endpoints", operation_id = "create_webhook_endpoint", tag = "webhooks", security(("bearer" = [])), request_body = wire::CreateWebhookRequest,
+#[utoipa::path(post, path = "/webhook-endpoints", operation_id = "create_webhook_endpoint", tag = "webhooks", security(("session" = [])), request_body = wire::CreateWebhookRequest,
     responses((status = 201, body = wire::CreatedWebhook), (status = 400, body = wire::ErrorBody, description = "invalid_url, invalid_field, invalid_id, invalid_box"),
         (status = 403, body = wire::ErrorBody, description = "plan_required"), (status = 409, body = wire::ErrorBody, description = "limit_reached, id_taken"),
         (status = 503, body = wire::ErrorBody, description = "feature_disabled: adding webhooks is paused")))]
@@ -88,7 +88,7 @@ pub async fn create(
     Json(body): Json<wire::CreateWebhookRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let plan = webhook_plan(&state, &caller.account).await?;
-    // Operators can pause adding webhooks; existing ones keep delivering.
+    // Operators can pause webhooks: no new ones, and deliveries wait.
     if state.support.availability().await?.switches.webhooks_paused {
         return Err(ApiError::new(
             ErrorCode::FeatureDisabled,
@@ -110,7 +110,7 @@ pub async fn create(
 }
 
 /// Changes url, events, meta or status.
-#[utoipa::path(patch, path = "/webhook-endpoints/{id}", operation_id = "update_webhook_endpoint", tag = "webhooks", security(("bearer" = [])),
+#[utoipa::path(patch, path = "/webhook-endpoints/{id}", operation_id = "update_webhook_endpoint", tag = "webhooks", security(("session" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path)), request_body = wire::UpdateWebhookRequest,
     responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 200, body = wire::WebhookReply), (status = 400, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn update(
@@ -146,7 +146,7 @@ pub async fn update(
 }
 
 /// Removes the endpoint and its delivery log.
-#[utoipa::path(delete, path = "/webhook-endpoints/{id}", operation_id = "delete_webhook_endpoint", tag = "webhooks", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/webhook-endpoints/{id}", operation_id = "delete_webhook_endpoint", tag = "webhooks", security(("session" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path)), responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 204), (status = 404, body = wire::ErrorBody)))]
 pub async fn remove(
     state: Data<AppState>,
@@ -160,7 +160,7 @@ pub async fn remove(
 }
 
 /// A new signing secret, shown once; the old one stops at once.
-#[utoipa::path(post, path = "/webhook-endpoints/{id}/rotate-secret", operation_id = "rotate_webhook_secret", tag = "webhooks", security(("bearer" = [])),
+#[utoipa::path(post, path = "/webhook-endpoints/{id}/rotate-secret", operation_id = "rotate_webhook_secret", tag = "webhooks", security(("session" = [])),
     params(("id" = sealpost_kernel::WebhookId, Path)), responses((status = 403, body = wire::ErrorBody, description = "plan_required: the plan does not include webhooks"), (status = 200, body = wire::Secret), (status = 404, body = wire::ErrorBody)))]
 pub async fn rotate_secret(
     state: Data<AppState>,

@@ -133,7 +133,7 @@ pub(super) async fn record_activity(
     store: &PgStore,
     account: &AccountId,
     id: &DeviceId,
-    at_hour: Timestamp,
+    at: Timestamp,
     records: Records,
 ) -> Result<(), StoreError> {
     let mut conn = store.conn().await?;
@@ -150,7 +150,7 @@ pub(super) async fn record_activity(
             write_records(conn, &records).await?;
         }
         diesel::update(mine)
-            .set(devices::last_active_at.eq(at_hour.as_datetime()))
+            .set(devices::last_active_at.eq(at.as_datetime()))
             .execute(conn)
             .await?;
         Ok::<_, diesel::result::Error>(())

@@ -258,10 +258,10 @@ impl DeviceRepository for PgStore {
         &self,
         account: &AccountId,
         id: &DeviceId,
-        at_hour: Timestamp,
+        at: Timestamp,
         records: Records,
     ) -> Result<(), StoreError> {
-        lifecycle::record_activity(self, account, id, at_hour, records).await
+        lifecycle::record_activity(self, account, id, at, records).await
     }
 
     async fn set_keys(

@@ -36,7 +36,10 @@ pub(super) async fn claim_due(
     // would visit every one until vacuum.
     // Endpoints at their cap take nothing, so they never crowd out
     // others. A suspended account's endpoints take nothing either: their
-    // deliveries wait, pending, until the suspension is lifted. Rows another sender is leasing right now are skipped, and
+    // deliveries wait, pending, until the suspension is lifted. While staff
+    // pause webhooks (`webhooksPaused`) no endpoint takes anything: every
+    // delivery waits, pending, and goes out once they resume. Rows another
+    // sender is leasing right now are skipped, and
     // the lease is re-checked as it is taken: no delivery is leased twice.
     let rows: Vec<DeliveryRow> = diesel::sql_query(
         "WITH RECURSIVE endpoints AS ( \
@@ -54,7 +57,8 @@ pub(super) async fn claim_due(
                   ORDER BY f.lease_until LIMIT $4) l) AS free \
            FROM endpoints e JOIN webhooks w ON w.id = e.id \
            WHERE NOT EXISTS (SELECT 1 FROM account_suspensions x \
-                             WHERE x.account_id = w.account_id)), \
+                             WHERE x.account_id = w.account_id) \
+             AND NOT EXISTS (SELECT 1 FROM operator_switches o WHERE o.webhooks_paused)), \
          picked AS ( \
            SELECT p.id, p.next_attempt_at FROM slots s CROSS JOIN LATERAL ( \
              SELECT d.id, d.next_attempt_at FROM webhook_deliveries d \

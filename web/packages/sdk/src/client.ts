@@ -74,7 +74,7 @@ export class WaitTimeoutError extends Error {
 export interface ClientOptions {
   /** For example `https://api.example.com` or `http://127.0.0.1:8080`. */
   baseUrl: string;
-  /** Bearer token: a session token or a device credential. */
+  /** Bearer token: a session token, a device credential or an API key (`spk_...`). */
   token?: string;
   /** The account's keys, when known: addresses get derived keys, mail opens without more. */
   keys?: AccountKeys;
