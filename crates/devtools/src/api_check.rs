@@ -220,7 +220,13 @@ fn check(
     // staff API with a staff token, which no account session can use.
     let mut create = Command::new(api_binary);
     configure(&mut create);
-    let staff_token = staff_token(create.args(["staff-token", "create", "api-check"]))?;
+    let staff_token = staff_token(create.args([
+        "staff-token",
+        "create",
+        "api-check",
+        "--roles",
+        "read,reply,moderate,rotate",
+    ]))?;
     let only = ["--include-path-regex".to_owned(), "^/staff/".to_owned()];
     passed &= schemathesis(st, &config, &base, &staff_token, "staff API", &only)?;
     drop(api);

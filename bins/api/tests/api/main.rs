@@ -24,6 +24,7 @@ mod secrets;
 mod sending;
 mod smtp_limits;
 mod staff;
+mod staff_access;
 mod storage;
 mod teams;
 mod tickets;
