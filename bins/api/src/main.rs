@@ -36,7 +36,15 @@ enum Command {
 #[derive(clap::Subcommand)]
 enum StaffToken {
     /// Creates a token for NAME and prints it once; only its hash is stored.
-    Create { name: String },
+    Create {
+        name: String,
+        /// Comma list of what it may do: read, reply, moderate, rotate.
+        #[arg(long, default_value = "read,reply")]
+        roles: String,
+        /// Days it lives (1 to 366); SEALPOST_STAFF_TOKEN_DAYS (90) when left out.
+        #[arg(long)]
+        days: Option<u32>,
+    },
     /// Revokes a token by its id (stm_...) or name.
     Revoke { id_or_name: String },
     /// Lists tokens, live and revoked.
@@ -51,7 +59,9 @@ async fn main() -> anyhow::Result<()> {
     if let Some(Command::StaffToken(command)) = args.command {
         use sealpost_api_server::StaffTokenCommand;
         let command = match command {
-            StaffToken::Create { name } => StaffTokenCommand::Create(name),
+            StaffToken::Create { name, roles, days } => {
+                StaffTokenCommand::Create { name, roles, days }
+            }
             StaffToken::Revoke { id_or_name } => StaffTokenCommand::Revoke(id_or_name),
             StaffToken::List => StaffTokenCommand::List,
         };

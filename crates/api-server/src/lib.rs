@@ -243,8 +243,14 @@ fn service_domains(config: &Config) -> Vec<String> {
 
 /// What `sealpost-api staff-token ...` does.
 pub enum StaffTokenCommand {
-    /// A new token for a named staff member, printed once.
-    Create(String),
+    /// A new token for a named staff member, printed once, with a comma list
+    /// of roles and a lifetime in days (`SEALPOST_STAFF_TOKEN_DAYS` when
+    /// `None`).
+    Create {
+        name: String,
+        roles: String,
+        days: Option<u32>,
+    },
     /// Revokes a token by id or name.
     Revoke(String),
     List,
@@ -261,13 +267,24 @@ pub async fn staff_token(
         .context("migrating the database")?;
     let store =
         PgStore::connect(config.database_url.expose(), 2).context("connecting to the database")?;
+    let lifetime = sealpost_support::staff_access::token_lifetime(config.staff_token_days)?;
     let staff =
-        sealpost_support::Staff::new(Arc::new(store), Arc::new(sealpost_kernel::SystemClock));
+        sealpost_support::Staff::new(Arc::new(store), Arc::new(sealpost_kernel::SystemClock))
+            .with_token_lifetime(lifetime);
     Ok(match command {
-        StaffTokenCommand::Create(name) => {
-            let (info, token) = staff.create_token(&name).await?;
+        StaffTokenCommand::Create { name, roles, days } => {
+            let roles = sealpost_support::Roles::parse(&roles)?;
+            let lifetime = days
+                .map(sealpost_support::staff_access::token_lifetime)
+                .transpose()?;
+            let (info, token) = staff.create_token(&name, roles, lifetime).await?;
             vec![
                 format!("staff member {} ({})", info.name, info.id),
+                format!(
+                    "roles {}, expires {}",
+                    info.roles.to_text(),
+                    info.expires_at
+                ),
                 format!("token (shown once): {token}"),
             ]
         }
@@ -284,8 +301,12 @@ pub async fn staff_token(
                     .revoked_at
                     .map_or_else(|| "live".to_owned(), |at| format!("revoked {at}"));
                 format!(
-                    "{}\t{}\t{}\t{state}",
-                    token.id, token.name, token.created_at
+                    "{}\t{}\t{}\t{}\texpires {}\t{state}",
+                    token.id,
+                    token.name,
+                    token.roles.to_text(),
+                    token.created_at,
+                    token.expires_at
                 )
             })
             .collect(),

@@ -291,9 +291,22 @@ impl Client {
 
 pub use sealpost_wire::{
     AbuseReceived, AbuseReportBody, AbuseReportList, AbuseReportRequest, AuditEntryBody, AuditLog,
-    ResolveReportRequest, RotateKeyRequest, StaffTicketReply, SuspendRequest, SuspensionBody,
-    SwitchesBody, SwitchesRequest,
+    ResolveReportRequest, RotateKeyRequest, RotationChallengeBody, StaffTicketReply,
+    SuspendRequest, SuspensionBody, SwitchesBody, SwitchesRequest,
 };
+
+/// `path` with `status` and `cursor` as its query, each when given.
+fn staff_list_path(path: &str, status: Option<&str>, cursor: Option<&str>) -> String {
+    let query: Vec<String> = [("status", status), ("cursor", cursor)]
+        .into_iter()
+        .filter_map(|(name, value)| value.map(|value| format!("{name}={value}")))
+        .collect();
+    if query.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{}", query.join("&"))
+    }
+}
 
 /// Staff side: verifies a ticket's binding with the support secret (the
 /// ticket id is the request id). `false` flags a mismatch to look into.
@@ -353,12 +366,13 @@ impl Client {
 
     // ---- Staff API: the client's token is a staff token ----
 
-    /// `GET /staff/tickets`.
-    pub async fn staff_tickets(&self, status: Option<&str>) -> Result<StaffTicketList> {
-        let path = match status {
-            Some(status) => format!("/staff/tickets?status={status}"),
-            None => "/staff/tickets".to_owned(),
-        };
+    /// `GET /staff/tickets`: one page, after `cursor` (a `nextCursor`).
+    pub async fn staff_tickets(
+        &self,
+        status: Option<&str>,
+        cursor: Option<&str>,
+    ) -> Result<StaffTicketList> {
+        let path = staff_list_path("/staff/tickets", status, cursor);
         self.json(self.authed(Method::GET, &path)).await
     }
 
@@ -389,12 +403,40 @@ impl Client {
         Ok(reply.ticket)
     }
 
-    /// `POST /staff/support-key`: the new public key (the secret stays here).
-    pub async fn rotate_support_key(&self, staff_key: &[u8; 32]) -> Result<SwitchesBody> {
+    /// `POST /staff/support-key/challenge`: what a rotation must be proved
+    /// over, and the support key in force whose secret proves it.
+    pub async fn support_key_challenge(&self) -> Result<RotationChallengeBody> {
+        self.json(self.authed(Method::POST, "/staff/support-key/challenge"))
+            .await
+    }
+
+    /// `POST /staff/support-key`: the new public key, proved by
+    /// `current_secret` (the secret of the key in force) over `challenge`.
+    /// Both secrets stay here.
+    pub async fn rotate_support_key(
+        &self,
+        staff_key: &[u8; 32],
+        challenge: &RotationChallengeBody,
+        current_secret: &StaticSecret,
+    ) -> Result<SwitchesBody> {
+        let challenge_key = b64::decode_32(&challenge.challenge_key).map_err(|_| {
+            crate::ClientError::Decode(serde::de::Error::custom(
+                "challengeKey is not a base64url X25519 key",
+            ))
+        })?;
+        let staff_key = b64::encode(staff_key);
+        let proof = sealpost_seal::support_key_proof(
+            current_secret,
+            &challenge_key,
+            &challenge.nonce,
+            &staff_key,
+        );
         self.json(
             self.authed(Method::POST, "/staff/support-key")
                 .json(&RotateKeyRequest {
-                    staff_key: b64::encode(staff_key),
+                    staff_key,
+                    nonce: challenge.nonce.clone(),
+                    proof: b64::encode(&proof),
                 }),
         )
         .await
@@ -428,12 +470,13 @@ impl Client {
         .await
     }
 
-    /// `GET /staff/abuse-reports`.
-    pub async fn abuse_reports(&self, status: Option<&str>) -> Result<AbuseReportList> {
-        let path = match status {
-            Some(status) => format!("/staff/abuse-reports?status={status}"),
-            None => "/staff/abuse-reports".to_owned(),
-        };
+    /// `GET /staff/abuse-reports`: one page, after `cursor` (a `nextCursor`).
+    pub async fn abuse_reports(
+        &self,
+        status: Option<&str>,
+        cursor: Option<&str>,
+    ) -> Result<AbuseReportList> {
+        let path = staff_list_path("/staff/abuse-reports", status, cursor);
         self.json(self.authed(Method::GET, &path)).await
     }
 

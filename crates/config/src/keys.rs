@@ -1,5 +1,6 @@
 //! The service's own keys: the server key (and the earlier ones a rotation
-//! still accepts) and the support team's public key.
+//! still accepts), the support team's public key, and how long the staff
+//! tokens that act for that team live.
 
 use crate::ConfigError;
 use crate::variables::{Variable, Vars};
@@ -22,9 +23,16 @@ pub(crate) const SUPPORT_KEY: Variable = Variable {
     meaning: "The support team's X25519 public key (base64url).",
 };
 
+pub(crate) const STAFF_TOKEN_DAYS: Variable = Variable {
+    name: "SEALPOST_STAFF_TOKEN_DAYS",
+    default: "90",
+    meaning: "Days a staff token lives when `sealpost-api staff-token create` is given no `--days` (1 to 366); past it the token gets 401 `session_expired`.",
+};
+
 pub(crate) struct Keys {
     pub(crate) server_keys: Option<sealpost_seal::ServerKeys>,
     pub(crate) support_key: Option<String>,
+    pub(crate) staff_token_days: u32,
 }
 
 pub(crate) fn read(vars: Vars<'_>) -> Result<Keys, ConfigError> {
@@ -41,8 +49,18 @@ pub(crate) fn read(vars: Vars<'_>) -> Result<Keys, ConfigError> {
             })
         })
         .transpose()?;
+    let staff_token_days = match vars.text(&STAFF_TOKEN_DAYS).parse::<u32>() {
+        Ok(days) if (1..=366).contains(&days) => days,
+        _ => {
+            return Err(ConfigError::Invalid {
+                name: STAFF_TOKEN_DAYS.name,
+                reason: "expected a whole number of days from 1 to 366".into(),
+            });
+        }
+    };
     Ok(Keys {
         server_keys,
         support_key: vars.get(&SUPPORT_KEY).map(str::to_owned),
+        staff_token_days,
     })
 }

@@ -98,6 +98,8 @@ pub struct Config {
     pub server_keys: Option<sealpost_seal::ServerKeys>,
     /// The support team's X25519 public key; in-app support needs it.
     pub support_key: Option<String>,
+    /// Days a staff token lives unless its creator says otherwise.
+    pub staff_token_days: u32,
     pub log_filter: String,
     /// Log lines as JSON (`SEALPOST_LOG_JSON=true`) for collectors.
     pub log_json: bool,
@@ -222,6 +224,7 @@ impl Config {
         let keys::Keys {
             server_keys,
             support_key,
+            staff_token_days,
         } = keys::read(vars)?;
         let logging::Logging {
             log_filter,
@@ -262,6 +265,7 @@ impl Config {
             new_account_sends,
             server_keys,
             support_key,
+            staff_token_days,
             log_filter,
             log_json,
             webhook_resolve,

@@ -67,6 +67,7 @@ pub const VARIABLES: &[Variable] = &[
     keys::SERVER_KEY,
     keys::SERVER_KEYS_OLD,
     keys::SUPPORT_KEY,
+    keys::STAFF_TOKEN_DAYS,
     domains::DNS_RESOLVER,
     domains::DNS_NAMESERVERS,
     domains::MX_HOST,

@@ -170,7 +170,13 @@ fn check(runtime: &Runtime, target: &Path, server: &str, dir: &Path, st: &Path) 
         .env("DATABASE_URL", stack.database_url()?)
         .envs(settings)
         .env_remove("SEALPOST_LOG");
-    let staff_token = staff_token(create.args(["staff-token", "create", "api-check"]))?;
+    let staff_token = staff_token(create.args([
+        "staff-token",
+        "create",
+        "api-check",
+        "--roles",
+        "read,reply,moderate,rotate",
+    ]))?;
     let only = ["--include-path-regex".to_owned(), "^/staff/".to_owned()];
     passed &= schemathesis(st, &config, &base, &staff_token, "staff API", &only)?;
     stack.stop();

@@ -15,7 +15,9 @@ mod service;
 mod steps;
 
 pub use error::DomainError;
-pub use model::{Added, DKIM_KEY_PURPOSE, DkimKeyPair, DomainSettings, OwnDomain, StoredDkim};
+pub use model::{
+    Added, DKIM_KEY_PURPOSE, DkimKeyPair, DomainSettings, OwnDomain, StoredDkim, dkim_key_row,
+};
 pub use name::{DomainName, NameError, VERIFY_LABEL, VERIFY_PREFIX};
 pub use repository::{
     AddOutcome, DkimKeyMaker, DnsLookup, DomainRepository, LookupError, ProveOutcome,

@@ -8,6 +8,14 @@ use crate::steps::Step;
 /// The at-rest purpose a domain's DKIM private key is sealed under.
 pub const DKIM_KEY_PURPOSE: &str = "dkim-key";
 
+/// The row a domain's DKIM private key is sealed for, beside
+/// [`DKIM_KEY_PURPOSE`]: the account that proved it and the name, so a key
+/// copied onto another domain's row does not open.
+#[must_use]
+pub fn dkim_key_row(account: &AccountId, name: &str) -> String {
+    format!("{account}/{name}")
+}
+
 /// An own domain as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OwnDomain {
@@ -55,7 +63,7 @@ pub struct StoredDkim {
     pub selector: String,
     pub algorithm: String,
     pub public_spki_der: Vec<u8>,
-    /// `ServerKeys::seal(DKIM_KEY_PURPOSE, pkcs8)`.
+    /// `ServerKeys::seal(DKIM_KEY_PURPOSE, dkim_key_row(..), pkcs8)`.
     pub sealed_private_key: Vec<u8>,
 }
 

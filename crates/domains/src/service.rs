@@ -9,7 +9,7 @@ use sealpost_plans::{LimitError, OnPlan, PLANS, decide_on_current_plan, plan};
 use sealpost_seal::ServerKeys;
 
 use crate::error::DomainError;
-use crate::model::{Added, DKIM_KEY_PURPOSE, DomainSettings, OwnDomain, StoredDkim};
+use crate::model::{Added, DKIM_KEY_PURPOSE, DomainSettings, OwnDomain, StoredDkim, dkim_key_row};
 use crate::name::DomainName;
 use crate::repository::{
     AddOutcome, DkimKeyMaker, DnsLookup, DomainRepository, ProveOutcome, RemoveOutcome, StepChange,
@@ -254,7 +254,7 @@ impl Domains {
             self.repo.update(&change, records).await?;
             return Ok(());
         }
-        let dkim = self.new_dkim_key()?;
+        let dkim = self.new_dkim_key(&domain.account, &domain.name)?;
         match self.repo.prove(&change, dkim, records).await? {
             ProveOutcome::Proved | ProveOutcome::Stale => Ok(()),
             ProveOutcome::TakenByOther => {
@@ -274,7 +274,11 @@ impl Domains {
         }
     }
 
-    fn new_dkim_key(&self) -> Result<Option<StoredDkim>, DomainError> {
+    fn new_dkim_key(
+        &self,
+        account: &AccountId,
+        name: &DomainName,
+    ) -> Result<Option<StoredDkim>, DomainError> {
         let Some((maker, keys)) = &self.dkim else {
             return Ok(None);
         };
@@ -285,7 +289,11 @@ impl Domains {
             selector: self.settings.dkim_selector.clone(),
             algorithm: pair.algorithm.to_owned(),
             public_spki_der: pair.public_spki_der,
-            sealed_private_key: keys.seal(DKIM_KEY_PURPOSE, &pair.private_pkcs8_der),
+            sealed_private_key: keys.seal(
+                DKIM_KEY_PURPOSE,
+                &dkim_key_row(account, name.as_str()),
+                &pair.private_pkcs8_der,
+            ),
         }))
     }
 }

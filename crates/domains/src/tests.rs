@@ -313,7 +313,11 @@ async fn the_dkim_key_is_made_at_proof_and_sealed() {
                 && dkim.selector == "sp1"
                 && dkim.public_spki_der == b"public"
                 && opener
-                    .open(DKIM_KEY_PURPOSE, &dkim.sealed_private_key)
+                    .open(
+                        DKIM_KEY_PURPOSE,
+                        &dkim_key_row(&account(), "example.com"),
+                        &dkim.sealed_private_key,
+                    )
                     .is_ok_and(|key| key.as_slice() == b"private")
         })
         .times(1)

@@ -45,6 +45,8 @@ pub enum ErrorCode {
     SessionRequired,
     /// A device-only endpoint called with a session or API key.
     DeviceRequired,
+    /// A staff endpoint called with a token lacking its role.
+    RoleRequired,
     NotFound,
     /// A path the API serves, asked with a method it does not serve there.
     MethodNotAllowed,
@@ -86,9 +88,8 @@ impl ErrorCode {
             AllocationExhausted | DeviceLimitReached | PaymentRequired | PlanCapabilityRequired => {
                 StatusCode::PAYMENT_REQUIRED
             }
-            PlanRequired | NotYourAddress | AccountSuspended | SessionRequired | DeviceRequired => {
-                StatusCode::FORBIDDEN
-            }
+            PlanRequired | NotYourAddress | AccountSuspended | SessionRequired | DeviceRequired
+            | RoleRequired => StatusCode::FORBIDDEN,
             NotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             DowngradeBlocked | AlreadyUsed | AddressTaken | LimitReached | WebhookDisabled
@@ -125,6 +126,7 @@ impl ErrorCode {
             AccountSuspended => "account_suspended",
             SessionRequired => "session_required",
             DeviceRequired => "device_required",
+            RoleRequired => "role_required",
             NotFound => "not_found",
             MethodNotAllowed => "method_not_allowed",
             DowngradeBlocked => "downgrade_blocked",
@@ -527,6 +529,9 @@ impl From<StaffError> for ApiError {
     fn from(error: StaffError) -> Self {
         match error {
             StaffError::Unauthenticated => Self::new(ErrorCode::Unauthenticated, error.to_string()),
+            StaffError::Expired => Self::new(ErrorCode::SessionExpired, error.to_string()),
+            StaffError::RoleRequired(_) => Self::new(ErrorCode::RoleRequired, error.to_string()),
+            StaffError::ProofRefused => ApiError::invalid_field("proof", &error),
             StaffError::NotFound => Self::not_found(),
             StaffError::Invalid(reason) => Self::new(ErrorCode::InvalidField, reason),
             StaffError::Store(store) => store.into(),

@@ -262,6 +262,7 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(web::resource("/staff/tickets/{id}/messages").post(staff::reply))
         .service(web::resource("/staff/tickets/{id}/resolve").post(staff::resolve))
         .service(web::resource("/staff/support-key").post(staff::rotate_key))
+        .service(web::resource("/staff/support-key/challenge").post(staff::rotation_challenge))
         .service(
             web::resource("/staff/switches")
                 .get(staff::get_switches)

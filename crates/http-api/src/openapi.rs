@@ -115,6 +115,7 @@ use crate::routes::{
         staff::get_ticket,
         staff::reply,
         staff::resolve,
+        staff::rotation_challenge,
         staff::rotate_key,
         staff::get_switches,
         staff::update_switches,

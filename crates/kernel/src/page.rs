@@ -25,6 +25,16 @@ impl PageLimits {
         default: 20,
         max: 200,
     };
+    /// The staff lists of tickets and abuse reports.
+    pub const STAFF_LISTS: PageLimits = PageLimits {
+        default: 500,
+        max: 500,
+    };
+    /// The staff audit log.
+    pub const STAFF_AUDIT: PageLimits = PageLimits {
+        default: 100,
+        max: 200,
+    };
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,16 +5,26 @@
 //! under that key. Read access to the database alone then opens nothing.
 //!
 //! Sealed layout: `version (1) || key id (4) || nonce (12) || AES-256-GCM
-//! ciphertext and tag`, with the purpose (for example `webhook-secret`) as
-//! associated data so a value sealed for one use cannot be replayed as
-//! another. The key id lets an operator rotate: the new key becomes current,
-//! the old ones stay readable until everything is sealed again.
+//! ciphertext and tag`, with the purpose (for example `webhook-secret`) and
+//! the row it belongs to (a webhook's id) as associated data, so a value
+//! sealed for one use or one row cannot be replayed as another: someone who
+//! can write the database but holds no server key cannot copy one webhook's
+//! secret onto another. The key id lets an operator rotate: the new key
+//! becomes current, the old ones stay readable until everything is sealed
+//! again.
+//!
+//! Version 1 values were bound to the purpose alone. They open only through
+//! [`ServerKeys::open_for_reseal`], which the start-up passes use to seal
+//! them again in version 2; everything else refuses them.
 
 use crate::primitives::random_bytes;
 use ring::{aead, hmac};
 use zeroize::Zeroizing;
 
-const VERSION: u8 = 1;
+/// Bound to the purpose and the row.
+const VERSION: u8 = 2;
+/// Bound to the purpose alone: read once, to be sealed again.
+const VERSION_PURPOSE_ONLY: u8 = 1;
 const KEY_ID_LEN: usize = 4;
 const HEADER_LEN: usize = 1 + KEY_ID_LEN + aead::NONCE_LEN;
 
@@ -27,6 +37,8 @@ pub enum AtRestError {
     UnknownKey(String),
     #[error("the sealed value does not open under its server key")]
     Tampered,
+    #[error("the sealed value is of the old form, bound to no row; it must be sealed again")]
+    NotBound,
 }
 
 /// One 32-byte server key and its public id.
@@ -101,12 +113,17 @@ impl ServerKeys {
         hex(&self.current.id)
     }
 
-    /// Seals `plaintext` for `purpose` under the current key.
+    /// Seals `plaintext` for `purpose` and the row `row` (its id) under the
+    /// current key.
     #[must_use]
-    pub fn seal(&self, purpose: &str, plaintext: &[u8]) -> Vec<u8> {
+    pub fn seal(&self, purpose: &str, row: &str, plaintext: &[u8]) -> Vec<u8> {
+        self.seal_with(VERSION, &bound_data(purpose, row), plaintext)
+    }
+
+    fn seal_with(&self, version: u8, aad: &[u8], plaintext: &[u8]) -> Vec<u8> {
         let nonce_bytes = random_bytes::<{ aead::NONCE_LEN }>();
         let mut out = Vec::with_capacity(HEADER_LEN + plaintext.len() + aead::MAX_TAG_LEN);
-        out.push(VERSION);
+        out.push(version);
         out.extend_from_slice(&self.current.id);
         out.extend_from_slice(&nonce_bytes);
         let mut body = plaintext.to_vec();
@@ -115,7 +132,7 @@ impl ServerKeys {
             .aead_key()
             .seal_in_place_separate_tag(
                 aead::Nonce::assume_unique_for_key(nonce_bytes),
-                aead::Aad::from(purpose.as_bytes()),
+                aead::Aad::from(aad),
                 &mut body,
             )
             .unwrap_or_else(|_| unreachable!("sealing fails only above 64 GB"));
@@ -124,14 +141,46 @@ impl ServerKeys {
         out
     }
 
-    /// Opens a value [`seal`](Self::seal) made for the same `purpose`, under
-    /// whichever configured key sealed it.
+    /// Opens a value [`seal`](Self::seal) made for the same `purpose` and
+    /// `row`, under whichever configured key sealed it.
     ///
     /// # Errors
     /// When the value is malformed, was sealed under a key that is no longer
-    /// configured, or was changed or sealed for another purpose.
-    pub fn open(&self, purpose: &str, sealed: &[u8]) -> Result<Zeroizing<Vec<u8>>, AtRestError> {
-        if sealed.len() < HEADER_LEN + aead::MAX_TAG_LEN || sealed[0] != VERSION {
+    /// configured, was changed or sealed for another purpose or row, or is
+    /// of the old form bound to no row ([`AtRestError::NotBound`]).
+    pub fn open(
+        &self,
+        purpose: &str,
+        row: &str,
+        sealed: &[u8],
+    ) -> Result<Zeroizing<Vec<u8>>, AtRestError> {
+        match sealed.first() {
+            Some(&VERSION) => self.open_with(&bound_data(purpose, row), sealed),
+            Some(&VERSION_PURPOSE_ONLY) => Err(AtRestError::NotBound),
+            _ => Err(AtRestError::Malformed),
+        }
+    }
+
+    /// Like [`open`](Self::open), and also opens the old form bound to the
+    /// purpose alone: for the passes that seal such values again, never for
+    /// serving them.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open), less [`AtRestError::NotBound`].
+    pub fn open_for_reseal(
+        &self,
+        purpose: &str,
+        row: &str,
+        sealed: &[u8],
+    ) -> Result<Zeroizing<Vec<u8>>, AtRestError> {
+        match sealed.first() {
+            Some(&VERSION_PURPOSE_ONLY) => self.open_with(purpose.as_bytes(), sealed),
+            _ => self.open(purpose, row, sealed),
+        }
+    }
+
+    fn open_with(&self, aad: &[u8], sealed: &[u8]) -> Result<Zeroizing<Vec<u8>>, AtRestError> {
+        if sealed.len() < HEADER_LEN + aead::MAX_TAG_LEN {
             return Err(AtRestError::Malformed);
         }
         let id = &sealed[1..=KEY_ID_LEN];
@@ -146,7 +195,7 @@ impl ServerKeys {
             .aead_key()
             .open_in_place(
                 aead::Nonce::assume_unique_for_key(nonce),
-                aead::Aad::from(purpose.as_bytes()),
+                aead::Aad::from(aad),
                 &mut body,
             )
             .map_err(|_| AtRestError::Tampered)?
@@ -155,11 +204,18 @@ impl ServerKeys {
         Ok(body)
     }
 
-    /// Whether `sealed` was made under an older key and should be sealed
-    /// again under the current one.
+    /// Whether `sealed` was made under an older key, or in the old form
+    /// bound to no row, and should be sealed again.
     #[must_use]
     pub fn needs_reseal(&self, sealed: &[u8]) -> bool {
-        sealed.get(1..=KEY_ID_LEN) != Some(&self.current.id[..])
+        sealed.first() != Some(&VERSION) || sealed.get(1..=KEY_ID_LEN) != Some(&self.current.id[..])
+    }
+
+    /// The version byte of the current form, for stores that select values
+    /// still to seal again.
+    #[must_use]
+    pub fn current_version() -> u8 {
+        VERSION
     }
 
     /// A 32-byte secret derived from a public `input` for `purpose` under the
@@ -201,6 +257,16 @@ impl std::fmt::Debug for ServerKeys {
     }
 }
 
+/// The associated data of a version 2 value: the purpose, a zero byte (no
+/// purpose holds one) and the row's id.
+fn bound_data(purpose: &str, row: &str) -> Vec<u8> {
+    let mut aad = Vec::with_capacity(purpose.len() + 1 + row.len());
+    aad.extend_from_slice(purpose.as_bytes());
+    aad.push(0);
+    aad.extend_from_slice(row.as_bytes());
+    aad
+}
+
 fn hex(bytes: &[u8]) -> String {
     data_encoding::HEXLOWER.encode(bytes)
 }
@@ -212,40 +278,94 @@ mod tests {
     #[test]
     fn seals_opens_and_rotates() {
         let old = ServerKeys::new([1; 32], []);
-        let sealed = old.seal("webhook-secret", b"whsec_abc");
+        let sealed = old.seal("webhook-secret", "whk_a", b"whsec_abc");
         assert_eq!(
-            old.open("webhook-secret", &sealed).unwrap().as_slice(),
+            old.open("webhook-secret", "whk_a", &sealed)
+                .unwrap()
+                .as_slice(),
             b"whsec_abc"
         );
         assert_eq!(
-            old.open("dkim-key", &sealed),
+            old.open("dkim-key", "whk_a", &sealed),
             Err(AtRestError::Tampered),
             "the purpose is bound"
         );
         let mut changed = sealed.clone();
         *changed.last_mut().unwrap() ^= 1;
         assert_eq!(
-            old.open("webhook-secret", &changed),
+            old.open("webhook-secret", "whk_a", &changed),
             Err(AtRestError::Tampered)
         );
         assert_eq!(
-            old.open("webhook-secret", &[1, 2]),
+            old.open("webhook-secret", "whk_a", &[2, 2]),
             Err(AtRestError::Malformed)
         );
 
         let rotated = ServerKeys::new([2; 32], [[1; 32]]);
         assert!(rotated.needs_reseal(&sealed));
         assert_eq!(
-            rotated.open("webhook-secret", &sealed).unwrap().as_slice(),
+            rotated
+                .open("webhook-secret", "whk_a", &sealed)
+                .unwrap()
+                .as_slice(),
             b"whsec_abc",
             "old keys stay readable"
         );
-        let resealed = rotated.seal("webhook-secret", b"whsec_abc");
+        let resealed = rotated.seal("webhook-secret", "whk_a", b"whsec_abc");
         assert!(!rotated.needs_reseal(&resealed));
         assert!(matches!(
-            old.open("webhook-secret", &resealed),
+            old.open("webhook-secret", "whk_a", &resealed),
             Err(AtRestError::UnknownKey(_))
         ));
+    }
+
+    #[test]
+    fn the_row_is_bound() {
+        let keys = ServerKeys::new([4; 32], []);
+        let sealed = keys.seal("webhook-secret", "whk_a", b"whsec_abc");
+        for other in ["whk_b", "whk_a ", "", "whk"] {
+            assert_eq!(
+                keys.open("webhook-secret", other, &sealed),
+                Err(AtRestError::Tampered),
+                "opened for row {other:?}"
+            );
+            assert_eq!(
+                keys.open_for_reseal("webhook-secret", other, &sealed),
+                Err(AtRestError::Tampered)
+            );
+        }
+    }
+
+    #[test]
+    fn the_old_form_opens_only_to_be_sealed_again() {
+        let keys = ServerKeys::new([5; 32], []);
+        // Version 1, as values were sealed before rows were bound.
+        let old_form = keys.seal_with(VERSION_PURPOSE_ONLY, b"webhook-secret", b"whsec_abc");
+        assert_eq!(
+            keys.open("webhook-secret", "whk_a", &old_form),
+            Err(AtRestError::NotBound)
+        );
+        assert!(
+            keys.needs_reseal(&old_form),
+            "under the current key, yet old"
+        );
+        assert_eq!(
+            keys.open_for_reseal("webhook-secret", "whk_a", &old_form)
+                .unwrap()
+                .as_slice(),
+            b"whsec_abc"
+        );
+        assert_eq!(
+            keys.open_for_reseal("dkim-key", "whk_a", &old_form),
+            Err(AtRestError::Tampered),
+            "its purpose still holds"
+        );
+        let mut unknown = old_form.clone();
+        unknown[0] = 3;
+        assert_eq!(
+            keys.open_for_reseal("webhook-secret", "whk_a", &unknown),
+            Err(AtRestError::Malformed)
+        );
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub use fingerprint::team_fingerprint;
 pub use handshake::{ChallengeKeypair, handshake_proof, verify_handshake_proof};
 pub use keys::{AccountKeys, RecoveryPhrase};
 pub use primitives::{random_bytes, random_token, sha256};
-pub use support::{KEY_REQUEST, support_binding, verify_support_binding};
+pub use support::{
+    KEY_REQUEST, support_binding, support_key_challenge, support_key_proof, verify_support_binding,
+    verify_support_key_proof,
+};
 /// Re-exported so that callers need no direct dependency on `x25519-dalek`.
 pub use x25519_dalek::{PublicKey, StaticSecret};

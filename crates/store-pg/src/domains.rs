@@ -409,22 +409,53 @@ impl OwnDomainGate for PgStore {
 }
 
 impl PgStore {
-    /// The DKIM selector and sealed private key of the proved own domain
-    /// `name`, for signing mail sent from it. `None` for any other name.
+    /// The account that proved the own domain `name`, its DKIM selector and
+    /// sealed private key, for signing mail sent from it. `None` for any
+    /// other name.
     pub async fn domain_dkim_key(
         &self,
         name: &str,
-    ) -> Result<Option<(String, Vec<u8>)>, StoreError> {
+    ) -> Result<Option<(AccountId, String, Vec<u8>)>, StoreError> {
         let mut conn = self.conn().await?;
-        let row: Option<(Option<String>, Option<Vec<u8>>)> = own_domains::table
+        let row: Option<(String, Option<String>, Option<Vec<u8>>)> = own_domains::table
             .filter(own_domains::name.eq(name))
             .filter(own_domains::proved_at.is_not_null())
-            .select((own_domains::dkim_selector, own_domains::dkim_private_key))
+            .select((
+                own_domains::account_id,
+                own_domains::dkim_selector,
+                own_domains::dkim_private_key,
+            ))
             .first(&mut conn)
             .await
             .optional()
             .map_err(db_error)?;
-        Ok(row.and_then(|(selector, key)| selector.zip(key)))
+        Ok(row.and_then(|(account, selector, key)| {
+            Some((AccountId::from_trusted(account), selector?, key?))
+        }))
+    }
+
+    /// Replaces the sealed DKIM private key of `account`'s domain `name`
+    /// when it is still `old` (sealing it again in the current form);
+    /// `false` when it changed meanwhile.
+    pub async fn replace_domain_dkim_key(
+        &self,
+        account: &AccountId,
+        name: &str,
+        old: &[u8],
+        new: &[u8],
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let updated = diesel::update(
+            own_domains::table
+                .filter(own_domains::account_id.eq(account.as_str()))
+                .filter(own_domains::name.eq(name))
+                .filter(own_domains::dkim_private_key.eq(old)),
+        )
+        .set(own_domains::dkim_private_key.eq(new))
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(updated > 0)
     }
 
     /// Every proved own domain with its DKIM public key: the zones the

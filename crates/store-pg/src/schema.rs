@@ -464,6 +464,8 @@ diesel::table! {
         token_hash -> Bytea,
         created_at -> Timestamptz,
         revoked_at -> Nullable<Timestamptz>,
+        expires_at -> Timestamptz,
+        roles -> Array<Text>,
     }
 }
 

@@ -6,10 +6,10 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use sealpost_kernel::{AccountId, StoreError, Timestamp};
+use sealpost_kernel::{AccountId, PageRequest, StoreError, Timestamp};
 use sealpost_support::{
-    AbuseReport, AbuseStatus, AbuseTarget, AuditEntry, PublicKey, StaffMember, StaffRepository,
-    StaffTokenInfo, Suspension, Switches,
+    AbuseReport, AbuseStatus, AbuseTarget, AuditEntry, PublicKey, Role, Roles, StaffMember,
+    StaffRepository, StaffTokenInfo, Suspension, Switches,
 };
 
 use crate::schema::{abuse_reports, account_suspensions, accounts, staff_audit, staff_tokens};
@@ -55,6 +55,21 @@ impl TryFrom<ReportRow> for AbuseReport {
     }
 }
 
+/// A token's roles as stored: their names.
+fn role_names(roles: &Roles) -> Vec<&'static str> {
+    roles.as_slice().iter().map(|role| role.as_str()).collect()
+}
+
+/// Roles as stored; a name the service does not know is a failure (a CHECK
+/// keeps them known).
+fn roles_of(names: &[String]) -> Result<Roles, StoreError> {
+    let roles = names
+        .iter()
+        .map(|name| name.parse::<Role>().map_err(StoreError::failed))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Roles::of(&roles))
+}
+
 /// Writes one audit entry on `conn`: inside the transaction of the action it
 /// records.
 pub(crate) async fn insert_audit(
@@ -78,20 +93,20 @@ pub(crate) async fn insert_audit(
 impl StaffRepository for PgStore {
     async fn create_token(
         &self,
-        id: &str,
-        name: &str,
+        token: &StaffTokenInfo,
         token_hash: [u8; 32],
-        at: Timestamp,
         audit: &AuditEntry,
     ) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
             diesel::insert_into(staff_tokens::table)
                 .values((
-                    staff_tokens::id.eq(id),
-                    staff_tokens::name.eq(name),
+                    staff_tokens::id.eq(&token.id),
+                    staff_tokens::name.eq(&token.name),
                     staff_tokens::token_hash.eq(token_hash.as_slice()),
-                    staff_tokens::created_at.eq(at.as_datetime()),
+                    staff_tokens::created_at.eq(token.created_at.as_datetime()),
+                    staff_tokens::expires_at.eq(token.expires_at.as_datetime()),
+                    staff_tokens::roles.eq(role_names(&token.roles)),
                 ))
                 .execute(conn)
                 .await?;
@@ -106,15 +121,28 @@ impl StaffRepository for PgStore {
         token_hash: [u8; 32],
     ) -> Result<Option<StaffMember>, StoreError> {
         let mut conn = self.conn().await?;
-        let row: Option<(String, String)> = staff_tokens::table
+        let row: Option<(String, String, Vec<String>, DateTime<Utc>)> = staff_tokens::table
             .filter(staff_tokens::token_hash.eq(token_hash.as_slice()))
             .filter(staff_tokens::revoked_at.is_null())
-            .select((staff_tokens::id, staff_tokens::name))
+            .select((
+                staff_tokens::id,
+                staff_tokens::name,
+                staff_tokens::roles,
+                staff_tokens::expires_at,
+            ))
             .first(&mut conn)
             .await
             .optional()
             .map_err(db_error)?;
-        Ok(row.map(|(id, name)| StaffMember { id, name }))
+        row.map(|(id, name, roles, expires_at)| {
+            Ok(StaffMember {
+                id,
+                name,
+                roles: roles_of(&roles)?,
+                expires_at: expires_at.into(),
+            })
+        })
+        .transpose()
     }
 
     async fn revoke_token(
@@ -147,27 +175,40 @@ impl StaffRepository for PgStore {
     }
 
     async fn tokens(&self) -> Result<Vec<StaffTokenInfo>, StoreError> {
+        type TokenRow = (
+            String,
+            String,
+            Vec<String>,
+            DateTime<Utc>,
+            DateTime<Utc>,
+            Option<DateTime<Utc>>,
+        );
         let mut conn = self.conn().await?;
-        let rows: Vec<(String, String, DateTime<Utc>, Option<DateTime<Utc>>)> = staff_tokens::table
+        let rows: Vec<TokenRow> = staff_tokens::table
             .order(staff_tokens::created_at.asc())
             .select((
                 staff_tokens::id,
                 staff_tokens::name,
+                staff_tokens::roles,
                 staff_tokens::created_at,
+                staff_tokens::expires_at,
                 staff_tokens::revoked_at,
             ))
             .load(&mut conn)
             .await
             .map_err(db_error)?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, name, created_at, revoked_at)| StaffTokenInfo {
-                id,
-                name,
-                created_at: created_at.into(),
-                revoked_at: revoked_at.map(Timestamp::from),
+        rows.into_iter()
+            .map(|(id, name, roles, created_at, expires_at, revoked_at)| {
+                Ok(StaffTokenInfo {
+                    id,
+                    name,
+                    roles: roles_of(&roles)?,
+                    created_at: created_at.into(),
+                    expires_at: expires_at.into(),
+                    revoked_at: revoked_at.map(Timestamp::from),
+                })
             })
-            .collect())
+            .collect()
     }
 
     async fn write_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {
@@ -175,35 +216,71 @@ impl StaffRepository for PgStore {
         insert_audit(&mut conn, entry).await.map_err(db_error)
     }
 
-    async fn audit_log(&self, limit: u32) -> Result<Vec<AuditEntry>, StoreError> {
-        let mut conn = self.conn().await?;
-        let rows: Vec<(
+    async fn audit_log(
+        &self,
+        page: &PageRequest,
+        read: &AuditEntry,
+    ) -> Result<Vec<(i64, AuditEntry)>, StoreError> {
+        type AuditRow = (
+            i64,
             String,
             String,
             Option<String>,
             Option<String>,
             DateTime<Utc>,
-        )> = staff_audit::table
-            .order((staff_audit::at.desc(), staff_audit::id.desc()))
-            .limit(i64::from(limit))
-            .select((
-                staff_audit::actor,
-                staff_audit::action,
-                staff_audit::target,
-                staff_audit::note,
-                staff_audit::at,
-            ))
-            .load(&mut conn)
+        );
+        // An audit cursor names a row id; anything else was not handed out.
+        let after = match &page.after {
+            Some(after) => Some((
+                after.at.as_datetime(),
+                after
+                    .id
+                    .parse::<i64>()
+                    .map_err(|_| StoreError::Failed("an audit cursor without a row id".into()))?,
+            )),
+            None => None,
+        };
+        let mut conn = self.conn().await?;
+        let rows: Vec<AuditRow> = conn
+            .transaction(async |conn| {
+                let mut query = staff_audit::table
+                    .order((staff_audit::at.desc(), staff_audit::id.desc()))
+                    .limit(page.fetch_limit())
+                    .select((
+                        staff_audit::id,
+                        staff_audit::actor,
+                        staff_audit::action,
+                        staff_audit::target,
+                        staff_audit::note,
+                        staff_audit::at,
+                    ))
+                    .into_boxed();
+                if let Some((at, id)) = after {
+                    query = query.filter(
+                        staff_audit::at
+                            .lt(at)
+                            .or(staff_audit::at.eq(at).and(staff_audit::id.lt(id))),
+                    );
+                }
+                let rows = query.load(conn).await?;
+                insert_audit(conn, read).await?;
+                diesel::QueryResult::Ok(rows)
+            })
             .await
             .map_err(db_error)?;
         Ok(rows
             .into_iter()
-            .map(|(actor, action, target, note, at)| AuditEntry {
-                actor,
-                action,
-                target,
-                note,
-                at: at.into(),
+            .map(|(id, actor, action, target, note, at)| {
+                (
+                    id,
+                    AuditEntry {
+                        actor,
+                        action,
+                        target,
+                        note,
+                        at: at.into(),
+                    },
+                )
             })
             .collect())
     }
@@ -235,17 +312,39 @@ impl StaffRepository for PgStore {
         Ok(())
     }
 
-    async fn reports(&self, status: Option<AbuseStatus>) -> Result<Vec<AbuseReport>, StoreError> {
+    async fn reports(
+        &self,
+        status: Option<AbuseStatus>,
+        page: &PageRequest,
+        read: &AuditEntry,
+    ) -> Result<Vec<AbuseReport>, StoreError> {
         let mut conn = self.conn().await?;
-        let mut query = abuse_reports::table
-            .order(abuse_reports::created_at.desc())
-            .limit(500)
-            .select(ReportRow::as_select())
-            .into_boxed();
-        if let Some(status) = status {
-            query = query.filter(abuse_reports::status.eq(status.as_str()));
-        }
-        let rows: Vec<ReportRow> = query.load(&mut conn).await.map_err(db_error)?;
+        let rows: Vec<ReportRow> = conn
+            .transaction(async |conn| {
+                let mut query = abuse_reports::table
+                    .order((abuse_reports::created_at.desc(), abuse_reports::id.desc()))
+                    .limit(page.fetch_limit())
+                    .select(ReportRow::as_select())
+                    .into_boxed();
+                if let Some(status) = status {
+                    query = query.filter(abuse_reports::status.eq(status.as_str()));
+                }
+                if let Some(after) = &page.after {
+                    let at = after.at.as_datetime();
+                    query = query.filter(
+                        abuse_reports::created_at
+                            .lt(at)
+                            .or(abuse_reports::created_at
+                                .eq(at)
+                                .and(abuse_reports::id.lt(after.id.clone()))),
+                    );
+                }
+                let rows = query.load(conn).await?;
+                insert_audit(conn, read).await?;
+                diesel::QueryResult::Ok(rows)
+            })
+            .await
+            .map_err(db_error)?;
         rows.into_iter().map(AbuseReport::try_from).collect()
     }
 

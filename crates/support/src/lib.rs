@@ -8,7 +8,8 @@
 //!
 //! [`staff`] is the staff side (tokens, the audit log, abuse reports,
 //! suspension): a self-contained feature with its own model, repository
-//! trait, service and error in one module.
+//! trait, service and error in one module; [`staff_access`] says who may do
+//! what there (roles, token lifetimes, the support key rotation proof).
 //!
 //! Pure like every domain crate: [`service::Support`] decides, the store
 //! behind [`SupportRepository`] applies each write under the account's lock
@@ -20,6 +21,7 @@ mod repository;
 pub mod rules;
 pub mod service;
 pub mod staff;
+pub mod staff_access;
 
 pub use error::SupportError;
 pub use model::{
@@ -33,6 +35,7 @@ pub use staff::{
     AbuseReason, AbuseReport, AbuseStatus, AbuseTarget, AuditEntry, Staff, StaffError, StaffMember,
     StaffRepository, StaffTokenInfo, Suspension,
 };
+pub use staff_access::{Role, Roles, RotationChallenge, RotationProofs};
 
 #[cfg(any(test, feature = "mock"))]
 pub use repository::MockSupportRepository;

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use sealpost_activity::Records;
-use sealpost_kernel::{AccountId, StoreError, TicketId, Timestamp};
+use sealpost_kernel::{AccountId, PageRequest, StoreError, TicketId, Timestamp};
 
 use crate::model::{
     Author, Binding, NewMessage, NewTicket, PublicKey, Ticket, TicketMessage, TicketStatus,
@@ -55,8 +55,16 @@ pub trait SupportRepository: Send + Sync {
     async fn switches(&self) -> Result<Switches, StoreError>;
     /// The account's tickets, newest first.
     async fn tickets(&self, account: &AccountId) -> Result<Vec<Ticket>, StoreError>;
-    /// Tickets of every account (`status` or all), most recently active first.
-    async fn all_tickets(&self, status: Option<TicketStatus>) -> Result<Vec<Ticket>, StoreError>;
+    /// Tickets of every account (`status` or all), most recently active
+    /// first by `(updatedAt, id)`, after `page.after`, `page.fetch_limit()`
+    /// rows; `read` (the staff read's audit row) is written in the same
+    /// transaction.
+    async fn all_tickets(
+        &self,
+        status: Option<TicketStatus>,
+        page: &PageRequest,
+        read: &AuditEntry,
+    ) -> Result<Vec<Ticket>, StoreError>;
     /// One ticket: the account's (`Some`) or anyone's (`None`, staff).
     async fn ticket(
         &self,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use sealpost_activity::{Notice, Records};
-use sealpost_kernel::{AccountId, Clock, TicketId, Timestamp};
+use sealpost_kernel::{AccountId, Clock, Cursor, Page, PageRequest, TicketId, Timestamp};
 
 use crate::error::SupportError;
 use crate::model::{
@@ -200,11 +200,19 @@ impl Support {
 
     // Staff side: every ticket, the staff copies.
 
+    /// A page of tickets of every account; `read` is the audit row of the
+    /// read, written with it.
     pub async fn staff_list(
         &self,
         status: Option<TicketStatus>,
-    ) -> Result<Vec<Ticket>, SupportError> {
-        Ok(self.repo.all_tickets(status).await?)
+        page: &PageRequest,
+        read: &AuditEntry,
+    ) -> Result<Page<Ticket>, SupportError> {
+        let rows = self.repo.all_tickets(status, page, read).await?;
+        Ok(Page::from_rows(rows, page, |ticket| Cursor {
+            at: ticket.updated_at,
+            id: ticket.id.to_string(),
+        }))
     }
 
     /// A ticket, its messages and the account's last binding.

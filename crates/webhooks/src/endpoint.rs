@@ -3,7 +3,7 @@
 //! redeliveries (docs/api.md "Webhooks" and "Limits", docs/webhooks.md).
 
 use chrono::TimeDelta;
-use sealpost_kernel::{Timestamp, string_enum};
+use sealpost_kernel::{Timestamp, WebhookId, string_enum};
 use sealpost_plans::Plan;
 use sealpost_seal::{
     AtRestError, BoxShapeError, SealedBox, ServerKeys, b64, check_box, random_bytes,
@@ -94,13 +94,15 @@ pub fn generate_secret() -> String {
     format!("{SECRET_PREFIX}{}", b64::encode(&random_bytes::<32>()))
 }
 
-/// The purpose signing secrets are sealed for (`ServerKeys::seal`).
+/// The purpose signing secrets are sealed for (`ServerKeys::seal`), beside
+/// the endpoint's id.
 pub const SECRET_PURPOSE: &str = "webhook-secret";
 
 /// A signing secret as the store holds it.
 #[derive(Clone, PartialEq, Eq)]
 pub enum StoredSecret {
-    /// Sealed under a server key for [`SECRET_PURPOSE`].
+    /// Sealed under a server key for [`SECRET_PURPOSE`] and the endpoint's
+    /// id: a value copied onto another endpoint does not open.
     Sealed(Vec<u8>),
     /// A row written before secrets were sealed, until the start-up pass
     /// ([`Webhooks::seal_secrets`](crate::service::Webhooks::seal_secrets))
@@ -109,22 +111,39 @@ pub enum StoredSecret {
 }
 
 impl StoredSecret {
-    /// `secret` sealed under the current server key.
+    /// `secret` of endpoint `id` sealed under the current server key.
     #[must_use]
-    pub fn seal(keys: &ServerKeys, secret: &str) -> Self {
-        Self::Sealed(keys.seal(SECRET_PURPOSE, secret.as_bytes()))
+    pub fn seal(keys: &ServerKeys, id: &WebhookId, secret: &str) -> Self {
+        Self::Sealed(keys.seal(SECRET_PURPOSE, id.as_str(), secret.as_bytes()))
     }
 
-    /// The secret itself.
+    /// The secret itself, of endpoint `id`.
     ///
     /// # Errors
-    /// When it was sealed under a key no longer configured, or changed.
-    pub fn open(&self, keys: &ServerKeys) -> Result<String, AtRestError> {
+    /// When it was sealed under a key no longer configured, changed, sealed
+    /// for another endpoint, or is of the old form bound to no endpoint
+    /// (sealed again at start-up: [`open_for_reseal`](Self::open_for_reseal)).
+    pub fn open(&self, keys: &ServerKeys, id: &WebhookId) -> Result<String, AtRestError> {
+        match self {
+            Self::Plain(secret) => Ok(secret.clone()),
+            Self::Sealed(sealed) => utf8(&keys.open(SECRET_PURPOSE, id.as_str(), sealed)?),
+        }
+    }
+
+    /// Like [`open`](Self::open), and the old form bound to no endpoint too:
+    /// for the start-up pass that seals it again.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_for_reseal(
+        &self,
+        keys: &ServerKeys,
+        id: &WebhookId,
+    ) -> Result<String, AtRestError> {
         match self {
             Self::Plain(secret) => Ok(secret.clone()),
             Self::Sealed(sealed) => {
-                let bytes = keys.open(SECRET_PURPOSE, sealed)?;
-                String::from_utf8(bytes.to_vec()).map_err(|_| AtRestError::Malformed)
+                utf8(&keys.open_for_reseal(SECRET_PURPOSE, id.as_str(), sealed)?)
             }
         }
     }
@@ -137,6 +156,10 @@ impl StoredSecret {
             Self::Sealed(sealed) => keys.needs_reseal(sealed),
         }
     }
+}
+
+fn utf8(bytes: &[u8]) -> Result<String, AtRestError> {
+    String::from_utf8(bytes.to_vec()).map_err(|_| AtRestError::Malformed)
 }
 
 // Never printed: a plaintext row would otherwise reach logs.

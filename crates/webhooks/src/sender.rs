@@ -114,7 +114,7 @@ impl Sender {
         } = due;
         // The plan rule: no webhooks on the plan, nothing is sent.
         let held = on_plan_change(plan(plan_id)).fail_pending_with();
-        let secret = endpoint.secret.open(&self.keys);
+        let secret = endpoint.secret.open(&self.keys, &endpoint.id);
         let refused = held
             .or((!endpoint.status.is_active()).then_some("webhook disabled"))
             .or(secret.is_err().then_some(SECRET_UNREADABLE_ERROR));

@@ -59,8 +59,8 @@ impl Webhooks {
     }
 
     /// Seals every secret still stored in the clear (rows from before
-    /// secrets were sealed) or under an older server key, under the current
-    /// one. Run at start-up; returns (sealed, unreadable): an unreadable one
+    /// secrets were sealed), in the old form bound to no endpoint, or under
+    /// an older server key, under the current one, bound to its endpoint. Run at start-up; returns (sealed, unreadable): an unreadable one
     /// was sealed under a key no longer configured and needs rotating.
     pub async fn seal_secrets(&self) -> Result<(u64, u64), StoreError> {
         const PAGE: i64 = 500;
@@ -75,11 +75,11 @@ impl Webhooks {
             let last = rows.len() < usize::try_from(PAGE).unwrap_or(usize::MAX);
             for (id, old) in rows {
                 after = Some(id.clone());
-                let Ok(secret) = old.open(&self.keys) else {
+                let Ok(secret) = old.open_for_reseal(&self.keys, &id) else {
                     unreadable += 1;
                     continue;
                 };
-                let new = StoredSecret::seal(&self.keys, &secret);
+                let new = StoredSecret::seal(&self.keys, &id, &secret);
                 if self.repo.replace_secret(&id, old, new).await? {
                     sealed += 1;
                 }
@@ -114,12 +114,12 @@ impl Webhooks {
         let now = self.clock.now();
         let secret = generate_secret();
         let endpoint = Endpoint {
+            secret: StoredSecret::seal(&self.keys, &id, &secret),
             id,
             account: account.clone(),
             url: url.as_str().to_owned(),
             events,
             meta,
-            secret: StoredSecret::seal(&self.keys, &secret),
             status: EndpointStatus::Active,
             active_since: now,
             health: EndpointHealth::default(),
@@ -193,7 +193,7 @@ impl Webhooks {
     ) -> Result<WithSecret, WebhookError> {
         let mut endpoint = self.get(account, id).await?;
         let secret = generate_secret();
-        endpoint.secret = StoredSecret::seal(&self.keys, &secret);
+        endpoint.secret = StoredSecret::seal(&self.keys, id, &secret);
         // Only the secret is written: a concurrent change to anything else
         // (the sender switching the endpoint off) stands.
         if !self

@@ -56,12 +56,12 @@ fn due(n: usize, now: Timestamp, plan: PlanId, health: EndpointHealth) -> DueDel
     DueDelivery {
         delivery: Delivery::new(webhook.clone(), &event, now),
         endpoint: Endpoint {
+            secret: StoredSecret::seal(&test_keys(), &webhook, &generate_secret()),
             id: webhook,
             account: AccountId::from_trusted("acct_test".to_owned()),
             url: format!("https://r{n}.hooks.test/hook"),
             events: EventFilter::parse(&["*"]).unwrap(),
             meta: None,
-            secret: StoredSecret::seal(&test_keys(), &generate_secret()),
             status: EndpointStatus::Active,
             active_since: now,
             health,

@@ -7,12 +7,13 @@
 //! | `GET /staff/tickets/{id}` | | [`StaffTicketDetail`] |
 //! | `POST /staff/tickets/{id}/messages` | [`TicketMessageRequest`] | 201 [`MessageAdded`] |
 //! | `POST /staff/tickets/{id}/resolve` | | [`StaffTicket`] in [`StaffTicketReply`] |
+//! | `POST /staff/support-key/challenge` | | [`RotationChallengeBody`] |
 //! | `POST /staff/support-key` | [`RotateKeyRequest`] | [`SwitchesBody`] |
 //! | `GET /staff/switches`, `PATCH /staff/switches` | [`SwitchesRequest`] | [`SwitchesBody`] |
 //! | `POST /staff/accounts/{id}/suspend`, `.../unsuspend` | [`SuspendRequest`] | [`SuspensionBody`] |
 //! | `GET /staff/abuse-reports?status=` | | [`AbuseReportList`] |
 //! | `POST /staff/abuse-reports/{id}/resolve` | [`ResolveReportRequest`] | 204 |
-//! | `GET /staff/audit?limit=` | | [`AuditLog`] |
+//! | `GET /staff/audit?limit=&cursor=` | | [`AuditLog`] |
 
 use sealpost_kernel::{AccountId, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -32,6 +33,29 @@ pub struct RotateKeyRequest {
     /// The new support X25519 public key (base64url).
     #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
     pub staff_key: String,
+    /// The `nonce` of a challenge from `POST /staff/support-key/challenge`,
+    /// at most five minutes old.
+    pub nonce: String,
+    /// HMAC-SHA256 keyed with X25519(current support secret, `challengeKey`)
+    /// over `service/v1/support-key-rotation:<nonce>:<staffKey>` (base64url).
+    pub proof: String,
+}
+
+/// A challenge to prove the current support key with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct RotationChallengeBody {
+    /// Sent back unchanged with the rotation.
+    pub nonce: String,
+    /// The service's X25519 public key for this challenge (base64url).
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
+    pub challenge_key: String,
+    /// The support key in force, whose secret must prove the rotation;
+    /// `null` when none is set (then no rotation can pass).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schemas::Key32>))]
+    pub staff_key: Option<String>,
+    pub expires_at: Timestamp,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,8 +145,11 @@ pub struct AbuseReportBody {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
 pub struct AbuseReportList {
     pub reports: Vec<AbuseReportBody>,
+    /// The next page's `cursor`; `null` when nothing more.
+    pub next_cursor: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,7 +172,10 @@ pub struct AuditEntryBody {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
 pub struct AuditLog {
     /// Newest first.
     pub entries: Vec<AuditEntryBody>,
+    /// The next page's `cursor`; `null` when nothing more.
+    pub next_cursor: Option<String>,
 }

@@ -224,8 +224,11 @@ pub struct StaffTicket {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
 pub struct StaffTicketList {
     pub tickets: Vec<StaffTicket>,
+    /// The next page's `cursor`; `null` when nothing more.
+    pub next_cursor: Option<String>,
 }
 
 /// The account's latest `POST /support/key`.

@@ -128,7 +128,7 @@ impl Services {
             ),
             teams: sealpost_teams::Teams::new(Arc::new(store.clone()), clock.clone()),
             support: support(&store, config, &clock)?,
-            staff: sealpost_support::Staff::new(Arc::new(store.clone()), clock.clone()),
+            staff: staff(&store, config, &clock)?,
             store,
             blobs,
             clock,
@@ -243,6 +243,23 @@ fn outbox(
         .with_first_day_sends(config.new_account_sends))
 }
 
+/// The staff side: tokens live `SEALPOST_STAFF_TOKEN_DAYS` unless made
+/// otherwise; support key rotations are proved under the server key.
+fn staff(
+    store: &PgStore,
+    config: &Config,
+    clock: &Arc<dyn Clock>,
+) -> anyhow::Result<sealpost_support::Staff> {
+    let lifetime = sealpost_support::staff_access::token_lifetime(config.staff_token_days)
+        .map_err(|error| anyhow::anyhow!("SEALPOST_STAFF_TOKEN_DAYS: {error}"))?;
+    let mut staff = sealpost_support::Staff::new(Arc::new(store.clone()), clock.clone())
+        .with_token_lifetime(lifetime);
+    if let Some(keys) = &config.server_keys {
+        staff = staff.with_rotation_proofs(sealpost_support::RotationProofs::new(keys.clone()));
+    }
+    Ok(staff)
+}
+
 /// Own domains' DKIM keys for the relay: read from the store, opened with
 /// the server key they were sealed under at ownership proof.
 struct OwnDomainDkim {
@@ -256,7 +273,7 @@ impl sealpost_outbound_mail::OwnDomainKeys for OwnDomainDkim {
         &self,
         domain: &str,
     ) -> Result<Option<sealpost_outbound_mail::DkimSettings>, String> {
-        let Some((selector, sealed)) = self
+        let Some((account, selector, sealed)) = self
             .store
             .domain_dkim_key(domain)
             .await
@@ -264,10 +281,25 @@ impl sealpost_outbound_mail::OwnDomainKeys for OwnDomainDkim {
         else {
             return Ok(None);
         };
-        let pkcs8 = self
-            .keys
-            .open(sealpost_domains::DKIM_KEY_PURPOSE, &sealed)
-            .map_err(|error| error.to_string())?;
+        let purpose = sealpost_domains::DKIM_KEY_PURPOSE;
+        let row = sealpost_domains::dkim_key_row(&account, domain);
+        let pkcs8 = match self.keys.open(purpose, &row, &sealed) {
+            // A key sealed before keys were bound to their domain: read in
+            // the old form once and sealed again, bound, in its place.
+            Err(sealpost_seal::AtRestError::NotBound) => {
+                let pkcs8 = self
+                    .keys
+                    .open_for_reseal(purpose, &row, &sealed)
+                    .map_err(|error| error.to_string())?;
+                let bound = self.keys.seal(purpose, &row, &pkcs8);
+                self.store
+                    .replace_domain_dkim_key(&account, domain, &sealed, &bound)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                pkcs8
+            }
+            opened => opened.map_err(|error| error.to_string())?,
+        };
         sealpost_outbound_mail::DkimSettings::from_pkcs8_der(&selector, &pkcs8)
             .map(Some)
             .map_err(|error| error.to_string())

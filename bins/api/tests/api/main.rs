@@ -25,6 +25,7 @@ mod secrets;
 mod sending;
 mod smtp_limits;
 mod staff;
+mod staff_access;
 mod storage;
 mod stored_bytes;
 mod teams;

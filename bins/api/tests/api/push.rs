@@ -522,7 +522,13 @@ async fn a_staff_reply_and_a_resolution_are_support_pushes() {
         &format!("{MARKER} question"),
     );
     client.create_ticket(&sealed.request).await.unwrap();
-    let (_, staff_token) = api.app.services().staff.create_token("ada").await.unwrap();
+    let (_, staff_token) = api
+        .app
+        .services()
+        .staff
+        .create_token("ada", sealpost_support::Roles::all(), None)
+        .await
+        .unwrap();
     let staff = Client::new(api.app.base_url.clone())
         .unwrap()
         .with_token(staff_token);

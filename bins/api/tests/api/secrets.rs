@@ -207,14 +207,18 @@ async fn plain_rows_and_rows_under_an_old_key_are_sealed_again_at_start() {
     let sealed = row.secret_sealed.unwrap();
     assert!(!keys_now.needs_reseal(&sealed));
     assert_eq!(
-        keys_now.open("webhook-secret", &sealed).unwrap().as_slice(),
+        keys_now
+            .open("webhook-secret", "whk_legacy1", &sealed)
+            .unwrap()
+            .as_slice(),
         legacy.as_bytes()
     );
 
     // Rotation: a key being retired sealed the row; a new key is current
     // and the retired one is listed in SEALPOST_SERVER_KEYS_OLD.
     let retired = random_bytes::<32>();
-    let under_retired = ServerKeys::new(retired, []).seal("webhook-secret", legacy.as_bytes());
+    let under_retired =
+        ServerKeys::new(retired, []).seal("webhook-secret", "whk_legacy1", legacy.as_bytes());
     diesel::sql_query("UPDATE webhooks SET secret_sealed = $1 WHERE id = 'whk_legacy1'")
         .bind::<diesel::sql_types::Bytea, _>(&under_retired)
         .execute(&mut conn)
@@ -241,7 +245,10 @@ async fn plain_rows_and_rows_under_an_old_key_are_sealed_again_at_start() {
     assert!(!rotated.needs_reseal(&sealed), "sealed under the new key");
     let only_new = ServerKeys::from_text(&new_text, &[]).unwrap();
     assert_eq!(
-        only_new.open("webhook-secret", &sealed).unwrap().as_slice(),
+        only_new
+            .open("webhook-secret", "whk_legacy1", &sealed)
+            .unwrap()
+            .as_slice(),
         legacy.as_bytes(),
         "the old key is no longer needed"
     );

@@ -13,7 +13,13 @@ use crate::support::Api;
 use crate::tickets::{SupportKeys, account, support_api};
 
 async fn staff_token(api: &Api, name: &str) -> String {
-    let (_, token) = api.app.services().staff.create_token(name).await.unwrap();
+    let (_, token) = api
+        .app
+        .services()
+        .staff
+        .create_token(name, sealpost_support::Roles::all(), None)
+        .await
+        .unwrap();
     token
 }
 
@@ -42,7 +48,7 @@ async fn staff_read_and_answer_a_sealed_ticket_and_the_account_reads_the_reply()
 
     let token = staff_token(&api, "ada").await;
     let staff = staff_client(&api, &token);
-    let open = staff.staff_tickets(Some("open")).await.unwrap();
+    let open = staff.staff_tickets(Some("open"), None).await.unwrap();
     assert_eq!(open.tickets.len(), 1);
     let listed = &open.tickets[0];
     assert_eq!(listed.account_id.as_str(), owner.account_id);
@@ -203,7 +209,11 @@ async fn a_rotated_key_refuses_old_seals_and_old_tickets_stay_readable() {
 
     let staff = staff_client(&api, &staff_token(&api, "ada").await);
     let new = SupportKeys::generate();
-    let switched = staff.rotate_support_key(&new.public).await.unwrap();
+    let challenge = staff.support_key_challenge().await.unwrap();
+    let switched = staff
+        .rotate_support_key(&new.public, &challenge, &old.secret)
+        .await
+        .unwrap();
     assert_eq!(switched.staff_key, Some(b64::encode(&new.public)));
     assert_eq!(
         client.support().await.unwrap().staff_key,
@@ -461,7 +471,11 @@ async fn abuse_reports_answer_alike_and_are_limited_per_ip() {
     assert!(limited.headers.contains_key("retry-after"));
 
     let staff = staff_client(&api, &staff_token(&api, "ada").await);
-    let reports = staff.abuse_reports(Some("open")).await.unwrap().reports;
+    let reports = staff
+        .abuse_reports(Some("open"), None)
+        .await
+        .unwrap()
+        .reports;
     assert_eq!(reports.len(), 3);
     let reported = reports
         .iter()
@@ -478,7 +492,7 @@ async fn abuse_reports_answer_alike_and_are_limited_per_ip() {
         .unwrap();
     assert_eq!(
         staff
-            .abuse_reports(Some("open"))
+            .abuse_reports(Some("open"), None)
             .await
             .unwrap()
             .reports

@@ -9,7 +9,13 @@ use sealpost_webhooks::Sender;
 use serde_json::{Value, json};
 
 use crate::support::{Api, SignedIn, new_keys};
+use diesel_async::RunQueryDsl;
+use sealpost_seal::ServerKeys;
 use sealpost_testkit::receiver::Receiver;
+
+/// The server key of these tests, known so a test can seal a value in the
+/// old form by hand.
+const SERVER_KEY: [u8; 32] = [21; 32];
 
 struct Setup {
     api: Api,
@@ -27,6 +33,7 @@ async fn setup(status: u16, events: Value) -> Setup {
     let app = TestApp::spawn_with(move |config| {
         config.webhook_resolve = Some(format!("hooks.test=127.0.0.1:{}", addr.port()));
         config.webhook_ca_file = Some(ca_file);
+        config.server_keys = Some(ServerKeys::new(SERVER_KEY, []));
     })
     .await;
     let api = Api::with(app);
@@ -321,7 +328,13 @@ async fn a_suspended_account_s_webhooks_wait_and_go_out_after_the_suspension() {
         receiver,
         ..
     } = setup(200, json!(["inbox.created"])).await;
-    let (_, token) = api.app.services().staff.create_token("ada").await.unwrap();
+    let (_, token) = api
+        .app
+        .services()
+        .staff
+        .create_token("ada", sealpost_support::Roles::all(), None)
+        .await
+        .unwrap();
     let staff = sealpost_client::Client::new(api.app.base_url.clone())
         .unwrap()
         .with_token(token);
@@ -401,7 +414,13 @@ async fn deliveries_wait_while_staff_pause_webhooks_and_go_out_after() {
         receiver,
         ..
     } = setup(200, json!(["inbox.created"])).await;
-    let (_, token) = api.app.services().staff.create_token("ada").await.unwrap();
+    let (_, token) = api
+        .app
+        .services()
+        .staff
+        .create_token("ada", sealpost_support::Roles::all(), None)
+        .await
+        .unwrap();
     let staff = sealpost_client::Client::new(api.app.base_url.clone())
         .unwrap()
         .with_token(token);
@@ -428,4 +447,165 @@ async fn deliveries_wait_while_staff_pause_webhooks_and_go_out_after() {
     let log = deliveries(&api, &owner).await;
     assert_eq!(log[0]["status"], "succeeded");
     assert_eq!(log[0]["attempts"], 1, "no attempt was spent while paused");
+}
+
+/// `secret` sealed as values were before they were bound to their row:
+/// `1 || key id || nonce || AES-256-GCM(secret)` with the purpose alone as
+/// associated data, the key id the first 4 bytes of
+/// HMAC-SHA256(key, "sealpost server key id").
+fn sealed_in_the_old_form(key: [u8; 32], purpose: &str, secret: &str) -> Vec<u8> {
+    use ring::{aead, hmac};
+    let id = hmac::sign(
+        &hmac::Key::new(hmac::HMAC_SHA256, &key),
+        b"sealpost server key id",
+    );
+    let nonce = sealpost_seal::random_bytes::<12>();
+    let aead_key = aead::LessSafeKey::new(aead::UnboundKey::new(&aead::AES_256_GCM, &key).unwrap());
+    let mut body = secret.as_bytes().to_vec();
+    aead_key
+        .seal_in_place_append_tag(
+            aead::Nonce::assume_unique_for_key(nonce),
+            aead::Aad::from(purpose.as_bytes()),
+            &mut body,
+        )
+        .unwrap();
+    [&[1][..], &id.as_ref()[..4], &nonce, &body].concat()
+}
+
+#[derive(diesel::QueryableByName)]
+struct SealedRow {
+    #[diesel(sql_type = diesel::sql_types::Bytea)]
+    secret_sealed: Vec<u8>,
+}
+
+async fn sealed_secret(api: &Api, id: &str) -> Vec<u8> {
+    let mut conn = api.app.db.connect().await;
+    diesel::sql_query("SELECT secret_sealed FROM webhooks WHERE id = $1")
+        .bind::<diesel::sql_types::Text, _>(id)
+        .get_result::<SealedRow>(&mut conn)
+        .await
+        .unwrap()
+        .secret_sealed
+}
+
+async fn set_sealed_secret(api: &Api, id: &str, sealed: &[u8]) {
+    let mut conn = api.app.db.connect().await;
+    let updated = diesel::sql_query("UPDATE webhooks SET secret_sealed = $1 WHERE id = $2")
+        .bind::<diesel::sql_types::Bytea, _>(sealed)
+        .bind::<diesel::sql_types::Text, _>(id)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(updated, 1);
+}
+
+/// Someone who can write the database but holds no server key copies the
+/// sealed secret of a webhook whose secret they know onto another one: the
+/// other endpoint's deliveries must not go out signed with the known secret.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sealed_secret_copied_onto_another_webhook_does_not_open() {
+    let Setup {
+        api,
+        owner,
+        receiver,
+        secret,
+    } = setup(200, json!(["inbox.created"])).await;
+    let created = api
+        .post(
+            "/webhook-endpoints",
+            Some(&owner.token),
+            json!({ "id": "whk_hook02", "url": format!("https://hooks.test:{}/other", receiver.addr.port()), "events": ["inbox.created"] }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let known = sealed_secret(&api, "whk_hook01").await;
+    set_sealed_secret(&api, "whk_hook02", &known).await;
+
+    api.create_address(&owner.token, "ibx_copied1").await;
+    let sender = sender(&api);
+    sender.run_once(10).await.unwrap();
+    let now = sealpost_kernel::Clock::now(&*api.app.clock).unix_seconds();
+    let requests = receiver.requests();
+    let signed_with_known: Vec<_> = requests
+        .iter()
+        .filter(|request| {
+            let signature = request.header("Service-Signature").unwrap_or_default();
+            sealpost_webhooks::verify(&secret, signature, &request.body, now).is_ok()
+        })
+        .collect();
+    assert_eq!(
+        signed_with_known.len(),
+        1,
+        "only whk_hook01's own delivery is signed with its secret ({} requests)",
+        requests.len()
+    );
+    let other = api
+        .get(
+            "/webhook-endpoints/whk_hook02/deliveries",
+            Some(&owner.token),
+        )
+        .await;
+    let other = other.body["deliveries"].as_array().unwrap().clone();
+    assert_eq!(other.len(), 1, "{other:?}");
+    assert_eq!(other[0]["status"], "failed", "{other:?}");
+    assert_eq!(
+        other[0]["error"],
+        sealpost_webhooks::SECRET_UNREADABLE_ERROR,
+        "{other:?}"
+    );
+}
+
+/// A secret sealed in the old form (bound to the purpose alone) is sealed
+/// again, bound to its webhook, when a process starts, and deliveries keep
+/// their signature.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_old_form_secret_is_sealed_again_bound_and_still_signs() {
+    let Setup {
+        api,
+        owner,
+        receiver,
+        secret,
+    } = setup(200, json!(["inbox.created"])).await;
+    let old_form = sealed_in_the_old_form(SERVER_KEY, "webhook-secret", &secret);
+    set_sealed_secret(&api, "whk_hook01", &old_form).await;
+
+    // A process starts (no HTTP, no jobs): its start-up pass seals again.
+    let options = sealpost_api_server::StartOptions {
+        http_threads: 1,
+        background_jobs: false,
+    };
+    sealpost_api_server::start(&api.app.config, api.app.clock.clone(), None, options)
+        .await
+        .unwrap()
+        .stop()
+        .await;
+    let resealed = sealed_secret(&api, "whk_hook01").await;
+    assert_ne!(resealed, old_form, "the old form was rewritten");
+    assert_eq!(resealed[0], 2, "in the bound form");
+    let keys = ServerKeys::new(SERVER_KEY, []);
+    assert_eq!(
+        keys.open("webhook-secret", "whk_hook01", &resealed)
+            .unwrap()
+            .as_slice(),
+        secret.as_bytes()
+    );
+    assert!(
+        keys.open("webhook-secret", "whk_hook02", &resealed)
+            .is_err(),
+        "bound to its webhook"
+    );
+
+    api.create_address(&owner.token, "ibx_oldform").await;
+    assert_eq!(sender(&api).run_once(10).await.unwrap(), (1, 1));
+    let requests = receiver.requests();
+    assert_eq!(requests.len(), 1);
+    let now = sealpost_kernel::Clock::now(&*api.app.clock).unix_seconds();
+    sealpost_webhooks::verify(
+        &secret,
+        requests[0].header("Service-Signature").unwrap(),
+        &requests[0].body,
+        now,
+    )
+    .expect("signed with the same secret");
+    assert_eq!(deliveries(&api, &owner).await[0]["status"], "succeeded");
 }

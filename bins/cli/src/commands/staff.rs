@@ -140,19 +140,38 @@ pub async fn key_show(ctx: &Ctx, file: &StaffKeyFile) -> Result<()> {
 }
 
 /// `staff key rotate`: the new pair is stored before it is published, so a
-/// published key always has its secret here; old pairs stay.
+/// published key always has its secret here; old pairs stay. The service
+/// takes it only with a proof by the key in force, whose secret the
+/// keyring must hold.
 pub async fn key_rotate(ctx: &Ctx, file: &StaffKeyFile) -> Result<()> {
     let mut keyring = load_keyring(file)?;
     let client = staff_client(ctx)?;
+    let challenge = client.support_key_challenge().await?;
+    let Some(current) = challenge.staff_key.as_deref() else {
+        bail!(
+            "the service has no support key to rotate from; an operator sets the first one \
+             as SEALPOST_SUPPORT_KEY (`sealpost staff key init` prints it)"
+        );
+    };
+    let Some(current_secret) = secret_for(&keyring, current) else {
+        bail!(
+            "{} does not hold the secret of the service's current support key {current}; \
+             only its holder can rotate it",
+            file.path().display()
+        );
+    };
     let (pair, public) = new_pair();
     keyring.keys.push(pair);
     file.save(&keyring)?;
-    client.rotate_support_key(&public).await.with_context(|| {
-        format!(
-            "the new key is kept in {} but was not published",
-            file.path().display()
-        )
-    })?;
+    client
+        .rotate_support_key(&public, &challenge, &current_secret)
+        .await
+        .with_context(|| {
+            format!(
+                "the new key is kept in {} but was not published",
+                file.path().display()
+            )
+        })?;
     outln!("New support key: {}", b64::encode(&public));
     outln!(
         "The {} older key(s) stay in {}: tickets sealed to them stay readable.",
@@ -221,10 +240,21 @@ fn open_header(keyring: &StaffKeyring, ticket: &StaffTicket) -> Result<support::
 /// `staff tickets`.
 pub async fn tickets(ctx: &Ctx, file: &StaffKeyFile, status: StaffListStatus) -> Result<()> {
     let keyring = load_keyring(file)?;
-    let list = staff_client(ctx)?
-        .staff_tickets(list_filter(status))
-        .await?;
-    if list.tickets.is_empty() {
+    let client = staff_client(ctx)?;
+    // Every page: the list is read whole, as one table.
+    let mut tickets = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = client
+            .staff_tickets(list_filter(status), cursor.as_deref())
+            .await?;
+        tickets.extend(page.tickets);
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    if tickets.is_empty() {
         outln!("No tickets.");
         return Ok(());
     }
@@ -239,7 +269,7 @@ pub async fn tickets(ctx: &Ctx, file: &StaffKeyFile, status: StaffListStatus) ->
         ("CATEGORY", Align::Left),
         ("SUBJECT", Align::Left),
     ]);
-    for ticket in &list.tickets {
+    for ticket in &tickets {
         let mut row = vec![
             ticket.ticket.id.to_string(),
             ticket.ticket.status.to_string(),
@@ -391,14 +421,24 @@ pub async fn resolve(ctx: &Ctx, id: &str) -> Result<()> {
 
 /// `staff abuse list`.
 pub async fn abuse_list(ctx: &Ctx, status: StaffListStatus) -> Result<()> {
-    let list = staff_client(ctx)?
-        .abuse_reports(list_filter(status))
-        .await?;
-    if list.reports.is_empty() {
+    let client = staff_client(ctx)?;
+    let mut reports = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = client
+            .abuse_reports(list_filter(status), cursor.as_deref())
+            .await?;
+        reports.extend(page.reports);
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    if reports.is_empty() {
         outln!("No reports.");
         return Ok(());
     }
-    for report in &list.reports {
+    for report in &reports {
         let target = report
             .email_address
             .as_deref()

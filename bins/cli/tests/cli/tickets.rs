@@ -42,7 +42,12 @@ async fn staff_read_answer_and_rotate_the_support_key_from_the_command_line() {
     staff.staff_token = Some("stf_madeup".to_owned());
     let refused = staff.fails(&["staff", "tickets"]).await;
     assert!(refused.contains("staff-token create"), "{refused}");
-    let (_, token) = app.services().staff.create_token("ada").await.unwrap();
+    let (_, token) = app
+        .services()
+        .staff
+        .create_token("ada", sealpost_support::Roles::all(), None)
+        .await
+        .unwrap();
     staff.staff_token = Some(token);
 
     // The account opens a ticket with the SDK, sealed for real.
@@ -305,7 +310,12 @@ async fn an_account_asks_support_and_reads_the_answer_from_the_command_line() {
     let support_key = value_after(&offline.ok(&["staff", "key", "init"]).await, "Public key:");
     let app = TestApp::spawn_with(|config| config.support_key = Some(support_key)).await;
     let mut staff = Cli::new(&app, &staff_dir);
-    let (_, token) = app.services().staff.create_token("ada").await.unwrap();
+    let (_, token) = app
+        .services()
+        .staff
+        .create_token("ada", sealpost_support::Roles::all(), None)
+        .await
+        .unwrap();
     staff.staff_token = Some(token);
 
     let mut laptop = Cli::new(&app, &tmp.path().join("laptop"));

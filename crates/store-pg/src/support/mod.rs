@@ -16,10 +16,11 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use sealpost_kernel::{AccountId, StoreError, TicketId, TicketMessageId, Timestamp};
+use sealpost_kernel::{AccountId, PageRequest, StoreError, TicketId, TicketMessageId, Timestamp};
 use sealpost_support::{
-    Author, Binding, BoxPair, Guard, NewMessage, NewTicket, PublicKey, Refusal, SupportRepository,
-    SweepCutoffs, SweepReport, Switches, Ticket, TicketMessage, TicketStatus, Trail,
+    AuditEntry, Author, Binding, BoxPair, Guard, NewMessage, NewTicket, PublicKey, Refusal,
+    SupportRepository, SweepCutoffs, SweepReport, Switches, Ticket, TicketMessage, TicketStatus,
+    Trail,
 };
 
 use crate::records::box_from_json;
@@ -160,8 +161,13 @@ impl SupportRepository for PgStore {
         tickets::tickets(self, account).await
     }
 
-    async fn all_tickets(&self, status: Option<TicketStatus>) -> Result<Vec<Ticket>, StoreError> {
-        tickets::all_tickets(self, status).await
+    async fn all_tickets(
+        &self,
+        status: Option<TicketStatus>,
+        page: &PageRequest,
+        read: &AuditEntry,
+    ) -> Result<Vec<Ticket>, StoreError> {
+        tickets::all_tickets(self, status, page, read).await
     }
 
     async fn ticket(

@@ -4,8 +4,10 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
-use sealpost_kernel::{AccountId, StoreError, TicketId, Timestamp};
-use sealpost_support::{Author, Guard, NewTicket, Refusal, Ticket, TicketStatus, Trail};
+use sealpost_kernel::{AccountId, PageRequest, StoreError, TicketId, Timestamp};
+use sealpost_support::{
+    AuditEntry, Author, Guard, NewTicket, Refusal, Ticket, TicketStatus, Trail,
+};
 
 use super::TICKET_ID_KIND;
 use super::messages::{insert_message, message_id_taken};
@@ -34,23 +36,44 @@ pub(super) async fn tickets(
     rows.into_iter().map(Ticket::try_from).collect()
 }
 
+/// A page of every account's tickets, and the staff read's audit row in
+/// the same transaction.
 pub(super) async fn all_tickets(
     store: &PgStore,
     status: Option<TicketStatus>,
+    page: &PageRequest,
+    read: &AuditEntry,
 ) -> Result<Vec<Ticket>, StoreError> {
     let mut conn = store.conn().await?;
-    let mut query = support_tickets::table
-        .order((
-            support_tickets::updated_at.desc(),
-            support_tickets::id.desc(),
-        ))
-        .select(TicketRow::as_select())
-        .limit(500)
-        .into_boxed();
-    if let Some(status) = status {
-        query = query.filter(support_tickets::status.eq(status.as_str()));
-    }
-    let rows: Vec<TicketRow> = query.load(&mut conn).await.map_err(db_error)?;
+    let rows: Vec<TicketRow> = conn
+        .transaction(async |conn| {
+            let mut query = support_tickets::table
+                .order((
+                    support_tickets::updated_at.desc(),
+                    support_tickets::id.desc(),
+                ))
+                .select(TicketRow::as_select())
+                .limit(page.fetch_limit())
+                .into_boxed();
+            if let Some(status) = status {
+                query = query.filter(support_tickets::status.eq(status.as_str()));
+            }
+            if let Some(after) = &page.after {
+                let at = after.at.as_datetime();
+                query = query.filter(
+                    support_tickets::updated_at
+                        .lt(at)
+                        .or(support_tickets::updated_at
+                            .eq(at)
+                            .and(support_tickets::id.lt(after.id.clone()))),
+                );
+            }
+            let rows = query.load(conn).await?;
+            insert_audit(conn, read).await?;
+            diesel::QueryResult::Ok(rows)
+        })
+        .await
+        .map_err(db_error)?;
     rows.into_iter().map(Ticket::try_from).collect()
 }
 

@@ -1,9 +1,9 @@
 //! Endpoint signing secrets: the two columns a secret is stored in
 //! (sealed, or still in the clear), rotation, and sealing them again under
-//! the current server key.
+//! the current server key in the current form.
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Nullable, Text};
+use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 use diesel_async::RunQueryDsl;
 use sealpost_kernel::{AccountId, StoreError, WebhookId};
 use sealpost_webhooks::endpoint::StoredSecret;
@@ -70,10 +70,12 @@ pub(super) async fn secrets_to_seal(
         secret_sealed: Option<Vec<u8>>,
     }
     let mut conn = store.conn().await?;
-    // Bytes 2 to 5 of a sealed value are its key's id.
+    // The first byte of a sealed value is its form's version, bytes 2 to 5
+    // its key's id.
     let rows: Vec<SecretRow> = diesel::sql_query(
         "SELECT id, secret, secret_sealed FROM webhooks \
          WHERE (secret IS NOT NULL \
+                OR get_byte(secret_sealed, 0) <> $4 \
                 OR encode(substring(secret_sealed FROM 2 FOR 4), 'hex') <> $1) \
            AND id > $2 \
          ORDER BY id LIMIT $3",
@@ -81,6 +83,7 @@ pub(super) async fn secrets_to_seal(
     .bind::<Text, _>(current_key)
     .bind::<Text, _>(after.as_ref().map_or("", WebhookId::as_str))
     .bind::<BigInt, _>(limit)
+    .bind::<Integer, _>(i32::from(sealpost_seal::ServerKeys::current_version()))
     .load(&mut conn)
     .await
     .map_err(db_error)?;
