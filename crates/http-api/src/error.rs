@@ -328,9 +328,7 @@ impl From<LimitError> for ApiError {
             | LimitError::OwnDomainReceiveOnly => ErrorCode::PlanRequired,
             LimitError::OwnDomainLimit { .. }
             | LimitError::StorageFull { .. }
-            | LimitError::ApiKeyLimit { .. } => {
-                ErrorCode::LimitReached
-            }
+            | LimitError::ApiKeyLimit { .. } => ErrorCode::LimitReached,
         };
         Self::new(code, error.to_string())
     }

@@ -1178,9 +1178,13 @@ mod tests {
             .await
             .unwrap();
         end_in_flight(conn, number).await.unwrap();
-        insert_messages(conn, &[(&new.message, false)], CommitNumber::Taken(number))
-            .await
-            .unwrap();
+        insert_messages(
+            conn,
+            &[(&new.message, false, 0)],
+            CommitNumber::Taken(number),
+        )
+        .await
+        .unwrap();
     }
 
     /// Batches commit in parallel now, so a batch that took a smaller
