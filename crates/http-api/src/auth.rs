@@ -11,7 +11,7 @@ use std::pin::Pin;
 use actix_web::http::header;
 use actix_web::web::Data;
 use actix_web::{FromRequest, HttpRequest, dev::Payload};
-use sealpost_accounts::{Authentication, Caller};
+use sealpost_accounts::{API_KEY_TOKEN_PREFIX, AccountError, Authentication, Caller};
 use sealpost_kernel::{AccountId, DeviceId, SessionId};
 
 use crate::error::{ApiError, ErrorCode};
@@ -88,6 +88,20 @@ fn unless_suspended(found: Authentication) -> Result<Caller, ApiError> {
     Ok(found.caller)
 }
 
+/// An API key is told by its prefix: a session-only extractor refuses it at
+/// once, before any other extractor of the handler (a JSON body, say) can
+/// answer first, so a key always learns `session_required` there.
+fn api_key_refused<T: 'static>(req: &HttpRequest) -> Option<Extracting<T>> {
+    let token = bearer_token(req).ok()?;
+    token
+        .starts_with(API_KEY_TOKEN_PREFIX)
+        .then(|| -> Extracting<T> {
+            Box::pin(std::future::ready(
+                Err(AccountError::SessionRequired.into()),
+            ))
+        })
+}
+
 impl SessionCaller {
     fn of(caller: Caller) -> Result<Self, ApiError> {
         let session = caller.session()?.clone();
@@ -116,6 +130,9 @@ impl FromRequest for SessionCaller {
     type Future = Extracting<Self>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        if let Some(refused) = api_key_refused(req) {
+            return refused;
+        }
         with_bearer(req, async |state, token| {
             let found = authenticate(&state, &token).await?;
             SessionCaller::of(unless_suspended(found)?)
@@ -140,6 +157,9 @@ impl FromRequest for SupportCaller {
     type Future = Extracting<Self>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        if let Some(refused) = api_key_refused(req) {
+            return refused;
+        }
         with_bearer(req, async |state, token| {
             let found = authenticate(&state, &token).await?;
             if found.suspended {

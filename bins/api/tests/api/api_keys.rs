@@ -21,10 +21,19 @@ fn label(id: &str) -> Value {
 }
 
 async fn create_key(api: &Api, owner: &SignedIn, id: &str) -> crate::support::Reply {
+    create_labelled_key(api, owner, id, &label(id)).await
+}
+
+async fn create_labelled_key(
+    api: &Api,
+    owner: &SignedIn,
+    id: &str,
+    label: &Value,
+) -> crate::support::Reply {
     api.post(
         "/api-keys",
         Some(&owner.token),
-        json!({ "id": id, "label": label(id) }),
+        json!({ "id": id, "label": label }),
     )
     .await
 }
@@ -51,12 +60,16 @@ async fn keys_are_created_listed_and_revoked_by_a_session_and_work_at_once() {
     );
     api.set_plan(&owner.account_id, "operator").await;
 
-    let created = create_key(&api, &owner, "key_ci01").await;
+    let sent_label = label("key_ci01");
+    let created = create_labelled_key(&api, &owner, "key_ci01", &sent_label).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     let token = created.body["token"].as_str().unwrap().to_owned();
     assert!(token.starts_with("spk_"), "{token}");
     assert_eq!(created.body["apiKey"]["id"], "key_ci01");
-    assert_eq!(created.body["apiKey"]["label"], label("key_ci01"));
+    assert_eq!(
+        created.body["apiKey"]["label"], sent_label,
+        "the label as sealed"
+    );
     assert_eq!(created.body["apiKey"]["lastUsedAt"], Value::Null);
     assert_eq!(created.body["apiKey"]["paused"], false);
 
