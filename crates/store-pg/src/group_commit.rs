@@ -1147,6 +1147,19 @@ mod tests {
             .collect()
     }
 
+    /// A message committed while `held`'s batch stands open: on another
+    /// shard of the account's counters, whose row `held` keeps locked until
+    /// it commits (with one in 32 ids the test would otherwise wait on it).
+    fn new_message_beside(received_at: Timestamp, held: &NewMessage) -> NewMessage {
+        let held_shard = crate::messages::received_shard(&held.message.id);
+        loop {
+            let new = new_message(received_at);
+            if crate::messages::received_shard(&new.message.id) != held_shard {
+                return new;
+            }
+        }
+    }
+
     /// A connection of the test's own, with `statements` run on it.
     async fn connection_running(database: &str, statements: &[&str]) -> AsyncPgConnection {
         let mut conn = AsyncPgConnection::establish(&database_url(database))
@@ -1198,7 +1211,7 @@ mod tests {
         const DATABASE: &str = "sealpost_store_pg_wait_in_flight";
         let store = store_with_address(DATABASE).await;
         let first = new_message(at(1));
-        let later = new_message(at(2));
+        let later = new_message_beside(at(2), &first);
         let (first_id, later_id) = (first.message.id.clone(), later.message.id.clone());
         let before = store.commit_position().await.unwrap();
         let (mut open, number) = batch_in_flight(DATABASE, &first).await;
@@ -1266,7 +1279,7 @@ mod tests {
             .await
             .unwrap();
         begin_batch(&mut open, number, &running).await;
-        let after = new_message(at(2));
+        let after = new_message_beside(at(2), &running);
         let after_id = after.message.id.clone();
         assert_eq!(store.commit(after).await.unwrap(), Commit::Done);
         assert!(waited_ids(&store, WaitFrom::Start).await.is_empty());

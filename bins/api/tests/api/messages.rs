@@ -237,16 +237,7 @@ async fn rcpt_refuses_keyless_addresses_and_accounts_over_their_allowance() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_suspended_account_s_mail_is_refused_at_rcpt_and_through_the_api() {
     let (mut api, owner, _, address) = mailbox().await;
-    let (_, token) = api
-        .app
-        .services()
-        .staff
-        .create_token("ada", sealpost_support::Roles::all(), None)
-        .await
-        .unwrap();
-    let staff = sealpost_client::Client::new(api.app.base_url.clone())
-        .unwrap()
-        .with_token(token);
+    let staff = crate::support::staff_client(&api, &crate::support::staff_token(&api, "ada").await);
     let smtp = api.app.spawn_smtp().await;
     let (mut client, _) = SmtpClient::connect(smtp).await;
     client.command("EHLO client.example").await;

@@ -522,16 +522,7 @@ async fn a_staff_reply_and_a_resolution_are_support_pushes() {
         &format!("{MARKER} question"),
     );
     client.create_ticket(&sealed.request).await.unwrap();
-    let (_, staff_token) = api
-        .app
-        .services()
-        .staff
-        .create_token("ada", sealpost_support::Roles::all(), None)
-        .await
-        .unwrap();
-    let staff = Client::new(api.app.base_url.clone())
-        .unwrap()
-        .with_token(staff_token);
+    let staff = crate::support::staff_client(&api, &crate::support::staff_token(&api, "ada").await);
     let reply = support::seal_message(
         &support_keys.public,
         &keys.vault_public_key(),

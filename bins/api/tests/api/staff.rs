@@ -3,31 +3,13 @@
 //! operator switches, abuse reports and the audit log.
 
 use reqwest::StatusCode;
-use sealpost_client::Client;
 use sealpost_client::support::{self, SwitchesRequest, TicketHeader};
 use sealpost_seal::b64;
 use serde_json::json;
 
 use crate::messages::everything_in_the_database;
-use crate::support::Api;
+use crate::support::{Api, staff_client, staff_token};
 use crate::tickets::{SupportKeys, account, support_api};
-
-async fn staff_token(api: &Api, name: &str) -> String {
-    let (_, token) = api
-        .app
-        .services()
-        .staff
-        .create_token(name, sealpost_support::Roles::all(), None)
-        .await
-        .unwrap();
-    token
-}
-
-fn staff_client(api: &Api, token: &str) -> Client {
-    Client::new(api.app.base_url.clone())
-        .unwrap()
-        .with_token(token.to_owned())
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn staff_read_and_answer_a_sealed_ticket_and_the_account_reads_the_reply() {

@@ -445,3 +445,22 @@ impl std::io::Write for LogWriter {
         Ok(())
     }
 }
+
+/// A staff token holding every role, made on the server as an operator would.
+pub(crate) async fn staff_token(api: &Api, name: &str) -> String {
+    let (_, token) = api
+        .app
+        .services()
+        .staff
+        .create_token(name, sealpost_support::Roles::all(), None)
+        .await
+        .unwrap();
+    token
+}
+
+/// A client speaking with a staff token.
+pub(crate) fn staff_client(api: &Api, token: &str) -> sealpost_client::Client {
+    sealpost_client::Client::new(api.app.base_url.clone())
+        .unwrap()
+        .with_token(token.to_owned())
+}

@@ -328,16 +328,7 @@ async fn a_suspended_account_s_webhooks_wait_and_go_out_after_the_suspension() {
         receiver,
         ..
     } = setup(200, json!(["inbox.created"])).await;
-    let (_, token) = api
-        .app
-        .services()
-        .staff
-        .create_token("ada", sealpost_support::Roles::all(), None)
-        .await
-        .unwrap();
-    let staff = sealpost_client::Client::new(api.app.base_url.clone())
-        .unwrap()
-        .with_token(token);
+    let staff = crate::support::staff_client(&api, &crate::support::staff_token(&api, "ada").await);
     api.create_address(&owner.token, "ibx_held001").await;
     staff
         .set_suspended(&owner.account_id, true, "spam run")
@@ -414,16 +405,7 @@ async fn deliveries_wait_while_staff_pause_webhooks_and_go_out_after() {
         receiver,
         ..
     } = setup(200, json!(["inbox.created"])).await;
-    let (_, token) = api
-        .app
-        .services()
-        .staff
-        .create_token("ada", sealpost_support::Roles::all(), None)
-        .await
-        .unwrap();
-    let staff = sealpost_client::Client::new(api.app.base_url.clone())
-        .unwrap()
-        .with_token(token);
+    let staff = crate::support::staff_client(&api, &crate::support::staff_token(&api, "ada").await);
     let switch = |paused| sealpost_client::support::SwitchesRequest {
         webhooks_paused: Some(paused),
         ..Default::default()

@@ -1,7 +1,7 @@
 /**
  * The ONE place where the SDK's product words meet the wire's names.
  *
- * The public API speaks of addresses and devices; the HTTP API (SPEC.md,
+ * The public API speaks of addresses and devices; the HTTP API (docs/api.md,
  * docs/openapi.json) calls them `inbox` and `worker` (`/inboxes`,
  * `inboxId`, `assignedWorkerId`, `/workers`, ...). Every path, query
  * parameter and field with a wire name is written here and nowhere else;
