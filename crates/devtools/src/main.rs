@@ -10,6 +10,7 @@ mod api_check;
 mod bench;
 mod bench_api;
 mod bench_webhooks;
+mod cpu;
 mod harness;
 mod load_smtp;
 mod postgres;

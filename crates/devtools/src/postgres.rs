@@ -44,6 +44,17 @@ pub fn ensure_server() -> Result<String> {
     start_private_cluster()
 }
 
+/// `DATABASE_URL`'s server when it is set, else the private cluster under
+/// `target/pg/` (started if needed), never the machine's shared server:
+/// benchmarks count every process of the server they use, so other work on
+/// it must not show in their figures.
+pub fn private_server() -> Result<String> {
+    if let Some(url) = database_url_env() {
+        return server_part(&url);
+    }
+    start_private_cluster()
+}
+
 /// `DATABASE_URL` when set and not empty.
 pub fn database_url_env() -> Option<String> {
     std::env::var("DATABASE_URL")

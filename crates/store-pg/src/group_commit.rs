@@ -40,6 +40,7 @@
 //! told it was stored; its number is taken out of flight at once.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -94,6 +95,15 @@ pub(crate) const COMMITTED_UP_TO: &str = "(SELECT coalesce(\
        (SELECT min(seq) - 1 FROM commit_in_flight), \
        (SELECT seq FROM commit_clock)))";
 
+/// How many rows (`shard`s) an account's delivery counters (`received` in
+/// `usage_counters`, and `stored_bytes`) are spread over. A transaction
+/// that adds to a counter row holds its lock until COMMIT, so each batch
+/// adds all its messages on one shard, the next of this process's round
+/// (from a random start, so that processes seldom meet): the batches one
+/// process has in flight never wait on each other's counter rows. Readers
+/// sum the shards.
+pub(crate) const COUNTER_SHARDS: u16 = 32;
+
 /// An in-flight row older than this whose lock no batch holds is deleted.
 /// A running batch holds its row's lock from its first statement on, so
 /// only a batch that crashed, or failed and could not take its number back,
@@ -103,6 +113,13 @@ const ABANDONED_AFTER: Duration = Duration::from_secs(10);
 /// finds none writes nothing).
 const RECLAIM_EVERY: Duration = Duration::from_secs(1);
 
+/// A start for the shard round that differs between processes.
+fn random_start() -> u16 {
+    use std::hash::{BuildHasher, RandomState};
+    // Below COUNTER_SHARDS: always fits.
+    (RandomState::new().hash_one(std::process::id()) % u64::from(COUNTER_SHARDS)) as u16
+}
+
 type Answer = oneshot::Sender<Result<Commit, StoreError>>;
 
 /// The queue and the committer slots, shared by every clone of a `PgStore`.
@@ -110,6 +127,8 @@ pub(crate) struct Batcher {
     queue: Mutex<Vec<(NewMessage, Answer)>>,
     committers: Arc<Semaphore>,
     last_reclaim: Mutex<Option<Instant>>,
+    /// The round of counter shards (see [`COUNTER_SHARDS`]).
+    next_shard: AtomicU16,
 }
 
 impl Default for Batcher {
@@ -118,6 +137,7 @@ impl Default for Batcher {
             queue: Mutex::new(Vec::new()),
             committers: Arc::new(Semaphore::new(COMMITTERS)),
             last_reclaim: Mutex::new(None),
+            next_shard: AtomicU16::new(random_start()),
         }
     }
 }
@@ -142,6 +162,13 @@ impl Batcher {
             })
             .count();
         queue.drain(..take).collect()
+    }
+
+    /// The counter shard of the next transaction that adds to the
+    /// delivery counters.
+    pub(crate) fn next_shard(&self) -> i16 {
+        // Below COUNTER_SHARDS (32): always fits.
+        (self.next_shard.fetch_add(1, Ordering::Relaxed) % COUNTER_SHARDS) as i16
     }
 
     fn free_slot(&self) -> Option<OwnedSemaphorePermit> {
@@ -225,6 +252,7 @@ impl PgStore {
                 .map_err(db_error)?;
         }
         let number = take_commit_number(&mut conn).await.map_err(db_error)?;
+        let shard = self.batcher.next_shard();
         let committed = conn
             .transaction(async |conn| {
                 end_in_flight(conn, number).await?;
@@ -248,9 +276,9 @@ impl PgStore {
                     .iter()
                     .map(|new| (&new.message, new.held, sealed_attachment_bytes(new)))
                     .collect();
-                insert_messages(conn, &rows, CommitNumber::Taken(number)).await?;
+                insert_messages(conn, &rows, CommitNumber::Taken(number), shard).await?;
                 insert_attachments(conn, &stored).await?;
-                add_received(conn, &stored).await?;
+                add_received(conn, &stored, shard).await?;
                 notify_new_mail(conn, &stored).await?;
                 Ok::<_, diesel::result::Error>(outcomes)
             })
@@ -471,11 +499,12 @@ fn sealed_attachment_bytes(new: &NewMessage) -> u64 {
 /// or a Sent copy as a batch of one. Each row records what it takes in
 /// storage (its content box as JSON and its sealed attachments), and the
 /// accounts' stored-bytes counters grow by as much, in the same
-/// transaction ([`add_stored_bytes`]).
+/// transaction ([`add_stored_bytes`]), on `shard` (see [`COUNTER_SHARDS`]).
 pub(crate) async fn insert_messages(
     conn: &mut AsyncPgConnection,
     stored: &[(&Message, bool, u64)],
     number: CommitNumber,
+    shard: i16,
 ) -> Result<(), diesel::result::Error> {
     let messages = || stored.iter().map(|(message, _, _)| *message);
     let ids: Vec<&str> = messages().map(|message| message.id.as_str()).collect();
@@ -537,34 +566,29 @@ pub(crate) async fn insert_messages(
     .bind::<BigInt, _>(seq)
     .execute(conn)
     .await?;
-    add_stored_bytes(conn, messages().zip(stored_bytes)).await
+    add_stored_bytes(conn, messages().zip(stored_bytes), shard).await
 }
 
 /// One upsert for the rows just inserted: each account's stored bytes grow
-/// by theirs, on the message's shard (as the received counter, so parallel
-/// deliveries to one account do not queue on one row), in key order.
+/// by theirs, on `shard`, in key order.
 async fn add_stored_bytes(
     conn: &mut AsyncPgConnection,
     inserted: impl Iterator<Item = (&Message, i64)>,
+    shard: i16,
 ) -> Result<(), diesel::result::Error> {
-    let mut counters: BTreeMap<(&str, i16), i64> = BTreeMap::new();
+    let mut counters: BTreeMap<&str, i64> = BTreeMap::new();
     for (message, bytes) in inserted {
-        *counters
-            .entry((
-                message.account.as_str(),
-                crate::messages::received_shard(&message.id),
-            ))
-            .or_default() += bytes;
+        *counters.entry(message.account.as_str()).or_default() += bytes;
     }
-    let (keys, bytes): (Vec<(&str, i16)>, Vec<i64>) = counters.into_iter().unzip();
-    let (accounts, shards): (Vec<&str>, Vec<i16>) = keys.into_iter().unzip();
+    let (accounts, bytes): (Vec<&str>, Vec<i64>) = counters.into_iter().unzip();
     diesel::sql_query(
         "INSERT INTO stored_bytes (account_id, shard, bytes) \
-         SELECT * FROM unnest($1::text[], $2::smallint[], $3::bigint[]) \
+         SELECT a.account_id, $2, a.bytes FROM unnest($1::text[], $3::bigint[]) \
+           AS a(account_id, bytes) \
          ON CONFLICT (account_id, shard) DO UPDATE SET bytes = stored_bytes.bytes + EXCLUDED.bytes",
     )
     .bind::<Array<Text>, _>(accounts)
-    .bind::<Array<SmallInt>, _>(shards)
+    .bind::<SmallInt, _>(shard)
     .bind::<Array<BigInt>, _>(bytes)
     .execute(conn)
     .await?;
@@ -603,44 +627,39 @@ async fn insert_attachments(
     Ok(())
 }
 
-/// One upsert for the batch: the received counters summed per shard.
+/// One upsert for the batch: the received counters summed per account and
+/// window, on `shard`.
 async fn add_received(
     conn: &mut AsyncPgConnection,
     stored: &[&NewMessage],
+    shard: i16,
 ) -> Result<(), diesel::result::Error> {
-    let mut counters: BTreeMap<(&str, DateTime<Utc>, i16), i64> = BTreeMap::new();
+    let mut counters: BTreeMap<(&str, DateTime<Utc>), i64> = BTreeMap::new();
     for new in stored {
-        let message = &new.message;
         *counters
-            .entry((
-                message.account.as_str(),
-                new.window_start.as_datetime(),
-                crate::messages::received_shard(&message.id),
-            ))
+            .entry((new.message.account.as_str(), new.window_start.as_datetime()))
             .or_default() += 1;
     }
     let mut accounts = Vec::new();
     let mut windows = Vec::new();
-    let mut shards = Vec::new();
     let mut counts = Vec::new();
-    for ((account, window, shard), count) in counters {
+    for ((account, window), count) in counters {
         accounts.push(account);
         windows.push(window);
-        shards.push(shard);
         counts.push(count);
     }
     diesel::sql_query(
         "INSERT INTO usage_counters (account_id, counter, window_start, shard, used) \
-         SELECT c.account_id, $1, c.window_start, c.shard, c.used \
-         FROM unnest($2::text[], $3::timestamptz[], $4::smallint[], $5::bigint[]) \
-           AS c(account_id, window_start, shard, used) \
+         SELECT c.account_id, $1, c.window_start, $2, c.used \
+         FROM unnest($3::text[], $4::timestamptz[], $5::bigint[]) \
+           AS c(account_id, window_start, used) \
          ON CONFLICT (account_id, counter, window_start, shard) \
          DO UPDATE SET used = usage_counters.used + EXCLUDED.used",
     )
     .bind::<Text, _>(RECEIVED_COUNTER)
+    .bind::<SmallInt, _>(shard)
     .bind::<Array<Text>, _>(accounts)
     .bind::<Array<Timestamptz>, _>(windows)
-    .bind::<Array<SmallInt>, _>(shards)
     .bind::<Array<BigInt>, _>(counts)
     .execute(conn)
     .await?;
@@ -758,6 +777,22 @@ mod tests {
         let mut new = new_message(at(0));
         new.message.content.c = vec![0; bytes];
         new
+    }
+
+    /// Batches in flight at once (at most COMMITTERS, far fewer than
+    /// COUNTER_SHARDS) take different shards, so none waits on another's
+    /// counter rows; the round covers every shard.
+    #[test]
+    fn consecutive_batches_take_different_counter_shards() {
+        let batcher = Batcher::default();
+        let round: Vec<i16> = (0..COUNTER_SHARDS).map(|_| batcher.next_shard()).collect();
+        let distinct: BTreeSet<i16> = round.iter().copied().collect();
+        assert_eq!(distinct.len(), usize::from(COUNTER_SHARDS), "{round:?}");
+        assert!(
+            distinct
+                .iter()
+                .all(|shard| (0..COUNTER_SHARDS as i16).contains(shard))
+        );
     }
 
     #[test]
@@ -1147,19 +1182,6 @@ mod tests {
             .collect()
     }
 
-    /// A message committed while `held`'s batch stands open: on another
-    /// shard of the account's counters, whose row `held` keeps locked until
-    /// it commits (with one in 32 ids the test would otherwise wait on it).
-    fn new_message_beside(received_at: Timestamp, held: &NewMessage) -> NewMessage {
-        let held_shard = crate::messages::received_shard(&held.message.id);
-        loop {
-            let new = new_message(received_at);
-            if crate::messages::received_shard(&new.message.id) != held_shard {
-                return new;
-            }
-        }
-    }
-
     /// A connection of the test's own, with `statements` run on it.
     async fn connection_running(database: &str, statements: &[&str]) -> AsyncPgConnection {
         let mut conn = AsyncPgConnection::establish(&database_url(database))
@@ -1173,6 +1195,10 @@ mod tests {
         }
         conn
     }
+
+    /// The counter shard of the tests' own batches: outside the store's
+    /// round, so the store's batches never wait on the rows they hold.
+    const HELD_BATCH_SHARD: i16 = COUNTER_SHARDS as i16 + 1;
 
     /// A batch of the test's own that took its number and stands inside its
     /// transaction, its message inserted but not committed.
@@ -1195,6 +1221,7 @@ mod tests {
             conn,
             &[(&new.message, false, 0)],
             CommitNumber::Taken(number),
+            HELD_BATCH_SHARD,
         )
         .await
         .unwrap();
@@ -1211,7 +1238,7 @@ mod tests {
         const DATABASE: &str = "sealpost_store_pg_wait_in_flight";
         let store = store_with_address(DATABASE).await;
         let first = new_message(at(1));
-        let later = new_message_beside(at(2), &first);
+        let later = new_message(at(2));
         let (first_id, later_id) = (first.message.id.clone(), later.message.id.clone());
         let before = store.commit_position().await.unwrap();
         let (mut open, number) = batch_in_flight(DATABASE, &first).await;
@@ -1279,7 +1306,7 @@ mod tests {
             .await
             .unwrap();
         begin_batch(&mut open, number, &running).await;
-        let after = new_message_beside(at(2), &running);
+        let after = new_message(at(2));
         let after_id = after.message.id.clone();
         assert_eq!(store.commit(after).await.unwrap(), Commit::Done);
         assert!(waited_ids(&store, WaitFrom::Start).await.is_empty());

@@ -134,9 +134,9 @@ pub(crate) fn box_from_json(value: serde_json::Value) -> Result<SealedBox, Store
     serde_json::from_value(value).map_err(StoreError::failed)
 }
 
-/// The `stored_bytes` shard deletions subtract from. Inserts add to the
-/// shards of their message ids (0 and up), so a deletion never waits on a
-/// delivery's counter row; an account's stored bytes are the sum of all its
+/// The `stored_bytes` shard deletions subtract from. Inserts add to shards
+/// 0 and up (`COUNTER_SHARDS`), so a deletion never waits on a delivery's
+/// counter row; an account's stored bytes are the sum of all its
 /// shards, this one negative.
 pub(crate) const DELETED_BYTES_SHARD: i16 = -1;
 

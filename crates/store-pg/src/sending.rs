@@ -208,10 +208,11 @@ impl SendRepository for PgStore {
 
     async fn commit_sent(&self, sent: SentCopy) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
+        let shard = self.batcher.next_shard();
         conn.transaction(async |conn| {
             if let Some(message) = &sent.message {
                 // A batch of one, outside the commit order.
-                insert_messages(conn, &[(message, false, 0)], CommitNumber::None).await?;
+                insert_messages(conn, &[(message, false, 0)], CommitNumber::None, shard).await?;
             }
             write_records(conn, &sent.records).await
         })

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
-use sealpost_kernel::{AccountId, AddressId, MessageId, PlanId, StoreError, Timestamp};
+use sealpost_kernel::{AccountId, AddressId, PlanId, StoreError, Timestamp};
 use sealpost_messages::store::{Commit, NewMessage, RecipientRecord};
 
 use crate::schema::{account_suspensions, accounts, addresses, pending_blobs};
@@ -88,20 +88,21 @@ fn into_recipient(
     })
 }
 
-/// How many rows (`shard`s) the `received` counter of one account and window
-/// is spread over. Every delivery's commit adds to one of them and holds its
-/// row lock until COMMIT; with one row, an account's commits ran one at a
-/// time. Readers sum the shards. The object-read counter stays on shard 0:
-/// its limit check must see the whole count in one row.
-const RECEIVED_SHARDS: u64 = 32;
-
-/// The `received` shard a delivery adds to, from its (random) message id.
-pub(crate) fn received_shard(id: &MessageId) -> i16 {
-    use std::hash::{DefaultHasher, Hash, Hasher};
-    let mut hasher = DefaultHasher::new();
-    id.as_str().hash(&mut hasher);
-    // Below RECEIVED_SHARDS (32): always fits.
-    (hasher.finish() % RECEIVED_SHARDS) as i16
+/// The recipient columns of the addresses `filter` picks, its account's
+/// suspension and stored bytes beside them: the one query RCPT (by email
+/// address) and `POST /messages` (by id) share.
+macro_rules! recipient_query {
+    ($filter:expr) => {
+        addresses::table
+            .inner_join(accounts::table)
+            .left_join(with_suspension())
+            .filter($filter)
+            .select((
+                RECIPIENT_COLUMNS,
+                account_suspensions::account_id.nullable(),
+                stored_bytes_of_account(),
+            ))
+    };
 }
 
 pub(super) async fn recipient(
@@ -109,15 +110,7 @@ pub(super) async fn recipient(
     email_address: &str,
 ) -> Result<Option<RecipientRecord>, StoreError> {
     let mut conn = store.conn().await?;
-    addresses::table
-        .inner_join(accounts::table)
-        .left_join(with_suspension())
-        .filter(addresses::email_address.eq(email_address))
-        .select((
-            RECIPIENT_COLUMNS,
-            account_suspensions::account_id.nullable(),
-            stored_bytes_of_account(),
-        ))
+    recipient_query!(addresses::email_address.eq(email_address))
         .first::<(RecipientColumns, Option<String>, i64)>(&mut conn)
         .await
         .optional()
@@ -132,22 +125,17 @@ pub(super) async fn recipient_by_id(
     address: &AddressId,
 ) -> Result<Option<RecipientRecord>, StoreError> {
     let mut conn = store.conn().await?;
-    addresses::table
-        .inner_join(accounts::table)
-        .left_join(with_suspension())
-        .filter(addresses::id.eq(address.as_str()))
-        .filter(addresses::account_id.eq(account.as_str()))
-        .select((
-            RECIPIENT_COLUMNS,
-            account_suspensions::account_id.nullable(),
-            stored_bytes_of_account(),
-        ))
-        .first::<(RecipientColumns, Option<String>, i64)>(&mut conn)
-        .await
-        .optional()
-        .map_err(db_error)?
-        .map(into_recipient)
-        .transpose()
+    recipient_query!(
+        addresses::id
+            .eq(address.as_str())
+            .and(addresses::account_id.eq(account.as_str()))
+    )
+    .first::<(RecipientColumns, Option<String>, i64)>(&mut conn)
+    .await
+    .optional()
+    .map_err(db_error)?
+    .map(into_recipient)
+    .transpose()
 }
 
 pub(super) async fn counter(
@@ -161,7 +149,7 @@ pub(super) async fn counter(
         #[diesel(sql_type = BigInt)]
         used: i64,
     }
-    // A counter is the sum of its shards (see `received_shard`).
+    // A counter is the sum of its shards (see `COUNTER_SHARDS`).
     let mut conn = store.conn().await?;
     let Used { used } = diesel::sql_query(
         "SELECT COALESCE(sum(used), 0)::bigint AS used FROM usage_counters \
@@ -215,21 +203,6 @@ mod tests {
     use super::*;
     use crate::schema::usage_counters;
     use crate::test_db::{drop_database, fresh_store};
-
-    #[test]
-    fn received_shards_spread_message_ids() {
-        let shards: std::collections::BTreeSet<i16> = (0..2000)
-            .map(|_| received_shard(&MessageId::generate()))
-            .collect();
-        assert_eq!(shards.len() as u64, RECEIVED_SHARDS);
-        assert!(
-            shards
-                .iter()
-                .all(|&s| (0..RECEIVED_SHARDS as i16).contains(&s))
-        );
-        let id = MessageId::generate();
-        assert_eq!(received_shard(&id), received_shard(&id));
-    }
 
     /// GET /usage and the RCPT allowance check read the sum of every shard
     /// of `received`; object reads keep their atomic limit on one row.

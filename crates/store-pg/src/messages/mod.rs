@@ -30,7 +30,6 @@ use crate::access::{Caller, Rule, may_use, on_device, owned_or_granted};
 use crate::records::box_from_json;
 use crate::schema::{addresses, messages};
 
-pub(crate) use ingest::received_shard;
 pub use recovery::InstanceLock;
 
 #[derive(Queryable, Selectable)]

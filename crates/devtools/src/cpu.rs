@@ -1,0 +1,107 @@
+//! CPU time of the processes a benchmark runs, read from `/proc`: one
+//! process (the ingest, the API) or a whole PostgreSQL server (its
+//! postmaster, every backend and worker alive, and the children it has
+//! already reaped).
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// CPU time (user + system) one process has used so far.
+pub(crate) fn of_process(pid: u32) -> Option<Duration> {
+    let stat = ProcStat::read(pid)?;
+    Some(ticks(stat.user + stat.system))
+}
+
+/// CPU time (user + system) of the PostgreSQL server whose postmaster is
+/// `postmaster`: its own, its live children's, and that of children it has
+/// reaped (which the kernel adds to its `cutime`/`cstime`). A backend that
+/// exits between two readings moves from the second sum to the third, so
+/// the total only grows.
+pub(crate) fn of_postgres(postmaster: u32) -> Option<Duration> {
+    let parent = ProcStat::read(postmaster)?;
+    let mut total = parent.user + parent.system + parent.children_user + parent.children_system;
+    for entry in fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse().ok())
+        else {
+            continue;
+        };
+        if let Some(child) = ProcStat::read(pid).filter(|stat| stat.parent == postmaster) {
+            total += child.user + child.system;
+        }
+    }
+    Some(ticks(total))
+}
+
+/// The postmaster's pid, the first line of `postmaster.pid` in the data
+/// directory (readable by root or the server's own user).
+pub(crate) fn postmaster_of(data_directory: &Path) -> Option<u32> {
+    fs::read_to_string(data_directory.join("postmaster.pid"))
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The fields of `/proc/<pid>/stat` the sums need, in clock ticks.
+struct ProcStat {
+    parent: u32,
+    user: u64,
+    system: u64,
+    children_user: u64,
+    children_system: u64,
+}
+
+impl ProcStat {
+    fn read(pid: u32) -> Option<ProcStat> {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The fields after the command name (which may hold spaces and
+        // parentheses), from `state` (field 3 of proc(5)) on.
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        let field = |index: usize| fields.get(index)?.parse::<u64>().ok();
+        Some(ProcStat {
+            parent: u32::try_from(field(1)?).ok()?,
+            user: field(11)?,
+            system: field(12)?,
+            children_user: field(13)?,
+            children_system: field(14)?,
+        })
+    }
+}
+
+fn ticks(count: u64) -> Duration {
+    static PER_SECOND: OnceLock<u64> = OnceLock::new();
+    let per_second = *PER_SECOND.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|out| {
+                String::from_utf8_lossy(&out.stdout)
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+            .filter(|hz| *hz > 0)
+            .unwrap_or(100)
+    });
+    Duration::from_millis(count * 1000 / per_second)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parent_field_is_read() {
+        let own = ProcStat::read(std::process::id()).expect("own stat");
+        assert_eq!(own.parent, std::os::unix::process::parent_id());
+    }
+}
