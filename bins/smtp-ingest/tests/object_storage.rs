@@ -223,8 +223,8 @@ impl Owner {
             .status()
     }
 
-    /// Message ids of the address, newest first.
-    async fn messages(&self, app: &TestApp, address: &str) -> Vec<String> {
+    /// The address's messages: id and decrypted subject.
+    async fn messages(&self, app: &TestApp, address: &str) -> Vec<(String, String)> {
         let response = self.get(app, &format!("/inboxes/{address}/messages")).await;
         assert_eq!(response.status(), StatusCode::OK);
         let page: Value = response.json().await.unwrap();
@@ -232,7 +232,19 @@ impl Owner {
             .as_array()
             .unwrap()
             .iter()
-            .map(|message| message["id"].as_str().unwrap().to_owned())
+            .map(|message| {
+                let id = message["id"].as_str().unwrap().to_owned();
+                let sealed: sealpost_seal::SealedBox =
+                    serde_json::from_value(message["content"].clone()).unwrap();
+                let plain = sealed
+                    .open(
+                        &self.keys.address_secret(address, 0),
+                        &context::message(address, &id),
+                    )
+                    .expect("the content opens with the address key");
+                let content: Value = serde_json::from_slice(&plain).unwrap();
+                (id, content["subject"].as_str().unwrap().to_owned())
+            })
             .collect()
     }
 
@@ -376,25 +388,10 @@ async fn smtp_mail_is_stored_in_the_bucket_read_through_the_api_and_expires_ther
         "nothing went to a local directory"
     );
 
-    let ids = owner.messages(&app, ADDRESS).await;
-    assert_eq!(ids.len(), tokens.len());
-    for id in &ids {
-        let response = owner.get(&app, &format!("/messages/{id}")).await;
-        let message: Value = response.json().await.unwrap();
-        let sealed: sealpost_seal::SealedBox =
-            serde_json::from_value(message["content"].clone()).unwrap();
-        let plain = sealed
-            .open(
-                &owner.keys.address_secret(ADDRESS, 0),
-                &context::message(ADDRESS, id),
-            )
-            .unwrap();
-        let content: Value = serde_json::from_slice(&plain).unwrap();
-        let token = content["subject"]
-            .as_str()
-            .unwrap()
-            .strip_prefix("s3 ")
-            .unwrap();
+    let listed = owner.messages(&app, ADDRESS).await;
+    assert_eq!(listed.len(), tokens.len());
+    for (id, subject) in &listed {
+        let token = subject.strip_prefix("s3 ").unwrap();
         for part in 0..2 {
             assert!(
                 owner.attachment(&app, ADDRESS, id, part).await == attachment(token, part as usize),

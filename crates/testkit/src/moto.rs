@@ -166,10 +166,6 @@ fn target_dir() -> PathBuf {
 }
 
 /// `<target>/moto-venv/bin/moto_server`, installed first if missing.
-#[allow(
-    clippy::print_stderr,
-    reason = "a slow first install says what it is doing"
-)]
 fn install() -> PathBuf {
     let target = target_dir();
     std::fs::create_dir_all(&target).expect("creating the target directory");
