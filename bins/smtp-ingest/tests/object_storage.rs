@@ -577,3 +577,37 @@ async fn an_ingest_starting_deletes_the_pending_objects_of_dead_ones() {
     );
     app.stop().await;
 }
+
+/// The configuration picks the store; a bucket that cannot be listed stops
+/// start-up with an error naming it, and so do both stores at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_configured_bucket_is_checked_at_start_up() {
+    let moto = MotoServer::start().await;
+    let settings = |bucket: &str| {
+        let mut vars: std::collections::HashMap<String, String> =
+            moto.env("").into_iter().collect();
+        vars.insert("SEALPOST_BLOB_URL".into(), format!("s3://{bucket}/start"));
+        vars
+    };
+    let config =
+        sealpost_config::Config::from_vars(&settings(sealpost_testkit::moto::BUCKET)).unwrap();
+    let store = sealpost_wiring::blob_store(&config).await.unwrap();
+    store.put("msg_check/0", b"sealed".to_vec()).await.unwrap();
+    assert_eq!(
+        keys(&bucket(&moto, "start")).await,
+        BTreeSet::from(["msg_check/0".to_owned()])
+    );
+
+    let missing = sealpost_config::Config::from_vars(&settings("no-such-bucket")).unwrap();
+    let error = sealpost_wiring::blob_store(&missing).await.err().unwrap();
+    assert!(
+        error
+            .to_string()
+            .contains("SEALPOST_BLOB_URL s3://no-such-bucket/start"),
+        "{error:#}"
+    );
+
+    let mut both = settings(sealpost_testkit::moto::BUCKET);
+    both.insert("SEALPOST_BLOB_DIR".into(), "/var/lib/sealpost/blobs".into());
+    assert!(sealpost_config::Config::from_vars(&both).is_err());
+}
