@@ -36,9 +36,11 @@ impl MotoServer {
     /// Installs moto if needed, starts it and creates [`BUCKET`]. Panics,
     /// saying what failed, when it cannot (pip needs PyPI).
     pub async fn start() -> MotoServer {
-        tokio::task::spawn_blocking(Self::start_blocking)
-            .await
-            .expect("starting moto")
+        match tokio::task::spawn_blocking(Self::start_blocking).await {
+            Ok(server) => server,
+            // The install's own message, not a JoinError around it.
+            Err(error) => std::panic::resume_unwind(error.into_panic()),
+        }
     }
 
     /// [`MotoServer::start`] for callers outside a runtime.
