@@ -34,7 +34,7 @@ pub use logging::init_tracing;
 pub use outbound::RelayUrl;
 pub use push::{ApnsKeys, FcmKeys};
 pub use secret::Secret;
-pub use storage::DEFAULT_DATABASE_URL;
+pub use storage::{BlobBucket, DEFAULT_DATABASE_URL};
 pub use variables::{VARIABLES, Variable, variables_table};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,7 +77,11 @@ pub struct Config {
     /// Names kept off the shared domains beside the built-in role names
     /// (`SEALPOST_RESERVED_NAMES`).
     pub reserved_names: Vec<String>,
+    /// Sealed blobs in this directory (`SEALPOST_BLOB_DIR`) unless
+    /// `blob_bucket` is set; then it is not used.
     pub blob_dir: PathBuf,
+    /// Sealed blobs in this S3 bucket (`SEALPOST_BLOB_URL`, `AWS_*`).
+    pub blob_bucket: Option<BlobBucket>,
     pub billing_sandbox: bool,
     /// Outbound relay URL; sending is off without one.
     pub smtp_relay: Option<RelayUrl>,
@@ -169,7 +173,8 @@ impl Config {
         let storage::Storage {
             database_url,
             blob_dir,
-        } = storage::read(vars);
+            blob_bucket,
+        } = storage::read(vars)?;
         let domains::Domains {
             domains,
             reserved_names,
@@ -255,6 +260,7 @@ impl Config {
             domains,
             reserved_names,
             blob_dir,
+            blob_bucket,
             billing_sandbox,
             smtp_relay,
             smtp_relay_timeout,

@@ -246,7 +246,10 @@ fn dev(runtime: &Runtime, with_seed: bool) -> Result<ExitCode> {
         if std::env::var_os("SEALPOST_BILLING_SANDBOX").is_none() {
             command.env("SEALPOST_BILLING_SANDBOX", "true");
         }
-        if std::env::var_os("SEALPOST_BLOB_DIR").is_none() {
+        // With a bucket (SEALPOST_BLOB_URL) no directory: only one may be set.
+        if std::env::var_os("SEALPOST_BLOB_DIR").is_none()
+            && std::env::var_os("SEALPOST_BLOB_URL").is_none()
+        {
             command.env(
                 "SEALPOST_BLOB_DIR",
                 root.join("target").join("dev").join("blobs"),

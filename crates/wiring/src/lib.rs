@@ -8,4 +8,4 @@
 mod services;
 pub mod smtp;
 
-pub use services::{Services, server_keys};
+pub use services::{Services, blob_store, server_keys};

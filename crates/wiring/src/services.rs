@@ -9,6 +9,7 @@ use sealpost_addresses::{Addresses, ReservedNames};
 use sealpost_billing::{Billing, PaymentProvider, ProviderId, SandboxProvider};
 use sealpost_billing_providers::{BtcpayConfig, BtcpayProvider, StripeConfig, StripeProvider};
 use sealpost_blobs_fs::FsBlobStore;
+use sealpost_blobs_object::{ObjectBlobStore, S3Location};
 use sealpost_config::Config;
 use sealpost_devices::Devices;
 use sealpost_kernel::Clock;
@@ -85,10 +86,7 @@ impl Services {
         let store = PgStore::connect(config.database_url.expose(), POOL_SIZE)
             .context("connecting to the database")?;
         store.ping().await.context("reaching the database")?;
-        let blobs: Arc<dyn BlobStore> =
-            Arc::new(FsBlobStore::open(&config.blob_dir).await.with_context(|| {
-                format!("opening SEALPOST_BLOB_DIR {}", config.blob_dir.display())
-            })?);
+        let blobs = blob_store(config).await?;
         let ingest = Ingest::new(
             Arc::new(store.clone()),
             blobs.clone(),
@@ -135,6 +133,40 @@ impl Services {
             _instance_lock: Arc::new(instance_lock),
         })
     }
+}
+
+/// The blob store the configuration names: the S3 bucket of
+/// `SEALPOST_BLOB_URL` (reached once here, so a wrong bucket or key stops
+/// the process at start-up), else the directory `SEALPOST_BLOB_DIR`.
+///
+/// # Errors
+/// When the store cannot be opened or reached.
+pub async fn blob_store(config: &Config) -> anyhow::Result<Arc<dyn BlobStore>> {
+    let Some(bucket) = &config.blob_bucket else {
+        let store = FsBlobStore::open(&config.blob_dir)
+            .await
+            .with_context(|| format!("opening SEALPOST_BLOB_DIR {}", config.blob_dir.display()))?;
+        return Ok(Arc::new(store));
+    };
+    let location = S3Location {
+        bucket: bucket.bucket.clone(),
+        prefix: bucket.prefix.clone(),
+        endpoint: bucket.endpoint.clone(),
+        region: bucket.region.clone(),
+        credentials: bucket
+            .credentials
+            .as_ref()
+            .map(|(id, secret)| (id.clone(), secret.expose().to_owned())),
+    };
+    let named = || format!("SEALPOST_BLOB_URL s3://{}/{}", bucket.bucket, bucket.prefix);
+    let store = ObjectBlobStore::s3(&location).with_context(|| format!("opening {}", named()))?;
+    store.check().await.with_context(|| {
+        format!(
+            "reaching {} (check AWS_ENDPOINT_URL, AWS_REGION and the keys)",
+            named()
+        )
+    })?;
+    Ok(Arc::new(store))
 }
 
 /// Support with `SEALPOST_SUPPORT_KEY` as the key until staff rotate it.

@@ -16,7 +16,7 @@
 //!
 //! When every part answers, it prints one JSON line on stdout with their
 //! addresses (`api`, `smtp`, `dns`, `publicDns`, `relay`, `webhookReceiver`,
-//! `apns`, `fcm`, `stripe`, `btcpay`, `database`, `databaseUrl`) and the processes' ids
+//! `apns`, `fcm`, `stripe`, `btcpay`, `database`, `databaseUrl`, `s3`) and the processes' ids
 //! (`pids`), and with `--env FILE` writes the addresses as `KEY=value`
 //! lines. It runs until SIGINT or SIGTERM (or, with `--until-stdin-closes`,
 //! until its standard input ends), then stops every process it started and
@@ -28,6 +28,11 @@
 //! processes, `--set NAME=VALUE` adds to or overrides the children's
 //! environment, `--logs DIR` writes each process's output to `DIR/<name>.log`
 //! and `--database-query QUERY` appends `?QUERY` to their `DATABASE_URL`.
+//!
+//! `--blobs s3` keeps the sealed blobs in object storage instead of a
+//! directory: a moto server (`sealpost_testkit::moto`) on loopback with one
+//! bucket, `SEALPOST_BLOB_URL` and the `AWS_*` variables pointing at it
+//! (the ready line then has `s3`, its endpoint); `--blobs dir` is the default.
 //!
 //! `cargo xtask stack` builds the binaries and runs it; `cargo xtask test`
 //! starts one for the TypeScript tests.
@@ -44,6 +49,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use sealpost_testkit::dns::PublicDns;
+use sealpost_testkit::moto::MotoServer;
 use sealpost_testkit::payments::{self, PaymentStandIn};
 use sealpost_testkit::push::{ApnsStandIn, FCM_TEST_KEY, FcmStandIn, TestCa};
 use sealpost_testkit::receiver::Receiver;
@@ -58,7 +64,8 @@ use tokio::signal::unix::{SignalKind, signal};
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 const USAGE: &str = "usage: sealpost-stack [--bin-dir DIR] [--env FILE] [--until-stdin-closes] \
-     [--only api,jobs,smtp,dns] [--set NAME=VALUE]... [--logs DIR] [--database-query QUERY]";
+     [--only api,jobs,smtp,dns] [--set NAME=VALUE]... [--logs DIR] [--database-query QUERY] \
+     [--blobs dir|s3]";
 
 /// The processes a stack may run.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -111,6 +118,8 @@ struct Options {
     set: Vec<(String, String)>,
     logs: Option<PathBuf>,
     database_query: Option<String>,
+    /// Blobs in a moto S3 bucket rather than a directory.
+    s3_blobs: bool,
 }
 
 fn options() -> Result<Options, String> {
@@ -125,6 +134,7 @@ fn options() -> Result<Options, String> {
         set: Vec::new(),
         logs: None,
         database_query: None,
+        s3_blobs: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -150,6 +160,13 @@ fn options() -> Result<Options, String> {
             "--logs" => options.logs = Some(args.next().ok_or("--logs needs a value")?.into()),
             "--database-query" => {
                 options.database_query = Some(args.next().ok_or("--database-query needs a value")?);
+            }
+            "--blobs" => {
+                options.s3_blobs = match args.next().as_deref() {
+                    Some("s3") => true,
+                    Some("dir") => false,
+                    _ => return Err("--blobs needs dir or s3".to_owned()),
+                };
             }
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -214,6 +231,11 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
         .to_string(),
     )?;
 
+    let moto = if options.s3_blobs {
+        Some(MotoServer::start().await)
+    } else {
+        None
+    };
     let api = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let smtp = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let dns = SocketAddr::from(([127, 0, 0, 1], free_port()));
@@ -292,8 +314,17 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
     .into_iter()
     .map(|(name, value)| (name.to_owned(), value))
     .collect();
+    if let Some(moto) = &moto {
+        // One of the two only: the bucket replaces the directory.
+        env.retain(|(name, _)| name != "SEALPOST_BLOB_DIR");
+        env.extend(moto.env(""));
+    }
     for (name, value) in &options.set {
         env.retain(|(set, _)| set != name);
+        // A bucket given by hand replaces the stack's own directory.
+        if name == "SEALPOST_BLOB_URL" {
+            env.retain(|(set, _)| set != "SEALPOST_BLOB_DIR");
+        }
         env.push((name.clone(), value.clone()));
     }
 
@@ -335,6 +366,7 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
         "btcpay": btcpay.url(),
         "database": database.name,
         "databaseUrl": database_url,
+        "s3": moto.as_ref().map(MotoServer::endpoint),
         "pids": pids,
     });
     if let Some(path) = &options.env_file {
