@@ -101,6 +101,7 @@ diesel::table! {
         handoff -> Nullable<Jsonb>,
         last_polled_at -> Timestamptz,
         opened_from -> Nullable<Text>,
+        kind -> Text,
     }
 }
 

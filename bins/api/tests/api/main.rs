@@ -7,6 +7,7 @@ mod support;
 
 mod accounts;
 mod addresses;
+mod agents;
 mod api_keys;
 mod billing;
 mod deletion_races;
