@@ -370,10 +370,7 @@ mod tests {
                 .any(|own| own.id == *message);
             assert_eq!(read, own, "the single read and the device's list disagree");
         } else if address_is_live {
-            let sender = store
-                .sender(&reader.account, &email(address))
-                .await
-                .unwrap();
+            let sender = store.sender(reader, &email(address)).await.unwrap();
             assert_eq!(
                 send,
                 sender.is_some(),

@@ -12,6 +12,8 @@ diesel::table! {
         lapsed_plan_id -> Nullable<Text>,
         paused_since -> Nullable<Timestamptz>,
         pause_deletes_at -> Nullable<Timestamptz>,
+        renewal_reminded_for -> Nullable<Timestamptz>,
+        renewal_reminded_days -> Nullable<Int2>,
     }
 }
 

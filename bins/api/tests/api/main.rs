@@ -22,6 +22,7 @@ mod notifications;
 mod ownership;
 mod proxies;
 mod push;
+mod renewal_reminders;
 mod secrets;
 mod sending;
 mod smtp_limits;
