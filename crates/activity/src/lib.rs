@@ -34,6 +34,8 @@ string_enum! {
         AddressAssigned => "inbox.assigned",
         AddressRemoved => "inbox.removed",
         SubscriptionUpdated => "subscription.updated",
+        /// A paid period that cannot renew ends in 7 days, then in 1 day.
+        RenewalDue => "subscription.renewal_due",
         MessageReceived => "message.received",
         MailReceived => "mail.received",
         MailSent => "mail.sent",
@@ -79,6 +81,7 @@ string_enum! {
         WebhookDisabled => "notice.webhook_disabled",
         SupportReplied => "notice.support_replied",
         SupportResolved => "notice.support_resolved",
+        RenewalDue => "notice.renewal_due",
     }
 }
 
@@ -200,6 +203,24 @@ impl Records {
         self.activity.extend(other.activity);
         self.events.extend(other.events);
         self.notices.extend(other.notices);
+    }
+
+    /// A paid period that cannot renew ends at `renews_at`, `days_left`
+    /// days from `at`: an activity entry and a `billing` push notice.
+    pub fn renewal_due(
+        &mut self,
+        account: &AccountId,
+        renews_at: Timestamp,
+        days_left: u32,
+        at: Timestamp,
+    ) {
+        self.activity(account, ActivityKind::RenewalDue, None, None, at);
+        self.notices.push(Notice::new(
+            account,
+            NoticeKind::RenewalDue,
+            json!({ "renewsAt": renews_at, "daysLeft": days_left }),
+            at,
+        ));
     }
 
     /// Records holding one push notice.
@@ -475,8 +496,8 @@ mod tests {
         }
         assert_eq!(
             ActivityKind::ALL.len(),
-            15,
-            "the ten of the API and five domain kinds"
+            16,
+            "the eleven of the API and five domain kinds"
         );
         assert_eq!(EventType::ALL.len(), 12);
         assert!("worker.exploded".parse::<EventType>().is_err());

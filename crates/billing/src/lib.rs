@@ -22,4 +22,6 @@ pub use rules::*;
 pub use service::*;
 
 #[cfg(test)]
+mod reminder_service_tests;
+#[cfg(test)]
 mod tests;

@@ -52,6 +52,27 @@ pub struct Credit {
     pub paid_until: Timestamp,
 }
 
+/// An account whose paid period ends soon: a renewal reminder may be due.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RenewalCandidate {
+    pub account: AccountId,
+    pub paid_until: Timestamp,
+    /// The days of the last reminder sent for this period, if any.
+    pub reminded: Option<u32>,
+}
+
+/// A renewal reminder and its records (activity, `billing` notice), written
+/// with the account row locked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenewalReminder {
+    pub account: AccountId,
+    /// Guard: the period must still end here (a payment moves it).
+    pub paid_until: Timestamp,
+    /// Guard: no reminder of these days or fewer was sent for the period.
+    pub days_left: u32,
+    pub records: Records,
+}
+
 /// A payment's new state and, when paid, what it buys: one transaction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settlement {
@@ -151,6 +172,20 @@ pub trait BillingRepository: Send + Sync {
     ) -> Result<Vec<AccountId>, StoreError>;
     /// With the account row locked, pauses it when the guards hold.
     async fn lapse(&self, lapse: Lapse) -> Result<Applied, StoreError>;
+    /// Accounts on a plan sold through checkout, not paused, whose period
+    /// ends after `now` and at or before `until`, and that are not yet
+    /// reminded `last_reminder` days before it; soonest end first, up to
+    /// `limit`.
+    async fn renewal_candidates(
+        &self,
+        now: Timestamp,
+        until: Timestamp,
+        last_reminder: u32,
+        limit: i64,
+    ) -> Result<Vec<RenewalCandidate>, StoreError>;
+    /// With the account row locked, notes the reminder and writes its
+    /// records when its guards hold.
+    async fn remind_renewal(&self, reminder: RenewalReminder) -> Result<Applied, StoreError>;
     /// Paused accounts whose `deletesAt` is at or before `now`, and those
     /// with nothing paused any more, up to `limit`.
     async fn expired_pauses(

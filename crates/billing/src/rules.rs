@@ -21,6 +21,8 @@
 //!   (an expired crypto invoice confirmed after an upgrade) buys nothing: the
 //!   plan, its period and every address and device stay as they are, and
 //!   the payment is kept as a credit with its refund due.
+//! - A period that cannot renew by itself (every payment buys one period)
+//!   is reminded of 7 days and again 1 day before it ends, each once.
 
 use chrono::TimeDelta;
 use sealpost_kernel::{PlanId, Timestamp};
@@ -94,4 +96,51 @@ pub fn settles_as_credit(subscriber: &Subscriber, paid_plan: PlanId, now: Timest
     subscriber.pause.is_none()
         && subscriber.paid_until.is_some_and(|until| until > now)
         && price(paid_plan) < price(subscriber.plan)
+}
+
+/// Days before the end of a paid period at which the account is reminded
+/// that it ends, earliest first.
+pub const RENEWAL_REMINDERS: [u32; 2] = [7, 1];
+
+/// The reminder due at `now` for a period ending at `paid_until` (its days
+/// left), given the last one sent for that period (`sent`, its days); `None`
+/// when none is due. A reminder whose time passed unsent is skipped for the
+/// later one: only the nearest is sent.
+pub fn renewal_reminder_due(
+    paid_until: Timestamp,
+    now: Timestamp,
+    sent: Option<u32>,
+) -> Option<u32> {
+    if paid_until <= now {
+        return None;
+    }
+    let due = RENEWAL_REMINDERS
+        .into_iter()
+        .filter(|days| paid_until - TimeDelta::days(i64::from(*days)) <= now)
+        .min()?;
+    match sent {
+        Some(done) if done <= due => None,
+        _ => Some(due),
+    }
+}
+
+#[cfg(test)]
+mod reminder_tests {
+    use super::*;
+
+    #[test]
+    fn seven_days_then_one_day_each_once() {
+        let end = Timestamp::parse("2026-12-22T12:00:00Z").unwrap();
+        let at = |days: i64, hours: i64| end - TimeDelta::days(days) - TimeDelta::hours(hours);
+        assert_eq!(renewal_reminder_due(end, at(7, 1), None), None);
+        assert_eq!(renewal_reminder_due(end, at(7, 0), None), Some(7));
+        assert_eq!(renewal_reminder_due(end, at(3, 0), None), Some(7));
+        assert_eq!(renewal_reminder_due(end, at(3, 0), Some(7)), None);
+        assert_eq!(renewal_reminder_due(end, at(1, 0), Some(7)), Some(1));
+        assert_eq!(renewal_reminder_due(end, at(0, 5), Some(1)), None);
+        // Reminded of nothing yet with a day left: only the last one.
+        assert_eq!(renewal_reminder_due(end, at(0, 5), None), Some(1));
+        // Over: the lapse sweep takes it from there.
+        assert_eq!(renewal_reminder_due(end, end, None), None);
+    }
 }

@@ -325,6 +325,50 @@ impl Billing {
         }
     }
 
+    /// Reminds accounts whose paid period cannot renew by itself (every
+    /// payment buys one period) that it ends: 7 days and 1 day before, each
+    /// once per period ([`renewal_reminder_due`]). Returns how many were sent.
+    pub async fn remind_renewals(&self) -> Result<usize, BillingError> {
+        let earliest = RENEWAL_REMINDERS.into_iter().max().unwrap_or(0);
+        let last = RENEWAL_REMINDERS.into_iter().min().unwrap_or(0);
+        let mut sent = 0;
+        loop {
+            let now = self.clock.now();
+            let due = self
+                .repo
+                .renewal_candidates(
+                    now,
+                    now + chrono::TimeDelta::days(i64::from(earliest)),
+                    last,
+                    LAPSE_BATCH,
+                )
+                .await?;
+            let mut progressed = 0;
+            for candidate in &due {
+                let Some(days_left) =
+                    renewal_reminder_due(candidate.paid_until, now, candidate.reminded)
+                else {
+                    continue;
+                };
+                let mut records = Records::new();
+                records.renewal_due(&candidate.account, candidate.paid_until, days_left, now);
+                let reminder = RenewalReminder {
+                    account: candidate.account.clone(),
+                    paid_until: candidate.paid_until,
+                    days_left,
+                    records,
+                };
+                if self.repo.remind_renewal(reminder).await? == Applied::Done {
+                    sent += 1;
+                    progressed += 1;
+                }
+            }
+            if due.len() < LAPSE_BATCH as usize || progressed == 0 {
+                return Ok(sent);
+            }
+        }
+    }
+
     /// Releases mail that was stored held after a payment had already
     /// released its address (its RCPT saw the address paused, its commit came
     /// after the release): listed, with its event, at the next sweep.

@@ -74,11 +74,11 @@ pub use error::ClientError;
 use types::{
     ActivityPage, Address, AddressList, AddressReply, Allocation, AssignRequest, Challenge,
     ChallengeRequest, ClaimRequest, CreateAddressRequest, CreateWebhookRequest, CreatedWebhook,
-    DeliverRequest, Delivered, Device, DeviceKeys, DevicePage, DeviceReply, DomainList, Health,
-    KeysRequest, LookupReply, LookupRequest, Me, Message, MessageList, MessagePage, MessageReply,
-    OpenPairingRequest, OpenedPairing, PageParams, PairingPoll, PairingSession, Platform,
-    ReadRequest, Revoked, SessionList, SignedIn, UpdateAddressRequest, UpdateDeviceRequest,
-    VerifyRequest, WaitBody,
+    DeliverRequest, Delivered, Device, DeviceKeys, DeviceKind, DevicePage, DeviceReply, DomainList,
+    Health, KeysRequest, LookupReply, LookupRequest, Me, Message, MessageList, MessagePage,
+    MessageReply, OpenPairingRequest, OpenedPairing, PageParams, PairingPoll, PairingSession,
+    Platform, ReadRequest, Revoked, SessionList, SignedIn, UpdateAddressRequest,
+    UpdateDeviceRequest, VerifyRequest, WaitBody,
 };
 pub use webhook::{VerifiedEvent, WebhookVerifyError, verify_webhook};
 
@@ -232,7 +232,21 @@ impl Client {
         device_name: &str,
         public_key: &[u8; 32],
     ) -> Result<OpenedPairing> {
-        let body = OpenPairingRequest::new(platform, device_name, public_key);
+        self.open_pairing_as(DeviceKind::Device, platform, device_name, public_key)
+            .await
+    }
+
+    /// [`Client::open_pairing`] for a session whose claim makes `kind`: an
+    /// `agent` (a machine such as a CI runner) needs the Operator plan or
+    /// higher, checked when the operator claims it (`plan_required`).
+    pub async fn open_pairing_as(
+        &self,
+        kind: DeviceKind,
+        platform: Platform,
+        device_name: &str,
+        public_key: &[u8; 32],
+    ) -> Result<OpenedPairing> {
+        let body = OpenPairingRequest::new(platform, device_name, public_key).with_kind(kind);
         self.json(
             self.public(Method::POST, "/workers/pairing-session")
                 .json(&body),

@@ -48,6 +48,7 @@ impl Devices {
     pub async fn open_pairing(
         &self,
         platform: Platform,
+        kind: DeviceKind,
         device_name: String,
         public_key: [u8; 32],
         client_ip: &str,
@@ -68,6 +69,7 @@ impl Devices {
                 token_hash: sha256(token.as_bytes()),
                 code: generate_code(),
                 state: PairingState::Waiting,
+                kind,
                 platform,
                 device_name: device_name.clone(),
                 public_key,
@@ -197,7 +199,9 @@ impl Devices {
         Ok(session)
     }
 
-    /// `POST /workers/pair`: mints the credential and creates the device.
+    /// `POST /workers/pair`: mints the credential and creates the device, of
+    /// the kind the session was opened for. An agent needs a plan that
+    /// allows agents, decided on the plan the account holds under its lock.
     pub async fn claim(
         &self,
         account: &AccountId,
@@ -219,7 +223,7 @@ impl Devices {
         let device = Device {
             id: device_id,
             account: account.clone(),
-            kind: DeviceKind::Device,
+            kind: session.kind,
             platform: session.platform,
             disabled: false,
             connected: true,
@@ -231,6 +235,9 @@ impl Devices {
         };
         decide_on_current_plan(plan, async |plan| {
             let limits = sealpost_plans::plan(plan);
+            if device.kind == DeviceKind::Agent {
+                limits.check_new_agent()?;
+            }
             let credential = random_token();
             let mut records = Records::new();
             records.device_paired(account, &device.id, device.kind.as_str(), now);

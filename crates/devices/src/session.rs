@@ -2,6 +2,8 @@ use chrono::TimeDelta;
 use sealpost_kernel::{AccountId, DeviceId, PairingSessionId, Timestamp, string_enum};
 use sealpost_seal::{PublicKey, SealedBox, StaticSecret, sha256};
 
+use crate::DeviceKind;
+
 /// Sessions nobody claims are removed after 14 days (docs/api.md "Limits").
 pub const UNCLAIMED_LIFETIME: TimeDelta = TimeDelta::days(14);
 /// After ten failed lookups in five minutes, further lookups get 429
@@ -51,6 +53,9 @@ pub struct PairingSession {
     pub token_hash: [u8; 32],
     pub code: String,
     pub state: PairingState,
+    /// What the claim makes: a device, or an agent (a machine such as a CI
+    /// runner or a server; only on plans that allow agents).
+    pub kind: DeviceKind,
     pub platform: Platform,
     pub device_name: String,
     /// The device's X25519 key; its key bundle is sealed to it.

@@ -7,7 +7,7 @@
 use anyhow::{Context, Result, bail};
 use sealpost_client::Client;
 use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
-use sealpost_client::types::{CreateAddressRequest, Platform};
+use sealpost_client::types::{CreateAddressRequest, DeviceKind, Platform};
 use sealpost_kernel::PlanId;
 use sealpost_seal::{RecoveryPhrase, SealedBox, context, random_bytes};
 use x25519_dalek::{PublicKey, StaticSecret};
@@ -156,7 +156,13 @@ pub async fn seed(api_url: &str) -> Result<Seeded> {
         }
     }
 
-    let agent = pair_agent(api_url, &client, &keys, &addresses[0].id).await?;
+    // Agents need a paid plan; on Free the machine pairs as a device.
+    let kind = if sandbox {
+        DeviceKind::Agent
+    } else {
+        DeviceKind::Device
+    };
+    let agent = pair_agent(api_url, &client, &keys, &addresses[0].id, kind).await?;
 
     let webhook = if sandbox {
         Some(create_webhook(&client, &keys).await?)
@@ -179,19 +185,21 @@ pub async fn seed(api_url: &str) -> Result<Seeded> {
     })
 }
 
-/// Pairs an agent the way `sealpost agent pair` and `sealpost device pair`
-/// do between them, then gives it the first address and its keys.
+/// Pairs an agent (or a device) the way `sealpost agent pair` and
+/// `sealpost device pair` do between them, then gives it the first address
+/// and its keys.
 async fn pair_agent(
     api_url: &str,
     operator: &Client,
     keys: &sealpost_seal::AccountKeys,
     address: &sealpost_kernel::AddressId,
+    kind: DeviceKind,
 ) -> Result<String> {
     let device = Client::new(api_url)?;
     let secret = StaticSecret::from(random_bytes::<32>());
     let public = PublicKey::from(&secret).to_bytes();
     let opened = device
-        .open_pairing(Platform::Unknown, "Demo build agent", &public)
+        .open_pairing_as(kind, Platform::Unknown, "Demo build agent", &public)
         .await?;
     let found = operator.lookup_pairing(&opened.code).await?;
     let id = sealing::new_device_id();

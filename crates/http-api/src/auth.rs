@@ -20,6 +20,11 @@ use crate::state::AppState;
 /// Any authenticated caller.
 pub struct Authenticated(pub Caller);
 
+/// A session or a device credential, but never an API key (refused by
+/// its prefix, as [`SessionCaller`] does): `POST /messages/send`, which
+/// agents may call too.
+pub struct SessionOrDevice(pub Caller);
+
 /// An operator session, for session-only endpoints.
 pub struct SessionCaller {
     pub account: AccountId,
@@ -136,6 +141,21 @@ impl FromRequest for SessionCaller {
         with_bearer(req, async |state, token| {
             let found = authenticate(&state, &token).await?;
             SessionCaller::of(unless_suspended(found)?)
+        })
+    }
+}
+
+impl FromRequest for SessionOrDevice {
+    type Error = ApiError;
+    type Future = Extracting<Self>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        if let Some(refused) = api_key_refused(req) {
+            return refused;
+        }
+        with_bearer(req, async |state, token| {
+            let found = authenticate(&state, &token).await?;
+            Ok(SessionOrDevice(unless_suspended(found)?))
         })
     }
 }

@@ -324,6 +324,7 @@ impl From<LimitError> for ApiError {
             LimitError::DeviceLimitReached { .. } => ErrorCode::DeviceLimitReached,
             LimitError::CustomAddressNeedsScale
             | LimitError::ApiKeysNeedOperator
+            | LimitError::AgentsNeedOperator
             | LimitError::OwnDomainsNeedScale
             | LimitError::OwnDomainReceiveOnly => ErrorCode::PlanRequired,
             LimitError::OwnDomainLimit { .. }

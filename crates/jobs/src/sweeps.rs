@@ -111,6 +111,10 @@ impl Sweeps {
             }
             Err(error) => tracing::warn!(%error, "billing lapse sweep failed"),
         }
+        match self.billing.remind_renewals().await {
+            Ok(reminded) => tracing::info!(reminded, "reminded paid periods ending soon"),
+            Err(error) => tracing::warn!(%error, "renewal reminders failed"),
+        }
         match self.billing.release_stragglers().await {
             Ok(released) => tracing::info!(released, "released held mail of unpaused addresses"),
             Err(error) => tracing::warn!(%error, "releasing held mail failed"),

@@ -15,13 +15,15 @@ use async_trait::async_trait;
 use chrono::{SecondsFormat, TimeDelta};
 use email_address::{EmailAddress, Options};
 use sealpost_activity::Records;
-use sealpost_kernel::{AccountId, AddressId, Clock, MessageId, PlanId, StoreError, Timestamp};
+use sealpost_kernel::{
+    AccountId, AddressId, Clock, DeviceId, MessageId, PlanId, StoreError, Timestamp,
+};
 use sealpost_plans::{DEFAULT_FIRST_DAY_SENDS, plan};
 use sealpost_seal::{SealedBox, context, random_bytes};
 
 use crate::content::{MessageContent, display_name};
 use crate::folders::Folder;
-use crate::store::Message;
+use crate::store::{Message, Reader};
 
 /// Recipients of one message (`to`).
 pub const MAX_RECIPIENTS: usize = 50;
@@ -36,6 +38,8 @@ pub const VIA_APP: &str = "app";
 /// `via` of `message.sent` when a team member sends from an address shared
 /// with `send` access.
 pub const VIA_MEMBER: &str = "member";
+/// `via` of `message.sent` when an agent sends from an address assigned to it.
+pub const VIA_AGENT: &str = "agent";
 
 /// What the caller asked to send.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -176,10 +180,11 @@ pub struct SentCopy {
 pub trait SendRepository: Send + Sync {
     /// The account's live address with this name (lower case), or one shared
     /// with it by an active team with `send` access (`account` of the record
-    /// is then the owner), if any.
+    /// is then the owner), if any. For a device (`by.device`): only the
+    /// account's address assigned to that device.
     async fn sender(
         &self,
-        account: &AccountId,
+        by: &Reader,
         email_address: &str,
     ) -> Result<Option<SenderRecord>, StoreError>;
     /// Adds `count` to the hour's and the day's send counters, both or
@@ -392,11 +397,40 @@ impl Outbox {
         via: &str,
         request: &SendRequest,
     ) -> Result<Sent, SendError> {
+        let by = Reader {
+            account: account.clone(),
+            device: None,
+        };
+        self.send_by(&by, via, request).await
+    }
+
+    /// [`Outbox::send`] for an agent (the caller checked the kind): only
+    /// from an address assigned to it, `via: agent`.
+    pub async fn send_from_agent(
+        &self,
+        account: &AccountId,
+        agent: &DeviceId,
+        request: &SendRequest,
+    ) -> Result<Sent, SendError> {
+        let by = Reader {
+            account: account.clone(),
+            device: Some(agent.clone()),
+        };
+        self.send_by(&by, VIA_AGENT, request).await
+    }
+
+    async fn send_by(
+        &self,
+        by: &Reader,
+        via: &str,
+        request: &SendRequest,
+    ) -> Result<Sent, SendError> {
+        let account = &by.account;
         let relay = self.relay.as_ref().ok_or(SendError::FeatureDisabled)?;
         let checked = check(request)?;
         let sender = self
             .repo
-            .sender(account, &checked.from.to_ascii_lowercase())
+            .sender(by, &checked.from.to_ascii_lowercase())
             .await?
             .ok_or(SendError::NotYourAddress)?;
         if sender.paused {

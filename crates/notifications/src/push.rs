@@ -106,7 +106,9 @@ pub fn push_kind(kind: &str, payload: &Value) -> Option<(PushKind, Option<Addres
     }
     match kind.parse::<NoticeKind>().ok()? {
         NoticeKind::SignedIn => Some((PushKind::NewSignIn, None)),
-        NoticeKind::PaymentPaid | NoticeKind::PaymentFailed => Some((PushKind::Billing, None)),
+        NoticeKind::PaymentPaid | NoticeKind::PaymentFailed | NoticeKind::RenewalDue => {
+            Some((PushKind::Billing, None))
+        }
         NoticeKind::WebhookDisabled => Some((PushKind::WebhookFailures, None)),
         NoticeKind::SupportReplied | NoticeKind::SupportResolved => Some((PushKind::Support, None)),
     }

@@ -22,6 +22,8 @@ pub enum LimitError {
     StorageFull { limit: u64 },
     #[error("API keys need the Operator plan or higher")]
     ApiKeysNeedOperator,
+    #[error("agents need the Operator plan or higher; pair this machine as a device")]
+    AgentsNeedOperator,
     #[error("the plan allows {limit} API keys; revoke one first")]
     ApiKeyLimit { limit: u32 },
 }

@@ -227,6 +227,15 @@ impl Plan {
         }
     }
 
+    /// Pairing an agent (counted against the device limit with the devices,
+    /// [`Plan::check_new_device`]).
+    pub fn check_new_agent(&self) -> Result<(), LimitError> {
+        if !self.api_keys_and_agents {
+            return Err(LimitError::AgentsNeedOperator);
+        }
+        Ok(())
+    }
+
     /// Creating one more API key when the account holds `held`.
     pub fn check_new_api_key(&self, held: u64) -> Result<(), LimitError> {
         if self.api_keys == 0 {
@@ -400,6 +409,22 @@ mod tests {
             Err(LimitError::OneAddressPerDevice)
         );
         assert_eq!(plan(PlanId::Operator).check_assignment(5), Ok(()));
+    }
+
+    #[test]
+    fn agents_from_operator_up() {
+        assert_eq!(
+            plan(PlanId::Free).check_new_agent(),
+            Err(LimitError::AgentsNeedOperator)
+        );
+        for id in [
+            PlanId::Operator,
+            PlanId::Scale,
+            PlanId::Fleet,
+            PlanId::Enterprise,
+        ] {
+            assert_eq!(plan(id).check_new_agent(), Ok(()), "{id:?}");
+        }
     }
 
     #[test]

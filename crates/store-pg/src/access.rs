@@ -18,7 +18,6 @@ use diesel::expression::BoxableExpression;
 use diesel::pg::Pg;
 use diesel::prelude::*;
 use diesel::sql_types::Bool;
-use sealpost_kernel::AccountId;
 use sealpost_messages::store::Reader;
 use sealpost_teams::{Access, plans_with_teams};
 
@@ -37,13 +36,6 @@ impl<'a> Caller<'a> {
         Self {
             account: reader.account.as_str(),
             device: reader.device.as_ref().map(|device| device.as_str()),
-        }
-    }
-
-    pub(crate) fn session(account: &'a AccountId) -> Self {
-        Self {
-            account: account.as_str(),
-            device: None,
         }
     }
 }
@@ -378,10 +370,7 @@ mod tests {
                 .any(|own| own.id == *message);
             assert_eq!(read, own, "the single read and the device's list disagree");
         } else if address_is_live {
-            let sender = store
-                .sender(&reader.account, &email(address))
-                .await
-                .unwrap();
+            let sender = store.sender(reader, &email(address)).await.unwrap();
             assert_eq!(
                 send,
                 sender.is_some(),

@@ -9,7 +9,8 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_billing::{
     Applied, BillingRepository, Deleted, HoldingLimits, Lapse, PausedDeletion, PausedHoldings,
-    Payment, PaymentStatus, PlanPurchase, ProviderId, Settlement,
+    Payment, PaymentStatus, PlanPurchase, ProviderId, RenewalCandidate, RenewalReminder,
+    Settlement,
 };
 use sealpost_devices::WriteOutcome;
 use sealpost_kernel::{
@@ -474,6 +475,20 @@ impl BillingRepository for PgStore {
             .await
             .map_err(db_error)?;
         Ok(ids.into_iter().map(AccountId::from_trusted).collect())
+    }
+
+    async fn renewal_candidates(
+        &self,
+        now: Timestamp,
+        until: Timestamp,
+        last_reminder: u32,
+        limit: i64,
+    ) -> Result<Vec<RenewalCandidate>, StoreError> {
+        crate::billing_reminders::renewal_candidates(self, now, until, last_reminder, limit).await
+    }
+
+    async fn remind_renewal(&self, reminder: RenewalReminder) -> Result<Applied, StoreError> {
+        crate::billing_reminders::remind_renewal(self, reminder).await
     }
 
     async fn lapse(&self, lapse: Lapse) -> Result<Applied, StoreError> {

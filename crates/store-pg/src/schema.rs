@@ -12,6 +12,8 @@ diesel::table! {
         lapsed_plan_id -> Nullable<Text>,
         paused_since -> Nullable<Timestamptz>,
         pause_deletes_at -> Nullable<Timestamptz>,
+        renewal_reminded_for -> Nullable<Timestamptz>,
+        renewal_reminded_days -> Nullable<Int2>,
     }
 }
 
@@ -101,6 +103,7 @@ diesel::table! {
         handoff -> Nullable<Jsonb>,
         last_polled_at -> Timestamptz,
         opened_from -> Nullable<Text>,
+        kind -> Text,
     }
 }
 

@@ -8,7 +8,7 @@ use diesel::sql_types::{BigInt, Text, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_kernel::{AccountId, AddressId, PlanId, StoreError, Timestamp};
 use sealpost_messages::send::{Reservation, SendRepository, SendWindows, SenderRecord, SentCopy};
-use sealpost_messages::store::{SENT_DAY_COUNTER, SENT_HOUR_COUNTER};
+use sealpost_messages::store::{Reader, SENT_DAY_COUNTER, SENT_HOUR_COUNTER};
 use sealpost_teams::Access;
 
 use crate::access::{Caller, may_use};
@@ -73,7 +73,7 @@ fn signed(value: u64) -> i64 {
 impl SendRepository for PgStore {
     async fn sender(
         &self,
-        account: &AccountId,
+        by: &Reader,
         email_address: &str,
     ) -> Result<Option<SenderRecord>, StoreError> {
         type Row = (
@@ -101,7 +101,7 @@ impl SendRepository for PgStore {
         // plan then apply.
         let row: Option<Row> = addresses::table
             .filter(addresses::email_address.eq(email_address))
-            .filter(may_use(Caller::session(account), Access::Send))
+            .filter(may_use(Caller::reader(by), Access::Send))
             .select((
                 addresses::id,
                 addresses::account_id,

@@ -77,6 +77,10 @@ wire_enum!(
 pub struct OpenPairingRequest {
     /// ios, android, web or unknown.
     pub platform: Platform,
+    /// What the claim makes: `device` (the default) or `agent`, a machine
+    /// such as a CI runner or a server (Operator plan and up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<DeviceKind>,
     pub device_name: String,
     /// The device's X25519 public key, base64url; its key bundle is sealed to it.
     #[cfg_attr(feature = "openapi", schema(value_type = crate::schemas::Key32))]
@@ -91,9 +95,18 @@ impl OpenPairingRequest {
     pub fn new(platform: Platform, device_name: &str, public_key: &[u8; 32]) -> Self {
         Self {
             platform,
+            kind: None,
             device_name: device_name.to_owned(),
             public_key: b64::encode(public_key),
         }
+    }
+
+    /// The same session, claimed as `kind` (`agent`: a machine, allowed
+    /// from the Operator plan up).
+    #[must_use]
+    pub fn with_kind(mut self, kind: DeviceKind) -> Self {
+        self.kind = Some(kind);
+        self
     }
 }
 
@@ -159,6 +172,8 @@ pub struct LookupRequest {
 pub struct PairingSession {
     pub id: PairingSessionId,
     pub state: PairingState,
+    /// What claiming it makes: `device` or `agent`.
+    pub kind: DeviceKind,
     pub platform: Platform,
     pub device_name: String,
     #[serde(with = "b64::serde_32")]

@@ -36,7 +36,9 @@ pub struct PlanLimits {
     pub webhooks: u32,
     /// Team members; 0 means the plan has no teams.
     pub team_members: u32,
-    pub api_keys: bool,
+    /// Live API keys the account may hold; 0 means the plan has no API keys.
+    pub api_keys: u32,
+    /// Whether the plan allows agents (counted in `devices`).
     pub agents: bool,
 }
 

@@ -153,6 +153,14 @@ fn requests_leave_out_unset_fields() {
         .unwrap(),
         json!({"platform": "unknown", "deviceName": "cli", "publicKey": b64::encode(&[4u8; 32])})
     );
+    assert_eq!(
+        serde_json::to_value(
+            OpenPairingRequest::new(Platform::Unknown, "ci", &[4u8; 32])
+                .with_kind(crate::DeviceKind::Agent)
+        )
+        .unwrap(),
+        json!({"platform": "unknown", "kind": "agent", "deviceName": "ci", "publicKey": b64::encode(&[4u8; 32])})
+    );
 }
 
 #[test]

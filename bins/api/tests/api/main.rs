@@ -7,6 +7,7 @@ mod support;
 
 mod accounts;
 mod addresses;
+mod agents;
 mod api_keys;
 mod billing;
 mod deletion_races;
@@ -21,6 +22,7 @@ mod notifications;
 mod ownership;
 mod proxies;
 mod push;
+mod renewal_reminders;
 mod secrets;
 mod sending;
 mod smtp_limits;

@@ -588,3 +588,54 @@ async fn a_new_free_account_sends_its_first_day_allowance_only() {
     assert_eq!(s.send_to(50).await.status, StatusCode::OK);
     assert_eq!(s.relay.received().len(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_sends_from_the_addresses_assigned_to_it_as_via_agent() {
+    let s = sending(Behaviour::Accept).await;
+    s.api.set_plan(&s.owner.account_id, "operator").await;
+    let agent = s.api.pair_agent(&s.owner.token, "wkr_runner1").await;
+    let body =
+        || json!({ "from": s.address, "to": ["bob@example.com"], "subject": "s", "text": "t" });
+
+    // Not assigned to it yet: not its address.
+    let refused = s
+        .api
+        .post("/messages/send", Some(&agent.credential), body())
+        .await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (StatusCode::FORBIDDEN, "not_your_address"),
+        "{}",
+        refused.body
+    );
+    assert!(s.relay.received().is_empty());
+
+    let assigned = s
+        .api
+        .post(
+            "/workers/wkr_runner1/inboxes",
+            Some(&s.owner.token),
+            json!({ "inboxId": "ibx_send01" }),
+        )
+        .await;
+    assert_eq!(assigned.status, StatusCode::OK, "{}", assigned.body);
+    let sent = s
+        .api
+        .post("/messages/send", Some(&agent.credential), body())
+        .await;
+    assert_eq!(sent.status, StatusCode::OK, "{}", sent.body);
+    assert_eq!(s.relay.received().len(), 1);
+    let events = s
+        .api
+        .event_payloads(&s.owner.account_id, "message.sent")
+        .await;
+    assert_eq!(
+        events,
+        vec![
+            json!({ "messageId": sent.body["messageId"], "inboxId": "ibx_send01", "via": "agent" })
+        ]
+    );
+    // The account's own sends still say `app`; the agent's counted with them.
+    assert_eq!(s.send_to(1).await.status, StatusCode::OK);
+    assert_eq!(s.sent_usage().await, (2, 2));
+}

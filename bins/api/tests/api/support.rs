@@ -227,6 +227,27 @@ impl Api {
     /// The whole pairing flow for `owner`, claiming as `worker_id`.
     pub async fn pair(&self, owner: &str, device_id: &str) -> Paired {
         let (token, code) = self.open_pairing().await;
+        self.claim_pairing(owner, device_id, &token, &code).await
+    }
+
+    /// [`Api::pair`] for an agent (the account's plan must allow agents).
+    pub async fn pair_agent(&self, owner: &str, device_id: &str) -> Paired {
+        let reply = self
+            .post(
+                "/workers/pairing-session",
+                None,
+                json!({ "platform": "unknown", "kind": "agent", "deviceName": "CI runner", "publicKey": b64::encode(&[8u8; 32]) }),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+        let token = reply.body["token"].as_str().unwrap();
+        let code = reply.body["code"].as_str().unwrap();
+        self.claim_pairing(owner, device_id, token, code).await
+    }
+
+    /// Looks `code` up as `owner`, claims it as `device_id`, and collects
+    /// the credential with the session's `token`.
+    async fn claim_pairing(&self, owner: &str, device_id: &str, token: &str, code: &str) -> Paired {
         let looked_up = self
             .post("/workers/pair/lookup", Some(owner), json!({ "code": code }))
             .await;

@@ -38,7 +38,8 @@ pub enum DeviceCommand {
 /// Device side: this machine as a device of an account.
 #[derive(Debug, Subcommand)]
 pub enum AgentCommand {
-    /// Pair this machine: prints a code for the operator's
+    /// Pair this machine as an agent (a machine such as a CI runner or a
+    /// server; the Operator plan and up): prints a code for the operator's
     /// `sealpost device pair`, waits for it and stores the credential.
     Pair {
         /// The name the operator sees [default: this machine's host name].
@@ -48,6 +49,10 @@ pub enum AgentCommand {
         #[arg(long, default_value = "unknown",
               value_parser = ["ios", "android", "web", "unknown"])]
         platform: String,
+        /// What the pairing makes: an agent, or (`device`, which every
+        /// plan allows) a device.
+        #[arg(long, default_value = "agent", value_parser = ["agent", "device"])]
+        kind: String,
         /// Replace an existing pairing (its credential is discarded).
         #[arg(long)]
         force: bool,

@@ -270,6 +270,7 @@ mod tests {
             ],
             &["sealpost", "inbox", "retention", "ibx_x", "100"],
             &["sealpost", "agent", "pair", "--platform", "windows"],
+            &["sealpost", "agent", "pair", "--kind", "robot"],
             &["sealpost", "device"],
         ] {
             assert!(Cli::try_parse_from(refused).is_err(), "{refused:?}");
@@ -278,8 +279,13 @@ mod tests {
         let cli = Cli::try_parse_from(["sealpost", "agent", "pair"]).unwrap();
         assert!(matches!(
             cli.command,
-            Command::Agent(AgentCommand::Pair { ref platform, force: false, name: None })
-                if platform == "unknown"
+            Command::Agent(AgentCommand::Pair { ref platform, ref kind, force: false, name: None })
+                if platform == "unknown" && kind == "agent"
+        ));
+        let cli = Cli::try_parse_from(["sealpost", "agent", "pair", "--kind", "device"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Agent(AgentCommand::Pair { ref kind, .. }) if kind == "device"
         ));
         assert_eq!(cli.command.stored_credential(), StoredCredential::None);
         let cli = Cli::try_parse_from(["sealpost", "agent", "status"]).unwrap();

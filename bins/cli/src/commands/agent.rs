@@ -1,10 +1,11 @@
-//! `agent pair`, `agent status`, `agent keys`: this machine as a device.
+//! `agent pair`, `agent status`, `agent keys`: this machine as an agent (or,
+//! with `agent pair --kind device`, a device).
 
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use sealpost_client::sealing::{self, KeyBundle};
-use sealpost_client::types::{PairingState, Platform};
+use sealpost_client::types::{DeviceKind, PairingState, Platform};
 use sealpost_client::{Client, ClientError};
 use sealpost_kernel::{DeviceId, Timestamp};
 use sealpost_seal::{PublicKey, StaticSecret, b64, random_bytes};
@@ -46,10 +47,16 @@ pub(super) fn is_transient(err: &ClientError) -> bool {
     }
 }
 
-/// Opens a pairing session with a new X25519 key, shows the code, waits for
-/// the operator's claim and stores the credential. Ctrl-C cancels the
-/// session.
-pub async fn pair(ctx: &Ctx, name: Option<String>, platform: &str, force: bool) -> Result<()> {
+/// Opens a pairing session of `kind` (`agent` or `device`) with a new
+/// X25519 key, shows the code, waits for the operator's claim and stores
+/// the credential. Ctrl-C cancels the session.
+pub async fn pair(
+    ctx: &Ctx,
+    name: Option<String>,
+    platform: &str,
+    kind: &str,
+    force: bool,
+) -> Result<()> {
     if !force && let Some(existing) = ctx.state.load_device()? {
         bail!(
             "this machine is already paired as {} with {}; `sealpost agent pair --force` pairs it again and discards that credential",
@@ -64,8 +71,9 @@ pub async fn pair(ctx: &Ctx, name: Option<String>, platform: &str, force: bool) 
     let name = name.unwrap_or_else(default_name);
     // Listening from before the code is shown, so no Ctrl-C goes unhandled.
     let mut interrupt = signal(SignalKind::interrupt()).context("cannot watch for Ctrl-C")?;
+    let kind = DeviceKind::from(kind);
     let opened = client
-        .open_pairing(Platform::from(platform), &name, &public)
+        .open_pairing_as(kind.clone(), Platform::from(platform), &name, &public)
         .await
         .context("cannot open a pairing session")?;
 
@@ -104,7 +112,10 @@ pub async fn pair(ctx: &Ctx, name: Option<String>, platform: &str, force: bool) 
         .context(
             "paired, but the credential could not be stored; remove the device and pair again",
         )?;
-    outln!("Paired as {device_id}.");
+    match kind {
+        DeviceKind::Agent => outln!("Paired as agent {device_id}."),
+        _ => outln!("Paired as {device_id}."),
+    }
     outln!(
         "The credential is stored in {}.",
         ctx.state.device_path().display()
@@ -147,6 +158,7 @@ pub async fn status(ctx: &Ctx) -> Result<()> {
     client.heartbeat().await?;
     let seen = client.get_device(&device.device_id).await?;
     outln!("Device       {}", seen.id);
+    outln!("Kind         {}", escape::line(seen.kind.as_str()));
     outln!("Status       {}", seen.status);
     outln!("Platform     {}", escape::line(seen.platform.as_str()));
     outln!("Paired       {}", seen.created_at);

@@ -395,7 +395,7 @@ mod tests {
                     "addresses": 3, "devices": null, "receivedPer30Days": 1000,
                     "sendsPerHour": 0, "sendsPerDay": 0, "objectReadsPerHour": 100,
                     "ownDomains": 0, "webhooks": 10, "teamMembers": 1,
-                    "storedBytes": 1073741824, "apiKeys": false, "agents": false
+                    "storedBytes": 1073741824, "apiKeys": 0, "agents": false
                 }
             })
         };

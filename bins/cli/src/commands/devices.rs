@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result, bail};
 use sealpost_client::sealing::{self, DeviceProfile, KeyBundle};
-use sealpost_client::types::UpdateDeviceRequest;
+use sealpost_client::types::{DeviceKind, UpdateDeviceRequest};
 
 use super::vault::{self, parse_device_id};
 use super::{Ctx, active_ago, now};
@@ -40,9 +40,15 @@ pub async fn pair(ctx: &Ctx, code: &str, name: Option<String>) -> Result<()> {
             e.into()
         }
     })?;
-    // The name and platform are what the waiting device reported.
+    // The kind, name and platform are what the waiting device reported.
+    let agent = found.kind == DeviceKind::Agent;
     outln!(
-        "Device       {} ({})",
+        "{}{} ({})",
+        if agent {
+            "Agent        "
+        } else {
+            "Device       "
+        },
         escape::line(&found.device_name),
         escape::line(&found.platform.to_string())
     );
@@ -56,7 +62,17 @@ pub async fn pair(ctx: &Ctx, code: &str, name: Option<String>) -> Result<()> {
     let profile = DeviceProfile::new(name.clone(), found.public_key);
     client
         .claim_device(&found.id, &id, &profile.seal(&keys, &id))
-        .await?;
+        .await
+        .map_err(|e| {
+            if agent && e.status() == Some(403) {
+                anyhow::Error::new(e).context(
+                    "agents need the Operator plan or higher: `sealpost billing checkout operator`, \
+                     or pair the machine as a device with `sealpost agent pair --kind device`",
+                )
+            } else {
+                e.into()
+            }
+        })?;
     // No address yet: an empty bundle, so the device finds one at once.
     client
         .set_device_keys(&id, &KeyBundle::default().seal(&found.public_key, &id))
@@ -67,7 +83,7 @@ pub async fn pair(ctx: &Ctx, code: &str, name: Option<String>) -> Result<()> {
     Ok(())
 }
 
-/// Lists the devices, newest first, with their names.
+/// Lists the devices and agents, newest first, with their kinds and names.
 pub async fn list(ctx: &Ctx) -> Result<()> {
     let (session, client) = ctx.signed_in()?;
     let keys = vault::unlock(&session)?;
@@ -77,7 +93,7 @@ pub async fn list(ctx: &Ctx) -> Result<()> {
         return Ok(());
     }
     let now = now();
-    let mut table = Table::headless(&[Align::Left; 5]);
+    let mut table = Table::headless(&[Align::Left; 6]);
     for device in &devices {
         let last_active = device
             .last_active_at
@@ -85,6 +101,7 @@ pub async fn list(ctx: &Ctx) -> Result<()> {
         table.row(vec![
             device.id.to_string(),
             device.status.as_str().to_owned(),
+            escape::line(device.kind.as_str()).into_owned(),
             escape::line(device.platform.as_str()).into_owned(),
             vault::device_name(&keys, device),
             format!("(last active {last_active})"),

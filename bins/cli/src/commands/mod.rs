@@ -175,8 +175,9 @@ pub async fn run(cli: Cli) -> Result<()> {
             AgentCommand::Pair {
                 name,
                 platform,
+                kind,
                 force,
-            } => agent::pair(&ctx, name, &platform, force).await,
+            } => agent::pair(&ctx, name, &platform, &kind, force).await,
             AgentCommand::Status => agent::status(&ctx).await,
             AgentCommand::Keys => agent::keys(&ctx).await,
         },

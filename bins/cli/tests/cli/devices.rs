@@ -1,11 +1,12 @@
-//! `agent pair` from two terminals, cancelling it, a paired device reading
-//! its mail, device activity.
+//! `agent pair` from two terminals (as an agent, and `--kind device`),
+//! cancelling it, a paired device reading its mail, device activity.
 
 use sealpost_kernel::Timestamp;
 use sealpost_testkit::TestApp;
 
 use crate::support::{
-    Background, Cli, assert_inert, fingerprint, line_of, mode, printed_phrase, word_starting,
+    Background, Cli, assert_inert, fingerprint, line_of, mode, pay_in_sandbox, printed_phrase,
+    word_starting,
 };
 
 #[tokio::test(flavor = "multi_thread")]
@@ -33,7 +34,7 @@ async fn two_terminals_pair_a_device_and_hand_it_an_address() {
     assert!(err.contains("not paired"), "{err}");
 
     // B waits for the operator in the background and shows a code.
-    let mut agent = Background::agent_pair(&b, &["--name", "Build box"]);
+    let mut agent = Background::agent_pair(&b, &["--kind", "device", "--name", "Build box"]);
     let code = agent.code().await;
     let shown_by_device = fingerprint(&agent.line_where(|l| l.starts_with("Fingerprint")).await);
     agent.line_where(|l| l.starts_with("Waiting")).await;
@@ -157,6 +158,79 @@ async fn two_terminals_pair_a_device_and_hand_it_an_address() {
     app.stop().await;
 }
 
+/// `agent pair` pairs this machine as an agent: refused on Free (with the
+/// way out), paired once the account is on Operator, counted as an agent.
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_pair_pairs_an_agent_which_needs_operator() {
+    let app = TestApp::spawn().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Cli::new(&app, &tmp.path().join("operator"));
+    let b = Cli::new(&app, &tmp.path().join("runner"));
+    a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
+
+    let mut agent = Background::agent_pair(&b, &["--name", "CI runner"]);
+    let code = agent.code().await;
+    agent.line_where(|l| l.starts_with("Waiting")).await;
+
+    // Free: the operator sees an agent, and is refused with the way out.
+    let refused = a.run(&["device", "pair", &code]).await;
+    assert!(!refused.ok);
+    assert!(
+        refused.stdout.contains("Agent        CI runner (unknown)"),
+        "{}",
+        refused.stdout
+    );
+    assert!(
+        refused.stderr.contains("(plan_required)"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("--kind device"),
+        "{}",
+        refused.stderr
+    );
+
+    // On Operator the same waiting session is claimed as an agent.
+    let url = a
+        .ok(&["billing", "checkout", "operator"])
+        .await
+        .trim()
+        .to_owned();
+    pay_in_sandbox(&url).await;
+    let out = a.ok(&["device", "pair", &code]).await;
+    assert!(out.contains("Agent        CI runner (unknown)"), "{out}");
+    let agent_id = word_starting(&out, "wkr_");
+    let run = agent.exit().await;
+    assert!(run.ok, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(&format!("Paired as agent {agent_id}.")),
+        "{}",
+        run.stdout
+    );
+    let out = b.ok(&["agent", "status"]).await;
+    assert!(out.contains(&agent_id), "{out}");
+
+    // Listed as an agent; usage counts it with the paired, not the devices.
+    let out = a.ok(&["device", "list"]).await;
+    assert!(line_of(&out, &agent_id).contains("agent"), "{out}");
+    let usage = a.ok(&["usage"]).await;
+    let numbers = |label: &str| -> Vec<String> {
+        line_of(&usage, label)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(numbers("devices")[..3], ["devices", "0", "10"], "{usage}");
+    assert_eq!(numbers("paired")[..3], ["paired", "1", "10"], "{usage}");
+    assert_eq!(
+        numbers("agents")[..3],
+        ["agents", "1", "allowed"],
+        "{usage}"
+    );
+    app.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_cancels_a_waiting_pairing() {
     let app = TestApp::spawn().await;
@@ -165,7 +239,7 @@ async fn ctrl_c_cancels_a_waiting_pairing() {
     let b = Cli::new(&app, &tmp.path().join("device"));
     a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
 
-    let mut agent = Background::agent_pair(&b, &["--platform", "web"]);
+    let mut agent = Background::agent_pair(&b, &["--kind", "device", "--platform", "web"]);
     let code = agent.code().await;
     agent.line_where(|l| l.starts_with("Waiting")).await;
     let interrupted = std::process::Command::new("kill")
@@ -194,7 +268,7 @@ async fn a_paired_device_reads_the_mail_of_its_address_without_the_phrase() {
     let phrase = printed_phrase(&a.ok(&["init"]).await);
     a.phrase = Some(phrase.clone());
 
-    let mut agent = Background::agent_pair(&b, &[]);
+    let mut agent = Background::agent_pair(&b, &["--kind", "device"]);
     let code = agent.code().await;
     agent.line_where(|l| l.starts_with("Waiting")).await;
     let device_id = word_starting(&a.ok(&["device", "pair", &code]).await, "wkr_");
@@ -261,7 +335,10 @@ async fn device_activity_is_shown_to_the_hour_and_its_name_inert() {
     a.phrase = Some(printed_phrase(&a.ok(&["init"]).await));
 
     // A device names itself; a hostile name is shown inert.
-    let mut agent = Background::agent_pair(&b, &["--name", "Box\u{1b}]0;owned\u{7}"]);
+    let mut agent = Background::agent_pair(
+        &b,
+        &["--kind", "device", "--name", "Box\u{1b}]0;owned\u{7}"],
+    );
     let code = agent.code().await;
     agent.line_where(|l| l.starts_with("Waiting")).await;
     let out = a.ok(&["device", "pair", &code]).await;

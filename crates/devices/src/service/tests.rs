@@ -46,6 +46,11 @@ fn device(connected: bool) -> Device {
 
 /// Opens a session through the service and returns the token and what was stored.
 async fn open(clock: &Arc<TestClock>) -> (String, PairingSession) {
+    open_kind(clock, DeviceKind::Device).await
+}
+
+/// [`open`] for a session that makes a device of `kind`.
+async fn open_kind(clock: &Arc<TestClock>, kind: DeviceKind) -> (String, PairingSession) {
     let mut repo = MockDeviceRepository::new();
     let stored = Arc::new(Mutex::new(None));
     let slot = stored.clone();
@@ -57,11 +62,18 @@ async fn open(clock: &Arc<TestClock>) -> (String, PairingSession) {
             Ok(PairingInsert::Inserted)
         });
     let opened = Devices::new(Arc::new(repo), clock.clone())
-        .open_pairing(Platform::Android, "Pixel".into(), [5; 32], "192.0.2.7")
+        .open_pairing(
+            Platform::Android,
+            kind,
+            "Pixel".into(),
+            [5; 32],
+            "192.0.2.7",
+        )
         .await
         .unwrap();
     let session = stored.lock().unwrap().take().unwrap();
     assert_eq!(opened.code, session.code);
+    assert_eq!(session.kind, kind);
     assert_eq!(
         session.token_hash,
         sealpost_seal::sha256(opened.token.as_bytes())
@@ -335,7 +347,13 @@ async fn an_address_holding_its_sessions_cannot_open_another() {
         .times(1)
         .returning(|_, _, _, _| Ok(PairingInsert::TooMany));
     let result = Devices::new(Arc::new(repo), clock)
-        .open_pairing(Platform::Android, "Pixel".into(), [5; 32], "192.0.2.7")
+        .open_pairing(
+            Platform::Android,
+            DeviceKind::Device,
+            "Pixel".into(),
+            [5; 32],
+            "192.0.2.7",
+        )
         .await;
     assert!(matches!(result, Err(DeviceError::TooManyPairings { .. })));
 }
@@ -416,4 +434,125 @@ async fn the_sweep_reports_stale_devices_disconnected() {
         Devices::new(Arc::new(repo), clock).sweep().await.unwrap(),
         1
     );
+}
+
+/// A detected session of `kind`, and a repository that finds it.
+async fn detected(
+    clock: &Arc<TestClock>,
+    kind: DeviceKind,
+) -> (PairingSession, MockDeviceRepository) {
+    let (_, mut session) = open_kind(clock, kind).await;
+    session.detected_by = Some(account());
+    session.state = PairingState::OperatorDetected;
+    let mut repo = MockDeviceRepository::new();
+    let found = session.clone();
+    repo.expect_pairing_by_id()
+        .returning(move |_| Ok(Some(found.clone())));
+    (session, repo)
+}
+
+#[tokio::test]
+async fn an_agent_on_free_is_refused_before_anything_is_written() {
+    let clock = clock();
+    let (session, mut repo) = detected(&clock, DeviceKind::Agent).await;
+    repo.expect_claim().never();
+    let result = Devices::new(Arc::new(repo), clock)
+        .claim(
+            &account(),
+            PlanId::Free,
+            &session.id,
+            test_device_id(),
+            profile(),
+        )
+        .await;
+    assert!(
+        matches!(
+            result,
+            Err(DeviceError::Limit(LimitError::AgentsNeedOperator))
+        ),
+        "{result:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_on_operator_is_claimed_as_an_agent_with_its_event() {
+    let clock = clock();
+    let (session, mut repo) = detected(&clock, DeviceKind::Agent).await;
+    let claimed = Arc::new(Mutex::new(None));
+    let slot = claimed.clone();
+    repo.expect_claim().times(1).returning(move |claim| {
+        *slot.lock().unwrap() = Some(claim);
+        Ok(ClaimOutcome::Claimed)
+    });
+    let device = Devices::new(Arc::new(repo), clock)
+        .claim(
+            &account(),
+            PlanId::Operator,
+            &session.id,
+            test_device_id(),
+            profile(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(device.kind, DeviceKind::Agent);
+    let claim = claimed.lock().unwrap().take().unwrap();
+    assert_eq!(claim.device.kind, DeviceKind::Agent);
+    // Agents count against the device limit with the devices.
+    assert_eq!(claim.max_devices, Some(10));
+    assert_eq!(claim.records.events.len(), 1);
+    let event = &claim.records.events[0];
+    assert_eq!(event.kind, EventType::DevicePaired);
+    assert_eq!(
+        event.payload,
+        serde_json::json!({ "workerId": "wkr_phone01", "kind": "agent" })
+    );
+}
+
+/// A downgrade that committed first: the claim decided on Operator is
+/// decided again on Free, which has no agents.
+#[tokio::test]
+async fn an_agent_whose_plan_changed_to_free_under_the_lock_is_refused() {
+    let clock = clock();
+    let (session, mut repo) = detected(&clock, DeviceKind::Agent).await;
+    repo.expect_claim()
+        .withf(|claim| claim.plan == PlanId::Operator)
+        .times(1)
+        .returning(|_| Ok(ClaimOutcome::PlanChanged(PlanId::Free)));
+    let result = Devices::new(Arc::new(repo), clock)
+        .claim(
+            &account(),
+            PlanId::Operator,
+            &session.id,
+            test_device_id(),
+            profile(),
+        )
+        .await;
+    assert!(
+        matches!(
+            result,
+            Err(DeviceError::Limit(LimitError::AgentsNeedOperator))
+        ),
+        "{result:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_device_session_makes_a_device_on_free() {
+    let clock = clock();
+    let (session, mut repo) = detected(&clock, DeviceKind::Device).await;
+    repo.expect_claim()
+        .withf(|claim| claim.device.kind == DeviceKind::Device)
+        .times(1)
+        .returning(|_| Ok(ClaimOutcome::Claimed));
+    let device = Devices::new(Arc::new(repo), clock)
+        .claim(
+            &account(),
+            PlanId::Free,
+            &session.id,
+            test_device_id(),
+            profile(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(device.kind, DeviceKind::Device);
 }

@@ -3,7 +3,7 @@
 
 use actix_web::web::{Data, Path, Query};
 use actix_web::{HttpRequest, HttpResponse};
-use sealpost_devices::{Device, Platform};
+use sealpost_devices::{Device, DeviceKind, Platform};
 use sealpost_kernel::{DeviceId, PageLimits, PairingSessionId};
 use sealpost_seal::b64;
 use sealpost_wire as wire;
@@ -47,7 +47,8 @@ fn client_key(request: &HttpRequest) -> String {
     crate::client_ip::limit_key(client.0).to_string()
 }
 
-/// Opens a pairing session (called by the device).
+/// Opens a pairing session (called by the device), for a device or, with
+/// `kind: agent`, an agent.
 #[utoipa::path(post, path = "/workers/pairing-session", tag = "devices", request_body = wire::OpenPairingRequest,
     responses((status = 201, body = wire::OpenedPairing), (status = 400, body = wire::ErrorBody),
         (status = 429, body = wire::ErrorBody, description = "rate_limited: the address holds 20 live sessions")))]
@@ -60,12 +61,20 @@ pub async fn open_pairing(
         body.platform.as_str().parse().map_err(|_| {
             ApiError::invalid_field("platform", "one of ios, android, web, unknown")
         })?;
+    let kind: DeviceKind = match &body.kind {
+        None => DeviceKind::Device,
+        Some(kind) => kind
+            .as_str()
+            .parse()
+            .map_err(|_| ApiError::invalid_field("kind", "device or agent"))?,
+    };
     let public_key =
         b64::decode_32(&body.public_key).map_err(|_| ApiError::invalid_key("publicKey"))?;
     let opened = state
         .devices
         .open_pairing(
             platform,
+            kind,
             body.device_name,
             public_key,
             &client_key(&request),
@@ -125,6 +134,7 @@ pub async fn lookup(
         session: wire::PairingSession {
             id: session.id,
             state: session.state.as_str().into(),
+            kind: session.kind.as_str().into(),
             platform: session.platform.as_str().into(),
             device_name: session.device_name,
             public_key: session.public_key,
@@ -133,9 +143,10 @@ pub async fn lookup(
     }))
 }
 
-/// Claims the looked-up session: creates the device and mints its credential.
+/// Claims the looked-up session: creates the device (or agent) and mints its credential.
 #[utoipa::path(post, path = "/workers/pair", operation_id = "claim_pairing", tag = "devices", security(("session" = [])), request_body = wire::ClaimRequest,
     responses((status = 201, body = wire::DeviceReply), (status = 402, body = wire::ErrorBody, description = "worker_limit_reached"),
+        (status = 403, body = wire::ErrorBody, description = "plan_required: an agent session, on a plan without agents"),
         (status = 404, body = wire::ErrorBody), (status = 409, body = wire::ErrorBody, description = "already_used, id_taken")))]
 pub async fn claim(
     state: Data<AppState>,

@@ -33,7 +33,7 @@ fn plan_offer(plan: &Plan) -> wire::PlanOffer {
             own_domains: plan.own_domains,
             webhooks: plan.webhooks,
             team_members: plan.team_members,
-            api_keys: plan.api_keys_and_agents,
+            api_keys: plan.api_keys,
             agents: plan.api_keys_and_agents,
         },
     }

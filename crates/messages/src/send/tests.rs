@@ -420,3 +420,51 @@ async fn an_address_without_a_key_sends_but_keeps_no_copy() {
         .unwrap();
     assert!(sent.message_id.is_none());
 }
+
+#[tokio::test]
+async fn an_agent_sends_only_as_itself_and_the_event_says_agent() {
+    let agent = DeviceId::parse("wkr_runner1").unwrap();
+    let mut repo = MockSendRepository::new();
+    // The address is looked up for the agent: the store keeps it to the
+    // addresses assigned to it.
+    let expected = Reader {
+        account: account(),
+        device: Some(agent.clone()),
+    };
+    repo.expect_sender()
+        .withf(move |by, _| *by == expected)
+        .times(1)
+        .returning(|_, _| Ok(Some(sender(false, false))));
+    repo.expect_reserve_sends()
+        .returning(|_, _, _, _, _| Ok(Reservation::Reserved));
+    repo.expect_commit_sent()
+        .withf(|sent| sent.records.events[0].payload["via"] == "agent")
+        .times(1)
+        .returning(|_| Ok(()));
+    let mut relay = MockMailRelay::new();
+    relay
+        .expect_submit()
+        .returning(|_| Ok(Submitted { size_bytes: 1 }));
+    outbox(repo, Some(relay))
+        .send_from_agent(&account(), &agent, &request())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_agent_sending_from_an_address_not_its_own_is_not_your_address() {
+    let mut repo = MockSendRepository::new();
+    repo.expect_sender().returning(|_, _| Ok(None));
+    repo.expect_reserve_sends().never();
+    let result = outbox(repo, Some(untouched_relay()))
+        .send_from_agent(
+            &account(),
+            &DeviceId::parse("wkr_runner1").unwrap(),
+            &request(),
+        )
+        .await;
+    assert!(
+        matches!(result, Err(SendError::NotYourAddress)),
+        "{result:?}"
+    );
+}

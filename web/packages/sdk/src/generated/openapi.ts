@@ -566,7 +566,8 @@ export interface paths {
          * Sends mail from one of the account's addresses through the service's
          *     relay, DKIM-signed. Answers only after the relay accepted it; keeps a
          *     sealed copy in `sent`. Counts one send per recipient against the plan's
-         *     hourly and daily limits.
+         *     hourly and daily limits. An agent's credential sends too, from the
+         *     addresses assigned to it (`via: agent`); other devices' are refused.
          */
         post: operations["send_message"];
         delete?: never;
@@ -1460,7 +1461,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Claims the looked-up session: creates the device and mints its credential. */
+        /** Claims the looked-up session: creates the device (or agent) and mints its credential. */
         post: operations["claim_pairing"];
         delete?: never;
         options?: never;
@@ -1494,7 +1495,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Opens a pairing session (called by the device). */
+        /**
+         * Opens a pairing session (called by the device), for a device or, with
+         *     `kind: agent`, an agent.
+         */
         post: operations["open_pairing"];
         delete?: never;
         options?: never;
@@ -2200,6 +2204,7 @@ export interface components {
         };
         OpenPairingRequest: {
             deviceName: string;
+            kind?: components["schemas"]["DeviceKind"] | null;
             /** @description ios, android, web or unknown. */
             platform: components["schemas"]["Platform"];
             /** @description The device's X25519 public key, base64url; its key bundle is sealed to it. */
@@ -2253,6 +2258,8 @@ export interface components {
             createdAt: components["schemas"]["Timestamp"];
             deviceName: string;
             id: components["schemas"]["PairingSessionId"];
+            /** @description What claiming it makes: `device` or `agent`. */
+            kind: components["schemas"]["DeviceKind"];
             platform: components["schemas"]["Platform"];
             publicKey: string;
             state: components["schemas"]["PairingState"];
@@ -2304,8 +2311,13 @@ export interface components {
         PlanLimits: {
             /** Format: int32 */
             addresses: number;
+            /** @description Whether the plan allows agents (counted in `devices`). */
             agents: boolean;
-            apiKeys: boolean;
+            /**
+             * Format: int32
+             * @description Live API keys the account may hold; 0 means the plan has no API keys.
+             */
+            apiKeys: number;
             /**
              * Format: int32
              * @description Devices and agents together; null is unlimited.
@@ -4351,7 +4363,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description not_your_address, or session_required for device credentials */
+            /** @description not_your_address (for an agent: an address not assigned to it), or session_required for API keys and devices that are not agents */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6918,6 +6930,15 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             /** @description worker_limit_reached */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description plan_required: an agent session, on a plan without agents */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
