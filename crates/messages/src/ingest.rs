@@ -13,8 +13,8 @@ use crate::folders::Folder;
 use crate::own_domains::OwnDomainGate;
 use crate::recovery::BlobRecovery;
 use crate::store::{
-    BlobError, BlobStore, Commit, Message, MessageRepository, NewMessage, RECEIVED_COUNTER,
-    RecipientRecord, StoredAttachment,
+    BlobError, BlobStore, Commit, Message, MessageRepository, NewMessage, RecipientRecord,
+    StoredAttachment,
 };
 
 /// The answer to RCPT.
@@ -161,11 +161,7 @@ impl Ingest {
             return Ok(RecipientCheck::NoKey);
         }
         let (window_start, _) = received_window(recipient.account_created_at, self.clock.now());
-        let used = self
-            .repo
-            .counter(&recipient.account, RECEIVED_COUNTER, window_start)
-            .await?;
-        if used >= plan(recipient.plan).received_per_30_days {
+        if recipient.received_in(window_start) >= plan(recipient.plan).received_per_30_days {
             return Ok(RecipientCheck::OverAllowance);
         }
         if plan(recipient.plan)
@@ -482,6 +478,7 @@ mod tests {
             paused,
             suspended: false,
             stored_bytes: 0,
+            latest_received: None,
         }
     }
 
@@ -501,6 +498,12 @@ mod tests {
     async fn recipients_are_checked_in_order() {
         let mut repo = MockMessageRepository::new();
         repo.expect_recipient().returning(|address| {
+            // 3,000 received in the current window (from 2026-11-01).
+            let window = Timestamp::parse("2026-11-01T00:00:00Z").unwrap();
+            let recipient = |paused, with_key| RecipientRecord {
+                latest_received: Some((window, 3_000)),
+                ..recipient(paused, with_key)
+            };
             Ok(match address {
                 "nokey@mail.localhost" => Some(recipient(false, false)),
                 "full@mail.localhost" => Some(recipient(false, true)),
@@ -526,10 +529,6 @@ mod tests {
                 }),
                 _ => None,
             })
-        });
-        repo.expect_counter().returning(|_, _, window| {
-            assert_eq!(window.to_string(), "2026-11-01T00:00:00.000Z");
-            Ok(3_000)
         });
         let ingest = ingest(repo, MockBlobStore::new());
         assert_eq!(
@@ -576,6 +575,32 @@ mod tests {
         );
     }
 
+    /// The counter read with the address belongs to an earlier window when
+    /// its start is not the current window's: nothing received in this one.
+    #[tokio::test]
+    async fn a_counter_of_an_earlier_window_counts_nothing_now() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient().returning(|address| {
+            let window = match address {
+                "last@mail.localhost" => "2026-10-02T00:00:00Z",
+                _ => "2026-11-01T00:00:00Z",
+            };
+            Ok(Some(RecipientRecord {
+                latest_received: Some((Timestamp::parse(window).unwrap(), 3_000)),
+                ..recipient(false, true)
+            }))
+        });
+        let ingest = ingest(repo, MockBlobStore::new());
+        assert_eq!(
+            ingest.check_recipient("last@mail.localhost").await.unwrap(),
+            RecipientCheck::Accept
+        );
+        assert_eq!(
+            ingest.check_recipient("now@mail.localhost").await.unwrap(),
+            RecipientCheck::OverAllowance
+        );
+    }
+
     #[tokio::test]
     async fn an_own_domain_past_its_plan_loss_grace_is_refused_by_smtp_and_api_alike() {
         use crate::own_domains::{MockOwnDomainGate, OwnDomainHold};
@@ -592,7 +617,6 @@ mod tests {
         });
         repo.expect_recipient_by_id()
             .returning(move |_, _| Ok(Some(on_own_domain("lapsed.example"))));
-        repo.expect_counter().returning(|_, _, _| Ok(0));
         let mut gate = MockOwnDomainGate::new();
         gate.expect_own_domain().returning(|name| {
             let lost_days_ago = match name {

@@ -92,6 +92,21 @@ pub struct RecipientRecord {
     /// Bytes of sealed mail the account holds now, against the plan's
     /// stored-bytes quota.
     pub stored_bytes: u64,
+    /// The account's received-mail counter in the latest window that has
+    /// one: (window start, messages), read with the address.
+    pub latest_received: Option<(Timestamp, u64)>,
+}
+
+impl RecipientRecord {
+    /// Messages the account received in the window starting at
+    /// `window_start`. Windows only move forward, so a latest window that
+    /// starts elsewhere is an earlier one: nothing received in this yet.
+    pub fn received_in(&self, window_start: Timestamp) -> u64 {
+        match self.latest_received {
+            Some((start, used)) if start == window_start => used,
+            _ => 0,
+        }
+    }
 }
 
 /// Who is reading: the whole account, or one device (only its addresses).
@@ -131,12 +146,6 @@ pub trait MessageRepository: Send + Sync {
         account: &AccountId,
         address: &AddressId,
     ) -> Result<Option<RecipientRecord>, StoreError>;
-    async fn counter(
-        &self,
-        account: &AccountId,
-        counter: &str,
-        window_start: Timestamp,
-    ) -> Result<u64, StoreError>;
     /// Remembers blobs about to be written for a message not committed yet,
     /// as delivered by the ingest instance `owner`.
     async fn register_pending_blobs(

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Text, Timestamptz};
+use diesel::sql_types::{BigInt, Nullable, Timestamptz};
 use diesel_async::RunQueryDsl;
 use sealpost_kernel::{AccountId, AddressId, PlanId, StoreError, Timestamp};
 use sealpost_messages::store::{Commit, NewMessage, RecipientRecord};
@@ -56,6 +56,26 @@ fn stored_bytes_of_account() -> diesel::expression::SqlLiteral<BigInt> {
     )
 }
 
+/// The start of the account's latest `received` window that has a counter,
+/// read with the recipient.
+fn latest_received_window() -> diesel::expression::SqlLiteral<Nullable<Timestamptz>> {
+    diesel::dsl::sql::<Nullable<Timestamptz>>(
+        "(SELECT max(u.window_start) FROM usage_counters u \
+          WHERE u.account_id = accounts.id AND u.counter = 'received')",
+    )
+}
+
+/// The account's `received` count in that window, the sum of its shards
+/// (see `COUNTER_SHARDS`).
+fn latest_received_count() -> diesel::expression::SqlLiteral<BigInt> {
+    diesel::dsl::sql::<BigInt>(
+        "(SELECT COALESCE(sum(u.used), 0)::bigint FROM usage_counters u \
+          WHERE u.account_id = accounts.id AND u.counter = 'received' \
+            AND u.window_start = (SELECT max(w.window_start) FROM usage_counters w \
+              WHERE w.account_id = accounts.id AND w.counter = 'received'))",
+    )
+}
+
 /// The address's account's suspension, if any, read with the recipient
 /// (`.left_join(with_suspension())`, then [`account_suspensions::account_id`]
 /// beside [`RECIPIENT_COLUMNS`]).
@@ -66,8 +86,17 @@ fn with_suspension() -> diesel::dsl::On<
     account_suspensions::table.on(account_suspensions::account_id.eq(addresses::account_id))
 }
 
+/// Everything RCPT reads about a recipient, in one row.
+type RecipientRow = (
+    RecipientColumns,
+    Option<String>,
+    i64,
+    Option<DateTime<Utc>>,
+    i64,
+);
+
 fn into_recipient(
-    (row, suspension, stored_bytes): (RecipientColumns, Option<String>, i64),
+    (row, suspension, stored_bytes, received_window, received): RecipientRow,
 ) -> Result<RecipientRecord, StoreError> {
     let (address, account, plan, lapsed_plan, created, domain, public_key, key_epoch, paused_at) =
         row;
@@ -85,6 +114,8 @@ fn into_recipient(
         paused: paused_at.is_some(),
         suspended: suspension.is_some(),
         stored_bytes: stored_bytes.max(0) as u64,
+        latest_received: received_window
+            .map(|start| (Timestamp::from_datetime(start), received.max(0) as u64)),
     })
 }
 
@@ -101,6 +132,8 @@ macro_rules! recipient_query {
                 RECIPIENT_COLUMNS,
                 account_suspensions::account_id.nullable(),
                 stored_bytes_of_account(),
+                latest_received_window(),
+                latest_received_count(),
             ))
     };
 }
@@ -111,7 +144,7 @@ pub(super) async fn recipient(
 ) -> Result<Option<RecipientRecord>, StoreError> {
     let mut conn = store.conn().await?;
     recipient_query!(addresses::email_address.eq(email_address))
-        .first::<(RecipientColumns, Option<String>, i64)>(&mut conn)
+        .first::<RecipientRow>(&mut conn)
         .await
         .optional()
         .map_err(db_error)?
@@ -130,38 +163,12 @@ pub(super) async fn recipient_by_id(
             .eq(address.as_str())
             .and(addresses::account_id.eq(account.as_str()))
     )
-    .first::<(RecipientColumns, Option<String>, i64)>(&mut conn)
+    .first::<RecipientRow>(&mut conn)
     .await
     .optional()
     .map_err(db_error)?
     .map(into_recipient)
     .transpose()
-}
-
-pub(super) async fn counter(
-    store: &PgStore,
-    account: &AccountId,
-    counter: &str,
-    window_start: Timestamp,
-) -> Result<u64, StoreError> {
-    #[derive(QueryableByName)]
-    struct Used {
-        #[diesel(sql_type = BigInt)]
-        used: i64,
-    }
-    // A counter is the sum of its shards (see `COUNTER_SHARDS`).
-    let mut conn = store.conn().await?;
-    let Used { used } = diesel::sql_query(
-        "SELECT COALESCE(sum(used), 0)::bigint AS used FROM usage_counters \
-         WHERE account_id = $1 AND counter = $2 AND window_start = $3",
-    )
-    .bind::<Text, _>(account.as_str())
-    .bind::<Text, _>(counter)
-    .bind::<Timestamptz, _>(window_start.as_datetime())
-    .get_result(&mut conn)
-    .await
-    .map_err(db_error)?;
-    Ok(used.max(0) as u64)
 }
 
 pub(super) async fn register_pending_blobs(
@@ -208,6 +215,7 @@ mod tests {
     /// of `received`; object reads keep their atomic limit on one row.
     #[tokio::test(flavor = "multi_thread")]
     async fn received_counter_sums_its_shards() {
+        use diesel::sql_types::Text;
         const DATABASE: &str = "sealpost_store_pg_received_shards";
         let store = fresh_store(DATABASE).await;
         let account = AccountId::from_trusted("acct_shards01".to_owned());
@@ -228,8 +236,20 @@ mod tests {
                 .execute(&mut conn)
                 .await
                 .unwrap();
+            diesel::insert_into(addresses::table)
+                .values((
+                    addresses::id.eq("ibx_shards01"),
+                    addresses::account_id.eq(account.as_str()),
+                    addresses::email_address.eq("shards@mail.localhost"),
+                    addresses::domain.eq("mail.localhost"),
+                    addresses::retention_days.eq(30_i16),
+                    addresses::created_at.eq(created.as_datetime()),
+                ))
+                .execute(&mut conn)
+                .await
+                .unwrap();
             // A row from before the shards (shard 0 by default), two more
-            // shards, and another window that must not count.
+            // shards, and an earlier window that must not count.
             diesel::sql_query(
                 "INSERT INTO usage_counters (account_id, counter, window_start, used) \
                  VALUES ($1, 'received', $2, 7)",
@@ -257,26 +277,23 @@ mod tests {
                     .unwrap();
             }
         }
-        let received = store
-            .counter(
-                &account,
-                sealpost_messages::store::RECEIVED_COUNTER,
-                windows.received_start,
-            )
+        // RCPT reads the latest window's count with the address.
+        let recipient = store
+            .recipient("shards@mail.localhost")
             .await
+            .unwrap()
             .unwrap();
-        assert_eq!(received, 13);
+        assert_eq!(
+            recipient.latest_received,
+            Some((windows.received_start, 13))
+        );
+        assert_eq!(recipient.received_in(windows.received_start), 13);
+        assert_eq!(
+            recipient.received_in(windows.received_start + chrono::TimeDelta::days(30)),
+            0
+        );
         let usage = store.usage_counts(&account, windows, now).await.unwrap();
         assert_eq!(usage.received, 13);
-        let nothing = store
-            .counter(
-                &account,
-                sealpost_messages::store::RECEIVED_COUNTER,
-                windows.received_start + chrono::TimeDelta::days(30),
-            )
-            .await
-            .unwrap();
-        assert_eq!(nothing, 0);
 
         // Object reads: an exact limit, on shard 0.
         for _ in 0..3 {

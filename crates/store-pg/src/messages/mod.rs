@@ -161,15 +161,6 @@ impl MessageRepository for PgStore {
         ingest::recipient_by_id(self, account, address).await
     }
 
-    async fn counter(
-        &self,
-        account: &AccountId,
-        counter: &str,
-        window_start: Timestamp,
-    ) -> Result<u64, StoreError> {
-        ingest::counter(self, account, counter, window_start).await
-    }
-
     async fn register_pending_blobs(
         &self,
         keys: Vec<String>,
