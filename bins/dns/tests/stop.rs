@@ -19,7 +19,9 @@ async fn sigterm_closes_the_sockets_and_exits_0() {
     let db = TestDb::create().await;
     let dns = DnsProcess::start(&db.url).await;
     let addr = dns.addr;
-    let bytes = question("nowhere.example.", RecordType::SOA).to_vec().unwrap();
+    let bytes = question("nowhere.example.", RecordType::SOA)
+        .to_vec()
+        .unwrap();
     // Answered before: no own domain, so REFUSED, over both transports.
     let udp = over_udp(addr, &bytes).await.expect("an answer over UDP");
     assert_eq!(udp.metadata.response_code, ResponseCode::Refused);

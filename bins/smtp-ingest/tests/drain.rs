@@ -24,8 +24,7 @@ async fn sigterm_finishes_messages_in_data_refuses_new_connections_and_exits_0()
     // The binary runs on the system clock: the account must not be younger.
     app.clock.set(SystemClock.now());
     let (_token, address) = mailbox(&app, "ibx_drain").await;
-    let mut ingest =
-        IngestProcess::start(&app, &[("SEALPOST_SMTP_DRAIN_SECS", "60".into())]).await;
+    let mut ingest = IngestProcess::start(&app, &[("SEALPOST_SMTP_DRAIN_SECS", "60".into())]).await;
 
     // Twenty sessions each with half a message sent, and one idle session.
     let mut sending = Vec::new();
@@ -80,7 +79,10 @@ async fn sigterm_finishes_messages_in_data_refuses_new_connections_and_exits_0()
         "every message answered 250 is in PostgreSQL"
     );
 
-    let (blob_dir, spool_dir) = (app.config.blob_dir.clone(), app.config.smtp_spool_dir.clone());
+    let (blob_dir, spool_dir) = (
+        app.config.blob_dir.clone(),
+        app.config.smtp_spool_dir.clone(),
+    );
     app.stop().await;
     let _ = std::fs::remove_dir_all(blob_dir);
     let _ = std::fs::remove_dir_all(spool_dir);

@@ -11,6 +11,7 @@
 //! or [`Limits::udp_max`] is truncated (TC=1) so the client asks again over
 //! TCP, and [`Limits::rate`] bounds the answers one client network gets.
 
+mod drain;
 mod limits;
 
 use std::collections::HashMap;
@@ -30,6 +31,7 @@ use hickory_server::zone_handler::MessageResponseBuilder;
 pub use hickory_server::proto;
 pub use limits::{Limits, RateLimit, UDP_MAX_DEFAULT, Verdict};
 
+use drain::InFlight;
 use limits::ResponseLimiter;
 
 /// The answer to one question.
@@ -58,6 +60,7 @@ pub struct Handler<S> {
     source: Arc<S>,
     udp_max: u16,
     limiter: Option<Arc<ResponseLimiter>>,
+    in_flight: Arc<InFlight>,
 }
 
 impl<S> Handler<S> {
@@ -66,6 +69,7 @@ impl<S> Handler<S> {
             source,
             udp_max: limits.udp_max.max(512),
             limiter: limits.rate.clone().map(ResponseLimiter::new).map(Arc::new),
+            in_flight: Arc::default(),
         }
     }
 
@@ -96,6 +100,10 @@ impl<S: ZoneSource> RequestHandler for Handler<S> {
         request: &Request,
         response_handle: R,
     ) -> ResponseInfo {
+        let Some(_answering) = self.in_flight.begin() else {
+            // Stopping: left unanswered, so the client asks another server.
+            return unsent(request, ResponseCode::Refused);
+        };
         let verdict = self.verdict(request);
         if verdict == Verdict::Drop {
             return unsent(request, ResponseCode::Refused);
@@ -182,6 +190,7 @@ pub struct DnsServer {
     pub tcp_addr: SocketAddr,
     server: Server<Handler<dyn_source::Boxed>>,
     forgetting: Option<tokio::task::JoinHandle<()>>,
+    in_flight: Arc<InFlight>,
 }
 
 mod dyn_source {
@@ -224,6 +233,7 @@ impl DnsServer {
         };
         let udp_addr = udp.local_addr()?;
         let handler = Handler::new(Arc::new(dyn_source::Boxed(source)), limits);
+        let in_flight = Arc::clone(&handler.in_flight);
         let forgetting = handler.limiter.clone().map(|limiter| {
             tokio::spawn(async move {
                 // A bucket refills in a second: forgetting full ones every
@@ -243,6 +253,7 @@ impl DnsServer {
             tcp_addr,
             server,
             forgetting,
+            in_flight,
         })
     }
 
@@ -256,8 +267,17 @@ impl DnsServer {
         }
     }
 
+    /// Stops cleanly: takes no new question, waits (at most `within`) for
+    /// the answers in flight to go out, then closes the sockets and waits
+    /// for the server's tasks. Whether every answer in flight went out.
+    pub async fn drain(self, within: Duration) -> bool {
+        let finished = self.in_flight.drain(within).await;
+        self.stop().await;
+        finished
+    }
+
     /// Serves until the server fails.
-    pub async fn run(mut self) -> Result<(), String> {
+    pub async fn run(&mut self) -> Result<(), String> {
         self.server
             .block_until_done()
             .await
