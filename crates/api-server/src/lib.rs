@@ -29,6 +29,10 @@ impl HealthProbe for PgHealth {
 }
 
 /// What this process runs.
+/// Longest wait at stop for the background jobs to finish what they do: a
+/// webhook or push attempt takes at most 10 seconds, its commit a moment.
+pub const JOBS_STOP: std::time::Duration = std::time::Duration::from_secs(20);
+
 #[derive(Clone, Copy, Debug)]
 pub struct StartOptions {
     /// HTTP worker threads (when serving HTTP).
@@ -66,13 +70,27 @@ impl Running {
     }
 
     /// Graceful stop: in-flight requests finish, then the jobs stop.
+    /// Stops gracefully, the HTTP server and the jobs side by side: the
+    /// listener closes, requests in progress are answered (actix gives them
+    /// up to 30 seconds), and each job finishes what it is doing (a sweep
+    /// pass, a round, the webhook attempts in flight and the commit of their
+    /// results) within [`JOBS_STOP`] before the rest is aborted.
     pub async fn stop(self) {
-        if let Some(http) = self.http {
-            http.server.stop(true).await;
-            http.forgetting.abort();
-            let _ = http.serving.await;
-        }
-        drop(self.jobs);
+        let http = async {
+            if let Some(http) = self.http {
+                http.server.stop(true).await;
+                http.forgetting.abort();
+                let _ = http.serving.await;
+            }
+        };
+        let jobs = async {
+            if let Some(jobs) = self.jobs
+                && !jobs.stop(JOBS_STOP).await
+            {
+                tracing::warn!("background jobs cut at the stop deadline");
+            }
+        };
+        tokio::join!(http, jobs);
     }
 }
 
