@@ -30,6 +30,17 @@ async fn main() -> anyhow::Result<()> {
         .addr
         .parse()
         .context("SEALPOST_DNS_ADDR is not ip:port")?;
+    // `/metrics` (`SEALPOST_DNS_METRICS_ADDR`) and the pool gauges.
+    let _metrics = match config.operations.dns_metrics_addr {
+        Some(addr) => {
+            let server = sealpost_metrics::serve(addr).await?;
+            store.record_pool_metrics();
+            let pool = tokio::spawn(store.clone().record_pool_metrics_forever());
+            tracing::info!(metrics = %server.addr, "serving metrics");
+            Some((server, AbortOnDrop(pool)))
+        }
+        None => None,
+    };
     let source = Arc::new(zones::PgZones {
         zones: cache::ZoneCache::new(store, config.dns.zone_cache),
         settings: zones::Settings {
@@ -64,6 +75,15 @@ async fn main() -> anyhow::Result<()> {
         tracing::warn!("stopped; answers still in flight after {DRAIN:?} were dropped");
     }
     Ok(())
+}
+
+/// Stops the pool reporter with the process's metrics.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Longest wait for answers in flight at SIGTERM: an answer takes one

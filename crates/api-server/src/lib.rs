@@ -54,6 +54,7 @@ struct Http {
 /// A running API process: its address and the handles to stop it.
 pub struct Running {
     services: Services,
+    metrics: Option<sealpost_wiring::metrics::ProcessMetrics>,
     http: Option<Http>,
     jobs: Option<Jobs>,
 }
@@ -67,6 +68,11 @@ impl Running {
     /// The services this process wired (tests run sweeps over them).
     pub fn services(&self) -> &Services {
         &self.services
+    }
+
+    /// Where `/metrics` answers, when `SEALPOST_METRICS_ADDR` is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|metrics| metrics.addr())
     }
 
     /// Graceful stop: in-flight requests finish, then the jobs stop.
@@ -129,6 +135,8 @@ pub async fn start(
             "webhook secrets sealed under a server key no longer configured: their endpoints need a rotate-secret"
         );
     }
+    let metrics =
+        sealpost_wiring::metrics::start(config.operations.metrics_addr, &services.store).await?;
     let http = match listener {
         Some(listener) => Some(serve_http(
             &services,
@@ -146,6 +154,7 @@ pub async fn start(
     };
     Ok(Running {
         services,
+        metrics,
         http,
         jobs,
     })

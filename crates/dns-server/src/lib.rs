@@ -83,6 +83,34 @@ impl<S> Handler<S> {
     }
 }
 
+/// Counts a question by its transport and `answer`: an rcode, or
+/// `dropped` (rate limit, stopping) or `truncated` (rate limit's slip).
+fn count(request: &Request, answer: &'static str) {
+    let transport = match request.protocol() {
+        Protocol::Udp => "udp",
+        Protocol::Tcp => "tcp",
+        _ => "other",
+    };
+    metrics::counter!(
+        sealpost_metrics::names::DNS_QUERIES,
+        "transport" => transport,
+        "rcode" => answer,
+    )
+    .increment(1);
+}
+
+fn rcode_label(code: ResponseCode) -> &'static str {
+    match code {
+        ResponseCode::NoError => "NOERROR",
+        ResponseCode::FormErr => "FORMERR",
+        ResponseCode::ServFail => "SERVFAIL",
+        ResponseCode::NXDomain => "NXDOMAIN",
+        ResponseCode::NotImp => "NOTIMP",
+        ResponseCode::Refused => "REFUSED",
+        _ => "OTHER",
+    }
+}
+
 /// What the server reports for an answer it did not send.
 fn unsent(request: &Request, code: ResponseCode) -> ResponseInfo {
     let mut metadata = Metadata::response_from_request(&request.metadata);
@@ -102,10 +130,12 @@ impl<S: ZoneSource> RequestHandler for Handler<S> {
     ) -> ResponseInfo {
         let Some(_answering) = self.in_flight.begin() else {
             // Stopping: left unanswered, so the client asks another server.
+            count(request, "dropped");
             return unsent(request, ResponseCode::Refused);
         };
         let verdict = self.verdict(request);
         if verdict == Verdict::Drop {
+            count(request, "dropped");
             return unsent(request, ResponseCode::Refused);
         }
         // A client that sent EDNS gets it back, its buffer capped at ours;
@@ -117,6 +147,7 @@ impl<S: ZoneSource> RequestHandler for Handler<S> {
         });
         let builder = MessageResponseBuilder::new(&request.queries, edns.as_ref());
         if verdict == Verdict::Slip {
+            count(request, "truncated");
             let mut metadata = Metadata::response_from_request(&request.metadata);
             metadata.truncation = true;
             metadata.recursion_available = false;
@@ -148,6 +179,7 @@ impl<S: ZoneSource> RequestHandler for Handler<S> {
                 }
             }
         };
+        count(request, rcode_label(code));
         let mut metadata = Metadata::response_from_request(&request.metadata);
         metadata.response_code = code;
         metadata.recursion_available = false;

@@ -31,6 +31,30 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
+/// How often the outbox backlog gauges are read.
+pub const BACKLOG_EVERY: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Sets `sealpost_outbox_backlog` for each consumer every [`BACKLOG_EVERY`]
+/// until `stop`.
+pub async fn outbox_backlog_until(store: sealpost_store_pg::PgStore, mut stop: Stop) {
+    let mut tick = tokio::time::interval(BACKLOG_EVERY);
+    loop {
+        tokio::select! {
+            biased;
+            () = stop.requested() => return,
+            _ = tick.tick() => {}
+        }
+        match store.outbox_backlog().await {
+            Ok((webhooks, push)) => {
+                let name = sealpost_metrics::names::OUTBOX_BACKLOG;
+                metrics::gauge!(name, "consumer" => "webhooks").set(webhooks as f64);
+                metrics::gauge!(name, "consumer" => "push").set(push as f64);
+            }
+            Err(error) => tracing::warn!(%error, "reading the outbox backlog failed"),
+        }
+    }
+}
+
 /// The background jobs of one process: the hourly sweep pass, the webhook
 /// sender, the push sender and the own-domain checks. They run until
 /// [`Jobs::stop`], or until this value is dropped (then they are aborted
@@ -63,6 +87,13 @@ impl Jobs {
                 "sweeps",
                 AbortOnDrop(tokio::spawn(sweep_until(
                     Sweeps::new(services),
+                    asked.clone(),
+                ))),
+            ),
+            (
+                "outbox backlog",
+                AbortOnDrop(tokio::spawn(outbox_backlog_until(
+                    services.store.clone(),
                     asked.clone(),
                 ))),
             ),

@@ -11,7 +11,7 @@ use sealpost_notifications::push::{PushAlerts, PushSender};
 use sealpost_push_http::PushHttp;
 use sealpost_store_pg::PgStore;
 use sealpost_webhook_http::{WebhookHttp, WebhookHttpConfig};
-use sealpost_webhooks::delivery::AttemptOutcome;
+use sealpost_webhooks::delivery::{AttemptOutcome, DeliveryStatus};
 use sealpost_webhooks::{AttemptRecord, Sender, WebhookTransport};
 use tokio::task::JoinHandle;
 
@@ -187,6 +187,13 @@ async fn send_round(
         let done = done.clone();
         tokio::spawn(async move {
             let record = sender.send(item).await;
+            let outcome = match record.delivery.status {
+                DeliveryStatus::Succeeded => "succeeded",
+                DeliveryStatus::Pending => "retry",
+                DeliveryStatus::Failed => "failed",
+            };
+            metrics::counter!(sealpost_metrics::names::WEBHOOK_DELIVERIES, "outcome" => outcome)
+                .increment(1);
             let (reply, written) = tokio::sync::oneshot::channel();
             if finished.send((record, reply)).await.is_ok() {
                 // Keep the slot until the result is committed.

@@ -94,6 +94,10 @@ pub mod smtp_reason {
     pub const ERRORS: &str = "errors";
     /// Answered 421 4.3.2 while draining.
     pub const SHUTTING_DOWN: &str = "shutting_down";
+    /// A command refused for its syntax or sequence (5.5.x).
+    pub const PROTOCOL: &str = "protocol";
+    /// More recipients than a message may have (452 4.5.3).
+    pub const TOO_MANY_RECIPIENTS: &str = "too_many_recipients";
 }
 
 /// Histogram buckets of the latencies, in seconds.

@@ -76,6 +76,7 @@ use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 pub use limits::{ByteBudget, DataMemory};
+use sealpost_metrics::names;
 pub use spool::{Spool, SpoolDir, SpoolDirError, check_spool_dir};
 pub use tls::{CERT_CHECK_INTERVAL, ReloadingCert, reloading_acceptor};
 pub use tokio_rustls::TlsAcceptor;
@@ -338,6 +339,7 @@ pub async fn serve_until(
             Ok(admitted) => admitted,
             Err(refusal) => {
                 tracing::debug!(?refusal, "smtp connection refused");
+                metrics::counter!(names::SMTP_REFUSALS, "reason" => refusal.reason()).increment(1);
                 let reply = refusal.reply(&config.hostname);
                 // Its own task, bounded in time: a client that does not read
                 // cannot hold up the accept loop.
@@ -355,8 +357,12 @@ pub async fn serve_until(
         let config = Arc::clone(&config);
         let delivery = Arc::clone(&delivery);
         let draining = draining_seen.clone();
+        metrics::counter!(names::SMTP_SESSIONS).increment(1);
+        let active = metrics::gauge!(names::SMTP_SESSIONS_ACTIVE);
+        active.increment(1.0);
         sessions.spawn(async move {
             let _admitted = admitted;
+            let _active = limits::Decrements(active);
             // Nagle would hold back the pipelined replies.
             let _ = stream.set_nodelay(true);
             let hard_limit = config

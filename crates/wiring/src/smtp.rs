@@ -142,6 +142,8 @@ fn off_the_runtime<T>(work: impl FnOnce() -> T) -> T {
 /// A running SMTP ingest.
 pub struct SmtpServer {
     pub addr: SocketAddr,
+    /// `/metrics` (`SEALPOST_SMTP_METRICS_ADDR`), kept until the drain ends.
+    pub metrics: Option<crate::metrics::ProcessMetrics>,
     serving: JoinHandle<Drained>,
     /// Sent (or dropped) to start the drain.
     drain: oneshot::Sender<()>,
@@ -277,6 +279,8 @@ async fn serve(
     }
     let smtp = Arc::new(smtp);
     let addr = listener.local_addr().context("reading the bound address")?;
+    let metrics =
+        crate::metrics::start(config.operations.smtp_metrics_addr, &services.store).await?;
     let delivery: Arc<dyn Delivery> = Arc::new(SealingDelivery::new(services.ingest.clone()));
     let (drain, drain_asked) = oneshot::channel::<()>();
     let drain_for = config.operations.smtp_drain;
@@ -292,6 +296,7 @@ async fn serve(
     tracing::info!(%addr, "accepting SMTP");
     Ok(SmtpServer {
         addr,
+        metrics,
         serving,
         drain,
     })

@@ -142,3 +142,12 @@ mod tests {
         assert!(two.grow_to(1000));
     }
 }
+
+/// Takes one off a gauge when dropped (a session that ended, however).
+pub(crate) struct Decrements(pub(crate) metrics::Gauge);
+
+impl Drop for Decrements {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
+    }
+}
