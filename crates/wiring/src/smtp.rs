@@ -145,7 +145,7 @@ pub struct SmtpServer {
     /// `/metrics` (`SEALPOST_SMTP_METRICS_ADDR`), kept until the drain ends.
     pub metrics: Option<crate::metrics::ProcessMetrics>,
     serving: JoinHandle<Drained>,
-    /// Sent (or dropped) to start the drain.
+    /// Sent to start the drain.
     drain: oneshot::Sender<()>,
 }
 
@@ -288,8 +288,11 @@ async fn serve(
         // Held while serving and draining: the ingest instance lock lives
         // with the services, and deliveries in flight still need them.
         let _services = services;
+        // Only an explicit drain: a dropped handle leaves it serving.
         let asked = async move {
-            let _ = drain_asked.await;
+            if drain_asked.await.is_err() {
+                std::future::pending::<()>().await;
+            }
         };
         sealpost_smtp_session::serve_until(listener, smtp, delivery, asked, drain_for).await
     });
