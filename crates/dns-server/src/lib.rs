@@ -216,6 +216,10 @@ async fn send<'a, R: ResponseHandler>(
     }
 }
 
+/// How long a drain waits, once no answer is in flight, for the UDP task to
+/// write the last answers out.
+const UDP_FLUSH: Duration = Duration::from_millis(200);
+
 /// A DNS server answering on one UDP socket and one TCP listener.
 pub struct DnsServer {
     pub udp_addr: SocketAddr,
@@ -304,6 +308,9 @@ impl DnsServer {
     /// for the server's tasks. Whether every answer in flight went out.
     pub async fn drain(self, within: Duration) -> bool {
         let finished = self.in_flight.drain(within).await;
+        // A UDP answer is queued to the socket's task, which writes it when
+        // next polled: give it that turn before the shutdown stops it.
+        tokio::time::sleep(UDP_FLUSH).await;
         self.stop().await;
         finished
     }
