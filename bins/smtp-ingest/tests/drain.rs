@@ -87,3 +87,38 @@ async fn sigterm_finishes_messages_in_data_refuses_new_connections_and_exits_0()
     let _ = std::fs::remove_dir_all(blob_dir);
     let _ = std::fs::remove_dir_all(spool_dir);
 }
+
+/// A sender that stalls in DATA past `SEALPOST_SMTP_DRAIN_SECS` is cut: it
+/// never got a 250, nothing of its message is stored, and the process
+/// still exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_still_in_data_at_the_drain_deadline_is_cut_and_stores_nothing() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let app = TestApp::spawn().await;
+    app.clock.set(SystemClock.now());
+    let (_token, address) = mailbox(&app, "ibx_stall").await;
+    let mut ingest = IngestProcess::start(&app, &[("SEALPOST_SMTP_DRAIN_SECS", "1".into())]).await;
+
+    let mut smtp = Smtp::connect(ingest.addr).await.unwrap();
+    smtp.start_data(&address).await;
+    let message = mail(&address, "stalled");
+    let (first, _) = message.split_at(message.len() / 2);
+    smtp.writer.write_all(first.as_bytes()).await.unwrap();
+
+    ingest.terminate();
+    let status = ingest.exited(Duration::from_secs(30)).await;
+    assert_eq!(status.code(), Some(0), "{status}");
+    assert!(
+        smtp.reply().await.is_err(),
+        "the stalled session is closed without an answer"
+    );
+    assert_eq!(count(&app, "messages").await, 0);
+
+    let (blob_dir, spool_dir) = (
+        app.config.blob_dir.clone(),
+        app.config.smtp_spool_dir.clone(),
+    );
+    app.stop().await;
+    let _ = std::fs::remove_dir_all(blob_dir);
+    let _ = std::fs::remove_dir_all(spool_dir);
+}
