@@ -29,6 +29,10 @@ impl HealthProbe for PgHealth {
 }
 
 /// What this process runs.
+/// Longest wait at stop for the background jobs to finish what they do: a
+/// webhook or push attempt takes at most 10 seconds, its commit a moment.
+pub const JOBS_STOP: std::time::Duration = std::time::Duration::from_secs(20);
+
 #[derive(Clone, Copy, Debug)]
 pub struct StartOptions {
     /// HTTP worker threads (when serving HTTP).
@@ -50,6 +54,7 @@ struct Http {
 /// A running API process: its address and the handles to stop it.
 pub struct Running {
     services: Services,
+    metrics: Option<sealpost_wiring::metrics::ProcessMetrics>,
     http: Option<Http>,
     jobs: Option<Jobs>,
 }
@@ -65,14 +70,33 @@ impl Running {
         &self.services
     }
 
+    /// Where `/metrics` answers, when `SEALPOST_METRICS_ADDR` is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|metrics| metrics.addr())
+    }
+
     /// Graceful stop: in-flight requests finish, then the jobs stop.
+    /// Stops gracefully, the HTTP server and the jobs side by side: the
+    /// listener closes, requests in progress are answered (actix gives them
+    /// up to 30 seconds), and each job finishes what it is doing (a sweep
+    /// pass, a round, the webhook attempts in flight and the commit of their
+    /// results) within [`JOBS_STOP`] before the rest is aborted.
     pub async fn stop(self) {
-        if let Some(http) = self.http {
-            http.server.stop(true).await;
-            http.forgetting.abort();
-            let _ = http.serving.await;
-        }
-        drop(self.jobs);
+        let http = async {
+            if let Some(http) = self.http {
+                http.server.stop(true).await;
+                http.forgetting.abort();
+                let _ = http.serving.await;
+            }
+        };
+        let jobs = async {
+            if let Some(jobs) = self.jobs
+                && !jobs.stop(JOBS_STOP).await
+            {
+                tracing::warn!("background jobs cut at the stop deadline");
+            }
+        };
+        tokio::join!(http, jobs);
     }
 }
 
@@ -111,6 +135,8 @@ pub async fn start(
             "webhook secrets sealed under a server key no longer configured: their endpoints need a rotate-secret"
         );
     }
+    let metrics =
+        sealpost_wiring::metrics::start(config.operations.metrics_addr, &services.store).await?;
     let http = match listener {
         Some(listener) => Some(serve_http(
             &services,
@@ -128,6 +154,7 @@ pub async fn start(
     };
     Ok(Running {
         services,
+        metrics,
         http,
         jobs,
     })

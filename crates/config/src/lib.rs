@@ -18,6 +18,7 @@ mod domains;
 mod http;
 mod keys;
 mod logging;
+mod operations;
 mod outbound;
 mod push;
 mod secret;
@@ -31,6 +32,7 @@ pub use domains::DnsSettings;
 pub use http::{ForwardedHeader, TlsFiles};
 #[cfg(feature = "logging")]
 pub use logging::init_tracing;
+pub use operations::Operations;
 pub use outbound::RelayUrl;
 pub use push::{ApnsKeys, FcmKeys};
 pub use secret::Secret;
@@ -137,6 +139,8 @@ pub struct Config {
     /// Own domains: the resolver the checks ask, the nameservers and MX
     /// host they expect, and where `sealpost-dns` listens.
     pub dns: DnsSettings,
+    /// The SMTP drain and the metrics listeners.
+    pub operations: Operations,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -235,6 +239,7 @@ impl Config {
             log_filter,
             log_json,
         } = logging::read(vars)?;
+        let operations = operations::read(vars)?;
         let webhooks::Webhooks {
             webhook_resolve,
             webhook_ca_file,
@@ -274,6 +279,7 @@ impl Config {
             staff_token_days,
             log_filter,
             log_json,
+            operations,
             webhook_resolve,
             webhook_ca_file,
             trusted_proxies,

@@ -5,8 +5,8 @@
 //! falls back to the entry's own default, so each default is written once.
 
 use crate::{
-    ConfigError, accounts, billing, domains, http, keys, logging, outbound, push, smtp, storage,
-    webhooks,
+    ConfigError, accounts, billing, domains, http, keys, logging, operations, outbound, push, smtp,
+    storage, webhooks,
 };
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -54,6 +54,7 @@ pub const VARIABLES: &[Variable] = &[
     smtp::SMTP_SPOOL_DIR,
     smtp::SMTP_TLS_CERT,
     smtp::SMTP_TLS_KEY,
+    operations::SMTP_DRAIN_SECS,
     domains::DOMAINS,
     domains::RESERVED_NAMES,
     storage::BLOB_DIR,
@@ -85,6 +86,9 @@ pub const VARIABLES: &[Variable] = &[
     domains::DNS_UDP_MAX,
     logging::LOG,
     logging::LOG_JSON,
+    operations::METRICS_ADDR,
+    operations::SMTP_METRICS_ADDR,
+    operations::DNS_METRICS_ADDR,
     billing::BILLING_SANDBOX,
     billing::BILLING_DISABLED,
     billing::STRIPE_SECRET_KEY,
@@ -258,6 +262,7 @@ mod tests {
         ("webhooks.rs", include_str!("webhooks.rs")),
         ("push.rs", include_str!("push.rs")),
         ("accounts.rs", include_str!("accounts.rs")),
+        ("operations.rs", include_str!("operations.rs")),
         ("secret.rs", include_str!("secret.rs")),
     ];
 

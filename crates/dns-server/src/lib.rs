@@ -11,6 +11,7 @@
 //! or [`Limits::udp_max`] is truncated (TC=1) so the client asks again over
 //! TCP, and [`Limits::rate`] bounds the answers one client network gets.
 
+mod drain;
 mod limits;
 
 use std::collections::HashMap;
@@ -30,6 +31,7 @@ use hickory_server::zone_handler::MessageResponseBuilder;
 pub use hickory_server::proto;
 pub use limits::{Limits, RateLimit, UDP_MAX_DEFAULT, Verdict};
 
+use drain::InFlight;
 use limits::ResponseLimiter;
 
 /// The answer to one question.
@@ -58,6 +60,7 @@ pub struct Handler<S> {
     source: Arc<S>,
     udp_max: u16,
     limiter: Option<Arc<ResponseLimiter>>,
+    in_flight: Arc<InFlight>,
 }
 
 impl<S> Handler<S> {
@@ -66,6 +69,7 @@ impl<S> Handler<S> {
             source,
             udp_max: limits.udp_max.max(512),
             limiter: limits.rate.clone().map(ResponseLimiter::new).map(Arc::new),
+            in_flight: Arc::default(),
         }
     }
 
@@ -76,6 +80,34 @@ impl<S> Handler<S> {
             }
             _ => Verdict::Answer,
         }
+    }
+}
+
+/// Counts a question by its transport and `answer`: an rcode, or
+/// `dropped` (rate limit, stopping) or `truncated` (rate limit's slip).
+fn count(request: &Request, answer: &'static str) {
+    let transport = match request.protocol() {
+        Protocol::Udp => "udp",
+        Protocol::Tcp => "tcp",
+        _ => "other",
+    };
+    metrics::counter!(
+        sealpost_metrics::names::DNS_QUERIES,
+        "transport" => transport,
+        "rcode" => answer,
+    )
+    .increment(1);
+}
+
+fn rcode_label(code: ResponseCode) -> &'static str {
+    match code {
+        ResponseCode::NoError => "NOERROR",
+        ResponseCode::FormErr => "FORMERR",
+        ResponseCode::ServFail => "SERVFAIL",
+        ResponseCode::NXDomain => "NXDOMAIN",
+        ResponseCode::NotImp => "NOTIMP",
+        ResponseCode::Refused => "REFUSED",
+        _ => "OTHER",
     }
 }
 
@@ -96,8 +128,14 @@ impl<S: ZoneSource> RequestHandler for Handler<S> {
         request: &Request,
         response_handle: R,
     ) -> ResponseInfo {
+        let Some(_answering) = self.in_flight.begin() else {
+            // Stopping: left unanswered, so the client asks another server.
+            count(request, "dropped");
+            return unsent(request, ResponseCode::Refused);
+        };
         let verdict = self.verdict(request);
         if verdict == Verdict::Drop {
+            count(request, "dropped");
             return unsent(request, ResponseCode::Refused);
         }
         // A client that sent EDNS gets it back, its buffer capped at ours;
@@ -109,6 +147,7 @@ impl<S: ZoneSource> RequestHandler for Handler<S> {
         });
         let builder = MessageResponseBuilder::new(&request.queries, edns.as_ref());
         if verdict == Verdict::Slip {
+            count(request, "truncated");
             let mut metadata = Metadata::response_from_request(&request.metadata);
             metadata.truncation = true;
             metadata.recursion_available = false;
@@ -140,6 +179,7 @@ impl<S: ZoneSource> RequestHandler for Handler<S> {
                 }
             }
         };
+        count(request, rcode_label(code));
         let mut metadata = Metadata::response_from_request(&request.metadata);
         metadata.response_code = code;
         metadata.recursion_available = false;
@@ -176,12 +216,17 @@ async fn send<'a, R: ResponseHandler>(
     }
 }
 
+/// How long a drain waits, once no answer is in flight, for the UDP task to
+/// write the last answers out.
+const UDP_FLUSH: Duration = Duration::from_millis(200);
+
 /// A DNS server answering on one UDP socket and one TCP listener.
 pub struct DnsServer {
     pub udp_addr: SocketAddr,
     pub tcp_addr: SocketAddr,
     server: Server<Handler<dyn_source::Boxed>>,
     forgetting: Option<tokio::task::JoinHandle<()>>,
+    in_flight: Arc<InFlight>,
 }
 
 mod dyn_source {
@@ -224,6 +269,7 @@ impl DnsServer {
         };
         let udp_addr = udp.local_addr()?;
         let handler = Handler::new(Arc::new(dyn_source::Boxed(source)), limits);
+        let in_flight = Arc::clone(&handler.in_flight);
         let forgetting = handler.limiter.clone().map(|limiter| {
             tokio::spawn(async move {
                 // A bucket refills in a second: forgetting full ones every
@@ -243,6 +289,7 @@ impl DnsServer {
             tcp_addr,
             server,
             forgetting,
+            in_flight,
         })
     }
 
@@ -256,8 +303,20 @@ impl DnsServer {
         }
     }
 
+    /// Stops cleanly: takes no new question, waits (at most `within`) for
+    /// the answers in flight to go out, then closes the sockets and waits
+    /// for the server's tasks. Whether every answer in flight went out.
+    pub async fn drain(self, within: Duration) -> bool {
+        let finished = self.in_flight.drain(within).await;
+        // A UDP answer is queued to the socket's task, which writes it when
+        // next polled: give it that turn before the shutdown stops it.
+        tokio::time::sleep(UDP_FLUSH).await;
+        self.stop().await;
+        finished
+    }
+
     /// Serves until the server fails.
-    pub async fn run(mut self) -> Result<(), String> {
+    pub async fn run(&mut self) -> Result<(), String> {
         self.server
             .block_until_done()
             .await

@@ -350,6 +350,11 @@ async fn log_request(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let probe = is_probe(req.path());
+    // The route template, never the path: ids and names stay out of labels.
+    let route = req
+        .match_pattern()
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let method = metric_method(req.method());
     let started = std::time::Instant::now();
     let outcome = next.call(req).await;
     let status = match &outcome {
@@ -357,14 +362,44 @@ async fn log_request(
         Err(error) => error.as_response_error().status_code(),
     }
     .as_u16();
+    let elapsed = started.elapsed();
+    metrics::counter!(
+        sealpost_metrics::names::HTTP_REQUESTS,
+        "method" => method,
+        "route" => route.clone(),
+        "status" => status.to_string(),
+    )
+    .increment(1);
+    metrics::histogram!(
+        sealpost_metrics::names::HTTP_REQUEST_SECONDS,
+        "method" => method,
+        "route" => route,
+    )
+    .record(elapsed.as_secs_f64());
     // Tenths of a millisecond are enough to read.
-    let duration_ms = (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
+    let duration_ms = (elapsed.as_secs_f64() * 10_000.0).round() / 10.0;
     if probe {
         tracing::debug!(status, duration_ms, "request");
     } else {
         tracing::info!(status, duration_ms, "request");
     }
     outcome
+}
+
+/// The method as a label: the standard ones, else `other` (a client may
+/// send any token as a method).
+fn metric_method(method: &actix_web::http::Method) -> &'static str {
+    use actix_web::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
 }
 
 /// Echoes the request id the tracing span carries, so a user can quote it.

@@ -8,14 +8,25 @@ use std::time::Duration;
 
 use sealpost_domains::Domains;
 
+use crate::Stop;
+
 pub const CHECK_EVERY: Duration = Duration::from_secs(30);
 /// Domains checked per round at most; the rest wait for the next round.
 const PER_ROUND: i64 = 200;
 
 pub async fn check_domains_forever(domains: Domains) {
+    check_domains_until(domains, Stop::never()).await;
+}
+
+/// [`check_domains_forever`] until `stop`; a round under way is finished.
+pub async fn check_domains_until(domains: Domains, mut stop: Stop) {
     let mut tick = tokio::time::interval(CHECK_EVERY);
     loop {
-        tick.tick().await;
+        tokio::select! {
+            biased;
+            () = stop.requested() => return,
+            _ = tick.tick() => {}
+        }
         match domains.check_due(PER_ROUND).await {
             Ok(0) => {}
             Ok(checked) => tracing::info!(checked, "checked own domains in DNS"),

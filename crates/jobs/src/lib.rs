@@ -8,13 +8,18 @@
 
 mod domain_checks;
 mod sender;
+mod stop;
 mod sweeps;
 
-pub use domain_checks::{CHECK_EVERY, check_domains_forever};
+pub use domain_checks::{CHECK_EVERY, check_domains_forever, check_domains_until};
 use sealpost_config::Config;
 use sealpost_wiring::Services;
-pub use sender::{push_forever, push_sender, send_forever, spawn_webhook_sender, webhook_sender};
-pub use sweeps::{Pass, SWEEP_EVERY, Sweeps, sweep_forever};
+pub use sender::{
+    push_forever, push_sender, push_until, send_forever, send_until, spawn_webhook_sender,
+    webhook_sender,
+};
+pub use stop::Stop;
+pub use sweeps::{Pass, SWEEP_EVERY, Sweeps, sweep_forever, sweep_until};
 use tokio::task::JoinHandle;
 
 /// Aborts its task when dropped, so a task lives exactly as long as its owner.
@@ -26,13 +31,37 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
+/// How often the outbox backlog gauges are read.
+pub const BACKLOG_EVERY: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Sets `sealpost_outbox_backlog` for each consumer every [`BACKLOG_EVERY`]
+/// until `stop`.
+pub async fn outbox_backlog_until(store: sealpost_store_pg::PgStore, mut stop: Stop) {
+    let mut tick = tokio::time::interval(BACKLOG_EVERY);
+    loop {
+        tokio::select! {
+            biased;
+            () = stop.requested() => return,
+            _ = tick.tick() => {}
+        }
+        match store.outbox_backlog().await {
+            Ok((webhooks, push)) => {
+                let name = sealpost_metrics::names::OUTBOX_BACKLOG;
+                metrics::gauge!(name, "consumer" => "webhooks").set(webhooks as f64);
+                metrics::gauge!(name, "consumer" => "push").set(push as f64);
+            }
+            Err(error) => tracing::warn!(%error, "reading the outbox backlog failed"),
+        }
+    }
+}
+
 /// The background jobs of one process: the hourly sweep pass, the webhook
-/// sender and the push sender. They run until this value is dropped.
+/// sender, the push sender and the own-domain checks. They run until
+/// [`Jobs::stop`], or until this value is dropped (then they are aborted
+/// wherever they are).
 pub struct Jobs {
-    _sweeps: AbortOnDrop<()>,
-    _sender: AbortOnDrop<()>,
-    _push: AbortOnDrop<()>,
-    _domains: AbortOnDrop<()>,
+    stop: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<(&'static str, AbortOnDrop<()>)>,
 }
 
 impl Jobs {
@@ -41,13 +70,61 @@ impl Jobs {
     pub fn start(services: &Services, config: &Config) -> anyhow::Result<Jobs> {
         let sender = webhook_sender(&services.store, config, services.clock.clone())?;
         let push = push_sender(&services.store, config, services.clock.clone())?;
-        Ok(Jobs {
-            _push: AbortOnDrop(tokio::spawn(push_forever(push))),
-            _domains: AbortOnDrop(tokio::spawn(check_domains_forever(
-                services.domains.clone(),
-            ))),
-            _sweeps: AbortOnDrop(tokio::spawn(sweep_forever(Sweeps::new(services)))),
-            _sender: AbortOnDrop(spawn_webhook_sender(sender)),
-        })
+        let (stop, asked) = Stop::channel();
+        let tasks = vec![
+            (
+                "push sender",
+                AbortOnDrop(tokio::spawn(push_until(push, asked.clone()))),
+            ),
+            (
+                "domain checks",
+                AbortOnDrop(tokio::spawn(check_domains_until(
+                    services.domains.clone(),
+                    asked.clone(),
+                ))),
+            ),
+            (
+                "sweeps",
+                AbortOnDrop(tokio::spawn(sweep_until(
+                    Sweeps::new(services),
+                    asked.clone(),
+                ))),
+            ),
+            (
+                "outbox backlog",
+                AbortOnDrop(tokio::spawn(outbox_backlog_until(
+                    services.store.clone(),
+                    asked.clone(),
+                ))),
+            ),
+            (
+                "webhook sender",
+                AbortOnDrop(tokio::spawn(send_until(sender, asked))),
+            ),
+        ];
+        Ok(Jobs { stop, tasks })
+    }
+
+    /// Asks every job to stop after what it is doing and waits for them, at
+    /// most `within` in all; jobs still running then are aborted (a webhook
+    /// attempt cut so is sent again once its lease runs out). Whether all
+    /// stopped by themselves.
+    pub async fn stop(mut self, within: std::time::Duration) -> bool {
+        let _ = self.stop.send(true);
+        let deadline = tokio::time::Instant::now() + within;
+        let mut all = true;
+        for (name, task) in &mut self.tasks {
+            if tokio::time::timeout_at(deadline, &mut task.0)
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    job = *name,
+                    "job still running at the stop deadline; aborted"
+                );
+                all = false;
+            }
+        }
+        all
     }
 }

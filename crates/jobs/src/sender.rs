@@ -11,11 +11,11 @@ use sealpost_notifications::push::{PushAlerts, PushSender};
 use sealpost_push_http::PushHttp;
 use sealpost_store_pg::PgStore;
 use sealpost_webhook_http::{WebhookHttp, WebhookHttpConfig};
-use sealpost_webhooks::delivery::AttemptOutcome;
+use sealpost_webhooks::delivery::{AttemptOutcome, DeliveryStatus};
 use sealpost_webhooks::{AttemptRecord, Sender, WebhookTransport};
 use tokio::task::JoinHandle;
 
-use crate::AbortOnDrop;
+use crate::{AbortOnDrop, Stop};
 
 /// Webhook attempts in flight at once, per process (from claim until the
 /// result is written).
@@ -82,6 +82,13 @@ type Finished = (AttemptRecord, tokio::sync::oneshot::Sender<bool>);
 /// Several processes may run it at once: fan-out locks the events it takes
 /// and attempts lease their deliveries, so nothing is sent twice.
 pub async fn send_forever(sender: Sender) {
+    send_until(sender, Stop::never()).await;
+}
+
+/// [`send_forever`] until `stop`: then no new attempt is started, and it
+/// returns once every attempt in flight finished and its result was
+/// committed (its lease given back).
+pub async fn send_until(sender: Sender, mut stop: Stop) {
     let sender = Arc::new(sender);
     let slots = Arc::new(tokio::sync::Semaphore::new(SEND_CONCURRENCY));
     let done = Arc::new(tokio::sync::Notify::new());
@@ -89,11 +96,21 @@ pub async fn send_forever(sender: Sender) {
     // Stops with this loop (when its task is aborted).
     let writer = AbortOnDrop(tokio::spawn(record_forever(sender.clone(), to_record)));
     loop {
+        if stop.is_requested() {
+            // Every slot back: each attempt's result is committed.
+            let _ = slots.acquire_many(SEND_CONCURRENCY as u32).await;
+            return;
+        }
+        // A round is not cut: it may hold claimed deliveries not yet started.
         match send_round(&sender, &slots, &finished, &done).await {
             Ok(0) => {
                 // Nothing due: wait for an attempt to finish (its endpoint
                 // may have a free slot again) or for new work.
-                let _ = tokio::time::timeout(SEND_IDLE, done.notified()).await;
+                let idle = tokio::time::timeout(SEND_IDLE, done.notified());
+                tokio::select! {
+                    () = stop.requested() => {}
+                    _ = idle => {}
+                }
             }
             Ok(_) => {}
             Err(error) => {
@@ -170,6 +187,13 @@ async fn send_round(
         let done = done.clone();
         tokio::spawn(async move {
             let record = sender.send(item).await;
+            let outcome = match record.delivery.status {
+                DeliveryStatus::Succeeded => "succeeded",
+                DeliveryStatus::Pending => "retry",
+                DeliveryStatus::Failed => "failed",
+            };
+            metrics::counter!(sealpost_metrics::names::WEBHOOK_DELIVERIES, "outcome" => outcome)
+                .increment(1);
             let (reply, written) = tokio::sync::oneshot::channel();
             if finished.send((record, reply)).await.is_ok() {
                 // Keep the slot until the result is committed.
@@ -202,9 +226,19 @@ const PUSH_BATCH: i64 = 64;
 
 /// Rounds of the push sender, pausing a second when one found nothing.
 pub async fn push_forever(sender: PushSender) {
-    loop {
+    push_until(sender, Stop::never()).await;
+}
+
+/// [`push_forever`] until `stop`; a round under way is finished.
+pub async fn push_until(sender: PushSender, mut stop: Stop) {
+    while !stop.is_requested() {
         match sender.run_round(PUSH_BATCH).await {
-            Ok(round) if round.is_idle() => tokio::time::sleep(Duration::from_secs(1)).await,
+            Ok(round) if round.is_idle() => {
+                tokio::select! {
+                    () = stop.requested() => {}
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
             Ok(_) => {}
             Err(error) => {
                 tracing::warn!(%error, "push sender round failed; retrying");

@@ -11,6 +11,7 @@ use sealpost_messages::recovery::BlobRecovery;
 use sealpost_store_pg::{Job, PgStore};
 use sealpost_webhooks::Webhooks;
 
+use crate::Stop;
 use sealpost_wiring::Services;
 
 /// How often a process runs a sweep pass.
@@ -187,9 +188,19 @@ impl Sweeps {
 
 /// A pass at start and every [`SWEEP_EVERY`] after.
 pub async fn sweep_forever(sweeps: Sweeps) {
+    sweep_until(sweeps, Stop::never()).await;
+}
+
+/// [`sweep_forever`] until `stop`; a pass under way is finished (it holds
+/// the advisory lock, released at its end).
+pub async fn sweep_until(sweeps: Sweeps, mut stop: Stop) {
     let mut tick = tokio::time::interval(SWEEP_EVERY);
     loop {
-        tick.tick().await;
+        tokio::select! {
+            biased;
+            () = stop.requested() => return,
+            _ = tick.tick() => {}
+        }
         sweeps.run_once().await;
     }
 }

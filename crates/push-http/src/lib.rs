@@ -125,6 +125,30 @@ impl PushTransport for PushHttp {
         token: &PushToken,
         message: &PushMessage,
     ) -> PushOutcome {
+        let outcome = self.send_by_platform(platform, token, message).await;
+        let label = match &outcome {
+            PushOutcome::Delivered => "delivered",
+            PushOutcome::Dropped { .. } => "dropped",
+            PushOutcome::Unregistered => "unregistered",
+            PushOutcome::Retry { .. } => "retry",
+        };
+        metrics::counter!(
+            sealpost_metrics::names::PUSH_DELIVERIES,
+            "platform" => platform.as_str(),
+            "outcome" => label,
+        )
+        .increment(1);
+        outcome
+    }
+}
+
+impl PushHttp {
+    async fn send_by_platform(
+        &self,
+        platform: Platform,
+        token: &PushToken,
+        message: &PushMessage,
+    ) -> PushOutcome {
         match (platform, &self.apns, &self.fcm) {
             (Platform::Ios, Some(apns), _) => apns.send(token, message).await,
             (Platform::Android, _, Some(fcm)) => fcm.send(token, message).await,

@@ -5,6 +5,7 @@ use std::io;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::watch;
 use tokio::time::{Instant, timeout};
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -18,6 +19,9 @@ pub(crate) enum Filled {
     SessionTimeout,
     /// No transaction started by the deadline for the first MAIL.
     MailTimeout,
+    /// The server is draining: no new command is taken
+    /// ([`Conn::fill_command`] only).
+    ShuttingDown,
 }
 
 pub(crate) struct Conn<S> {
@@ -32,6 +36,8 @@ pub(crate) struct Conn<S> {
     deadline: Instant,
     /// The first MAIL is due by then; `None` once one was accepted.
     mail_by: Option<Instant>,
+    /// Turns true when the server drains; `None`: it never does.
+    shutdown: Option<watch::Receiver<bool>>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
@@ -40,6 +46,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         idle: Duration,
         deadline: Instant,
         mail_by: Option<Instant>,
+        shutdown: Option<watch::Receiver<bool>>,
     ) -> Self {
         Self {
             stream,
@@ -49,6 +56,41 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             idle,
             deadline,
             mail_by,
+            shutdown,
+        }
+    }
+
+    /// Whether the server is draining.
+    pub(crate) fn shutting_down(&self) -> bool {
+        self.shutdown.as_ref().is_some_and(|down| *down.borrow())
+    }
+
+    /// The receiver of the drain signal, for a session started over TLS.
+    pub(crate) fn shutdown(&self) -> Option<watch::Receiver<bool>> {
+        self.shutdown.clone()
+    }
+
+    /// [`Conn::fill`] while waiting for a command: a drain that starts
+    /// meanwhile ends the wait with [`Filled::ShuttingDown`]. Replies are
+    /// flushed first, so the wait that may be given up only reads.
+    pub(crate) async fn fill_command(&mut self) -> io::Result<Filled> {
+        let Some(mut shutdown) = self.shutdown.clone() else {
+            return self.fill().await;
+        };
+        if *shutdown.borrow() {
+            return Ok(Filled::ShuttingDown);
+        }
+        self.flush().await?;
+        let drain = async move {
+            // The sender gone means no drain will come.
+            if shutdown.wait_for(|down| *down).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        // `read_buf` is cancel-safe: bytes read stay in the buffer.
+        tokio::select! {
+            filled = self.fill() => filled,
+            () = drain => Ok(Filled::ShuttingDown),
         }
     }
 

@@ -76,6 +76,7 @@ use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 pub use limits::{ByteBudget, DataMemory};
+use sealpost_metrics::names;
 pub use spool::{Spool, SpoolDir, SpoolDirError, check_spool_dir};
 pub use tls::{CERT_CHECK_INTERVAL, ReloadingCert, reloading_acceptor};
 pub use tokio_rustls::TlsAcceptor;
@@ -265,7 +266,7 @@ pub async fn serve_session<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
-    session::run(stream, client_ip, config, delivery).await
+    session::run(stream, client_ip, config, delivery, None).await
 }
 
 /// Accepts connections for ever, one task per connection. A failing client
@@ -278,13 +279,53 @@ pub async fn serve(
     config: Arc<SmtpConfig>,
     delivery: Arc<dyn Delivery>,
 ) {
+    serve_until(
+        listener,
+        config,
+        delivery,
+        std::future::pending(),
+        Duration::MAX,
+    )
+    .await;
+}
+
+/// How a drain ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Drained {
+    /// Sessions still running at the drain deadline, cut off.
+    pub cut: usize,
+}
+
+/// [`serve`] until `shutdown` completes, then drains: the listener is
+/// closed at once (new connections are refused by the system), a session
+/// waiting for a command is answered 421 4.3.2 and closed, and a message in
+/// DATA is read to its end, delivered and answered before its session gets
+/// the same 421 for its next command. Sessions still running after `drain`
+/// are cut off. Returns when no session is left.
+pub async fn serve_until(
+    listener: tokio::net::TcpListener,
+    config: Arc<SmtpConfig>,
+    delivery: Arc<dyn Delivery>,
+    shutdown: impl std::future::Future<Output = ()>,
+    drain: Duration,
+) -> Drained {
     let gate = limits::Gate::new(limits::GateLimits::of(&config));
     let delivery: Arc<dyn Delivery> = Arc::new(limits::KnownSenderDelivery {
         delivery,
         gate: Arc::clone(&gate),
     });
+    let (draining, draining_seen) = tokio::sync::watch::channel(false);
+    let mut sessions = tokio::task::JoinSet::new();
+    let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let (stream, peer) = match listener.accept().await {
+        let accepted = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            // Reaps ended sessions so the set holds only live ones.
+            Some(_) = sessions.join_next(), if !sessions.is_empty() => continue,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(error) => {
                 // Out of file descriptors and the like: back off, go on.
@@ -298,10 +339,11 @@ pub async fn serve(
             Ok(admitted) => admitted,
             Err(refusal) => {
                 tracing::debug!(?refusal, "smtp connection refused");
+                metrics::counter!(names::SMTP_REFUSALS, "reason" => refusal.reason()).increment(1);
                 let reply = refusal.reply(&config.hostname);
                 // Its own task, bounded in time: a client that does not read
                 // cannot hold up the accept loop.
-                tokio::spawn(async move {
+                sessions.spawn(async move {
                     let mut stream = stream;
                     let write = async {
                         stream.write_all(reply.as_bytes()).await?;
@@ -314,15 +356,26 @@ pub async fn serve(
         };
         let config = Arc::clone(&config);
         let delivery = Arc::clone(&delivery);
-        tokio::spawn(async move {
+        let draining = draining_seen.clone();
+        metrics::counter!(names::SMTP_SESSIONS).increment(1);
+        let active = metrics::gauge!(names::SMTP_SESSIONS_ACTIVE);
+        active.increment(1.0);
+        sessions.spawn(async move {
             let _admitted = admitted;
+            let _active = limits::Decrements(active);
             // Nagle would hold back the pipelined replies.
             let _ = stream.set_nodelay(true);
             let hard_limit = config
                 .session_timeout
                 .saturating_add(config.idle_timeout)
                 .saturating_add(Duration::from_secs(30));
-            let session = serve_session(stream, client_ip, &config, delivery.as_ref());
+            let session = session::run(
+                stream,
+                client_ip,
+                &config,
+                delivery.as_ref(),
+                Some(draining),
+            );
             match tokio::time::timeout(hard_limit, session).await {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => tracing::debug!(kind = ?error.kind(), "smtp session i/o error"),
@@ -330,4 +383,22 @@ pub async fn serve(
             }
         });
     }
+    // New connections are refused from here on.
+    drop(listener);
+    let _ = draining.send(true);
+    tracing::info!(sessions = sessions.len(), "smtp draining");
+    let finished = tokio::time::timeout(drain, async {
+        while sessions.join_next().await.is_some() {}
+    })
+    .await;
+    let cut = match finished {
+        Ok(()) => 0,
+        Err(_) => {
+            let cut = sessions.len();
+            tracing::warn!(cut, "smtp drain deadline passed; cutting the sessions left");
+            sessions.shutdown().await;
+            cut
+        }
+    };
+    Drained { cut }
 }

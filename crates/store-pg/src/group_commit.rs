@@ -226,7 +226,12 @@ impl PgStore {
 
     async fn commit_and_answer(&self, batch: Vec<(NewMessage, Answer)>) {
         let (news, answers): (Vec<NewMessage>, Vec<Answer>) = batch.into_iter().unzip();
-        match self.commit_batch(&news).await {
+        let started = Instant::now();
+        let committed = self.commit_batch(&news).await;
+        metrics::histogram!(sealpost_metrics::names::COMMIT_SECONDS)
+            .record(started.elapsed().as_secs_f64());
+        metrics::histogram!(sealpost_metrics::names::COMMIT_BATCH_SIZE).record(news.len() as f64);
+        match committed {
             Ok(outcomes) => {
                 for (answer, outcome) in answers.into_iter().zip(outcomes) {
                     // A caller that went away no longer needs its answer.

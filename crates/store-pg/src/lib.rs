@@ -111,6 +111,27 @@ impl PgStore {
         self.pool.get().await.map_err(pool_error)
     }
 
+    /// Sets the pool gauges (`sealpost_db_pool_*`) to the pool's state now.
+    pub fn record_pool_metrics(&self) {
+        use sealpost_metrics::names;
+        let status = self.pool.status();
+        let idle = status.available;
+        let in_use = status.size.saturating_sub(idle);
+        metrics::gauge!(names::DB_POOL_CONNECTIONS, "state" => "in_use").set(in_use as f64);
+        metrics::gauge!(names::DB_POOL_CONNECTIONS, "state" => "idle").set(idle as f64);
+        metrics::gauge!(names::DB_POOL_MAX).set(status.max_size as f64);
+        metrics::gauge!(names::DB_POOL_WAITING).set(status.waiting as f64);
+    }
+
+    /// [`PgStore::record_pool_metrics`] every few seconds, for ever.
+    pub async fn record_pool_metrics_forever(self) {
+        let mut every = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            every.tick().await;
+            self.record_pool_metrics();
+        }
+    }
+
     /// For `/readyz`: a round trip to the database.
     pub async fn ping(&self) -> Result<(), StoreError> {
         use diesel_async::RunQueryDsl;

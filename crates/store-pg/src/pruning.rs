@@ -11,6 +11,27 @@ use crate::{PgStore, db_error};
 impl PgStore {
     /// Deletes `events` rows both consumers have passed: fanned out to
     /// webhooks and collected for pushes. Returns how many.
+    /// Outbox events the webhook fan-out and the push sender have not taken
+    /// yet, each counted through its consumer's partial index.
+    pub async fn outbox_backlog(&self) -> Result<(i64, i64), StoreError> {
+        #[derive(diesel::QueryableByName)]
+        struct Backlog {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            webhooks: i64,
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            push: i64,
+        }
+        let mut conn = self.conn().await?;
+        let backlog = diesel::sql_query(
+            "SELECT (SELECT count(*) FROM events WHERE NOT fanned_out) AS webhooks, \
+                    (SELECT count(*) FROM events WHERE NOT pushed) AS push",
+        )
+        .get_result::<Backlog>(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok((backlog.webhooks, backlog.push))
+    }
+
     pub async fn prune_outbox(&self) -> Result<u64, StoreError> {
         let mut conn = self.conn().await?;
         let deleted = diesel::sql_query("DELETE FROM events WHERE fanned_out AND pushed")

@@ -272,6 +272,12 @@ impl TestApp {
         addr
     }
 
+    /// Where the API's `/metrics` answers, when the test set
+    /// `config.operations.metrics_addr`.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.running.as_ref().and_then(Running::metrics_addr)
+    }
+
     /// The services the API wired (sweeps in tests run over them).
     pub fn services(&self) -> &Services {
         self.running

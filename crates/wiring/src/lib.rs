@@ -5,6 +5,7 @@
 //! the SMTP ingest over the same services. The background loops that run
 //! over them live in `sealpost-jobs`.
 
+pub mod metrics;
 mod services;
 pub mod smtp;
 

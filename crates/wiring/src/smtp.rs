@@ -12,10 +12,11 @@ use sealpost_kernel::{Clock, StoreError};
 use sealpost_messages::content::parse_mail_checked;
 use sealpost_messages::ingest::{Ingest, IngestError, RecipientCheck};
 use sealpost_smtp_session::{
-    CERT_CHECK_INTERVAL, DataMemory, Delivery, DeliveryOutcome, Envelope, RecipientDecision,
-    SmtpConfig, Spool, reloading_acceptor,
+    CERT_CHECK_INTERVAL, DataMemory, Delivery, DeliveryOutcome, Drained, Envelope,
+    RecipientDecision, SmtpConfig, Spool, reloading_acceptor,
 };
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::Services;
@@ -141,12 +142,25 @@ fn off_the_runtime<T>(work: impl FnOnce() -> T) -> T {
 /// A running SMTP ingest.
 pub struct SmtpServer {
     pub addr: SocketAddr,
-    serving: JoinHandle<()>,
+    /// `/metrics` (`SEALPOST_SMTP_METRICS_ADDR`), kept until the drain ends.
+    pub metrics: Option<crate::metrics::ProcessMetrics>,
+    serving: JoinHandle<Drained>,
+    /// Sent to start the drain.
+    drain: oneshot::Sender<()>,
 }
 
 impl SmtpServer {
+    /// Stops at once: every session is cut.
     pub fn stop(self) {
         self.serving.abort();
+    }
+
+    /// Closes the listener, lets messages in DATA finish (at most the
+    /// `SEALPOST_SMTP_DRAIN_SECS` given at start) and answers the other
+    /// sessions 421 4.3.2; returns once every session ended.
+    pub async fn drain(self) -> anyhow::Result<Drained> {
+        let _ = self.drain.send(());
+        self.serving.await.context("the SMTP server task failed")
     }
 }
 
@@ -265,14 +279,30 @@ async fn serve(
     }
     let smtp = Arc::new(smtp);
     let addr = listener.local_addr().context("reading the bound address")?;
+    let metrics =
+        crate::metrics::start(config.operations.smtp_metrics_addr, &services.store).await?;
     let delivery: Arc<dyn Delivery> = Arc::new(SealingDelivery::new(services.ingest.clone()));
+    let (drain, drain_asked) = oneshot::channel::<()>();
+    let drain_for = config.operations.smtp_drain;
     let serving = tokio::spawn(async move {
-        // Held while serving: the ingest instance lock lives with the services.
+        // Held while serving and draining: the ingest instance lock lives
+        // with the services, and deliveries in flight still need them.
         let _services = services;
-        sealpost_smtp_session::serve(listener, smtp, delivery).await;
+        // Only an explicit drain: a dropped handle leaves it serving.
+        let asked = async move {
+            if drain_asked.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        sealpost_smtp_session::serve_until(listener, smtp, delivery, asked, drain_for).await
     });
     tracing::info!(%addr, "accepting SMTP");
-    Ok(SmtpServer { addr, serving })
+    Ok(SmtpServer {
+        addr,
+        metrics,
+        serving,
+        drain,
+    })
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ mod errors;
 mod folders;
 mod jobs;
 mod messages;
+mod metrics;
 mod notifications;
 mod ownership;
 mod proxies;

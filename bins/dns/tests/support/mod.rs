@@ -79,6 +79,24 @@ impl DnsProcess {
     pub async fn kill(mut self) {
         self.child.kill().await.unwrap();
     }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
+        let pid = self.child.id().expect("still running");
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -TERM");
+    }
+
+    /// The exit status once the process ended by itself (at most `within`).
+    pub async fn exited(mut self, within: Duration) -> std::process::ExitStatus {
+        tokio::time::timeout(within, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("sealpost-dns still running {within:?} after SIGTERM"))
+            .unwrap()
+    }
 }
 
 pub fn question(name: &str, kind: RecordType) -> Message {

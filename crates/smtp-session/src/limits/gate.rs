@@ -33,6 +33,15 @@ pub(crate) enum Refusal {
 }
 
 impl Refusal {
+    /// The `reason` label of the refusal.
+    pub(crate) fn reason(self) -> &'static str {
+        use sealpost_metrics::smtp_reason::{CAPACITY, CLIENT_LIMIT};
+        match self {
+            Refusal::Busy => CAPACITY,
+            Refusal::PerClient | Refusal::PerNetwork | Refusal::Rate => CLIENT_LIMIT,
+        }
+    }
+
     /// The 421 line sent before closing.
     pub(crate) fn reply(self, hostname: &str) -> String {
         match self {

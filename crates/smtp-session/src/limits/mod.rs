@@ -106,6 +106,15 @@ impl Reservation {
     }
 }
 
+/// Takes one off a gauge when dropped (a session that ended, however).
+pub(crate) struct Decrements(pub(crate) metrics::Gauge);
+
+impl Drop for Decrements {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

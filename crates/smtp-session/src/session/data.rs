@@ -206,6 +206,9 @@ where
         };
         let (code, status, text) = match self.delivery.deliver(&envelope, data).await {
             DeliveryOutcome::Accepted => {
+                metrics::counter!(sealpost_metrics::names::SMTP_MESSAGES_ACCEPTED).increment(1);
+                metrics::counter!(sealpost_metrics::names::SMTP_ACCEPTED_BYTES)
+                    .increment(u64::try_from(data.len()).unwrap_or(u64::MAX));
                 stats.messages_accepted = stats.messages_accepted.saturating_add(1);
                 stats.bytes_accepted = stats
                     .bytes_accepted

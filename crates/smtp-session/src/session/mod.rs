@@ -16,6 +16,7 @@ use std::net::IpAddr;
 
 use smtp_proto::Request;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::io::{Conn, Filled};
@@ -27,6 +28,7 @@ pub(crate) async fn run<S>(
     client_ip: IpAddr,
     config: &SmtpConfig,
     delivery: &dyn Delivery,
+    shutdown: Option<watch::Receiver<bool>>,
 ) -> io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
@@ -37,7 +39,7 @@ where
     let mut stats = Stats::default();
 
     let mut plain = Session::new(
-        stream, client_ip, config, delivery, false, deadline, mail_by,
+        stream, client_ip, config, delivery, false, deadline, mail_by, shutdown,
     );
     plain
         .conn
@@ -49,6 +51,7 @@ where
             plain.conn.flush().await?;
             // A MAIL before STARTTLS met the deadline; else it still runs.
             let mail_by = plain.conn.mail_by();
+            let shutdown = plain.conn.shutdown();
             let stream = plain.conn.into_stream();
             let handshake = acceptor.accept(stream);
             let until = mail_by.map_or(deadline, |by| by.min(deadline));
@@ -60,8 +63,9 @@ where
                     stats.tls = true;
                     // RFC 3207: nothing from before the handshake is kept;
                     // the client starts over with EHLO.
-                    let mut secure =
-                        Session::new(tls, client_ip, config, delivery, true, deadline, mail_by);
+                    let mut secure = Session::new(
+                        tls, client_ip, config, delivery, true, deadline, mail_by, shutdown,
+                    );
                     let end = secure.serve(&mut stats).await;
                     secure.conn.close().await;
                     end
@@ -129,6 +133,8 @@ enum Line {
     TooLong,
     Closed,
     Timeout(Filled),
+    /// The server drains: no further command is taken.
+    ShuttingDown,
 }
 
 struct Session<'a, S> {
@@ -147,6 +153,7 @@ impl<'a, S> Session<'a, S>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
+    #[allow(clippy::too_many_arguments, reason = "one call per phase, each named")]
     fn new(
         stream: S,
         client_ip: IpAddr,
@@ -155,9 +162,10 @@ where
         tls: bool,
         deadline: Instant,
         mail_by: Option<Instant>,
+        shutdown: Option<watch::Receiver<bool>>,
     ) -> Self {
         Self {
-            conn: Conn::new(stream, config.idle_timeout, deadline, mail_by),
+            conn: Conn::new(stream, config.idle_timeout, deadline, mail_by, shutdown),
             client_ip,
             config,
             delivery,
@@ -180,6 +188,17 @@ where
                     continue;
                 }
                 Line::Closed => return Ok(End::Closed),
+                Line::ShuttingDown => {
+                    // RFC 5321 3.8: 421 may be sent at any point and the
+                    // connection closed; a message in DATA was finished first.
+                    self.reply(
+                        stats,
+                        421,
+                        "4.3.2",
+                        "Service shutting down, closing connection",
+                    );
+                    return Ok(End::Closed);
+                }
                 Line::Timeout(kind) => {
                     self.timed_out(kind, stats);
                     return Ok(End::Closed);
@@ -209,6 +228,9 @@ where
 
     /// Next command line, LF included, at most [`MAX_COMMAND_LINE`] octets.
     async fn read_line(&mut self) -> io::Result<Line> {
+        if self.conn.shutting_down() {
+            return Ok(Line::ShuttingDown);
+        }
         loop {
             let unread = self.conn.unread();
             let newline = unread.iter().position(|&b| b == b'\n');
@@ -244,9 +266,10 @@ where
                     None => {}
                 }
             }
-            match self.conn.fill().await? {
+            match self.conn.fill_command().await? {
                 Filled::Data => {}
                 Filled::Eof => return Ok(Line::Closed),
+                Filled::ShuttingDown => return Ok(Line::ShuttingDown),
                 kind => return Ok(Line::Timeout(kind)),
             }
         }

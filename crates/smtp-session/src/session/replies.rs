@@ -9,6 +9,8 @@ use super::{End, Session, Stats};
 use crate::io::Filled;
 use std::io;
 
+use sealpost_metrics::names;
+
 /// Longest text taken from a hook into a reply.
 const MAX_REPLY_TEXT: usize = 200;
 
@@ -70,6 +72,9 @@ where
     }
 
     pub(super) fn reply(&mut self, stats: &mut Stats, code: u16, status: &str, text: &str) {
+        if let Some(reason) = refusal_reason(code, status) {
+            metrics::counter!(names::SMTP_REFUSALS, "reason" => reason).increment(1);
+        }
         let line = format!("{code} {status} {text}\r\n");
         self.conn.queue(line.as_bytes());
         stats.last_code = code;
@@ -81,6 +86,28 @@ where
         stats.errors = stats.errors.saturating_add(1);
         self.reply(stats, code, status, text);
     }
+}
+
+/// The `reason` label of a refusal, from its reply code and enhanced status
+/// alone (never its text); `None` for a reply that refuses nothing.
+fn refusal_reason(code: u16, status: &str) -> Option<&'static str> {
+    use sealpost_metrics::smtp_reason::*;
+    if code < 400 {
+        return None;
+    }
+    Some(match (code, status) {
+        (552, _) => TOO_LARGE,
+        (452, "4.3.1") => STORAGE,
+        (452, "4.2.2") => RECIPIENT_LATER,
+        (452, "4.5.3") => TOO_MANY_RECIPIENTS,
+        (550, "5.1.1") => UNKNOWN_ADDRESS,
+        (550, "5.7.1") => RECIPIENT_REFUSED,
+        (421, "4.4.2") => TIMEOUT,
+        (421, "4.7.0") => ERRORS,
+        (421, "4.3.2") => SHUTTING_DOWN,
+        (451 | 554, _) => DELIVERY,
+        _ => PROTOCOL,
+    })
 }
 
 /// Hook text made safe for a reply line: one line, printable, bounded.
@@ -101,6 +128,15 @@ pub(super) fn clean(text: &str, fallback: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_are_named_by_their_code_alone() {
+        assert_eq!(refusal_reason(250, "2.0.0"), None);
+        assert_eq!(refusal_reason(354, ""), None);
+        assert_eq!(refusal_reason(550, "5.1.1"), Some("unknown_address"));
+        assert_eq!(refusal_reason(421, "4.3.2"), Some("shutting_down"));
+        assert_eq!(refusal_reason(500, "5.5.1"), Some("protocol"));
+    }
 
     #[test]
     fn hook_text_is_one_bounded_line() {
