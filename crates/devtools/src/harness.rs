@@ -126,7 +126,8 @@ pub(crate) struct StackOptions<'a> {
     /// Where each process writes `<name>.log`.
     pub(crate) logs: PathBuf,
     /// Appended to the children's `DATABASE_URL`.
-    pub(crate) database_query: Option<&'a str>,    /// More of the launcher's arguments (`--count`, `--blobs`, ...).
+    pub(crate) database_query: Option<&'a str>,
+    /// More of the launcher's arguments (`--count`, `--blobs`, ...).
     pub(crate) launcher_args: &'a [&'a str],
 }
 

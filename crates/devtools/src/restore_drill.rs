@@ -31,8 +31,7 @@ use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 
 use crate::harness::{
-    Launched, Profile, StackOptions, build_stack, command, leftover_of_dead_run, reply,
-    wait_smtp,
+    Launched, Profile, StackOptions, build_stack, command, leftover_of_dead_run, reply, wait_smtp,
 };
 use crate::postgres;
 
@@ -53,16 +52,15 @@ pub fn run(runtime: &Runtime) -> Result<ExitCode> {
         .args(["build", "-p", "sealpost-cli"])
         .status()
         .context("running cargo build")?;
-    ensure!(built.success(), "cargo build -p sealpost-cli failed ({built})");
+    ensure!(
+        built.success(),
+        "cargo build -p sealpost-cli failed ({built})"
+    );
     let server = postgres::ensure_server()?;
     let drill_dir = target.join("restore-drill");
     std::fs::create_dir_all(&drill_dir)?;
     for entry in std::fs::read_dir(&drill_dir)?.flatten() {
-        if entry
-            .file_name()
-            .to_str()
-            .is_some_and(leftover_of_dead_run)
-        {
+        if entry.file_name().to_str().is_some_and(leftover_of_dead_run) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
@@ -97,7 +95,10 @@ async fn drill(target: &Path, server: &str, run_dir: &Path, restored: &str) -> R
         vec![
             ("SEALPOST_DOMAINS".to_owned(), "mail.localhost".to_owned()),
             ("SEALPOST_SERVER_KEY".to_owned(), server_key.clone()),
-            ("SEALPOST_BLOB_DIR".to_owned(), blob_dir.display().to_string()),
+            (
+                "SEALPOST_BLOB_DIR".to_owned(),
+                blob_dir.display().to_string(),
+            ),
         ]
     };
     let start = |env: Vec<(String, String)>, logs: PathBuf| {
@@ -129,8 +130,9 @@ async fn drill(target: &Path, server: &str, run_dir: &Path, restored: &str) -> R
         .domains()
         .await?
         .domains
-        .first()
-        .map(|offered| offered.domain.clone())
+        .into_iter()
+        .next()
+        .map(|offered| offered.domain)
         .context("the service offers no domain")?;
     let id = sealing::new_address_id();
     let request = CreateAddressRequest::new(&id, domain)
@@ -139,7 +141,9 @@ async fn drill(target: &Path, server: &str, run_dir: &Path, restored: &str) -> R
     let address = client.create_address(&request).await?;
     wait_smtp(first.smtp()?).await?;
     send(first.smtp()?, &address.email_address).await?;
-    step("registered an account with a recovery phrase, made an address, sent it mail with an attachment over SMTP");
+    step(
+        "registered an account with a recovery phrase, made an address, sent it mail with an attachment over SMTP",
+    );
 
     let dump = run_dir.join("database.dump");
     let dumped = Command::new("pg_dump")
@@ -149,7 +153,10 @@ async fn drill(target: &Path, server: &str, run_dir: &Path, restored: &str) -> R
         .status()
         .context("running pg_dump")?;
     ensure!(dumped.success(), "pg_dump failed ({dumped})");
-    step(&format!("backed up the database with pg_dump ({} bytes)", std::fs::metadata(&dump)?.len()));
+    step(&format!(
+        "backed up the database with pg_dump ({} bytes)",
+        std::fs::metadata(&dump)?.len()
+    ));
     let copy = run_dir.join("blobs-copy");
     let copied = Command::new("cp")
         .arg("-a")
@@ -157,8 +164,14 @@ async fn drill(target: &Path, server: &str, run_dir: &Path, restored: &str) -> R
         .arg(&copy)
         .status()
         .context("running cp")?;
-    ensure!(copied.success(), "copying the blob directory failed ({copied})");
-    step(&format!("then copied the blob directory ({} files)", count_files(&copy)));
+    ensure!(
+        copied.success(),
+        "copying the blob directory failed ({copied})"
+    );
+    step(&format!(
+        "then copied the blob directory ({} files)",
+        count_files(&copy)
+    ));
     step("kept the server key (SEALPOST_SERVER_KEY) beside them");
     drop(first);
     std::fs::remove_dir_all(&blobs)?;
@@ -175,7 +188,9 @@ async fn drill(target: &Path, server: &str, run_dir: &Path, restored: &str) -> R
         .status()
         .context("running pg_restore")?;
     ensure!(restored_ok.success(), "pg_restore failed ({restored_ok})");
-    step(&format!("restored the dump into a fresh database {restored}"));
+    step(&format!(
+        "restored the dump into a fresh database {restored}"
+    ));
     let mut env = settings(&copy);
     env.push(("DATABASE_URL".to_owned(), restored_url));
     let second = start(env, run_dir.join("logs-after"))?;
@@ -197,10 +212,20 @@ async fn drill(target: &Path, server: &str, run_dir: &Path, restored: &str) -> R
         .context("the CLI lists no message")?
         .to_owned();
     let read = cli.run(&["mail", "read", &message])?;
-    ensure!(read.contains(SUBJECT), "`mail read` does not show the subject:\n{read}");
+    ensure!(
+        read.contains(SUBJECT),
+        "`mail read` does not show the subject:\n{read}"
+    );
     step(&format!("the CLI read {message}"));
     let saved = run_dir.join("attachment.csv");
-    cli.run(&["mail", "attachment", &message, "0", "-o", &saved.display().to_string()])?;
+    cli.run(&[
+        "mail",
+        "attachment",
+        &message,
+        "0",
+        "-o",
+        &saved.display().to_string(),
+    ])?;
     let bytes = std::fs::read(&saved)?;
     ensure!(
         bytes == ATTACHMENT.as_bytes(),

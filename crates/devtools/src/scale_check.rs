@@ -8,14 +8,16 @@
 //! moto bucket. This command runs the HTTPS webhook receiver itself (the
 //! stack's `hooks.test` points at it) so it can count event ids.
 //!
-//! 1. An Enterprise account, an address and a webhook for every event.
+//! 1. An Enterprise account, an address, a webhook for every event and an
+//!    iOS push token (the APNs stand-in is this command's too).
 //! 2. A long-poll wait on API #1 wakes for a message sent through ingest #2.
 //! 3. [`PHASE_ONE`] small messages (every tenth with an attachment) from
 //!    [`CLIENTS`] concurrent SMTP clients split over both ingests: each is
 //!    stored exactly once (the list, read through API #2 and opened with the
 //!    address's key, holds each subject once), an attachment reads back
-//!    through both APIs, and each `message.received` event reaches the
-//!    receiver exactly once.
+//!    through both APIs, each `message.received` event reaches the
+//!    receiver exactly once, and the pushes' counts (bursts are coalesced
+//!    into one push a minute) add up to each message once.
 //! 4. [`PHASE_TWO`] more while one API, one ingest and one job process are
 //!    killed with SIGKILL a third of the way in; clients of the dead ingest
 //!    carry on at the other. Every message answered 250 is stored (read
@@ -35,10 +37,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use sealpost_client::Client;
+use sealpost_client::notifications::PushPlatform;
 use sealpost_client::sealing::{self, AddressKeys};
 use sealpost_client::types::{CreateAddressRequest, PageParams};
 use sealpost_kernel::AddressId;
 use sealpost_seal::{AccountKeys, SealedBox, context};
+use sealpost_testkit::push::{ApnsStandIn, TestCa};
 use sealpost_testkit::receiver::Receiver;
 use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -59,6 +63,7 @@ const PER_SESSION: usize = 25;
 /// How long the events may take to reach the receiver (beyond a lease).
 const DELIVERY_LIMIT: Duration = Duration::from_secs(300);
 const SENDER: &str = "scale@example.com";
+const PUSH_TOKEN: &str = "scale-check-phone";
 
 pub fn run(runtime: &Runtime) -> Result<ExitCode> {
     // reqwest is built without a default TLS provider.
@@ -73,10 +78,7 @@ pub fn run(runtime: &Runtime) -> Result<ExitCode> {
     std::fs::create_dir_all(&scale_dir)?;
     for entry in std::fs::read_dir(&scale_dir)?.flatten() {
         let name = entry.file_name();
-        if name
-            .to_str()
-            .is_some_and(|name| leftover_of_dead_run(name))
-        {
+        if name.to_str().is_some_and(leftover_of_dead_run) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
@@ -107,6 +109,10 @@ async fn check(target: &std::path::Path, server: &str, run_dir: &std::path::Path
     let receiver = Receiver::start(200).await;
     let ca_file = run_dir.join("webhook-ca.pem");
     std::fs::write(&ca_file, &receiver.ca_pem)?;
+    let push_ca = TestCa::new();
+    let apns = ApnsStandIn::start(&push_ca).await;
+    let push_ca_file = run_dir.join("push-ca.pem");
+    std::fs::write(&push_ca_file, &push_ca.ca_pem)?;
     let env: Vec<(String, String)> = [
         ("SEALPOST_DOMAINS", "mail.localhost".to_owned()),
         ("SEALPOST_SMTP_CONNECT_RATE", "0".to_owned()),
@@ -117,6 +123,8 @@ async fn check(target: &std::path::Path, server: &str, run_dir: &std::path::Path
             format!("hooks.test={}", receiver.addr),
         ),
         ("SEALPOST_WEBHOOK_CA_FILE", ca_file.display().to_string()),
+        ("SEALPOST_APNS_URL", apns.url()),
+        ("SEALPOST_PUSH_CA_FILE", push_ca_file.display().to_string()),
     ]
     .into_iter()
     .map(|(name, value)| (name.to_owned(), value))
@@ -145,7 +153,12 @@ async fn check(target: &std::path::Path, server: &str, run_dir: &std::path::Path
     })?;
     let apis = stack.apis()?;
     let smtps = stack.smtps()?;
-    ensure!(apis.len() == 2 && smtps.len() == 2, "the launcher started {} APIs and {} ingests", apis.len(), smtps.len());
+    ensure!(
+        apis.len() == 2 && smtps.len() == 2,
+        "the launcher started {} APIs and {} ingests",
+        apis.len(),
+        smtps.len()
+    );
     for smtp in &smtps {
         wait_smtp(*smtp).await?;
     }
@@ -166,8 +179,13 @@ async fn check(target: &std::path::Path, server: &str, run_dir: &std::path::Path
         .with_public_key(&keys.address_public_key(id.as_str(), 0));
     let address = one.create_address(&request).await?;
     create_webhook(&one, &keys).await?;
+    one.register_push_token(PUSH_TOKEN, PushPlatform::Ios)
+        .await?;
     let recipient = address.email_address.clone();
-    step(&format!("account, address and webhook made through {}", apis[0]));
+    step(&format!(
+        "account, address, webhook and push token made through {}",
+        apis[0]
+    ));
 
     // A wait on API #1, in flight before the mail arrives through ingest #2.
     let waiter = {
@@ -178,7 +196,10 @@ async fn check(target: &std::path::Path, server: &str, run_dir: &std::path::Path
     tokio::time::sleep(Duration::from_millis(500)).await;
     let wake = Batch::new(&recipient, "wake", 0..1);
     let acked = wake.send(smtps[1], &AtomicUsize::new(0)).await;
-    ensure!(acked.len() == 1, "ingest #2 did not take the wake-up message");
+    ensure!(
+        acked.len() == 1,
+        "ingest #2 did not take the wake-up message"
+    );
     let woke = waiter.await??.context("the wait on API #1 timed out")?;
     let subjects = subjects(&keys, &id, &woke.messages)?;
     ensure!(
@@ -215,6 +236,15 @@ async fn check(target: &std::path::Path, server: &str, run_dir: &std::path::Path
     step(&format!(
         "{} message.received events, each delivered exactly once",
         expected.len()
+    ));
+    let (pushes, counted) = wait_for_pushes(&apns, expected.len()).await?;
+    ensure!(
+        counted == expected.len(),
+        "the pushes counted {counted} new messages for {} received",
+        expected.len()
+    );
+    step(&format!(
+        "{pushes} pushes counted each of the {counted} messages once"
     ));
 
     // Phase two: one of each kind killed with SIGKILL mid-load.
@@ -280,14 +310,19 @@ async fn load(
     let acked_count = Arc::new(AtomicUsize::new(0));
     let killed = Arc::new(AtomicBool::new(false));
     let killer = victims.map(|victims| {
-        let victims = victims.iter().map(|(name, pid)| (name.to_string(), *pid)).collect::<Vec<_>>();
+        let victims = victims
+            .iter()
+            .map(|(name, pid)| (name.to_string(), *pid))
+            .collect::<Vec<_>>();
         let (acked_count, killed) = (acked_count.clone(), killed.clone());
         tokio::spawn(async move {
             while acked_count.load(Ordering::Relaxed) < count / 3 {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             for (name, pid) in &victims {
-                let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
                 println!("scale-check: killed {name} #2 (pid {pid}) with SIGKILL");
             }
             killed.store(true, Ordering::Relaxed);
@@ -306,7 +341,11 @@ async fn load(
             while at < numbers.len() {
                 let end = (at + PER_SESSION).min(numbers.len());
                 // After the kill everyone uses ingest #1.
-                let ingest = if killed.load(Ordering::Relaxed) { 0 } else { k % smtps.len() };
+                let ingest = if killed.load(Ordering::Relaxed) {
+                    0
+                } else {
+                    k % smtps.len()
+                };
                 let batch = Batch::new(&recipient, phase, numbers[at..end].iter().copied());
                 let taken = batch.send(smtps[ingest], &acked_count).await;
                 let sent = taken.len();
@@ -317,7 +356,11 @@ async fn load(
                 if at < end {
                     failures += 1;
                     if survives || failures > 50 {
-                        return Err(anyhow!("client {k}: ingest {} refused or dropped message {}", ingest + 1, numbers[at]));
+                        return Err(anyhow!(
+                            "client {k}: ingest {} refused or dropped message {}",
+                            ingest + 1,
+                            numbers[at]
+                        ));
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
@@ -366,10 +409,25 @@ impl Batch {
         let (read, mut write) = TcpStream::connect(smtp).await?.into_split();
         let mut read = BufReader::new(read);
         ensure!(reply(&mut read).await? == 220, "no greeting");
-        ensure!(command(&mut write, &mut read, "EHLO scale.example").await? == 250, "EHLO");
+        ensure!(
+            command(&mut write, &mut read, "EHLO scale.example").await? == 250,
+            "EHLO"
+        );
         for (n, raw) in &self.messages {
-            ensure!(command(&mut write, &mut read, &format!("MAIL FROM:<{SENDER}>")).await? == 250, "MAIL");
-            ensure!(command(&mut write, &mut read, &format!("RCPT TO:<{}>", self.recipient)).await? == 250, "RCPT");
+            ensure!(
+                command(&mut write, &mut read, &format!("MAIL FROM:<{SENDER}>")).await? == 250,
+                "MAIL"
+            );
+            ensure!(
+                command(
+                    &mut write,
+                    &mut read,
+                    &format!("RCPT TO:<{}>", self.recipient)
+                )
+                .await?
+                    == 250,
+                "RCPT"
+            );
             ensure!(command(&mut write, &mut read, "DATA").await? == 354, "DATA");
             write.write_all(raw).await?;
             ensure!(reply(&mut read).await? == 250, "end of data");
@@ -389,7 +447,7 @@ fn message(recipient: &str, phase: &str, n: usize) -> Vec<u8> {
          Date: Fri, 27 Nov 2026 00:00:00 +0000\r\nMessage-ID: <{phase}-{n}@scale.example>\r\n\
          MIME-Version: 1.0\r\n"
     );
-    let text = if n % 10 == 0 {
+    let text = if n.is_multiple_of(10) {
         format!(
             "{headers}Content-Type: multipart/mixed; boundary=\"b\"\r\n\r\n--b\r\n\
              Content-Type: text/plain\r\n\r\nMessage {n}.\r\n--b\r\n\
@@ -471,7 +529,10 @@ async fn read_attachment(
     let address_keys = AddressKeys::derive(keys, id);
     let content = sealing::open_message(&address_keys, &message)
         .map_err(|error| anyhow!("opening one-0: {error}"))?;
-    let info = content.attachments.first().context("one-0 lists no attachment")?;
+    let info = content
+        .attachments
+        .first()
+        .context("one-0 lists no attachment")?;
     let sealed = two.get_attachment(&message.id, info.index).await?;
     let bytes = sealing::open_attachment(&address_keys, &message, info.index, &sealed)
         .map_err(|error| anyhow!("opening one-0's attachment: {error}"))?;
@@ -497,7 +558,10 @@ async fn wait_for_events(
             return Ok(times);
         }
         if Instant::now() > deadline {
-            bail!("{missing} of {} message.received events never arrived within {DELIVERY_LIMIT:?}", expected.len());
+            bail!(
+                "{missing} of {} message.received events never arrived within {DELIVERY_LIMIT:?}",
+                expected.len()
+            );
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -524,4 +588,31 @@ fn events(receiver: &Receiver) -> Result<(BTreeMap<String, usize>, BTreeSet<Stri
         }
     }
     Ok((times, messages))
+}
+
+/// Until the pushes to [`PUSH_TOKEN`] count `expected` new messages (or
+/// more); answers how many pushes and the sum of their counts.
+async fn wait_for_pushes(apns: &ApnsStandIn, expected: usize) -> Result<(usize, usize)> {
+    // A burst's push leaves a minute after its first message.
+    let deadline = Instant::now() + DELIVERY_LIMIT;
+    loop {
+        let pushes: Vec<Value> = apns
+            .requests()
+            .iter()
+            .filter(|request| request.path.ends_with(PUSH_TOKEN))
+            .map(|request| request.json())
+            .filter(|push| push["kind"] == "newMail")
+            .collect();
+        let counted: usize = pushes
+            .iter()
+            .map(|push| push["count"].as_u64().map_or(0, |count| count as usize))
+            .sum();
+        if counted >= expected {
+            return Ok((pushes.len(), counted));
+        }
+        if Instant::now() > deadline {
+            bail!("the pushes counted {counted} of {expected} messages within {DELIVERY_LIMIT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
