@@ -625,3 +625,50 @@ async fn stop(child: &mut Child) {
     }
     let _ = child.kill().await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_name_a_kind_and_one_to_sixteen() {
+        let counts = parse_counts("api=2,smtp=3,jobs=1").unwrap();
+        let named: Vec<(&str, usize)> = counts
+            .iter()
+            .map(|(process, count)| (process.name(), *count))
+            .collect();
+        assert_eq!(named, [("api", 2), ("smtp", 3), ("jobs", 1)]);
+        assert!(parse_counts("api=0").is_err());
+        assert!(parse_counts("api=17").is_err());
+        assert!(parse_counts("web=2").is_err());
+        assert!(parse_counts("api").is_err());
+    }
+
+    #[test]
+    fn each_further_ingest_has_its_own_port_and_spool() {
+        let apis = [
+            SocketAddr::from(([127, 0, 0, 1], 1)),
+            SocketAddr::from(([127, 0, 0, 1], 2)),
+        ];
+        let smtps = [
+            SocketAddr::from(([127, 0, 0, 1], 3)),
+            SocketAddr::from(([127, 0, 0, 1], 4)),
+        ];
+        let work = Path::new("/work");
+        // The first of each keeps the shared settings (and `--set`).
+        assert!(own_settings(Process::Smtp, 0, &apis, &smtps, work).is_empty());
+        assert!(own_settings(Process::Api, 0, &apis, &smtps, work).is_empty());
+        let second = own_settings(Process::Smtp, 1, &apis, &smtps, work);
+        assert!(second.contains(&("SEALPOST_SMTP_ADDR".to_owned(), "127.0.0.1:4".to_owned())));
+        assert!(second.contains(&(
+            "SEALPOST_SMTP_SPOOL_DIR".to_owned(),
+            "/work/spool-2".to_owned()
+        )));
+        let api = own_settings(Process::Api, 1, &apis, &smtps, work);
+        assert_eq!(
+            api,
+            [("SEALPOST_HTTP_ADDR".to_owned(), "127.0.0.1:2".to_owned())]
+        );
+        assert!(own_settings(Process::Jobs, 1, &apis, &smtps, work).is_empty());
+    }
+}
