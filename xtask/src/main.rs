@@ -87,6 +87,15 @@ enum Task {
         #[arg(long, default_value_t = 60)]
         seconds: u64,
     },
+    /// Many processes on one database and one object store (2 APIs, 2 SMTP
+    /// ingests, 2 job processes): mail stored once, events delivered once,
+    /// then one of each killed with SIGKILL mid-load: nothing acknowledged
+    /// lost, every event delivered (docs/operations.md).
+    ScaleCheck,
+    /// Back up a stack with mail (database dump, blobs, server key), restore
+    /// it into a fresh database and store, and read the mail with the CLI and
+    /// the recovery phrase (docs/operations.md).
+    RestoreDrill,
     /// Benchmarks on a fresh database (dropped at the end); see docs/benchmarks.md.
     Bench {
         #[command(subcommand)]
@@ -155,6 +164,8 @@ fn run(task: Task) -> Result<ExitCode> {
             Ok(exit_code(status))
         }
         Task::ApiCheck => devtools(&runtime, &["api-check"]),
+        Task::ScaleCheck => devtools(&runtime, &["scale-check"]),
+        Task::RestoreDrill => devtools(&runtime, &["restore-drill"]),
         Task::Fuzz { target, seconds } => fuzz::run(&target, seconds),
         Task::Test { args } => test(&runtime, &args),
         Task::Ci => ci(&runtime),

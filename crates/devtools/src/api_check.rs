@@ -132,6 +132,7 @@ fn check(runtime: &Runtime, target: &Path, server: &str, dir: &Path, st: &Path) 
         target,
         server,
         &StackOptions {
+            launcher_args: &[],
             profile: Profile::Debug,
             processes: &["api", "jobs"],
             env: settings.clone(),

@@ -239,6 +239,7 @@ fn run_all(
             target,
             server,
             &StackOptions {
+                launcher_args: &[],
                 profile: Profile::Release,
                 processes: &["api", "smtp"],
                 env: bench_settings(blob_dir),

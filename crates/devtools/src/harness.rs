@@ -127,6 +127,8 @@ pub(crate) struct StackOptions<'a> {
     pub(crate) logs: PathBuf,
     /// Appended to the children's `DATABASE_URL`.
     pub(crate) database_query: Option<&'a str>,
+    /// More of the launcher's arguments (`--count`, `--blobs`, ...).
+    pub(crate) launcher_args: &'a [&'a str],
 }
 
 /// A stack started by the test kit's launcher (`sealpost-stack`, built by
@@ -162,6 +164,7 @@ impl Launched {
         if let Some(query) = options.database_query {
             command.args(["--database-query", query]);
         }
+        command.args(options.launcher_args);
         let mut child = command
             .spawn()
             .with_context(|| format!("starting {}", launcher.display()))?;
@@ -201,6 +204,42 @@ impl Launched {
     /// The children's `DATABASE_URL`.
     pub(crate) fn database_url(&self) -> Result<&str> {
         self.field("databaseUrl")
+    }
+
+    /// Every API's base URL (`--count`), the first first.
+    pub(crate) fn apis(&self) -> Result<Vec<String>> {
+        self.list("apis")?
+            .iter()
+            .map(|api| Ok(api.as_str().context("an API in apis")?.to_owned()))
+            .collect()
+    }
+
+    /// Every SMTP ingest's address (`--count`), the first first.
+    pub(crate) fn smtps(&self) -> Result<Vec<SocketAddr>> {
+        self.list("smtps")?
+            .iter()
+            .map(|smtp| Ok(smtp.as_str().context("an ingest in smtps")?.parse()?))
+            .collect()
+    }
+
+    /// Every process id of one kind (`api`, `smtp`, `jobs`, `dns`).
+    pub(crate) fn pids(&self, process: &str) -> Result<Vec<u32>> {
+        self.ready["allPids"][process]
+            .as_array()
+            .ok_or_else(|| anyhow!("no {process} processes in the stack"))?
+            .iter()
+            .map(|pid| {
+                pid.as_u64()
+                    .and_then(|pid| u32::try_from(pid).ok())
+                    .ok_or_else(|| anyhow!("a malformed {process} process id"))
+            })
+            .collect()
+    }
+
+    fn list(&self, name: &str) -> Result<&Vec<Value>> {
+        self.ready[name]
+            .as_array()
+            .ok_or_else(|| anyhow!("no {name} in the stack's ready line"))
     }
 
     /// The process id of `process` (`api`, `smtp`, ...).

@@ -93,6 +93,7 @@ pub fn run(runtime: &Runtime, debug: bool) -> Result<ExitCode> {
         &target,
         &server,
         &StackOptions {
+            launcher_args: &[],
             profile,
             processes: &["api", "smtp"],
             env,

@@ -14,6 +14,8 @@ mod cpu;
 mod harness;
 mod load_smtp;
 mod postgres;
+mod restore_drill;
+mod scale_check;
 mod seed;
 
 use std::process::{Command, ExitCode};
@@ -58,6 +60,11 @@ enum Task {
     ApiCheck,
     /// Drop test databases and templates left by earlier test runs on `server`.
     DropTestDatabases { server: String },
+    /// 2 APIs, 2 SMTP ingests and 2 job processes on one database and one
+    /// object store, then one of each killed mid-load.
+    ScaleCheck,
+    /// Back up a stack with mail, restore it elsewhere and read the mail.
+    RestoreDrill,
     /// Benchmarks on a fresh database (dropped at the end); see docs/benchmarks.md.
     Bench {
         #[command(subcommand)]
@@ -126,6 +133,8 @@ fn run(task: Task) -> Result<ExitCode> {
             drop_test_databases(&runtime, &server)?;
             Ok(ExitCode::SUCCESS)
         }
+        Task::ScaleCheck => scale_check::run(&runtime),
+        Task::RestoreDrill => restore_drill::run(&runtime),
         Task::Bench { what: Bench::Smtp } => bench::smtp(&runtime),
         Task::Bench {
             what: Bench::SmtpLoad { debug },

@@ -29,6 +29,15 @@
 //! environment, `--logs DIR` writes each process's output to `DIR/<name>.log`
 //! and `--database-query QUERY` appends `?QUERY` to their `DATABASE_URL`.
 //!
+//! `--count api=2,smtp=2,jobs=2` starts that many of a kind (one each by
+//! default), each API and ingest on its own port and each ingest with its
+//! own spool directory; all share the database, the blob store and the
+//! server key. The ready line then also has `apis` and `smtps` (every
+//! address) and `allPids` (every process id by kind; `pids` keeps the
+//! first of each), and the logs of the second and later are
+//! `<name>-<n>.log`. `--keep-going` keeps the stack up when one of its
+//! processes exits (a test that kills some on purpose).
+//!
 //! `--blobs s3` keeps the sealed blobs in object storage instead of a
 //! directory: a moto server (`sealpost_testkit::moto`) on loopback with one
 //! bucket, `SEALPOST_BLOB_URL` and the `AWS_*` variables pointing at it
@@ -65,7 +74,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 const USAGE: &str = "usage: sealpost-stack [--bin-dir DIR] [--env FILE] [--until-stdin-closes] \
      [--only api,jobs,smtp,dns] [--set NAME=VALUE]... [--logs DIR] [--database-query QUERY] \
-     [--blobs dir|s3]";
+     [--blobs dir|s3] [--count api=N,smtp=N,jobs=N] [--keep-going]";
 
 /// The processes a stack may run.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -120,6 +129,37 @@ struct Options {
     database_query: Option<String>,
     /// Blobs in a moto S3 bucket rather than a directory.
     s3_blobs: bool,
+    /// How many of each process (1 unless given).
+    counts: Vec<(Process, usize)>,
+    /// A process exiting does not stop the stack.
+    keep_going: bool,
+}
+
+impl Options {
+    fn count(&self, process: Process) -> usize {
+        self.counts
+            .iter()
+            .find(|(counted, _)| *counted == process)
+            .map_or(1, |(_, count)| *count)
+    }
+}
+
+/// `api=2,smtp=2`: a count of at least one per kind.
+fn parse_counts(value: &str) -> Result<Vec<(Process, usize)>, String> {
+    value
+        .split(',')
+        .map(|part| {
+            let (name, count) = part
+                .split_once('=')
+                .ok_or_else(|| format!("--count {part}: not NAME=N"))?;
+            let count: usize = count
+                .parse()
+                .ok()
+                .filter(|count| (1..=16).contains(count))
+                .ok_or_else(|| format!("--count {part}: N is 1 to 16"))?;
+            Ok((Process::parse(name)?, count))
+        })
+        .collect()
 }
 
 fn options() -> Result<Options, String> {
@@ -135,6 +175,8 @@ fn options() -> Result<Options, String> {
         logs: None,
         database_query: None,
         s3_blobs: false,
+        counts: Vec::new(),
+        keep_going: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -168,6 +210,10 @@ fn options() -> Result<Options, String> {
                     _ => return Err("--blobs needs dir or s3".to_owned()),
                 };
             }
+            "--count" => {
+                options.counts = parse_counts(&args.next().ok_or("--count needs a value")?)?;
+            }
+            "--keep-going" => options.keep_going = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -236,8 +282,13 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
     } else {
         None
     };
-    let api = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let smtp = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let apis: Vec<SocketAddr> = (0..options.count(Process::Api))
+        .map(|_| SocketAddr::from(([127, 0, 0, 1], free_port())))
+        .collect();
+    let smtps: Vec<SocketAddr> = (0..options.count(Process::Smtp))
+        .map(|_| SocketAddr::from(([127, 0, 0, 1], free_port())))
+        .collect();
+    let (api, smtp) = (apis[0], smtps[0]);
     let dns = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let database_url = match &options.database_query {
         Some(query) => format!("{}?{query}", database.url),
@@ -334,17 +385,28 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
         .map_err(|error| format!("migrating {}: {error}", database.name))?;
     let mut children = Vec::new();
     let mut pids = serde_json::Map::new();
+    let mut all_pids = serde_json::Map::new();
     for process in &options.processes {
-        let child = spawn(options, *process, &env)?;
-        pids.insert(process.name().to_owned(), child.id().into());
-        children.push(child);
+        let mut of_kind = Vec::new();
+        for n in 0..options.count(*process) {
+            let own = own_settings(*process, n, &apis, &smtps, &work);
+            let child = spawn(options, *process, n, &env, &own)?;
+            of_kind.push(serde_json::Value::from(child.id()));
+            children.push(child);
+        }
+        pids.insert(process.name().to_owned(), of_kind[0].clone());
+        all_pids.insert(process.name().to_owned(), of_kind.into());
     }
     let started = |process| options.processes.contains(&process);
     if started(Process::Api) {
-        wait_for_http(api).await?;
+        for api in &apis {
+            wait_for_http(*api).await?;
+        }
     }
     if started(Process::Smtp) {
-        wait_for_tcp(smtp).await?;
+        for smtp in &smtps {
+            wait_for_tcp(*smtp).await?;
+        }
     }
     if started(Process::Dns) {
         wait_for_tcp(dns).await?;
@@ -368,6 +430,11 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
         "databaseUrl": database_url,
         "s3": moto.as_ref().map(MotoServer::endpoint),
         "pids": pids,
+        "apis": started(Process::Api)
+            .then(|| apis.iter().map(|api| format!("http://{api}")).collect::<Vec<_>>()),
+        "smtps": started(Process::Smtp)
+            .then(|| smtps.iter().map(ToString::to_string).collect::<Vec<_>>()),
+        "allPids": all_pids,
     });
     if let Some(path) = &options.env_file {
         let lines = [
@@ -386,7 +453,7 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
          SIGINT or SIGTERM stops it"
     );
 
-    let stopped = wait_for_stop(options.until_stdin_closes, &mut children).await;
+    let stopped = wait_for_stop(options, &mut children).await;
     for child in &mut children {
         stop(child).await;
     }
@@ -402,18 +469,55 @@ fn write(dir: &Path, name: &str, content: &str) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-fn spawn(options: &Options, process: Process, env: &[(String, String)]) -> Result<Child, String> {
+/// The settings of the `n`th process of a kind beyond the shared ones:
+/// its own listening address, and an ingest's own spool directory (an
+/// ingest recovers what it finds there as its own).
+fn own_settings(
+    process: Process,
+    n: usize,
+    apis: &[SocketAddr],
+    smtps: &[SocketAddr],
+    work: &Path,
+) -> Vec<(String, String)> {
+    let own = match process {
+        // Every API keeps the first one's public URL: links name one service.
+        Process::Api if n > 0 => vec![("SEALPOST_HTTP_ADDR", apis[n].to_string())],
+        Process::Smtp if n > 0 => vec![
+            ("SEALPOST_SMTP_ADDR", smtps[n].to_string()),
+            (
+                "SEALPOST_SMTP_SPOOL_DIR",
+                work.join(format!("spool-{}", n + 1)).display().to_string(),
+            ),
+        ],
+        Process::Api | Process::Smtp | Process::Jobs | Process::Dns => Vec::new(),
+    };
+    own.into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect()
+}
+
+fn spawn(
+    options: &Options,
+    process: Process,
+    n: usize,
+    env: &[(String, String)],
+    own: &[(String, String)],
+) -> Result<Child, String> {
     let (program, args) = process.program();
     let path = options.bin_dir.join(program);
     let mut command = Command::new(&path);
     command
         .args(args)
         .envs(env.iter().map(|(name, value)| (name, value)))
+        .envs(own.iter().map(|(name, value)| (name, value)))
         .stdin(Stdio::null())
         .kill_on_drop(true);
     match &options.logs {
         Some(dir) => {
-            let log = dir.join(format!("{}.log", process.name()));
+            let log = match n {
+                0 => dir.join(format!("{}.log", process.name())),
+                _ => dir.join(format!("{}-{}.log", process.name(), n + 1)),
+            };
             let file = std::fs::create_dir_all(dir)
                 .and_then(|()| std::fs::File::create(&log))
                 .map_err(|error| format!("creating {}: {error}", log.display()))?;
@@ -471,8 +575,9 @@ async fn wait_for_tcp(addr: SocketAddr) -> Result<(), String> {
 }
 
 /// A signal, the end of standard input (when asked), or a process of the
-/// stack exiting on its own (an error).
-async fn wait_for_stop(until_stdin_closes: bool, children: &mut [Child]) -> Result<(), String> {
+/// stack exiting on its own (an error, unless `--keep-going`).
+async fn wait_for_stop(options: &Options, children: &mut [Child]) -> Result<(), String> {
+    let until_stdin_closes = options.until_stdin_closes;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(|error| error.to_string())?;
     let mut terminate = signal(SignalKind::terminate()).map_err(|error| error.to_string())?;
     let stdin_closed = async {
@@ -484,6 +589,9 @@ async fn wait_for_stop(until_stdin_closes: bool, children: &mut [Child]) -> Resu
         }
     };
     let exited = async {
+        if options.keep_going {
+            return std::future::pending().await;
+        }
         loop {
             for child in children.iter_mut() {
                 if let Ok(Some(status)) = child.try_wait() {
@@ -516,4 +624,51 @@ async fn stop(child: &mut Child) {
         }
     }
     let _ = child.kill().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_name_a_kind_and_one_to_sixteen() {
+        let counts = parse_counts("api=2,smtp=3,jobs=1").unwrap();
+        let named: Vec<(&str, usize)> = counts
+            .iter()
+            .map(|(process, count)| (process.name(), *count))
+            .collect();
+        assert_eq!(named, [("api", 2), ("smtp", 3), ("jobs", 1)]);
+        assert!(parse_counts("api=0").is_err());
+        assert!(parse_counts("api=17").is_err());
+        assert!(parse_counts("web=2").is_err());
+        assert!(parse_counts("api").is_err());
+    }
+
+    #[test]
+    fn each_further_ingest_has_its_own_port_and_spool() {
+        let apis = [
+            SocketAddr::from(([127, 0, 0, 1], 1)),
+            SocketAddr::from(([127, 0, 0, 1], 2)),
+        ];
+        let smtps = [
+            SocketAddr::from(([127, 0, 0, 1], 3)),
+            SocketAddr::from(([127, 0, 0, 1], 4)),
+        ];
+        let work = Path::new("/work");
+        // The first of each keeps the shared settings (and `--set`).
+        assert!(own_settings(Process::Smtp, 0, &apis, &smtps, work).is_empty());
+        assert!(own_settings(Process::Api, 0, &apis, &smtps, work).is_empty());
+        let second = own_settings(Process::Smtp, 1, &apis, &smtps, work);
+        assert!(second.contains(&("SEALPOST_SMTP_ADDR".to_owned(), "127.0.0.1:4".to_owned())));
+        assert!(second.contains(&(
+            "SEALPOST_SMTP_SPOOL_DIR".to_owned(),
+            "/work/spool-2".to_owned()
+        )));
+        let api = own_settings(Process::Api, 1, &apis, &smtps, work);
+        assert_eq!(
+            api,
+            [("SEALPOST_HTTP_ADDR".to_owned(), "127.0.0.1:2".to_owned())]
+        );
+        assert!(own_settings(Process::Jobs, 1, &apis, &smtps, work).is_empty());
+    }
 }
