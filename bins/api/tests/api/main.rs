@@ -14,6 +14,7 @@ mod devices;
 mod docs;
 mod domains;
 mod errors;
+mod event_stream;
 mod folders;
 mod jobs;
 mod messages;
