@@ -227,13 +227,18 @@ async fn an_event_committing_late_is_not_skipped() {
     let (kind, payload) = next(&mut stream).await;
     assert_eq!(kind, "message.received");
     assert_eq!(payload["messageId"], message.as_str());
-    // ...then the first change commits: the stream still sends its event.
+    // ...then the first change commits, and more mail after it: the
+    // stream sends the late event, then the new mail.
     diesel::sql_query("COMMIT").execute(&mut late).await.unwrap();
+    let after = api.deliver(&owner, "ibx_early01").await;
     let (kind, payload) = next(&mut stream).await;
     assert_eq!(
         (kind.as_str(), &payload),
         ("inbox.deleted", &json!({ "inboxId": "ibx_late01" }))
     );
+    let (kind, payload) = next(&mut stream).await;
+    assert_eq!(kind, "message.received");
+    assert_eq!(payload["messageId"], after.as_str());
     drop(stream);
     api.app.stop().await;
 }
