@@ -109,7 +109,10 @@ impl EventStream {
             let Some(data) = frame.data else { continue };
             let parsed: StreamFrame = serde_json::from_str(&data)?;
             return Ok(Some(StreamedEvent {
-                id: frame.id.or_else(|| self.last_id.clone()).unwrap_or_default(),
+                id: frame
+                    .id
+                    .or_else(|| self.last_id.clone())
+                    .unwrap_or_default(),
                 kind: parsed.kind,
                 payload: parsed.payload,
             }));

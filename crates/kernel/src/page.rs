@@ -223,7 +223,10 @@ mod tests {
         for position in [
             StreamPosition { commit: 0, seq: 0 },
             StreamPosition { commit: 41, seq: 7 },
-            StreamPosition { commit: u64::MAX, seq: u64::MAX },
+            StreamPosition {
+                commit: u64::MAX,
+                seq: u64::MAX,
+            },
         ] {
             assert_eq!(StreamPosition::decode(&position.encode()), Some(position));
         }

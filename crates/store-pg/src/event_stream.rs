@@ -105,11 +105,10 @@ impl EventStreamRepository for PgStore {
         .map_err(db_error)?;
         // Read after the events: pruning that deleted any of them before
         // that read committed has moved the floor by now.
-        let floor: Floor =
-            diesel::sql_query("SELECT commit_seq, seq FROM event_stream_floor")
-                .get_result(&mut conn)
-                .await
-                .map_err(db_error)?;
+        let floor: Floor = diesel::sql_query("SELECT commit_seq, seq FROM event_stream_floor")
+            .get_result(&mut conn)
+            .await
+            .map_err(db_error)?;
         let floor = StreamPosition {
             commit: unsigned(floor.commit_seq)?,
             seq: unsigned(floor.seq)?,

@@ -60,7 +60,8 @@ impl Stream {
                 .await
                 .expect("stream read")
                 .expect("the stream stays open");
-            self.buffer.push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
+            self.buffer
+                .push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
         }
     }
 
@@ -72,7 +73,11 @@ impl Stream {
     }
 }
 
-async fn open_stream(api: &Api, token: &str, last: Option<&str>) -> Result<Stream, (StatusCode, Value)> {
+async fn open_stream(
+    api: &Api,
+    token: &str,
+    last: Option<&str>,
+) -> Result<Stream, (StatusCode, Value)> {
     let mut request = reqwest::Client::new()
         .get(api.app.url("/events/stream"))
         .bearer_auth(token);
@@ -147,7 +152,10 @@ async fn a_stream_sees_each_event_once_in_commit_order() {
     assert_eq!(
         seen,
         vec![
-            ("inbox.created".to_owned(), json!({ "inboxId": "ibx_stream01" })),
+            (
+                "inbox.created".to_owned(),
+                json!({ "inboxId": "ibx_stream01" })
+            ),
             (
                 "message.received".to_owned(),
                 json!({ "messageId": message, "inboxId": "ibx_stream01" })
@@ -160,7 +168,10 @@ async fn a_stream_sees_each_event_once_in_commit_order() {
                 "inbox.assigned".to_owned(),
                 json!({ "workerId": "wkr_stream01", "inboxId": "ibx_stream01" })
             ),
-            ("inbox.created".to_owned(), json!({ "inboxId": "ibx_stream02" })),
+            (
+                "inbox.created".to_owned(),
+                json!({ "inboxId": "ibx_stream02" })
+            ),
         ]
     );
     drop(stream);
@@ -187,7 +198,10 @@ async fn a_reconnect_with_last_event_id_misses_nothing() {
     address(&api, &owner, "ibx_resume04").await;
     for expected in ["ibx_resume02", "ibx_resume03", "ibx_resume04"] {
         let (kind, payload) = next(&mut resumed).await;
-        assert_eq!((kind.as_str(), &payload), ("inbox.created", &json!({ "inboxId": expected })));
+        assert_eq!(
+            (kind.as_str(), &payload),
+            ("inbox.created", &json!({ "inboxId": expected }))
+        );
     }
 
     let refused = open_stream(&api, &owner.token, Some("not-an-id")).await;
@@ -220,7 +234,10 @@ async fn an_event_committing_late_is_not_skipped() {
             owner.account_id
         ),
     ] {
-        diesel::sql_query(statement).execute(&mut late).await.unwrap();
+        diesel::sql_query(statement)
+            .execute(&mut late)
+            .await
+            .unwrap();
     }
     // Mail delivered meanwhile commits first, and the stream reads it...
     let message = api.deliver(&owner, "ibx_early01").await;
@@ -229,7 +246,10 @@ async fn an_event_committing_late_is_not_skipped() {
     assert_eq!(payload["messageId"], message.as_str());
     // ...then the first change commits, and more mail after it: the
     // stream sends the late event, then the new mail.
-    diesel::sql_query("COMMIT").execute(&mut late).await.unwrap();
+    diesel::sql_query("COMMIT")
+        .execute(&mut late)
+        .await
+        .unwrap();
     let after = api.deliver(&owner, "ibx_early01").await;
     let (kind, payload) = next(&mut stream).await;
     assert_eq!(
@@ -274,7 +294,10 @@ async fn events_stay_readable_a_day_then_an_older_id_gets_a_resync_frame() {
     let mut resumed = open_stream(&api, &owner.token, Some(&old)).await.unwrap();
     let resync = resumed.next_event().await;
     assert_eq!(resync.event.as_deref(), Some("resync"));
-    assert_eq!(resync.data.unwrap(), json!({ "type": "resync", "payload": {} }));
+    assert_eq!(
+        resync.data.unwrap(),
+        json!({ "type": "resync", "payload": {} })
+    );
     // ...and goes on from now.
     address(&api, &owner, "ibx_old03").await;
     let (_, payload) = next(&mut resumed).await;
@@ -288,8 +311,10 @@ async fn a_device_sees_only_its_own_addresses_events() {
     let api = Api::spawn().await;
     let (_, keys) = new_keys();
     let owner = api.register(&keys).await;
-    api.keyed_address(&owner, &keys, "ibx_mine01", "mineone").await;
-    api.keyed_address(&owner, &keys, "ibx_other01", "otherone").await;
+    api.keyed_address(&owner, &keys, "ibx_mine01", "mineone")
+        .await;
+    api.keyed_address(&owner, &keys, "ibx_other01", "otherone")
+        .await;
     let device = api.pair(&owner.token, "wkr_mine01").await;
     let assigned = api
         .post(
@@ -305,7 +330,10 @@ async fn a_device_sees_only_its_own_addresses_events() {
     let mine = api.deliver(&owner, "ibx_mine01").await;
     let (kind, payload) = next(&mut stream).await;
     assert_eq!(kind, "message.received");
-    assert_eq!(payload, json!({ "messageId": mine, "inboxId": "ibx_mine01" }));
+    assert_eq!(
+        payload,
+        json!({ "messageId": mine, "inboxId": "ibx_mine01" })
+    );
     drop(stream);
     api.app.stop().await;
 }

@@ -54,6 +54,9 @@ mod tests {
             kind: "inbox.assigned".to_owned(),
             payload: json!({ "workerId": "wkr_a1", "inboxId": "ibx_b2" }),
         };
-        assert_eq!(line(&event), "ZTEuMg inbox.assigned inboxId=ibx_b2 workerId=wkr_a1");
+        assert_eq!(
+            line(&event),
+            "ZTEuMg inbox.assigned inboxId=ibx_b2 workerId=wkr_a1"
+        );
     }
 }

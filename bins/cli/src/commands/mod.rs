@@ -27,9 +27,9 @@ use url::Url;
 
 use crate::cli::{
     AddressCommand, AgentCommand, ApiKeyCommand, BillingCommand, Cli, Command, DEFAULT_API_URL,
-    DeviceCommand, DomainCommand, EventsCommand, MailCommand, MembershipCommand, NotificationsCommand,
-    PlanCommand, SessionsCommand, StaffAbuseCommand, StaffCommand, StaffKeyCommand,
-    StoredCredential, SupportCommand, TeamCommand, TrashCommand,
+    DeviceCommand, DomainCommand, EventsCommand, MailCommand, MembershipCommand,
+    NotificationsCommand, PlanCommand, SessionsCommand, StaffAbuseCommand, StaffCommand,
+    StaffKeyCommand, StoredCredential, SupportCommand, TeamCommand, TrashCommand,
 };
 use crate::state::{DeviceState, StateDir, StoredSession};
 

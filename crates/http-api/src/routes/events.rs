@@ -222,7 +222,10 @@ pub async fn stream(
                 .ok()
                 .and_then(StreamPosition::decode)
                 .ok_or_else(|| {
-                    ApiError::invalid_field(LAST_EVENT_ID, "not a stream id this service handed out")
+                    ApiError::invalid_field(
+                        LAST_EVENT_ID,
+                        "not a stream id this service handed out",
+                    )
                 })?,
         ),
     };
