@@ -16,9 +16,11 @@ use serde_json::{Value, json};
 
 mod repository;
 mod service;
+mod stream;
 
 pub use repository::*;
 pub use service::*;
+pub use stream::*;
 
 /// Activity retention (docs/api.md "Limits").
 pub const ACTIVITY_RETENTION: TimeDelta = TimeDelta::days(90);

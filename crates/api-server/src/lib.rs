@@ -176,6 +176,11 @@ fn serve_http(
         devices: services.devices.clone(),
         addresses: services.addresses.clone(),
         activity: services.activity.clone(),
+        events: services.events.clone(),
+        new_events: notifier.event_sender(),
+        event_streams: Arc::new(sealpost_http_api::routes::events::StreamSlots::new(
+            sealpost_http_api::routes::events::STREAMS_PER_ACCOUNT,
+        )),
         mailbox: services.mailbox.clone(),
         ingest: services.ingest.clone(),
         new_mail: notifier.sender(),

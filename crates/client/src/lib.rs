@@ -51,6 +51,7 @@ pub mod api_keys;
 pub mod billing;
 pub mod domains;
 mod error;
+pub mod events;
 pub mod folders;
 pub mod notifications;
 pub mod sealing;

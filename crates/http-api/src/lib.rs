@@ -78,8 +78,8 @@ pub fn serve(
 /// template that would match it.
 fn routes(config: &mut web::ServiceConfig) {
     use routes::{
-        abuse, accounts, activity, addresses, api_keys, billing, devices, domains, folders, health,
-        messages, notifications, plans, sending, staff, support, teams, webhooks,
+        abuse, accounts, activity, addresses, api_keys, billing, devices, domains, events, folders,
+        health, messages, notifications, plans, sending, staff, support, teams, webhooks,
     };
     config
         .service(web::resource("/").get(index))
@@ -124,6 +124,7 @@ fn routes(config: &mut web::ServiceConfig) {
         )
         .service(web::resource("/api-keys/{id}").delete(api_keys::revoke))
         .service(web::resource("/activity").get(activity::list))
+        .service(web::resource("/events/stream").get(events::stream))
         .service(web::resource("/plans").get(plans::list))
         .service(web::resource("/usage").get(plans::usage))
         .service(web::resource("/overview").get(plans::overview))

@@ -12,8 +12,8 @@ use utoipa::openapi::{Content, Ref, RefOr};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    abuse, accounts, activity, addresses, api_keys, billing, devices, domains, folders, health,
-    messages, notifications, plans, sending, staff, support, teams, webhooks,
+    abuse, accounts, activity, addresses, api_keys, billing, devices, domains, events, folders,
+    health, messages, notifications, plans, sending, staff, support, teams, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -32,6 +32,7 @@ use crate::routes::{
         accounts::revoke_session,
         accounts::erase,
         activity::list,
+        events::stream,
         api_keys::list,
         api_keys::create,
         api_keys::revoke,

@@ -28,6 +28,12 @@ pub struct AppState {
     pub devices: Devices,
     pub addresses: Addresses,
     pub activity: ActivityLog,
+    /// `GET /events/stream`: the events it reads, the accounts with new
+    /// ones (PostgreSQL NOTIFY, fanned out), and the streams open per
+    /// account in this process.
+    pub events: sealpost_activity::EventFeed,
+    pub new_events: tokio::sync::broadcast::Sender<String>,
+    pub event_streams: Arc<crate::routes::events::StreamSlots>,
     pub mailbox: Mailbox,
     /// `POST /messages`: the same sealing path SMTP takes.
     pub ingest: Ingest,

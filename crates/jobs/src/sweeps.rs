@@ -162,8 +162,13 @@ impl Sweeps {
             Ok((expired, blobs)) => tracing::info!(expired, blobs, "swept expired mail and blobs"),
             Err(error) => tracing::warn!(%error, "mail sweep failed"),
         }
-        // Growth: outbox rows both consumers passed, usage windows that ended.
-        match self.store.prune_outbox().await {
+        // Growth: outbox rows both consumers passed, once the event stream
+        // no longer reads them; usage windows that ended.
+        match self
+            .store
+            .prune_outbox(self.clock.now() - sealpost_activity::EVENT_STREAM_RETENTION)
+            .await
+        {
             Ok(pruned) => tracing::info!(pruned, "pruned delivered outbox events"),
             Err(error) => tracing::warn!(%error, "outbox pruning failed"),
         }

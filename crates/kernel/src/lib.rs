@@ -17,7 +17,7 @@ pub mod time;
 pub use clock::{Clock, SystemClock, TestClock};
 pub use folder::Folder;
 pub use id::*;
-pub use page::{CommitCursor, Cursor, Page, PageLimits, PageRequest};
+pub use page::{CommitCursor, Cursor, Page, PageLimits, PageRequest, StreamPosition};
 pub use plan::PlanId;
 pub use store::StoreError;
 pub use string_enum::UnknownValue;

@@ -102,6 +102,38 @@ impl CommitCursor {
     }
 }
 
+/// A position in the account's event stream (`GET /events/stream`): the
+/// commit number of the change that wrote the event, then the event's own
+/// insert number within it. Events are read in this order and never appear
+/// below a position once read past (docs/architecture.md, "Commit order").
+/// Opaque to clients: base64url of `e<commit>.<seq>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StreamPosition {
+    pub commit: u64,
+    pub seq: u64,
+}
+
+impl StreamPosition {
+    pub fn encode(&self) -> String {
+        BASE64URL_NOPAD.encode(format!("e{}.{}", self.commit, self.seq).as_bytes())
+    }
+
+    pub fn decode(text: &str) -> Option<StreamPosition> {
+        let raw = BASE64URL_NOPAD.decode(text.trim().as_bytes()).ok()?;
+        let raw = String::from_utf8(raw).ok()?;
+        let (commit, seq) = raw.strip_prefix('e')?.split_once('.')?;
+        let number = |text: &str| {
+            (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| text.parse::<u64>().ok())
+                .flatten()
+        };
+        Some(StreamPosition {
+            commit: number(commit)?,
+            seq: number(seq)?,
+        })
+    }
+}
+
 /// Which query field was out of bounds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PageError {
@@ -185,6 +217,30 @@ impl<T> Page<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stream_positions_round_trip_and_refuse_other_cursors() {
+        for position in [
+            StreamPosition { commit: 0, seq: 0 },
+            StreamPosition { commit: 41, seq: 7 },
+            StreamPosition {
+                commit: u64::MAX,
+                seq: u64::MAX,
+            },
+        ] {
+            assert_eq!(StreamPosition::decode(&position.encode()), Some(position));
+        }
+        let commit = CommitCursor { seq: 3, id: None }.encode();
+        assert_eq!(StreamPosition::decode(&commit), None);
+        for garbage in ["e1", "e.1", "e1.", "e-1.2", "x1.2", "e1.2.3"] {
+            assert_eq!(
+                StreamPosition::decode(&BASE64URL_NOPAD.encode(garbage.as_bytes())),
+                None,
+                "{garbage}"
+            );
+        }
+        assert!(StreamPosition { commit: 1, seq: 9 } < StreamPosition { commit: 2, seq: 1 });
+    }
 
     #[test]
     fn limit_defaults_and_bounds() {

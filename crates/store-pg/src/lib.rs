@@ -14,6 +14,7 @@ mod connect;
 mod database;
 mod devices;
 mod domains;
+mod event_stream;
 mod group_commit;
 mod jobs;
 mod messages;

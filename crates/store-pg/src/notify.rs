@@ -3,6 +3,12 @@
 //! when the list outgrows a payload), PostgreSQL delivers it at commit, and
 //! one LISTEN connection per process fans each address id out to the
 //! requests waiting on it.
+//!
+//! The same connection listens for new events ([`EVENTS_CHANNEL`], sent by
+//! a trigger on `events` at COMMIT, the account id as payload) and fans the
+//! account ids out to the open event streams. A stream also reads on a
+//! slow timer, so a notification lost while the listener reconnects only
+//! delays it.
 
 use std::time::Duration;
 
@@ -11,6 +17,8 @@ use futures_util::StreamExt;
 use tokio::sync::broadcast;
 
 pub const MAIL_CHANNEL: &str = "sealpost_mail";
+/// Named by the trigger of the migration `2026-11-28-000141_event_stream`.
+pub const EVENTS_CHANNEL: &str = "sealpost_events";
 
 /// Longest payload we send: PostgreSQL refuses 8,000 bytes and more.
 const PAYLOAD_MAX: usize = 7_900;
@@ -34,17 +42,20 @@ pub(crate) fn mail_payloads<'a>(addresses: impl IntoIterator<Item = &'a str>) ->
 #[derive(Clone)]
 pub struct MailNotifier {
     sender: broadcast::Sender<String>,
+    events: broadcast::Sender<String>,
 }
 
 impl MailNotifier {
     /// Starts listening on its own connection; reconnects after failures.
     pub fn start(database_url: String) -> Self {
         let (sender, _) = broadcast::channel(1024);
-        let notifier = Self { sender };
+        let (events, _) = broadcast::channel(1024);
+        let notifier = Self { sender, events };
         let forward = notifier.sender.clone();
+        let forward_events = notifier.events.clone();
         tokio::spawn(async move {
             loop {
-                if let Err(error) = listen(&database_url, &forward).await {
+                if let Err(error) = listen(&database_url, &forward, &forward_events).await {
                     tracing::warn!(%error, "mail notification listener failed; reconnecting");
                 }
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -62,21 +73,35 @@ impl MailNotifier {
     pub fn sender(&self) -> broadcast::Sender<String> {
         self.sender.clone()
     }
+
+    /// Account ids with newly committed events: the fan-out end.
+    pub fn event_sender(&self) -> broadcast::Sender<String> {
+        self.events.clone()
+    }
 }
 
 async fn listen(
     database_url: &str,
     forward: &broadcast::Sender<String>,
+    forward_events: &broadcast::Sender<String>,
 ) -> Result<(), diesel::result::Error> {
     let mut conn = crate::connect(database_url)
         .await
         .map_err(|error| diesel::result::Error::QueryBuilderError(Box::new(error)))?;
-    diesel::sql_query(format!("LISTEN {MAIL_CHANNEL}"))
-        .execute(&mut conn)
-        .await?;
+    for channel in [MAIL_CHANNEL, EVENTS_CHANNEL] {
+        diesel::sql_query(format!("LISTEN {channel}"))
+            .execute(&mut conn)
+            .await?;
+    }
     let mut notifications = std::pin::pin!(conn.notifications_stream());
     while let Some(notification) = notifications.next().await {
-        for address in notification?.payload.split(',') {
+        let notification = notification?;
+        if notification.channel == EVENTS_CHANNEL {
+            // No receiver is fine: no stream of that account is open.
+            let _ = forward_events.send(notification.payload);
+            continue;
+        }
+        for address in notification.payload.split(',') {
             // No receiver is fine: nobody is waiting right now.
             let _ = forward.send(address.to_owned());
         }

@@ -9,8 +9,6 @@ use sealpost_kernel::{StoreError, Timestamp};
 use crate::{PgStore, db_error};
 
 impl PgStore {
-    /// Deletes `events` rows both consumers have passed: fanned out to
-    /// webhooks and collected for pushes. Returns how many.
     /// Outbox events the webhook fan-out and the push sender have not taken
     /// yet, each counted through its consumer's partial index.
     pub async fn outbox_backlog(&self) -> Result<(i64, i64), StoreError> {
@@ -32,13 +30,35 @@ impl PgStore {
         Ok((backlog.webhooks, backlog.push))
     }
 
-    pub async fn prune_outbox(&self) -> Result<u64, StoreError> {
+    /// Deletes `events` rows both consumers have passed (fanned out to
+    /// webhooks and collected for pushes) that were written before
+    /// `before`: the event stream reads them until then. Raises the
+    /// stream's floor to the greatest position deleted, in the same
+    /// statement, so a stream resuming below it is told to resync. Returns
+    /// how many.
+    pub async fn prune_outbox(&self, before: Timestamp) -> Result<u64, StoreError> {
+        #[derive(diesel::QueryableByName)]
+        struct Pruned {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            pruned: i64,
+        }
         let mut conn = self.conn().await?;
-        let deleted = diesel::sql_query("DELETE FROM events WHERE fanned_out AND pushed")
-            .execute(&mut conn)
-            .await
-            .map_err(db_error)?;
-        Ok(deleted as u64)
+        let Pruned { pruned } = diesel::sql_query(
+            "WITH gone AS (DELETE FROM events \
+                 WHERE fanned_out AND pushed AND created_at < $1 \
+                 RETURNING commit_seq, seq), \
+               top AS (SELECT commit_seq, seq FROM gone \
+                 ORDER BY commit_seq DESC, seq DESC LIMIT 1), \
+               raised AS (UPDATE event_stream_floor f \
+                 SET commit_seq = top.commit_seq, seq = top.seq FROM top \
+                 WHERE (top.commit_seq, top.seq) > (f.commit_seq, f.seq)) \
+             SELECT count(*) AS pruned FROM gone",
+        )
+        .bind::<Timestamptz, _>(before.as_datetime())
+        .get_result(&mut conn)
+        .await
+        .map_err(db_error)?;
+        Ok(pruned.max(0) as u64)
     }
 
     /// Deletes `usage_counters` rows whose window ended by `now`: a counter

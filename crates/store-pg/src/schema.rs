@@ -551,6 +551,14 @@ diesel::table! {
 }
 
 diesel::table! {
+    event_stream_floor (only_row) {
+        only_row -> Bool,
+        commit_seq -> Int8,
+        seq -> Int8,
+    }
+}
+
+diesel::table! {
     api_keys (id) {
         id -> Text,
         account_id -> Text,

@@ -28,3 +28,22 @@ pub struct ActivityPage {
     pub activity: Vec<ActivityEntry>,
     pub next_cursor: Option<String>,
 }
+
+/// The `data:` of one frame of `GET /events/stream` (server-sent events):
+/// an event's type (`type`, docs/api.md "Events") and its payload, ids
+/// only. The frame's `id:` is the stream position to resume from. The type
+/// `resync` (payload `{}`) says events were missed: read the state again,
+/// the stream goes on from now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct StreamFrame {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub payload: serde_json::Value,
+}
+
+impl StreamFrame {
+    /// The frame type telling a client it missed events.
+    pub const RESYNC: &'static str = "resync";
+}

@@ -36,6 +36,8 @@ pub struct Services {
     pub devices: Devices,
     pub addresses: Addresses,
     pub activity: ActivityLog,
+    /// `GET /events/stream`.
+    pub events: sealpost_activity::EventFeed,
     pub mailbox: Mailbox,
     /// This process's ingest instance: SMTP and `POST /messages`.
     pub ingest: Ingest,
@@ -113,6 +115,7 @@ impl Services {
             .with_reserved_names(ReservedNames::new(config.reserved_names.clone())),
             domains: own_domains(&store, config, &clock)?,
             activity: ActivityLog::new(Arc::new(store.clone()), clock.clone()),
+            events: sealpost_activity::EventFeed::new(Arc::new(store.clone())),
             mailbox: Mailbox::new(Arc::new(store.clone()), blobs.clone(), clock.clone()),
             blob_recovery: ingest.recovery(),
             ingest,

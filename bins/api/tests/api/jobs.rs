@@ -244,10 +244,11 @@ async fn the_sweep_prunes_passed_outbox_rows_and_ended_usage_windows() {
     diesel_async::RunQueryDsl::execute(
         diesel::sql_query(
             "INSERT INTO events (id, account_id, type, payload, created_at, fanned_out, pushed) VALUES \
-             ('evt_both', $1, 'inbox.created', '{}', now(), true, true), \
-             ('evt_webhooks_only', $1, 'inbox.created', '{}', now(), true, false), \
-             ('evt_push_only', $1, 'inbox.created', '{}', now(), false, true), \
-             ('evt_neither', $1, 'inbox.created', '{}', now(), false, false)",
+             ('evt_both', $1, 'inbox.created', '{}', '2026-11-21T11:00:00Z', true, true), \
+             ('evt_both_within_a_day', $1, 'inbox.created', '{}', '2026-11-21T13:00:00Z', true, true), \
+             ('evt_webhooks_only', $1, 'inbox.created', '{}', '2026-11-21T11:00:00Z', true, false), \
+             ('evt_push_only', $1, 'inbox.created', '{}', '2026-11-21T11:00:00Z', false, true), \
+             ('evt_neither', $1, 'inbox.created', '{}', '2026-11-21T11:00:00Z', false, false)",
         )
         .bind::<diesel::sql_types::Text, _>(&owner.account_id),
         &mut conn,
@@ -281,8 +282,13 @@ async fn the_sweep_prunes_passed_outbox_rows_and_ended_usage_windows() {
             "SELECT id AS name FROM events WHERE id LIKE 'evt\\_%' AND payload = '{}'"
         )
         .await,
-        ["evt_neither", "evt_push_only", "evt_webhooks_only"],
-        "only rows every consumer passed are pruned"
+        [
+            "evt_both_within_a_day",
+            "evt_neither",
+            "evt_push_only",
+            "evt_webhooks_only"
+        ],
+        "only rows every consumer passed are pruned, a day after they were written"
     );
     assert_eq!(
         left(

@@ -15,6 +15,7 @@ mod devices;
 mod docs;
 mod domains;
 mod errors;
+mod event_stream;
 mod folders;
 mod jobs;
 mod messages;

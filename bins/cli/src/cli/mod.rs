@@ -5,6 +5,7 @@
 mod addresses;
 mod api_keys;
 mod devices;
+mod events;
 mod mail;
 mod notifications;
 mod plans;
@@ -16,6 +17,7 @@ mod teams;
 pub use addresses::{AddressCommand, DomainCommand};
 pub use api_keys::ApiKeyCommand;
 pub use devices::{AgentCommand, DeviceCommand};
+pub use events::EventsCommand;
 pub use mail::{MailArgs, MailCommand, ShowArgs, TrashCommand};
 pub use notifications::NotificationsCommand;
 pub use plans::{BillingCommand, PlanCommand};
@@ -98,6 +100,9 @@ pub enum Command {
     Plan(PlanCommand),
     /// What the account has used of its plan, as a table.
     Usage,
+    /// The account's events (the ones webhooks get), as they happen.
+    #[command(subcommand)]
+    Events(EventsCommand),
     /// Pay for a plan: providers, checkout, payments.
     #[command(subcommand)]
     Billing(BillingCommand),
@@ -166,6 +171,7 @@ impl Command {
             | Self::Device(_)
             | Self::Address(_)
             | Self::Usage
+            | Self::Events(_)
             | Self::Notifications(_)
             | Self::Domain(
                 DomainCommand::Add { .. }

@@ -8,6 +8,7 @@ mod api_keys;
 mod billing;
 mod devices;
 mod domains;
+mod events;
 mod mail;
 mod notifications;
 mod sessions;
@@ -26,9 +27,9 @@ use url::Url;
 
 use crate::cli::{
     AddressCommand, AgentCommand, ApiKeyCommand, BillingCommand, Cli, Command, DEFAULT_API_URL,
-    DeviceCommand, DomainCommand, MailCommand, MembershipCommand, NotificationsCommand,
-    PlanCommand, SessionsCommand, StaffAbuseCommand, StaffCommand, StaffKeyCommand,
-    StoredCredential, SupportCommand, TeamCommand, TrashCommand,
+    DeviceCommand, DomainCommand, EventsCommand, MailCommand, MembershipCommand,
+    NotificationsCommand, PlanCommand, SessionsCommand, StaffAbuseCommand, StaffCommand,
+    StaffKeyCommand, StoredCredential, SupportCommand, TeamCommand, TrashCommand,
 };
 use crate::state::{DeviceState, StateDir, StoredSession};
 
@@ -187,6 +188,9 @@ pub async fn run(cli: Cli) -> Result<()> {
             PlanCommand::Change { plan, yes } => billing::plan_change(&ctx, &plan, yes).await,
         },
         Command::Usage => billing::usage(&ctx).await,
+        Command::Events(command) => match command {
+            EventsCommand::Follow { after } => events::follow(&ctx, after).await,
+        },
         Command::Billing(command) => match command {
             BillingCommand::Providers => billing::providers(&ctx).await,
             BillingCommand::Checkout { plan, provider } => {

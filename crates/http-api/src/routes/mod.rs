@@ -6,6 +6,7 @@ pub mod api_keys;
 pub mod billing;
 pub mod devices;
 pub mod domains;
+pub mod events;
 pub mod folders;
 pub mod health;
 pub mod messages;

@@ -9,6 +9,7 @@
 import { b64decodeN, b64encode } from './bytes.js';
 import type { SealedBox } from './boxes.js';
 import { AddressKey, openMessage, type AddressSecrets, type OpenedMessage } from './content.js';
+import { readFrames, type StreamedEvent } from './events.js';
 import { newAddressId } from './ids.js';
 import { AccountKeys } from './keys.js';
 import {
@@ -398,6 +399,36 @@ export class SealpostClient {
     return openMessage(using, message);
   }
 
+  /**
+   * Follows the account's events (`GET /events/stream`) in commit order:
+   * an async iterator of `{id, type, payload}`, from just after
+   * `lastEventId` (an `id` it gave before) or from now. A `resync` event
+   * says events were missed; the stream goes on from now. Ends when the
+   * service closes the stream (resume with the last `id`) or `signal`
+   * aborts; a refusal throws `ApiError` (`rate_limited` past 5 streams).
+   */
+  async *streamEvents(options: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<StreamedEvent> {
+    const headers: Record<string, string> = { accept: 'text/event-stream' };
+    if (this.#token !== undefined) headers['authorization'] = `Bearer ${this.#token}`;
+    if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId;
+    const response = await this.#fetch(`${this.baseUrl}${routes.eventStream}`, {
+      method: 'GET',
+      headers,
+      ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      credentials: 'omit',
+      redirect: 'error',
+    });
+    if (!response.ok) throw await apiError(response);
+    if (response.body === null) return;
+    let lastId = options.lastEventId;
+    for await (const frame of readFrames(response.body)) {
+      if (frame.id !== undefined) lastId = frame.id;
+      if (frame.data === undefined) continue;
+      const data = JSON.parse(frame.data) as { type: string; payload: Record<string, unknown> };
+      yield { id: frame.id ?? lastId ?? '', type: data.type, payload: data.payload };
+    }
+  }
+
   // ---- Plumbing ------------------------------------------------------------------------
 
   async #json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
@@ -430,23 +461,28 @@ export class SealpostClient {
         credentials: 'omit',
         redirect: 'error',
       });
-      const body = new Uint8Array(await response.arrayBuffer());
-      if (response.ok) return { status: response.status, body };
-      let code = 'http_error';
-      let message = response.statusText || `HTTP ${response.status}`;
-      try {
-        const parsed = JSON.parse(new TextDecoder().decode(body)) as Wire['ErrorBody'];
-        code = parsed.error.code;
-        message = parsed.error.message;
-      } catch {
-        // not the API's error body
-      }
-      const retry = response.headers.get('retry-after');
-      const retryAfter = retry !== null && /^\d+$/.test(retry.trim()) ? Number(retry.trim()) : undefined;
-      throw new ApiError(response.status, code, message, retryAfter, response.headers.get('x-request-id') ?? undefined);
+      if (!response.ok) throw await apiError(response);
+      return { status: response.status, body: new Uint8Array(await response.arrayBuffer()) };
     } finally {
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
     }
   }
+}
+
+/** The `ApiError` of a non-2xx answer (its body read). */
+async function apiError(response: Response): Promise<ApiError> {
+  const body = new Uint8Array(await response.arrayBuffer());
+  let code = 'http_error';
+  let message = response.statusText || `HTTP ${response.status}`;
+  try {
+    const parsed = JSON.parse(new TextDecoder().decode(body)) as Wire['ErrorBody'];
+    code = parsed.error.code;
+    message = parsed.error.message;
+  } catch {
+    // not the API's error body
+  }
+  const retry = response.headers.get('retry-after');
+  const retryAfter = retry !== null && /^\d+$/.test(retry.trim()) ? Number(retry.trim()) : undefined;
+  return new ApiError(response.status, code, message, retryAfter, response.headers.get('x-request-id') ?? undefined);
 }

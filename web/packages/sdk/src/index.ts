@@ -20,6 +20,7 @@ export * from './ids.js';
 export * from './mailtext.js';
 export * from './webhook.js';
 export * from './client.js';
+export * from './events.js';
 export type {
   Account,
   Address,

@@ -254,6 +254,7 @@ export const routes = {
       cursor: filter.cursor,
     })}`,
   deliver: '/messages',
+  eventStream: '/events/stream',
   message: (id: string) => `/messages/${seg(id)}`,
   messageRead: (id: string) => `/messages/${seg(id)}/read`,
   messageAttachment: (id: string, index: number) => `/messages/${seg(id)}/attachments/${index}`,

@@ -349,6 +349,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's events as server-sent events, in commit order.
+         * @description Each frame: `id:` (the position; send it back as `Last-Event-ID` to
+         *     resume), `event:` (the type) and `data:` `{type, payload}`, payloads ids
+         *     only. A stream without `Last-Event-ID` starts now, with a frame holding
+         *     only its `id:`. A `Last-Event-ID` older than the events kept (24 hours)
+         *     gets a `resync` frame, then the stream goes on from now. A comment line
+         *     every 15 seconds keeps proxies from closing it. A device credential
+         *     sees only the events about itself or the addresses assigned to it.
+         *     An account holds at most 5 streams open at once: the next is 429
+         *     `rate_limited`.
+         */
+        get: operations["stream_events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -2605,6 +2633,17 @@ export interface components {
             used: number;
         };
         /**
+         * @description The `data:` of one frame of `GET /events/stream` (server-sent events):
+         *     an event's type (`type`, docs/api.md "Events") and its payload, ids
+         *     only. The frame's `id:` is the stream position to resume from. The type
+         *     `resync` (payload `{}`) says events were missed: read the state again,
+         *     the stream goes on from now.
+         */
+        StreamFrame: {
+            payload: Record<string, never>;
+            type: string;
+        };
+        /**
          * @description `GET /subscription`. The balance is always 0 USD: payments buy whole
          *     30-day periods and leave no credit (docs/api.md).
          */
@@ -3736,6 +3775,40 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    stream_events: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `id:` of the last frame received, to resume after it. */
+                "Last-Event-ID"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-sent events; each frame's `data:` is one `StreamFrame`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["StreamFrame"];
+                };
+            };
+            /** @description `Last-Event-ID` is not one this service handed out */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             429: components["responses"]["RateLimited"];
         };
     };
