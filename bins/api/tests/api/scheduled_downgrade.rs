@@ -112,3 +112,25 @@ async fn an_upgrade_still_needs_payment_and_a_payment_drops_the_scheduled_change
     assert_eq!(upgraded["pendingPlanId"], Value::Null);
     api.app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_period_ending_in_a_move_to_free_is_not_reminded_to_renew() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    buy(&api, &owner, "scale").await;
+    choose(&api, &owner, "free").await;
+    // Within the last 7 days, then the last day: no reminder either time.
+    api.app
+        .clock
+        .advance(TimeDelta::days(23) + TimeDelta::hours(1));
+    api.sweeps().run_once().await;
+    api.app.clock.advance(TimeDelta::days(6));
+    api.sweeps().run_once().await;
+    assert_eq!(
+        api.event_payloads(&owner.account_id, "notice.renewal_due")
+            .await,
+        Vec::<Value>::new()
+    );
+    api.app.stop().await;
+}
