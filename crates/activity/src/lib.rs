@@ -478,6 +478,24 @@ impl Records {
             at,
         );
     }
+
+    /// A plan change scheduled for the end of the paid period (`pending`),
+    /// or taken back (`None`): the plan itself stays `plan` until then.
+    pub fn subscription_pending(
+        &mut self,
+        account: &AccountId,
+        plan: PlanId,
+        pending: Option<PlanId>,
+        at: Timestamp,
+    ) {
+        self.activity(account, ActivityKind::SubscriptionUpdated, None, None, at);
+        self.event(
+            account,
+            EventType::SubscriptionUpdated,
+            json!({ "planId": plan, "pendingPlanId": pending }),
+            at,
+        );
+    }
 }
 
 #[cfg(test)]

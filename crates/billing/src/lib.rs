@@ -22,6 +22,8 @@ pub use rules::*;
 pub use service::*;
 
 #[cfg(test)]
+mod pending_service_tests;
+#[cfg(test)]
 mod reminder_service_tests;
 #[cfg(test)]
 mod tests;

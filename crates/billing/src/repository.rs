@@ -102,6 +102,23 @@ pub struct Lapse {
     pub records: Records,
 }
 
+/// A plan chosen during the paid period, applied at its end instead of a
+/// lapse: one transaction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingApplied {
+    pub account: AccountId,
+    /// Guards: still on this plan with this period end and this pending plan.
+    pub plan: PlanId,
+    pub paid_until: Timestamp,
+    pub to: PlanId,
+    /// The pending plan's address limit.
+    pub max_addresses: u32,
+    /// Its device limit (devices and agents together); `None` is unlimited.
+    pub max_paired: Option<u32>,
+    /// `subscription.updated` to `to`.
+    pub records: Records,
+}
+
 /// What a pause still holds when its `deletesAt` comes: deleted then.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PausedHoldings {
@@ -172,6 +189,11 @@ pub trait BillingRepository: Send + Sync {
     ) -> Result<Vec<AccountId>, StoreError>;
     /// With the account row locked, pauses it when the guards hold.
     async fn lapse(&self, lapse: Lapse) -> Result<Applied, StoreError>;
+    /// Moves the account to its pending plan (Free ends the paid period; a
+    /// paid plan keeps it, and lapses on it). When the holdings no longer
+    /// fit the pending plan it is dropped instead and `Stale` answered: the
+    /// period then lapses as any other.
+    async fn apply_pending(&self, change: PendingApplied) -> Result<Applied, StoreError>;
     /// Accounts on a plan sold through checkout, not paused, whose period
     /// ends after `now` and at or before `until`, and that are not yet
     /// reminded `last_reminder` days before it; soonest end first, up to

@@ -464,6 +464,25 @@ impl Billing {
                 Some(until) if has_lapsed(&subscriber, now) => until,
                 _ => return Ok(false),
             };
+            if let Some(to) = subscriber.pending_plan {
+                let mut records = Records::new();
+                records.subscription_updated(account, to, now);
+                let limits = sealpost_plans::plan(to);
+                let change = PendingApplied {
+                    account: account.clone(),
+                    plan: subscriber.plan,
+                    paid_until,
+                    to,
+                    max_addresses: limits.addresses,
+                    max_paired: limits.devices,
+                    records,
+                };
+                // A paid pending plan is not paid for: it lapses next round.
+                if self.repo.apply_pending(change).await? == Applied::Done && to == PlanId::Free {
+                    return Ok(true);
+                }
+                continue;
+            }
             let mut records = Records::new();
             records.subscription_updated(account, PlanId::Free, now);
             let lapse = Lapse {

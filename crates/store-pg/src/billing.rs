@@ -9,8 +9,8 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_billing::{
     Applied, BillingRepository, Deleted, HoldingLimits, Lapse, PausedDeletion, PausedHoldings,
-    Payment, PaymentStatus, PlanPurchase, ProviderId, RenewalCandidate, RenewalReminder,
-    Settlement,
+    Payment, PaymentStatus, PendingApplied, PlanPurchase, ProviderId, RenewalCandidate,
+    RenewalReminder, Settlement,
 };
 use sealpost_devices::WriteOutcome;
 use sealpost_kernel::{
@@ -86,17 +86,17 @@ fn into_payment(row: PaymentRow) -> Result<Payment, StoreError> {
 }
 
 /// The account row's billing columns, locked for the rest of the transaction.
-struct LockedAccount {
-    plan: String,
-    paid_until: Option<Timestamp>,
+pub(crate) struct LockedAccount {
+    pub(crate) plan: String,
+    pub(crate) paid_until: Option<Timestamp>,
     paused: bool,
     /// A lapse not paid yet (`pause.planId` set).
-    lapsed: bool,
+    pub(crate) lapsed: bool,
     /// The pause's `deletesAt`.
     deletes_at: Option<Timestamp>,
 }
 
-async fn lock_account(
+pub(crate) async fn lock_account(
     conn: &mut AsyncPgConnection,
     account: &AccountId,
 ) -> Result<Option<LockedAccount>, diesel::result::Error> {
@@ -338,6 +338,8 @@ async fn buy(
         .set((
             accounts::plan_id.eq(purchase.plan.as_str()),
             accounts::paid_until.eq(Some(purchase.paid_until.as_datetime())),
+            // A plan paid for is the one chosen: a scheduled move is dropped.
+            accounts::pending_plan_id.eq(None::<String>),
         ))
         .execute(conn)
         .await?;
@@ -512,6 +514,7 @@ impl BillingRepository for PgStore {
                     accounts::paid_until.eq(None::<DateTime<Utc>>),
                     accounts::paused_since.eq(Some(since)),
                     accounts::pause_deletes_at.eq(Some(lapse.deletes_at.as_datetime())),
+                    accounts::pending_plan_id.eq(None::<String>),
                 ))
                 .execute(conn)
                 .await?;
@@ -529,6 +532,10 @@ impl BillingRepository for PgStore {
         })
         .await
         .map_err(db_error)
+    }
+
+    async fn apply_pending(&self, change: PendingApplied) -> Result<Applied, StoreError> {
+        crate::billing_pending::apply_pending(self, change).await
     }
 
     async fn expired_pauses(

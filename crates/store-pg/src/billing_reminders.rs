@@ -41,6 +41,12 @@ pub(crate) async fn renewal_candidates(
         .filter(accounts::paid_until.le(until.as_datetime()))
         .filter(accounts::lapsed_plan_id.is_null())
         .filter(accounts::plan_id.eq_any(sold))
+        // Not those leaving for Free at the period end: nothing to renew.
+        .filter(
+            accounts::pending_plan_id
+                .is_null()
+                .or(accounts::pending_plan_id.ne(PlanId::Free.as_str())),
+        )
         // Not those already sent the last reminder of this period.
         .filter(
             sql::<Bool>(

@@ -14,6 +14,7 @@ diesel::table! {
         pause_deletes_at -> Nullable<Timestamptz>,
         renewal_reminded_for -> Nullable<Timestamptz>,
         renewal_reminded_days -> Nullable<Int2>,
+        pending_plan_id -> Nullable<Text>,
     }
 }
 

@@ -11,8 +11,8 @@ use sealpost_messages::store::{
     OBJECT_READS_COUNTER, RECEIVED_COUNTER, SENT_DAY_COUNTER, SENT_HOUR_COUNTER,
 };
 use sealpost_subscriptions::{
-    Holdings, OverviewCounts, PauseState, PausedCounts, PlanChange, PlanChangeOutcome, Subscriber,
-    SubscriptionRepository, UsageCounts, UsageWindows,
+    ChangeTiming, Holdings, OverviewCounts, PauseState, PausedCounts, PlanChange,
+    PlanChangeOutcome, Subscriber, SubscriptionRepository, UsageCounts, UsageWindows,
 };
 
 use crate::messages::retained_sql;
@@ -89,6 +89,7 @@ type SubscriberRow = (
     Option<String>,
     Option<DateTime<Utc>>,
     Option<DateTime<Utc>>,
+    Option<String>,
 );
 
 fn plan_id(text: &str) -> Result<PlanId, StoreError> {
@@ -96,7 +97,7 @@ fn plan_id(text: &str) -> Result<PlanId, StoreError> {
 }
 
 fn into_subscriber(row: SubscriberRow) -> Result<Subscriber, StoreError> {
-    let (plan, created_at, paid_until, lapsed_plan, paused_since, deletes_at) = row;
+    let (plan, created_at, paid_until, lapsed_plan, paused_since, deletes_at, pending) = row;
     let pause = match (paused_since, deletes_at) {
         (Some(since), Some(deletes_at)) => Some(PauseState {
             plan: lapsed_plan.as_deref().map(plan_id).transpose()?,
@@ -110,6 +111,7 @@ fn into_subscriber(row: SubscriberRow) -> Result<Subscriber, StoreError> {
         created_at: created_at.into(),
         paid_until: paid_until.map(Into::into),
         pause,
+        pending_plan: pending.as_deref().map(plan_id).transpose()?,
     })
 }
 
@@ -148,6 +150,7 @@ impl SubscriptionRepository for PgStore {
                 accounts::lapsed_plan_id,
                 accounts::paused_since,
                 accounts::pause_deletes_at,
+                accounts::pending_plan_id,
             ))
             .first(&mut conn)
             .await
@@ -282,27 +285,47 @@ impl SubscriptionRepository for PgStore {
             let Some(plan) = plan else {
                 return Ok(PlanChangeOutcome::NotFound);
             };
+            if plan != change.from.as_str() {
+                return Ok(PlanChangeOutcome::Stale);
+            }
+            let target = diesel::update(accounts::table.find(change.account.as_str()));
+            if change.timing == ChangeTiming::Cancel {
+                target
+                    .set(accounts::pending_plan_id.eq(None::<String>))
+                    .execute(conn)
+                    .await?;
+                write_records(conn, &change.records).await?;
+                return Ok(PlanChangeOutcome::Changed);
+            }
             let held = holdings(conn, &change.account).await?;
             let fits = held.addresses <= u64::from(change.max_addresses)
                 && change
                     .max_paired
                     .is_none_or(|max| held.paired <= u64::from(max));
-            if plan != change.from.as_str() || !fits {
+            if !fits {
                 return Ok(PlanChangeOutcome::Stale);
             }
-            // Free has no paid period; a cheaper paid plan keeps the period paid for.
-            let target = diesel::update(accounts::table.find(change.account.as_str()));
-            if change.to == PlanId::Free {
+            if change.timing == ChangeTiming::AtPeriodEnd {
+                target
+                    .set(accounts::pending_plan_id.eq(Some(change.to.as_str())))
+                    .execute(conn)
+                    .await?;
+            } else if change.to == PlanId::Free {
+                // Free has no paid period; a cheaper paid plan keeps the period paid for.
                 target
                     .set((
                         accounts::plan_id.eq(change.to.as_str()),
                         accounts::paid_until.eq(None::<DateTime<Utc>>),
+                        accounts::pending_plan_id.eq(None::<String>),
                     ))
                     .execute(conn)
                     .await?;
             } else {
                 target
-                    .set(accounts::plan_id.eq(change.to.as_str()))
+                    .set((
+                        accounts::plan_id.eq(change.to.as_str()),
+                        accounts::pending_plan_id.eq(None::<String>),
+                    ))
                     .execute(conn)
                     .await?;
             }
@@ -337,7 +360,7 @@ pub(crate) async fn paused_counts(
     })
 }
 
-async fn holdings(
+pub(crate) async fn holdings(
     conn: &mut diesel_async::AsyncPgConnection,
     account: &AccountId,
 ) -> Result<Holdings, diesel::result::Error> {

@@ -144,6 +144,14 @@ pub fn check_fits(target: PlanId, holdings: &Holdings) -> Result<(), ChangeError
     Ok(())
 }
 
+/// Whether a move down from `subscriber`'s plan at `now` waits for the end
+/// of the paid period: it does while a period of a plan sold through checkout
+/// runs (what was paid for is kept to its end).
+pub fn waits_for_period_end(subscriber: &Subscriber, now: Timestamp) -> bool {
+    plan(subscriber.plan).sold_through_checkout()
+        && subscriber.paid_until.is_some_and(|until| until > now)
+}
+
 /// Money in minor units (the API's money is an integer number of cents).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Money {
@@ -177,6 +185,8 @@ pub struct Subscription {
     /// the same plan adds 30 days), else the account pauses. `None` on Free
     /// and Enterprise.
     pub renews_at: Option<Timestamp>,
+    /// A cheaper plan chosen during the paid period, applied at `renews_at`.
+    pub pending_plan_id: Option<PlanId>,
 }
 
 impl Subscription {
@@ -190,6 +200,7 @@ impl Subscription {
             },
             pause: None,
             renews_at: None,
+            pending_plan_id: None,
         }
     }
 
@@ -211,6 +222,7 @@ impl Subscription {
                     domains: paused.domains,
                 }),
             renews_at: subscriber.paid_until,
+            pending_plan_id: subscriber.pending_plan,
             ..Subscription::on(subscriber.plan)
         }
     }

@@ -23,4 +23,6 @@ pub use service::*;
 pub use usage::*;
 
 #[cfg(test)]
+mod pending_tests;
+#[cfg(test)]
 mod tests;

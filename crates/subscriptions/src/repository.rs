@@ -14,6 +14,8 @@ pub struct Subscriber {
     pub paid_until: Option<Timestamp>,
     /// Set while something is paused after a missed payment.
     pub pause: Option<PauseState>,
+    /// A cheaper plan chosen during the paid period: applied at `paid_until`.
+    pub pending_plan: Option<PlanId>,
 }
 
 impl Subscriber {
@@ -24,6 +26,7 @@ impl Subscriber {
             created_at,
             paid_until: None,
             pause: None,
+            pending_plan: None,
         }
     }
 
@@ -65,6 +68,17 @@ impl PausedCounts {
     }
 }
 
+/// When a [`PlanChange`] takes effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeTiming {
+    /// The plan changes now (no paid period running); any scheduled change goes.
+    Now,
+    /// `to` becomes the pending plan, applied at the end of the paid period.
+    AtPeriodEnd,
+    /// The scheduled change is taken back: the plan stays `from`.
+    Cancel,
+}
+
 /// A guarded plan change, written in one transaction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlanChange {
@@ -72,6 +86,7 @@ pub struct PlanChange {
     /// The plan the decision was made on.
     pub from: PlanId,
     pub to: PlanId,
+    pub timing: ChangeTiming,
     /// The target plan's address limit.
     pub max_addresses: u32,
     /// The target plan's device limit (devices and agents together); `None` is unlimited.
@@ -109,7 +124,8 @@ pub trait SubscriptionRepository: Send + Sync {
     async fn paused_counts(&self, account: &AccountId) -> Result<PausedCounts, StoreError>;
     /// What a plan change must fit.
     async fn holdings(&self, account: &AccountId) -> Result<Holdings, StoreError>;
-    /// With the account row locked: changes the plan and writes the records,
-    /// provided the plan is still `from` and the holdings fit the limits.
+    /// With the account row locked: changes the plan (or the pending plan,
+    /// per `timing`) and writes the records, provided the plan is still
+    /// `from` and, unless cancelling, the holdings fit the limits.
     async fn set_plan(&self, change: PlanChange) -> Result<PlanChangeOutcome, StoreError>;
 }

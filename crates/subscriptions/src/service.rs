@@ -55,28 +55,46 @@ impl Subscriptions {
     }
 
     /// Moves the account to `target` when [`change_plan`] allows it, with
-    /// `subscription.updated` in the same transaction. The same plan writes nothing.
+    /// `subscription.updated` in the same transaction. A move down while a
+    /// paid period runs is scheduled for its end ([`waits_for_period_end`]);
+    /// choosing the current plan again takes a scheduled move back. The same
+    /// plan with nothing scheduled writes nothing.
     pub async fn change_plan(
         &self,
         account: &AccountId,
         target: PlanId,
     ) -> Result<Subscription, SubscriptionError> {
         for _ in 0..STALE_RETRIES {
-            let current = self.subscriber(account).await?.plan;
+            let subscriber = self.subscriber(account).await?;
+            let now = self.clock.now();
+            if subscriber.pending_plan == Some(target) {
+                return self.subscription(account).await;
+            }
             let holdings = self.repo.holdings(account).await?;
-            let (from, to) = match change_plan(current, target, &holdings)? {
+            let mut records = Records::new();
+            let (from, to, timing) = match change_plan(subscriber.plan, target, &holdings)? {
+                Change::Unchanged(plan) if subscriber.pending_plan.is_some() => {
+                    records.subscription_pending(account, plan, None, now);
+                    (plan, plan, ChangeTiming::Cancel)
+                }
                 Change::Unchanged(_) => return self.subscription(account).await,
-                Change::Moved { from, to } => (from, to),
+                Change::Moved { from, to } if waits_for_period_end(&subscriber, now) => {
+                    records.subscription_pending(account, from, Some(to), now);
+                    (from, to, ChangeTiming::AtPeriodEnd)
+                }
+                Change::Moved { from, to } => {
+                    records.subscription_updated(account, to, now);
+                    (from, to, ChangeTiming::Now)
+                }
             };
             let limits = sealpost_plans::plan(to);
-            let mut records = Records::new();
-            records.subscription_updated(account, to, self.clock.now());
             let outcome = self
                 .repo
                 .set_plan(PlanChange {
                     account: account.clone(),
                     from,
                     to,
+                    timing,
                     max_addresses: limits.addresses,
                     max_paired: limits.devices,
                     records,

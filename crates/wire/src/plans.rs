@@ -252,6 +252,14 @@ pub struct Subscription {
     /// the same plan adds 30 days), else the account pauses. Null on Free and
     /// Enterprise.
     pub renews_at: Option<Timestamp>,
+    /// A cheaper plan chosen during the paid period: the plan moves to it
+    /// at `pendingAt`. Null when no change is scheduled.
+    #[serde(default)]
+    pub pending_plan_id: Option<PlanId>,
+    /// When the pending plan takes effect (the end of the paid period,
+    /// `renewsAt`); null when no change is scheduled.
+    #[serde(default)]
+    pub pending_at: Option<Timestamp>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

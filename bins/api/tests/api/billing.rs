@@ -197,16 +197,21 @@ async fn a_free_account_upgrades_to_scale_through_the_sandbox_and_downgrades_bac
             json!({ "planId": "free" }),
         )
         .await;
+    // In the paid month the move waits for its end (scheduled_downgrade.rs
+    // follows it there).
     assert_eq!(moved.status, StatusCode::OK, "{}", moved.body);
-    assert_eq!(moved.body["subscription"]["planId"], "free");
-    assert_eq!(moved.body["subscription"]["renewsAt"], Value::Null);
+    assert_eq!(moved.body["subscription"]["planId"], "scale");
+    assert_eq!(moved.body["subscription"]["pendingPlanId"], "free");
     let updates = api.events(&owner.account_id, "subscription.updated").await;
     assert_eq!(
         updates
             .iter()
             .map(|(payload, _)| payload.clone())
             .collect::<Vec<_>>(),
-        vec![json!({ "planId": "scale" }), json!({ "planId": "free" })]
+        vec![
+            json!({ "planId": "scale" }),
+            json!({ "planId": "scale", "pendingPlanId": "free" })
+        ]
     );
     api.app.stop().await;
 }

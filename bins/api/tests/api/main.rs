@@ -25,6 +25,7 @@ mod ownership;
 mod proxies;
 mod push;
 mod renewal_reminders;
+mod scheduled_downgrade;
 mod secrets;
 mod sending;
 mod smtp_limits;

@@ -351,7 +351,9 @@ async fn a_team_is_inactive_while_the_owners_plan_has_no_teams() {
     let (mut api, _relay) = team_api().await;
     let owner = person(&api).await;
     let member = person(&api).await;
-    buy(&api, &owner.signed_in, "fleet").await;
+    // On Fleet with no paid period running, so the move down below is at once
+    // (in a paid period it would wait for the period's end).
+    api.set_plan(&owner.signed_in.account_id, "fleet").await;
     keyed_address(&api, &owner.signed_in, &owner.keys, "ibx_shared02").await;
     let added = api
         .post("/team/members", owner.token(), add_body(&owner, &member))

@@ -12,11 +12,11 @@ pub enum PlanCommand {
     Show,
     /// Move to a plan priced the same or lower (a dearer one goes through
     /// `sealpost billing checkout`). Moving down while a paid period runs
-    /// asks first, saying what is lost.
+    /// is scheduled for its end; choosing the current plan again cancels it.
     Change {
         /// free, operator, scale or fleet.
         plan: String,
-        /// Do not ask: accept losing what remains of the paid period.
+        /// Accepted for scripts written when a move down asked first; nothing asks now.
         #[arg(long, short)]
         yes: bool,
     },

@@ -1,13 +1,11 @@
 //! `plan list|show|change`, `usage`, `billing providers|checkout|payment`.
 
-use std::io::{self, BufRead, IsTerminal};
-
 use anyhow::{Context, Result, bail};
 use sealpost_client::ClientError;
 use sealpost_client::billing::{
     CountUsage, GatedUsage, PaymentStatus, PlanOffer, Provider, Subscription, WindowUsage,
 };
-use sealpost_kernel::{PaymentId, PlanId, Timestamp};
+use sealpost_kernel::{PaymentId, PlanId};
 
 use super::{Ctx, now, relative, reworded};
 use crate::escape;
@@ -84,6 +82,16 @@ fn print_subscription(subscription: &Subscription) {
         ),
         None => outln!("Paid until: nothing to pay"),
     }
+    if let Some(pending) = subscription.pending_plan_id {
+        outln!(
+            "Scheduled: moves to {pending} at {} (the end of the paid period); `sealpost plan change {}` keeps {}",
+            subscription
+                .pending_at
+                .map_or_else(|| "the period end".to_owned(), |at| at.to_string()),
+            subscription.plan_id,
+            subscription.plan_id
+        );
+    }
     if let Some(pause) = &subscription.pause {
         outln!(
             "Paused since {}: {} addresses and {} devices; mail to them is held until paid.",
@@ -105,68 +113,6 @@ fn print_subscription(subscription: &Subscription) {
 pub async fn plan_show(ctx: &Ctx) -> Result<()> {
     let (_, client) = ctx.signed_in()?;
     print_subscription(&client.subscription().await?);
-    Ok(())
-}
-
-/// What moving from `current` (with its paid period) to `target` loses of
-/// the time paid for, as a clause; `None` when it loses none (no paid
-/// period running, or not a move down).
-fn paid_time_lost(
-    current: &Subscription,
-    target: PlanId,
-    plans: &[PlanOffer],
-    now: Timestamp,
-) -> Option<String> {
-    let price = |id: PlanId| plans.iter().find(|p| p.id == id)?.price_cents;
-    let name = |id: PlanId| {
-        plans
-            .iter()
-            .find(|p| p.id == id)
-            .map_or_else(|| id.to_string(), |p| p.name.clone())
-    };
-    let end = current.renews_at.filter(|end| *end > now)?;
-    if target == current.plan_id || price(target)? >= price(current.plan_id)? {
-        return None;
-    }
-    let from = name(current.plan_id);
-    let to = name(target);
-    let paid = format!("paid until {end} ({})", relative(end, now));
-    Some(if price(target) == Some(0) {
-        format!(
-            "moving to {to} now ends the {from} period {paid}: that time is lost and nothing is refunded"
-        )
-    } else {
-        format!(
-            "moving to {to} now keeps the period {paid}, but on {to} from now on: \
-             what was paid for {from} over {to} is lost and nothing is refunded"
-        )
-    })
-}
-
-/// Whether an answer to a yes/no question is yes.
-fn is_yes(answer: &str) -> bool {
-    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
-}
-
-/// Asks on the terminal whether to go ahead after `warning`; without a
-/// terminal, refuses and names the `--yes` form of `command`.
-fn confirm(warning: &str, command: &str) -> Result<()> {
-    let stdin = io::stdin();
-    if !stdin.is_terminal() {
-        bail!(
-            "plan not changed: {warning}; with no terminal to ask on, run `{command} --yes` to go ahead"
-        );
-    }
-    errln!("warning: {warning}.");
-    output::stderr_fmt(format_args!("Go ahead? [y/N] "));
-    let mut answer = String::new();
-    stdin
-        .lock()
-        .read_line(&mut answer)
-        .context("cannot read the answer")?;
-    if !is_yes(&answer) {
-        bail!("plan not changed");
-    }
     Ok(())
 }
 
@@ -200,16 +146,13 @@ fn change_refused(err: ClientError, target: PlanId, plans: &[PlanOffer]) -> Clie
 
 /// Moves to a plan priced the same or lower; asks first when that loses
 /// paid time, unless `yes`.
-pub async fn plan_change(ctx: &Ctx, plan: &str, yes: bool) -> Result<()> {
+///
+/// A move down while a paid period runs waits for its end, so nothing paid
+/// for is lost and nothing asks first; `--yes` is still accepted for scripts.
+pub async fn plan_change(ctx: &Ctx, plan: &str, _yes: bool) -> Result<()> {
     let target = plan_id(plan)?;
     let (_, client) = ctx.signed_in()?;
     let plans = client.plans().await?;
-    let current = client.subscription().await?;
-    if let Some(warning) = paid_time_lost(&current, target, &plans, now())
-        && !yes
-    {
-        confirm(&warning, &format!("sealpost plan change {target}"))?;
-    }
     let subscription = client
         .change_plan(target)
         .await
@@ -406,68 +349,6 @@ mod tests {
             plan("enterprise", "Enterprise", None),
         ]))
         .unwrap()
-    }
-
-    fn on(plan: &str, renews_at: Option<&str>) -> Subscription {
-        serde_json::from_value(json!({
-            "planId": plan, "planName": plan, "balance": {"amount": 0, "currency": "USD"},
-            "pause": null, "renewsAt": renews_at
-        }))
-        .unwrap()
-    }
-
-    fn at(text: &str) -> Timestamp {
-        Timestamp::parse(text).unwrap()
-    }
-
-    #[test]
-    fn moving_down_during_a_paid_period_says_what_is_lost() {
-        let now = at("2026-11-22T12:00:00.000Z");
-        let paid = on("scale", Some("2026-12-22T12:00:00.000Z"));
-        let to_free = paid_time_lost(&paid, PlanId::Free, &plans(), now).unwrap();
-        assert!(
-            to_free
-                .contains("ends the Scale period paid until 2026-12-22T12:00:00.000Z (in 30 days)"),
-            "{to_free}"
-        );
-        assert!(to_free.contains("lost"), "{to_free}");
-        let to_operator = paid_time_lost(&paid, PlanId::Operator, &plans(), now).unwrap();
-        assert!(
-            to_operator.contains("keeps the period paid until"),
-            "{to_operator}"
-        );
-        assert!(
-            to_operator.contains("on Operator from now on"),
-            "{to_operator}"
-        );
-
-        // Nothing to lose: the same plan, a dearer one, no paid period, or
-        // one already over.
-        assert_eq!(paid_time_lost(&paid, PlanId::Scale, &plans(), now), None);
-        assert_eq!(
-            paid_time_lost(&paid, PlanId::Enterprise, &plans(), now),
-            None
-        );
-        assert_eq!(
-            paid_time_lost(&on("free", None), PlanId::Free, &plans(), now),
-            None
-        );
-        let over = on("scale", Some("2026-11-22T11:00:00.000Z"));
-        assert_eq!(paid_time_lost(&over, PlanId::Free, &plans(), now), None);
-        assert_eq!(
-            paid_time_lost(&on("enterprise", None), PlanId::Free, &plans(), now),
-            None
-        );
-    }
-
-    #[test]
-    fn only_yes_means_yes() {
-        for answer in ["y\n", "YES", " yes \n"] {
-            assert!(is_yes(answer), "{answer:?}");
-        }
-        for answer in ["", "\n", "n", "no", "yep", "sure"] {
-            assert!(!is_yes(answer), "{answer:?}");
-        }
     }
 
     #[test]

@@ -114,27 +114,17 @@ async fn plans_usage_and_a_sandbox_upgrade_from_the_command_line() {
         "{refused}"
     );
 
-    // Back down to Free would drop the paid month: with no terminal to ask
-    // on, refused, saying what would be lost and how to go ahead.
-    let refused = cli.fails(&["plan", "change", "free"]).await;
+    // Back down to Free waits for the end of the paid month; choosing Scale
+    // again takes it back.
+    let scheduled = cli.ok(&["plan", "change", "free"]).await;
+    assert!(scheduled.contains("Plan: Scale (scale)"), "{scheduled}");
     assert!(
-        refused.contains(&format!("ends the Scale period paid until {paid_until}")),
-        "{refused}"
-    );
-    assert!(refused.contains("lost"), "{refused}");
-    assert!(
-        refused.contains("`sealpost plan change free --yes`"),
-        "{refused}"
+        scheduled.contains(&format!("Scheduled: moves to free at {paid_until}")),
+        "{scheduled}"
     );
     let shown = cli.ok(&["plan", "show"]).await;
-    assert!(shown.contains("Plan: Scale (scale)"), "{shown}");
-
-    // With --yes it goes ahead.
-    let moved = cli.ok(&["plan", "change", "free", "--yes"]).await;
-    assert!(moved.contains("Plan: Free (free)"), "{moved}");
-    assert!(moved.contains("Paid until: nothing to pay"), "{moved}");
-    // Nothing paid is left to lose: no question.
-    let same = cli.ok(&["plan", "change", "free"]).await;
-    assert!(same.contains("Plan: Free (free)"), "{same}");
+    assert!(shown.contains("Scheduled: moves to free"), "{shown}");
+    let kept = cli.ok(&["plan", "change", "scale"]).await;
+    assert!(!kept.contains("Scheduled"), "{kept}");
     app.stop().await;
 }

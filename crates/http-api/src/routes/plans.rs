@@ -149,6 +149,8 @@ fn subscription_reply(subscription: Subscription) -> wire::SubscriptionReply {
                 domains: pause.domains,
             }),
             renews_at: subscription.renews_at,
+            pending_plan_id: subscription.pending_plan_id,
+            pending_at: subscription.pending_plan_id.and(subscription.renews_at),
         },
     }
 }

@@ -2650,6 +2650,8 @@ export interface components {
         Subscription: {
             balance: components["schemas"]["Money"];
             pause?: components["schemas"]["Pause"] | null;
+            pendingAt?: components["schemas"]["Timestamp"] | null;
+            pendingPlanId?: components["schemas"]["PlanId"] | null;
             planId: components["schemas"]["PlanId"];
             planName: string;
             renewsAt?: components["schemas"]["Timestamp"] | null;

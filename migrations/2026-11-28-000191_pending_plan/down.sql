@@ -1,0 +1,1 @@
+ALTER TABLE accounts DROP COLUMN pending_plan_id;
