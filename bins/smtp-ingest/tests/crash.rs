@@ -7,10 +7,11 @@
 //! behind: no pending rows, no blob without its row, no row without its blob,
 //! no temporary file of the dead process.
 
+mod support;
+
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -25,10 +26,9 @@ use sealpost_seal::{AccountKeys, RecoveryPhrase, SealedBox, b64, context, open_b
 use sealpost_store_pg::PgStore;
 use sealpost_testkit::TestApp;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::Semaphore;
+
+use support::{IngestProcess, Smtp};
 
 const ADDRESSES: [&str; 2] = ["ibx_crash1", "ibx_crash2"];
 /// Concurrent SMTP sessions.
@@ -44,116 +44,6 @@ const MAX_ROUNDS: usize = 3;
 struct Accepted {
     token: String,
     address: &'static str,
-}
-
-/// The ingest process.
-struct IngestProcess {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl IngestProcess {
-    /// Starts `sealpost-smtp` and waits until it greets (recovery runs before).
-    async fn start(app: &TestApp) -> IngestProcess {
-        let addr = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_sealpost-smtp"))
-            .env("DATABASE_URL", &app.db.url)
-            .env("SEALPOST_SMTP_ADDR", addr.to_string())
-            .env("SEALPOST_BLOB_DIR", &app.config.blob_dir)
-            .env("SEALPOST_DOMAINS", "mail.localhost")
-            .env("SEALPOST_LOG", "warn")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("starting sealpost-smtp");
-        let mut ingest = IngestProcess { child, addr };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = ingest.child.try_wait().unwrap() {
-                panic!("sealpost-smtp exited at start-up: {status}");
-            }
-            if Smtp::connect(addr).await.is_ok() {
-                return ingest;
-            }
-            assert!(Instant::now() < deadline, "sealpost-smtp never answered");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// `kill -9`.
-    fn crash(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-
-    fn stop(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A raw SMTP session.
-struct Smtp {
-    reader: BufReader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
-}
-
-impl Smtp {
-    async fn connect(addr: SocketAddr) -> std::io::Result<Smtp> {
-        let (read, writer) = TcpStream::connect(addr).await?.into_split();
-        let mut smtp = Smtp {
-            reader: BufReader::new(read),
-            writer,
-        };
-        match smtp.reply().await? {
-            220 => Ok(smtp),
-            code => Err(std::io::Error::other(format!("greeting {code}"))),
-        }
-    }
-
-    /// One (possibly multi-line) reply's code.
-    async fn reply(&mut self) -> std::io::Result<u16> {
-        loop {
-            let mut line = String::new();
-            if self.reader.read_line(&mut line).await? == 0 {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            let code = line
-                .get(..3)
-                .and_then(|code| code.parse().ok())
-                .ok_or_else(|| std::io::Error::other(format!("bad reply {line:?}")))?;
-            if line.as_bytes().get(3) != Some(&b'-') {
-                return Ok(code);
-            }
-        }
-    }
-
-    async fn command(&mut self, line: &str) -> std::io::Result<u16> {
-        self.writer
-            .write_all(format!("{line}\r\n").as_bytes())
-            .await?;
-        self.reply().await
-    }
-
-    /// One message; the code answering the end of DATA (or the first refusal).
-    async fn send(&mut self, to: &str, message: &str) -> std::io::Result<u16> {
-        for (line, expected) in [
-            ("MAIL FROM:<load@example.com>".to_owned(), 250),
-            (format!("RCPT TO:<{to}>"), 250),
-            ("DATA".to_owned(), 354),
-        ] {
-            let code = self.command(&line).await?;
-            if code != expected {
-                return Ok(code);
-            }
-        }
-        // No line of these messages starts with a dot: nothing to stuff.
-        self.writer.write_all(message.as_bytes()).await?;
-        self.writer.write_all(b".\r\n").await?;
-        self.reply().await
-    }
 }
 
 /// The attachment of the message with this token: 50 KB that only it has.
@@ -205,7 +95,7 @@ async fn client(
         }
         let (address_id, address) = &addresses[n % addresses.len()];
         let token = format!("{name}n{n}");
-        match smtp.send(address, &mail(address, &token)).await {
+        match smtp.try_send(address, &mail(address, &token)).await {
             Ok(250) => accepted.lock().unwrap().push(Accepted {
                 token,
                 address: address_id,
@@ -386,7 +276,7 @@ async fn a_killed_ingest_recovers_at_start_up_and_loses_no_accepted_mail() {
     let accepted = Arc::new(Mutex::new(Vec::<Accepted>::new()));
     let mut db = app.db.connect().await;
 
-    let mut ingest = IngestProcess::start(&app).await;
+    let mut ingest = IngestProcess::start(&app, &[]).await;
     let mut crashed_in_flight = false;
     for round in 0..MAX_ROUNDS {
         // The API (this process) and the ingest each write in a tmp/ directory
@@ -426,7 +316,7 @@ async fn a_killed_ingest_recovers_at_start_up_and_loses_no_accepted_mail() {
         crashed_in_flight |= pending > 0;
 
         let restarted_at = SystemTime::now();
-        ingest = IngestProcess::start(&app).await;
+        ingest = IngestProcess::start(&app, &[]).await;
         // Recovery ran before the greeting.
         assert_eq!(
             count(&mut db, "pending_blobs").await,
@@ -465,7 +355,9 @@ async fn a_killed_ingest_recovers_at_start_up_and_loses_no_accepted_mail() {
     assert_eq!(smtp.command("EHLO load.example").await.unwrap(), 250);
     let (address_id, address) = &addresses[0];
     assert_eq!(
-        smtp.send(address, &mail(address, "after")).await.unwrap(),
+        smtp.try_send(address, &mail(address, "after"))
+            .await
+            .unwrap(),
         250
     );
     accepted.lock().unwrap().push(Accepted {

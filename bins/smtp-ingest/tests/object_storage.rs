@@ -8,9 +8,9 @@
 //! writing its blob deleting it; and recovery of pending blobs, in a sweep
 //! and at the ingest's start-up.
 
+mod support;
+
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,9 +26,9 @@ use sealpost_store_pg::PgStore;
 use sealpost_testkit::TestApp;
 use sealpost_testkit::moto::MotoServer;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
+
+use support::{IngestProcess, Smtp};
 
 const ADDRESS: &str = "ibx_bucket1";
 
@@ -61,100 +61,13 @@ async fn keys(bucket: &ObjectBlobStore) -> BTreeSet<String> {
 }
 
 /// `sealpost-smtp` on the bucket, configured through its environment only.
-struct IngestProcess {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl IngestProcess {
-    async fn start(app: &TestApp, moto: &MotoServer, prefix: &str) -> IngestProcess {
-        let addr = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_sealpost-smtp"))
-            .env_remove("SEALPOST_BLOB_DIR")
-            .envs(moto.env(prefix))
-            .env("DATABASE_URL", &app.db.url)
-            .env("SEALPOST_SMTP_ADDR", addr.to_string())
-            .env("SEALPOST_SMTP_SPOOL_DIR", &app.config.smtp_spool_dir)
-            .env("SEALPOST_DOMAINS", "mail.localhost")
-            .env("SEALPOST_LOG", "warn")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("starting sealpost-smtp");
-        let mut ingest = IngestProcess { child, addr };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = ingest.child.try_wait().unwrap() {
-                panic!("sealpost-smtp exited at start-up: {status}");
-            }
-            if Smtp::connect(addr).await.is_ok() {
-                return ingest;
-            }
-            assert!(Instant::now() < deadline, "sealpost-smtp never answered");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
-
-impl Drop for IngestProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-struct Smtp {
-    reader: BufReader<tokio::net::tcp::OwnedReadHalf>,
-    writer: tokio::net::tcp::OwnedWriteHalf,
-}
-
-impl Smtp {
-    async fn connect(addr: SocketAddr) -> std::io::Result<Smtp> {
-        let (read, writer) = TcpStream::connect(addr).await?.into_split();
-        let mut smtp = Smtp {
-            reader: BufReader::new(read),
-            writer,
-        };
-        match smtp.reply().await? {
-            220 => Ok(smtp),
-            code => Err(std::io::Error::other(format!("greeting {code}"))),
-        }
-    }
-
-    async fn reply(&mut self) -> std::io::Result<u16> {
-        loop {
-            let mut line = String::new();
-            if self.reader.read_line(&mut line).await? == 0 {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            let code = line
-                .get(..3)
-                .and_then(|code| code.parse().ok())
-                .ok_or_else(|| std::io::Error::other(format!("bad reply {line:?}")))?;
-            if line.as_bytes().get(3) != Some(&b'-') {
-                return Ok(code);
-            }
-        }
-    }
-
-    async fn command(&mut self, line: &str) -> u16 {
-        self.writer
-            .write_all(format!("{line}\r\n").as_bytes())
-            .await
-            .unwrap();
-        self.reply().await.unwrap()
-    }
-
-    async fn send(&mut self, to: &str, message: &str) -> u16 {
-        assert_eq!(self.command("MAIL FROM:<s3@example.com>").await, 250);
-        assert_eq!(self.command(&format!("RCPT TO:<{to}>")).await, 250);
-        assert_eq!(self.command("DATA").await, 354);
-        self.writer.write_all(message.as_bytes()).await.unwrap();
-        self.writer.write_all(b".\r\n").await.unwrap();
-        self.reply().await.unwrap()
-    }
+async fn ingest_on(app: &TestApp, moto: &MotoServer, prefix: &str) -> IngestProcess {
+    let env = moto.env(prefix);
+    let env: Vec<(&str, String)> = env
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.clone()))
+        .collect();
+    IngestProcess::start(app, &env).await
 }
 
 /// Attachment `part` of the message `token`: bytes only it has.
@@ -364,14 +277,16 @@ async fn smtp_mail_is_stored_in_the_bucket_read_through_the_api_and_expires_ther
     let app = app_on(&moto, "smtp").await;
     let bucket = bucket(&moto, "smtp");
     let owner = owner(&app).await;
-    let ingest = IngestProcess::start(&app, &moto, "smtp").await;
+    let ingest = ingest_on(&app, &moto, "smtp").await;
 
     let mut smtp = Smtp::connect(ingest.addr).await.unwrap();
-    assert_eq!(smtp.command("EHLO s3.example").await, 250);
+    assert_eq!(smtp.command("EHLO s3.example").await.unwrap(), 250);
     let tokens = ["first", "second", "third"];
     for token in tokens {
         assert_eq!(
-            smtp.send(&owner.email, &mail(&owner.email, token)).await,
+            smtp.try_send(&owner.email, &mail(&owner.email, token))
+                .await
+                .unwrap(),
             250
         );
     }
@@ -564,7 +479,7 @@ async fn an_ingest_starting_deletes_the_pending_objects_of_dead_ones() {
     }
     assert_eq!(keys(&bucket).await.len(), 2);
 
-    let _ingest = IngestProcess::start(&app, &moto, "startup").await;
+    let _ingest = ingest_on(&app, &moto, "startup").await;
     assert_eq!(
         pending_rows(&app).await,
         0,

@@ -1,6 +1,6 @@
-//! What the drain and metrics tests share: the built `sealpost-smtp` as a
-//! child process, a raw SMTP client, and an account with one address made
-//! through the API.
+//! What the ingest's tests share: the built `sealpost-smtp` as a child
+//! process, a raw SMTP client, and an account with one address made through
+//! the API.
 
 #![allow(
     clippy::unwrap_used,
@@ -29,7 +29,8 @@ pub struct IngestProcess {
 
 impl IngestProcess {
     /// Starts `sealpost-smtp` with `env` on top of the test's settings and
-    /// waits until it greets.
+    /// waits until it greets (recovery runs before). Blobs go to the test's
+    /// directory unless `env` names a bucket (`SEALPOST_BLOB_URL`).
     pub async fn start(app: &TestApp, env: &[(&str, String)]) -> IngestProcess {
         let addr = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -39,10 +40,12 @@ impl IngestProcess {
         command
             .env("DATABASE_URL", &app.db.url)
             .env("SEALPOST_SMTP_ADDR", addr.to_string())
-            .env("SEALPOST_BLOB_DIR", &app.config.blob_dir)
             .env("SEALPOST_SMTP_SPOOL_DIR", &app.config.smtp_spool_dir)
             .env("SEALPOST_DOMAINS", "mail.localhost")
             .env("SEALPOST_LOG", "warn");
+        if !env.iter().any(|(name, _)| *name == "SEALPOST_BLOB_URL") {
+            command.env("SEALPOST_BLOB_DIR", &app.config.blob_dir);
+        }
         for (name, value) in env {
             command.env(name, value);
         }
@@ -51,7 +54,7 @@ impl IngestProcess {
             .spawn()
             .expect("starting sealpost-smtp");
         let mut ingest = IngestProcess { child, addr };
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(status) = ingest.child.try_wait().unwrap() {
                 panic!("sealpost-smtp exited at start-up: {status}");
@@ -90,7 +93,19 @@ impl IngestProcess {
         }
     }
 
-    pub fn stop(mut self) {
+    /// `kill -9`.
+    pub fn crash(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    pub fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for IngestProcess {
+    fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -151,7 +166,26 @@ impl Smtp {
         }
     }
 
-    /// One message; the code answering the end of DATA.
+    /// One message in a session past EHLO: the code answering the end of
+    /// DATA, or the first refusal.
+    pub async fn try_send(&mut self, to: &str, message: &str) -> std::io::Result<u16> {
+        for (line, expected) in [
+            ("MAIL FROM:<sender@example.com>".to_owned(), 250),
+            (format!("RCPT TO:<{to}>"), 250),
+            ("DATA".to_owned(), 354),
+        ] {
+            let code = self.command(&line).await?;
+            if code != expected {
+                return Ok(code);
+            }
+        }
+        // The tests' messages have no line starting with a dot: nothing to stuff.
+        self.writer.write_all(message.as_bytes()).await?;
+        self.writer.write_all(b".\r\n").await?;
+        Ok(self.reply().await?.0)
+    }
+
+    /// EHLO and one message; the code answering the end of DATA.
     pub async fn send(&mut self, to: &str, message: &str) -> u16 {
         self.start_data(to).await;
         self.writer.write_all(message.as_bytes()).await.unwrap();
