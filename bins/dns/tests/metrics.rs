@@ -10,31 +10,9 @@ use std::net::SocketAddr;
 
 use sealpost_dns_server::proto::op::ResponseCode;
 use sealpost_dns_server::proto::rr::RecordType;
+use sealpost_testkit::metrics::{scrape, series};
 use sealpost_testkit::{TestDb, free_port};
 use support::{DnsProcess, over_tcp, over_udp, question};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-
-async fn scrape(addr: SocketAddr) -> String {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: metrics\r\n\r\n")
-        .await
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
-    response
-}
-
-fn value(metrics: &str, line_start: &str) -> f64 {
-    metrics
-        .lines()
-        .find_map(|line| line.strip_prefix(line_start)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("no series {line_start} in:\n{metrics}"))
-        .parse()
-        .unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn questions_are_counted_by_transport_and_rcode() {
@@ -56,20 +34,20 @@ async fn questions_are_counted_by_transport_and_rcode() {
 
     let metrics = scrape(metrics_addr).await;
     assert_eq!(
-        value(
+        series(
             &metrics,
             "sealpost_dns_queries_total{transport=\"udp\",rcode=\"REFUSED\"}"
         ),
         2.0
     );
     assert_eq!(
-        value(
+        series(
             &metrics,
             "sealpost_dns_queries_total{transport=\"tcp\",rcode=\"REFUSED\"}"
         ),
         1.0
     );
-    assert_eq!(value(&metrics, "sealpost_db_pool_max_connections"), 2.0);
+    assert_eq!(series(&metrics, "sealpost_db_pool_max_connections"), 2.0);
     assert!(!metrics.contains("secret-name-zq7"), "{metrics}");
     dns.kill().await;
 }

@@ -11,47 +11,9 @@ mod support;
 use std::net::SocketAddr;
 
 use sealpost_kernel::{Clock, SystemClock};
+use sealpost_testkit::metrics::{label_values, scrape, series};
 use sealpost_testkit::{TestApp, free_port};
 use support::{IngestProcess, Smtp, mail, mailbox};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-
-async fn scrape(addr: SocketAddr) -> String {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: metrics\r\n\r\n")
-        .await
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
-    response
-}
-
-/// The value of the series `line_start` (name and labels as rendered).
-fn value(metrics: &str, line_start: &str) -> f64 {
-    metrics
-        .lines()
-        .find_map(|line| line.strip_prefix(line_start)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("no series {line_start} in:\n{metrics}"))
-        .parse()
-        .unwrap()
-}
-
-/// Every label value of every series.
-fn label_values(metrics: &str) -> Vec<String> {
-    metrics
-        .lines()
-        .filter(|line| !line.starts_with('#'))
-        .filter_map(|line| Some(line.split_once('{')?.1.rsplit_once('}')?.0.to_owned()))
-        .flat_map(|labels| {
-            labels
-                .split("\",")
-                .filter_map(|pair| Some(pair.split_once("=\"")?.1.trim_end_matches('"').to_owned()))
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delivery_shows_in_the_ingest_metrics_without_addresses_subjects_or_tokens() {
@@ -83,32 +45,32 @@ async fn a_delivery_shows_in_the_ingest_metrics_without_addresses_subjects_or_to
 
     let metrics = scrape(metrics_addr).await;
     // Sessions: the start-up probe's and this one.
-    assert!(value(&metrics, "sealpost_smtp_sessions_total") >= 2.0);
+    assert!(series(&metrics, "sealpost_smtp_sessions_total") >= 2.0);
     assert_eq!(
-        value(&metrics, "sealpost_smtp_messages_accepted_total"),
+        series(&metrics, "sealpost_smtp_messages_accepted_total"),
         1.0
     );
     assert_eq!(
-        value(&metrics, "sealpost_smtp_accepted_bytes_total"),
+        series(&metrics, "sealpost_smtp_accepted_bytes_total"),
         message.len() as f64
     );
     assert_eq!(
-        value(
+        series(
             &metrics,
             "sealpost_smtp_refusals_total{reason=\"unknown_address\"}"
         ),
         1.0
     );
     assert_eq!(
-        value(&metrics, "sealpost_ingest_commit_duration_seconds_count"),
+        series(&metrics, "sealpost_ingest_commit_duration_seconds_count"),
         1.0
     );
     assert_eq!(
-        value(&metrics, "sealpost_ingest_commit_batch_size_sum"),
+        series(&metrics, "sealpost_ingest_commit_batch_size_sum"),
         1.0
     );
-    assert!(value(&metrics, "sealpost_db_pool_max_connections") >= 1.0);
-    assert!(value(&metrics, "sealpost_db_pool_connections{state=\"idle\"}") >= 0.0);
+    assert!(series(&metrics, "sealpost_db_pool_max_connections") >= 1.0);
+    assert!(series(&metrics, "sealpost_db_pool_connections{state=\"idle\"}") >= 0.0);
 
     let secrets = [
         address.as_str(),

@@ -14,6 +14,7 @@
 
 pub mod databases;
 pub mod dns;
+pub mod metrics;
 pub mod moto;
 pub mod payments;
 pub mod push;

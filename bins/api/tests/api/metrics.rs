@@ -4,38 +4,16 @@
 //! an address or a token. Other tests of this binary record too, so counts
 //! are checked as at least this test's.
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use sealpost_seal::ServerKeys;
 use sealpost_testkit::TestApp;
+use sealpost_testkit::metrics::{scrape, series_value};
 use sealpost_testkit::receiver::Receiver;
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::support::{Api, new_keys};
-
-async fn scrape(addr: SocketAddr) -> String {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: metrics\r\n\r\n")
-        .await
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
-    response
-}
-
-/// The value of the series `line_start` (name and labels as rendered).
-fn value(metrics: &str, line_start: &str) -> Option<f64> {
-    metrics
-        .lines()
-        .find_map(|line| line.strip_prefix(line_start)?.strip_prefix(' '))
-        .map(|value| value.parse().unwrap())
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn metrics_count_requests_by_route_template_and_webhooks_by_outcome() {
@@ -77,11 +55,11 @@ async fn metrics_count_requests_by_route_template_and_webhooks_by_outcome() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let metrics = loop {
         let metrics = scrape(metrics_addr).await;
-        let delivered = value(
+        let delivered = series_value(
             &metrics,
             "sealpost_webhook_deliveries_total{outcome=\"succeeded\"}",
         );
-        let backlog = value(&metrics, "sealpost_outbox_backlog{consumer=\"webhooks\"}");
+        let backlog = series_value(&metrics, "sealpost_outbox_backlog{consumer=\"webhooks\"}");
         if delivered.is_some_and(|n| n >= 1.0) && backlog.is_some() {
             break metrics;
         }
@@ -95,7 +73,7 @@ async fn metrics_count_requests_by_route_template_and_webhooks_by_outcome() {
 
     let route = "method=\"GET\",route=\"/inboxes/{id}/messages\"";
     assert!(
-        value(
+        series_value(
             &metrics,
             &format!("sealpost_http_requests_total{{{route},status=\"200\"}}")
         )
@@ -103,7 +81,7 @@ async fn metrics_count_requests_by_route_template_and_webhooks_by_outcome() {
         "{metrics}"
     );
     assert!(
-        value(
+        series_value(
             &metrics,
             &format!("sealpost_http_request_duration_seconds_count{{{route}}}")
         )
@@ -111,14 +89,14 @@ async fn metrics_count_requests_by_route_template_and_webhooks_by_outcome() {
         "{metrics}"
     );
     assert!(
-        value(
+        series_value(
             &metrics,
             "sealpost_http_requests_total{method=\"POST\",route=\"/inboxes\",status=\"201\"}"
         )
         .is_some_and(|n| n >= 1.0),
         "{metrics}"
     );
-    assert!(value(&metrics, "sealpost_db_pool_max_connections").is_some_and(|n| n >= 1.0));
+    assert!(series_value(&metrics, "sealpost_db_pool_max_connections").is_some_and(|n| n >= 1.0));
     for secret in [
         "ibx_metric01",
         "whk_metric01",
