@@ -13,10 +13,11 @@ mod sweeps;
 
 pub use domain_checks::{CHECK_EVERY, check_domains_forever, check_domains_until};
 use sealpost_config::Config;
+use sealpost_store_pg::MailNotifier;
 use sealpost_wiring::Services;
 pub use sender::{
-    push_forever, push_sender, push_until, send_forever, send_until, spawn_webhook_sender,
-    webhook_sender,
+    EventWake, push_forever, push_sender, push_until, send_forever, send_until,
+    spawn_webhook_sender, webhook_sender,
 };
 pub use stop::Stop;
 pub use sweeps::{Pass, SWEEP_EVERY, Sweeps, sweep_forever, sweep_until};
@@ -71,6 +72,10 @@ impl Jobs {
         let sender = webhook_sender(&services.store, config, services.clock.clone())?;
         let push = push_sender(&services.store, config, services.clock.clone())?;
         let (stop, asked) = Stop::channel();
+        // New events wake the webhook sender at their COMMIT.
+        let events = MailNotifier::start(config.database_url.expose().to_owned())
+            .event_sender()
+            .subscribe();
         let tasks = vec![
             (
                 "push sender",
@@ -99,7 +104,7 @@ impl Jobs {
             ),
             (
                 "webhook sender",
-                AbortOnDrop(tokio::spawn(send_until(sender, asked))),
+                AbortOnDrop(tokio::spawn(send_until(sender, asked, Some(events)))),
             ),
         ];
         Ok(Jobs { stop, tasks })

@@ -20,8 +20,11 @@ use crate::{AbortOnDrop, Stop};
 /// Webhook attempts in flight at once, per process (from claim until the
 /// result is written).
 const SEND_CONCURRENCY: usize = 128;
-/// Pause when there was nothing to do (cut short when an attempt finishes).
-const SEND_IDLE: Duration = Duration::from_millis(200);
+/// Pause when there was nothing to do, cut short when an attempt finishes
+/// (its endpoint may take another) or an event commits (the NOTIFY of
+/// `events`): so the pause bounds only how late a retry falls due is
+/// noticed, and an idle sender reads the outbox once a second.
+const SEND_IDLE: Duration = Duration::from_secs(1);
 /// Most finished attempts written back in one transaction.
 const SEND_RECORD_BATCH: usize = 256;
 /// Pause before writing a batch again after a failed write.
@@ -69,6 +72,27 @@ pub fn spawn_webhook_sender(sender: Sender) -> JoinHandle<()> {
     tokio::spawn(send_forever(sender))
 }
 
+/// What wakes an idle sender: account ids of committed events
+/// (`MailNotifier::event_sender`), or nothing (it then polls).
+pub type EventWake = Option<tokio::sync::broadcast::Receiver<String>>;
+
+/// Until a new event commits or `wake` has none to give (it then never
+/// returns: the sender's pause decides).
+async fn next_event(wake: &mut EventWake) {
+    use tokio::sync::broadcast::error::RecvError;
+    match wake {
+        Some(events) => match events.recv().await {
+            // Lagged: events came faster than read, which is a wake too.
+            Ok(_) | Err(RecvError::Lagged(_)) => {}
+            Err(RecvError::Closed) => {
+                *wake = None;
+                std::future::pending::<()>().await;
+            }
+        },
+        None => std::future::pending::<()>().await,
+    }
+}
+
 /// A finished attempt on its way to the writer, and where to say it is written.
 type Finished = (AttemptRecord, tokio::sync::oneshot::Sender<bool>);
 
@@ -82,13 +106,14 @@ type Finished = (AttemptRecord, tokio::sync::oneshot::Sender<bool>);
 /// Several processes may run it at once: fan-out locks the events it takes
 /// and attempts lease their deliveries, so nothing is sent twice.
 pub async fn send_forever(sender: Sender) {
-    send_until(sender, Stop::never()).await;
+    send_until(sender, Stop::never(), None).await;
 }
 
 /// [`send_forever`] until `stop`: then no new attempt is started, and it
 /// returns once every attempt in flight finished and its result was
-/// committed (its lease given back).
-pub async fn send_until(sender: Sender, mut stop: Stop) {
+/// committed (its lease given back). `wake` ends an idle pause when an
+/// event commits.
+pub async fn send_until(sender: Sender, mut stop: Stop, mut wake: EventWake) {
     let sender = Arc::new(sender);
     let slots = Arc::new(tokio::sync::Semaphore::new(SEND_CONCURRENCY));
     let done = Arc::new(tokio::sync::Notify::new());
@@ -110,6 +135,7 @@ pub async fn send_until(sender: Sender, mut stop: Stop) {
                 tokio::select! {
                     () = stop.requested() => {}
                     _ = idle => {}
+                    () = next_event(&mut wake) => {}
                 }
             }
             Ok(_) => {}
@@ -245,5 +271,29 @@ pub async fn push_until(sender: PushSender, mut stop: Stop) {
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An event ends an idle pause at once; a wake with no sender left (or
+    /// none at all) never does, so the pause alone decides. Paused time:
+    /// the hour passes without waiting.
+    #[tokio::test(start_paused = true)]
+    async fn an_event_ends_the_pause_and_a_closed_wake_never_does() {
+        let (events, receiver) = tokio::sync::broadcast::channel(4);
+        let mut wake: EventWake = Some(receiver);
+        events.send("acct_one".to_owned()).unwrap();
+        tokio::time::timeout(Duration::from_secs(3600), next_event(&mut wake))
+            .await
+            .expect("a committed event wakes the sender");
+        drop(events);
+        let hour = tokio::time::timeout(Duration::from_secs(3600), next_event(&mut wake)).await;
+        assert!(hour.is_err(), "a closed wake is no wake");
+        assert!(wake.is_none());
+        let hour = tokio::time::timeout(Duration::from_secs(3600), next_event(&mut wake)).await;
+        assert!(hour.is_err(), "no wake at all");
     }
 }
