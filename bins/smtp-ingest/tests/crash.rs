@@ -22,7 +22,7 @@ use sealpost_kernel::{Clock, StoreError, SystemClock};
 use sealpost_messages::ingest::{Ingest, IngestError};
 use sealpost_messages::recovery::BlobRecovery;
 use sealpost_messages::store::{BlobError, BlobStore, MessageRepository};
-use sealpost_seal::{AccountKeys, RecoveryPhrase, SealedBox, b64, context, open_binary};
+use sealpost_seal::{AccountKeys, SealedBox, b64, context, open_binary};
 use sealpost_store_pg::PgStore;
 use sealpost_testkit::TestApp;
 use serde_json::{Value, json};
@@ -219,26 +219,9 @@ impl Owner {
 
 /// An account with the two addresses, keys from a fresh phrase.
 async fn mailbox(app: &TestApp) -> (Owner, Vec<(&'static str, String)>) {
-    let keys = RecoveryPhrase::generate().keys();
+    let (keys, token) = support::register(app).await;
     let http = reqwest::Client::new();
-    let registered: Value = http
-        .post(app.url("/accounts"))
-        .json(&json!({
-            "accountId": keys.account_id(),
-            "authVerifier": b64::encode(&keys.auth_verifier()),
-            "authPublicKey": b64::encode(&keys.auth_public_key()),
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let owner = Owner {
-        http,
-        token: registered["token"].as_str().unwrap().to_owned(),
-        keys,
-    };
+    let owner = Owner { http, token, keys };
     let mut addresses = Vec::new();
     for address in ADDRESSES {
         let response = owner

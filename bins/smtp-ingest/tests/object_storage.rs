@@ -21,7 +21,7 @@ use sealpost_kernel::{Clock, StoreError, SystemClock};
 use sealpost_messages::ingest::{Ingest, IngestError};
 use sealpost_messages::recovery::BlobRecovery;
 use sealpost_messages::store::{BlobError, BlobStore, MessageRepository};
-use sealpost_seal::{AccountKeys, RecoveryPhrase, b64, context, open_binary};
+use sealpost_seal::{AccountKeys, b64, context, open_binary};
 use sealpost_store_pg::PgStore;
 use sealpost_testkit::TestApp;
 use sealpost_testkit::moto::MotoServer;
@@ -212,24 +212,11 @@ impl Owner {
 
 /// An account with [`ADDRESS`].
 async fn owner(app: &TestApp) -> Owner {
-    let keys = RecoveryPhrase::generate().keys();
+    let (keys, token) = support::register(app).await;
     let http = reqwest::Client::new();
-    let registered: Value = http
-        .post(app.url("/accounts"))
-        .json(&json!({
-            "accountId": keys.account_id(),
-            "authVerifier": b64::encode(&keys.auth_verifier()),
-            "authPublicKey": b64::encode(&keys.auth_public_key()),
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
     let mut owner = Owner {
         http,
-        token: registered["token"].as_str().unwrap().to_owned(),
+        token,
         keys,
         email: String::new(),
     };

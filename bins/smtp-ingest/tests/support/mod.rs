@@ -14,7 +14,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
-use sealpost_seal::{RecoveryPhrase, b64};
+use sealpost_seal::{AccountKeys, RecoveryPhrase, b64};
 use sealpost_testkit::TestApp;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -202,12 +202,10 @@ pub fn mail(to: &str, token: &str) -> String {
     )
 }
 
-/// An account (keys from a fresh phrase) with one address; its session
-/// token and the address's email address.
-pub async fn mailbox(app: &TestApp, id: &str) -> (String, String) {
+/// A new account, keys from a fresh phrase; its keys and session token.
+pub async fn register(app: &TestApp) -> (AccountKeys, String) {
     let keys = RecoveryPhrase::generate().keys();
-    let http = reqwest::Client::new();
-    let registered: Value = http
+    let registered: Value = reqwest::Client::new()
         .post(app.url("/accounts"))
         .json(&json!({
             "accountId": keys.account_id(),
@@ -221,6 +219,14 @@ pub async fn mailbox(app: &TestApp, id: &str) -> (String, String) {
         .await
         .unwrap();
     let token = registered["token"].as_str().unwrap().to_owned();
+    (keys, token)
+}
+
+/// An account (keys from a fresh phrase) with one address; its session
+/// token and the address's email address.
+pub async fn mailbox(app: &TestApp, id: &str) -> (String, String) {
+    let (keys, token) = register(app).await;
+    let http = reqwest::Client::new();
     let response = http
         .post(app.url("/inboxes"))
         .bearer_auth(&token)
