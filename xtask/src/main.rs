@@ -107,7 +107,15 @@ enum Task {
 enum Bench {
     /// The SMTP ingest under Postfix's smtp-source and our own client, next to
     /// Postfix's smtp-sink: msg/s, DATA-to-250 p50/p99, peak memory.
-    Smtp,
+    Smtp {
+        /// Run only these workloads (`4kb`, `100kb`, `1kb`; repeatable).
+        #[arg(long)]
+        only: Vec<String>,
+        /// Also print PostgreSQL's costliest statements per workload
+        /// (pg_stat_statements on the private cluster).
+        #[arg(long)]
+        statements: bool,
+    },
     /// Issue 15's load test: 300 sessions trickling DATA and 50 sending 40 MB
     /// while a normal sender's messages must keep getting 250; prints the
     /// ingest's peak memory against its configured bound.
@@ -169,17 +177,37 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::Fuzz { target, seconds } => fuzz::run(&target, seconds),
         Task::Test { args } => test(&runtime, &args),
         Task::Ci => ci(&runtime),
-        Task::Bench { what } => devtools(
-            &runtime,
-            match what {
-                Bench::Smtp => &["bench", "smtp"],
-                Bench::SmtpLoad { debug: false } => &["bench", "smtp-load"],
-                Bench::SmtpLoad { debug: true } => &["bench", "smtp-load", "--debug"],
-                Bench::Webhooks => &["bench", "webhooks"],
-                Bench::Api => &["bench", "api"],
-            },
-        ),
+        Task::Bench { what } => {
+            let args = bench_args(what);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            devtools(&runtime, &args)
+        }
     }
+}
+
+/// The devtools arguments of `cargo xtask bench ...`.
+fn bench_args(what: Bench) -> Vec<String> {
+    let mut args = vec!["bench".to_owned()];
+    match what {
+        Bench::Smtp { only, statements } => {
+            args.push("smtp".to_owned());
+            for workload in only {
+                args.extend(["--only".to_owned(), workload]);
+            }
+            if statements {
+                args.push("--statements".to_owned());
+            }
+        }
+        Bench::SmtpLoad { debug } => {
+            args.push("smtp-load".to_owned());
+            if debug {
+                args.push("--debug".to_owned());
+            }
+        }
+        Bench::Webhooks => args.push("webhooks".to_owned()),
+        Bench::Api => args.push("api".to_owned()),
+    }
+    args
 }
 
 /// The workspace root (the parent of `xtask/`).

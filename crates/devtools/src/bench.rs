@@ -189,9 +189,14 @@ struct Report {
     /// One-minute load average before and after the workload: the machine is
     /// shared, and other work running meanwhile shows here.
     load: (String, String),
+    /// PostgreSQL's costliest statements over the smtp-source runs against
+    /// Sealpost, when asked for (`--statements`).
+    statements: Option<Vec<StatementCost>>,
 }
 
-pub fn smtp(runtime: &Runtime) -> Result<ExitCode> {
+/// `cargo xtask bench smtp [--only 4kb]... [--statements]`.
+pub fn smtp(runtime: &Runtime, only: &[String], statements: bool) -> Result<ExitCode> {
+    let workloads = chosen_workloads(only)?;
     // reqwest is built without a default TLS provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let root = postgres::workspace_root();
@@ -205,7 +210,18 @@ pub fn smtp(runtime: &Runtime) -> Result<ExitCode> {
     let server = postgres::private_server()?;
     remove_leftover_blob_dirs(&bench_dir);
     let blob_dir = bench_dir.join(format!("blobs-{}", std::process::id()));
-    let outcome = run_all(runtime, &target, &server, &bench_dir, &blob_dir, &postfix);
+    let outcome = run_all(
+        runtime,
+        &workloads,
+        statements,
+        &Paths {
+            target: &target,
+            server: &server,
+            bench_dir: &bench_dir,
+            blob_dir: &blob_dir,
+        },
+        &postfix,
+    );
     // Always cleaned up, whatever happened above (the launcher drops its
     // database itself).
     let _ = fs::remove_dir_all(&blob_dir);
@@ -214,16 +230,48 @@ pub fn smtp(runtime: &Runtime) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The workloads `--only` names (by label without spaces, any case), or all.
+fn chosen_workloads(only: &[String]) -> Result<Vec<&'static Workload>> {
+    let key = |workload: &Workload| workload.label.replace(' ', "").to_ascii_lowercase();
+    if only.is_empty() {
+        return Ok(WORKLOADS.iter().collect());
+    }
+    only.iter()
+        .map(|name| {
+            WORKLOADS
+                .iter()
+                .find(|workload| key(workload) == name.to_ascii_lowercase())
+                .ok_or_else(|| {
+                    let known: Vec<String> = WORKLOADS.iter().map(key).collect();
+                    anyhow!("no workload {name}; the workloads: {}", known.join(", "))
+                })
+        })
+        .collect()
+}
+
+/// Where the bench's runs live.
+struct Paths<'a> {
+    target: &'a Path,
+    server: &'a str,
+    bench_dir: &'a Path,
+    blob_dir: &'a Path,
+}
+
 fn run_all(
     runtime: &Runtime,
-    target: &Path,
-    server: &str,
-    bench_dir: &Path,
-    blob_dir: &Path,
+    workloads: &[&'static Workload],
+    statements: bool,
+    paths: &Paths<'_>,
     postfix: &Postfix,
 ) -> Result<Vec<Report>> {
+    let Paths {
+        target,
+        server,
+        bench_dir,
+        blob_dir,
+    } = *paths;
     let mut reports = Vec::new();
-    for workload in &WORKLOADS {
+    for &workload in workloads {
         eprintln!(
             "xtask bench: {} x {} over {} sessions, {} round(s)",
             workload.label, workload.messages, workload.sessions, workload.rounds
@@ -266,6 +314,9 @@ fn run_all(
             api: stack.pid("api")?,
         };
 
+        if statements {
+            runtime.block_on(reset_statements(&url))?;
+        }
         let mut pairs = Vec::new();
         let mut cpu = CpuUse::default();
         for round in 1..=workload.rounds {
@@ -289,6 +340,12 @@ fn run_all(
                 sink: sink_run,
             });
         }
+        // Read before our own client adds its runs: the smtp-source runs only.
+        let costs = if statements {
+            Some(runtime.block_on(costliest_statements(&url))?)
+        } else {
+            None
+        };
         let mut own = runtime.block_on(drive(
             workload,
             recipient,
@@ -313,6 +370,7 @@ fn run_all(
             peak_bytes,
             cpu,
             load: (load_before, load_average()),
+            statements: costs,
         });
     }
     Ok(reports)
@@ -503,6 +561,54 @@ struct Count {
 }
 
 /// Messages committed in the address so far.
+/// One statement's cost in `pg_stat_statements`.
+#[derive(QueryableByName)]
+struct StatementCost {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    calls: i64,
+    #[diesel(sql_type = diesel::sql_types::Double)]
+    total_ms: f64,
+    #[diesel(sql_type = diesel::sql_types::Double)]
+    mean_ms: f64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    rows: i64,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    query: String,
+}
+
+/// How many statements `--statements` prints per workload.
+const STATEMENTS_SHOWN: i64 = 15;
+
+/// Starts counting statements from zero (the private cluster preloads
+/// `pg_stat_statements`; `postgres.rs`).
+async fn reset_statements(database_url: &str) -> Result<()> {
+    let mut conn = AsyncPgConnection::establish(database_url).await?;
+    diesel::sql_query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        .execute(&mut conn)
+        .await
+        .context("pg_stat_statements is not available: is the server the bench's private cluster, started with it preloaded?")?;
+    diesel::sql_query("SELECT pg_stat_statements_reset()")
+        .execute(&mut conn)
+        .await?;
+    Ok(())
+}
+
+/// The statements of the bench's database that took the most execution
+/// time since [`reset_statements`].
+async fn costliest_statements(database_url: &str) -> Result<Vec<StatementCost>> {
+    let mut conn = AsyncPgConnection::establish(database_url).await?;
+    Ok(diesel::sql_query(
+        "SELECT calls, total_exec_time AS total_ms, mean_exec_time AS mean_ms, rows, \
+                regexp_replace(query, '\\s+', ' ', 'g') AS query \
+         FROM pg_stat_statements \
+         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+         ORDER BY total_exec_time DESC LIMIT $1",
+    )
+    .bind::<diesel::sql_types::BigInt, _>(STATEMENTS_SHOWN)
+    .load(&mut conn)
+    .await?)
+}
+
 async fn committed(database_url: &str, address: &str) -> Result<i64> {
     let mut conn = AsyncPgConnection::establish(database_url).await?;
     let count: Count = diesel::sql_query("SELECT count(*) AS n FROM messages WHERE inbox_id = $1")
@@ -634,6 +740,29 @@ fn print_table(reports: &[Report]) {
     println!(
         "committed: rows in the workload's address after the run (cumulative over the workload's runs)"
     );
+    for report in reports {
+        if let Some(statements) = &report.statements {
+            print_statements(report.workload, statements);
+        }
+    }
+}
+
+fn print_statements(workload: &Workload, statements: &[StatementCost]) {
+    println!(
+        "\n{}: PostgreSQL's costliest statements over the smtp-source runs against Sealpost",
+        workload.label
+    );
+    println!(
+        "{:>8} {:>10} {:>9} {:>8}  statement",
+        "calls", "total ms", "mean ms", "rows"
+    );
+    for statement in statements {
+        let query: String = statement.query.chars().take(150).collect();
+        println!(
+            "{:>8} {:>10.0} {:>9.3} {:>8}  {query}",
+            statement.calls, statement.total_ms, statement.mean_ms, statement.rows
+        );
+    }
 }
 
 fn print_workload(report: &Report) {

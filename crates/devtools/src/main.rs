@@ -75,7 +75,14 @@ enum Task {
 #[derive(Subcommand)]
 enum Bench {
     /// The SMTP ingest next to Postfix's smtp-sink.
-    Smtp,
+    Smtp {
+        /// Run only these workloads (`4kb`, `100kb`, `1kb`; repeatable).
+        #[arg(long)]
+        only: Vec<String>,
+        /// Also print PostgreSQL's costliest statements per workload.
+        #[arg(long)]
+        statements: bool,
+    },
     /// Slow and large senders while a normal sender must keep getting 250.
     SmtpLoad {
         /// Use the debug builds (quicker to build; slower to run).
@@ -135,7 +142,9 @@ fn run(task: Task) -> Result<ExitCode> {
         }
         Task::ScaleCheck => scale_check::run(&runtime),
         Task::RestoreDrill => restore_drill::run(&runtime),
-        Task::Bench { what: Bench::Smtp } => bench::smtp(&runtime),
+        Task::Bench {
+            what: Bench::Smtp { only, statements },
+        } => bench::smtp(&runtime, &only, statements),
         Task::Bench {
             what: Bench::SmtpLoad { debug },
         } => load_smtp::run(&runtime, debug),

@@ -221,8 +221,11 @@ fn start_private_cluster() -> Result<String> {
     }
 
     eprintln!("xtask: starting the private PostgreSQL cluster on 127.0.0.1:{PRIVATE_PORT}");
+    // pg_stat_statements for `cargo xtask bench smtp --statements`; it
+    // costs a few per cent of the server's CPU on the smallest statements.
     let options = format!(
-        "-c listen_addresses=127.0.0.1 -p {PRIVATE_PORT} -k {}",
+        "-c listen_addresses=127.0.0.1 -c shared_preload_libraries=pg_stat_statements \
+         -p {PRIVATE_PORT} -k {}",
         shell_quote(&cluster.sock.to_string_lossy())
     );
     let output = cluster

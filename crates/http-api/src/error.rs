@@ -405,6 +405,8 @@ impl From<IngestError> for ApiError {
                 "the address has no publicKey, so it refuses mail",
             ),
             IngestError::Suspended => Self::new(ErrorCode::AccountSuspended, error.to_string()),
+            // Changed twice while it was delivered: nothing stored, try again.
+            IngestError::RecipientChanged => Self::new(ErrorCode::Unavailable, error.to_string()),
             IngestError::OverAllowance {
                 retry_after_seconds,
             } => Self::rate_limited_because(retry_after_seconds, error.to_string()),

@@ -38,6 +38,24 @@ pub enum RecipientCheck {
     Suspended,
 }
 
+/// A recipient of a delivery: its address as given, or the record RCPT
+/// accepted it on ([`Ingest::check_recipient`]), which DATA need not read
+/// again (the commit re-checks what could have changed since:
+/// [`Commit::RecipientGone`], [`Commit::RecipientChanged`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recipient {
+    Address(String),
+    Checked(Box<RecipientRecord>),
+}
+
+/// The answer to RCPT and, when accepted, the record it was decided on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Checked {
+    pub check: RecipientCheck,
+    /// `Some` only for [`RecipientCheck::Accept`].
+    pub record: Option<Box<RecipientRecord>>,
+}
+
 /// How the mail came in; decides the activity kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Via {
@@ -59,6 +77,10 @@ pub enum IngestError {
     DomainRefused,
     #[error("the address's account is suspended and refuses mail")]
     Suspended,
+    /// The recipient changed (suspended, key changed) between the read
+    /// its message was sealed on and the commit: nothing was stored.
+    #[error("the address changed while the message was delivered; try again")]
+    RecipientChanged,
     #[error(
         "the monthly received-mail allowance is used up; it renews in {retry_after_seconds} seconds"
     )]
@@ -130,13 +152,21 @@ impl Ingest {
     }
 
     /// RCPT: accepted only for a live address on a served domain, with a key,
-    /// whose account is under its allowance.
-    pub async fn check_recipient(&self, address: &str) -> Result<RecipientCheck, StoreError> {
+    /// whose account is under its allowance. An accepted recipient's record
+    /// comes back with the answer, for DATA ([`Recipient::Checked`]).
+    pub async fn check_recipient(&self, address: &str) -> Result<Checked, StoreError> {
         let address = address.trim().to_ascii_lowercase();
         let Some(recipient) = self.repo.recipient(&address).await? else {
-            return Ok(RecipientCheck::Unknown);
+            return Ok(Checked {
+                check: RecipientCheck::Unknown,
+                record: None,
+            });
         };
-        self.admit(&recipient).await
+        let check = self.admit(&recipient).await?;
+        Ok(Checked {
+            check,
+            record: (check == RecipientCheck::Accept).then(|| Box::new(recipient)),
+        })
     }
 
     /// The rules every delivery passes, by SMTP and by `POST /messages`: the
@@ -188,7 +218,11 @@ impl Ingest {
         raw: &[u8],
     ) -> Result<Vec<MessageId>, IngestError> {
         let parsed = parse_mail_checked(raw)?;
-        self.deliver_parsed(recipients, &parsed, raw.len()).await
+        let recipients: Vec<Recipient> = recipients
+            .iter()
+            .map(|address| Recipient::Address(address.clone()))
+            .collect();
+        self.deliver_parsed(&recipients, &parsed, raw.len()).await
     }
 
     /// [`Ingest::deliver`] of a message its caller parsed already (with
@@ -196,42 +230,33 @@ impl Ingest {
     /// message's length.
     pub async fn deliver_parsed(
         &self,
-        recipients: &[String],
+        recipients: &[Recipient],
         parsed: &ParsedMail,
         size: usize,
     ) -> Result<Vec<MessageId>, IngestError> {
         let mut seen: Vec<AddressId> = Vec::new();
         let mut delivered = Vec::new();
         let mut skipped = None;
-        for address in recipients {
-            let Some(recipient) = self
-                .repo
-                .recipient(&address.trim().to_ascii_lowercase())
-                .await?
-            else {
-                skipped = Some(IngestError::Unknown);
-                continue;
+        for recipient in recipients {
+            let record = match recipient {
+                Recipient::Checked(record) => (**record).clone(),
+                Recipient::Address(address) => match self.look_up(address).await? {
+                    Some(record) => record,
+                    None => {
+                        skipped = Some(IngestError::Unknown);
+                        continue;
+                    }
+                },
             };
-            if seen.contains(&recipient.address) {
+            if seen.contains(&record.address) {
                 continue;
             }
-            seen.push(recipient.address.clone());
-            // Suspended between RCPT and DATA: refused like at RCPT.
-            if recipient.suspended {
-                skipped = Some(IngestError::Suspended);
-                continue;
-            }
-            if recipient.public_key.is_none() {
-                skipped = Some(IngestError::NoKey);
-                continue;
-            }
-            match self
-                .seal_and_commit(&recipient, parsed, size, Via::Smtp)
-                .await
-            {
+            seen.push(record.address.clone());
+            match self.deliver_copy(record, parsed, size, Via::Smtp).await {
                 Ok(id) => delivered.push(id),
-                // Deleted after the lookup, before the commit.
-                Err(IngestError::Unknown) => skipped = Some(IngestError::Unknown),
+                Err(
+                    refusal @ (IngestError::Unknown | IngestError::Suspended | IngestError::NoKey),
+                ) => skipped = Some(refusal),
                 Err(error) => return Err(error),
             }
         }
@@ -239,6 +264,45 @@ impl Ingest {
             Some(refusal) if delivered.is_empty() => Err(refusal),
             _ => Ok(delivered),
         }
+    }
+
+    /// One copy, sealed on `record`: refused if the account was suspended
+    /// or the address lost its key since RCPT; read again once when the
+    /// commit finds it changed ([`Commit::RecipientChanged`]).
+    async fn deliver_copy(
+        &self,
+        mut record: RecipientRecord,
+        parsed: &ParsedMail,
+        size: usize,
+        via: Via,
+    ) -> Result<MessageId, IngestError> {
+        let mut read_again = false;
+        loop {
+            if record.suspended {
+                return Err(IngestError::Suspended);
+            }
+            if record.public_key.is_none() {
+                return Err(IngestError::NoKey);
+            }
+            match self.seal_and_commit(&record, parsed, size, via).await {
+                Err(IngestError::RecipientChanged) if !read_again => {
+                    read_again = true;
+                    record = self
+                        .repo
+                        .recipient_by_id(&record.account, &record.address)
+                        .await?
+                        .ok_or(IngestError::Unknown)?;
+                }
+                // Deleted after the lookup, before the commit: `Unknown`.
+                outcome => return outcome,
+            }
+        }
+    }
+
+    async fn look_up(&self, address: &str) -> Result<Option<RecipientRecord>, StoreError> {
+        self.repo
+            .recipient(&address.trim().to_ascii_lowercase())
+            .await
     }
 
     /// `POST /messages`: one raw message into one of the account's addresses.
@@ -274,7 +338,7 @@ impl Ingest {
             }
         }
         let parsed = parse_mail_checked(raw)?;
-        self.seal_and_commit(&recipient, &parsed, raw.len(), Via::Api)
+        self.deliver_copy(recipient, &parsed, raw.len(), Via::Api)
             .await
     }
 
@@ -322,12 +386,16 @@ impl Ingest {
                     "recovery took this delivery over; try again".into(),
                 )))
             }
-            Ok(Commit::RecipientGone) => {
+            Ok(outcome @ (Commit::RecipientGone | Commit::RecipientChanged)) => {
                 // Nothing written; the blobs are still ours and pending.
                 if !keys.is_empty() {
                     self.abandon(keys).await;
                 }
-                Err(IngestError::Unknown)
+                Err(if outcome == Commit::RecipientGone {
+                    IngestError::Unknown
+                } else {
+                    IngestError::RecipientChanged
+                })
             }
             Err(error) => {
                 if !keys.is_empty() {
@@ -532,45 +600,64 @@ mod tests {
         });
         let ingest = ingest(repo, MockBlobStore::new());
         assert_eq!(
-            ingest.check_recipient("x@gmail.com").await.unwrap(),
+            ingest.check_recipient("x@gmail.com").await.unwrap().check,
             RecipientCheck::Unknown
         );
         assert_eq!(
-            ingest.check_recipient("gone@mail.localhost").await.unwrap(),
+            ingest
+                .check_recipient("gone@mail.localhost")
+                .await
+                .unwrap()
+                .check,
             RecipientCheck::Unknown
         );
         assert_eq!(
             ingest
                 .check_recipient("NoKey@Mail.Localhost")
                 .await
-                .unwrap(),
+                .unwrap()
+                .check,
             RecipientCheck::NoKey
         );
         assert_eq!(
-            ingest.check_recipient("full@mail.localhost").await.unwrap(),
+            ingest
+                .check_recipient("full@mail.localhost")
+                .await
+                .unwrap()
+                .check,
             RecipientCheck::OverAllowance
         );
         // Refused before the allowance is even looked at.
         assert_eq!(
-            ingest.check_recipient("held@mail.localhost").await.unwrap(),
+            ingest
+                .check_recipient("held@mail.localhost")
+                .await
+                .unwrap()
+                .check,
             RecipientCheck::Suspended
         );
         assert_eq!(
-            ingest.check_recipient("OK@mail.localhost").await.unwrap(),
+            ingest
+                .check_recipient("OK@mail.localhost")
+                .await
+                .unwrap()
+                .check,
             RecipientCheck::Accept
         );
         assert_eq!(
             ingest
                 .check_recipient("stuffed@mail.localhost")
                 .await
-                .unwrap(),
+                .unwrap()
+                .check,
             RecipientCheck::StorageFull
         );
         assert_eq!(
             ingest
                 .check_recipient("roomy@mail.localhost")
                 .await
-                .unwrap(),
+                .unwrap()
+                .check,
             RecipientCheck::Accept
         );
     }
@@ -592,11 +679,19 @@ mod tests {
         });
         let ingest = ingest(repo, MockBlobStore::new());
         assert_eq!(
-            ingest.check_recipient("last@mail.localhost").await.unwrap(),
+            ingest
+                .check_recipient("last@mail.localhost")
+                .await
+                .unwrap()
+                .check,
             RecipientCheck::Accept
         );
         assert_eq!(
-            ingest.check_recipient("now@mail.localhost").await.unwrap(),
+            ingest
+                .check_recipient("now@mail.localhost")
+                .await
+                .unwrap()
+                .check,
             RecipientCheck::OverAllowance
         );
     }
@@ -634,15 +729,27 @@ mod tests {
         });
         let ingest = ingest(repo, MockBlobStore::new()).with_own_domains(Arc::new(gate));
         assert_eq!(
-            ingest.check_recipient("a@lapsed.example").await.unwrap(),
+            ingest
+                .check_recipient("a@lapsed.example")
+                .await
+                .unwrap()
+                .check,
             RecipientCheck::DomainRefused
         );
         assert_eq!(
-            ingest.check_recipient("a@grace.example").await.unwrap(),
+            ingest
+                .check_recipient("a@grace.example")
+                .await
+                .unwrap()
+                .check,
             RecipientCheck::Accept
         );
         assert_eq!(
-            ingest.check_recipient("a@removed.example").await.unwrap(),
+            ingest
+                .check_recipient("a@removed.example")
+                .await
+                .unwrap()
+                .check,
             RecipientCheck::Unknown
         );
         let account = AccountId::parse("acct_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap();
@@ -727,6 +834,107 @@ mod tests {
         )
         .unwrap();
         assert_eq!(opened, b"ATTACHED");
+    }
+
+    const PLAIN: &[u8] =
+        b"From: a@example.com\r\nTo: shop@mail.localhost\r\nSubject: Hi\r\n\r\ncode 123456\r\n";
+
+    /// Issue 29: an address is read once per recipient per session. RCPT
+    /// reads it; DATA commits on that record without reading it again.
+    #[tokio::test]
+    async fn a_recipient_accepted_at_rcpt_is_not_read_again_at_data() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient()
+            .times(1)
+            .returning(|_| Ok(Some(recipient(false, true))));
+        repo.expect_recipient_by_id().never();
+        repo.expect_commit()
+            .times(1)
+            .returning(|_| Ok(Commit::Done));
+        let ingest = ingest(repo, MockBlobStore::new());
+        let checked = ingest.check_recipient("shop@mail.localhost").await.unwrap();
+        assert_eq!(checked.check, RecipientCheck::Accept);
+        let record = checked.record.expect("an accepted recipient's record");
+        let parsed = parse_mail_checked(PLAIN).unwrap();
+        let ids = ingest
+            .deliver_parsed(&[Recipient::Checked(record)], &parsed, PLAIN.len())
+            .await
+            .unwrap();
+        assert_eq!(ids.len(), 1);
+    }
+
+    /// A refused recipient brings no record to DATA.
+    #[tokio::test]
+    async fn a_refused_recipient_has_no_record() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient()
+            .returning(|_| Ok(Some(recipient(false, false))));
+        let checked = ingest(repo, MockBlobStore::new())
+            .check_recipient("nokey@mail.localhost")
+            .await
+            .unwrap();
+        assert_eq!(checked.check, RecipientCheck::NoKey);
+        assert_eq!(checked.record, None);
+    }
+
+    /// The key changed between RCPT's read and the commit: the commit
+    /// stores nothing (`RecipientChanged`), the address is read again once
+    /// and the message sealed to the key it has now.
+    #[tokio::test]
+    async fn a_recipient_changed_before_the_commit_is_read_again_and_sealed_anew() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient_by_id().times(1).returning(|_, _| {
+            Ok(Some(RecipientRecord {
+                key_epoch: 1,
+                public_key: Some(keys().address_public_key("ibx_shop01", 1)),
+                ..recipient(false, true)
+            }))
+        });
+        let epochs = Arc::new(Mutex::new(Vec::new()));
+        let seen = epochs.clone();
+        repo.expect_commit().times(2).returning(move |new| {
+            let mut seen = seen.lock().unwrap();
+            seen.push(new.message.key_epoch);
+            Ok(if seen.len() == 1 {
+                Commit::RecipientChanged
+            } else {
+                Commit::Done
+            })
+        });
+        let parsed = parse_mail_checked(PLAIN).unwrap();
+        let stale = Box::new(recipient(false, true));
+        let ids = ingest(repo, MockBlobStore::new())
+            .deliver_parsed(&[Recipient::Checked(stale)], &parsed, PLAIN.len())
+            .await
+            .unwrap();
+        assert_eq!(ids.len(), 1);
+        assert_eq!(
+            *epochs.lock().unwrap(),
+            vec![0, 1],
+            "sealed again to epoch 1"
+        );
+    }
+
+    /// Changed again after the second read: the client is told to try
+    /// again (451), nothing stored.
+    #[tokio::test]
+    async fn a_recipient_that_keeps_changing_is_a_retry() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient_by_id()
+            .times(1)
+            .returning(|_, _| Ok(Some(recipient(false, true))));
+        repo.expect_commit()
+            .times(2)
+            .returning(|_| Ok(Commit::RecipientChanged));
+        let parsed = parse_mail_checked(PLAIN).unwrap();
+        let result = ingest(repo, MockBlobStore::new())
+            .deliver_parsed(
+                &[Recipient::Checked(Box::new(recipient(false, true)))],
+                &parsed,
+                PLAIN.len(),
+            )
+            .await;
+        assert!(matches!(result, Err(IngestError::RecipientChanged)));
     }
 
     #[tokio::test]

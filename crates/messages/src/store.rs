@@ -62,6 +62,12 @@ pub enum Commit {
     /// under the delivery, which deletes them; the rest of a batch it was
     /// in is committed as usual.
     RecipientGone,
+    /// Nothing was committed: the recipient no longer stands as the message
+    /// was sealed for it (its account was suspended, or its key changed or
+    /// went, since the record the delivery used was read, at RCPT or at
+    /// DATA). Its blobs are still pending under the delivery, which deletes
+    /// them, and may read the recipient again and start over.
+    RecipientChanged,
 }
 
 /// A blob registered before it is written, for a message not committed yet.
@@ -157,8 +163,10 @@ pub trait MessageRepository: Send + Sync {
     /// Commits the message rows, its counter, records and clears its pending
     /// blobs, in one transaction. Commits nothing and answers
     /// [`Commit::TakenOver`] when any of those blobs is no longer pending for
-    /// `message.owner`, and [`Commit::RecipientGone`] when its address or
-    /// account no longer exists.
+    /// `message.owner`, [`Commit::RecipientGone`] when its address or
+    /// account no longer exists, and [`Commit::RecipientChanged`] when the
+    /// account is suspended or the address's key epoch is no longer the
+    /// message's (or the address has no key).
     async fn commit(&self, message: NewMessage) -> Result<Commit, StoreError>;
     /// Every pending blob: registered, never committed, never forgotten.
     async fn pending_blobs(&self) -> Result<Vec<PendingBlob>, StoreError>;

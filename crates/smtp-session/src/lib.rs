@@ -107,6 +107,10 @@ pub trait Delivery: Send + Sync {
 pub enum RecipientDecision {
     /// 250 2.1.5.
     Accept,
+    /// 250 2.1.5, and the ticket comes back with the message
+    /// ([`Envelope::tickets`]): what RCPT learned need not be asked again
+    /// at DATA.
+    AcceptWith(Ticket),
     /// 550 5.1.1: no such address.
     UnknownAddress,
     /// 550 5.7.1 with the text: the address exists but takes no mail (no
@@ -117,6 +121,38 @@ pub enum RecipientDecision {
     TryLater(String),
 }
 
+/// What a [`Delivery`] learned about a recipient it accepted, kept by the
+/// session with the recipient until the message is handed over. Opaque to
+/// the session.
+#[derive(Clone)]
+pub struct Ticket(Arc<dyn std::any::Any + Send + Sync>);
+
+impl Ticket {
+    pub fn new<T: std::any::Any + Send + Sync>(value: T) -> Self {
+        Self(Arc::new(value))
+    }
+
+    /// The value, if it is a `T`.
+    pub fn get<T: std::any::Any>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
+}
+
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Ticket(..)")
+    }
+}
+
+/// The same ticket, not an equal value: a ticket is compared by identity.
+impl PartialEq for Ticket {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Ticket {}
+
 /// The envelope of one message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Envelope {
@@ -124,6 +160,9 @@ pub struct Envelope {
     pub mail_from: String,
     /// Accepted recipients, as the client gave them, duplicates removed.
     pub recipients: Vec<String>,
+    /// One per recipient, in the same order: the ticket its RCPT was
+    /// accepted with ([`RecipientDecision::AcceptWith`]), if any.
+    pub tickets: Vec<Option<Ticket>>,
     pub client_ip: IpAddr,
     /// The name the client gave in EHLO or HELO.
     pub helo: String,

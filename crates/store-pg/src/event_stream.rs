@@ -12,6 +12,7 @@ use sealpost_activity::{EventStreamRepository, EventType, StreamEvent, StreamRea
 use sealpost_kernel::{AccountId, DeviceId, EventId, StoreError, StreamPosition};
 
 use crate::group_commit::COMMITTED_UP_TO;
+use crate::prepared::PrepareOnce;
 use crate::{PgStore, db_error};
 
 #[derive(QueryableByName)]
@@ -106,6 +107,7 @@ impl EventStreamRepository for PgStore {
         // Read after the events: pruning that deleted any of them before
         // that read committed has moved the floor by now.
         let floor: Floor = diesel::sql_query("SELECT commit_seq, seq FROM event_stream_floor")
+            .prepared()
             .get_result(&mut conn)
             .await
             .map_err(db_error)?;

@@ -27,9 +27,10 @@
 //! parallel.
 //!
 //! One batch, in one transaction: the in-flight row ended, the accounts and
-//! addresses written to locked `FOR KEY SHARE` (a message whose address or
-//! account was deleted since its RCPT is answered `Commit::RecipientGone`
-//! and writes nothing), the pending rows of every other message's blobs
+//! addresses written to locked `FOR KEY SHARE` and re-checked (a message
+//! whose address or account was deleted since its RCPT is answered
+//! `Commit::RecipientGone`, one whose account was suspended or whose key
+//! changed `Commit::RecipientChanged`; neither writes anything), the pending rows of every other message's blobs
 //! locked and cleared (a message some of whose blobs recovery took over is
 //! answered `Commit::TakenOver` and writes nothing; no savepoints: such
 //! messages are left out of every insert, so they cannot fail the batch),
@@ -39,7 +40,7 @@
 //! message of it gets the error: its client is told to try again, none is
 //! told it was stored; its number is taken out of flight at once.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -56,6 +57,7 @@ use sealpost_messages::store::{Commit, Message, NewMessage, RECEIVED_COUNTER};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use crate::notify::{MAIL_CHANNEL, mail_payloads};
+use crate::prepared::PrepareOnce;
 use crate::records::{box_to_json, write_numbered_records};
 use crate::{PgStore, db_error};
 
@@ -293,6 +295,7 @@ impl PgStore {
             // it meanwhile. If this fails too, reclaiming deletes it.
             let _ = diesel::sql_query("DELETE FROM commit_in_flight WHERE seq = $1")
                 .bind::<BigInt, _>(number)
+                .prepared()
                 .execute(&mut conn)
                 .await;
         }
@@ -311,6 +314,7 @@ pub(crate) async fn take_commit_number(
     conn: &mut AsyncPgConnection,
 ) -> Result<i64, diesel::result::Error> {
     let Seq { seq } = diesel::sql_query(TAKE_COMMIT_NUMBER)
+        .prepared()
         .get_result(conn)
         .await?;
     Ok(seq)
@@ -326,6 +330,7 @@ pub(crate) async fn end_in_flight(
 ) -> Result<(), diesel::result::Error> {
     let ended = diesel::sql_query("DELETE FROM commit_in_flight WHERE seq = $1")
         .bind::<BigInt, _>(number)
+        .prepared()
         .execute(conn)
         .await?;
     if ended == 1 {
@@ -349,6 +354,7 @@ pub(crate) async fn reclaim_abandoned_numbers(
          FOR UPDATE SKIP LOCKED)",
     )
     .bind::<diesel::sql_types::Double, _>(ABANDONED_AFTER.as_secs_f64())
+    .prepared()
     .execute(conn)
     .await
 }
@@ -399,6 +405,7 @@ async fn claim_pending_blobs(
     )
     .bind::<Array<Text>, _>(&keys)
     .bind::<Array<Text>, _>(&owners)
+    .prepared()
     .load::<BlobKey>(conn)
     .await?
     .into_iter()
@@ -418,6 +425,7 @@ async fn claim_pending_blobs(
     if !cleared.is_empty() {
         diesel::sql_query("DELETE FROM pending_blobs WHERE blob_key = ANY($1)")
             .bind::<Array<Text>, _>(&cleared)
+            .prepared()
             .execute(conn)
             .await?;
     }
@@ -430,15 +438,30 @@ struct OwnerRow {
     kind: String,
     #[diesel(sql_type = Text)]
     id: String,
+    /// An account suspended, or an address without a key: takes no mail.
+    #[diesel(sql_type = Bool)]
+    refuses: bool,
+    /// An address's key epoch (`NULL` for accounts).
+    #[diesel(sql_type = Nullable<Integer>)]
+    key_epoch: Option<i32>,
+}
+
+/// What the commit finds of an account or an address.
+struct Owner {
+    refuses: bool,
+    key_epoch: Option<i32>,
 }
 
 /// Takes now the key-share locks the inserts' foreign keys would take
 /// under the commit clock (see the module comment), and answers which
-/// messages can be written: one whose address or account was deleted
-/// since its RCPT (the delete committed first; a delete that comes later
-/// waits for this lock, and then deletes the message with the address) is
-/// `RecipientGone` and writes nothing, while the rest of the batch goes
-/// on. Its pending blobs are left for its delivery to delete.
+/// messages can be written. The delivery sealed each message on a record
+/// read earlier (at RCPT, or at DATA), and several ingests may run: a
+/// message whose address or account was deleted since (the delete
+/// committed first; a delete that comes later waits for this lock, and
+/// then deletes the message with the address) is `RecipientGone`, one
+/// whose account was suspended, or whose address's key changed or went,
+/// is `RecipientChanged`; either writes nothing, while the rest of the
+/// batch goes on. Its pending blobs are left for its delivery to delete.
 async fn lock_owners(
     conn: &mut AsyncPgConnection,
     news: &[NewMessage],
@@ -451,30 +474,46 @@ async fn lock_owners(
         .iter()
         .map(|new| new.message.address.as_str())
         .collect();
-    let live: HashSet<(String, String)> = diesel::sql_query(
-        "SELECT 'account' AS kind, a.id FROM (SELECT id FROM accounts WHERE id = ANY($1) \
-                 ORDER BY id FOR KEY SHARE) a \
+    let owners: HashMap<(String, String), Owner> = diesel::sql_query(
+        "SELECT 'account' AS kind, a.id, \
+                EXISTS (SELECT 1 FROM account_suspensions s WHERE s.account_id = a.id) AS refuses, \
+                NULL::int AS key_epoch \
+         FROM (SELECT id FROM accounts WHERE id = ANY($1) ORDER BY id FOR KEY SHARE) a \
          UNION ALL \
-         SELECT 'address' AS kind, b.id FROM (SELECT id FROM addresses WHERE id = ANY($2) \
+         SELECT 'address' AS kind, b.id, b.public_key IS NULL AS refuses, b.key_epoch \
+         FROM (SELECT id, public_key, key_epoch FROM addresses WHERE id = ANY($2) \
                  ORDER BY id FOR KEY SHARE) b",
     )
     .bind::<Array<Text>, _>(accounts.into_iter().collect::<Vec<_>>())
     .bind::<Array<Text>, _>(addresses.into_iter().collect::<Vec<_>>())
+    .prepared()
     .load::<OwnerRow>(conn)
     .await?
     .into_iter()
-    .map(|row| (row.kind, row.id))
+    .map(|row| {
+        let owner = Owner {
+            refuses: row.refuses,
+            key_epoch: row.key_epoch,
+        };
+        ((row.kind, row.id), owner)
+    })
     .collect();
-    let is_live = |kind: &str, id: &str| live.contains(&(kind.to_owned(), id.to_owned()));
+    let find = |kind: &str, id: &str| owners.get(&(kind.to_owned(), id.to_owned()));
     Ok(news
         .iter()
         .map(|new| {
-            if is_live("account", new.message.account.as_str())
-                && is_live("address", new.message.address.as_str())
-            {
-                Commit::Done
+            let message = &new.message;
+            let (Some(account), Some(address)) = (
+                find("account", message.account.as_str()),
+                find("address", message.address.as_str()),
+            ) else {
+                return Commit::RecipientGone;
+            };
+            let sealed_epoch = i32::try_from(message.key_epoch).ok();
+            if account.refuses || address.refuses || address.key_epoch != sealed_epoch {
+                Commit::RecipientChanged
             } else {
-                Commit::RecipientGone
+                Commit::Done
             }
         })
         .collect())
@@ -569,6 +608,7 @@ pub(crate) async fn insert_messages(
     .bind::<Array<Bool>, _>(outgoing)
     .bind::<Array<BigInt>, _>(&stored_bytes)
     .bind::<BigInt, _>(seq)
+    .prepared()
     .execute(conn)
     .await?;
     add_stored_bytes(conn, messages().zip(stored_bytes), shard).await
@@ -595,6 +635,7 @@ async fn add_stored_bytes(
     .bind::<Array<Text>, _>(accounts)
     .bind::<SmallInt, _>(shard)
     .bind::<Array<BigInt>, _>(bytes)
+    .prepared()
     .execute(conn)
     .await?;
     Ok(())
@@ -627,6 +668,7 @@ async fn insert_attachments(
     .bind::<Array<Integer>, _>(indexes)
     .bind::<Array<Nullable<Text>>, _>(keys)
     .bind::<Array<BigInt>, _>(sizes)
+    .prepared()
     .execute(conn)
     .await?;
     Ok(())
@@ -666,6 +708,7 @@ async fn add_received(
     .bind::<Array<Text>, _>(accounts)
     .bind::<Array<Timestamptz>, _>(windows)
     .bind::<Array<BigInt>, _>(counts)
+    .prepared()
     .execute(conn)
     .await?;
     Ok(())
@@ -688,6 +731,7 @@ async fn notify_new_mail(
     diesel::sql_query("SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload")
         .bind::<Text, _>(MAIL_CHANNEL)
         .bind::<Array<Text>, _>(payloads)
+        .prepared()
         .execute(conn)
         .await?;
     Ok(())
@@ -1055,6 +1099,50 @@ mod tests {
         let mut alone = new_message(at(4));
         alone.message.address = AddressId::from_trusted(GONE.to_owned());
         assert_eq!(store.commit(alone).await.unwrap(), Commit::RecipientGone);
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+
+    /// RCPT's record goes to the commit unread at DATA, so the commit
+    /// re-checks what a record can no longer promise: a message sealed to
+    /// a key epoch the address has left, or to an account suspended since,
+    /// is `RecipientChanged` and writes nothing; the rest of its batch is
+    /// committed.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_message_sealed_before_its_recipient_changed_is_skipped_in_its_batch() {
+        const DATABASE: &str = "sealpost_store_pg_group_commit_changed";
+        let store = store_with_address(DATABASE).await;
+        let current = new_message(at(1));
+        let mut old_key = new_message(at(2));
+        old_key.message.key_epoch = 1;
+        let outcomes = store
+            .commit_batch(&[current, old_key])
+            .await
+            .expect("the batch commits without the stale message");
+        assert_eq!(outcomes, vec![Commit::Done, Commit::RecipientChanged]);
+        assert_eq!(stored_ids(&store).await.len(), 1);
+
+        let mut conn = store.conn().await.unwrap();
+        diesel::sql_query(
+            "INSERT INTO account_suspensions (account_id, reason, since) \
+             VALUES ($1, 'abuse', now())",
+        )
+        .bind::<Text, _>(ACCOUNT)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        drop(conn);
+        assert_eq!(
+            store.commit(new_message(at(3))).await.unwrap(),
+            Commit::RecipientChanged,
+            "an account suspended since RCPT takes nothing"
+        );
+        assert_eq!(stored_ids(&store).await.len(), 1);
+        assert_eq!(
+            received_in_window(&store).await,
+            1,
+            "only what was stored is counted"
+        );
         drop(store);
         drop_database(DATABASE).await;
     }

@@ -22,6 +22,7 @@ mod messages;
 mod notifications;
 mod notify;
 mod outbox;
+mod prepared;
 mod pruning;
 mod push;
 mod records;

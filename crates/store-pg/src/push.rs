@@ -17,6 +17,7 @@ use sealpost_notifications::push::{
 use sealpost_notifications::{Platform, Preferences, PushKind, PushToken};
 
 use crate::outbox::{OutboxConsumer, claim_outbox};
+use crate::prepared::PrepareOnce;
 use crate::records::write_records;
 use crate::schema::{
     events, notification_mutes, notification_preferences, push_deliveries, push_devices,
@@ -171,6 +172,7 @@ impl PushRepository for PgStore {
                 .bind::<Text, _>(kind.key())
                 .bind::<Integer, _>(*count)
                 .bind::<Timestamptz, _>(due_at.as_datetime())
+                .prepared()
                 .execute(conn)
                 .await?;
             }
@@ -204,6 +206,7 @@ impl PushRepository for PgStore {
         )
         .bind::<Timestamptz, _>(now.as_datetime())
         .bind::<BigInt, _>(limit)
+        .prepared()
         .get_result(&mut conn)
         .await
         .map_err(db_error)?;
@@ -228,6 +231,7 @@ impl PushRepository for PgStore {
         .bind::<Timestamptz, _>(now.as_datetime())
         .bind::<Timestamptz, _>(lease_until.as_datetime())
         .bind::<BigInt, _>(limit)
+        .prepared()
         .load(&mut conn)
         .await
         .map_err(db_error)?;

@@ -1,13 +1,16 @@
 //! Writing activity entries and outbox events inside a change's transaction,
 //! and remembering retired ids.
 
+use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Bool, Jsonb, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_kernel::{StoreError, Timestamp};
 use sealpost_seal::{SealedBox, sha256};
 
-use crate::schema::{activity, events, retired_ids};
+use crate::prepared::PrepareOnce;
+use crate::schema::retired_ids;
 
 pub(crate) async fn write_records(
     conn: &mut AsyncPgConnection,
@@ -24,67 +27,95 @@ pub(crate) async fn write_numbered_records(
     records: &Records,
     commit_seq: i64,
 ) -> Result<(), diesel::result::Error> {
+    // One statement of fixed text per table, rows as arrays: prepared once
+    // per connection (`prepared.rs`), where a multi-row VALUES list would
+    // be new text, parsed and planned, for every row count.
     if !records.activity.is_empty() {
-        let rows: Vec<_> = records
-            .activity
+        let entries = &records.activity;
+        let ids: Vec<&str> = entries.iter().map(|entry| entry.id.as_str()).collect();
+        let accounts: Vec<&str> = entries.iter().map(|entry| entry.account.as_str()).collect();
+        let kinds: Vec<&str> = entries.iter().map(|entry| entry.kind.as_str()).collect();
+        let addresses: Vec<Option<&str>> = entries
             .iter()
-            .map(|entry| {
-                (
-                    activity::id.eq(entry.id.as_str()),
-                    activity::account_id.eq(entry.account.as_str()),
-                    activity::kind.eq(entry.kind.as_str()),
-                    activity::address_id.eq(entry.address.as_ref().map(|id| id.as_str())),
-                    activity::device_id.eq(entry.device.as_ref().map(|id| id.as_str())),
-                    activity::created_at.eq(entry.at.as_datetime()),
-                )
-            })
+            .map(|entry| entry.address.as_ref().map(|id| id.as_str()))
             .collect();
-        diesel::insert_into(activity::table)
-            .values(rows)
-            .execute(conn)
-            .await?;
+        let devices: Vec<Option<&str>> = entries
+            .iter()
+            .map(|entry| entry.device.as_ref().map(|id| id.as_str()))
+            .collect();
+        let at: Vec<DateTime<Utc>> = entries.iter().map(|entry| entry.at.as_datetime()).collect();
+        diesel::sql_query(
+            "INSERT INTO activity (id, account_id, kind, address_id, device_id, created_at) \
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
+                 $6::timestamptz[])",
+        )
+        .bind::<Array<Text>, _>(ids)
+        .bind::<Array<Text>, _>(accounts)
+        .bind::<Array<Text>, _>(kinds)
+        .bind::<Array<Nullable<Text>>, _>(addresses)
+        .bind::<Array<Nullable<Text>>, _>(devices)
+        .bind::<Array<Timestamptz>, _>(at)
+        .prepared()
+        .execute(conn)
+        .await?;
     }
-    if !records.events.is_empty() {
-        let rows: Vec<_> = records
-            .events
-            .iter()
-            .map(|event| {
-                (
-                    events::id.eq(event.id.as_str()),
-                    events::account_id.eq(event.account.as_str()),
-                    events::event_type.eq(event.kind.as_str()),
-                    events::payload.eq(&event.payload),
-                    events::created_at.eq(event.at.as_datetime()),
-                    events::commit_seq.eq(commit_seq),
-                )
-            })
-            .collect();
-        diesel::insert_into(events::table)
-            .values(rows)
-            .execute(conn)
-            .await?;
+    // Events, then notices (push-only outbox entries, born fanned out so
+    // webhooks skip them), in one insert.
+    let outbox = records
+        .events
+        .iter()
+        .map(|event| {
+            (
+                &event.id,
+                &event.account,
+                event.kind.as_str(),
+                &event.payload,
+                event.at,
+                false,
+            )
+        })
+        .chain(records.notices.iter().map(|notice| {
+            (
+                &notice.id,
+                &notice.account,
+                notice.kind.as_str(),
+                &notice.payload,
+                notice.at,
+                true,
+            )
+        }));
+    let mut ids: Vec<&str> = Vec::new();
+    let mut accounts: Vec<&str> = Vec::new();
+    let mut kinds: Vec<&str> = Vec::new();
+    let mut payloads: Vec<&serde_json::Value> = Vec::new();
+    let mut at: Vec<DateTime<Utc>> = Vec::new();
+    let mut fanned_out: Vec<bool> = Vec::new();
+    for (id, account, kind, payload, when, notice) in outbox {
+        ids.push(id.as_str());
+        accounts.push(account.as_str());
+        kinds.push(kind);
+        payloads.push(payload);
+        at.push(when.as_datetime());
+        fanned_out.push(notice);
     }
-    if !records.notices.is_empty() {
-        // In the outbox for push; born fanned out, so webhooks skip them.
-        let rows: Vec<_> = records
-            .notices
-            .iter()
-            .map(|notice| {
-                (
-                    events::id.eq(notice.id.as_str()),
-                    events::account_id.eq(notice.account.as_str()),
-                    events::event_type.eq(notice.kind.as_str()),
-                    events::payload.eq(&notice.payload),
-                    events::created_at.eq(notice.at.as_datetime()),
-                    events::fanned_out.eq(true),
-                    events::commit_seq.eq(commit_seq),
-                )
-            })
-            .collect();
-        diesel::insert_into(events::table)
-            .values(rows)
-            .execute(conn)
-            .await?;
+    if !ids.is_empty() {
+        diesel::sql_query(
+            "INSERT INTO events (id, account_id, event_type, payload, created_at, fanned_out, \
+                 commit_seq) \
+             SELECT e.id, e.account_id, e.event_type, e.payload, e.created_at, e.fanned_out, $7 \
+             FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], \
+                 $6::bool[]) AS e(id, account_id, event_type, payload, created_at, fanned_out)",
+        )
+        .bind::<Array<Text>, _>(ids)
+        .bind::<Array<Text>, _>(accounts)
+        .bind::<Array<Text>, _>(kinds)
+        .bind::<Array<Jsonb>, _>(payloads)
+        .bind::<Array<Timestamptz>, _>(at)
+        .bind::<Array<Bool>, _>(fanned_out)
+        .bind::<BigInt, _>(commit_seq)
+        .prepared()
+        .execute(conn)
+        .await?;
     }
     Ok(())
 }

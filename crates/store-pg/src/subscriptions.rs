@@ -16,6 +16,7 @@ use sealpost_subscriptions::{
 };
 
 use crate::messages::retained_sql;
+use crate::prepared::PrepareOnce;
 use crate::records::write_records;
 use crate::schema::{accounts, addresses, devices};
 use crate::{PgStore, db_error};
@@ -198,6 +199,8 @@ impl SubscriptionRepository for PgStore {
         .bind::<Text, _>(SENT_HOUR_COUNTER)
         .bind::<Text, _>(SENT_DAY_COUNTER)
         .bind::<Timestamptz, _>(windows.day_start.as_datetime())
+        // Built from constants: the same text every call.
+        .prepared()
         .get_result(&mut conn)
         .await
         .map_err(db_error)?;
@@ -246,6 +249,8 @@ impl SubscriptionRepository for PgStore {
         ))
         .bind::<Text, _>(account.as_str())
         .bind::<Timestamptz, _>(now.as_datetime())
+        // Built from constants: the same text every call.
+        .prepared()
         .get_result(&mut conn)
         .await
         .map_err(db_error)?;
@@ -349,7 +354,7 @@ pub(crate) async fn paused_counts(
                 (SELECT count(*) FROM api_keys WHERE account_id = $1 AND paused_at IS NOT NULL) AS api_keys, \
                 (SELECT count(*) FROM own_domains WHERE account_id = $1 AND proved_at IS NOT NULL) AS domains",
     )
-    .bind::<Text, _>(account.as_str())
+    .bind::<Text, _>(account.as_str()).prepared()
     .get_result(conn)
     .await?;
     Ok(PausedCounts {

@@ -10,10 +10,11 @@ use async_trait::async_trait;
 use sealpost_config::Config;
 use sealpost_kernel::{Clock, StoreError};
 use sealpost_messages::content::parse_mail_checked;
-use sealpost_messages::ingest::{Ingest, IngestError, RecipientCheck};
+use sealpost_messages::ingest::{Checked, Ingest, IngestError, Recipient, RecipientCheck};
+use sealpost_messages::store::RecipientRecord;
 use sealpost_smtp_session::{
     CERT_CHECK_INTERVAL, DataMemory, Delivery, DeliveryOutcome, Drained, Envelope,
-    RecipientDecision, SmtpConfig, Spool, reloading_acceptor,
+    RecipientDecision, SmtpConfig, Spool, Ticket, reloading_acceptor,
 };
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -42,7 +43,15 @@ impl SealingDelivery {
 #[async_trait]
 impl Delivery for SealingDelivery {
     async fn check_recipient(&self, address: &str) -> RecipientDecision {
-        recipient_decision(self.ingest.check_recipient(address).await)
+        match self.ingest.check_recipient(address).await {
+            // The record goes with the recipient to DATA, which then reads
+            // nothing more about it before the commit (which re-checks it).
+            Ok(Checked {
+                check: RecipientCheck::Accept,
+                record: Some(record),
+            }) => RecipientDecision::AcceptWith(Ticket::new(record)),
+            checked => recipient_decision(checked.map(|checked| checked.check)),
+        }
     }
 
     async fn deliver(&self, envelope: &Envelope, data: &[u8]) -> DeliveryOutcome {
@@ -55,7 +64,7 @@ impl Delivery for SealingDelivery {
         let delivered = match parsed {
             Ok(parsed) => {
                 self.ingest
-                    .deliver_parsed(&envelope.recipients, &parsed, data.len())
+                    .deliver_parsed(&recipients(envelope), &parsed, data.len())
                     .await
             }
             Err(limit) => Err(IngestError::Structure(limit)),
@@ -72,6 +81,26 @@ impl Delivery for SealingDelivery {
             Err(error) => delivery_refusal(error, data.len()),
         }
     }
+}
+
+/// The envelope's recipients, with the records RCPT accepted them on.
+fn recipients(envelope: &Envelope) -> Vec<Recipient> {
+    envelope
+        .recipients
+        .iter()
+        .enumerate()
+        .map(|(index, address)| {
+            let checked = envelope
+                .tickets
+                .get(index)
+                .and_then(Option::as_ref)
+                .and_then(Ticket::get::<Box<RecipientRecord>>);
+            match checked {
+                Some(record) => Recipient::Checked(record.clone()),
+                None => Recipient::Address(address.clone()),
+            }
+        })
+        .collect()
 }
 
 /// The one text of every refusal of an address that exists, at RCPT

@@ -201,6 +201,7 @@ where
         let envelope = Envelope {
             mail_from: transaction.mail_from,
             recipients: transaction.recipients,
+            tickets: transaction.tickets,
             client_ip: self.client_ip,
             helo: self.helo.clone().unwrap_or_default(),
         };

@@ -6,12 +6,14 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::replies::clean;
 use super::{Session, Stats};
-use crate::RecipientDecision;
+use crate::{RecipientDecision, Ticket};
 
 /// One mail transaction, from MAIL to the end of DATA (or RSET).
 pub(super) struct Transaction {
     pub(super) mail_from: String,
     pub(super) recipients: Vec<String>,
+    /// One per recipient: the ticket it was accepted with, if any.
+    pub(super) tickets: Vec<Option<Ticket>>,
     /// Whether any RCPT was tried, to tell "no RCPT yet" (503) from "no
     /// valid recipient" (554) at DATA.
     pub(super) rcpt_tried: bool,
@@ -50,6 +52,7 @@ where
         self.transaction = Some(Transaction {
             mail_from: from.address,
             recipients: Vec::new(),
+            tickets: Vec::new(),
             rcpt_tried: false,
             declared_size: from.size,
         });
@@ -73,27 +76,28 @@ where
         if transaction.recipients.len() >= self.config.max_recipients {
             return self.reply(stats, 452, "4.5.3", "Too many recipients");
         }
-        match self.delivery.check_recipient(&address).await {
-            RecipientDecision::Accept => {
-                if let Some(transaction) = self.transaction.as_mut() {
-                    transaction.recipients.push(address);
-                }
-                stats.recipients_accepted = stats.recipients_accepted.saturating_add(1);
-                self.reply(stats, 250, "2.1.5", "Recipient OK");
-            }
+        let ticket = match self.delivery.check_recipient(&address).await {
+            RecipientDecision::Accept => None,
+            RecipientDecision::AcceptWith(ticket) => Some(ticket),
             RecipientDecision::UnknownAddress => {
                 stats.recipients_refused = stats.recipients_refused.saturating_add(1);
-                self.error(stats, 550, "5.1.1", "No such mailbox");
+                return self.error(stats, 550, "5.1.1", "No such mailbox");
             }
             RecipientDecision::Refused(text) => {
                 stats.recipients_refused = stats.recipients_refused.saturating_add(1);
-                self.error(stats, 550, "5.7.1", &clean(&text, "Recipient refused"));
+                return self.error(stats, 550, "5.7.1", &clean(&text, "Recipient refused"));
             }
             RecipientDecision::TryLater(text) => {
                 stats.recipients_refused = stats.recipients_refused.saturating_add(1);
-                self.reply(stats, 452, "4.2.2", &clean(&text, "Try again later"));
+                return self.reply(stats, 452, "4.2.2", &clean(&text, "Try again later"));
             }
+        };
+        if let Some(transaction) = self.transaction.as_mut() {
+            transaction.recipients.push(address);
+            transaction.tickets.push(ticket);
         }
+        stats.recipients_accepted = stats.recipients_accepted.saturating_add(1);
+        self.reply(stats, 250, "2.1.5", "Recipient OK");
     }
 
     /// smtp-proto reads both `<>` and `<postmaster>` as the empty address:

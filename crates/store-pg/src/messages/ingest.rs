@@ -9,6 +9,7 @@ use diesel_async::RunQueryDsl;
 use sealpost_kernel::{AccountId, AddressId, PlanId, StoreError, Timestamp};
 use sealpost_messages::store::{Commit, NewMessage, RecipientRecord};
 
+use crate::prepared::PrepareOnce;
 use crate::schema::{account_suspensions, accounts, addresses, pending_blobs};
 use crate::{PgStore, bytes32, db_error};
 
@@ -144,7 +145,9 @@ pub(super) async fn recipient(
 ) -> Result<Option<RecipientRecord>, StoreError> {
     let mut conn = store.conn().await?;
     recipient_query!(addresses::email_address.eq(email_address))
-        .first::<RecipientRow>(&mut conn)
+        .limit(1)
+        .prepared()
+        .get_result::<RecipientRow>(&mut conn)
         .await
         .optional()
         .map_err(db_error)?
@@ -163,7 +166,9 @@ pub(super) async fn recipient_by_id(
             .eq(address.as_str())
             .and(addresses::account_id.eq(account.as_str()))
     )
-    .first::<RecipientRow>(&mut conn)
+    .limit(1)
+    .prepared()
+    .get_result::<RecipientRow>(&mut conn)
     .await
     .optional()
     .map_err(db_error)?

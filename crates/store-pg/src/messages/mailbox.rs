@@ -19,6 +19,7 @@ use super::{
 };
 use crate::access::{Caller, may_use};
 use crate::group_commit::COMMITTED_UP_TO;
+use crate::prepared::PrepareOnce;
 use crate::records::{DeletedMessages, delete_messages_of, delete_messages_sql};
 use crate::schema::{addresses, attachments, blob_garbage, messages};
 use crate::{PgStore, db_error};
@@ -300,7 +301,7 @@ pub(super) async fn spend_object_read(
     .bind::<Text, _>(account.as_str())
     .bind::<Text, _>(sealpost_messages::store::OBJECT_READS_COUNTER)
     .bind::<Timestamptz, _>(hour.as_datetime())
-    .bind::<BigInt, _>(i64::try_from(limit).unwrap_or(i64::MAX))
+    .bind::<BigInt, _>(i64::try_from(limit).unwrap_or(i64::MAX)).prepared()
     .get_result(&mut conn)
     .await
     .optional()

@@ -15,6 +15,7 @@ use sealpost_webhooks::endpoint::{DisabledReason, EndpointHealth};
 use sealpost_webhooks::{AttemptRecord, DueDelivery, Endpoint};
 
 use super::{DeliveryRow, EndpointRow};
+use crate::prepared::PrepareOnce;
 use crate::schema::{accounts, webhook_deliveries, webhooks};
 use crate::{PgStore, db_error};
 
@@ -78,6 +79,7 @@ pub(super) async fn claim_due(
     .bind::<BigInt, _>(limit)
     .bind::<BigInt, _>(i64::from(HEALTHY_IN_FLIGHT))
     .bind::<BigInt, _>(i64::from(FAILING_IN_FLIGHT))
+    .prepared()
     .load(&mut conn)
     .await
     .map_err(db_error)?;
@@ -166,7 +168,7 @@ pub(super) async fn record_attempts(
         .bind::<Array<Nullable<Integer>>, _>(&responses)
         .bind::<Array<Nullable<Text>>, _>(&errors)
         .bind::<Array<Nullable<Timestamptz>>, _>(&last_attempts)
-        .bind::<Array<Nullable<Timestamptz>>, _>(&next_attempts)
+        .bind::<Array<Nullable<Timestamptz>>, _>(&next_attempts).prepared()
         .execute(conn)
         .await?;
         for (webhook_id, records) in &healths {
@@ -185,7 +187,7 @@ pub(super) async fn record_attempts(
             .bind::<Bool, _>(write.succeeded)
             .bind::<Nullable<Timestamptz>, _>(write.last_success_at.map(|t| t.as_datetime()))
             .bind::<Nullable<Timestamptz>, _>(write.failing_since.map(|t| t.as_datetime()))
-            .bind::<Text, _>(*webhook_id)
+            .bind::<Text, _>(*webhook_id).prepared()
             .execute(conn)
             .await?;
         }

@@ -1,0 +1,116 @@
+//! Raw SQL that each connection prepares once.
+//!
+//! diesel never caches a statement that holds raw SQL (`sql_query`, or a
+//! `dsl::sql` fragment in a query built with the query builder): it cannot
+//! know the text is the same each time. diesel-async then prepares such a
+//! statement anew on every call: a round trip of its own (Parse, Describe)
+//! before the one that runs it, and a parse and plan on the server each
+//! time. For text fixed at compile time that is pure waste, and on the hot
+//! paths (the ingest's commit batch, RCPT's recipient lookup, `GET /usage`)
+//! it was most of the statements' cost (docs/benchmarks.md).
+//!
+//! [`Prepared`] marks such a statement safe to cache: the connection's
+//! statement cache keys it by its SQL text and bind types, so it is
+//! prepared on first use and then only bound and run. Use it only where the
+//! SQL text is fixed (a `&'static str`, or a query builder expression whose
+//! shape never varies): every distinct text is kept for the connection's
+//! lifetime.
+
+use diesel::pg::Pg;
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
+use diesel::result::QueryResult;
+
+/// A statement of fixed SQL text, cached as a prepared statement per
+/// connection (see the module comment).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Prepared<Q>(Q);
+
+/// `.prepared()` on a statement whose SQL text never varies.
+pub(crate) trait PrepareOnce: Sized {
+    fn prepared(self) -> Prepared<Self> {
+        Prepared(self)
+    }
+}
+
+impl<Q: QueryFragment<Pg>> PrepareOnce for Q {}
+
+impl<Q: QueryFragment<Pg>> QueryFragment<Pg> for Prepared<Q> {
+    fn walk_ast<'b>(&'b self, pass: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        self.0.walk_ast(pass)
+    }
+
+    /// The text is fixed (the caller's promise), whatever raw SQL it holds.
+    fn is_safe_to_cache_prepared(&self, _backend: &Pg) -> QueryResult<bool> {
+        Ok(true)
+    }
+}
+
+impl<Q> QueryId for Prepared<Q> {
+    /// No static id: the cache keys the statement by its SQL text.
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<Q: Query> Query for Prepared<Q> {
+    type SqlType = Q::SqlType;
+}
+
+#[cfg(test)]
+mod tests {
+    use diesel::QueryableByName;
+    use diesel::sql_types::{BigInt, Text};
+    use diesel_async::RunQueryDsl;
+
+    use super::*;
+    use crate::test_db::{drop_database, fresh_store};
+
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        count: i64,
+    }
+
+    /// How many prepared statements of this connection hold `marker`.
+    async fn prepared_with(conn: &mut diesel_async::AsyncPgConnection, marker: &str) -> i64 {
+        diesel::sql_query(
+            "SELECT count(*) AS count FROM pg_prepared_statements \
+             WHERE statement LIKE '%' || $1 || '%' AND statement NOT LIKE '%pg_prepared_statements%'",
+        )
+        .bind::<Text, _>(marker)
+        .get_result::<Count>(conn)
+        .await
+        .unwrap()
+        .count
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_prepared_raw_statement_is_prepared_once_and_reused() {
+        let store = fresh_store("prepared_once").await;
+        let mut conn = store.conn().await.unwrap();
+        for value in 1..=3_i64 {
+            let row: Count = diesel::sql_query("SELECT $1::bigint AS count /* prepared-marker */")
+                .bind::<BigInt, _>(value)
+                .prepared()
+                .get_result(&mut conn)
+                .await
+                .unwrap();
+            assert_eq!(row.count, value, "each call runs with its own binds");
+        }
+        assert_eq!(
+            prepared_with(&mut conn, "prepared-marker").await,
+            1,
+            "one prepared statement, kept and reused by all three calls"
+        );
+        // The same text without `.prepared()` is prepared per call and
+        // closed after it: nothing is kept.
+        let _: Count = diesel::sql_query("SELECT $1::bigint AS count /* unprepared-marker */")
+            .bind::<BigInt, _>(7_i64)
+            .get_result(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(prepared_with(&mut conn, "unprepared-marker").await, 0);
+        drop(conn);
+        drop(store);
+        drop_database("prepared_once").await;
+    }
+}
