@@ -45,7 +45,7 @@ pub(crate) async fn write_numbered_records(
             .collect();
         let at: Vec<DateTime<Utc>> = entries.iter().map(|entry| entry.at.as_datetime()).collect();
         diesel::sql_query(
-            "INSERT INTO activity (id, account_id, kind, address_id, device_id, created_at) \
+            "INSERT INTO activity (id, account_id, kind, inbox_id, worker_id, created_at) \
              SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
                  $6::timestamptz[])",
         )
@@ -100,7 +100,7 @@ pub(crate) async fn write_numbered_records(
     }
     if !ids.is_empty() {
         diesel::sql_query(
-            "INSERT INTO events (id, account_id, event_type, payload, created_at, fanned_out, \
+            "INSERT INTO events (id, account_id, type, payload, created_at, fanned_out, \
                  commit_seq) \
              SELECT e.id, e.account_id, e.event_type, e.payload, e.created_at, e.fanned_out, $7 \
              FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], \
