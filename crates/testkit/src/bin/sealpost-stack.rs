@@ -18,7 +18,9 @@
 //! addresses (`api`, `smtp`, `dns`, `publicDns`, `relay`, `webhookReceiver`,
 //! `apns`, `fcm`, `stripe`, `btcpay`, `database`, `databaseUrl`, `s3`) and the processes' ids
 //! (`pids`), and with `--env FILE` writes the addresses as `KEY=value`
-//! lines. It runs until SIGINT or SIGTERM (or, with `--until-stdin-closes`,
+//! lines. Every message the relay accepts is also written to the directory
+//! `relayDir` (`SEALPOST_STACK_RELAY_DIR`): `000001.eml` with its envelope
+//! in `000001.json` (`{mailFrom, recipients}`), and so on. It runs until SIGINT or SIGTERM (or, with `--until-stdin-closes`,
 //! until its standard input ends), then stops every process it started and
 //! drops the database.
 //!
@@ -253,6 +255,11 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
     // The stand-ins, trusted through one CA.
     let public_dns = PublicDns::start(&[]).await;
     let relay = TestRelay::start(Behaviour::Accept).await;
+    // What the relay accepts, as files a test in another process can read.
+    let relay_dir = work.join("relayed");
+    std::fs::create_dir_all(&relay_dir)
+        .map_err(|error| format!("creating {}: {error}", relay_dir.display()))?;
+    let relay_mirror = relay.mirror_to(relay_dir.clone());
     let receiver = Receiver::start(200).await;
     let ca = TestCa::new();
     let apns = ApnsStandIn::start(&ca).await;
@@ -420,6 +427,7 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
         "dns": address(Process::Dns, dns.to_string()),
         "publicDns": public_dns.addr().to_string(),
         "relay": relay.addr.to_string(),
+        "relayDir": relay_dir.display().to_string(),
         "webhookReceiver": receiver.addr.to_string(),
         "webhookHost": "hooks.test",
         "apns": apns.url(),
@@ -443,6 +451,7 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
             format!("SEALPOST_DNS_ADDR={dns}\n"),
             format!("SEALPOST_STACK_PUBLIC_DNS={}\n", public_dns.addr()),
             format!("SEALPOST_STACK_RELAY={}\n", relay.addr),
+            format!("SEALPOST_STACK_RELAY_DIR={}\n", relay_dir.display()),
         ];
         std::fs::write(path, lines.concat())
             .map_err(|error| format!("writing {}: {error}", path.display()))?;
@@ -458,6 +467,7 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
         stop(child).await;
     }
     public_dns.stop().await;
+    relay_mirror.abort();
     let _ = std::fs::remove_dir_all(&work);
     stopped
 }

@@ -15,6 +15,7 @@ import { AccountKeys } from './keys.js';
 import {
   createAddressBody,
   deliverBody,
+  query,
   routes,
   toAddress,
   toAddressList,
@@ -52,12 +53,22 @@ const REQUEST_TIMEOUT_MS = 30_000;
 /** Pause after a 429 or 5xx while waiting, when the service does not say. */
 const RETRY_PAUSE_MS = 2_000;
 
-/** A non-2xx answer: `code` is the API's error code (`not_found`, `rate_limited`, ...). */
+/**
+ * Every code the API answers with: the enum of `ErrorDetail.code` in the
+ * OpenAPI document, made from the server's one error table.
+ */
+export type ErrorCode = Wire['ErrorDetail']['code'];
+
+/**
+ * A non-2xx answer: `code` is the API's error code (`not_found`,
+ * `rate_limited`, ...), or `http_error` when the answer was not the API's
+ * error body (a proxy's page, for example).
+ */
 export class ApiError extends Error {
   override name = 'ApiError';
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode | 'http_error',
     message: string,
     /** Seconds, from `Retry-After`. */
     readonly retryAfter: number | undefined,
@@ -429,6 +440,78 @@ export class SealpostClient {
     }
   }
 
+  // ---- Web client: mail, folders, notifications, sessions, activity (issue #32) -------
+
+  /**
+   * `POST /messages/send` (a session): answers once the service's relay
+   * accepted the message for every recipient. The service keeps a copy in
+   * `sent`, sealed to the `from` address's key like received mail (open it
+   * with `openMessage`); `messageId` is null when the address has no key.
+   * `send_failed` when the relay refused it (nothing counted),
+   * `rate_limited` past the plan's sends, `invalid_field` naming the field.
+   */
+  async sendMail(mail: { from: string; fromName?: string; to: string[]; subject: string; text: string; html?: string }): Promise<{ messageId: string | null }> {
+    const body: Wire['SendMailRequest'] = { from: mail.from, to: mail.to, subject: mail.subject, text: mail.text };
+    if (mail.fromName !== undefined) body.fromName = mail.fromName;
+    if (mail.html !== undefined) body.html = mail.html;
+    const sent = await this.#json<Wire['SentMail']>('POST', '/messages/send', { body });
+    return { messageId: sent.messageId ?? null };
+  }
+
+  /** `POST /messages/:id/star`: stars the message, or removes the star with `false`. */
+  async starMessage(id: string, starred = true): Promise<void> {
+    const body: Wire['StarRequest'] = { starred };
+    await this.#send('POST', `${routes.message(id)}/star`, { body });
+  }
+
+  /** `POST /messages/:id/move`: the message as it is after the move. */
+  async moveMessage(id: string, folder: Folder): Promise<Message> {
+    const body: Wire['MoveRequest'] = { folder };
+    return toMessage((await this.#json<Wire['MessageReply']>('POST', `${routes.message(id)}/move`, { body })).message);
+  }
+
+  /** `POST /messages/trash/empty` (a session): deletes every message in the trash; answers how many. */
+  async emptyTrash(): Promise<number> {
+    return (await this.#json<Wire['EmptiedBody']>('POST', '/messages/trash/empty')).deleted;
+  }
+
+  /** `GET /notifications/preferences`: which kinds are pushed, and the muted addresses. */
+  async notificationSettings(): Promise<Wire['NotificationSettings']> {
+    return this.#json('GET', '/notifications/preferences');
+  }
+
+  /** `PATCH /notifications/preferences`: changes only the kinds given. */
+  async updateNotificationPreferences(change: Partial<Wire['NotificationPreferences']>): Promise<Wire['NotificationSettings']> {
+    return this.#json('PATCH', '/notifications/preferences', { body: change });
+  }
+
+  /** `PATCH /notifications/inboxes/:id`: mutes (or unmutes) pushes of an address's new mail. */
+  async muteAddress(addressId: string, muted: boolean): Promise<boolean> {
+    const body: Wire['MuteRequest'] = { muted };
+    return (await this.#json<Wire['Mute']>('PATCH', `/notifications/inboxes/${encodeURIComponent(addressId)}`, { body })).muted;
+  }
+
+  /** `GET /accounts/sessions` (a session): live sessions, newest first, this one `current`. */
+  async listSessions(): Promise<Wire['Session'][]> {
+    return (await this.#json<Wire['SessionList']>('GET', '/accounts/sessions')).sessions;
+  }
+
+  /** `DELETE /accounts/sessions` (a session): signs out every other session; answers how many. */
+  async signOutOtherSessions(): Promise<number> {
+    return (await this.#json<Wire['Revoked']>('DELETE', '/accounts/sessions')).revoked;
+  }
+
+  /** `DELETE /accounts/sessions/:id` (a session): signs out one session. */
+  async signOutSession(id: string): Promise<void> {
+    await this.#send('DELETE', `/accounts/sessions/${encodeURIComponent(id)}`);
+  }
+
+  /** `GET /activity`: the account's activity, newest first (ids and times only). */
+  async listActivity(page: { limit?: number; cursor?: string } = {}): Promise<{ activity: Wire['ActivityEntry'][]; nextCursor: string | null }> {
+    const reply = await this.#json<Wire['ActivityPage']>('GET', `/activity${query({ limit: page.limit, cursor: page.cursor })}`);
+    return { activity: reply.activity, nextCursor: reply.nextCursor ?? null };
+  }
+
   // ---- Plumbing ------------------------------------------------------------------------
 
   async #json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
@@ -473,7 +556,7 @@ export class SealpostClient {
 /** The `ApiError` of a non-2xx answer (its body read). */
 async function apiError(response: Response): Promise<ApiError> {
   const body = new Uint8Array(await response.arrayBuffer());
-  let code = 'http_error';
+  let code: ErrorCode | 'http_error' = 'http_error';
   let message = response.statusText || `HTTP ${response.status}`;
   try {
     const parsed = JSON.parse(new TextDecoder().decode(body)) as Wire['ErrorBody'];

@@ -3,11 +3,14 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { AxeBuilder } from '@axe-core/playwright';
-import type { Page } from 'playwright-core';
+import { AccountKeys, generatePhrase, SealpostClient } from '@sealpost/sdk';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 export const API = process.env['SEALPOST_API_URL']?.replace(/\/+$/, '');
 export const SMTP = process.env['SEALPOST_SMTP_ADDR'];
@@ -99,4 +102,108 @@ export function cli(configDir: string, args: string[], extraEnv: Record<string, 
       },
     );
   });
+}
+
+// ---- Mail, settings, activity, phone and keyboard flows (issue #32) ----------------
+
+/** The directory where the stack writes what its SMTP relay accepted (`SEALPOST_STACK_RELAY_DIR`). */
+export const RELAY_DIR = process.env['SEALPOST_STACK_RELAY_DIR'];
+
+/** Why a flow is skipped: no stack (or, under CI=true, a failure instead). */
+export const STACK_SKIP =
+  API && SMTP
+    ? false
+    : CI
+      ? false
+      : 'browser tests skipped: set SEALPOST_API_URL and SEALPOST_SMTP_ADDR (a stack: sealpost-stack --env FILE) to run them';
+
+/** A fresh account made with the SDK: its phrase (to sign the page in), keys and a signed-in client. */
+export async function newAccount(): Promise<{ phrase: string; keys: AccountKeys; client: SealpostClient }> {
+  assert.ok(API && SMTP, 'CI=true: set SEALPOST_API_URL and SEALPOST_SMTP_ADDR');
+  const phrase = generatePhrase();
+  const keys = await AccountKeys.fromPhrase(phrase);
+  const client = await SealpostClient.register({ baseUrl: API, keys });
+  return { phrase, keys, client };
+}
+
+/** Chromium with a fresh profile at a viewport; `close` also removes the profile. */
+export async function openBrowser(viewport: { width: number; height: number } = { width: 1280, height: 800 }, options: { isMobile?: boolean; hasTouch?: boolean } = {}): Promise<{ context: BrowserContext; page: Page; close: () => Promise<void> }> {
+  checkChromium();
+  const profile = mkdtempSync(join(tmpdir(), 'sealpost-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, viewport, ...options });
+  const page = context.pages()[0] ?? (await context.newPage());
+  return {
+    context,
+    page,
+    close: async () => {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Signs the page in with a recovery phrase (pointer and typing). */
+export async function signInPage(page: Page, phrase: string): Promise<void> {
+  await page.goto(`${API}/app/`);
+  await page.getByRole('button', { name: 'Sign in with my phrase' }).click();
+  await page.getByLabel('Recovery phrase (12 words)').fill(phrase);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.getByRole('heading', { name: 'Addresses' }).waitFor();
+}
+
+/** A screenshot of the page as it is, in test-results/. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(RESULTS, { recursive: true });
+  await page.screenshot({ path: join(RESULTS, `${name}.png`), fullPage: false });
+}
+
+/** A plain RFC 5322 mail from `from` to `to`. */
+export function plainMail(from: string, to: string, subject: string, text: string): Uint8Array {
+  return new TextEncoder().encode(
+    [`From: ${from}`, `To: ${to}`, `Subject: ${subject}`, `Date: ${rfc5322Date()}`, `Message-ID: ${messageId()}`, 'MIME-Version: 1.0', 'Content-Type: text/plain; charset=utf-8', '', text, ''].join('\r\n'),
+  );
+}
+
+/** The first message the stack's relay accepted that `match`es, waiting up to `timeoutMs`. */
+export async function relayedMail(match: (mail: { raw: string; mailFrom: string; recipients: string[] }) => boolean, timeoutMs = 20_000): Promise<{ raw: string; mailFrom: string; recipients: string[] }> {
+  assert.ok(RELAY_DIR, 'SEALPOST_STACK_RELAY_DIR is not set: start the stack with sealpost-stack --env FILE and source it');
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const name of readdirSync(RELAY_DIR).filter((n) => n.endsWith('.json')).sort()) {
+      const envelope = JSON.parse(readFileSync(join(RELAY_DIR, name), 'utf8')) as { mailFrom: string; recipients: string[] };
+      const eml = join(RELAY_DIR, name.replace(/\.json$/, '.eml'));
+      if (!existsSync(eml)) continue;
+      const mail = { raw: readFileSync(eml, 'utf8'), ...envelope };
+      if (match(mail)) return mail;
+    }
+    assert.ok(Date.now() < deadline, 'the relay received no such mail in time');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
+ * Presses Tab (Shift+Tab with `back`) until the focused element (the one
+ * focused already included) matches
+ * `wanted` (`aria-label | placeholder | text or label`, the empty ones left
+ * out), at most `max` times:
+ * how a person reaches a control with the keyboard alone.
+ */
+export async function tabTo(page: Page, wanted: RegExp, options: { back?: boolean; max?: number } = {}): Promise<void> {
+  const seen: string[] = [];
+  for (let i = 0; i <= (options.max ?? 80); i++) {
+    // The element focused now counts (a form that took the focus), then one key press per step.
+    if (i > 0) await page.keyboard.press(options.back === true ? 'Shift+Tab' : 'Tab');
+    const name = await page.evaluate(() => {
+      const el = document.activeElement as HTMLElement | null;
+      if (el === null) return '';
+      const label = el.closest('label')?.textContent ?? '';
+      return [el.getAttribute('aria-label') ?? '', el.getAttribute('placeholder') ?? '', el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement || el instanceof HTMLSelectElement ? label : (el.textContent ?? '')]
+        .map((part) => part.replace(/\s+/g, ' ').trim())
+        .filter((part) => part !== '')
+        .join(' | ');
+    });
+    seen.push(name);
+    if (wanted.test(name)) return;
+  }
+  assert.fail(`no focusable element matching ${wanted} by keyboard; focus went through: ${seen.join(' → ')}`);
 }

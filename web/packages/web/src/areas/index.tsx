@@ -3,7 +3,9 @@
 import type { ComponentType } from 'preact';
 
 import type { Unlocked } from '../session';
+import { Activity } from './Activity';
 import { Mailbox } from './Mail';
+import { Settings } from './Settings';
 
 export interface Area {
   /** Stable id: the URL fragment (`#mail`) and the test ids (`nav-mail`). */
@@ -14,4 +16,6 @@ export interface Area {
 
 export const AREAS: Area[] = [
   { id: 'mail', title: 'Mail', View: Mailbox },
+  { id: 'settings', title: 'Notifications and sessions', View: Settings },
+  { id: 'activity', title: 'Activity', View: Activity },
 ];
