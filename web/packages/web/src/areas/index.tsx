@@ -3,6 +3,8 @@
 import type { ComponentType } from 'preact';
 
 import type { Unlocked } from '../session';
+import { Billing } from './Billing';
+import { Devices } from './Devices';
 import { Mailbox } from './Mail';
 
 export interface Area {
@@ -14,4 +16,6 @@ export interface Area {
 
 export const AREAS: Area[] = [
   { id: 'mail', title: 'Mail', View: Mailbox },
+  { id: 'devices', title: 'Devices', View: Devices },
+  { id: 'billing', title: 'Plan and billing', View: Billing },
 ];
