@@ -6,6 +6,7 @@ import type { Unlocked } from '../session';
 import { Billing } from './Billing';
 import { Devices } from './Devices';
 import { Mailbox } from './Mail';
+import { Webhooks } from './Webhooks';
 
 export interface Area {
   /** Stable id: the URL fragment (`#mail`) and the test ids (`nav-mail`). */
@@ -18,4 +19,5 @@ export const AREAS: Area[] = [
   { id: 'mail', title: 'Mail', View: Mailbox },
   { id: 'devices', title: 'Devices', View: Devices },
   { id: 'billing', title: 'Plan and billing', View: Billing },
+  { id: 'webhooks', title: 'Webhooks', View: Webhooks },
 ];
