@@ -12,13 +12,23 @@ import { AddressKey, openMessage, type AddressSecrets, type OpenedMessage } from
 import { readFrames, type StreamedEvent } from './events.js';
 import { newAddressId, newDeviceId, newWebhookId } from './ids.js';
 import { sealKeyBundle } from './device.js';
-import { newDeviceProfile, openDeviceProfile, profileDeviceKey, sealDeviceProfile, sealWebhookName, type DeviceProfile } from './profile.js';
+import {
+  newApiKeyId,
+  newDeviceProfile,
+  openDeviceProfile,
+  profileDeviceKey,
+  sealApiKeyLabel,
+  sealDeviceProfile,
+  sealWebhookName,
+  type DeviceProfile,
+} from './profile.js';
 import { AccountKeys } from './keys.js';
 import {
   accountRoutes,
   assignBody,
   claimBody,
   toPairingLookup,
+  type ApiKey,
   type Checkout,
   type Delivery,
   type DeliveryStatus,
@@ -664,6 +674,24 @@ export class SealpostClient {
   /** Sends a delivery's event again: a new delivery id, the same event id. */
   async redeliver(id: string, deliveryId: string): Promise<Wire['Sent']> {
     return this.#json<Wire['Sent']>('POST', accountRoutes.webhookRedeliver(id, deliveryId));
+  }
+
+  /** `GET /api-keys`: the account's API keys, oldest first (labels sealed: `openApiKeyLabel`). */
+  async listApiKeys(): Promise<ApiKey[]> {
+    return (await this.#json<Wire['ApiKeyList']>('GET', accountRoutes.apiKeys)).apiKeys;
+  }
+
+  /** Creates an API key (Operator plan and up) labelled `label` (sealed to the vault key); its `spk_` token is answered this once. */
+  async createApiKey(label: string, keys: AccountKeys | undefined = this.keys): Promise<{ apiKey: ApiKey; token: string }> {
+    if (keys === undefined) throw new Error('creating an API key needs the account keys');
+    const id = newApiKeyId();
+    const body: Wire['CreateApiKeyRequest'] = { id, label: sealApiKeyLabel(keys, id, label) as unknown as Wire['SealedBoxJson'] };
+    return this.#json<Wire['CreatedApiKey']>('POST', accountRoutes.apiKeys, { body });
+  }
+
+  /** Revokes an API key: its token stops working at once. */
+  async revokeApiKey(id: string): Promise<void> {
+    await this.#send('DELETE', accountRoutes.apiKey(id));
   }
 }
 

@@ -44,6 +44,7 @@ export type {
   WaitResult,
 } from './wire.js';
 export type {
+  ApiKey,
   Checkout,
   Delivery,
   DeliveryStatus,

@@ -6,6 +6,7 @@
 import { openBox, sealBox, type SealedBox } from './boxes.js';
 import { b64decodeN, b64encode, fromUtf8, SealError } from './bytes.js';
 import { deviceProfileContext, webhookMetaContext } from './context.js';
+import { randomIdBody } from './ids.js';
 import type { AccountKeys } from './keys.js';
 
 /**
@@ -76,3 +77,18 @@ export function sealWebhookName(keys: AccountKeys, webhookId: string, name: stri
 export function openWebhookName(keys: AccountKeys, webhookId: string, meta: SealedBox | unknown): string {
   return fromUtf8(openBox(meta, keys.vaultSecret(), webhookMetaContext(webhookId)));
 }
+
+/** An API key's label: UTF-8 text sealed to the vault key, context `service/v1/api-key-label:<id>`. */
+export function sealApiKeyLabel(keys: AccountKeys, keyId: string, label: string): SealedBox {
+  return sealBox(keys.vaultPublicKey(), apiKeyLabelContext(keyId), label);
+}
+
+export function openApiKeyLabel(keys: AccountKeys, keyId: string, sealed: SealedBox | unknown): string {
+  return fromUtf8(openBox(sealed, keys.vaultSecret(), apiKeyLabelContext(keyId)));
+}
+
+/** API key label: `service/v1/api-key-label:<keyId>`. */
+export const apiKeyLabelContext = (keyId: string): string => `service/v1/api-key-label:${keyId}`;
+
+/** A new API key id: `key_` + 16 random lowercase letters and digits. */
+export const newApiKeyId = (): string => `key_${randomIdBody()}`;

@@ -279,6 +279,7 @@ export type Checkout = Wire['Checkout'];
 export type Webhook = Wire['Webhook'];
 export type Delivery = Wire['Delivery'];
 export type DeliveryStatus = Wire['DeliveryStatus'];
+export type ApiKey = Wire['ApiKey'];
 export type WebhookEventType = Exclude<Wire['CreateWebhookRequest']['events'][number], '*'>;
 
 /** A waiting pairing session found by its code: what the device reported (name, platform, kind) and its key. */
@@ -324,6 +325,8 @@ export const accountRoutes = {
   providers: '/billing/providers',
   checkout: '/billing/checkout',
   payment: (id: string) => `/billing/payments/${seg(id)}`,
+  apiKeys: '/api-keys',
+  apiKey: (id: string) => `/api-keys/${seg(id)}`,
   webhooks: '/webhook-endpoints',
   webhook: (id: string) => `/webhook-endpoints/${seg(id)}`,
   webhookRotate: (id: string) => `/webhook-endpoints/${seg(id)}/rotate-secret`,

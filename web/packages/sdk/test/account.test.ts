@@ -14,6 +14,7 @@ import {
   KeyBundle,
   keyFingerprint,
   openBox,
+  openApiKeyLabel,
   openDeviceProfile,
   openWebhookName,
   sealBox,
@@ -93,6 +94,9 @@ function fakeApi() {
     }
     if (method === 'POST' && u.pathname === '/webhook-endpoints') {
       return reply(201, { secret: 'whsec_test', webhook: { id: b['id'], url: b['url'], events: b['events'], meta: b['meta'], status: 'active', createdAt: NOW } });
+    }
+    if (method === 'POST' && u.pathname === '/api-keys') {
+      return reply(201, { token: 'spk_test', apiKey: { id: b['id'], label: b['label'], createdAt: NOW, paused: false } });
     }
     if (method === 'POST' && u.pathname === '/billing/checkout') {
       return reply(201, { url: 'http://x/pay', payment: { id: 'pay_1', status: 'pending', planId: b['planId'], provider: b['provider'], amount: 900, currency: 'usd', createdAt: NOW, url: 'http://x/pay' } });
@@ -201,4 +205,16 @@ test('a webhook is created with its name sealed to the vault key; checkout sends
   assert.deepEqual(api.calls[1]?.body, { planId: 'operator', provider: 'sandbox' });
   assert.equal(checkout.payment.status, 'pending');
   assert.ok(api.calls.every((c) => c.auth === 'Bearer tok'));
+});
+
+test('an API key is created with its label sealed to the vault key (context api-key-label), the token answered once', async () => {
+  const api = fakeApi();
+  const client = new SealpostClient({ baseUrl: 'http://api.test', token: 'tok', keys, fetch: api.fetch });
+  const created = await client.createApiKey('CI runner');
+  assert.equal(created.token, 'spk_test');
+  const sent = api.calls[0]?.body as { id: string; label: SealedBox };
+  assert.match(sent.id, /^key_[a-z0-9]{16}$/);
+  assert.equal(openApiKeyLabel(keys, sent.id, sent.label), 'CI runner');
+  assert.throws(() => openApiKeyLabel(keys, 'key_other0000000000', sent.label));
+  assert.throws(() => openApiKeyLabel(other, sent.id, sent.label));
 });

@@ -3,6 +3,8 @@
 import type { ComponentType } from 'preact';
 
 import type { Unlocked } from '../session';
+import { Addresses } from './Addresses';
+import { ApiKeys } from './ApiKeys';
 import { Billing } from './Billing';
 import { Devices } from './Devices';
 import { Mailbox } from './Mail';
@@ -17,7 +19,9 @@ export interface Area {
 
 export const AREAS: Area[] = [
   { id: 'mail', title: 'Mail', View: Mailbox },
+  { id: 'addresses', title: 'Addresses', View: Addresses },
   { id: 'devices', title: 'Devices', View: Devices },
   { id: 'billing', title: 'Plan and billing', View: Billing },
   { id: 'webhooks', title: 'Webhooks', View: Webhooks },
+  { id: 'api-keys', title: 'API keys', View: ApiKeys },
 ];
