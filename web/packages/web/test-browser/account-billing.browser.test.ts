@@ -48,7 +48,7 @@ test('plan and billing area: usage bars, plans, a sandbox checkout paid, the lim
       const header = await page.locator('table.plans thead').textContent();
       for (const name of ['Free', 'Operator', 'Scale', 'Fleet', 'Enterprise']) assert.match(header ?? '', new RegExp(name));
       problems.push(...(await accessibilityProblems(page, 'plan and billing')));
-      await shoot(page, '10-billing');
+      await shoot(page, 'acct-03-billing');
     });
 
     await t.test('an upgrade paid in the sandbox checkout: the payment settles and the limits change', async () => {
@@ -64,7 +64,7 @@ test('plan and billing area: usage bars, plans, a sandbox checkout paid, the lim
       assert.match((await page.getByTestId('usage-webhooks').textContent()) ?? '', /0 of 10/);
       assert.match((await page.getByRole('status').first().textContent()) ?? '', /paid: the plan changed/);
       problems.push(...(await accessibilityProblems(page, 'plan and billing after checkout')));
-      await shoot(page, '11-billing-paid');
+      await shoot(page, 'acct-04-billing-paid');
     });
 
     await t.test('no serious or critical accessibility violation on the billing screens', () => {

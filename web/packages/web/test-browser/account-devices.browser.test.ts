@@ -85,7 +85,7 @@ test('devices area: approve a CLI device by its code and fingerprint, assign an 
       assert.equal(await page.getByTestId('approve-name').textContent({ timeout: 15_000 }), deviceName);
       assert.equal(await page.getByTestId('approve-fingerprint').textContent(), printed.fingerprint, 'the page shows the fingerprint the device prints');
       problems.push(...(await accessibilityProblems(page, 'approve a device')));
-      await shoot(page, '08-device-approve');
+      await shoot(page, 'acct-01-device-approve');
       await page.getByRole('button', { name: 'The fingerprints match: approve' }).click();
       const done = await pairing.done;
       deviceId = /Paired as (wkr_[a-z0-9]+)/.exec(done)?.[1] ?? '';
@@ -126,7 +126,7 @@ test('devices area: approve a CLI device by its code and fingerprint, assign an 
       }, 60_000);
       assert.match(listed, new RegExp(subject));
       problems.push(...(await accessibilityProblems(page, 'devices')));
-      await shoot(page, '09-devices');
+      await shoot(page, 'acct-02-devices');
     });
 
     await t.test('a rename in the page is what the Rust CLI reads from the sealed profile', async () => {

@@ -73,7 +73,7 @@ test('webhooks area: create one to hooks.test, the secret once, a test delivery 
       assert.equal(eventIds.length, 2);
       assert.equal(eventIds[0], eventIds[1], 'a redelivery carries the same event id');
       problems.push(...(await accessibilityProblems(page, 'webhooks')));
-      await shoot(page, '12-webhooks');
+      await shoot(page, 'acct-05-webhooks');
     });
 
     await t.test('after a reload, the name sealed in the page opens again', async () => {
