@@ -29,6 +29,8 @@ import {
   claimBody,
   toPairingLookup,
   type ApiKey,
+  type DnsRecord,
+  type OwnDomain,
   type Checkout,
   type Delivery,
   type DeliveryStatus,
@@ -692,6 +694,27 @@ export class SealpostClient {
   /** Revokes an API key: its token stops working at once. */
   async revokeApiKey(id: string): Promise<void> {
     await this.#send('DELETE', accountRoutes.apiKey(id));
+  }
+
+  /** `GET /domains/custom`: the account's own domains with their setup step. */
+  async listOwnDomains(): Promise<OwnDomain[]> {
+    return (await this.#json<Wire['OwnDomainList']>('GET', accountRoutes.ownDomains)).domains;
+  }
+
+  /** `POST /domains/custom` (Scale and up): claims a domain; answers it and the TXT record that proves ownership. */
+  async addOwnDomain(domain: string): Promise<{ domain: OwnDomain; record: DnsRecord }> {
+    const body: Wire['AddDomainRequest'] = { domain };
+    return this.#json<Wire['AddDomainReply']>('POST', accountRoutes.ownDomains, { body });
+  }
+
+  /** `POST /domains/custom/:domain/check`: looks the TXT, NS and MX records up now and moves the step on. */
+  async checkOwnDomain(domain: string): Promise<OwnDomain> {
+    return (await this.#json<Wire['OwnDomainReply']>('POST', accountRoutes.ownDomainCheck(domain))).domain;
+  }
+
+  /** `DELETE /domains/custom/:domain`: refused with `domain_in_use` while addresses exist on it. */
+  async removeOwnDomain(domain: string): Promise<void> {
+    await this.#send('DELETE', accountRoutes.ownDomain(domain));
   }
 }
 

@@ -45,6 +45,8 @@ export type {
 } from './wire.js';
 export type {
   ApiKey,
+  DnsRecord,
+  OwnDomain,
   Checkout,
   Delivery,
   DeliveryStatus,

@@ -280,6 +280,8 @@ export type Webhook = Wire['Webhook'];
 export type Delivery = Wire['Delivery'];
 export type DeliveryStatus = Wire['DeliveryStatus'];
 export type ApiKey = Wire['ApiKey'];
+export type OwnDomain = Wire['OwnDomain'];
+export type DnsRecord = Wire['DnsRecord'];
 export type WebhookEventType = Exclude<Wire['CreateWebhookRequest']['events'][number], '*'>;
 
 /** A waiting pairing session found by its code: what the device reported (name, platform, kind) and its key. */
@@ -325,6 +327,9 @@ export const accountRoutes = {
   providers: '/billing/providers',
   checkout: '/billing/checkout',
   payment: (id: string) => `/billing/payments/${seg(id)}`,
+  ownDomains: '/domains/custom',
+  ownDomain: (domain: string) => `/domains/custom/${seg(domain)}`,
+  ownDomainCheck: (domain: string) => `/domains/custom/${seg(domain)}/check`,
   apiKeys: '/api-keys',
   apiKey: (id: string) => `/api-keys/${seg(id)}`,
   webhooks: '/webhook-endpoints',

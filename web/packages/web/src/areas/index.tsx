@@ -7,6 +7,7 @@ import { Addresses } from './Addresses';
 import { ApiKeys } from './ApiKeys';
 import { Billing } from './Billing';
 import { Devices } from './Devices';
+import { Domains } from './Domains';
 import { Mailbox } from './Mail';
 import { Webhooks } from './Webhooks';
 
@@ -21,6 +22,7 @@ export const AREAS: Area[] = [
   { id: 'mail', title: 'Mail', View: Mailbox },
   { id: 'addresses', title: 'Addresses', View: Addresses },
   { id: 'devices', title: 'Devices', View: Devices },
+  { id: 'domains', title: 'Own domains', View: Domains },
   { id: 'billing', title: 'Plan and billing', View: Billing },
   { id: 'webhooks', title: 'Webhooks', View: Webhooks },
   { id: 'api-keys', title: 'API keys', View: ApiKeys },
