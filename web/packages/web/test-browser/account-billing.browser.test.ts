@@ -52,6 +52,8 @@ test('plan and billing area: usage bars, plans, a sandbox checkout paid, the lim
     });
 
     await t.test('an upgrade paid in the sandbox checkout: the payment settles and the limits change', async () => {
+      // The stack takes several providers: the sandbox is chosen.
+      if ((await page.getByLabel('Pay with').count()) > 0) await page.getByLabel('Pay with').selectOption('sandbox');
       const [checkout] = await Promise.all([context!.waitForEvent('page'), page.getByRole('button', { name: 'Upgrade to Operator' }).click()]);
       await checkout.waitForLoadState();
       assert.ok(checkout.url().startsWith(api), `the sandbox checkout is the API's own page: ${checkout.url()}`);

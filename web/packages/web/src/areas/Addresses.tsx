@@ -56,12 +56,15 @@ export function Addresses({ session }: { session: Unlocked }) {
   const act = async (what: () => Promise<string>) => {
     setError('');
     setNotice('');
+    // The list is read again before the notice shows, so what it says is on screen.
+    let text = '';
     try {
-      setNotice(await what());
+      text = await what();
     } catch (e) {
       setError(describe(e));
     }
     await refresh();
+    setNotice(text);
   };
 
   // The exact local part is a Scale-and-up option, as own domains are.

@@ -46,12 +46,15 @@ export function Webhooks({ session }: { session: Unlocked }) {
   const act = async (what: () => Promise<string>) => {
     setError('');
     setNotice('');
+    // The list is read again before the notice shows, so what it says is on screen.
+    let text = '';
     try {
-      setNotice(await what());
+      text = await what();
     } catch (e) {
       setError(describe(e));
     }
     await refresh();
+    setNotice(text);
   };
 
   return (
