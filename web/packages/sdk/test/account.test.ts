@@ -95,6 +95,14 @@ function fakeApi() {
     if (method === 'POST' && u.pathname === '/webhook-endpoints') {
       return reply(201, { secret: 'whsec_test', webhook: { id: b['id'], url: b['url'], events: b['events'], meta: b['meta'], status: 'active', createdAt: NOW } });
     }
+    if (method === 'POST' && u.pathname === '/domains/custom') {
+      const record = { name: `_service-verify.${b['domain']}`, type: 'TXT', value: 'service-verify=tok' };
+      return reply(201, { domain: { domain: b['domain'], step: 'verify_ownership', verification: record, createdAt: NOW }, record });
+    }
+    if ((m = /^\/domains\/custom\/([^/]+)\/check$/.exec(u.pathname)) && method === 'POST') {
+      const record = { name: `_service-verify.${m[1]}`, type: 'TXT', value: 'service-verify=tok' };
+      return reply(200, { domain: { domain: m[1], step: 'change_nameservers', nameservers: ['ns1.test', 'ns2.test'], verification: record, createdAt: NOW } });
+    }
     if (method === 'POST' && u.pathname === '/api-keys') {
       return reply(201, { token: 'spk_test', apiKey: { id: b['id'], label: b['label'], createdAt: NOW, paused: false } });
     }
@@ -217,4 +225,16 @@ test('an API key is created with its label sealed to the vault key (context api-
   assert.equal(openApiKeyLabel(keys, sent.id, sent.label), 'CI runner');
   assert.throws(() => openApiKeyLabel(keys, 'key_other0000000000', sent.label));
   assert.throws(() => openApiKeyLabel(other, sent.id, sent.label));
+});
+
+test('own domains: added by name, checked with no body (as the Rust client does), the domain in the path', async () => {
+  const api = fakeApi();
+  const client = new SealpostClient({ baseUrl: 'http://api.test', token: 'tok', keys, fetch: api.fetch });
+  const added = await client.addOwnDomain('example.com');
+  assert.deepEqual(api.calls[0]?.body, { domain: 'example.com' });
+  assert.equal(added.record.name, '_service-verify.example.com');
+  const checked = await client.checkOwnDomain('example.com');
+  assert.equal(api.calls[1]?.path, '/domains/custom/example.com/check');
+  assert.equal(api.calls[1]?.body, undefined);
+  assert.deepEqual(checked.nameservers, ['ns1.test', 'ns2.test']);
 });
