@@ -1,7 +1,7 @@
 // Shared by the browser tests and the browser benchmark: the stack's
 // addresses, Debian's chromium, the CLI, SMTP mail.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -206,4 +206,61 @@ export async function tabTo(page: Page, wanted: RegExp, options: { back?: boolea
     if (wanted.test(name)) return;
   }
   assert.fail(`no focusable element matching ${wanted} by keyboard; focus went through: ${seen.join(' → ')}`);
+}
+
+// ---- Account areas (devices, plan and billing, webhooks) ----------------------
+
+/** A new account made with `sealpost init` in `configDir`: its phrase (the CLI keeps its session). */
+export async function cliAccount(configDir: string): Promise<string> {
+  const init = await cli(configDir, ['init']);
+  const phrase = /^\s{4}((?:[a-z]+ ){11}[a-z]+)\s*$/m.exec(init)?.[1];
+  assert.ok(phrase, `no phrase in the output of init:\n${init}`);
+  return phrase;
+}
+
+/** Signs the page (already at /app/) in with a phrase and waits for the account's navigation. */
+export async function signInWithPhrase(page: Page, phrase: string): Promise<void> {
+  await page.getByRole('button', { name: 'Sign in with my phrase' }).click();
+  await page.getByLabel('Recovery phrase (12 words)').fill(phrase);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.getByTestId('nav-mail').waitFor({ timeout: 30_000 });
+}
+
+/** Starts the CLI without waiting for it: its output so far, and its end. */
+export function cliInBackground(configDir: string, args: string[]): { output: () => string; done: Promise<string>; stop: () => void } {
+  let out = '';
+  let stopped = false;
+  const child = spawn(CLI, args, {
+    env: { ...process.env, SEALPOST_API_URL: API as string, SEALPOST_CONFIG_DIR: configDir, NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const done = new Promise<string>((resolve, reject) => {
+    child.on('exit', (code) => (code === 0 || stopped ? resolve(out) : reject(new Error(`sealpost ${args.join(' ')} exited ${code}:\n${out}`))));
+  });
+  return {
+    output: () => out,
+    done,
+    stop: () => {
+      stopped = true;
+      child.kill('SIGINT');
+    },
+  };
+}
+
+/** Polls `f` every half second until it answers something other than undefined (or fails after `ms`). */
+export async function eventually<T>(what: string, f: () => Promise<T | undefined> | T | undefined, ms = 30_000): Promise<T> {
+  const end = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await f();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms${last !== undefined ? ` (last error: ${String(last)})` : ''}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
