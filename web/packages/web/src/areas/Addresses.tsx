@@ -4,10 +4,10 @@
 // own domain; retention; a label sealed to the vault key); the label and the
 // retention changed; an address deleted for good.
 import { newAddressId, openLabel, sealLabel, type Address, type Device, type Domain, type Usage } from '@sealpost/sdk';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 
-import { describe } from '../util';
 import type { Unlocked } from '../session';
+import { Feedback, useArea } from './shared';
 
 function labelOf(session: Unlocked, a: Address): string {
   if (a.meta === null) return '';
@@ -33,39 +33,15 @@ export function Addresses({ session }: { session: Unlocked }) {
   const [devices, setDevices] = useState<Device[]>([]);
   const [domains, setDomains] = useState<Domain[]>([]);
   const [usage, setUsage] = useState<Usage | null>(null);
-  const [error, setError] = useState('');
-  const [notice, setNotice] = useState('');
   const [editing, setEditing] = useState<string | null>(null);
 
-  const refresh = useCallback(async () => {
-    try {
-      const [a, d, dom, u] = await Promise.all([client.listAddresses(), client.listDevices({ limit: 200 }), client.domains(), client.usage()]);
-      setAddresses(a);
-      setDevices(d);
-      setDomains(dom);
-      setUsage(u);
-    } catch (e) {
-      setError(describe(e));
-    }
-  }, [client]);
-
-  useEffect(() => {
-    void refresh();
-  }, [refresh]);
-
-  const act = async (what: () => Promise<string>) => {
-    setError('');
-    setNotice('');
-    // The list is read again before the notice shows, so what it says is on screen.
-    let text = '';
-    try {
-      text = await what();
-    } catch (e) {
-      setError(describe(e));
-    }
-    await refresh();
-    setNotice(text);
-  };
+  const { error, notice, act } = useArea(async () => {
+    const [a, d, dom, u] = await Promise.all([client.listAddresses(), client.listDevices({ limit: 200 }), client.domains(), client.usage()]);
+    setAddresses(a);
+    setDevices(d);
+    setDomains(dom);
+    setUsage(u);
+  }, client);
 
   // The exact local part is a Scale-and-up option, as own domains are.
   const exactNames = (usage?.domains.limit ?? 0) > 0;
@@ -80,16 +56,7 @@ export function Addresses({ session }: { session: Unlocked }) {
           assigned or not.
         </p>
       )}
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Feedback error={error} notice={notice} />
       <CreateForm
         domains={domains}
         exactNames={exactNames}

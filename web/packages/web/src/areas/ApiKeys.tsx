@@ -3,10 +3,10 @@
 // revoking one. Agents (machines paired with `sealpost agent pair`) are
 // approved in Devices, like any device.
 import { openApiKeyLabel, type ApiKey } from '@sealpost/sdk';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 
-import { describe } from '../util';
 import type { Unlocked } from '../session';
+import { Feedback, useArea } from './shared';
 
 const when = (at: string | null | undefined): string => (at == null ? 'never' : new Date(at).toLocaleString());
 
@@ -16,22 +16,11 @@ export function ApiKeys({ session }: { session: Unlocked }) {
   const [loaded, setLoaded] = useState(false);
   const [label, setLabel] = useState('');
   const [token, setToken] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState('');
-  const [notice, setNotice] = useState('');
 
-  const refresh = useCallback(async () => {
-    try {
-      setList(await client.listApiKeys());
-      setLoaded(true);
-    } catch (e) {
-      setError(describe(e));
-    }
-  }, [client]);
-
-  useEffect(() => {
-    void refresh();
-  }, [refresh]);
+  const { error, notice, setNotice, busy, act } = useArea(async () => {
+    setList(await client.listApiKeys());
+    setLoaded(true);
+  }, client);
 
   const labelOf = (k: ApiKey): string => {
     try {
@@ -41,20 +30,6 @@ export function ApiKeys({ session }: { session: Unlocked }) {
     }
   };
 
-  const act = async (what: () => Promise<string>) => {
-    setBusy(true);
-    setError('');
-    setNotice('');
-    try {
-      setNotice(await what());
-    } catch (e) {
-      setError(describe(e));
-    } finally {
-      setBusy(false);
-    }
-    await refresh();
-  };
-
   return (
     <main class="area api-keys">
       <h1>API keys</h1>
@@ -62,16 +37,7 @@ export function ApiKeys({ session }: { session: Unlocked }) {
         A key lets a script use the API as this account without the phrase: it cannot read sealed labels or mail unless the script holds keys. Agents
         (machines paired with <code>sealpost agent pair</code>) are approved in Devices.
       </p>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Feedback error={error} notice={notice} />
       {token !== null && (
         <div class="secret" role="note" aria-labelledby="token-title">
           <h2 id="token-title">The key's token, shown this once</h2>

@@ -7,6 +7,7 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 
 import { describe } from '../util';
 import type { Unlocked } from '../session';
+import { Feedback } from './shared';
 
 const money = (cents: number, currency: string): string => `${(cents / 100).toFixed(2)} ${currency.toUpperCase()}`;
 const day = (at: string): string => new Date(at).toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
@@ -215,16 +216,7 @@ export function Billing({ session }: { session: Unlocked }) {
   return (
     <main class="area billing">
       <h1>Plan and billing</h1>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Feedback error={error} notice={notice} />
       <div class="billing-top">
         {sub !== null && <SubscriptionPanel sub={sub} plans={plans} />}
         {usage !== null && <UsageBars usage={usage} />}

@@ -5,10 +5,11 @@
 // disable, remove. Everything is sealed exactly as `sealpost device pair`
 // and `sealpost address assign` seal it.
 import { keyFingerprint, b64decodeN, type Address, type Device, type PairingLookup } from '@sealpost/sdk';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 
-import { describe } from '../util';
 import type { Unlocked } from '../session';
+import { describe } from '../util';
+import { Feedback, useArea } from './shared';
 
 /** The device's name from its sealed profile, or why there is none to show. */
 function nameOf(session: Unlocked, device: Device): string {
@@ -28,53 +29,20 @@ export function Devices({ session }: { session: Unlocked }) {
   const { client, keys } = session;
   const [devices, setDevices] = useState<Device[]>([]);
   const [addresses, setAddresses] = useState<Address[]>([]);
-  const [error, setError] = useState('');
-  const [notice, setNotice] = useState('');
   const [loaded, setLoaded] = useState(false);
 
-  const refresh = useCallback(async () => {
-    try {
-      const [d, a] = await Promise.all([client.listDevices({ limit: 200 }), client.listAddresses()]);
-      setDevices(d);
-      setAddresses(a);
-      setLoaded(true);
-    } catch (e) {
-      setError(describe(e));
-    }
-  }, [client]);
-
-  useEffect(() => {
-    void refresh();
-  }, [refresh]);
-
-  const act = async (what: () => Promise<string>) => {
-    setError('');
-    setNotice('');
-    // The list is read again before the notice shows, so what it says is on screen.
-    let text = '';
-    try {
-      text = await what();
-    } catch (e) {
-      setError(describe(e));
-    }
-    await refresh();
-    setNotice(text);
-  };
+  const { error, notice, act } = useArea(async () => {
+    const [d, a] = await Promise.all([client.listDevices({ limit: 200 }), client.listAddresses()]);
+    setDevices(d);
+    setAddresses(a);
+    setLoaded(true);
+  }, client);
 
   return (
     <main class="area devices">
       <h1>Devices</h1>
       <ApproveForm session={session} onApproved={(text) => void act(async () => text)} />
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Feedback error={error} notice={notice} />
       <h2>Paired</h2>
       {loaded && devices.length === 0 && <p class="muted">No devices yet. Approve one with the code it shows.</p>}
       <ul class="device-list">

@@ -3,10 +3,10 @@
 // with copy buttons, "Check now", the nameservers to set, and live. A domain
 // not yet live is checked again every 30 seconds while the area is shown.
 import type { OwnDomain } from '@sealpost/sdk';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 
-import { describe } from '../util';
 import type { Unlocked } from '../session';
+import { Feedback, useArea } from './shared';
 
 const STEPS: Array<[string, string]> = [
   ['verify_ownership', 'Prove ownership'],
@@ -123,25 +123,14 @@ export function Domains({ session }: { session: Unlocked }) {
   const [domains, setDomains] = useState<OwnDomain[]>([]);
   const [limit, setLimit] = useState<number | null>(null);
   const [name, setName] = useState('');
-  const [busy, setBusy] = useState(false);
   const [loaded, setLoaded] = useState(false);
-  const [error, setError] = useState('');
-  const [notice, setNotice] = useState('');
 
-  const refresh = useCallback(async () => {
-    try {
-      const [list, usage] = await Promise.all([client.listOwnDomains(), client.usage()]);
-      setDomains(list);
-      setLimit(usage.domains.limit ?? null);
-      setLoaded(true);
-    } catch (e) {
-      setError(describe(e));
-    }
-  }, [client]);
-
-  useEffect(() => {
-    void refresh();
-  }, [refresh]);
+  const { error, notice, busy, refresh, act } = useArea(async () => {
+    const [list, usage] = await Promise.all([client.listOwnDomains(), client.usage()]);
+    setDomains(list);
+    setLimit(usage.domains.limit ?? null);
+    setLoaded(true);
+  }, client);
 
   // Live: a domain still on its way is checked again every 30 seconds.
   const waiting = domains.filter((d) => d.step !== 'live' && !(d.step === 'attention' && d.verifiedAt == null)).map((d) => d.domain).join(',');
@@ -156,19 +145,6 @@ export function Domains({ session }: { session: Unlocked }) {
     return () => clearInterval(timer);
   }, [client, waiting]);
 
-  const act = async (what: () => Promise<string>) => {
-    setBusy(true);
-    setError('');
-    setNotice('');
-    try {
-      setNotice(await what());
-    } catch (e) {
-      setError(describe(e));
-    } finally {
-      setBusy(false);
-    }
-  };
-
   const check = (domain: string) =>
     act(async () => {
       const d = await client.checkOwnDomain(domain);
@@ -182,16 +158,7 @@ export function Domains({ session }: { session: Unlocked }) {
       <p class="muted">
         Addresses on a domain of your own, with any name before the @ (Scale plan and up{limit !== null && limit > 0 ? `: ${domains.length} of ${limit}` : ''}).
       </p>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Feedback error={error} notice={notice} />
       {limit === 0 ? (
         <p>Own domains come with the Scale plan and up: see Plan and billing.</p>
       ) : (

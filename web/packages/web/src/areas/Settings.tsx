@@ -5,6 +5,7 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 
 import { formatWhen } from '../logic';
 import type { Unlocked } from '../session';
+import { Feedback } from './shared';
 import { describe } from '../util';
 
 type Preferences = OpenApiComponents['schemas']['NotificationPreferences'];
@@ -58,16 +59,7 @@ export function Settings({ session }: { session: Unlocked }) {
 
   return (
     <div class="settings">
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Feedback error={error} notice={notice} />
       <section aria-labelledby="notifications-title">
         <h2 id="notifications-title">Notifications</h2>
         <p class="muted">What your phones are told. Pushes never name a sender, a subject or an address.</p>

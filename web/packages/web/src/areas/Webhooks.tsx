@@ -4,8 +4,9 @@
 import { openWebhookName, type Delivery, type Webhook, type WebhookEventType } from '@sealpost/sdk';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 
-import { describe } from '../util';
 import type { Unlocked } from '../session';
+import { describe } from '../util';
+import { Feedback, useArea } from './shared';
 
 function nameOf(session: Unlocked, w: Webhook): string {
   if (w.meta == null) return '(no name)';
@@ -24,38 +25,14 @@ export function Webhooks({ session }: { session: Unlocked }) {
   const [eventTypes, setEventTypes] = useState<string[]>([]);
   const [secret, setSecret] = useState<{ id: string; secret: string } | null>(null);
   const [open, setOpen] = useState<string | null>(null);
-  const [error, setError] = useState('');
-  const [notice, setNotice] = useState('');
   const [loaded, setLoaded] = useState(false);
 
-  const refresh = useCallback(async () => {
-    try {
-      const list = await client.listWebhooks();
-      setWebhooks(list.webhooks);
-      setEventTypes(list.eventTypes);
-      setLoaded(true);
-    } catch (e) {
-      setError(describe(e));
-    }
-  }, [client]);
-
-  useEffect(() => {
-    void refresh();
-  }, [refresh]);
-
-  const act = async (what: () => Promise<string>) => {
-    setError('');
-    setNotice('');
-    // The list is read again before the notice shows, so what it says is on screen.
-    let text = '';
-    try {
-      text = await what();
-    } catch (e) {
-      setError(describe(e));
-    }
-    await refresh();
-    setNotice(text);
-  };
+  const { error, setError, notice, setNotice, act } = useArea(async () => {
+    const list = await client.listWebhooks();
+    setWebhooks(list.webhooks);
+    setEventTypes(list.eventTypes);
+    setLoaded(true);
+  }, client);
 
   return (
     <main class="area webhooks">
@@ -64,16 +41,7 @@ export function Webhooks({ session }: { session: Unlocked }) {
         The service posts events (ids only, never mail content) to your https endpoints, signed with the endpoint's secret in the{' '}
         <code>Service-Signature</code> header.
       </p>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Feedback error={error} notice={notice} />
       {secret !== null && (
         <div class="secret" role="note" aria-labelledby="secret-title">
           <h2 id="secret-title">The signing secret, shown this once</h2>
