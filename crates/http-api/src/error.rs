@@ -77,6 +77,58 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, in the order of the enum: the OpenAPI document's enum of
+    /// `ErrorDetail.code` is made from it (clients map each to words).
+    pub const ALL: [ErrorCode; 44] = {
+        use ErrorCode::*;
+        [
+            InvalidJson,
+            InvalidField,
+            InvalidUrl,
+            InvalidBox,
+            InvalidKey,
+            InvalidId,
+            Unauthenticated,
+            SessionExpired,
+            AllocationExhausted,
+            DeviceLimitReached,
+            PaymentRequired,
+            PlanCapabilityRequired,
+            PlanRequired,
+            NotYourAddress,
+            AccountSuspended,
+            SessionRequired,
+            DeviceRequired,
+            RoleRequired,
+            NotFound,
+            MethodNotAllowed,
+            DowngradeBlocked,
+            AlreadyUsed,
+            AddressTaken,
+            LimitReached,
+            WebhookDisabled,
+            AlreadyMember,
+            TeamLimitReached,
+            EpochConflict,
+            StaffKeyChanged,
+            TooManyOpen,
+            TooManyTickets,
+            TicketClosed,
+            TicketFull,
+            SupportStorageFull,
+            IdTaken,
+            DomainInUse,
+            TooLarge,
+            RateLimited,
+            Internal,
+            SendFailed,
+            ProviderUnavailable,
+            FeatureDisabled,
+            SupportUnavailable,
+            Unavailable,
+        ]
+    };
+
     /// The one status table. A code never changes its status.
     pub fn status(self) -> StatusCode {
         use ErrorCode::*;
@@ -602,6 +654,32 @@ mod tests {
         assert_eq!(
             ErrorCode::FeatureDisabled.status(),
             StatusCode::SERVICE_UNAVAILABLE
+        );
+    }
+
+    /// `ALL` lists every variant of the enum once, so the OpenAPI enum made
+    /// from it (and the clients' messages checked against that) miss none.
+    #[test]
+    fn all_lists_every_code_once() {
+        let source = include_str!("error.rs");
+        let start = source.find("pub enum ErrorCode {").unwrap();
+        let body = &source[start..];
+        let body = &body[body.find('{').unwrap() + 1..body.find("\n}").unwrap()];
+        let variants: Vec<&str> = body
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with("///"))
+            .map(|line| line.trim_end_matches(','))
+            .collect();
+        let listed: Vec<String> = ErrorCode::ALL.iter().map(|c| format!("{c:?}")).collect();
+        assert_eq!(listed, variants);
+        let mut codes: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(
+            codes.len(),
+            ErrorCode::ALL.len(),
+            "every code is its own string"
         );
     }
 

@@ -126,7 +126,7 @@ use crate::routes::{
         staff::resolve_report,
         staff::audit,
     ),
-    modifiers(&BearerAuth, &SharedResponses, &WebhookRules, &SupportRules),
+    modifiers(&BearerAuth, &SharedResponses, &WebhookRules, &SupportRules, &ErrorCodes),
 )]
 struct ApiDoc;
 
@@ -425,6 +425,27 @@ impl Modify for SupportRules {
     }
 }
 
+/// `ErrorDetail.code` lists every code of the one error table
+/// (`ErrorCode::ALL`), so clients can map each to words and know when one is new.
+struct ErrorCodes;
+
+impl Modify for ErrorCodes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        if let Some(components) = openapi.components.as_mut()
+            && let Some(RefOr::T(Schema::Object(object))) =
+                components.schemas.get_mut("ErrorDetail")
+            && let Some(RefOr::T(Schema::Object(field))) = object.properties.get_mut("code")
+        {
+            field.enum_values = Some(
+                crate::error::ErrorCode::ALL
+                    .iter()
+                    .map(|code| code.as_str().into())
+                    .collect(),
+            );
+        }
+    }
+}
+
 /// The document as pretty JSON.
 pub fn openapi_json() -> String {
     ApiDoc::openapi()
@@ -463,6 +484,24 @@ mod tests {
             }
         }
         assert!(operations > 90, "every operation was read ({operations})");
+    }
+
+    /// The error body's `code` is an enum of exactly the codes the API answers with.
+    #[test]
+    fn error_codes_are_the_error_table() {
+        let doc = document();
+        let listed: Vec<&str> =
+            doc["components"]["schemas"]["ErrorDetail"]["properties"]["code"]["enum"]
+                .as_array()
+                .expect("ErrorDetail.code has an enum")
+                .iter()
+                .map(|code| code.as_str().unwrap())
+                .collect();
+        let table: Vec<&str> = crate::error::ErrorCode::ALL
+            .iter()
+            .map(|code| code.as_str())
+            .collect();
+        assert_eq!(listed, table);
     }
 
     /// The numbers in the document are literals (the derive takes no

@@ -196,6 +196,39 @@ impl TestRelay {
     pub fn received(&self) -> Vec<Relayed> {
         self.received.lock().unwrap().clone()
     }
+
+    /// Copies every accepted message into `dir` as it arrives, for tests in
+    /// other processes (the browser tests, through `sealpost-stack`): the
+    /// `n`th message (from 1) as `NNNNNN.eml`, its envelope as
+    /// `NNNNNN.json` (`{mailFrom, recipients}`), each written under a
+    /// temporary name and renamed, so a reader never sees half a file.
+    pub fn mirror_to(&self, dir: PathBuf) -> JoinHandle<()> {
+        let received = self.received.clone();
+        tokio::spawn(async move {
+            let mut written = 0;
+            loop {
+                let new: Vec<Relayed> = received.lock().unwrap()[written..].to_vec();
+                for message in new {
+                    written += 1;
+                    let envelope = serde_json::json!({
+                        "mailFrom": message.mail_from,
+                        "recipients": message.recipients,
+                    });
+                    for (ext, bytes) in [
+                        ("eml", message.data),
+                        ("json", envelope.to_string().into_bytes()),
+                    ] {
+                        let name = dir.join(format!("{written:06}.{ext}"));
+                        let partial = dir.join(format!(".{written:06}.{ext}.partial"));
+                        if std::fs::write(&partial, bytes).is_ok() {
+                            let _ = std::fs::rename(&partial, &name);
+                        }
+                    }
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        })
+    }
 }
 
 impl Drop for TestRelay {

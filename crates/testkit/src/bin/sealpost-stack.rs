@@ -18,7 +18,14 @@
 //! addresses (`api`, `smtp`, `dns`, `publicDns`, `relay`, `webhookReceiver`,
 //! `apns`, `fcm`, `stripe`, `btcpay`, `database`, `databaseUrl`, `s3`) and the processes' ids
 //! (`pids`), and with `--env FILE` writes the addresses as `KEY=value`
-//! lines. It runs until SIGINT or SIGTERM (or, with `--until-stdin-closes`,
+//! lines. Every message the relay accepts is also written to the directory
+//! `relayDir` (`SEALPOST_STACK_RELAY_DIR`): `000001.eml` with its envelope
+//! in `000001.json` (`{mailFrom, recipients}`), and so on. The public
+//! DNS's records are edited over its control port (`dnsControl`,
+//! `SEALPOST_STACK_DNS_CONTROL`; one command a line, see
+//! `sealpost_testkit::dns::DnsControl`), and `mxHost`
+//! (`SEALPOST_STACK_MX_HOST`) is the MX own domains must show to be live.
+//! It runs until SIGINT or SIGTERM (or, with `--until-stdin-closes`,
 //! until its standard input ends), then stops every process it started and
 //! drops the database.
 //!
@@ -57,7 +64,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use sealpost_testkit::dns::PublicDns;
+use sealpost_testkit::dns::{DnsControl, PublicDns};
 use sealpost_testkit::moto::MotoServer;
 use sealpost_testkit::payments::{self, PaymentStandIn};
 use sealpost_testkit::push::{ApnsStandIn, FCM_TEST_KEY, FcmStandIn, TestCa};
@@ -65,7 +72,7 @@ use sealpost_testkit::receiver::Receiver;
 use sealpost_testkit::relay::{Behaviour, TestRelay};
 use sealpost_testkit::{StackDatabase, free_port};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -252,7 +259,20 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
 
     // The stand-ins, trusted through one CA.
     let public_dns = PublicDns::start(&[]).await;
+    // Its records, editable from outside (the web client's own-domain test).
+    let dns_control = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|error| format!("the DNS control port: {error}"))?;
+    let dns_control_addr = dns_control
+        .local_addr()
+        .map_err(|error| error.to_string())?;
+    tokio::spawn(serve_dns_control(dns_control, public_dns.control()));
     let relay = TestRelay::start(Behaviour::Accept).await;
+    // What the relay accepts, as files a test in another process can read.
+    let relay_dir = work.join("relayed");
+    std::fs::create_dir_all(&relay_dir)
+        .map_err(|error| format!("creating {}: {error}", relay_dir.display()))?;
+    let relay_mirror = relay.mirror_to(relay_dir.clone());
     let receiver = Receiver::start(200).await;
     let ca = TestCa::new();
     let apns = ApnsStandIn::start(&ca).await;
@@ -412,6 +432,19 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
         wait_for_tcp(dns).await?;
     }
 
+    // The host own domains' MX must name to be live (what the API reads).
+    let setting = |name: &str| {
+        env.iter()
+            .rev()
+            .find(|(set, _)| set == name)
+            .map(|(_, value)| value.clone())
+    };
+    let mx_host = setting("SEALPOST_MX_HOST")
+        .or_else(|| {
+            setting("SEALPOST_DOMAINS")
+                .and_then(|list| list.split(',').next().map(|d| d.trim().to_owned()))
+        })
+        .unwrap_or_else(|| "mail.localhost".to_owned());
     let address = |process, addr: String| started(process).then_some(addr);
     let ready = serde_json::json!({
         "ready": true,
@@ -419,7 +452,10 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
         "smtp": address(Process::Smtp, smtp.to_string()),
         "dns": address(Process::Dns, dns.to_string()),
         "publicDns": public_dns.addr().to_string(),
+        "dnsControl": dns_control_addr.to_string(),
+        "mxHost": mx_host.clone(),
         "relay": relay.addr.to_string(),
+        "relayDir": relay_dir.display().to_string(),
         "webhookReceiver": receiver.addr.to_string(),
         "webhookHost": "hooks.test",
         "apns": apns.url(),
@@ -442,7 +478,10 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
             format!("SEALPOST_SMTP_ADDR={smtp}\n"),
             format!("SEALPOST_DNS_ADDR={dns}\n"),
             format!("SEALPOST_STACK_PUBLIC_DNS={}\n", public_dns.addr()),
+            format!("SEALPOST_STACK_DNS_CONTROL={dns_control_addr}\n"),
+            format!("SEALPOST_STACK_MX_HOST={mx_host}\n"),
             format!("SEALPOST_STACK_RELAY={}\n", relay.addr),
+            format!("SEALPOST_STACK_RELAY_DIR={}\n", relay_dir.display()),
         ];
         std::fs::write(path, lines.concat())
             .map_err(|error| format!("writing {}: {error}", path.display()))?;
@@ -458,6 +497,7 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
         stop(child).await;
     }
     public_dns.stop().await;
+    relay_mirror.abort();
     let _ = std::fs::remove_dir_all(&work);
     stopped
 }
@@ -572,6 +612,28 @@ async fn wait_for_tcp(addr: SocketAddr) -> Result<(), String> {
     Err(format!(
         "nothing answered on {addr} within {START_TIMEOUT:?}"
     ))
+}
+
+/// The public DNS's control port: one command a line (`DnsControl::run`:
+/// `zone APEX`, `txt NAME VALUE`, `ns DOMAIN HOST...`, `mx DOMAIN HOST...`),
+/// each answered `ok` or `error: ...`.
+async fn serve_dns_control(listener: TcpListener, control: DnsControl) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let control = control.clone();
+        tokio::spawn(async move {
+            let (read, mut write) = stream.into_split();
+            let mut lines = BufReader::new(read).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let answer = match control.run(&line) {
+                    Ok(()) => "ok\n".to_owned(),
+                    Err(error) => format!("error: {error}\n"),
+                };
+                if write.write_all(answer.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
 }
 
 /// A signal, the end of standard input (when asked), or a process of the

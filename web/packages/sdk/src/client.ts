@@ -6,15 +6,45 @@
  * sign-in answers a challenge with a proof. The token travels only in the
  * `Authorization` header, never in a URL.
  */
-import { b64decodeN, b64encode } from './bytes.js';
+import { b64decodeN, b64encode, SealError } from './bytes.js';
 import type { SealedBox } from './boxes.js';
 import { AddressKey, openMessage, type AddressSecrets, type OpenedMessage } from './content.js';
 import { readFrames, type StreamedEvent } from './events.js';
-import { newAddressId } from './ids.js';
+import { newAddressId, newDeviceId, newWebhookId } from './ids.js';
+import { sealKeyBundle } from './device.js';
+import {
+  newApiKeyId,
+  newDeviceProfile,
+  openDeviceProfile,
+  profileDeviceKey,
+  sealApiKeyLabel,
+  sealDeviceProfile,
+  sealWebhookName,
+  type DeviceProfile,
+} from './profile.js';
 import { AccountKeys } from './keys.js';
 import {
+  accountRoutes,
+  assignBody,
+  claimBody,
+  toPairingLookup,
+  type ApiKey,
+  type DnsRecord,
+  type OwnDomain,
+  type Checkout,
+  type Delivery,
+  type DeliveryStatus,
+  type PairingLookup,
+  type Payment,
+  type Plan,
+  type PlanId,
+  type Provider,
+  type Subscription,
+  type Webhook,
+  type WebhookEventType,
   createAddressBody,
   deliverBody,
+  query,
   routes,
   toAddress,
   toAddressList,
@@ -52,12 +82,22 @@ const REQUEST_TIMEOUT_MS = 30_000;
 /** Pause after a 429 or 5xx while waiting, when the service does not say. */
 const RETRY_PAUSE_MS = 2_000;
 
-/** A non-2xx answer: `code` is the API's error code (`not_found`, `rate_limited`, ...). */
+/**
+ * Every code the API answers with: the enum of `ErrorDetail.code` in the
+ * OpenAPI document, made from the server's one error table.
+ */
+export type ErrorCode = Wire['ErrorDetail']['code'];
+
+/**
+ * A non-2xx answer: `code` is the API's error code (`not_found`,
+ * `rate_limited`, ...), or `http_error` when the answer was not the API's
+ * error body (a proxy's page, for example).
+ */
 export class ApiError extends Error {
   override name = 'ApiError';
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode | 'http_error',
     message: string,
     /** Seconds, from `Retry-After`. */
     readonly retryAfter: number | undefined,
@@ -429,6 +469,78 @@ export class SealpostClient {
     }
   }
 
+  // ---- Web client: mail, folders, notifications, sessions, activity (issue #32) -------
+
+  /**
+   * `POST /messages/send` (a session): answers once the service's relay
+   * accepted the message for every recipient. The service keeps a copy in
+   * `sent`, sealed to the `from` address's key like received mail (open it
+   * with `openMessage`); `messageId` is null when the address has no key.
+   * `send_failed` when the relay refused it (nothing counted),
+   * `rate_limited` past the plan's sends, `invalid_field` naming the field.
+   */
+  async sendMail(mail: { from: string; fromName?: string; to: string[]; subject: string; text: string; html?: string }): Promise<{ messageId: string | null }> {
+    const body: Wire['SendMailRequest'] = { from: mail.from, to: mail.to, subject: mail.subject, text: mail.text };
+    if (mail.fromName !== undefined) body.fromName = mail.fromName;
+    if (mail.html !== undefined) body.html = mail.html;
+    const sent = await this.#json<Wire['SentMail']>('POST', '/messages/send', { body });
+    return { messageId: sent.messageId ?? null };
+  }
+
+  /** `POST /messages/:id/star`: stars the message, or removes the star with `false`. */
+  async starMessage(id: string, starred = true): Promise<void> {
+    const body: Wire['StarRequest'] = { starred };
+    await this.#send('POST', `${routes.message(id)}/star`, { body });
+  }
+
+  /** `POST /messages/:id/move`: the message as it is after the move. */
+  async moveMessage(id: string, folder: Folder): Promise<Message> {
+    const body: Wire['MoveRequest'] = { folder };
+    return toMessage((await this.#json<Wire['MessageReply']>('POST', `${routes.message(id)}/move`, { body })).message);
+  }
+
+  /** `POST /messages/trash/empty` (a session): deletes every message in the trash; answers how many. */
+  async emptyTrash(): Promise<number> {
+    return (await this.#json<Wire['EmptiedBody']>('POST', '/messages/trash/empty')).deleted;
+  }
+
+  /** `GET /notifications/preferences`: which kinds are pushed, and the muted addresses. */
+  async notificationSettings(): Promise<Wire['NotificationSettings']> {
+    return this.#json('GET', '/notifications/preferences');
+  }
+
+  /** `PATCH /notifications/preferences`: changes only the kinds given. */
+  async updateNotificationPreferences(change: Partial<Wire['NotificationPreferences']>): Promise<Wire['NotificationSettings']> {
+    return this.#json('PATCH', '/notifications/preferences', { body: change });
+  }
+
+  /** `PATCH /notifications/inboxes/:id`: mutes (or unmutes) pushes of an address's new mail. */
+  async muteAddress(addressId: string, muted: boolean): Promise<boolean> {
+    const body: Wire['MuteRequest'] = { muted };
+    return (await this.#json<Wire['Mute']>('PATCH', `/notifications/inboxes/${encodeURIComponent(addressId)}`, { body })).muted;
+  }
+
+  /** `GET /accounts/sessions` (a session): live sessions, newest first, this one `current`. */
+  async listSessions(): Promise<Wire['Session'][]> {
+    return (await this.#json<Wire['SessionList']>('GET', '/accounts/sessions')).sessions;
+  }
+
+  /** `DELETE /accounts/sessions` (a session): signs out every other session; answers how many. */
+  async signOutOtherSessions(): Promise<number> {
+    return (await this.#json<Wire['Revoked']>('DELETE', '/accounts/sessions')).revoked;
+  }
+
+  /** `DELETE /accounts/sessions/:id` (a session): signs out one session. */
+  async signOutSession(id: string): Promise<void> {
+    await this.#send('DELETE', `/accounts/sessions/${encodeURIComponent(id)}`);
+  }
+
+  /** `GET /activity`: the account's activity, newest first (ids and times only). */
+  async listActivity(page: { limit?: number; cursor?: string } = {}): Promise<{ activity: Wire['ActivityEntry'][]; nextCursor: string | null }> {
+    const reply = await this.#json<Wire['ActivityPage']>('GET', `/activity${query({ limit: page.limit, cursor: page.cursor })}`);
+    return { activity: reply.activity, nextCursor: reply.nextCursor ?? null };
+  }
+
   // ---- Plumbing ------------------------------------------------------------------------
 
   async #json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
@@ -468,12 +580,231 @@ export class SealpostClient {
       options.signal?.removeEventListener('abort', onAbort);
     }
   }
+
+  // ---- Account management: devices, plan and billing, webhooks (web client's account areas) ----
+
+  /**
+   * `POST /workers/pair/lookup`: the waiting device of an 8-digit code (spaces
+   * and dashes typed between groups are dropped). Show its name, platform and
+   * key fingerprint (`keyFingerprint`) to compare with what the device shows
+   * before claiming it. 404 when no device waits with that code; ten failed
+   * lookups in five minutes answer 429.
+   */
+  async lookupPairing(code: string): Promise<PairingLookup> {
+    const digits = code.replace(/[\s-]/g, '');
+    if (!/^\d{8}$/.test(digits)) throw new SealError('a pairing code is 8 digits');
+    const body: Wire['LookupRequest'] = { code: digits };
+    return toPairingLookup(await this.#json<Wire['LookupReply']>('POST', accountRoutes.pairLookup, { body }));
+  }
+
+  /**
+   * Approves a looked-up pairing as `sealpost device pair` does: a new
+   * `wkr_` id, the profile (`name` and the device's key) sealed to the vault
+   * key, the claim, then an empty key bundle sealed to the device's key so it
+   * finds one at once. Answers the new device.
+   */
+  async approvePairing(found: PairingLookup, name: string = found.deviceName, keys: AccountKeys | undefined = this.keys): Promise<Device> {
+    if (keys === undefined) throw new Error('approving a device needs the account keys');
+    const devicePublic = b64decodeN(found.publicKey, 32, 'publicKey');
+    const id = newDeviceId();
+    const profile = sealDeviceProfile(keys, id, newDeviceProfile(name, devicePublic));
+    const reply = await this.#json<Wire['DeviceReply']>('POST', accountRoutes.pairClaim, { body: claimBody(found.sessionId, id, profile) });
+    await this.setDeviceKeys(id, sealKeyBundle(keys, [], devicePublic, id));
+    return toDevice(reply.worker);
+  }
+
+  /** `POST /workers/:id/keys`: replaces the device's sealed key bundle. */
+  async setDeviceKeys(deviceId: string, sealed: SealedBox): Promise<void> {
+    const body: Wire['KeysRequest'] = { keys: sealed as unknown as Wire['SealedBoxJson'] };
+    await this.#send('POST', routes.deviceKeys(deviceId), { body });
+  }
+
+  /** A device's opened profile (its name and pairing key), with the account keys. */
+  deviceProfile(device: Device, keys: AccountKeys | undefined = this.keys): DeviceProfile {
+    if (keys === undefined) throw new Error('reading a device profile needs the account keys');
+    if (device.profile === null) throw new SealError(`device ${device.id} has no profile`);
+    return openDeviceProfile(keys, device.id, device.profile);
+  }
+
+  /** Re-seals the profile with a new name, keeping everything else in it (`sealpost device rename`). */
+  async renameDevice(id: string, name: string, keys: AccountKeys | undefined = this.keys): Promise<Device> {
+    if (keys === undefined) throw new Error('renaming a device needs the account keys');
+    const profile = this.deviceProfile(await this.getDevice(id), keys);
+    const body: Wire['UpdateDeviceRequest'] = { profile: sealDeviceProfile(keys, id, { ...profile, name }) as unknown as Wire['SealedBoxJson'] };
+    return toDevice((await this.#json<Wire['DeviceReply']>('PATCH', routes.device(id), { body })).worker);
+  }
+
+  /** `PATCH /workers/:id {status: "disabled"}`: its credential stops working. */
+  async disableDevice(id: string): Promise<Device> {
+    const body: Wire['UpdateDeviceRequest'] = { status: 'disabled' };
+    return toDevice((await this.#json<Wire['DeviceReply']>('PATCH', routes.device(id), { body })).worker);
+  }
+
+  /** `DELETE /workers/:id`: removes the device and its credential; its addresses become unassigned. */
+  async removeDevice(id: string): Promise<void> {
+    await this.#send('DELETE', routes.device(id));
+  }
+
+  /**
+   * Seals the epoch 0 keys of every address assigned to the device to the
+   * pairing key kept in its (sealed) profile, and sends them, replacing its
+   * bundle, as the CLI does after `address assign`. Answers how many
+   * addresses the bundle holds.
+   */
+  async sendKeyBundle(deviceId: string, keys: AccountKeys | undefined = this.keys): Promise<number> {
+    if (keys === undefined) throw new Error('sending a key bundle needs the account keys');
+    const devicePublic = profileDeviceKey(this.deviceProfile(await this.getDevice(deviceId), keys));
+    if (devicePublic === null) throw new SealError(`the profile of device ${deviceId} holds no device key; pair the device again`);
+    const assigned = (await this.listAddresses()).filter((a) => a.deviceId === deviceId).map((a) => a.id);
+    await this.setDeviceKeys(deviceId, sealKeyBundle(keys, assigned, devicePublic, deviceId));
+    return assigned.length;
+  }
+
+  /**
+   * Assigns an address to a device and sends it the address's keys (and the
+   * device that held it before, its bundle without them): `sealpost address assign`.
+   */
+  async assignAddress(addressId: string, deviceId: string, keys: AccountKeys | undefined = this.keys): Promise<Address> {
+    const previous = (await this.listAddresses()).find((a) => a.id === addressId)?.deviceId ?? null;
+    const reply = await this.#json<Wire['AddressReply']>('POST', accountRoutes.deviceAddresses(deviceId), { body: assignBody(addressId) });
+    await this.sendKeyBundle(deviceId, keys);
+    if (previous !== null && previous !== deviceId) await this.sendKeyBundle(previous, keys);
+    return toAddress(reply.inbox);
+  }
+
+  /** Takes an address off a device, then re-sends the device's bundle without it. */
+  async unassignAddress(addressId: string, deviceId: string, keys: AccountKeys | undefined = this.keys): Promise<void> {
+    await this.#send('DELETE', accountRoutes.deviceAddress(deviceId, addressId));
+    await this.sendKeyBundle(deviceId, keys);
+  }
+
+  /** `GET /plans`: every plan with its price and limits, cheapest first. */
+  async plans(): Promise<Plan[]> {
+    return (await this.#json<Wire['PlanList']>('GET', accountRoutes.plans, { auth: false })).plans;
+  }
+
+  /** `GET /subscription`: plan, balance, pause, and a scheduled change. */
+  async subscription(): Promise<Subscription> {
+    return (await this.#json<Wire['SubscriptionReply']>('GET', accountRoutes.subscription)).subscription;
+  }
+
+  /** `POST /subscription/plan`: moves to a plan priced the same or lower (an upgrade answers 402 `payment_required`). */
+  async changePlan(planId: PlanId): Promise<Subscription> {
+    const body: Wire['ChangePlanRequest'] = { planId };
+    return (await this.#json<Wire['SubscriptionReply']>('POST', accountRoutes.changePlan, { body })).subscription;
+  }
+
+  /** `GET /billing/providers`: the payment providers this deployment takes. */
+  async billingProviders(): Promise<Provider[]> {
+    return (await this.#json<Wire['ProviderList']>('GET', accountRoutes.providers, { auth: false })).providers;
+  }
+
+  /** `POST /billing/checkout`: the provider's checkout url and the pending payment. */
+  async checkout(planId: Wire['SoldPlan'], provider: Wire['ProviderId']): Promise<Checkout> {
+    const body: Wire['CheckoutRequest'] = { planId, provider };
+    return this.#json<Wire['Checkout']>('POST', accountRoutes.checkout, { body });
+  }
+
+  /** `GET /billing/payments/:id`: one payment and its status. */
+  async payment(id: string): Promise<Payment> {
+    return (await this.#json<Wire['PaymentReply']>('GET', accountRoutes.payment(id))).payment;
+  }
+
+  /** `GET /webhook-endpoints`: the webhooks and the event types they can subscribe to. */
+  async listWebhooks(): Promise<{ webhooks: Webhook[]; eventTypes: string[] }> {
+    return this.#json<Wire['WebhookList']>('GET', accountRoutes.webhooks);
+  }
+
+  /** Registers an https endpoint named `name` (sealed to the vault key); the `whsec_` secret is answered this once. */
+  async createWebhook(
+    fields: { url: string; events: Array<WebhookEventType | '*'>; name?: string; id?: string },
+    keys: AccountKeys | undefined = this.keys,
+  ): Promise<{ webhook: Webhook; secret: string }> {
+    const id = fields.id ?? newWebhookId();
+    const body = {
+      id,
+      url: fields.url,
+      events: fields.events,
+      ...(fields.name !== undefined && keys !== undefined ? { meta: sealWebhookName(keys, id, fields.name) } : {}),
+    } as unknown as Wire['CreateWebhookRequest'];
+    return this.#json<Wire['CreatedWebhook']>('POST', accountRoutes.webhooks, { body });
+  }
+
+  /** `PATCH /webhook-endpoints/:id`: url, events, or status (`active` clears the failure record). */
+  async updateWebhook(id: string, update: { url?: string; events?: Array<WebhookEventType | '*'>; status?: Wire['WebhookStatus'] }): Promise<Webhook> {
+    const body = { ...update } as Wire['UpdateWebhookRequest'];
+    return (await this.#json<Wire['WebhookReply']>('PATCH', accountRoutes.webhook(id), { body })).webhook;
+  }
+
+  async deleteWebhook(id: string): Promise<void> {
+    await this.#send('DELETE', accountRoutes.webhook(id));
+  }
+
+  /** A new signing secret, answered once; the old one stops at once. */
+  async rotateWebhookSecret(id: string): Promise<string> {
+    return (await this.#json<Wire['Secret']>('POST', accountRoutes.webhookRotate(id))).secret;
+  }
+
+  /** Sends a `webhook.test` event. */
+  async testWebhook(id: string): Promise<Wire['Sent']> {
+    return this.#json<Wire['Sent']>('POST', accountRoutes.webhookTest(id));
+  }
+
+  /** One page of the delivery log, newest first. */
+  async webhookDeliveries(id: string, page: { limit?: number; cursor?: string; status?: DeliveryStatus } = {}): Promise<{ deliveries: Delivery[]; nextCursor: string | null }> {
+    const reply = await this.#json<Wire['DeliveryPage']>('GET', accountRoutes.webhookDeliveries(id, page));
+    return { deliveries: reply.deliveries, nextCursor: reply.nextCursor ?? null };
+  }
+
+  /** Sends a delivery's event again: a new delivery id, the same event id. */
+  async redeliver(id: string, deliveryId: string): Promise<Wire['Sent']> {
+    return this.#json<Wire['Sent']>('POST', accountRoutes.webhookRedeliver(id, deliveryId));
+  }
+
+  /** `GET /api-keys`: the account's API keys, oldest first (labels sealed: `openApiKeyLabel`). */
+  async listApiKeys(): Promise<ApiKey[]> {
+    return (await this.#json<Wire['ApiKeyList']>('GET', accountRoutes.apiKeys)).apiKeys;
+  }
+
+  /** Creates an API key (Operator plan and up) labelled `label` (sealed to the vault key); its `spk_` token is answered this once. */
+  async createApiKey(label: string, keys: AccountKeys | undefined = this.keys): Promise<{ apiKey: ApiKey; token: string }> {
+    if (keys === undefined) throw new Error('creating an API key needs the account keys');
+    const id = newApiKeyId();
+    const body: Wire['CreateApiKeyRequest'] = { id, label: sealApiKeyLabel(keys, id, label) as unknown as Wire['SealedBoxJson'] };
+    return this.#json<Wire['CreatedApiKey']>('POST', accountRoutes.apiKeys, { body });
+  }
+
+  /** Revokes an API key: its token stops working at once. */
+  async revokeApiKey(id: string): Promise<void> {
+    await this.#send('DELETE', accountRoutes.apiKey(id));
+  }
+
+  /** `GET /domains/custom`: the account's own domains with their setup step. */
+  async listOwnDomains(): Promise<OwnDomain[]> {
+    return (await this.#json<Wire['OwnDomainList']>('GET', accountRoutes.ownDomains)).domains;
+  }
+
+  /** `POST /domains/custom` (Scale and up): claims a domain; answers it and the TXT record that proves ownership. */
+  async addOwnDomain(domain: string): Promise<{ domain: OwnDomain; record: DnsRecord }> {
+    const body: Wire['AddDomainRequest'] = { domain };
+    return this.#json<Wire['AddDomainReply']>('POST', accountRoutes.ownDomains, { body });
+  }
+
+  /** `POST /domains/custom/:domain/check`: looks the TXT, NS and MX records up now and moves the step on. */
+  async checkOwnDomain(domain: string): Promise<OwnDomain> {
+    return (await this.#json<Wire['OwnDomainReply']>('POST', accountRoutes.ownDomainCheck(domain))).domain;
+  }
+
+  /** `DELETE /domains/custom/:domain`: refused with `domain_in_use` while addresses exist on it. */
+  async removeOwnDomain(domain: string): Promise<void> {
+    await this.#send('DELETE', accountRoutes.ownDomain(domain));
+  }
 }
 
 /** The `ApiError` of a non-2xx answer (its body read). */
 async function apiError(response: Response): Promise<ApiError> {
   const body = new Uint8Array(await response.arrayBuffer());
-  let code = 'http_error';
+  let code: ErrorCode | 'http_error' = 'http_error';
   let message = response.statusText || `HTTP ${response.status}`;
   try {
     const parsed = JSON.parse(new TextDecoder().decode(body)) as Wire['ErrorBody'];

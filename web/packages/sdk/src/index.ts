@@ -21,6 +21,7 @@ export * from './mailtext.js';
 export * from './webhook.js';
 export * from './client.js';
 export * from './events.js';
+export * from './profile.js';
 export type {
   Account,
   Address,
@@ -41,5 +42,20 @@ export type {
   Session,
   Usage,
   WaitResult,
+} from './wire.js';
+export type {
+  ApiKey,
+  DnsRecord,
+  OwnDomain,
+  Checkout,
+  Delivery,
+  DeliveryStatus,
+  PairingLookup,
+  Payment,
+  Plan,
+  Provider,
+  Subscription,
+  Webhook,
+  WebhookEventType,
 } from './wire.js';
 export type { components as OpenApiComponents, paths as OpenApiPaths } from './generated/openapi.js';

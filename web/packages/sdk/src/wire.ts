@@ -266,3 +266,77 @@ export const routes = {
   pairingSession: '/workers/pairing-session',
   pairingPoll: (token: string) => `/workers/pairing-session/${seg(token)}`,
 } as const;
+
+// ---- Account management (devices, plan and billing, webhooks) ------------------
+// Written for the web client's account areas; the paths and wire names they
+// use live here like the rest.
+
+export type Plan = Wire['PlanOffer'];
+export type Subscription = Wire['Subscription'];
+export type Provider = Wire['Provider'];
+export type Payment = Wire['Payment'];
+export type Checkout = Wire['Checkout'];
+export type Webhook = Wire['Webhook'];
+export type Delivery = Wire['Delivery'];
+export type DeliveryStatus = Wire['DeliveryStatus'];
+export type ApiKey = Wire['ApiKey'];
+export type OwnDomain = Wire['OwnDomain'];
+export type DnsRecord = Wire['DnsRecord'];
+export type WebhookEventType = Exclude<Wire['CreateWebhookRequest']['events'][number], '*'>;
+
+/** A waiting pairing session found by its code: what the device reported (name, platform, kind) and its key. */
+export interface PairingLookup {
+  /** The session id to claim (not the device's token). */
+  sessionId: string;
+  state: Wire['PairingState'];
+  kind: Wire['DeviceKind'];
+  platform: Wire['Platform'];
+  /** The name the device reported: the device chose it, show it as text only. */
+  deviceName: string;
+  /** The device's X25519 public key, 32 bytes (base64url on the wire). */
+  publicKey: string;
+  createdAt: string;
+}
+
+export const toPairingLookup = (w: Wire['LookupReply']): PairingLookup => ({
+  sessionId: w.session.id,
+  state: w.session.state,
+  kind: w.session.kind,
+  platform: w.session.platform,
+  deviceName: w.session.deviceName,
+  publicKey: w.session.publicKey,
+  createdAt: w.session.createdAt,
+});
+
+export const claimBody = (sessionId: string, deviceId: string, profile: SealedBox): Wire['ClaimRequest'] => ({
+  sessionId,
+  workerId: deviceId,
+  profile: profile as unknown as Wire['SealedBoxJson'],
+});
+
+export const assignBody = (addressId: string): Wire['AssignRequest'] => ({ inboxId: addressId });
+
+export const accountRoutes = {
+  pairLookup: '/workers/pair/lookup',
+  pairClaim: '/workers/pair',
+  deviceAddresses: (deviceId: string) => `/workers/${seg(deviceId)}/inboxes`,
+  deviceAddress: (deviceId: string, addressId: string) => `/workers/${seg(deviceId)}/inboxes/${seg(addressId)}`,
+  plans: '/plans',
+  subscription: '/subscription',
+  changePlan: '/subscription/plan',
+  providers: '/billing/providers',
+  checkout: '/billing/checkout',
+  payment: (id: string) => `/billing/payments/${seg(id)}`,
+  ownDomains: '/domains/custom',
+  ownDomain: (domain: string) => `/domains/custom/${seg(domain)}`,
+  ownDomainCheck: (domain: string) => `/domains/custom/${seg(domain)}/check`,
+  apiKeys: '/api-keys',
+  apiKey: (id: string) => `/api-keys/${seg(id)}`,
+  webhooks: '/webhook-endpoints',
+  webhook: (id: string) => `/webhook-endpoints/${seg(id)}`,
+  webhookRotate: (id: string) => `/webhook-endpoints/${seg(id)}/rotate-secret`,
+  webhookTest: (id: string) => `/webhook-endpoints/${seg(id)}/test`,
+  webhookDeliveries: (id: string, page: { limit?: number; cursor?: string; status?: DeliveryStatus }) =>
+    `/webhook-endpoints/${seg(id)}/deliveries${query({ limit: page.limit, cursor: page.cursor, status: page.status })}`,
+  webhookRedeliver: (id: string, deliveryId: string) => `/webhook-endpoints/${seg(id)}/deliveries/${seg(deliveryId)}/redeliver`,
+} as const;

@@ -86,7 +86,21 @@ export function App() {
           <p class="muted">Loading…</p>
         </main>
       ) : mode.kind === 'welcome' ? (
-        <Welcome onReady={(session) => setMode({ kind: 'account', session })} onPair={() => setMode({ kind: 'pairing' })} />
+        <Welcome
+          onReady={(session) =>
+            setMode({
+              kind: 'account',
+              session: {
+                ...session,
+                signedOut: () => {
+                  session.keys.wipe();
+                  setMode({ kind: 'welcome' });
+                },
+              },
+            })
+          }
+          onPair={() => setMode({ kind: 'pairing' })}
+        />
       ) : mode.kind === 'account' ? (
         <AccountView session={mode.session} />
       ) : mode.kind === 'pairing' ? (

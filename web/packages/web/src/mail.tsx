@@ -3,6 +3,7 @@
 // its attachments.
 import type { AddressSecrets, AttachmentInfo, Message, OpenedMessage } from '@sealpost/sdk';
 import { openMessage } from '@sealpost/sdk';
+import type { ComponentChildren } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 
 import { formatBytes, formatWhen } from './logic';
@@ -69,7 +70,14 @@ export function MessageList({
         return (
           <li key={m.id} class={`${m.read ? '' : 'unread'} ${m.id === openId ? 'selected' : ''}`}>
             <button type="button" class="link" onClick={() => onOpen(m)}>
-              <span class="from">{ok ? (o.from ?? '—') : 'Unreadable'}</span>
+              <span class="from">
+                {m.starred && (
+                  <span class="star" title="Starred">
+                    ★{' '}
+                  </span>
+                )}
+                {ok ? (m.outgoing ? `To ${o.to.join(', ') || '—'}` : (o.from ?? '—')) : 'Unreadable'}
+              </span>
               <span class="subject">{ok ? (o.subject ?? '(no subject)') : (o?.message ?? '')}</span>
               <span class="when">
                 {formatWhen(m.receivedAt)}
@@ -152,12 +160,15 @@ export function Reader({
   onRead,
   onDelete,
   onSave,
+  actions,
 }: {
   message: Message;
   opened: OpenedMessage | Error | undefined;
   onRead: (read: boolean) => Promise<void>;
   onDelete?: () => Promise<void>;
   onSave?: (a: AttachmentInfo) => Promise<string>;
+  /** More buttons for the row of actions (star, reply, move). */
+  actions?: ComponentChildren;
 }) {
   const [view, setView] = useState<'text' | 'html'>('text');
   useEffect(() => setView('text'), [message.id]);
@@ -176,7 +187,7 @@ export function Reader({
             <dd>{opened.to.join(', ')}</dd>
           </>
         )}
-        <dt>Received</dt>
+        <dt>{message.outgoing ? 'Sent' : 'Received'}</dt>
         <dd>{new Date(message.receivedAt).toLocaleString()}</dd>
         <dt>Size</dt>
         <dd>{formatBytes(message.sizeBytes)}</dd>
@@ -202,6 +213,7 @@ export function Reader({
         <button type="button" onClick={() => void onRead(!message.read)}>
           Mark {message.read ? 'unread' : 'read'}
         </button>
+        {actions}
         {onDelete !== undefined && (
           <button type="button" class="danger" onClick={() => void onDelete()}>
             {message.folder === 'trash' ? 'Delete for good' : 'Delete'}

@@ -8,4 +8,6 @@ import type { AccountKeys, SealpostClient } from '@sealpost/sdk';
 export interface Unlocked {
   client: SealpostClient;
   keys: AccountKeys;
+  /** Called once this session was signed out on the server (Settings' "sign out everywhere"): forget it. */
+  signedOut?: () => void;
 }

@@ -2032,8 +2032,11 @@ export interface components {
             error: components["schemas"]["ErrorDetail"];
         };
         ErrorDetail: {
-            /** @description Stable machine-readable code (`docs/api.md`); match on this, never the message. */
-            code: string;
+            /**
+             * @description Stable machine-readable code (`docs/api.md`); match on this, never the message.
+             * @enum {string}
+             */
+            code: "invalid_json" | "invalid_field" | "invalid_url" | "invalid_box" | "invalid_key" | "invalid_id" | "unauthenticated" | "session_expired" | "allocation_exhausted" | "worker_limit_reached" | "payment_required" | "plan_capability_required" | "plan_required" | "not_your_address" | "account_suspended" | "session_required" | "device_required" | "role_required" | "not_found" | "method_not_allowed" | "downgrade_blocked" | "already_used" | "address_taken" | "limit_reached" | "webhook_disabled" | "already_member" | "team_limit_reached" | "epoch_conflict" | "staff_key_changed" | "too_many_open" | "too_many_tickets" | "ticket_closed" | "ticket_full" | "support_storage_full" | "id_taken" | "domain_in_use" | "too_large" | "rate_limited" | "internal" | "send_failed" | "provider_unavailable" | "feature_disabled" | "support_unavailable" | "unavailable";
             message: string;
         };
         EventId: string;
