@@ -306,7 +306,11 @@ struct EventData {
 /// | `checkout.session.completed`, `payment_status` `unpaid` (an async method still processing) | Ignored |
 /// | `checkout.session.async_payment_succeeded` | Paid |
 /// | `checkout.session.async_payment_failed`, `checkout.session.expired` | Failed |
+/// | `invoice.*`, `customer.subscription.*` | see `subscription_notice` (renewals, renewal off or on) |
 /// | anything else | Ignored |
+///
+/// A paid session in subscription mode also names its `subscription` and
+/// `customer` ([`Notice::subscription`]), which the account keeps.
 ///
 /// The reference is the Checkout Session's id (`data.object.id`, `cs_...`)
 /// for `checkout.session.*` events and empty for the others, which name no

@@ -264,7 +264,6 @@ pub struct Subscription {
     /// renewal is on at the card provider (`POST /billing/portal` turns it
     /// off or on). False for crypto and sandbox payments, which remind
     /// before `renewsAt` instead.
-    #[serde(default)]
     pub renewing: bool,
 }
 
