@@ -479,6 +479,25 @@ impl Records {
         );
     }
 
+    /// Renewal of the paid period turned off or on at the card provider (a
+    /// failed renewal charge and a subscription ended there turn it off);
+    /// `plan` is the account's plan, which this does not change.
+    pub fn subscription_renewing(
+        &mut self,
+        account: &AccountId,
+        plan: PlanId,
+        renewing: bool,
+        at: Timestamp,
+    ) {
+        self.activity(account, ActivityKind::SubscriptionUpdated, None, None, at);
+        self.event(
+            account,
+            EventType::SubscriptionUpdated,
+            json!({ "planId": plan, "renewing": renewing }),
+            at,
+        );
+    }
+
     /// A plan change scheduled for the end of the paid period (`pending`),
     /// or taken back (`None`): the plan itself stays `plan` until then.
     pub fn subscription_pending(

@@ -262,7 +262,7 @@ pub fn read_notice(
             event.kind
         )));
     }
-    Ok(Notice { reference, outcome })
+    Ok(Notice::checkout(reference, outcome))
 }
 
 /// The BTCPay Server provider.

@@ -1,8 +1,16 @@
 //! Stripe Checkout: the card provider.
 //!
-//! - A checkout is a Checkout Session in `payment` mode with one inline
-//!   price (`POST /v1/checkout/sessions`, form-encoded, the payment id as
-//!   `Idempotency-Key`, `client_reference_id` and `metadata[payment_id]`).
+//! - A checkout is a Checkout Session in `subscription` mode with one
+//!   inline recurring price, every 30 days (`recurring[interval]=day`,
+//!   `interval_count=30`: the service's period), posted to
+//!   `POST /v1/checkout/sessions` form-encoded, with the payment id as
+//!   `Idempotency-Key`, `client_reference_id` and `metadata[payment_id]`
+//!   (also on the subscription, `subscription_data[metadata]`). Its
+//!   completion pays the first period and names the subscription and
+//!   customer; each renewal is an `invoice.paid` of the subscription.
+//! - The customer portal is a `POST /v1/billing_portal/sessions` for the
+//!   customer; turning renewal off for a scheduled downgrade is
+//!   `POST /v1/subscriptions/:id` with `cancel_at_period_end=true`.
 //! - Notices are Stripe Events signed with `Stripe-Signature:
 //!   t=<unix>,v1=<hex>[,v1=...]`: HMAC-SHA256 of `<t>.<raw body>` keyed with
 //!   the endpoint's `whsec_...` secret; one matching `v1` is enough, and `t`
@@ -12,8 +20,8 @@ use std::fmt;
 
 use async_trait::async_trait;
 use sealpost_billing::{
-    CheckoutRequest, CheckoutSession, Notice, NoticeError, NoticeOutcome, PaymentProvider,
-    ProviderError, ProviderId,
+    CardSubscription, CheckoutRequest, CheckoutSession, Notice, NoticeError, NoticeOutcome,
+    PaymentProvider, ProviderError, ProviderId,
 };
 use sealpost_kernel::Timestamp;
 use serde::Deserialize;
@@ -95,14 +103,25 @@ pub fn checkout_request(config: &StripeConfig, request: &CheckoutRequest) -> Pre
     let amount = request.amount.to_string();
     let currency = request.currency.to_ascii_lowercase();
     let body = form_urlencoded::Serializer::new(String::new())
-        .append_pair("mode", "payment")
+        .append_pair("mode", "subscription")
         .append_pair("client_reference_id", payment)
         .append_pair("metadata[payment_id]", payment)
         .append_pair("metadata[account_id]", request.account.as_str())
         .append_pair("metadata[plan_id]", request.plan.as_str())
+        .append_pair("subscription_data[metadata][payment_id]", payment)
+        .append_pair(
+            "subscription_data[metadata][account_id]",
+            request.account.as_str(),
+        )
+        .append_pair(
+            "subscription_data[metadata][plan_id]",
+            request.plan.as_str(),
+        )
         .append_pair("line_items[0][quantity]", "1")
         .append_pair("line_items[0][price_data][currency]", &currency)
         .append_pair("line_items[0][price_data][unit_amount]", &amount)
+        .append_pair("line_items[0][price_data][recurring][interval]", "day")
+        .append_pair("line_items[0][price_data][recurring][interval_count]", "30")
         .append_pair(
             "line_items[0][price_data][product_data][name]",
             &request.description,
@@ -110,26 +129,89 @@ pub fn checkout_request(config: &StripeConfig, request: &CheckoutRequest) -> Pre
         .append_pair("success_url", &config.success_url)
         .append_pair("cancel_url", &config.cancel_url)
         .finish();
+    form_request(config, "/v1/checkout/sessions", Some(payment), body)
+}
+
+/// A form-encoded `POST` to Stripe's API at `path`.
+fn form_request(
+    config: &StripeConfig,
+    path: &str,
+    idempotency_key: Option<&str>,
+    body: String,
+) -> PreparedRequest {
+    let mut headers = vec![(
+        "Authorization".to_owned(),
+        format!("Bearer {}", config.secret_key.as_str()),
+    )];
+    if let Some(key) = idempotency_key {
+        headers.push(("Idempotency-Key".to_owned(), key.to_owned()));
+    }
+    headers.extend([
+        (
+            "Content-Type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        ),
+        ("Accept".to_owned(), "application/json".to_owned()),
+    ]);
     PreparedRequest {
         method: reqwest::Method::POST,
-        url: format!(
-            "{}/v1/checkout/sessions",
-            config.api_base.trim_end_matches('/')
-        ),
-        headers: vec![
-            (
-                "Authorization".to_owned(),
-                format!("Bearer {}", config.secret_key.as_str()),
-            ),
-            ("Idempotency-Key".to_owned(), payment.to_owned()),
-            (
-                "Content-Type".to_owned(),
-                "application/x-www-form-urlencoded".to_owned(),
-            ),
-            ("Accept".to_owned(), "application/json".to_owned()),
-        ],
+        url: format!("{}{path}", config.api_base.trim_end_matches('/')),
+        headers,
         body: body.into_bytes(),
     }
+}
+
+/// The request for a customer portal session of `customer`; the portal
+/// sends the payer back to the return page ([`StripeConfig::cancel_url`]).
+#[must_use]
+pub fn portal_request(config: &StripeConfig, customer: &str) -> PreparedRequest {
+    let body = form_urlencoded::Serializer::new(String::new())
+        .append_pair("customer", customer)
+        .append_pair("return_url", &config.cancel_url)
+        .finish();
+    form_request(config, "/v1/billing_portal/sessions", None, body)
+}
+
+/// The request that turns the renewal of `subscription` off (it ends at
+/// the end of the period paid for) or back on.
+#[must_use]
+pub fn renewal_request(
+    config: &StripeConfig,
+    subscription: &str,
+    renewing: bool,
+) -> PreparedRequest {
+    let body = form_urlencoded::Serializer::new(String::new())
+        .append_pair(
+            "cancel_at_period_end",
+            if renewing { "false" } else { "true" },
+        )
+        .finish();
+    let path = format!(
+        "/v1/subscriptions/{}",
+        form_urlencoded::byte_serialize(subscription.as_bytes()).collect::<String>()
+    );
+    form_request(config, &path, None, body)
+}
+
+/// Reads Stripe's answer to [`portal_request`]: the session's `url`.
+pub fn read_portal_response(status: u16, body: &[u8]) -> Result<String, ProviderError> {
+    if !(200..=299).contains(&status) {
+        return Err(answer_error(status, body));
+    }
+    let answer: SessionAnswer = serde_json::from_slice(body).map_err(|error| {
+        ProviderError::Refused(format!(
+            "{NAME} answered a body that is not a portal session: {error}"
+        ))
+    })?;
+    crate::checkout_url(NAME, answer.url)
+}
+
+/// Stripe's `error.message` for a non-2xx answer.
+fn answer_error(status: u16, body: &[u8]) -> ProviderError {
+    let message = serde_json::from_slice::<ErrorAnswer>(body)
+        .ok()
+        .and_then(|answer| answer.error.message);
+    crate::status_error(NAME, status, message)
 }
 
 #[derive(Deserialize)]
@@ -154,10 +236,7 @@ struct ErrorDetail {
 /// [`ProviderError::Refused`] for the rest.
 pub fn read_checkout_response(status: u16, body: &[u8]) -> Result<CheckoutSession, ProviderError> {
     if !(200..=299).contains(&status) {
-        let message = serde_json::from_slice::<ErrorAnswer>(body)
-            .ok()
-            .and_then(|answer| answer.error.message);
-        return Err(crate::status_error(NAME, status, message));
+        return Err(answer_error(status, body));
     }
     let answer: SessionAnswer = serde_json::from_slice(body).map_err(|error| {
         ProviderError::Refused(format!(
@@ -227,7 +306,11 @@ struct EventData {
 /// | `checkout.session.completed`, `payment_status` `unpaid` (an async method still processing) | Ignored |
 /// | `checkout.session.async_payment_succeeded` | Paid |
 /// | `checkout.session.async_payment_failed`, `checkout.session.expired` | Failed |
+/// | `invoice.*`, `customer.subscription.*` | see `subscription_notice` (renewals, renewal off or on) |
 /// | anything else | Ignored |
+///
+/// A paid session in subscription mode also names its `subscription` and
+/// `customer` ([`Notice::subscription`]), which the account keeps.
 ///
 /// The reference is the Checkout Session's id (`data.object.id`, `cs_...`)
 /// for `checkout.session.*` events and empty for the others, which name no
@@ -243,11 +326,16 @@ pub fn read_notice(
     verify_signature(webhook_secret, signature, body, now)?;
     let event: Event = serde_json::from_slice(body)
         .map_err(|error| NoticeError::MalformedBody(format!("not a Stripe event: {error}")))?;
-    if !event.kind.starts_with("checkout.session.") {
-        return Ok(Notice {
-            reference: String::new(),
-            outcome: NoticeOutcome::Ignored,
-        });
+    let acted_on = event.kind.starts_with("checkout.session.")
+        || matches!(
+            event.kind.as_str(),
+            "invoice.paid"
+                | "invoice.payment_failed"
+                | "customer.subscription.updated"
+                | "customer.subscription.deleted"
+        );
+    if !acted_on {
+        return Ok(Notice::checkout("", NoticeOutcome::Ignored));
     }
     let object = event
         .data
@@ -259,6 +347,9 @@ pub fn read_notice(
         .filter(|id| !id.is_empty())
         .ok_or_else(|| NoticeError::MalformedBody(format!("{} has no data.object.id", event.kind)))?
         .to_owned();
+    if !event.kind.starts_with("checkout.session.") {
+        return subscription_notice(&event.kind, reference, &object);
+    }
     let outcome = match event.kind.as_str() {
         "checkout.session.completed" => {
             match object
@@ -286,7 +377,93 @@ pub fn read_notice(
         }
         _ => NoticeOutcome::Ignored,
     };
-    Ok(Notice { reference, outcome })
+    // A session in subscription mode names what it started once paid.
+    let subscription = match (string(&object, "subscription"), string(&object, "customer")) {
+        (Some(id), Some(customer)) if outcome == NoticeOutcome::Paid => Some(CardSubscription {
+            id: id.to_owned(),
+            customer: customer.to_owned(),
+        }),
+        _ => None,
+    };
+    Ok(Notice {
+        reference,
+        outcome,
+        subscription,
+    })
+}
+
+/// A non-empty string field of `object`.
+fn string<'a>(object: &'a serde_json::Value, field: &str) -> Option<&'a str> {
+    object
+        .get(field)
+        .and_then(serde_json::Value::as_str)
+        .filter(|value| !value.is_empty())
+}
+
+/// Reads an invoice or subscription event (`reference` is its object's id).
+///
+/// | `type` | outcome |
+/// |---|---|
+/// | `invoice.paid`, `billing_reason` `subscription_cycle` | Renewed (`amount_paid`) |
+/// | `invoice.payment_failed`, `billing_reason` `subscription_cycle` | Renewing(false) |
+/// | `invoice.*` of another reason (the first invoice: its checkout's completion pays it) | Ignored |
+/// | `customer.subscription.updated` | Renewing(`status` active or trialing and not `cancel_at_period_end`) |
+/// | `customer.subscription.deleted` | Renewing(false) |
+///
+/// An invoice names its subscription in `parent.subscription_details.subscription`
+/// (API versions from 2025-03-31) or `subscription` (earlier ones).
+fn subscription_notice(
+    kind: &str,
+    reference: String,
+    object: &serde_json::Value,
+) -> Result<Notice, NoticeError> {
+    let malformed = |what: &str| NoticeError::MalformedBody(format!("{kind} has no {what}"));
+    let customer = string(object, "customer")
+        .ok_or_else(|| malformed("customer"))?
+        .to_owned();
+    if let Some(kind) = kind.strip_prefix("invoice.") {
+        if string(object, "billing_reason") != Some("subscription_cycle") {
+            return Ok(Notice::checkout("", NoticeOutcome::Ignored));
+        }
+        let subscription = object
+            .pointer("/parent/subscription_details/subscription")
+            .and_then(serde_json::Value::as_str)
+            .or_else(|| string(object, "subscription"))
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| malformed("subscription"))?
+            .to_owned();
+        let outcome = if kind == "paid" {
+            let amount = object
+                .get("amount_paid")
+                .and_then(serde_json::Value::as_i64)
+                .ok_or_else(|| malformed("amount_paid"))?;
+            NoticeOutcome::Renewed { amount }
+        } else {
+            NoticeOutcome::Renewing(false)
+        };
+        return Ok(Notice {
+            reference,
+            outcome,
+            subscription: Some(CardSubscription {
+                id: subscription,
+                customer,
+            }),
+        });
+    }
+    let renewing = kind == "customer.subscription.updated"
+        && matches!(string(object, "status"), Some("active" | "trialing"))
+        && !object
+            .get("cancel_at_period_end")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+    Ok(Notice {
+        subscription: Some(CardSubscription {
+            id: reference.clone(),
+            customer,
+        }),
+        reference,
+        outcome: NoticeOutcome::Renewing(renewing),
+    })
 }
 
 /// The Stripe Checkout provider.
@@ -344,5 +521,30 @@ impl PaymentProvider for StripeProvider {
         now: Timestamp,
     ) -> Result<Notice, NoticeError> {
         read_notice(&self.config.webhook_secret, signature, body, now)
+    }
+
+    async fn portal(&self, customer: &str) -> Result<String, ProviderError> {
+        let prepared = portal_request(&self.config, customer);
+        let result = match self.executor.send(&prepared).await {
+            Ok(answer) => read_portal_response(answer.status, &answer.body),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = &result {
+            tracing::warn!(provider = %ProviderId::Stripe, %error, "portal session not created");
+        }
+        result
+    }
+
+    async fn set_renewal(&self, subscription: &str, renewing: bool) -> Result<(), ProviderError> {
+        let prepared = renewal_request(&self.config, subscription, renewing);
+        let result = match self.executor.send(&prepared).await {
+            Ok(answer) if (200..=299).contains(&answer.status) => Ok(()),
+            Ok(answer) => Err(answer_error(answer.status, &answer.body)),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = &result {
+            tracing::warn!(provider = %ProviderId::Stripe, %error, renewing, "renewal not changed");
+        }
+        result
     }
 }

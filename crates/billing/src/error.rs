@@ -17,6 +17,10 @@ pub enum BillingError {
     Notice(#[from] NoticeError),
     #[error("no such record")]
     NotFound,
+    /// 404 `not_found`: the billing portal is the card provider's, for
+    /// accounts that subscribed by card.
+    #[error("this account has never paid by card: the billing portal is the card provider's")]
+    NoCardSubscription,
     #[error(transparent)]
     Store(#[from] StoreError),
 }

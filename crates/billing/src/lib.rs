@@ -26,4 +26,6 @@ mod pending_service_tests;
 #[cfg(test)]
 mod reminder_service_tests;
 #[cfg(test)]
+mod renewal_tests;
+#[cfg(test)]
 mod tests;

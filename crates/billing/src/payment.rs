@@ -19,10 +19,13 @@ impl PaymentStatus {
     /// The state a notice moves a payment to, or `None` when it changes nothing.
     pub fn after(self, outcome: NoticeOutcome) -> Option<PaymentStatus> {
         match (self, outcome) {
-            (_, NoticeOutcome::Ignored) | (PaymentStatus::Paid, _) => None,
-            (PaymentStatus::Pending | PaymentStatus::Failed, NoticeOutcome::Paid) => {
-                Some(PaymentStatus::Paid)
+            (_, NoticeOutcome::Ignored | NoticeOutcome::Renewing(_)) | (PaymentStatus::Paid, _) => {
+                None
             }
+            (
+                PaymentStatus::Pending | PaymentStatus::Failed,
+                NoticeOutcome::Paid | NoticeOutcome::Renewed { .. },
+            ) => Some(PaymentStatus::Paid),
             (PaymentStatus::Pending, NoticeOutcome::Failed) => Some(PaymentStatus::Failed),
             (PaymentStatus::Failed, NoticeOutcome::Failed) => None,
         }

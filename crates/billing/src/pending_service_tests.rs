@@ -22,6 +22,7 @@ fn ended(plan: PlanId, pending: Option<PlanId>) -> Subscriber {
     Subscriber {
         paid_until: Some(at(ENDED)),
         pending_plan: pending,
+        renewing: false,
         ..Subscriber::on(plan, at("2026-11-01T08:00:00Z"))
     }
 }

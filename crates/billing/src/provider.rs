@@ -51,7 +51,8 @@ pub struct CheckoutSession {
     pub reference: String,
 }
 
-/// What a verified notice says happened to a checkout.
+/// What a verified notice says happened to a checkout, or to the renewing
+/// subscription a card checkout started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NoticeOutcome {
     Paid,
@@ -59,15 +60,51 @@ pub enum NoticeOutcome {
     /// A notice about something we do not act on (another event type, a
     /// payment still processing): acknowledged, nothing changes.
     Ignored,
+    /// The subscription billed and was paid for another period (Stripe
+    /// `invoice.paid` of a renewal): `reference` is the invoice id, which
+    /// makes a redelivered notice change nothing.
+    Renewed {
+        /// Minor units paid (USD cents).
+        amount: i64,
+    },
+    /// Whether the subscription still renews: turned off or on at the
+    /// provider (its customer portal), a renewal charge failed (`false`),
+    /// or the subscription ended there (`false`).
+    Renewing(bool),
+}
+
+/// A renewing subscription at the card provider, as its notices name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CardSubscription {
+    /// Stripe `sub_...`.
+    pub id: String,
+    /// Stripe `cus_...`: whose billing portal it is.
+    pub customer: String,
 }
 
 /// A provider's notice, its signature verified.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Notice {
-    /// The provider's id for the checkout (see [`CheckoutSession::reference`]);
-    /// empty for ignored notices that name none.
+    /// The provider's id for the checkout (see [`CheckoutSession::reference`]),
+    /// the renewal's invoice id for [`NoticeOutcome::Renewed`], the
+    /// subscription id for [`NoticeOutcome::Renewing`]; empty for ignored
+    /// notices that name none.
     pub reference: String,
     pub outcome: NoticeOutcome,
+    /// The subscription a paid checkout started (it renews from then on),
+    /// or the one a renewal notice is about.
+    pub subscription: Option<CardSubscription>,
+}
+
+impl Notice {
+    /// A notice about a checkout (no subscription).
+    pub fn checkout(reference: impl Into<String>, outcome: NoticeOutcome) -> Notice {
+        Notice {
+            reference: reference.into(),
+            outcome,
+            subscription: None,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -120,6 +157,24 @@ pub trait PaymentProvider: Send + Sync {
         body: &[u8],
         now: Timestamp,
     ) -> Result<Notice, NoticeError>;
+
+    /// A session of the provider's customer portal for `customer` (where
+    /// its renewal is turned off or on, and its card and invoices kept):
+    /// the url to send the payer to. Providers without one refuse.
+    async fn portal(&self, _customer: &str) -> Result<String, ProviderError> {
+        Err(ProviderError::Refused(
+            "this provider has no customer portal".into(),
+        ))
+    }
+
+    /// Turns the renewal of `subscription` off (`false`: it ends at the end
+    /// of the period paid for) or back on. The provider's own notice of
+    /// the change follows; providers without subscriptions refuse.
+    async fn set_renewal(&self, _subscription: &str, _renewing: bool) -> Result<(), ProviderError> {
+        Err(ProviderError::Refused(
+            "this provider has no renewing subscriptions".into(),
+        ))
+    }
 }
 
 /// The development provider (docs/api.md "Billing"). Its checkout url is a page
@@ -139,10 +194,7 @@ impl SandboxProvider {
 
     /// The sandbox's reference for a checkout is our payment id.
     pub fn notice(payment: &PaymentId, outcome: NoticeOutcome) -> Notice {
-        Notice {
-            reference: payment.as_str().to_owned(),
-            outcome,
-        }
+        Notice::checkout(payment.as_str(), outcome)
     }
 }
 

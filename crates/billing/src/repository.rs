@@ -73,6 +73,46 @@ pub struct RenewalReminder {
     pub records: Records,
 }
 
+/// The card subscription a paid checkout started: kept on the account,
+/// renewing, in the settlement's transaction (it replaces an earlier one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubscriptionStart {
+    /// The provider's subscription id (`sub_...`).
+    pub id: String,
+    /// The provider's customer id (`cus_...`).
+    pub customer: String,
+    /// The plan it renews.
+    pub plan: PlanId,
+}
+
+/// The account's card subscription as stored (`None` where it never had one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CardAccount {
+    pub account: AccountId,
+    /// The provider's subscription id (`sub_...`).
+    pub subscription: String,
+    /// The provider's customer id (`cus_...`), for its billing portal.
+    pub customer: String,
+    /// The plan it renews.
+    pub plan: PlanId,
+    pub renewing: bool,
+}
+
+/// Renewal turned off or on at the provider: one transaction, with the
+/// account row locked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenewingChange {
+    pub account: AccountId,
+    /// Guard: still the account's subscription.
+    pub subscription: String,
+    /// Guard: still on this plan (the event names it).
+    pub plan: PlanId,
+    /// The new value; guard: the stored one is the other.
+    pub renewing: bool,
+    /// `subscription.updated {planId, renewing}`.
+    pub records: Records,
+}
+
 /// A payment's new state and, when paid, what it buys: one transaction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settlement {
@@ -85,6 +125,8 @@ pub struct Settlement {
     pub purchase: Option<PlanPurchase>,
     /// Paid, but buying nothing: recorded with its refund due.
     pub credit: Option<Credit>,
+    /// Paid through a card checkout that started a renewing subscription.
+    pub subscription: Option<SubscriptionStart>,
     /// The payment's push notice (paid or failed).
     pub records: Records,
 }
@@ -180,6 +222,20 @@ pub trait BillingRepository: Send + Sync {
     /// With the account and payment rows locked, applies `settlement` when
     /// its guards hold.
     async fn settle(&self, settlement: Settlement) -> Result<Applied, StoreError>;
+    /// Records a renewal the provider reported, `pending` until settled;
+    /// false when a payment with its reference exists already (the notice
+    /// came again).
+    async fn create_renewal(&self, payment: &Payment) -> Result<bool, StoreError>;
+    /// The account whose card subscription is `subscription`.
+    async fn card_by_subscription(
+        &self,
+        subscription: &str,
+    ) -> Result<Option<CardAccount>, StoreError>;
+    /// The account's card subscription, if it ever had one.
+    async fn card_of(&self, account: &AccountId) -> Result<Option<CardAccount>, StoreError>;
+    /// With the account row locked, sets `renewing` and writes the records
+    /// when the guards hold.
+    async fn set_renewing(&self, change: RenewingChange) -> Result<Applied, StoreError>;
     /// Accounts on a paid plan whose period ended at or before `now`, not
     /// paused, up to `limit`.
     async fn lapsed_accounts(

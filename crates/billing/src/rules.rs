@@ -23,6 +23,13 @@
 //!   the payment is kept as a credit with its refund due.
 //! - A period that cannot renew by itself (every payment buys one period)
 //!   is reminded of 7 days and again 1 day before it ends, each once.
+//! - A card checkout starts a subscription at the provider that renews by
+//!   itself: each renewal it reports adds 30 days to the period it renews
+//!   (also when the report comes a little after the period's end), so the
+//!   account never lapses between periods. While it renews, the lapse waits
+//!   [`RENEWAL_GRACE`] past the period end for the provider's report; once
+//!   renewal is off (turned off at the provider, a failed renewal charge, the
+//!   subscription ended there) the period lapses at its end like any other.
 
 use chrono::TimeDelta;
 use sealpost_kernel::{PlanId, Timestamp};
@@ -76,13 +83,50 @@ pub fn paid_until(subscriber: &Subscriber, paid_plan: PlanId, paid_at: Timestamp
     }
 }
 
+/// How long past the end of a renewing period its renewal is awaited before
+/// the period lapses: Stripe charges a renewal about an hour after the period
+/// ends, and its notice may take a while.
+pub const RENEWAL_GRACE: TimeDelta = TimeDelta::days(1);
+
+/// When the account's paid period lapses if no payment comes: its end, or
+/// [`RENEWAL_GRACE`] later while a card subscription renews it.
+pub fn lapses_at(subscriber: &Subscriber) -> Option<Timestamp> {
+    let until = subscriber.paid_until?;
+    Some(if subscriber.renewing {
+        until + RENEWAL_GRACE
+    } else {
+        until
+    })
+}
+
 /// Whether the account's paid period ended unpaid at `now`. An account that
 /// paid after a lapse but keeps something paused (`pause.planId` null) lapses
 /// again when its new period ends unpaid.
 pub fn has_lapsed(subscriber: &Subscriber, now: Timestamp) -> bool {
     subscriber.pause.is_none_or(|pause| pause.plan.is_none())
         && plan(subscriber.plan).sold_through_checkout()
-        && subscriber.paid_until.is_some_and(|until| until <= now)
+        && lapses_at(subscriber).is_some_and(|at| at <= now)
+}
+
+/// The end of the period a renewal of `renewed_plan` reported at `paid_at`
+/// buys: 30 days after the end of the period it renews while the account is
+/// still on that plan and has not lapsed (a report that comes after the end,
+/// within the grace, loses no time and gives none), else as any payment
+/// ([`paid_until`]).
+pub fn renewal_paid_until(
+    subscriber: &Subscriber,
+    renewed_plan: PlanId,
+    paid_at: Timestamp,
+) -> Timestamp {
+    match subscriber.paid_until {
+        Some(until)
+            if subscriber.plan == renewed_plan
+                && subscriber.pause.is_none_or(|pause| pause.plan.is_none()) =>
+        {
+            until + PERIOD
+        }
+        _ => paid_until(subscriber, renewed_plan, paid_at),
+    }
 }
 
 /// Whether a payment for `paid_plan` settling at `now` is a credit rather

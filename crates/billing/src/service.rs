@@ -38,6 +38,8 @@ pub enum Settled {
     Unchanged,
     /// A checkout this service did not start: acknowledged so the provider stops retrying.
     UnknownReference,
+    /// The card subscription's renewal was turned off (`false`) or on.
+    Renewing(bool),
 }
 
 /// `GET /billing/providers`, `POST /billing/checkout`, `GET /billing/payments/:id`,
@@ -216,9 +218,155 @@ impl Billing {
         notice: &Notice,
     ) -> Result<Settled, BillingError> {
         self.configured(provider)?;
-        if notice.outcome == NoticeOutcome::Ignored {
-            return Ok(Settled::Unchanged);
+        match notice.outcome {
+            NoticeOutcome::Ignored => Ok(Settled::Unchanged),
+            NoticeOutcome::Paid | NoticeOutcome::Failed => {
+                self.settle_payment(provider, notice, false).await
+            }
+            NoticeOutcome::Renewed { amount } => self.renewed(provider, notice, amount).await,
+            NoticeOutcome::Renewing(renewing) => self.renewing(notice, renewing).await,
         }
+    }
+
+    /// A renewal the provider charged for: recorded as a payment of the
+    /// subscription's plan (its reference the invoice, so a repeated notice
+    /// finds it paid and changes nothing), then settled as paid, adding 30
+    /// days to the period it renews ([`renewal_paid_until`]).
+    async fn renewed(
+        &self,
+        provider: ProviderId,
+        notice: &Notice,
+        amount: i64,
+    ) -> Result<Settled, BillingError> {
+        let Some(card) = self.card_of_notice(notice).await? else {
+            return Ok(Settled::UnknownReference);
+        };
+        if self
+            .repo
+            .payment_by_reference(provider, &notice.reference)
+            .await?
+            .is_none()
+        {
+            let payment = Payment {
+                id: PaymentId::generate(),
+                account: card.account.clone(),
+                plan: card.plan,
+                provider,
+                amount,
+                currency: "USD".to_owned(),
+                status: PaymentStatus::Pending,
+                reference: notice.reference.clone(),
+                // Nobody is sent anywhere to pay a renewal.
+                checkout_url: String::new(),
+                created_at: self.clock.now(),
+                settled_at: None,
+            };
+            // False: the same notice, at the same time; settled once below.
+            self.repo.create_renewal(&payment).await?;
+        }
+        self.settle_payment(provider, notice, true).await
+    }
+
+    /// The stored subscription a notice names; `None` for one this service
+    /// does not know (or no longer keeps: a later checkout replaced it).
+    async fn card_of_notice(&self, notice: &Notice) -> Result<Option<CardAccount>, BillingError> {
+        let Some(subscription) = &notice.subscription else {
+            return Ok(None);
+        };
+        Ok(self.repo.card_by_subscription(&subscription.id).await?)
+    }
+
+    /// Renewal turned off or on at the provider (or a failed renewal charge,
+    /// or the subscription ended there: off): `subscription.updated {planId,
+    /// renewing}` when it changes. Off, the period lapses at its end.
+    async fn renewing(&self, notice: &Notice, renewing: bool) -> Result<Settled, BillingError> {
+        for _ in 0..STALE_RETRIES {
+            let Some(card) = self.card_of_notice(notice).await? else {
+                return Ok(Settled::UnknownReference);
+            };
+            if card.renewing == renewing {
+                return Ok(Settled::Unchanged);
+            }
+            let subscriber = self.subscriber(&card.account).await?;
+            let now = self.clock.now();
+            let mut records = Records::new();
+            records.subscription_renewing(&card.account, subscriber.plan, renewing, now);
+            let change = RenewingChange {
+                account: card.account.clone(),
+                subscription: card.subscription.clone(),
+                plan: subscriber.plan,
+                renewing,
+                records,
+            };
+            if self.repo.set_renewing(change).await? == Applied::Done {
+                return Ok(Settled::Renewing(renewing));
+            }
+        }
+        Err(StoreError::Unavailable("the account kept changing; retry".into()).into())
+    }
+
+    /// A session of the card provider's customer portal for the account's
+    /// customer (where its renewal is turned off or on): the url. An account
+    /// that never subscribed by card has none.
+    pub async fn portal(&self, account: &AccountId) -> Result<String, BillingError> {
+        let card = self
+            .repo
+            .card_of(account)
+            .await?
+            .ok_or(BillingError::NoCardSubscription)?;
+        let provider = self.configured(ProviderId::Stripe)?;
+        provider
+            .portal(&card.customer)
+            .await
+            .map_err(|error| BillingError::ProviderUnavailable {
+                provider: ProviderId::Stripe,
+                reason: match error {
+                    ProviderError::Unreachable(_) => "it cannot be reached; try again later",
+                    ProviderError::Refused(_) => "it refused the portal session; try again later",
+                },
+            })
+    }
+
+    /// After a plan change: a move scheduled for the end of the period
+    /// (`pendingPlanId`) while a card subscription renews turns its renewal
+    /// off at the provider, which would otherwise charge the current plan
+    /// again; the scheduled move is applied at the period end as for any
+    /// other payment. The provider's notice of the change sets `renewing`.
+    /// Nothing to do otherwise (taking the move back does not turn renewal
+    /// on again: that is the payer's, in the portal).
+    pub async fn follow_plan_change(&self, account: &AccountId) -> Result<(), BillingError> {
+        let subscriber = self.subscriber(account).await?;
+        if subscriber.pending_plan.is_none() || !subscriber.renewing {
+            return Ok(());
+        }
+        let Some(card) = self.repo.card_of(account).await? else {
+            return Ok(());
+        };
+        let provider = self.configured(ProviderId::Stripe)?;
+        provider
+            .set_renewal(&card.subscription, false)
+            .await
+            .map_err(|error| BillingError::ProviderUnavailable {
+                provider: ProviderId::Stripe,
+                reason: match error {
+                    ProviderError::Unreachable(_) => {
+                        "it cannot be reached to stop the renewal; choose the plan again later"
+                    }
+                    ProviderError::Refused(_) => {
+                        "it refused to stop the renewal; choose the plan again later"
+                    }
+                },
+            })
+    }
+
+    /// Settles the payment a notice names (`renewal`: a renewal the
+    /// provider charged for, see [`Billing::renewed`]).
+    async fn settle_payment(
+        &self,
+        provider: ProviderId,
+        notice: &Notice,
+        renewal: bool,
+    ) -> Result<Settled, BillingError> {
         for _ in 0..STALE_RETRIES {
             let Some(payment) = self
                 .repo
@@ -231,8 +379,20 @@ impl Billing {
                 return Ok(Settled::Unchanged);
             };
             let now = self.clock.now();
+            // A paid card checkout in subscription mode: it renews from now on.
+            let subscription = match (&notice.subscription, to) {
+                (Some(started), PaymentStatus::Paid) if !renewal => Some(SubscriptionStart {
+                    id: started.id.clone(),
+                    customer: started.customer.clone(),
+                    plan: payment.plan,
+                }),
+                _ => None,
+            };
             let (purchase, credit) = match to {
-                PaymentStatus::Paid => self.purchase(&payment).await?,
+                PaymentStatus::Paid => {
+                    self.purchase(&payment, renewal, subscription.is_some())
+                        .await?
+                }
                 _ => (None, None),
             };
             let settlement = Settlement {
@@ -243,6 +403,7 @@ impl Billing {
                 at: now,
                 purchase,
                 credit,
+                subscription,
                 records: Records::notice(sealpost_activity::Notice::payment_settled(
                     &payment.account,
                     &payment.id,
@@ -262,10 +423,14 @@ impl Billing {
     }
 
     /// What paying `payment` buys, on the account as it is now: a plan, or
-    /// nothing but a credit when a dearer plan's paid period runs.
+    /// nothing but a credit when a dearer plan's paid period runs. A
+    /// `renewal` adds its 30 days to the period it renews; `starts_renewing`
+    /// (a card checkout's subscription) makes the period renew.
     async fn purchase(
         &self,
         payment: &Payment,
+        renewal: bool,
+        starts_renewing: bool,
     ) -> Result<(Option<PlanPurchase>, Option<Credit>), BillingError> {
         let subscriber = self.subscriber(&payment.account).await?;
         let now = self.clock.now();
@@ -280,15 +445,22 @@ impl Billing {
         }
         let limits = plan(payment.plan);
         let mut records = Records::new();
-        if subscriber.plan != payment.plan {
+        if starts_renewing && !subscriber.renewing {
+            records.subscription_renewing(&payment.account, payment.plan, true, now);
+        } else if subscriber.plan != payment.plan {
             records.subscription_updated(&payment.account, payment.plan, now);
         }
+        let until = if renewal {
+            renewal_paid_until(&subscriber, payment.plan, now)
+        } else {
+            paid_until(&subscriber, payment.plan, now)
+        };
         let purchase = PlanPurchase {
             from_plan: subscriber.plan,
             from_paid_until: subscriber.paid_until,
             was_paused: subscriber.pause.is_some(),
             plan: payment.plan,
-            paid_until: paid_until(&subscriber, payment.plan, now),
+            paid_until: until,
             limits: HoldingLimits {
                 addresses: limits.addresses,
                 devices: limits.devices,

@@ -363,10 +363,7 @@ async fn a_switched_off_provider_takes_no_checkout_but_its_notices_still_settle(
 }
 
 fn paid_notice() -> Notice {
-    Notice {
-        reference: "cs_test_1".into(),
-        outcome: NoticeOutcome::Paid,
-    }
+    Notice::checkout("cs_test_1", NoticeOutcome::Paid)
 }
 
 #[tokio::test]
@@ -539,10 +536,7 @@ async fn a_failed_notice_buys_nothing_and_ignored_ones_read_nothing() {
     let settled = billing(parts, NOW)
         .settle(
             ProviderId::Stripe,
-            &Notice {
-                reference: "cs_test_1".into(),
-                outcome: NoticeOutcome::Failed,
-            },
+            &Notice::checkout("cs_test_1", NoticeOutcome::Failed),
         )
         .await
         .unwrap();
@@ -556,10 +550,7 @@ async fn a_failed_notice_buys_nothing_and_ignored_ones_read_nothing() {
     let settled = billing(parts, NOW)
         .settle(
             ProviderId::Stripe,
-            &Notice {
-                reference: String::new(),
-                outcome: NoticeOutcome::Ignored,
-            },
+            &Notice::checkout(String::new(), NoticeOutcome::Ignored),
         )
         .await
         .unwrap();

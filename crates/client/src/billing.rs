@@ -9,7 +9,8 @@ pub use sealpost_wire::{
     Usage, WindowUsage,
 };
 use sealpost_wire::{
-    ChangePlanRequest, CheckoutRequest, PaymentReply, PlanList, ProviderList, SubscriptionReply,
+    BillingPortal, ChangePlanRequest, CheckoutRequest, PaymentReply, PlanList, ProviderList,
+    SubscriptionReply,
 };
 
 use crate::{Client, Result};
@@ -56,6 +57,17 @@ impl Client {
         let body = CheckoutRequest::new(plan, provider);
         self.json(self.authed(Method::POST, "/billing/checkout").json(&body))
             .await
+    }
+
+    /// `POST /billing/portal`: a session of the card provider's customer
+    /// portal (turn renewal off or on, the card, invoices); the url to open,
+    /// valid for a few minutes. 404 `not_found` for an account that never
+    /// paid by card.
+    pub async fn billing_portal(&self) -> Result<String> {
+        let portal: BillingPortal = self
+            .json(self.authed(Method::POST, "/billing/portal"))
+            .await?;
+        Ok(portal.url)
     }
 
     /// `GET /billing/payments/{id}`.

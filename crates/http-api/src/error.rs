@@ -558,6 +558,7 @@ impl From<BillingError> for ApiError {
             }
             BillingError::Notice(notice) => Self::invalid_field("signature", &notice),
             BillingError::NotFound => Self::not_found(),
+            BillingError::NoCardSubscription => Self::new(ErrorCode::NotFound, error.to_string()),
             BillingError::Store(store) => store.into(),
         }
     }

@@ -43,6 +43,7 @@ use crate::routes::{
         plans::change_plan,
         billing::providers,
         billing::checkout,
+        billing::portal,
         billing::get_payment,
         billing::notice,
         devices::open_pairing,

@@ -8,9 +8,9 @@ use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_billing::{
-    Applied, BillingRepository, Deleted, HoldingLimits, Lapse, PausedDeletion, PausedHoldings,
-    Payment, PaymentStatus, PendingApplied, PlanPurchase, ProviderId, RenewalCandidate,
-    RenewalReminder, Settlement,
+    Applied, BillingRepository, CardAccount, Deleted, HoldingLimits, Lapse, PausedDeletion,
+    PausedHoldings, Payment, PaymentStatus, PendingApplied, PlanPurchase, ProviderId,
+    RenewalCandidate, RenewalReminder, RenewingChange, Settlement,
 };
 use sealpost_devices::WriteOutcome;
 use sealpost_kernel::{
@@ -94,6 +94,8 @@ pub(crate) struct LockedAccount {
     pub(crate) lapsed: bool,
     /// The pause's `deletesAt`.
     deletes_at: Option<Timestamp>,
+    /// A card subscription renews the period.
+    pub(crate) renewing: bool,
 }
 
 pub(crate) async fn lock_account(
@@ -106,6 +108,7 @@ pub(crate) async fn lock_account(
         Option<DateTime<Utc>>,
         Option<String>,
         Option<DateTime<Utc>>,
+        bool,
     );
     let row: Option<Row> = accounts::table
         .find(account.as_str())
@@ -115,18 +118,20 @@ pub(crate) async fn lock_account(
             accounts::paused_since,
             accounts::lapsed_plan_id,
             accounts::pause_deletes_at,
+            accounts::renewing,
         ))
         .for_update()
         .first(conn)
         .await
         .optional()?;
     Ok(row.map(
-        |(plan, paid_until, paused_since, lapsed_plan, deletes_at)| LockedAccount {
+        |(plan, paid_until, paused_since, lapsed_plan, deletes_at, renewing)| LockedAccount {
             plan,
             paid_until: paid_until.map(Into::into),
             paused: paused_since.is_some(),
             lapsed: lapsed_plan.is_some(),
             deletes_at: deletes_at.map(Into::into),
+            renewing,
         },
     ))
 }
@@ -347,28 +352,75 @@ async fn buy(
     write_records(conn, &purchase.records).await
 }
 
+/// The insert of a payment row.
+#[allow(clippy::type_complexity, reason = "diesel's insert tuple")]
+fn payment_values(
+    payment: &Payment,
+) -> (
+    diesel::dsl::Eq<payments::id, &str>,
+    diesel::dsl::Eq<payments::account_id, &str>,
+    diesel::dsl::Eq<payments::plan_id, &str>,
+    diesel::dsl::Eq<payments::provider, &str>,
+    diesel::dsl::Eq<payments::amount, i64>,
+    diesel::dsl::Eq<payments::currency, &String>,
+    diesel::dsl::Eq<payments::status, &str>,
+    diesel::dsl::Eq<payments::reference, &String>,
+    diesel::dsl::Eq<payments::checkout_url, &String>,
+    diesel::dsl::Eq<payments::created_at, DateTime<Utc>>,
+    diesel::dsl::Eq<payments::settled_at, Option<DateTime<Utc>>>,
+) {
+    (
+        payments::id.eq(payment.id.as_str()),
+        payments::account_id.eq(payment.account.as_str()),
+        payments::plan_id.eq(payment.plan.as_str()),
+        payments::provider.eq(payment.provider.as_str()),
+        payments::amount.eq(payment.amount),
+        payments::currency.eq(&payment.currency),
+        payments::status.eq(payment.status.as_str()),
+        payments::reference.eq(&payment.reference),
+        payments::checkout_url.eq(&payment.checkout_url),
+        payments::created_at.eq(payment.created_at.as_datetime()),
+        payments::settled_at.eq(payment.settled_at.map(|at| at.as_datetime())),
+    )
+}
+
 #[async_trait]
 impl BillingRepository for PgStore {
     async fn create_payment(&self, payment: &Payment) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
         diesel::insert_into(payments::table)
-            .values((
-                payments::id.eq(payment.id.as_str()),
-                payments::account_id.eq(payment.account.as_str()),
-                payments::plan_id.eq(payment.plan.as_str()),
-                payments::provider.eq(payment.provider.as_str()),
-                payments::amount.eq(payment.amount),
-                payments::currency.eq(&payment.currency),
-                payments::status.eq(payment.status.as_str()),
-                payments::reference.eq(&payment.reference),
-                payments::checkout_url.eq(&payment.checkout_url),
-                payments::created_at.eq(payment.created_at.as_datetime()),
-                payments::settled_at.eq(payment.settled_at.map(|at| at.as_datetime())),
-            ))
+            .values(payment_values(payment))
             .execute(&mut conn)
             .await
             .map_err(db_error)?;
         Ok(())
+    }
+
+    async fn create_renewal(&self, payment: &Payment) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let inserted = diesel::insert_into(payments::table)
+            .values(payment_values(payment))
+            .on_conflict((payments::provider, payments::reference))
+            .do_nothing()
+            .execute(&mut conn)
+            .await
+            .map_err(db_error)?;
+        Ok(inserted == 1)
+    }
+
+    async fn card_by_subscription(
+        &self,
+        subscription: &str,
+    ) -> Result<Option<CardAccount>, StoreError> {
+        crate::billing_cards::card_by_subscription(self, subscription).await
+    }
+
+    async fn card_of(&self, account: &AccountId) -> Result<Option<CardAccount>, StoreError> {
+        crate::billing_cards::card_of(self, account).await
+    }
+
+    async fn set_renewing(&self, change: RenewingChange) -> Result<Applied, StoreError> {
+        crate::billing_cards::set_renewing(self, change).await
     }
 
     async fn payment(
@@ -447,6 +499,10 @@ impl BillingRepository for PgStore {
             if let Some(purchase) = &settlement.purchase {
                 buy(conn, &settlement.account, &account, purchase, settlement.at).await?;
             }
+            if let Some(started) = &settlement.subscription {
+                crate::billing_cards::start_subscription(conn, &settlement.account, started)
+                    .await?;
+            }
             write_records(conn, &settlement.records).await?;
             Ok::<_, diesel::result::Error>(Applied::Done)
         })
@@ -466,16 +522,21 @@ impl BillingRepository for PgStore {
             .filter(|id| sealpost_plans::plan(*id).sold_through_checkout())
             .map(PlanId::as_str)
             .collect();
-        let ids: Vec<String> = accounts::table
-            .filter(accounts::paid_until.le(now.as_datetime()))
-            .filter(accounts::lapsed_plan_id.is_null())
-            .filter(accounts::plan_id.eq_any(sold))
-            .order(accounts::paid_until)
-            .select(accounts::id)
-            .limit(limit)
-            .load(&mut conn)
-            .await
-            .map_err(db_error)?;
+        let ids: Vec<String> =
+            accounts::table
+                .filter(accounts::paid_until.le(now.as_datetime()))
+                // A renewing card subscription's renewal is awaited a while.
+                .filter(accounts::renewing.eq(false).or(
+                    accounts::paid_until.le((now - sealpost_billing::RENEWAL_GRACE).as_datetime()),
+                ))
+                .filter(accounts::lapsed_plan_id.is_null())
+                .filter(accounts::plan_id.eq_any(sold))
+                .order(accounts::paid_until)
+                .select(accounts::id)
+                .limit(limit)
+                .load(&mut conn)
+                .await
+                .map_err(db_error)?;
         Ok(ids.into_iter().map(AccountId::from_trusted).collect())
     }
 
@@ -515,6 +576,9 @@ impl BillingRepository for PgStore {
                     accounts::paused_since.eq(Some(since)),
                     accounts::pause_deletes_at.eq(Some(lapse.deletes_at.as_datetime())),
                     accounts::pending_plan_id.eq(None::<String>),
+                    // Nothing renews a lapsed period (a renewal the provider
+                    // reports later is a payment like any other).
+                    accounts::renewing.eq(false),
                 ))
                 .execute(conn)
                 .await?;

@@ -51,6 +51,8 @@ pub(crate) async fn apply_pending(
                 accounts::plan_id.eq(change.to.as_str()),
                 accounts::paid_until.eq(paid_until),
                 accounts::pending_plan_id.eq(None::<String>),
+                // Free has no period to renew.
+                accounts::renewing.eq(paid_until.is_some() && account.renewing),
             ))
             .execute(conn)
             .await?;

@@ -41,6 +41,8 @@ pub(crate) async fn renewal_candidates(
         .filter(accounts::paid_until.le(until.as_datetime()))
         .filter(accounts::lapsed_plan_id.is_null())
         .filter(accounts::plan_id.eq_any(sold))
+        // A period a card subscription renews needs no reminder.
+        .filter(accounts::renewing.eq(false))
         // Not those leaving for Free at the period end: nothing to renew.
         .filter(
             accounts::pending_plan_id

@@ -9,6 +9,7 @@ mod activity;
 mod addresses;
 mod api_keys;
 mod billing;
+mod billing_cards;
 mod billing_pending;
 mod billing_reminders;
 mod connect;

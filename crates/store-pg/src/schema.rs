@@ -15,6 +15,10 @@ diesel::table! {
         renewal_reminded_for -> Nullable<Timestamptz>,
         renewal_reminded_days -> Nullable<Int2>,
         pending_plan_id -> Nullable<Text>,
+        card_subscription_id -> Nullable<Text>,
+        card_customer_id -> Nullable<Text>,
+        card_plan_id -> Nullable<Text>,
+        renewing -> Bool,
     }
 }
 

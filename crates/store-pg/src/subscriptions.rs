@@ -91,6 +91,7 @@ type SubscriberRow = (
     Option<DateTime<Utc>>,
     Option<DateTime<Utc>>,
     Option<String>,
+    bool,
 );
 
 fn plan_id(text: &str) -> Result<PlanId, StoreError> {
@@ -98,7 +99,8 @@ fn plan_id(text: &str) -> Result<PlanId, StoreError> {
 }
 
 fn into_subscriber(row: SubscriberRow) -> Result<Subscriber, StoreError> {
-    let (plan, created_at, paid_until, lapsed_plan, paused_since, deletes_at, pending) = row;
+    let (plan, created_at, paid_until, lapsed_plan, paused_since, deletes_at, pending, renewing) =
+        row;
     let pause = match (paused_since, deletes_at) {
         (Some(since), Some(deletes_at)) => Some(PauseState {
             plan: lapsed_plan.as_deref().map(plan_id).transpose()?,
@@ -113,6 +115,7 @@ fn into_subscriber(row: SubscriberRow) -> Result<Subscriber, StoreError> {
         paid_until: paid_until.map(Into::into),
         pause,
         pending_plan: pending.as_deref().map(plan_id).transpose()?,
+        renewing,
     })
 }
 
@@ -152,6 +155,7 @@ impl SubscriptionRepository for PgStore {
                 accounts::paused_since,
                 accounts::pause_deletes_at,
                 accounts::pending_plan_id,
+                accounts::renewing,
             ))
             .first(&mut conn)
             .await

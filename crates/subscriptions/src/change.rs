@@ -146,10 +146,13 @@ pub fn check_fits(target: PlanId, holdings: &Holdings) -> Result<(), ChangeError
 
 /// Whether a move down from `subscriber`'s plan at `now` waits for the end
 /// of the paid period: it does while a period of a plan sold through checkout
-/// runs (what was paid for is kept to its end).
+/// runs (what was paid for is kept to its end), and while a renewing card
+/// subscription's renewal is awaited past that end.
 pub fn waits_for_period_end(subscriber: &Subscriber, now: Timestamp) -> bool {
     plan(subscriber.plan).sold_through_checkout()
-        && subscriber.paid_until.is_some_and(|until| until > now)
+        && subscriber
+            .paid_until
+            .is_some_and(|until| until > now || subscriber.renewing)
 }
 
 /// Money in minor units (the API's money is an integer number of cents).
@@ -187,6 +190,9 @@ pub struct Subscription {
     pub renews_at: Option<Timestamp>,
     /// A cheaper plan chosen during the paid period, applied at `renews_at`.
     pub pending_plan_id: Option<PlanId>,
+    /// Whether the paid period renews by itself (a card subscription with
+    /// renewal on at the provider); false for crypto and sandbox payments.
+    pub renewing: bool,
 }
 
 impl Subscription {
@@ -201,6 +207,7 @@ impl Subscription {
             pause: None,
             renews_at: None,
             pending_plan_id: None,
+            renewing: false,
         }
     }
 
@@ -223,6 +230,7 @@ impl Subscription {
                 }),
             renews_at: subscriber.paid_until,
             pending_plan_id: subscriber.pending_plan,
+            renewing: subscriber.renewing,
             ..Subscription::on(subscriber.plan)
         }
     }

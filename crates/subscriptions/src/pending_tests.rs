@@ -21,6 +21,7 @@ fn paid(plan: PlanId, pending: Option<PlanId>) -> Subscriber {
     Subscriber {
         paid_until: Some(at(PAID_UNTIL)),
         pending_plan: pending,
+        renewing: false,
         ..Subscriber::on(plan, at("2026-11-01T08:00:00Z"))
     }
 }

@@ -16,6 +16,9 @@ pub struct Subscriber {
     pub pause: Option<PauseState>,
     /// A cheaper plan chosen during the paid period: applied at `paid_until`.
     pub pending_plan: Option<PlanId>,
+    /// The paid period renews by itself: a card subscription whose renewal
+    /// is on at the provider (docs/api.md, Billing).
+    pub renewing: bool,
 }
 
 impl Subscriber {
@@ -27,6 +30,7 @@ impl Subscriber {
             paid_until: None,
             pause: None,
             pending_plan: None,
+            renewing: false,
         }
     }
 

@@ -322,6 +322,7 @@ fn the_subscription_has_no_billing_history_yet() {
             pause: None,
             renews_at: None,
             pending_plan_id: None,
+            renewing: false,
         }
     );
 }
@@ -587,6 +588,7 @@ fn a_paused_subscription_shows_the_lapsed_plan_its_counts_and_the_lapsed_receive
             deletes_at: at("2026-12-22T08:00:00Z"),
         }),
         pending_plan: None,
+        renewing: false,
     };
     let record = Subscription::of(
         &paused,

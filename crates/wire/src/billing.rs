@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `GET /billing/providers` | | [`ProviderList`] |
 //! | `POST /billing/checkout` | [`CheckoutRequest`] | [`Checkout`] |
+//! | `POST /billing/portal` | | [`BillingPortal`] |
 //! | `GET /billing/payments/{id}` | | [`PaymentReply`] |
 //! | `POST /billing/notices/{provider}` | the provider's own | [`NoticeReceived`] |
 
@@ -66,7 +67,8 @@ pub struct Payment {
     pub created_at: Timestamp,
     /// When it became paid or failed.
     pub settled_at: Option<Timestamp>,
-    /// The provider's checkout page.
+    /// The provider's checkout page; empty for a renewal the card provider
+    /// charged by itself.
     pub url: String,
 }
 
@@ -111,4 +113,12 @@ pub struct PaymentReply {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NoticeReceived {
     pub received: bool,
+}
+
+/// A session of the card provider's customer portal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BillingPortal {
+    /// Where to send the payer; valid for a few minutes.
+    pub url: String,
 }

@@ -260,6 +260,11 @@ pub struct Subscription {
     /// `renewsAt`); null when no change is scheduled.
     #[serde(default)]
     pub pending_at: Option<Timestamp>,
+    /// Whether the paid period renews by itself: a card subscription whose
+    /// renewal is on at the card provider (`POST /billing/portal` turns it
+    /// off or on). False for crypto and sandbox payments, which remind
+    /// before `renewsAt` instead.
+    pub renewing: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

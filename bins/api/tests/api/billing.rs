@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::support::{Api, Reply, SignedIn, SmtpClient, new_keys};
 
 /// Starts a sandbox checkout for `plan`; returns the answer.
-async fn checkout(api: &Api, owner: &SignedIn, plan: &str, provider: &str) -> Reply {
+pub(crate) async fn checkout(api: &Api, owner: &SignedIn, plan: &str, provider: &str) -> Reply {
     api.post(
         "/billing/checkout",
         Some(&owner.token),
@@ -44,7 +44,7 @@ pub(crate) async fn buy(api: &Api, owner: &SignedIn, plan: &str) -> String {
     started.body["payment"]["id"].as_str().unwrap().to_owned()
 }
 
-async fn subscription(api: &Api, owner: &SignedIn) -> Value {
+pub(crate) async fn subscription(api: &Api, owner: &SignedIn) -> Value {
     let reply = api.get("/subscription", Some(&owner.token)).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     reply.body["subscription"].clone()

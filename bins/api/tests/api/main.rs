@@ -10,6 +10,7 @@ mod addresses;
 mod agents;
 mod api_keys;
 mod billing;
+mod card_renewal;
 mod deletion_races;
 mod devices;
 mod docs;

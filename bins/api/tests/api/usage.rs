@@ -133,6 +133,7 @@ async fn usage_matches_the_counters_after_a_scripted_sequence() {
             "planId": "operator", "planName": "Operator",
             "balance": { "amount": 0, "currency": "USD" },
             "pause": null, "renewsAt": null, "pendingPlanId": null, "pendingAt": null,
+            "renewing": false,
         } })
     );
 

@@ -183,9 +183,11 @@ impl Command {
             | Self::Membership(_)
             | Self::Support(_)
             | Self::Plan(PlanCommand::Show | PlanCommand::Change { .. })
-            | Self::Billing(BillingCommand::Checkout { .. } | BillingCommand::Payment { .. }) => {
-                StoredCredential::Session
-            }
+            | Self::Billing(
+                BillingCommand::Checkout { .. }
+                | BillingCommand::Payment { .. }
+                | BillingCommand::Portal,
+            ) => StoredCredential::Session,
             Self::Domains | Self::Domain(DomainCommand::Available) => {
                 StoredCredential::SessionElseDevice
             }

@@ -41,6 +41,10 @@ pub enum BillingCommand {
         /// The payment id (pay_...).
         id: String,
     },
+    /// Open the card provider's billing portal: prints a url (valid for a
+    /// few minutes) where renewal is turned off or on and the card and
+    /// invoices are kept. Only for accounts that paid by card.
+    Portal,
 }
 
 #[cfg(test)]
@@ -66,6 +70,12 @@ mod tests {
             cli.command,
             Command::Billing(BillingCommand::Checkout { provider: None, .. })
         ));
+        let cli = Cli::try_parse_from(["sealpost", "billing", "portal"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Billing(BillingCommand::Portal)
+        ));
+        assert_eq!(cli.command.stored_credential(), StoredCredential::Session);
         let cli = Cli::try_parse_from(["sealpost", "domains"]).unwrap();
         assert_eq!(
             cli.command.stored_credential(),

@@ -1,4 +1,4 @@
-//! `plan list|show|change`, `usage`, `billing providers|checkout|payment`.
+//! `plan list|show|change`, `usage`, `billing providers|checkout|payment|portal`.
 
 use anyhow::{Context, Result, bail};
 use sealpost_client::ClientError;
@@ -75,6 +75,10 @@ fn print_subscription(subscription: &Subscription) {
     );
     let now = now();
     match subscription.renews_at {
+        Some(at) if subscription.renewing => outln!(
+            "Paid until: {at} ({}); renews by card then (`sealpost billing portal` turns that off)",
+            relative(at, now),
+        ),
         Some(at) => outln!(
             "Paid until: {at} ({}); renew before then with `sealpost billing checkout {}`",
             relative(at, now),
@@ -82,6 +86,7 @@ fn print_subscription(subscription: &Subscription) {
         ),
         None => outln!("Paid until: nothing to pay"),
     }
+    outln!("{}", renewing_line(subscription));
     if let Some(pending) = subscription.pending_plan_id {
         outln!(
             "Scheduled: moves to {pending} at {} (the end of the paid period); `sealpost plan change {}` keeps {}",
@@ -106,6 +111,15 @@ fn print_subscription(subscription: &Subscription) {
             None => outln!("What the current plan does not cover stays paused."),
         }
         outln!("Deleted at {} unless paid.", pause.deletes_at);
+    }
+}
+
+/// Whether the paid period renews by itself.
+fn renewing_line(subscription: &Subscription) -> &'static str {
+    if subscription.renewing {
+        "Renewing: yes, by card"
+    } else {
+        "Renewing: no"
     }
 }
 
@@ -194,7 +208,17 @@ fn gated_row(name: &str, usage: GatedUsage) {
 pub async fn usage(ctx: &Ctx) -> Result<()> {
     let (_, client) = ctx.signed_in()?;
     let usage = client.usage().await?;
+    let subscription = client.subscription().await?;
     outln!("Plan: {} ({})", usage.plan.name, usage.plan.id);
+    outln!("{}", renewing_line(&subscription));
+    if let Some(pending) = subscription.pending_plan_id {
+        outln!(
+            "Scheduled: moves to {pending} at {}",
+            subscription
+                .pending_at
+                .map_or_else(|| "the period end".to_owned(), |at| at.to_string())
+        );
+    }
     outln!("{:<20} {:>10} {:>12}", "", "USED", "LIMIT");
     row(
         "addresses",
@@ -298,6 +322,25 @@ pub async fn checkout(ctx: &Ctx, plan: &str, provider: Option<&str>) -> Result<(
 }
 
 /// One payment and its status.
+/// A session of the card provider's billing portal (turn renewal off or
+/// on, change the card, see invoices): prints its url.
+pub async fn portal(ctx: &Ctx) -> Result<()> {
+    let (_, client) = ctx.signed_in()?;
+    let url = client
+        .billing_portal()
+        .await
+        .map_err(|err| match err.code() {
+            "not_found" => reworded(
+                err,
+                "this account has never paid by card; the billing portal is the card provider's"
+                    .to_owned(),
+            ),
+            _ => err,
+        })?;
+    outln!("{}", escape::line(&url));
+    Ok(())
+}
+
 pub async fn payment(ctx: &Ctx, id: &str) -> Result<()> {
     let id = PaymentId::parse(id.trim())
         .with_context(|| format!("{id:?} is not a payment id (pay_...)"))?;

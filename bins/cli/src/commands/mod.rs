@@ -197,6 +197,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 billing::checkout(&ctx, &plan, provider.as_deref()).await
             }
             BillingCommand::Payment { id } => billing::payment(&ctx, &id).await,
+            BillingCommand::Portal => billing::portal(&ctx).await,
         },
         Command::Team(command) => match command {
             TeamCommand::Show => teams::show(&ctx).await,

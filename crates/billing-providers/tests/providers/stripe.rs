@@ -237,6 +237,47 @@ fn every_recorded_event_is_read() {
             NoticeOutcome::Ignored,
             "",
         ),
+        (
+            "stripe/event_completed_subscription.json",
+            NoticeOutcome::Paid,
+            SESSION_ID,
+        ),
+        // The first invoice: the checkout's completion pays it.
+        (
+            "stripe/event_invoice_paid_first.json",
+            NoticeOutcome::Ignored,
+            "",
+        ),
+        (
+            "stripe/event_invoice_paid_renewal.json",
+            NoticeOutcome::Renewed { amount: 4_900 },
+            "in_1SealpostFixtureRenew",
+        ),
+        (
+            "stripe/event_invoice_paid_renewal_legacy.json",
+            NoticeOutcome::Renewed { amount: 4_900 },
+            "in_1SealpostFixtureLegacy",
+        ),
+        (
+            "stripe/event_invoice_payment_failed_renewal.json",
+            NoticeOutcome::Renewing(false),
+            "in_1SealpostFixtureFailed",
+        ),
+        (
+            "stripe/event_subscription_updated_cancel.json",
+            NoticeOutcome::Renewing(false),
+            SUBSCRIPTION_ID,
+        ),
+        (
+            "stripe/event_subscription_updated_active.json",
+            NoticeOutcome::Renewing(true),
+            SUBSCRIPTION_ID,
+        ),
+        (
+            "stripe/event_subscription_deleted.json",
+            NoticeOutcome::Renewing(false),
+            SUBSCRIPTION_ID,
+        ),
     ];
     let vectors = vectors();
     let all = vectors["stripe"]["notices"].as_array().unwrap();
@@ -246,7 +287,64 @@ fn every_recorded_event_is_read() {
             read_vector(&vector_for(body)).unwrap_or_else(|error| panic!("{body}: {error}"));
         assert_eq!(notice.outcome, outcome, "{body}");
         assert_eq!(notice.reference, reference, "{body}");
+        // What a subscription's notices name: it and its customer.
+        let names_subscription = !matches!(outcome, NoticeOutcome::Ignored | NoticeOutcome::Failed)
+            && (body.contains("invoice") || body.contains("subscription"));
+        if names_subscription {
+            assert_eq!(
+                notice.subscription,
+                Some(sealpost_billing::CardSubscription {
+                    id: SUBSCRIPTION_ID.into(),
+                    customer: "cus_TestSealpost0001".into(),
+                }),
+                "{body}"
+            );
+        } else {
+            assert_eq!(notice.subscription, None, "{body}");
+        }
     }
+}
+
+const SUBSCRIPTION_ID: &str = "sub_1SealpostFixture0001";
+
+#[test]
+fn the_portal_and_renewal_requests_are_stripes_forms() {
+    let config = stripe_config();
+    let portal = stripe::portal_request(&config, "cus_TestSealpost0001");
+    assert_eq!(portal.method, reqwest::Method::POST);
+    assert!(
+        portal.url.ends_with("/v1/billing_portal/sessions"),
+        "{}",
+        portal.url
+    );
+    assert_eq!(
+        String::from_utf8(portal.body).unwrap(),
+        format!(
+            "customer=cus_TestSealpost0001&return_url={}",
+            url::form_urlencoded::byte_serialize(config.cancel_url.as_bytes()).collect::<String>()
+        )
+    );
+    let off = stripe::renewal_request(&config, SUBSCRIPTION_ID, false);
+    assert!(
+        off.url
+            .ends_with("/v1/subscriptions/sub_1SealpostFixture0001"),
+        "{}",
+        off.url
+    );
+    assert_eq!(off.body, b"cancel_at_period_end=true");
+    let on = stripe::renewal_request(&config, SUBSCRIPTION_ID, true);
+    assert_eq!(on.body, b"cancel_at_period_end=false");
+    assert_eq!(
+        stripe::read_portal_response(
+            200,
+            br#"{"id":"bps_1","object":"billing_portal.session","url":"https://billing.stripe.com/p/session/test_1"}"#
+        ),
+        Ok("https://billing.stripe.com/p/session/test_1".to_owned())
+    );
+    assert!(matches!(
+        stripe::read_portal_response(400, br#"{"error":{"message":"No such customer"}}"#),
+        Err(sealpost_billing::ProviderError::Refused(message)) if message.contains("No such customer")
+    ));
 }
 
 #[test]

@@ -77,6 +77,21 @@ pub async fn checkout(
     }))
 }
 
+/// A session of the card provider's customer portal for the account, where
+/// the payer turns renewal off or on and keeps the card and invoices: the
+/// url to send the payer to (it expires within minutes; ask again).
+#[utoipa::path(post, path = "/billing/portal", operation_id = "billing_portal", tag = "billing", security(("session" = [])),
+    responses((status = 200, body = wire::BillingPortal),
+        (status = 404, body = wire::ErrorBody, description = "not_found: the account never paid by card (crypto and sandbox payments have no portal)"),
+        (status = 503, body = wire::ErrorBody, description = "provider_unavailable: the card provider is not configured here, or failing")))]
+pub async fn portal(
+    state: Data<AppState>,
+    caller: SessionCaller,
+) -> Result<HttpResponse, ApiError> {
+    let url = state.billing.portal(&caller.account).await?;
+    Ok(HttpResponse::Ok().json(wire::BillingPortal { url }))
+}
+
 /// One of the account's payments. The plan changes when it is paid.
 #[utoipa::path(get, path = "/billing/payments/{id}", tag = "billing", security(("bearer" = [])),
     params(("id" = sealpost_kernel::PaymentId, Path)),
@@ -119,8 +134,14 @@ pub async fn notice(
         .and_then(|value| value.to_str().ok())
         .unwrap_or_default();
     let settled = state.billing.notice(provider, signature, &body).await?;
-    if let Settled::Changed(payment) = &settled {
-        tracing::info!(payment = %payment.id, status = %payment.status, %provider, "payment settled");
+    match &settled {
+        Settled::Changed(payment) => {
+            tracing::info!(payment = %payment.id, status = %payment.status, %provider, "payment settled");
+        }
+        Settled::Renewing(renewing) => {
+            tracing::info!(renewing, %provider, "subscription renewal changed");
+        }
+        Settled::Unchanged | Settled::UnknownReference => {}
     }
     Ok(HttpResponse::Ok().json(wire::NoticeReceived { received: true }))
 }

@@ -151,6 +151,7 @@ fn subscription_reply(subscription: Subscription) -> wire::SubscriptionReply {
             renews_at: subscription.renews_at,
             pending_plan_id: subscription.pending_plan_id,
             pending_at: subscription.pending_plan_id.and(subscription.renews_at),
+            renewing: subscription.renewing,
         },
     }
 }
@@ -200,7 +201,8 @@ pub async fn get_subscription(
     responses((status = 200, body = wire::SubscriptionReply),
         (status = 400, body = wire::ErrorBody, description = "invalid_field: unknown planId"),
         (status = 402, body = wire::ErrorBody, description = "payment_required: a dearer plan (use checkout) or Enterprise (by contract)"),
-        (status = 409, body = wire::ErrorBody, description = "downgrade_blocked: addresses or devices do not fit the plan")))]
+        (status = 409, body = wire::ErrorBody, description = "downgrade_blocked: addresses or devices do not fit the plan"),
+        (status = 503, body = wire::ErrorBody, description = "provider_unavailable: the move is scheduled, but the card provider could not be told to stop renewing; choose the plan again")))]
 pub async fn change_plan(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -212,9 +214,13 @@ pub async fn change_plan(
             "unknown plan; one of free, operator, scale, fleet, enterprise",
         )
     })?;
-    let subscription = state
+    state
         .subscriptions
         .change_plan(&caller.account, target)
         .await?;
+    // A move scheduled while a card subscription renews stops its renewal
+    // at the provider (whose notice then sets `renewing`).
+    state.billing.follow_plan_change(&caller.account).await?;
+    let subscription = state.subscriptions.subscription(&caller.account).await?;
     Ok(HttpResponse::Ok().json(subscription_reply(subscription)))
 }

@@ -260,6 +260,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/billing/portal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A session of the card provider's customer portal for the account, where
+         *     the payer turns renewal off or on and keeps the card and invoices: the
+         *     url to send the payer to (it expires within minutes; ask again).
+         */
+        post: operations["billing_portal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/billing/providers": {
         parameters: {
             query?: never;
@@ -1818,6 +1839,11 @@ export interface components {
         };
         /** @description bytes, base64url without padding */
         Base64Url: string;
+        /** @description A session of the card provider's customer portal. */
+        BillingPortal: {
+            /** @description Where to send the payer; valid for a few minutes. */
+            url: string;
+        };
         /** @description Two copies of one record, as a request carries them. */
         BoxPairRequest: {
             forAccount: components["schemas"]["SealedBoxJson"];
@@ -2327,7 +2353,10 @@ export interface components {
             settledAt?: components["schemas"]["Timestamp"] | null;
             /** @description `pending`, `paid` or `failed`. */
             status: components["schemas"]["PaymentStatus"];
-            /** @description The provider's checkout page. */
+            /**
+             * @description The provider's checkout page; empty for a renewal the card provider
+             *     charged by itself.
+             */
             url: string;
         };
         PaymentId: string;
@@ -2657,6 +2686,13 @@ export interface components {
             pendingPlanId?: components["schemas"]["PlanId"] | null;
             planId: components["schemas"]["PlanId"];
             planName: string;
+            /**
+             * @description Whether the paid period renews by itself: a card subscription whose
+             *     renewal is on at the card provider (`POST /billing/portal` turns it
+             *     off or on). False for crypto and sandbox payments, which remind
+             *     before `renewsAt` instead.
+             */
+            renewing: boolean;
             renewsAt?: components["schemas"]["Timestamp"] | null;
         };
         SubscriptionReply: {
@@ -3570,6 +3606,45 @@ export interface operations {
                 };
             };
             429: components["responses"]["RateLimited"];
+        };
+    };
+    billing_portal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillingPortal"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description not_found: the account never paid by card (crypto and sandbox payments have no portal) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description provider_unavailable: the card provider is not configured here, or failing */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     list_payment_providers: {
@@ -5775,6 +5850,15 @@ export interface operations {
             };
             413: components["responses"]["TooLarge"];
             429: components["responses"]["RateLimited"];
+            /** @description provider_unavailable: the move is scheduled, but the card provider could not be told to stop renewing; choose the plan again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     support_overview: {

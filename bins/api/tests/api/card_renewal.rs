@@ -1,0 +1,358 @@
+//! Plans that renew by card, against the Stripe stand-in and the test
+//! clock: a card checkout starts a subscription, each renewal it bills
+//! extends the paid period with no lapse, a redelivered renewal changes
+//! nothing, renewal turned off in the portal reaches the account as
+//! `subscription.updated {renewing: false}` and the period then ends as a
+//! missed payment, as does a failed renewal charge; a downgrade scheduled
+//! while renewing stops the renewal at the provider.
+
+use chrono::TimeDelta;
+use reqwest::StatusCode;
+use sealpost_seal::AccountKeys;
+use sealpost_testkit::TestApp;
+use sealpost_testkit::payments::{PaymentStandIn, StandInSubscription, form_value};
+use serde_json::{Value, json};
+
+use crate::billing::{buy, checkout, subscription};
+use crate::support::{Api, SignedIn, new_keys};
+
+/// The API with card payments through the Stripe stand-in (and the
+/// sandbox), the stand-in sending its notices to it.
+async fn with_stripe() -> (Api, PaymentStandIn) {
+    let stripe = PaymentStandIn::stripe().await;
+    let api = Api::with(
+        TestApp::spawn_with(|config| {
+            config.stripe = Some(stripe.stripe_keys());
+            config.billing_sandbox = true;
+        })
+        .await,
+    );
+    stripe.notify(&api.app);
+    (api, stripe)
+}
+
+/// A card checkout for `plan`, paid at the stand-in.
+async fn subscribe(
+    api: &Api,
+    stripe: &PaymentStandIn,
+    owner: &SignedIn,
+    plan: &str,
+) -> StandInSubscription {
+    let started = checkout(api, owner, plan, "stripe").await;
+    assert_eq!(started.status, StatusCode::CREATED, "{}", started.body);
+    let session = stripe.checkouts().last().unwrap().clone();
+    let subscription = stripe.pay_checkout(&session.reference).await;
+    assert_all_accepted(stripe);
+    subscription
+}
+
+fn assert_all_accepted(stripe: &PaymentStandIn) {
+    for sent in stripe.sent() {
+        assert_eq!(sent.status, 200, "{}", sent.body);
+    }
+}
+
+/// Moves the test clock on, signs in again (sessions last 30 days), and
+/// lets the stand-in bill what ended.
+async fn advance(
+    api: &Api,
+    stripe: &PaymentStandIn,
+    owner: &mut SignedIn,
+    keys: &AccountKeys,
+    by: TimeDelta,
+) -> usize {
+    api.app.clock.advance(by);
+    owner.token = api.sign_in(keys).await;
+    let sent = stripe.bill_due().await;
+    assert_all_accepted(stripe);
+    sent
+}
+
+fn sent_of_type(stripe: &PaymentStandIn, kind: &str) -> usize {
+    stripe
+        .sent()
+        .iter()
+        .filter(|sent| serde_json::from_str::<Value>(&sent.body).unwrap()["type"] == kind)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_card_subscription_renews_twice_across_period_ends_with_no_lapse() {
+    let (api, stripe) = with_stripe().await;
+    let (_, keys) = new_keys();
+    let mut owner = api.register(&keys).await;
+    subscribe(&api, &stripe, &owner, "scale").await;
+
+    // Subscription mode, one recurring price every 30 days.
+    let session = stripe.checkouts()[0].clone();
+    assert_eq!(
+        form_value(&session.body, "mode").as_deref(),
+        Some("subscription")
+    );
+    assert_eq!(
+        form_value(
+            &session.body,
+            "line_items[0][price_data][recurring][interval]"
+        )
+        .as_deref(),
+        Some("day")
+    );
+    assert_eq!(
+        form_value(
+            &session.body,
+            "line_items[0][price_data][recurring][interval_count]"
+        )
+        .as_deref(),
+        Some("30")
+    );
+    assert_eq!(
+        form_value(&session.body, "subscription_data[metadata][account_id]"),
+        Some(owner.account_id.clone())
+    );
+
+    // The checkout and its first invoice: one period, renewing.
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "scale");
+    assert_eq!(record["renewsAt"], "2026-12-22T12:00:00.000Z");
+    assert_eq!(record["renewing"], true);
+    assert_eq!(sent_of_type(&stripe, "invoice.paid"), 1);
+
+    // First renewal: Stripe charges an hour after the period end; the
+    // sweep before it does not lapse the account.
+    api.app.clock.advance(TimeDelta::days(30));
+    api.sweeps().run_once().await;
+    assert_eq!(
+        advance(&api, &stripe, &mut owner, &keys, TimeDelta::hours(1)).await,
+        1
+    );
+    api.sweeps().run_once().await;
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "scale");
+    assert_eq!(record["pause"], Value::Null);
+    assert_eq!(record["renewsAt"], "2027-01-21T12:00:00.000Z");
+    assert_eq!(record["renewing"], true);
+
+    // Stripe delivers the same renewal again: nothing changes.
+    let renewal = stripe.sent().len() - 1;
+    stripe.redeliver(renewal).await;
+    assert_all_accepted(&stripe);
+    assert_eq!(
+        subscription(&api, &owner).await["renewsAt"],
+        "2027-01-21T12:00:00.000Z"
+    );
+
+    // Second renewal.
+    assert_eq!(
+        advance(&api, &stripe, &mut owner, &keys, TimeDelta::days(30)).await,
+        1
+    );
+    api.sweeps().run_once().await;
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "scale");
+    assert_eq!(record["pause"], Value::Null);
+    assert_eq!(record["renewsAt"], "2027-02-20T12:00:00.000Z");
+
+    // One subscription.updated (the checkout's), no lapse, no reminders:
+    // the period renews by itself.
+    assert_eq!(
+        api.event_payloads(&owner.account_id, "subscription.updated")
+            .await,
+        vec![json!({ "planId": "scale", "renewing": true })]
+    );
+    assert_eq!(
+        api.event_payloads(&owner.account_id, "notice.renewal_due")
+            .await,
+        Vec::<Value>::new()
+    );
+    // Each renewal is a paid payment of its own, recorded once.
+    assert_eq!(renewal_payments(&api, &owner.account_id).await, 2);
+    api.app.stop().await;
+}
+
+/// The paid renewals recorded for the account (an operator's query).
+async fn renewal_payments(api: &Api, account: &str) -> i64 {
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        count: i64,
+    }
+    let mut conn = api.app.db.connect().await;
+    let row: Row = diesel::sql_query(
+        "SELECT count(*) AS count FROM payments \
+         WHERE account_id = $1 AND reference LIKE 'in_%' AND status = 'paid'",
+    )
+    .bind::<diesel::sql_types::Text, _>(account)
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    row.count
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn renewal_turned_off_in_the_portal_is_announced_and_the_period_then_lapses() {
+    let (api, stripe) = with_stripe().await;
+    let (_, keys) = new_keys();
+    let mut owner = api.register(&keys).await;
+    let sub = subscribe(&api, &stripe, &owner, "operator").await;
+    // Something for a lapse to pause.
+    api.create_address(&owner.token, "ibx_card01").await;
+
+    // The portal: a session for the account's customer.
+    let portal = api
+        .post("/billing/portal", Some(&owner.token), json!({}))
+        .await;
+    assert_eq!(portal.status, StatusCode::OK, "{}", portal.body);
+    assert_eq!(
+        portal.body["url"],
+        "https://billing.stripe.com/p/session/bps_test_1"
+    );
+    assert_eq!(stripe.portal_sessions(), vec![sub.customer.clone()]);
+
+    // The payer turns renewal off there.
+    api.app.clock.advance(TimeDelta::days(1));
+    stripe.portal_set_renewal(&sub.id, false).await;
+    assert_all_accepted(&stripe);
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["renewing"], false);
+    assert_eq!(record["planId"], "operator");
+    assert_eq!(record["renewsAt"], "2026-12-22T12:00:00.000Z");
+    // Once: the same notice again writes nothing.
+    stripe.redeliver(stripe.sent().len() - 1).await;
+    assert_eq!(
+        api.event_payloads(&owner.account_id, "subscription.updated")
+            .await,
+        vec![
+            json!({ "planId": "operator", "renewing": true }),
+            json!({ "planId": "operator", "renewing": false }),
+        ]
+    );
+    assert!(
+        api.activity_kinds(&owner)
+            .await
+            .iter()
+            .filter(|kind| *kind == "subscription.updated")
+            .count()
+            >= 2
+    );
+
+    // It no longer renews by itself: reminded 7 days before its end.
+    api.app
+        .clock
+        .advance(TimeDelta::days(22) + TimeDelta::hours(1));
+    api.sweeps().run_once().await;
+    assert_eq!(
+        api.event_payloads(&owner.account_id, "notice.renewal_due")
+            .await,
+        vec![json!({ "renewsAt": "2026-12-22T12:00:00.000Z", "daysLeft": 7 })]
+    );
+
+    // At its end Stripe ends the subscription, charging nothing, and the
+    // period lapses: the missed-payment path.
+    advance(&api, &stripe, &mut owner, &keys, TimeDelta::days(7)).await;
+    assert_eq!(sent_of_type(&stripe, "customer.subscription.deleted"), 1);
+    assert_eq!(sent_of_type(&stripe, "invoice.paid"), 1);
+    api.sweeps().run_once().await;
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "free");
+    assert_eq!(record["renewing"], false);
+    assert_eq!(record["pause"]["planId"], "operator");
+    assert_eq!(record["pause"]["addresses"], 1);
+    assert_eq!(
+        api.event_payloads(&owner.account_id, "subscription.updated")
+            .await
+            .last(),
+        Some(&json!({ "planId": "free" }))
+    );
+    // The portal stays reachable for the customer's invoices.
+    let portal = api
+        .post("/billing/portal", Some(&owner.token), json!({}))
+        .await;
+    assert_eq!(portal.status, StatusCode::OK, "{}", portal.body);
+    api.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_renewal_charge_is_a_missed_payment() {
+    let (api, stripe) = with_stripe().await;
+    let (_, keys) = new_keys();
+    let mut owner = api.register(&keys).await;
+    subscribe(&api, &stripe, &owner, "scale").await;
+    api.create_address(&owner.token, "ibx_card02").await;
+    stripe.fail_renewals(true);
+    advance(
+        &api,
+        &stripe,
+        &mut owner,
+        &keys,
+        TimeDelta::days(30) + TimeDelta::hours(1),
+    )
+    .await;
+    assert_eq!(sent_of_type(&stripe, "invoice.payment_failed"), 1);
+    assert_eq!(subscription(&api, &owner).await["renewing"], false);
+    // The next sweep: no renewal awaited any more, the period lapses.
+    api.sweeps().run_once().await;
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "free");
+    assert_eq!(record["pause"]["planId"], "scale");
+    assert_eq!(
+        api.event_payloads(&owner.account_id, "subscription.updated")
+            .await,
+        vec![
+            json!({ "planId": "scale", "renewing": true }),
+            json!({ "planId": "scale", "renewing": false }),
+            json!({ "planId": "free" }),
+        ]
+    );
+    api.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_downgrade_scheduled_while_renewing_stops_the_renewal_and_applies_at_the_end() {
+    let (api, stripe) = with_stripe().await;
+    let (_, keys) = new_keys();
+    let mut owner = api.register(&keys).await;
+    let sub = subscribe(&api, &stripe, &owner, "scale").await;
+
+    let moved = api
+        .post(
+            "/subscription/plan",
+            Some(&owner.token),
+            json!({ "planId": "free" }),
+        )
+        .await;
+    assert_eq!(moved.status, StatusCode::OK, "{}", moved.body);
+    assert_eq!(moved.body["subscription"]["pendingPlanId"], "free");
+    // Stripe was told, and its notice came back before the answer.
+    assert!(stripe.subscriptions()[0].cancel_at_period_end);
+    assert_eq!(moved.body["subscription"]["renewing"], false);
+    assert_eq!(sub.id, stripe.subscriptions()[0].id);
+
+    // At the end: nothing charged, the move applied, nothing paused.
+    advance(&api, &stripe, &mut owner, &keys, TimeDelta::days(30)).await;
+    api.sweeps().run_once().await;
+    assert_eq!(sent_of_type(&stripe, "invoice.paid"), 1, "only the first");
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "free");
+    assert_eq!(record["pause"], Value::Null);
+    assert_eq!(record["renewsAt"], Value::Null);
+    assert_eq!(record["renewing"], false);
+    api.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn payments_that_cannot_renew_say_so_and_have_no_portal() {
+    let (api, _stripe) = with_stripe().await;
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    buy(&api, &owner, "operator").await;
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "operator");
+    assert_eq!(record["renewing"], false);
+    let portal = api
+        .post("/billing/portal", Some(&owner.token), json!({}))
+        .await;
+    assert_eq!(portal.status, StatusCode::NOT_FOUND, "{}", portal.body);
+    assert_eq!(portal.code(), "not_found");
+    api.app.stop().await;
+}

@@ -1,0 +1,122 @@
+//! Plans that renew by card (docs/api.md, Billing): the card subscription
+//! kept on the account row (`card_subscription_id`, `card_customer_id`,
+//! `card_plan_id`, `renewing`), started by a paid card checkout and turned
+//! off or on by the provider's notices.
+
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use sealpost_billing::{Applied, CardAccount, RenewingChange, SubscriptionStart};
+use sealpost_kernel::{AccountId, PlanId, StoreError};
+
+use crate::billing::lock_account;
+use crate::records::write_records;
+use crate::schema::accounts;
+use crate::{PgStore, db_error};
+
+type CardRow = (String, Option<String>, Option<String>, Option<String>, bool);
+
+const CARD_COLUMNS: (
+    accounts::id,
+    accounts::card_subscription_id,
+    accounts::card_customer_id,
+    accounts::card_plan_id,
+    accounts::renewing,
+) = (
+    accounts::id,
+    accounts::card_subscription_id,
+    accounts::card_customer_id,
+    accounts::card_plan_id,
+    accounts::renewing,
+);
+
+fn into_card(row: CardRow) -> Result<Option<CardAccount>, StoreError> {
+    let (account, subscription, customer, plan, renewing) = row;
+    let (Some(subscription), Some(customer), Some(plan)) = (subscription, customer, plan) else {
+        return Ok(None);
+    };
+    Ok(Some(CardAccount {
+        account: AccountId::from_trusted(account),
+        subscription,
+        customer,
+        plan: plan.parse::<PlanId>().map_err(StoreError::failed)?,
+        renewing,
+    }))
+}
+
+pub(crate) async fn card_by_subscription(
+    store: &PgStore,
+    subscription: &str,
+) -> Result<Option<CardAccount>, StoreError> {
+    let mut conn = store.conn().await?;
+    let row: Option<CardRow> = accounts::table
+        .filter(accounts::card_subscription_id.eq(subscription))
+        .select(CARD_COLUMNS)
+        .first(&mut conn)
+        .await
+        .optional()
+        .map_err(db_error)?;
+    Ok(row.map(into_card).transpose()?.flatten())
+}
+
+pub(crate) async fn card_of(
+    store: &PgStore,
+    account: &AccountId,
+) -> Result<Option<CardAccount>, StoreError> {
+    let mut conn = store.conn().await?;
+    let row: Option<CardRow> = accounts::table
+        .find(account.as_str())
+        .select(CARD_COLUMNS)
+        .first(&mut conn)
+        .await
+        .optional()
+        .map_err(db_error)?;
+    Ok(row.map(into_card).transpose()?.flatten())
+}
+
+/// In a settlement's transaction, with the account row locked: the paid
+/// checkout's subscription becomes the account's, renewing (it replaces an
+/// earlier one, whose notices are then no longer the account's).
+pub(crate) async fn start_subscription(
+    conn: &mut AsyncPgConnection,
+    account: &AccountId,
+    started: &SubscriptionStart,
+) -> Result<(), diesel::result::Error> {
+    diesel::update(accounts::table.find(account.as_str()))
+        .set((
+            accounts::card_subscription_id.eq(Some(started.id.as_str())),
+            accounts::card_customer_id.eq(Some(started.customer.as_str())),
+            accounts::card_plan_id.eq(Some(started.plan.as_str())),
+            accounts::renewing.eq(true),
+        ))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub(crate) async fn set_renewing(
+    store: &PgStore,
+    change: RenewingChange,
+) -> Result<Applied, StoreError> {
+    let mut conn = store.conn().await?;
+    conn.transaction(async |conn| {
+        let Some(locked) = lock_account(conn, &change.account).await? else {
+            return Ok(Applied::Stale);
+        };
+        if locked.plan != change.plan.as_str() {
+            return Ok(Applied::Stale);
+        }
+        let updated = diesel::update(accounts::table.find(change.account.as_str()))
+            .filter(accounts::card_subscription_id.eq(change.subscription.as_str()))
+            .filter(accounts::renewing.eq(!change.renewing))
+            .set(accounts::renewing.eq(change.renewing))
+            .execute(conn)
+            .await?;
+        if updated == 0 {
+            return Ok(Applied::Stale);
+        }
+        write_records(conn, &change.records).await?;
+        Ok::<_, diesel::result::Error>(Applied::Done)
+    })
+    .await
+    .map_err(db_error)
+}
