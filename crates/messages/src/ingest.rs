@@ -155,8 +155,7 @@ impl Ingest {
     /// whose account is under its allowance. An accepted recipient's record
     /// comes back with the answer, for DATA ([`Recipient::Checked`]).
     pub async fn check_recipient(&self, address: &str) -> Result<Checked, StoreError> {
-        let address = address.trim().to_ascii_lowercase();
-        let Some(recipient) = self.repo.recipient(&address).await? else {
+        let Some(recipient) = self.look_up(address).await? else {
             return Ok(Checked {
                 check: RecipientCheck::Unknown,
                 record: None,
@@ -299,6 +298,7 @@ impl Ingest {
         }
     }
 
+    /// The recipient record of an address as a client wrote it.
     async fn look_up(&self, address: &str) -> Result<Option<RecipientRecord>, StoreError> {
         self.repo
             .recipient(&address.trim().to_ascii_lowercase())
