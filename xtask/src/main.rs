@@ -165,7 +165,7 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::Seed { api_url } => devtools(&runtime, &["seed", "--api-url", &api_url]),
         Task::Openapi => {
             // One command updates the document and the SDK's types generated from it.
-            let status = run_child(&runtime, &mut devtools_command(&["openapi"]))?;
+            let status = run_child(&runtime, &mut devtools_command(&["openapi"])?)?;
             if status.success() && web::ready(&root)? {
                 web::generate_types(&root)?;
             }
@@ -216,22 +216,27 @@ pub fn workspace_root() -> PathBuf {
     manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
 }
 
-/// `cargo run -p sealpost-devtools -- args`, its exit code answered.
+/// `sealpost-devtools args`, its exit code answered.
 fn devtools(runtime: &Runtime, args: &[&str]) -> Result<ExitCode> {
-    Ok(exit_code(run_child(runtime, &mut devtools_command(args))?))
+    Ok(exit_code(run_child(runtime, &mut devtools_command(args)?)?))
 }
 
-fn devtools_command(args: &[&str]) -> Command {
-    let mut command = cargo(&workspace_root());
-    command
-        .args(["run", "--quiet", "-p", "sealpost-devtools", "--"])
-        .args(args);
-    command
+/// `sealpost-devtools args`, built first with the workspace's binaries
+/// ([`build_workspace_bins`]).
+fn devtools_command(args: &[&str]) -> Result<Command> {
+    let root = workspace_root();
+    let built = build_workspace_bins(&root)?;
+    if !built.success() {
+        bail!("cargo build failed ({built})");
+    }
+    let mut command = Command::new(target_dir(&root).join("debug").join("sealpost-devtools"));
+    command.current_dir(&root).args(args);
+    Ok(command)
 }
 
 /// The PostgreSQL server's URL (found or started by `sealpost-devtools postgres`).
 fn ensure_server() -> Result<String> {
-    let output = devtools_command(&["postgres"])
+    let output = devtools_command(&["postgres"])?
         .stderr(Stdio::inherit())
         .output()
         .context("running sealpost-devtools postgres")?;
@@ -250,7 +255,7 @@ fn run_tests(runtime: &Runtime, extra: &[String]) -> Result<ExitStatus> {
     let server = ensure_server()?;
     let dropped = run_child(
         runtime,
-        &mut devtools_command(&["drop-test-databases", &server]),
+        &mut devtools_command(&["drop-test-databases", &server])?,
     )?;
     if !dropped.success() {
         return Ok(dropped);
@@ -295,7 +300,8 @@ fn run_tests(runtime: &Runtime, extra: &[String]) -> Result<ExitStatus> {
     if !status.success() || !with_web {
         return Ok(status);
     }
-    let built = build_stack(&root)?;
+    eprintln!("xtask: building the stack's processes");
+    let built = build_workspace_bins(&root)?;
     if !built.success() {
         return Ok(built);
     }
@@ -303,25 +309,14 @@ fn run_tests(runtime: &Runtime, extra: &[String]) -> Result<ExitStatus> {
     web::test(&root, &stack)
 }
 
-/// Builds what `sealpost-stack` starts, the launcher itself, and the CLI
-/// (the browser tests approve a pairing with it).
-fn build_stack(root: &Path) -> Result<ExitStatus> {
-    eprintln!("xtask: building the stack's processes");
+/// Builds every binary of the workspace (the stack's processes, the
+/// launcher, the CLI, the developer tools), debug. Always the whole
+/// workspace: cargo resolves features for the packages a command names, so
+/// `-p` builds of a few packages would compile many dependencies a second
+/// time, with other features, beside the test build's.
+fn build_workspace_bins(root: &Path) -> Result<ExitStatus> {
     cargo(root)
-        .args([
-            "build",
-            "-p",
-            "sealpost-api",
-            "-p",
-            "sealpost-smtp-ingest",
-            "-p",
-            "sealpost-dns",
-            "-p",
-            "sealpost-testkit",
-            "-p",
-            "sealpost-cli",
-            "--bins",
-        ])
+        .args(["build", "--workspace", "--bins"])
         .status()
         .context("running cargo build")
 }
@@ -338,7 +333,7 @@ fn stack(runtime: &Runtime) -> Result<ExitCode> {
     if web::ready(&root)? {
         web::install_and_build(&root)?;
     }
-    let built = build_stack(&root)?;
+    let built = build_workspace_bins(&root)?;
     if !built.success() {
         return Ok(exit_code(built));
     }

@@ -68,26 +68,19 @@ impl Profile {
     }
 }
 
-/// Builds `sealpost-api`, `sealpost-smtp`, `sealpost-dns` and the test kit's
-/// launcher (`sealpost-stack`) in `profile`.
+/// Builds the workspace's binaries in `profile`: `sealpost-api`,
+/// `sealpost-smtp`, `sealpost-dns`, the CLI and the test kit's launcher
+/// (`sealpost-stack`) among them.
 pub(crate) fn build_stack(root: &Path, profile: Profile) -> Result<()> {
     eprintln!(
         "xtask: building the stack's processes and sealpost-stack ({})",
         profile.dir()
     );
     let mut build = cargo(root);
-    build.args([
-        "build",
-        "-p",
-        "sealpost-api",
-        "-p",
-        "sealpost-smtp-ingest",
-        "-p",
-        "sealpost-dns",
-        "-p",
-        "sealpost-testkit",
-        "--bins",
-    ]);
+    // The whole workspace, as the test build and xtask build it: cargo
+    // resolves features for the packages a command names, so a `-p` build
+    // of a few would compile many dependencies again with other features.
+    build.args(["build", "--workspace", "--bins"]);
     if profile == Profile::Release {
         build.arg("--release");
     }

@@ -239,17 +239,9 @@ fn dev(runtime: &Runtime, with_seed: bool) -> Result<ExitCode> {
         "xtask: building the API, the SMTP ingest, the DNS server and the CLI (a first build takes a few minutes; later starts take seconds)"
     );
     let built = cargo(&root)
-        .args([
-            "build",
-            "-p",
-            "sealpost-api",
-            "-p",
-            "sealpost-smtp-ingest",
-            "-p",
-            "sealpost-dns",
-            "-p",
-            "sealpost-cli",
-        ])
+        // The whole workspace, like every other build here (features
+        // resolve alike, so nothing is compiled twice).
+        .args(["build", "--workspace", "--bins"])
         .status()
         .context("running cargo build")?;
     if !built.success() {

@@ -24,7 +24,6 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_client::Client;
 use sealpost_client::sealing;
 use sealpost_client::types::CreateAddressRequest;
-use sealpost_devprocess::cargo;
 use sealpost_seal::RecoveryPhrase;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -47,15 +46,8 @@ pub fn run(runtime: &Runtime) -> Result<ExitCode> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
+    // The CLI too: the stack's build is the workspace's binaries.
     build_stack(&root, Profile::Debug)?;
-    let built = cargo(&root)
-        .args(["build", "-p", "sealpost-cli"])
-        .status()
-        .context("running cargo build")?;
-    ensure!(
-        built.success(),
-        "cargo build -p sealpost-cli failed ({built})"
-    );
     let server = postgres::ensure_server()?;
     let drill_dir = target.join("restore-drill");
     std::fs::create_dir_all(&drill_dir)?;

@@ -131,7 +131,7 @@ mod tests {
 
     use super::*;
     use crate::PgStore;
-    use crate::records::box_to_json;
+    use crate::records::box_to_stored;
     use crate::schema::{account_suspensions, devices, messages};
     use crate::test_db::{drop_database, fresh_store};
 
@@ -255,7 +255,7 @@ mod tests {
                     messages::received_at.eq(received.as_datetime()),
                     messages::size_bytes.eq(10_i64),
                     messages::key_epoch.eq(0),
-                    messages::content.eq(box_to_json(&sealed())),
+                    messages::content.eq(box_to_stored(&sealed()).unwrap()),
                     messages::held.eq(held),
                     messages::stored_bytes.eq(0_i64),
                 ))

@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use diesel::QueryableByName;
 use diesel::sql_types::{
-    Array, BigInt, Bool, Integer, Jsonb, Nullable, SmallInt, Text, Timestamptz,
+    Array, BigInt, Bool, Bytea, Integer, Nullable, SmallInt, Text, Timestamptz,
 };
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_activity::Records;
@@ -58,7 +58,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use crate::notify::{MAIL_CHANNEL, mail_payloads};
 use crate::prepared::PrepareOnce;
-use crate::records::{box_to_json, write_numbered_records};
+use crate::records::{box_to_stored, write_numbered_records};
 use crate::{PgStore, db_error};
 
 /// Batches in flight at once, each on its own pooled connection.
@@ -541,7 +541,7 @@ fn sealed_attachment_bytes(new: &NewMessage) -> u64 {
 /// The one insert of message rows (`held`: stored held; then the bytes its
 /// sealed attachments take), all in one statement: a group commit's batch,
 /// or a Sent copy as a batch of one. Each row records what it takes in
-/// storage (its content box as JSON and its sealed attachments), and the
+/// storage (its content box's bytes and its sealed attachments), and the
 /// accounts' stored-bytes counters grow by as much, in the same
 /// transaction ([`add_stored_bytes`]), on `shard` (see [`COUNTER_SHARDS`]).
 pub(crate) async fn insert_messages(
@@ -563,14 +563,20 @@ pub(crate) async fn insert_messages(
     let epochs: Vec<i32> = messages()
         .map(|message| i32::try_from(message.key_epoch).unwrap_or(i32::MAX))
         .collect();
-    let contents: Vec<serde_json::Value> = messages()
-        .map(|message| box_to_json(&message.content))
-        .collect();
+    let contents: Vec<Vec<u8>> = messages()
+        .map(|message| {
+            box_to_stored(&message.content).ok_or_else(|| {
+                diesel::result::Error::SerializationError(
+                    "a sealed box with fields of the wrong length".into(),
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
     let stored_bytes: Vec<i64> = contents
         .iter()
         .zip(stored)
         .map(|(content, (_, _, attached))| {
-            let bytes = content.to_string().len() as u64 + attached;
+            let bytes = content.len() as u64 + attached;
             i64::try_from(bytes).unwrap_or(i64::MAX)
         })
         .collect();
@@ -589,7 +595,7 @@ pub(crate) async fn insert_messages(
          SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.size_bytes, m.key_epoch, \
              m.content, m.held, m.read, m.folder, m.starred, m.outgoing, $14, m.stored_bytes \
          FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::bigint[], \
-             $6::int[], $7::jsonb[], $8::bool[], $9::bool[], $10::text[], $11::bool[], \
+             $6::int[], $7::bytea[], $8::bool[], $9::bool[], $10::text[], $11::bool[], \
              $12::bool[], $13::bigint[]) \
            AS m(id, account_id, inbox_id, received_at, size_bytes, key_epoch, content, held, \
              read, folder, starred, outgoing, stored_bytes)",
@@ -600,7 +606,7 @@ pub(crate) async fn insert_messages(
     .bind::<Array<Timestamptz>, _>(received)
     .bind::<Array<BigInt>, _>(sizes)
     .bind::<Array<Integer>, _>(epochs)
-    .bind::<Array<Jsonb>, _>(contents)
+    .bind::<Array<Bytea>, _>(contents)
     .bind::<Array<Bool>, _>(held)
     .bind::<Array<Bool>, _>(read)
     .bind::<Array<Text>, _>(folders)

@@ -165,6 +165,54 @@ pub(crate) fn box_from_json(value: serde_json::Value) -> Result<SealedBox, Store
     serde_json::from_value(value).map_err(StoreError::failed)
 }
 
+/// Field lengths of a stored box: ephemeral key, nonce, tag.
+const STORED_BOX_FIELDS: [usize; 3] = [32, 12, 16];
+
+/// A message's sealed content as stored (`messages.content`, bytea): the
+/// binary box layout, version || epk || n || t || c, which for version 2 is
+/// exactly the binary box of docs/protocol.md; version 1 boxes (read only)
+/// have the same field lengths. `None` for a box whose fixed fields have
+/// other lengths, which no sealing produces.
+pub(crate) fn box_to_stored(sealed: &SealedBox) -> Option<Vec<u8>> {
+    let fields = [&sealed.epk, &sealed.n, &sealed.t];
+    if fields
+        .iter()
+        .zip(STORED_BOX_FIELDS)
+        .any(|(field, len)| field.len() != len)
+    {
+        return None;
+    }
+    let mut stored = Vec::with_capacity(1 + 60 + sealed.c.len());
+    stored.push(sealed.v);
+    for field in fields {
+        stored.extend_from_slice(field);
+    }
+    stored.extend_from_slice(&sealed.c);
+    Some(stored)
+}
+
+/// The box [`box_to_stored`] wrote.
+pub(crate) fn box_from_stored(stored: &[u8]) -> Result<SealedBox, StoreError> {
+    let Some((&v, rest)) = stored.split_first() else {
+        return Err(StoreError::Failed("an empty stored box".into()));
+    };
+    if rest.len() < STORED_BOX_FIELDS.iter().sum() {
+        return Err(StoreError::Failed(
+            "a stored box shorter than its header".into(),
+        ));
+    }
+    let (epk, rest) = rest.split_at(STORED_BOX_FIELDS[0]);
+    let (n, rest) = rest.split_at(STORED_BOX_FIELDS[1]);
+    let (t, c) = rest.split_at(STORED_BOX_FIELDS[2]);
+    Ok(SealedBox {
+        v,
+        epk: epk.to_vec(),
+        n: n.to_vec(),
+        c: c.to_vec(),
+        t: t.to_vec(),
+    })
+}
+
 /// The `stored_bytes` shard deletions subtract from. Inserts add to shards
 /// 0 and up (`COUNTER_SHARDS`), so a deletion never waits on a delivery's
 /// counter row; an account's stored bytes are the sum of all its
@@ -256,4 +304,45 @@ pub(crate) async fn lock_account_plan(
         .await?;
     plan.parse()
         .map_err(|error| diesel::result::Error::DeserializationError(Box::new(error)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sealed(v: u8, ciphertext: &[u8]) -> SealedBox {
+        SealedBox {
+            v,
+            epk: vec![1; 32],
+            n: vec![2; 12],
+            c: ciphertext.to_vec(),
+            t: vec![3; 16],
+        }
+    }
+
+    #[test]
+    fn a_stored_version_2_box_is_the_binary_box_and_reads_back() {
+        let original = SealedBox::seal(&[9; 32], "service/v1/message:a:b", b"hello");
+        let stored = box_to_stored(&original).unwrap();
+        assert_eq!(stored, original.to_binary().unwrap());
+        assert_eq!(box_from_stored(&stored).unwrap(), original);
+    }
+
+    #[test]
+    fn version_1_boxes_and_empty_ciphertext_read_back() {
+        for original in [sealed(1, b"old"), sealed(2, b"")] {
+            let stored = box_to_stored(&original).unwrap();
+            assert_eq!(stored.len(), 61 + original.c.len());
+            assert_eq!(box_from_stored(&stored).unwrap(), original);
+        }
+    }
+
+    #[test]
+    fn boxes_with_fields_of_other_lengths_are_not_stored_and_short_rows_not_read() {
+        let mut short_tag = sealed(2, b"x");
+        short_tag.t.pop();
+        assert_eq!(box_to_stored(&short_tag), None);
+        assert!(box_from_stored(&[]).is_err());
+        assert!(box_from_stored(&[2; 60]).is_err());
+    }
 }

@@ -197,7 +197,7 @@ diesel::table! {
         read -> Bool,
         size_bytes -> Int8,
         key_epoch -> Int4,
-        content -> Jsonb,
+        content -> Bytea,
         held -> Bool,
         folder -> Text,
         starred -> Bool,

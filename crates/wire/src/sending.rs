@@ -16,6 +16,7 @@ pub struct SendMailRequest {
     pub from_name: Option<String>,
     /// 1 to 50 recipients, each `address` or `Name <address>`; the same
     /// address twice is sent once.
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 50))]
     pub to: Vec<String>,
     /// Up to 998 characters, no control characters.
     pub subject: String,

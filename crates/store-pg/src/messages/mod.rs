@@ -27,7 +27,7 @@ use sealpost_teams::Access;
 
 use crate::PgStore;
 use crate::access::{Caller, Rule, may_use, on_device, owned_or_granted};
-use crate::records::box_from_json;
+use crate::records::box_from_stored;
 use crate::schema::{addresses, messages};
 
 pub use recovery::InstanceLock;
@@ -42,7 +42,7 @@ struct MessageRow {
     read: bool,
     size_bytes: i64,
     key_epoch: i32,
-    content: serde_json::Value,
+    content: Vec<u8>,
     folder: String,
     starred: bool,
     outgoing: bool,
@@ -58,7 +58,7 @@ impl MessageRow {
             read: self.read,
             size_bytes: u64::try_from(self.size_bytes).map_err(StoreError::failed)?,
             key_epoch: u32::try_from(self.key_epoch).map_err(StoreError::failed)?,
-            content: box_from_json(self.content)?,
+            content: box_from_stored(&self.content)?,
             folder: self.folder.parse::<Folder>().map_err(StoreError::failed)?,
             starred: self.starred,
             outgoing: self.outgoing,
