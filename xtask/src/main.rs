@@ -15,7 +15,7 @@ use std::process::{Command, ExitCode, ExitStatus, Stdio};
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use sealpost_devprocess::{cargo, exit_code, run_child};
+use sealpost_devprocess::{cargo, exit_code, run_child, target_dir};
 use tokio::runtime::Runtime;
 
 const ENV_HELP: &str = "\
@@ -296,7 +296,15 @@ fn run_tests(runtime: &Runtime, extra: &[String]) -> Result<ExitStatus> {
         // The API tests then check the embedded client, not its absence.
         command.env("SEALPOST_EXPECT_WEB_BUILD", "1");
     }
-    let status = run_child(runtime, &mut command)?;
+    let mut status = run_child(runtime, &mut command)?;
+    if status.success() && nextest && extra.is_empty() {
+        // nextest does not run documentation examples; cargo test does.
+        eprintln!("xtask: running `cargo test --workspace --doc`");
+        status = run_child(
+            runtime,
+            cargo(&root).args(["test", "--workspace", "--doc", "--quiet"]),
+        )?;
+    }
     if !status.success() || !with_web {
         return Ok(status);
     }
@@ -319,12 +327,6 @@ fn build_workspace_bins(root: &Path) -> Result<ExitStatus> {
         .args(["build", "--workspace", "--bins"])
         .status()
         .context("running cargo build")
-}
-
-fn target_dir(root: &Path) -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
 }
 
 fn stack(runtime: &Runtime) -> Result<ExitCode> {

@@ -23,7 +23,7 @@
 //! let worker = sealing::new_device_id();
 //! let bundle = KeyBundle::for_addresses(&keys, [&inbox]).seal(&device_public, &worker);
 //! let opened = KeyBundle::open(&device_secret, &worker, &bundle).unwrap();
-//! assert_eq!(opened.inboxes[0].inbox_id, inbox);
+//! assert_eq!(opened.addresses[0].address_id, inbox);
 //! # let _ = DeviceProfile::new("phone", device_public);
 //! ```
 

@@ -2,11 +2,19 @@
 //! `sealpost-devtools`): a nested cargo without the variables `cargo run`
 //! hands down, a child that shares the terminal, and its exit code passed on.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus};
 
 use anyhow::{Context, Result};
 use tokio::runtime::Runtime;
+
+/// Cargo's target directory for the workspace at `root`:
+/// `CARGO_TARGET_DIR`, or `root/target`.
+pub fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+}
 
 /// A nested cargo. `cargo xtask` runs under `cargo run`, which sets
 /// `CARGO_MANIFEST_DIR`, `CARGO_PKG_*` and the like for xtask; handed down,

@@ -45,9 +45,7 @@ const SESSION_ENDING: [&str; 5] = [
 
 pub fn run(runtime: &Runtime) -> Result<ExitCode> {
     let root = postgres::workspace_root();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = sealpost_devprocess::target_dir(&root);
     let dir = target.join("api-check");
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let started = Instant::now();

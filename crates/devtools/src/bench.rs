@@ -200,9 +200,7 @@ pub fn smtp(runtime: &Runtime, only: &[String], statements: bool) -> Result<Exit
     // reqwest is built without a default TLS provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let root = postgres::workspace_root();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = sealpost_devprocess::target_dir(&root);
     let bench_dir = target.join("bench");
     fs::create_dir_all(&bench_dir).with_context(|| format!("creating {}", bench_dir.display()))?;
     let postfix = Postfix::extract(&bench_dir)?;

@@ -24,7 +24,7 @@
 //! the harness lifts the per-/24 cap: the tricklers share one /24).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -62,9 +62,7 @@ pub fn run(runtime: &Runtime, debug: bool) -> Result<ExitCode> {
     // reqwest is built without a default TLS provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let root = postgres::workspace_root();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = sealpost_devprocess::target_dir(&root);
     let profile = if debug {
         Profile::Debug
     } else {

@@ -190,15 +190,11 @@ fn in_release(task: &[&str], env: &[(&str, &str)]) -> Result<Option<ExitCode>> {
         task.join(" ")
     );
     let root = postgres::workspace_root();
-    let status = cargo(&root)
-        .args([
-            "run",
-            "--quiet",
-            "--release",
-            "-p",
-            "sealpost-devtools",
-            "--",
-        ])
+    // The workspace's binaries, as every build here (features resolve alike).
+    harness::build_stack(&root, harness::Profile::Release)?;
+    let target = sealpost_devprocess::target_dir(&root);
+    let status = std::process::Command::new(target.join("release").join("sealpost-devtools"))
+        .current_dir(&root)
         .args(task)
         .envs(env.iter().copied())
         .status()
@@ -247,9 +243,7 @@ fn dev(runtime: &Runtime, with_seed: bool) -> Result<ExitCode> {
     if !built.success() {
         return Ok(exit_code(built));
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = sealpost_devprocess::target_dir(&root);
     let server_key = dev_server_key(&root.join("target").join("dev"))?;
     let configure = |command: &mut Command| {
         command.env("DATABASE_URL", &url);

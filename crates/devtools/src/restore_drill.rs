@@ -43,9 +43,7 @@ fn step(text: &str) {
 
 pub fn run(runtime: &Runtime) -> Result<ExitCode> {
     let root = postgres::workspace_root();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = sealpost_devprocess::target_dir(&root);
     // The CLI too: the stack's build is the workspace's binaries.
     build_stack(&root, Profile::Debug)?;
     let server = postgres::ensure_server()?;

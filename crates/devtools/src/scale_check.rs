@@ -29,7 +29,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -69,9 +68,7 @@ pub fn run(runtime: &Runtime) -> Result<ExitCode> {
     // reqwest is built without a default TLS provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let root = postgres::workspace_root();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = sealpost_devprocess::target_dir(&root);
     build_stack(&root, Profile::Debug)?;
     let server = postgres::ensure_server()?;
     let scale_dir = target.join("scale-check");
