@@ -113,4 +113,31 @@ mod tests {
         drop(store);
         drop_database("prepared_once").await;
     }
+
+    /// The mailbox's reads hold the retention cutoff (`messages::
+    /// retention_cutoff`): built statements holding it are cached like any
+    /// other, not prepared per call as with a `dsl::sql` fragment.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_built_query_holding_the_retention_cutoff_stays_prepared() {
+        use diesel::QueryDsl;
+
+        use crate::messages::retention_cutoff;
+        use crate::schema::addresses;
+
+        let store = fresh_store("prepared_cutoff").await;
+        let mut conn = store.conn().await.unwrap();
+        for day in 1..=3 {
+            let now = chrono::DateTime::from_timestamp(day * 86_400, 0).unwrap();
+            let cutoffs: Vec<chrono::DateTime<chrono::Utc>> = addresses::table
+                .select(retention_cutoff(now.into()))
+                .load(&mut conn)
+                .await
+                .unwrap();
+            assert!(cutoffs.is_empty(), "a fresh database has no addresses");
+        }
+        assert_eq!(prepared_with(&mut conn, "make_interval").await, 1);
+        drop(conn);
+        drop(store);
+        drop_database("prepared_cutoff").await;
+    }
 }

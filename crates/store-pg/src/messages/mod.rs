@@ -10,10 +10,12 @@ mod recovery;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use diesel::dsl::AsExprOf;
-use diesel::expression::{BoxableExpression, SqlLiteral, UncheckedBind, ValidGrouping};
+use diesel::expression::{
+    AppearsOnTable, BoxableExpression, Expression, SelectableExpression, ValidGrouping,
+};
 use diesel::pg::Pg;
 use diesel::prelude::*;
+use diesel::query_builder::{AstPass, QueryFragment, QueryId};
 use diesel::sql_types::{Bool, Timestamptz};
 use sealpost_kernel::{
     AccountId, AddressId, CommitCursor, MessageId, PageRequest, StoreError, Timestamp,
@@ -84,16 +86,38 @@ fn minus_retention(addresses: &str) -> String {
 /// The retention cutoff at `now` of the address in the query (mail received
 /// at or before it is gone), for the query builder.
 pub(crate) fn retention_cutoff(now: Timestamp) -> RetentionCutoff {
-    diesel::dsl::sql::<Timestamptz>("")
-        .bind::<Timestamptz, _>(now.as_datetime())
-        .sql(&minus_retention("addresses"))
+    RetentionCutoff {
+        now: now.as_datetime(),
+    }
 }
 
-/// The type of [`retention_cutoff`].
-pub(crate) type RetentionCutoff = SqlLiteral<
-    Timestamptz,
-    UncheckedBind<SqlLiteral<Timestamptz>, AsExprOf<DateTime<Utc>, Timestamptz>>,
->;
+/// `$now - make_interval(days => addresses.retention_days::int)`, written
+/// as an expression of its own rather than a `dsl::sql` fragment: diesel
+/// never caches a statement holding such a fragment, so every mailbox read
+/// was parsed and planned anew; this text is fixed, so the statements
+/// holding it stay prepared per connection.
+#[derive(Debug, Clone, Copy, QueryId, ValidGrouping)]
+pub(crate) struct RetentionCutoff {
+    now: DateTime<Utc>,
+}
+
+impl Expression for RetentionCutoff {
+    type SqlType = Timestamptz;
+}
+
+// Unchecked, as a `dsl::sql` fragment is: every statement holding it joins
+// or names `addresses`.
+impl<QS> AppearsOnTable<QS> for RetentionCutoff {}
+
+impl<QS> SelectableExpression<QS> for RetentionCutoff {}
+
+impl QueryFragment<Pg> for RetentionCutoff {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_bind_param::<Timestamptz, _>(&self.now)?;
+        out.push_sql(&minus_retention("addresses"));
+        Ok(())
+    }
+}
 
 /// The message in the query is inside its address's retention at `now`.
 fn retained(now: Timestamp) -> diesel::dsl::Gt<messages::received_at, RetentionCutoff> {
