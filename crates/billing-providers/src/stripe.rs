@@ -9,8 +9,12 @@
 //!   completion pays the first period and names the subscription and
 //!   customer; each renewal is an `invoice.paid` of the subscription.
 //! - The customer portal is a `POST /v1/billing_portal/sessions` for the
-//!   customer; turning renewal off for a scheduled downgrade is
-//!   `POST /v1/subscriptions/:id` with `cancel_at_period_end=true`.
+//!   customer; turning renewal off (a move to Free scheduled, a
+//!   subscription a later checkout replaced) is `POST /v1/subscriptions/:id`
+//!   with `cancel_at_period_end=true`; renewing a cheaper plan from the next
+//!   period (a move down scheduled between paid plans) reads the
+//!   subscription's item and product (`GET /v1/subscriptions/:id`) and posts
+//!   a new inline price for that item with `proration_behavior=none`.
 //! - Notices are Stripe Events signed with `Stripe-Signature:
 //!   t=<unix>,v1=<hex>[,v1=...]`: HMAC-SHA256 of `<t>.<raw body>` keyed with
 //!   the endpoint's `whsec_...` secret; one matching `v1` is enough, and `t`
@@ -172,6 +176,14 @@ pub fn portal_request(config: &StripeConfig, customer: &str) -> PreparedRequest 
     form_request(config, "/v1/billing_portal/sessions", None, body)
 }
 
+/// `/v1/subscriptions/<id>`, the id escaped.
+fn subscription_path(subscription: &str) -> String {
+    format!(
+        "/v1/subscriptions/{}",
+        form_urlencoded::byte_serialize(subscription.as_bytes()).collect::<String>()
+    )
+}
+
 /// The request that turns the renewal of `subscription` off (it ends at
 /// the end of the period paid for) or back on.
 #[must_use]
@@ -186,11 +198,98 @@ pub fn renewal_request(
             if renewing { "false" } else { "true" },
         )
         .finish();
-    let path = format!(
-        "/v1/subscriptions/{}",
-        form_urlencoded::byte_serialize(subscription.as_bytes()).collect::<String>()
-    );
-    form_request(config, &path, None, body)
+    form_request(config, &subscription_path(subscription), None, body)
+}
+
+/// The request that reads `subscription` (`GET /v1/subscriptions/:id`):
+/// its item and the item's product, which [`price_request`] names.
+#[must_use]
+pub fn subscription_request(config: &StripeConfig, subscription: &str) -> PreparedRequest {
+    PreparedRequest {
+        method: reqwest::Method::GET,
+        url: format!(
+            "{}{}",
+            config.api_base.trim_end_matches('/'),
+            subscription_path(subscription)
+        ),
+        headers: vec![
+            (
+                "Authorization".to_owned(),
+                format!("Bearer {}", config.secret_key.as_str()),
+            ),
+            ("Accept".to_owned(), "application/json".to_owned()),
+        ],
+        body: Vec::new(),
+    }
+}
+
+/// A subscription's (only) item, as [`price_request`] changes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubscriptionItem {
+    /// `si_...`.
+    pub id: String,
+    /// The product of its price (`prod_...`): the checkout's inline
+    /// `product_data` made it.
+    pub product: String,
+}
+
+/// Reads Stripe's answer to [`subscription_request`]: the first item of
+/// `items.data` and its `price.product` (an id, or the expanded object's).
+pub fn read_subscription_item(status: u16, body: &[u8]) -> Result<SubscriptionItem, ProviderError> {
+    if !(200..=299).contains(&status) {
+        return Err(answer_error(status, body));
+    }
+    let answer: serde_json::Value = serde_json::from_slice(body).map_err(|error| {
+        ProviderError::Refused(format!(
+            "{NAME} answered a body that is not a subscription: {error}"
+        ))
+    })?;
+    let item = answer.pointer("/items/data/0");
+    let id = item.and_then(|item| string(item, "id"));
+    let product = item
+        .and_then(|item| item.pointer("/price/product"))
+        .and_then(|product| {
+            product
+                .as_str()
+                .or_else(|| product.get("id").and_then(serde_json::Value::as_str))
+        })
+        .filter(|product| !product.is_empty());
+    match (id, product) {
+        (Some(id), Some(product)) => Ok(SubscriptionItem {
+            id: id.to_owned(),
+            product: product.to_owned(),
+        }),
+        _ => Err(ProviderError::Refused(format!(
+            "{NAME} answered a subscription without an item and its product"
+        ))),
+    }
+}
+
+/// The request that charges `subscription` `amount` (minor units of
+/// `currency`) every 30 days from its next period on: its `item` gets an
+/// inline price of the same product, nothing prorated
+/// (`proration_behavior=none`), renewal as it was.
+#[must_use]
+pub fn price_request(
+    config: &StripeConfig,
+    subscription: &str,
+    item: &SubscriptionItem,
+    amount: i64,
+    currency: &str,
+) -> PreparedRequest {
+    let body = form_urlencoded::Serializer::new(String::new())
+        .append_pair("items[0][id]", &item.id)
+        .append_pair("items[0][price_data][product]", &item.product)
+        .append_pair(
+            "items[0][price_data][currency]",
+            &currency.to_ascii_lowercase(),
+        )
+        .append_pair("items[0][price_data][unit_amount]", &amount.to_string())
+        .append_pair("items[0][price_data][recurring][interval]", "day")
+        .append_pair("items[0][price_data][recurring][interval_count]", "30")
+        .append_pair("proration_behavior", "none")
+        .finish();
+    form_request(config, &subscription_path(subscription), None, body)
 }
 
 /// Reads Stripe's answer to [`portal_request`]: the session's `url`.
@@ -487,6 +586,27 @@ impl StripeProvider {
     pub fn config(&self) -> &StripeConfig {
         &self.config
     }
+
+    /// [`subscription_request`], then [`price_request`] for its item.
+    async fn change_price(
+        &self,
+        subscription: &str,
+        amount: i64,
+        currency: &str,
+    ) -> Result<(), ProviderError> {
+        let answer = self
+            .executor
+            .send(&subscription_request(&self.config, subscription))
+            .await?;
+        let item = read_subscription_item(answer.status, &answer.body)?;
+        let prepared = price_request(&self.config, subscription, &item, amount, currency);
+        let answer = self.executor.send(&prepared).await?;
+        if (200..=299).contains(&answer.status) {
+            Ok(())
+        } else {
+            Err(answer_error(answer.status, &answer.body))
+        }
+    }
 }
 
 #[async_trait]
@@ -531,6 +651,19 @@ impl PaymentProvider for StripeProvider {
         };
         if let Err(error) = &result {
             tracing::warn!(provider = %ProviderId::Stripe, %error, "portal session not created");
+        }
+        result
+    }
+
+    async fn set_price(
+        &self,
+        subscription: &str,
+        amount: i64,
+        currency: &str,
+    ) -> Result<(), ProviderError> {
+        let result = self.change_price(subscription, amount, currency).await;
+        if let Err(error) = &result {
+            tracing::warn!(provider = %ProviderId::Stripe, %error, amount, "renewal price not changed");
         }
         result
     }

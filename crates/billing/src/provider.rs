@@ -25,6 +25,12 @@ impl ProviderId {
             ProviderId::Sandbox => "sandbox",
         }
     }
+
+    /// Whether its checkout starts a subscription that renews by itself
+    /// (the card provider's); a crypto or sandbox payment buys one period.
+    pub fn renews(self) -> bool {
+        self == ProviderId::Stripe
+    }
 }
 
 /// What a provider is asked to charge.
@@ -171,6 +177,21 @@ pub trait PaymentProvider: Send + Sync {
     /// of the period paid for) or back on. The provider's own notice of
     /// the change follows; providers without subscriptions refuse.
     async fn set_renewal(&self, _subscription: &str, _renewing: bool) -> Result<(), ProviderError> {
+        Err(ProviderError::Refused(
+            "this provider has no renewing subscriptions".into(),
+        ))
+    }
+
+    /// Charges `subscription` `amount` (minor units of `currency`) each
+    /// period from its next period on, nothing prorated: the plan a move
+    /// down scheduled while it renews is renewed at. Providers without
+    /// subscriptions refuse.
+    async fn set_price(
+        &self,
+        _subscription: &str,
+        _amount: i64,
+        _currency: &str,
+    ) -> Result<(), ProviderError> {
         Err(ProviderError::Refused(
             "this provider has no renewing subscriptions".into(),
         ))

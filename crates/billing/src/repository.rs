@@ -83,6 +83,23 @@ pub struct SubscriptionStart {
     pub customer: String,
     /// The plan it renews.
     pub plan: PlanId,
+    /// The account's earlier subscription, still renewing, that this one
+    /// replaces: recorded as superseded in the same transaction, to be
+    /// stopped at the provider (now, or by the sweep until it is). Guard:
+    /// the account's stored subscription and `renewing` still say so
+    /// (`None`: no other subscription renews).
+    pub supersedes: Option<String>,
+}
+
+/// The plan the account's card subscription renews, changed after its
+/// price was switched at the provider (a move down scheduled while it
+/// renews, or taken back).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CardPlanChange {
+    pub account: AccountId,
+    /// Guard: still the account's subscription.
+    pub subscription: String,
+    pub plan: PlanId,
 }
 
 /// The account's card subscription as stored (`None` where it never had one).
@@ -236,6 +253,15 @@ pub trait BillingRepository: Send + Sync {
     /// With the account row locked, sets `renewing` and writes the records
     /// when the guards hold.
     async fn set_renewing(&self, change: RenewingChange) -> Result<Applied, StoreError>;
+    /// Sets the plan the account's card subscription renews when it is
+    /// still that subscription.
+    async fn set_card_plan(&self, change: CardPlanChange) -> Result<Applied, StoreError>;
+    /// Card subscriptions replaced by a later card checkout while still
+    /// renewing, not yet stopped at the provider, oldest first, up to `limit`.
+    async fn superseded_subscriptions(&self, limit: i64) -> Result<Vec<String>, StoreError>;
+    /// The provider confirmed that the superseded `subscription` no longer
+    /// renews: forgotten. False when it was not (or no longer) recorded.
+    async fn superseded_stopped(&self, subscription: &str) -> Result<bool, StoreError>;
     /// Accounts on a paid plan whose period ended at or before `now`, not
     /// paused, up to `limit`.
     async fn lapsed_accounts(

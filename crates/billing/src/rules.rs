@@ -36,6 +36,8 @@ use sealpost_kernel::{PlanId, Timestamp};
 use sealpost_plans::plan;
 use sealpost_subscriptions::{ChangeError, Holdings, Subscriber, check_fits};
 
+use crate::ProviderId;
+
 /// A paid period.
 pub const PERIOD: TimeDelta = TimeDelta::days(30);
 /// From a lapse to `pause.deletesAt`: the plan-loss grace (own domains are
@@ -51,6 +53,12 @@ pub enum CheckoutRefusal {
     /// A cheaper plan the holdings do not fit (409 `downgrade_blocked`).
     #[error(transparent)]
     DoesNotFit(#[from] ChangeError),
+    /// A provider that cannot renew while a card subscription renews the
+    /// period: both would be paid for (409 `renewal_active`).
+    #[error(
+        "a card subscription renews this plan, so a {0} payment would pay twice: turn renewal off in the billing portal first (POST /billing/portal)"
+    )]
+    CardRenews(&'static str),
 }
 
 /// Whether `subscriber` may start a checkout for `target`.
@@ -69,6 +77,19 @@ pub fn check_checkout(
     }
     if subscriber.pause.is_none() {
         check_fits(target, holdings)?;
+    }
+    Ok(())
+}
+
+/// Whether `subscriber` may pay with `provider`: one that cannot renew (a
+/// crypto or sandbox payment) is refused while a card subscription renews
+/// the period, which the provider would charge again as well.
+pub fn check_provider(
+    subscriber: &Subscriber,
+    provider: ProviderId,
+) -> Result<(), CheckoutRefusal> {
+    if subscriber.renewing && !provider.renews() {
+        return Err(CheckoutRefusal::CardRenews(provider.kind()));
     }
     Ok(())
 }
@@ -110,9 +131,10 @@ pub fn has_lapsed(subscriber: &Subscriber, now: Timestamp) -> bool {
 
 /// The end of the period a renewal of `renewed_plan` reported at `paid_at`
 /// buys: 30 days after the end of the period it renews while the account is
-/// still on that plan and has not lapsed (a report that comes after the end,
-/// within the grace, loses no time and gives none), else as any payment
-/// ([`paid_until`]).
+/// still on that plan, or has that plan scheduled for the period end
+/// ([`renews_into_pending`]), and has not lapsed (a report that comes after
+/// the end, within the grace, loses no time and gives none), else as any
+/// payment ([`paid_until`]).
 pub fn renewal_paid_until(
     subscriber: &Subscriber,
     renewed_plan: PlanId,
@@ -120,13 +142,31 @@ pub fn renewal_paid_until(
 ) -> Timestamp {
     match subscriber.paid_until {
         Some(until)
-            if subscriber.plan == renewed_plan
+            if (subscriber.plan == renewed_plan
+                || renews_into_pending(subscriber, renewed_plan))
                 && subscriber.pause.is_none_or(|pause| pause.plan.is_none()) =>
         {
             until + PERIOD
         }
         _ => paid_until(subscriber, renewed_plan, paid_at),
     }
+}
+
+/// Whether a card renewal of `renewed_plan` is the move down scheduled for
+/// the period end (`pendingPlanId`, a paid plan): the subscription's price
+/// was switched to it, so the renewal pays the next period of that plan,
+/// which it starts then.
+pub fn renews_into_pending(subscriber: &Subscriber, renewed_plan: PlanId) -> bool {
+    subscriber.pending_plan == Some(renewed_plan) && subscriber.plan != renewed_plan
+}
+
+/// Whether a payment by `provider` settling now is a credit because a card
+/// subscription renews the period (checkout refuses such a payment,
+/// [`check_provider`], but one started before the card checkout may settle
+/// after it): the period is paid for by the card already, and the provider
+/// charges the next one too.
+pub fn settles_beside_renewal(subscriber: &Subscriber, provider: ProviderId) -> bool {
+    subscriber.renewing && !provider.renews() && subscriber.paid_until.is_some()
 }
 
 /// Whether a payment for `paid_plan` settling at `now` is a credit rather

@@ -21,6 +21,15 @@ pub struct LapseSweep {
     pub failed: Vec<(AccountId, BillingError)>,
 }
 
+/// What a pass over superseded card subscriptions did.
+#[derive(Debug, Default)]
+pub struct SupersededSweep {
+    /// Stopped at the provider now: forgotten.
+    pub stopped: usize,
+    /// Still renewing at the provider (tried again at the next sweep).
+    pub failed: Vec<(String, BillingError)>,
+}
+
 /// What deleting expired pauses did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct PauseDeletions {
@@ -131,6 +140,7 @@ impl Billing {
     ) -> Result<Payment, BillingError> {
         let provider = self.provider(provider)?;
         let subscriber = self.subscriber(account).await?;
+        check_provider(&subscriber, provider.id())?;
         let holdings = self.accounts.holdings(account).await?;
         check_checkout(&subscriber, &holdings, target)?;
         let request = CheckoutRequest {
@@ -282,6 +292,11 @@ impl Billing {
     async fn renewing(&self, notice: &Notice, renewing: bool) -> Result<Settled, BillingError> {
         for _ in 0..STALE_RETRIES {
             let Some(card) = self.card_of_notice(notice).await? else {
+                // A subscription a later checkout replaced: the provider
+                // says it no longer renews, so the sweep need not stop it.
+                if let (false, Some(subscription)) = (renewing, &notice.subscription) {
+                    self.repo.superseded_stopped(&subscription.id).await?;
+                }
                 return Ok(Settled::UnknownReference);
             };
             if card.renewing == renewing {
@@ -327,36 +342,104 @@ impl Billing {
             })
     }
 
-    /// After a plan change: a move scheduled for the end of the period
-    /// (`pendingPlanId`) while a card subscription renews turns its renewal
-    /// off at the provider, which would otherwise charge the current plan
-    /// again; the scheduled move is applied at the period end as for any
-    /// other payment. The provider's notice of the change sets `renewing`.
-    /// Nothing to do otherwise (taking the move back does not turn renewal
-    /// on again: that is the payer's, in the portal).
+    /// After a plan change, while a card subscription renews the period:
+    /// the provider is made to charge, from the next period on, for the plan
+    /// the account will be on then (`pendingPlanId`, else its plan). A move
+    /// scheduled to Free turns the renewal off instead (the provider would
+    /// otherwise charge the current plan again; its notice then sets
+    /// `renewing`); a move to a cheaper paid plan switches the
+    /// subscription's price to that plan's, and the stored plan it renews,
+    /// so its next renewal pays a period of the new plan; taking the move
+    /// back switches the price back. Taking back a move to Free does not
+    /// turn renewal on again: that is the payer's, in the portal.
     pub async fn follow_plan_change(&self, account: &AccountId) -> Result<(), BillingError> {
         let subscriber = self.subscriber(account).await?;
-        if subscriber.pending_plan.is_none() || !subscriber.renewing {
+        if !subscriber.renewing {
             return Ok(());
         }
         let Some(card) = self.repo.card_of(account).await? else {
             return Ok(());
         };
+        let next = subscriber.pending_plan.unwrap_or(subscriber.plan);
+        let renews_next = plan(next).sold_through_checkout();
+        if renews_next && card.plan == next {
+            return Ok(());
+        }
         let provider = self.configured(ProviderId::Stripe)?;
+        if !renews_next {
+            return provider
+                .set_renewal(&card.subscription, false)
+                .await
+                .map_err(|error| BillingError::ProviderUnavailable {
+                    provider: ProviderId::Stripe,
+                    reason: match error {
+                        ProviderError::Unreachable(_) => {
+                            "it cannot be reached to stop the renewal; choose the plan again later"
+                        }
+                        ProviderError::Refused(_) => {
+                            "it refused to stop the renewal; choose the plan again later"
+                        }
+                    },
+                });
+        }
+        let amount = plan(next).price_cents.map_or(0, i64::from);
         provider
-            .set_renewal(&card.subscription, false)
+            .set_price(&card.subscription, amount, "USD")
             .await
             .map_err(|error| BillingError::ProviderUnavailable {
                 provider: ProviderId::Stripe,
                 reason: match error {
                     ProviderError::Unreachable(_) => {
-                        "it cannot be reached to stop the renewal; choose the plan again later"
+                        "it cannot be reached to change the renewal's plan; choose the plan again later"
                     }
                     ProviderError::Refused(_) => {
-                        "it refused to stop the renewal; choose the plan again later"
+                        "it refused to change the renewal's plan; choose the plan again later"
                     }
                 },
+            })?;
+        self.repo
+            .set_card_plan(CardPlanChange {
+                account: account.clone(),
+                subscription: card.subscription,
+                plan: next,
             })
+            .await?;
+        Ok(())
+    }
+
+    /// Stops a card subscription a later card checkout replaced: renewal
+    /// off at the provider (it ends with the period it was paid for), then
+    /// forgotten.
+    async fn stop_superseded(&self, subscription: &str) -> Result<(), BillingError> {
+        let provider = self.configured(ProviderId::Stripe)?;
+        provider
+            .set_renewal(subscription, false)
+            .await
+            .map_err(|error| BillingError::ProviderUnavailable {
+                provider: ProviderId::Stripe,
+                reason: match error {
+                    ProviderError::Unreachable(_) => {
+                        "it cannot be reached to stop a replaced subscription"
+                    }
+                    ProviderError::Refused(_) => "it refused to stop a replaced subscription",
+                },
+            })?;
+        self.repo.superseded_stopped(subscription).await?;
+        Ok(())
+    }
+
+    /// Tries again to stop the card subscriptions later card checkouts
+    /// replaced while they renewed, where the provider could not be told at
+    /// the time. One that fails stays for the next sweep.
+    pub async fn stop_superseded_subscriptions(&self) -> Result<SupersededSweep, BillingError> {
+        let mut report = SupersededSweep::default();
+        for subscription in self.repo.superseded_subscriptions(LAPSE_BATCH).await? {
+            match self.stop_superseded(&subscription).await {
+                Ok(()) => report.stopped += 1,
+                Err(error) => report.failed.push((subscription, error)),
+            }
+        }
+        Ok(report)
     }
 
     /// Settles the payment a notice names (`renewal`: a renewal the
@@ -381,13 +464,27 @@ impl Billing {
             let now = self.clock.now();
             // A paid card checkout in subscription mode: it renews from now on.
             let subscription = match (&notice.subscription, to) {
-                (Some(started), PaymentStatus::Paid) if !renewal => Some(SubscriptionStart {
-                    id: started.id.clone(),
-                    customer: started.customer.clone(),
-                    plan: payment.plan,
-                }),
+                (Some(started), PaymentStatus::Paid) if !renewal => {
+                    // An earlier subscription still renewing would go on
+                    // charging: it is stopped once this one is the account's.
+                    let supersedes = self
+                        .repo
+                        .card_of(&payment.account)
+                        .await?
+                        .filter(|card| card.renewing && card.subscription != started.id)
+                        .map(|card| card.subscription);
+                    Some(SubscriptionStart {
+                        id: started.id.clone(),
+                        customer: started.customer.clone(),
+                        plan: payment.plan,
+                        supersedes,
+                    })
+                }
                 _ => None,
             };
+            let supersedes = subscription
+                .as_ref()
+                .and_then(|started| started.supersedes.clone());
             let (purchase, credit) = match to {
                 PaymentStatus::Paid => {
                     self.purchase(&payment, renewal, subscription.is_some())
@@ -412,6 +509,11 @@ impl Billing {
                 )),
             };
             if self.repo.settle(settlement).await? == Applied::Done {
+                if let Some(superseded) = supersedes {
+                    // Recorded with the settlement: when the provider cannot
+                    // be told now, the sweep tells it later.
+                    let _ = self.stop_superseded(&superseded).await;
+                }
                 return Ok(Settled::Changed(Payment {
                     status: to,
                     settled_at: Some(now),
@@ -434,7 +536,11 @@ impl Billing {
     ) -> Result<(Option<PlanPurchase>, Option<Credit>), BillingError> {
         let subscriber = self.subscriber(&payment.account).await?;
         let now = self.clock.now();
-        if settles_as_credit(&subscriber, payment.plan, now)
+        // A renewal into the move scheduled for its period end buys that
+        // plan's next period, cheaper as it is.
+        let into_pending = renewal && renews_into_pending(&subscriber, payment.plan);
+        if ((!into_pending && settles_as_credit(&subscriber, payment.plan, now))
+            || (!renewal && settles_beside_renewal(&subscriber, payment.provider)))
             && let Some(paid_until) = subscriber.paid_until
         {
             let credit = Credit {

@@ -66,6 +66,8 @@ pub enum ErrorCode {
     SupportStorageFull,
     IdTaken,
     DomainInUse,
+    /// A payment that cannot renew while a card subscription renews.
+    RenewalActive,
     TooLarge,
     RateLimited,
     Internal,
@@ -79,7 +81,7 @@ pub enum ErrorCode {
 impl ErrorCode {
     /// Every code, in the order of the enum: the OpenAPI document's enum of
     /// `ErrorDetail.code` is made from it (clients map each to words).
-    pub const ALL: [ErrorCode; 44] = {
+    pub const ALL: [ErrorCode; 45] = {
         use ErrorCode::*;
         [
             InvalidJson,
@@ -118,6 +120,7 @@ impl ErrorCode {
             SupportStorageFull,
             IdTaken,
             DomainInUse,
+            RenewalActive,
             TooLarge,
             RateLimited,
             Internal,
@@ -147,7 +150,7 @@ impl ErrorCode {
             DowngradeBlocked | AlreadyUsed | AddressTaken | LimitReached | WebhookDisabled
             | AlreadyMember | TeamLimitReached | EpochConflict | StaffKeyChanged | TooManyOpen
             | TooManyTickets | TicketClosed | TicketFull | SupportStorageFull | IdTaken
-            | DomainInUse => StatusCode::CONFLICT,
+            | DomainInUse | RenewalActive => StatusCode::CONFLICT,
             TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -197,6 +200,7 @@ impl ErrorCode {
             SupportStorageFull => "support_storage_full",
             IdTaken => "id_taken",
             DomainInUse => "domain_in_use",
+            RenewalActive => "renewal_active",
             TooLarge => "too_large",
             RateLimited => "rate_limited",
             Internal => "internal",
@@ -555,6 +559,9 @@ impl From<BillingError> for ApiError {
             }
             BillingError::Refused(CheckoutRefusal::DoesNotFit(change)) => {
                 SubscriptionError::Change(change).into()
+            }
+            BillingError::Refused(CheckoutRefusal::CardRenews(_)) => {
+                Self::new(ErrorCode::RenewalActive, error.to_string())
             }
             BillingError::Notice(notice) => Self::invalid_field("signature", &notice),
             BillingError::NotFound => Self::not_found(),

@@ -112,6 +112,18 @@ impl Sweeps {
             }
             Err(error) => tracing::warn!(%error, "billing lapse sweep failed"),
         }
+        match self.billing.stop_superseded_subscriptions().await {
+            Ok(report) => {
+                for (subscription, error) in &report.failed {
+                    tracing::warn!(%subscription, %error, "stopping a replaced card subscription failed");
+                }
+                tracing::info!(
+                    stopped = report.stopped,
+                    "stopped card subscriptions later checkouts replaced"
+                );
+            }
+            Err(error) => tracing::warn!(%error, "stopping replaced card subscriptions failed"),
+        }
         match self.billing.remind_renewals().await {
             Ok(reminded) => tracing::info!(reminded, "reminded paid periods ending soon"),
             Err(error) => tracing::warn!(%error, "renewal reminders failed"),

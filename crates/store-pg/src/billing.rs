@@ -8,9 +8,9 @@ use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_billing::{
-    Applied, BillingRepository, CardAccount, Deleted, HoldingLimits, Lapse, PausedDeletion,
-    PausedHoldings, Payment, PaymentStatus, PendingApplied, PlanPurchase, ProviderId,
-    RenewalCandidate, RenewalReminder, RenewingChange, Settlement,
+    Applied, BillingRepository, CardAccount, CardPlanChange, Deleted, HoldingLimits, Lapse,
+    PausedDeletion, PausedHoldings, Payment, PaymentStatus, PendingApplied, PlanPurchase,
+    ProviderId, RenewalCandidate, RenewalReminder, RenewingChange, Settlement,
 };
 use sealpost_devices::WriteOutcome;
 use sealpost_kernel::{
@@ -96,6 +96,8 @@ pub(crate) struct LockedAccount {
     deletes_at: Option<Timestamp>,
     /// A card subscription renews the period.
     pub(crate) renewing: bool,
+    /// The account's card subscription (`sub_...`), renewing or not.
+    pub(crate) card_subscription: Option<String>,
 }
 
 pub(crate) async fn lock_account(
@@ -109,6 +111,7 @@ pub(crate) async fn lock_account(
         Option<String>,
         Option<DateTime<Utc>>,
         bool,
+        Option<String>,
     );
     let row: Option<Row> = accounts::table
         .find(account.as_str())
@@ -119,19 +122,23 @@ pub(crate) async fn lock_account(
             accounts::lapsed_plan_id,
             accounts::pause_deletes_at,
             accounts::renewing,
+            accounts::card_subscription_id,
         ))
         .for_update()
         .first(conn)
         .await
         .optional()?;
     Ok(row.map(
-        |(plan, paid_until, paused_since, lapsed_plan, deletes_at, renewing)| LockedAccount {
-            plan,
-            paid_until: paid_until.map(Into::into),
-            paused: paused_since.is_some(),
-            lapsed: lapsed_plan.is_some(),
-            deletes_at: deletes_at.map(Into::into),
-            renewing,
+        |(plan, paid_until, paused_since, lapsed_plan, deletes_at, renewing, card_subscription)| {
+            LockedAccount {
+                plan,
+                paid_until: paid_until.map(Into::into),
+                paused: paused_since.is_some(),
+                lapsed: lapsed_plan.is_some(),
+                deletes_at: deletes_at.map(Into::into),
+                renewing,
+                card_subscription,
+            }
         },
     ))
 }
@@ -423,6 +430,18 @@ impl BillingRepository for PgStore {
         crate::billing_cards::set_renewing(self, change).await
     }
 
+    async fn set_card_plan(&self, change: CardPlanChange) -> Result<Applied, StoreError> {
+        crate::billing_cards::set_card_plan(self, change).await
+    }
+
+    async fn superseded_subscriptions(&self, limit: i64) -> Result<Vec<String>, StoreError> {
+        crate::billing_cards::superseded_subscriptions(self, limit).await
+    }
+
+    async fn superseded_stopped(&self, subscription: &str) -> Result<bool, StoreError> {
+        crate::billing_cards::superseded_stopped(self, subscription).await
+    }
+
     async fn payment(
         &self,
         account: &AccountId,
@@ -488,6 +507,12 @@ impl BillingRepository for PgStore {
             {
                 return Ok(Applied::Stale);
             }
+            if let Some(started) = &settlement.subscription
+                && crate::billing_cards::superseded_by(&account, started)
+                    != started.supersedes.as_deref()
+            {
+                return Ok(Applied::Stale);
+            }
             diesel::update(payments::table.find(settlement.payment.as_str()))
                 .set((
                     payments::status.eq(settlement.to.as_str()),
@@ -500,8 +525,13 @@ impl BillingRepository for PgStore {
                 buy(conn, &settlement.account, &account, purchase, settlement.at).await?;
             }
             if let Some(started) = &settlement.subscription {
-                crate::billing_cards::start_subscription(conn, &settlement.account, started)
-                    .await?;
+                crate::billing_cards::start_subscription(
+                    conn,
+                    &settlement.account,
+                    started,
+                    settlement.at,
+                )
+                .await?;
             }
             write_records(conn, &settlement.records).await?;
             Ok::<_, diesel::result::Error>(Applied::Done)

@@ -1,16 +1,18 @@
 //! Plans that renew by card (docs/api.md, Billing): the card subscription
 //! kept on the account row (`card_subscription_id`, `card_customer_id`,
 //! `card_plan_id`, `renewing`), started by a paid card checkout and turned
-//! off or on by the provider's notices.
+//! off or on by the provider's notices; and the subscriptions a later card
+//! checkout replaced while they renewed, until the provider stopped them
+//! (`superseded_card_subscriptions`).
 
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use sealpost_billing::{Applied, CardAccount, RenewingChange, SubscriptionStart};
-use sealpost_kernel::{AccountId, PlanId, StoreError};
+use sealpost_billing::{Applied, CardAccount, CardPlanChange, RenewingChange, SubscriptionStart};
+use sealpost_kernel::{AccountId, PlanId, StoreError, Timestamp};
 
-use crate::billing::lock_account;
+use crate::billing::{LockedAccount, lock_account};
 use crate::records::write_records;
-use crate::schema::accounts;
+use crate::schema::{accounts, superseded_card_subscriptions};
 use crate::{PgStore, db_error};
 
 type CardRow = (String, Option<String>, Option<String>, Option<String>, bool);
@@ -73,13 +75,28 @@ pub(crate) async fn card_of(
     Ok(row.map(into_card).transpose()?.flatten())
 }
 
+/// The subscription a paid checkout's `started` replaces while it still
+/// renews, on the account row as locked: what [`SubscriptionStart::supersedes`]
+/// must say.
+pub(crate) fn superseded_by<'a>(
+    locked: &'a LockedAccount,
+    started: &SubscriptionStart,
+) -> Option<&'a str> {
+    locked
+        .card_subscription
+        .as_deref()
+        .filter(|id| locked.renewing && *id != started.id)
+}
+
 /// In a settlement's transaction, with the account row locked: the paid
 /// checkout's subscription becomes the account's, renewing (it replaces an
-/// earlier one, whose notices are then no longer the account's).
+/// earlier one, whose notices are then no longer the account's); an earlier
+/// one that still renews is recorded to be stopped at the provider.
 pub(crate) async fn start_subscription(
     conn: &mut AsyncPgConnection,
     account: &AccountId,
     started: &SubscriptionStart,
+    at: Timestamp,
 ) -> Result<(), diesel::result::Error> {
     diesel::update(accounts::table.find(account.as_str()))
         .set((
@@ -90,7 +107,65 @@ pub(crate) async fn start_subscription(
         ))
         .execute(conn)
         .await?;
+    if let Some(superseded) = &started.supersedes {
+        diesel::insert_into(superseded_card_subscriptions::table)
+            .values((
+                superseded_card_subscriptions::subscription_id.eq(superseded.as_str()),
+                superseded_card_subscriptions::account_id.eq(account.as_str()),
+                superseded_card_subscriptions::superseded_at.eq(at.as_datetime()),
+            ))
+            .on_conflict_do_nothing()
+            .execute(conn)
+            .await?;
+    }
     Ok(())
+}
+
+pub(crate) async fn set_card_plan(
+    store: &PgStore,
+    change: CardPlanChange,
+) -> Result<Applied, StoreError> {
+    let mut conn = store.conn().await?;
+    let updated = diesel::update(accounts::table.find(change.account.as_str()))
+        .filter(accounts::card_subscription_id.eq(change.subscription.as_str()))
+        .set(accounts::card_plan_id.eq(Some(change.plan.as_str())))
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+    Ok(if updated == 1 {
+        Applied::Done
+    } else {
+        Applied::Stale
+    })
+}
+
+pub(crate) async fn superseded_subscriptions(
+    store: &PgStore,
+    limit: i64,
+) -> Result<Vec<String>, StoreError> {
+    let mut conn = store.conn().await?;
+    superseded_card_subscriptions::table
+        .order((
+            superseded_card_subscriptions::superseded_at,
+            superseded_card_subscriptions::subscription_id,
+        ))
+        .select(superseded_card_subscriptions::subscription_id)
+        .limit(limit)
+        .load(&mut conn)
+        .await
+        .map_err(db_error)
+}
+
+pub(crate) async fn superseded_stopped(
+    store: &PgStore,
+    subscription: &str,
+) -> Result<bool, StoreError> {
+    let mut conn = store.conn().await?;
+    let deleted = diesel::delete(superseded_card_subscriptions::table.find(subscription))
+        .execute(&mut conn)
+        .await
+        .map_err(db_error)?;
+    Ok(deleted == 1)
 }
 
 pub(crate) async fn set_renewing(

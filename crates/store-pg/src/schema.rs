@@ -23,6 +23,14 @@ diesel::table! {
 }
 
 diesel::table! {
+    superseded_card_subscriptions (subscription_id) {
+        subscription_id -> Text,
+        account_id -> Text,
+        superseded_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     retired_account_ids (id_hash) {
         id_hash -> Bytea,
         retired_at -> Timestamptz,

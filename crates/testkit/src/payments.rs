@@ -12,10 +12,15 @@
 //! after [`PaymentStandIn::fail_renewals`]), serves billing-portal sessions,
 //! turns renewal off or on as its portal would
 //! ([`PaymentStandIn::portal_set_renewal`]) or as `POST /v1/subscriptions/:id`
-//! asks, and sends each of these as a Stripe event signed with
+//! asks, answers `GET /v1/subscriptions/:id` (its item and product) and
+//! changes the price a subscription renews at as `POST
+//! /v1/subscriptions/:id` with `items[0][price_data]` asks (from the next
+//! bill on), and sends each of these as a Stripe event signed with
 //! [`STRIPE_WEBHOOK_SECRET`] to the API's notice endpoint, before the call
 //! returns. Other notices (BTCPay's, Stripe's in older tests) a test signs
-//! with the secrets below and posts itself.
+//! with the secrets below and posts itself. While
+//! [`PaymentStandIn::set_unavailable`] its API answers every request 503, as
+//! Stripe does in an outage (its notices still go out).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -103,7 +108,11 @@ pub struct StandInSubscription {
     pub id: String,
     /// `cus_test_N`.
     pub customer: String,
-    /// Cents charged each period (the checkout's `unit_amount`).
+    /// Its one item, `si_test_N`, and the item's product, `prod_test_N`.
+    pub item: String,
+    pub product: String,
+    /// Cents charged each period (the checkout's `unit_amount`, or the
+    /// price a `POST /v1/subscriptions/:id` set since).
     pub amount: i64,
     /// The end of the current period, unix seconds.
     pub period_end: i64,
@@ -128,6 +137,10 @@ struct Ledger {
     invoices: usize,
     events: usize,
     fail_renewals: bool,
+    /// The API answers 503 to everything.
+    unavailable: bool,
+    /// Each `POST /v1/subscriptions/:id` answered: the id and the form.
+    subscription_updates: Vec<(String, Vec<u8>)>,
     /// Where notices go (the API's `/billing/notices/stripe`) and its clock.
     notify: Option<(SocketAddr, Arc<TestClock>)>,
     sent: Vec<SentNotice>,
@@ -213,7 +226,19 @@ impl Ledger {
             "customer": subscription.customer,
             "status": subscription.status,
             "cancel_at_period_end": subscription.cancel_at_period_end,
-            "items": { "data": [{ "current_period_end": subscription.period_end }] },
+            "items": { "object": "list", "data": [{
+                "id": subscription.item,
+                "object": "subscription_item",
+                "current_period_end": subscription.period_end,
+                "price": {
+                    "id": format!("price_{}_{}", subscription.item, subscription.amount),
+                    "object": "price",
+                    "product": subscription.product,
+                    "unit_amount": subscription.amount,
+                    "currency": "usd",
+                    "recurring": { "interval": "day", "interval_count": 30 },
+                },
+            }] },
         })
     }
 
@@ -268,13 +293,22 @@ impl PaymentStandIn {
                 tokio::spawn(async move {
                     let mut reader = BufReader::new(stream);
                     while let Some(request) = read_http_request(&mut reader).await {
+                        let down = kept.lock().unwrap().unavailable;
                         let subscriptions = match provider {
-                            Provider::Stripe if request.method == "POST" => {
-                                stripe_subscription_call(&kept, &request.path, &request.body).await
+                            Provider::Stripe if !down => {
+                                stripe_subscription_call(
+                                    &kept,
+                                    &request.method,
+                                    &request.path,
+                                    &request.body,
+                                )
+                                .await
                             }
                             _ => None,
                         };
-                        let answer = if subscriptions.is_some() {
+                        let answer = if down {
+                            None
+                        } else if subscriptions.is_some() {
                             subscriptions
                         } else if request.method == "POST" {
                             let mut log = log.lock().unwrap();
@@ -293,6 +327,12 @@ impl PaymentStandIn {
                         };
                         let (status, body) = match answer {
                             Some((_, body)) => ("200 OK", body.to_string()),
+                            None if down => (
+                                "503 Service Unavailable",
+                                json!({ "error": { "type": "api_error",
+                                    "message": "the stand-in is down" } })
+                                .to_string(),
+                            ),
                             None => (
                                 "404 Not Found",
                                 json!({ "error": { "message": "not found" } }).to_string(),
@@ -363,6 +403,8 @@ impl PaymentStandIn {
             subscription = StandInSubscription {
                 id: format!("sub_test_{n}"),
                 customer: format!("cus_test_{n}"),
+                item: format!("si_test_{n}"),
+                product: format!("prod_test_{n}"),
                 amount,
                 period_end: now + PERIOD.num_seconds(),
                 cancel_at_period_end: false,
@@ -446,6 +488,23 @@ impl PaymentStandIn {
         let body = set_cancel_at_period_end(&self.ledger, subscription, !renewing)
             .expect("a subscription of this stand-in");
         self.send(vec![body]).await;
+    }
+
+    /// Stripe's API is down (`true`: every request answers 503) or back.
+    pub fn set_unavailable(&self, unavailable: bool) {
+        self.ledger.lock().unwrap().unavailable = unavailable;
+    }
+
+    /// Each `POST /v1/subscriptions/:id` answered so far, in order: the
+    /// subscription and the form it posted.
+    pub fn subscription_updates(&self) -> Vec<(String, String)> {
+        self.ledger
+            .lock()
+            .unwrap()
+            .subscription_updates
+            .iter()
+            .map(|(id, body)| (id.clone(), String::from_utf8_lossy(body).into_owned()))
+            .collect()
     }
 
     /// The subscriptions, as kept now.
@@ -538,15 +597,18 @@ fn set_cancel_at_period_end(
     Some(ledger.subscription_event(index, "customer.subscription.updated", now))
 }
 
-/// Stripe's subscription endpoints: `POST /v1/billing_portal/sessions` and
-/// `POST /v1/subscriptions/:id` (`cancel_at_period_end`, whose event is sent
-/// before the answer). `None` for other paths.
+/// Stripe's subscription endpoints: `POST /v1/billing_portal/sessions`,
+/// `GET /v1/subscriptions/:id`, and `POST /v1/subscriptions/:id`
+/// (`cancel_at_period_end`, or a new price for its item with
+/// `items[0][price_data]`; its event is sent before the answer). `None` for
+/// other paths.
 async fn stripe_subscription_call(
     ledger: &Mutex<Ledger>,
+    method: &str,
     path: &str,
     body: &[u8],
 ) -> Option<(String, Value)> {
-    if path == "/v1/billing_portal/sessions" {
+    if method == "POST" && path == "/v1/billing_portal/sessions" {
         let customer = form_value(body, "customer")?;
         let mut kept = ledger.lock().unwrap();
         kept.portal_sessions.push(customer.clone());
@@ -563,9 +625,54 @@ async fn stripe_subscription_call(
         ));
     }
     let id = path.strip_prefix("/v1/subscriptions/")?;
-    let cancel = form_value(body, "cancel_at_period_end")? == "true";
-    let event = set_cancel_at_period_end(ledger, id, cancel)?;
+    if method == "GET" {
+        let kept = ledger.lock().unwrap();
+        let subscription = kept.subscriptions.iter().find(|kept| kept.id == id)?;
+        return Some((id.to_owned(), Ledger::subscription_object(subscription)));
+    }
+    if method != "POST" {
+        return None;
+    }
+    let event = if let Some(cancel) = form_value(body, "cancel_at_period_end") {
+        set_cancel_at_period_end(ledger, id, cancel == "true")?
+    } else {
+        set_price(ledger, id, body)?
+    };
+    ledger
+        .lock()
+        .unwrap()
+        .subscription_updates
+        .push((id.to_owned(), body.to_vec()));
     let object = serde_json::from_str::<Value>(&event).ok()?["data"]["object"].clone();
     send_notices(ledger, vec![event]).await;
     Some((id.to_owned(), object))
+}
+
+/// A new price for `subscription`'s item, as Stripe takes it with
+/// `proration_behavior=none`: charged from the next bill on. The item and
+/// product must be the subscription's, the price every 30 days. The event
+/// to send, or `None` when the form is not such a change.
+fn set_price(ledger: &Mutex<Ledger>, subscription: &str, body: &[u8]) -> Option<String> {
+    let field = |name: &str| form_value(body, name);
+    let mut ledger = ledger.lock().unwrap();
+    let index = ledger
+        .subscriptions
+        .iter()
+        .position(|kept| kept.id == subscription)?;
+    let kept = &ledger.subscriptions[index];
+    let well_formed = field("items[0][id]")? == kept.item
+        && field("items[0][price_data][product]")? == kept.product
+        && field("items[0][price_data][recurring][interval]")? == "day"
+        && field("items[0][price_data][recurring][interval_count]")? == "30"
+        && field("proration_behavior")? == "none";
+    if !well_formed {
+        return None;
+    }
+    let amount = field("items[0][price_data][unit_amount]")?.parse().ok()?;
+    ledger.subscriptions[index].amount = amount;
+    let now = ledger
+        .notify
+        .as_ref()
+        .map_or(0, |(_, clock)| clock.now().unix_seconds());
+    Some(ledger.subscription_event(index, "customer.subscription.updated", now))
 }

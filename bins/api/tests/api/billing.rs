@@ -22,7 +22,7 @@ pub(crate) async fn checkout(api: &Api, owner: &SignedIn, plan: &str, provider: 
 }
 
 /// Posts the sandbox checkout form, as a browser would.
-async fn sandbox_form(url: &str, outcome: &str) -> (StatusCode, String) {
+pub(crate) async fn sandbox_form(url: &str, outcome: &str) -> (StatusCode, String) {
     let response = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/x-www-form-urlencoded")
@@ -807,7 +807,7 @@ async fn a_cheaper_invoice_confirmed_after_an_upgrade_is_a_credit_not_a_downgrad
 }
 
 /// The payment's refund flag, from the database (an operator's query).
-async fn refund_due(api: &Api, payment: &str) -> Option<bool> {
+pub(crate) async fn refund_due(api: &Api, payment: &str) -> Option<bool> {
     use diesel_async::RunQueryDsl;
     #[derive(diesel::QueryableByName)]
     struct Row {

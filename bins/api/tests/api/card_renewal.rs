@@ -3,8 +3,12 @@
 //! extends the paid period with no lapse, a redelivered renewal changes
 //! nothing, renewal turned off in the portal reaches the account as
 //! `subscription.updated {renewing: false}` and the period then ends as a
-//! missed payment, as does a failed renewal charge; a downgrade scheduled
-//! while renewing stops the renewal at the provider.
+//! missed payment, as does a failed renewal charge; a downgrade to Free
+//! scheduled while renewing stops the renewal at the provider, and one to a
+//! cheaper paid plan renews that plan instead; a second card checkout stops
+//! the subscription it replaces (later, by the sweep, when Stripe is down);
+//! a payment that cannot renew is refused while the card renews, and one
+//! started before the card checkout is a credit.
 
 use chrono::TimeDelta;
 use reqwest::StatusCode;
@@ -13,7 +17,7 @@ use sealpost_testkit::TestApp;
 use sealpost_testkit::payments::{PaymentStandIn, StandInSubscription, form_value};
 use serde_json::{Value, json};
 
-use crate::billing::{buy, checkout, subscription};
+use crate::billing::{buy, checkout, refund_due, sandbox_form, subscription};
 use crate::support::{Api, SignedIn, new_keys};
 
 /// The API with card payments through the Stripe stand-in (and the
@@ -354,5 +358,287 @@ async fn payments_that_cannot_renew_say_so_and_have_no_portal() {
         .await;
     assert_eq!(portal.status, StatusCode::NOT_FOUND, "{}", portal.body);
     assert_eq!(portal.code(), "not_found");
+    api.app.stop().await;
+}
+
+/// Superseded subscriptions still to be stopped at the provider (an
+/// operator's query).
+async fn superseded(api: &Api) -> Vec<String> {
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        subscription_id: String,
+    }
+    let mut conn = api.app.db.connect().await;
+    let rows: Vec<Row> = diesel::sql_query(
+        "SELECT subscription_id FROM superseded_card_subscriptions ORDER BY subscription_id",
+    )
+    .load(&mut conn)
+    .await
+    .unwrap();
+    rows.into_iter().map(|row| row.subscription_id).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_card_checkout_stops_the_subscription_it_replaces() {
+    let (api, stripe) = with_stripe().await;
+    let (_, keys) = new_keys();
+    let mut owner = api.register(&keys).await;
+    let first = subscribe(&api, &stripe, &owner, "scale").await;
+    api.app.clock.advance(TimeDelta::days(3));
+    let second = subscribe(&api, &stripe, &owner, "fleet").await;
+
+    // The first no longer renews at Stripe; the second does.
+    let kept = stripe.subscriptions();
+    assert_eq!(
+        (kept[0].id.as_str(), kept[0].cancel_at_period_end),
+        (first.id.as_str(), true)
+    );
+    assert_eq!(
+        (kept[1].id.as_str(), kept[1].cancel_at_period_end),
+        (second.id.as_str(), false)
+    );
+    assert_eq!(
+        stripe.subscription_updates(),
+        vec![(first.id.clone(), "cancel_at_period_end=true".to_owned())]
+    );
+    assert_eq!(superseded(&api).await, Vec::<String>::new());
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "fleet");
+    assert_eq!(record["renewing"], true);
+    assert_eq!(record["renewsAt"], "2026-12-25T12:00:00.000Z");
+
+    // At the first one's period end it ends, charging nothing; the
+    // account's renews on its own clock.
+    advance(
+        &api,
+        &stripe,
+        &mut owner,
+        &keys,
+        TimeDelta::days(27) + TimeDelta::hours(1),
+    )
+    .await;
+    assert_eq!(sent_of_type(&stripe, "customer.subscription.deleted"), 1);
+    advance(&api, &stripe, &mut owner, &keys, TimeDelta::days(3)).await;
+    assert_eq!(stripe.subscriptions()[0].status, "canceled");
+    api.sweeps().run_once().await;
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "fleet");
+    assert_eq!(record["renewing"], true);
+    assert_eq!(record["renewsAt"], "2027-01-24T12:00:00.000Z");
+    assert_eq!(renewal_payments(&api, &owner.account_id).await, 1);
+    api.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replaced_subscription_stripe_could_not_be_told_about_is_stopped_by_the_sweep() {
+    let (api, stripe) = with_stripe().await;
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    let first = subscribe(&api, &stripe, &owner, "scale").await;
+    let started = checkout(&api, &owner, "fleet", "stripe").await;
+    assert_eq!(started.status, StatusCode::CREATED, "{}", started.body);
+    let session = stripe.checkouts().last().unwrap().clone();
+
+    // Stripe's API is down when the payment settles: it settles all the
+    // same, and the first subscription is kept to be stopped.
+    stripe.set_unavailable(true);
+    stripe.pay_checkout(&session.reference).await;
+    assert_all_accepted(&stripe);
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "fleet");
+    assert_eq!(record["renewing"], true);
+    assert!(!stripe.subscriptions()[0].cancel_at_period_end);
+    assert_eq!(superseded(&api).await, vec![first.id.clone()]);
+
+    // Still down at the next sweep: tried, kept.
+    api.sweeps().run_once().await;
+    assert!(!stripe.subscriptions()[0].cancel_at_period_end);
+    assert_eq!(superseded(&api).await, vec![first.id.clone()]);
+
+    // Back: the sweep stops it, and it is forgotten.
+    stripe.set_unavailable(false);
+    api.app.clock.advance(TimeDelta::hours(1));
+    api.sweeps().run_once().await;
+    assert_all_accepted(&stripe);
+    assert!(stripe.subscriptions()[0].cancel_at_period_end);
+    assert!(!stripe.subscriptions()[1].cancel_at_period_end);
+    assert_eq!(superseded(&api).await, Vec::<String>::new());
+    api.sweeps().run_once().await;
+    assert_eq!(stripe.subscription_updates().len(), 1, "stopped once");
+    assert_eq!(subscription(&api, &owner).await["renewing"], true);
+    api.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_payment_that_cannot_renew_is_refused_while_the_card_renews_and_an_earlier_one_is_a_credit()
+ {
+    let stripe = PaymentStandIn::stripe().await;
+    let btcpay = PaymentStandIn::btcpay().await;
+    let api = Api::with(
+        TestApp::spawn_with(|config| {
+            config.stripe = Some(stripe.stripe_keys());
+            config.btcpay = Some(btcpay.btcpay_keys());
+            config.billing_sandbox = true;
+        })
+        .await,
+    );
+    stripe.notify(&api.app);
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    // A checkout that cannot renew, started before the card's.
+    let earlier = checkout(&api, &owner, "scale", "sandbox").await;
+    assert_eq!(earlier.status, StatusCode::CREATED, "{}", earlier.body);
+    let sub = subscribe(&api, &stripe, &owner, "scale").await;
+    let renewing = subscription(&api, &owner).await;
+    assert_eq!(renewing["renewing"], true);
+
+    // While the card renews, crypto (and the sandbox) would pay twice.
+    for provider in ["btcpay", "sandbox"] {
+        for plan in ["scale", "fleet"] {
+            let refused = checkout(&api, &owner, plan, provider).await;
+            assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.body);
+            assert_eq!(refused.code(), "renewal_active");
+            let message = refused.body["error"]["message"].as_str().unwrap();
+            assert!(
+                message.contains("turn renewal off in the billing portal"),
+                "{message}"
+            );
+        }
+    }
+    assert!(btcpay.checkouts().is_empty(), "the provider is not asked");
+
+    // The earlier one is paid now: a credit, its refund due; the period
+    // the card pays for, and its renewal, stay.
+    let (status, page) = sandbox_form(earlier.body["url"].as_str().unwrap(), "paid").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let id = earlier.body["payment"]["id"].as_str().unwrap();
+    let paid = api
+        .get(&format!("/billing/payments/{id}"), Some(&owner.token))
+        .await;
+    assert_eq!(paid.body["payment"]["status"], "paid");
+    assert_eq!(refund_due(&api, id).await, Some(true));
+    assert_eq!(subscription(&api, &owner).await, renewing);
+
+    // Renewal off in the portal: crypto pays the next period again.
+    stripe.portal_set_renewal(&sub.id, false).await;
+    assert_all_accepted(&stripe);
+    let crypto = checkout(&api, &owner, "scale", "btcpay").await;
+    assert_eq!(crypto.status, StatusCode::CREATED, "{}", crypto.body);
+    api.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_move_to_a_cheaper_paid_plan_while_renewing_renews_that_plan_from_the_next_period() {
+    let (api, stripe) = with_stripe().await;
+    let (_, keys) = new_keys();
+    let mut owner = api.register(&keys).await;
+    let sub = subscribe(&api, &stripe, &owner, "scale").await;
+
+    let moved = api
+        .post(
+            "/subscription/plan",
+            Some(&owner.token),
+            json!({ "planId": "operator" }),
+        )
+        .await;
+    assert_eq!(moved.status, StatusCode::OK, "{}", moved.body);
+    assert_eq!(moved.body["subscription"]["planId"], "scale");
+    assert_eq!(moved.body["subscription"]["pendingPlanId"], "operator");
+    // Still renewing, at Operator's price from the next period on.
+    assert_eq!(moved.body["subscription"]["renewing"], true);
+    let kept = stripe.subscriptions()[0].clone();
+    assert_eq!((kept.amount, kept.cancel_at_period_end), (900, false));
+    let (id, form) = stripe.subscription_updates().last().unwrap().clone();
+    assert_eq!(id, sub.id);
+    let field = |name: &str| form_value(form.as_bytes(), name);
+    assert_eq!(field("items[0][id]"), Some(sub.item.clone()));
+    assert_eq!(
+        field("items[0][price_data][product]"),
+        Some(sub.product.clone())
+    );
+    assert_eq!(
+        field("items[0][price_data][unit_amount]").as_deref(),
+        Some("900")
+    );
+    assert_eq!(
+        field("items[0][price_data][currency]").as_deref(),
+        Some("usd")
+    );
+    assert_eq!(field("proration_behavior").as_deref(), Some("none"));
+    assert_all_accepted(&stripe);
+
+    // Stripe renews at the period end: the next period is Operator's, with
+    // no lapse and no time lost.
+    assert_eq!(
+        advance(
+            &api,
+            &stripe,
+            &mut owner,
+            &keys,
+            TimeDelta::days(30) + TimeDelta::hours(1)
+        )
+        .await,
+        1
+    );
+    api.sweeps().run_once().await;
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "operator");
+    assert_eq!(record["pendingPlanId"], Value::Null);
+    assert_eq!(record["renewing"], true);
+    assert_eq!(record["pause"], Value::Null);
+    assert_eq!(record["renewsAt"], "2027-01-21T12:00:00.000Z");
+    assert_eq!(
+        api.event_payloads(&owner.account_id, "subscription.updated")
+            .await
+            .last(),
+        Some(&json!({ "planId": "operator" }))
+    );
+    assert_eq!(renewal_payments(&api, &owner.account_id).await, 1);
+
+    // And on: the next renewal is Operator's too.
+    advance(&api, &stripe, &mut owner, &keys, TimeDelta::days(30)).await;
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "operator");
+    assert_eq!(record["renewsAt"], "2027-02-20T12:00:00.000Z");
+    api.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn taking_back_a_move_down_while_renewing_switches_the_price_back() {
+    let (api, stripe) = with_stripe().await;
+    let (_, keys) = new_keys();
+    let mut owner = api.register(&keys).await;
+    subscribe(&api, &stripe, &owner, "scale").await;
+    for (plan, amount) in [("operator", 900), ("scale", 4_900)] {
+        let moved = api
+            .post(
+                "/subscription/plan",
+                Some(&owner.token),
+                json!({ "planId": plan }),
+            )
+            .await;
+        assert_eq!(moved.status, StatusCode::OK, "{}", moved.body);
+        assert_eq!(moved.body["subscription"]["renewing"], true);
+        assert_eq!(stripe.subscriptions()[0].amount, amount, "{plan}");
+    }
+    assert_eq!(stripe.subscription_updates().len(), 2);
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["pendingPlanId"], Value::Null);
+
+    advance(
+        &api,
+        &stripe,
+        &mut owner,
+        &keys,
+        TimeDelta::days(30) + TimeDelta::hours(1),
+    )
+    .await;
+    api.sweeps().run_once().await;
+    let record = subscription(&api, &owner).await;
+    assert_eq!(record["planId"], "scale");
+    assert_eq!(record["renewsAt"], "2027-01-21T12:00:00.000Z");
+    assert_eq!(record["renewing"], true);
     api.app.stop().await;
 }

@@ -348,6 +348,65 @@ fn the_portal_and_renewal_requests_are_stripes_forms() {
 }
 
 #[test]
+fn the_renewal_price_change_reads_the_item_and_posts_a_price_from_the_next_period() {
+    let config = stripe_config();
+    let read = stripe::subscription_request(&config, SUBSCRIPTION_ID);
+    assert_eq!(read.method, reqwest::Method::GET);
+    assert!(
+        read.url
+            .ends_with("/v1/subscriptions/sub_1SealpostFixture0001"),
+        "{}",
+        read.url
+    );
+    assert!(read.body.is_empty());
+    assert!(read.header("Authorization").is_some());
+    let item = stripe::read_subscription_item(
+        200,
+        br#"{"id":"sub_1SealpostFixture0001","object":"subscription",
+             "items":{"object":"list","data":[{"id":"si_1","object":"subscription_item",
+               "price":{"id":"price_1","product":"prod_1","unit_amount":4900}}]}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        item,
+        stripe::SubscriptionItem {
+            id: "si_1".into(),
+            product: "prod_1".into(),
+        }
+    );
+    // An expanded product names its id.
+    assert_eq!(
+        stripe::read_subscription_item(
+            200,
+            br#"{"items":{"data":[{"id":"si_1","price":{"product":{"id":"prod_1"}}}]}}"#
+        )
+        .unwrap(),
+        item
+    );
+    assert!(matches!(
+        stripe::read_subscription_item(200, br#"{"items":{"data":[]}}"#),
+        Err(sealpost_billing::ProviderError::Refused(_))
+    ));
+    assert!(matches!(
+        stripe::read_subscription_item(404, br#"{"error":{"message":"No such subscription"}}"#),
+        Err(sealpost_billing::ProviderError::Refused(message)) if message.contains("No such subscription")
+    ));
+    let change = stripe::price_request(&config, SUBSCRIPTION_ID, &item, 900, "USD");
+    assert_eq!(change.method, reqwest::Method::POST);
+    assert_eq!(change.url, read.url);
+    assert_eq!(
+        String::from_utf8(change.body).unwrap(),
+        "items%5B0%5D%5Bid%5D=si_1\
+         &items%5B0%5D%5Bprice_data%5D%5Bproduct%5D=prod_1\
+         &items%5B0%5D%5Bprice_data%5D%5Bcurrency%5D=usd\
+         &items%5B0%5D%5Bprice_data%5D%5Bunit_amount%5D=900\
+         &items%5B0%5D%5Bprice_data%5D%5Brecurring%5D%5Binterval%5D=day\
+         &items%5B0%5D%5Bprice_data%5D%5Brecurring%5D%5Binterval_count%5D=30\
+         &proration_behavior=none"
+    );
+}
+
+#[test]
 fn a_tampered_body_is_refused() {
     let vector = vector_for("stripe/event_completed_paid.json");
     let body = String::from_utf8(fixture(text(&vector, "body"))).unwrap();

@@ -54,7 +54,7 @@ fn payment_body(payment: Payment) -> wire::Payment {
     request_body = wire::CheckoutRequest,
     responses((status = 201, body = wire::Checkout),
         (status = 400, body = wire::ErrorBody, description = "invalid_field: unknown planId or provider, or a plan not sold through checkout (free, enterprise)"),
-        (status = 409, body = wire::ErrorBody, description = "downgrade_blocked: the account holds more than the plan allows"),
+        (status = 409, body = wire::ErrorBody, description = "downgrade_blocked: the account holds more than the plan allows; renewal_active: a card subscription renews the plan and the provider cannot renew (turn renewal off in the billing portal first)"),
         (status = 503, body = wire::ErrorBody, description = "provider_unavailable: no keys, switched off, or the provider is failing")))]
 pub async fn checkout(
     state: Data<AppState>,

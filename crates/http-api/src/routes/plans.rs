@@ -202,7 +202,7 @@ pub async fn get_subscription(
         (status = 400, body = wire::ErrorBody, description = "invalid_field: unknown planId"),
         (status = 402, body = wire::ErrorBody, description = "payment_required: a dearer plan (use checkout) or Enterprise (by contract)"),
         (status = 409, body = wire::ErrorBody, description = "downgrade_blocked: addresses or devices do not fit the plan"),
-        (status = 503, body = wire::ErrorBody, description = "provider_unavailable: the move is scheduled, but the card provider could not be told to stop renewing; choose the plan again")))]
+        (status = 503, body = wire::ErrorBody, description = "provider_unavailable: the move is scheduled, but the card provider could not be told to stop renewing or to renew the new plan; choose the plan again")))]
 pub async fn change_plan(
     state: Data<AppState>,
     caller: SessionCaller,
@@ -218,8 +218,9 @@ pub async fn change_plan(
         .subscriptions
         .change_plan(&caller.account, target)
         .await?;
-    // A move scheduled while a card subscription renews stops its renewal
-    // at the provider (whose notice then sets `renewing`).
+    // While a card subscription renews: a move to Free stops its renewal at
+    // the provider (whose notice then sets `renewing`); a move to a cheaper
+    // paid plan, or taking one back, changes the price it renews at.
     state.billing.follow_plan_change(&caller.account).await?;
     let subscription = state.subscriptions.subscription(&caller.account).await?;
     Ok(HttpResponse::Ok().json(subscription_reply(subscription)))

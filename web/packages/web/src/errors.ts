@@ -40,6 +40,7 @@ export const ERROR_MESSAGES: Record<ErrorCode | 'http_error', string> = {
   support_storage_full: 'Your support requests use all their space. Delete an old one first.',
   id_taken: 'That identifier is already in use. Try again: the page makes a new one.',
   domain_in_use: 'Addresses still use this domain. Delete them first, then remove the domain.',
+  renewal_active: 'Your plan renews by card, so paying another way would pay twice. Turn renewal off in the billing portal first, then pay.',
   too_large: 'That is too large to send. Make it shorter, or send less at once.',
   rate_limited: 'Too many requests, or the sending limit of your plan is reached. Wait a moment, then try again.',
   internal: 'Something went wrong on our side. Try again in a moment.',

@@ -2062,7 +2062,7 @@ export interface components {
              * @description Stable machine-readable code (`docs/api.md`); match on this, never the message.
              * @enum {string}
              */
-            code: "invalid_json" | "invalid_field" | "invalid_url" | "invalid_box" | "invalid_key" | "invalid_id" | "unauthenticated" | "session_expired" | "allocation_exhausted" | "worker_limit_reached" | "payment_required" | "plan_capability_required" | "plan_required" | "not_your_address" | "account_suspended" | "session_required" | "device_required" | "role_required" | "not_found" | "method_not_allowed" | "downgrade_blocked" | "already_used" | "address_taken" | "limit_reached" | "webhook_disabled" | "already_member" | "team_limit_reached" | "epoch_conflict" | "staff_key_changed" | "too_many_open" | "too_many_tickets" | "ticket_closed" | "ticket_full" | "support_storage_full" | "id_taken" | "domain_in_use" | "too_large" | "rate_limited" | "internal" | "send_failed" | "provider_unavailable" | "feature_disabled" | "support_unavailable" | "unavailable";
+            code: "invalid_json" | "invalid_field" | "invalid_url" | "invalid_box" | "invalid_key" | "invalid_id" | "unauthenticated" | "session_expired" | "allocation_exhausted" | "worker_limit_reached" | "payment_required" | "plan_capability_required" | "plan_required" | "not_your_address" | "account_suspended" | "session_required" | "device_required" | "role_required" | "not_found" | "method_not_allowed" | "downgrade_blocked" | "already_used" | "address_taken" | "limit_reached" | "webhook_disabled" | "already_member" | "team_limit_reached" | "epoch_conflict" | "staff_key_changed" | "too_many_open" | "too_many_tickets" | "ticket_closed" | "ticket_full" | "support_storage_full" | "id_taken" | "domain_in_use" | "renewal_active" | "too_large" | "rate_limited" | "internal" | "send_failed" | "provider_unavailable" | "feature_disabled" | "support_unavailable" | "unavailable";
             message: string;
         };
         EventId: string;
@@ -3505,7 +3505,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description downgrade_blocked: the account holds more than the plan allows */
+            /** @description downgrade_blocked: the account holds more than the plan allows; renewal_active: a card subscription renews the plan and the provider cannot renew (turn renewal off in the billing portal first) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5850,7 +5850,7 @@ export interface operations {
             };
             413: components["responses"]["TooLarge"];
             429: components["responses"]["RateLimited"];
-            /** @description provider_unavailable: the move is scheduled, but the card provider could not be told to stop renewing; choose the plan again */
+            /** @description provider_unavailable: the move is scheduled, but the card provider could not be told to stop renewing or to renew the new plan; choose the plan again */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -1,0 +1,1 @@
+DROP TABLE superseded_card_subscriptions;
