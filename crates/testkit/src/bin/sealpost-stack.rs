@@ -421,7 +421,7 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
     // A staff token for `sealpost staff` (every role: a test may rotate
     // the support key), made as an operator makes one.
     let staff_token = if options.processes.contains(&Process::Api) {
-        Some(staff_token(options, &env)?)
+        Some(make_staff_token(options, &env).await?)
     } else {
         None
     };
@@ -582,9 +582,9 @@ fn support_key_matches(file: &Path, support_key: &str) -> bool {
 
 /// `sealpost-api staff-token create stack` with every role, on the stack's
 /// database and settings: the token it prints.
-fn staff_token(options: &Options, env: &[(String, String)]) -> Result<String, String> {
+async fn make_staff_token(options: &Options, env: &[(String, String)]) -> Result<String, String> {
     let path = options.bin_dir.join("sealpost-api");
-    let output = std::process::Command::new(&path)
+    let output = Command::new(&path)
         .args([
             "staff-token",
             "create",
@@ -597,6 +597,7 @@ fn staff_token(options: &Options, env: &[(String, String)]) -> Result<String, St
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
+        .await
         .map_err(|error| format!("running {} staff-token create: {error}", path.display()))?;
     if !output.status.success() {
         return Err(format!(
