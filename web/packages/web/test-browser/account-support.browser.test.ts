@@ -131,7 +131,8 @@ test('support area: a sealed request answered by the staff CLI, a reply across a
     });
 
     await t.test("the account's CLI opens everything the page and staff sealed", async () => {
-      const shown = await cli(account, ['support', 'show', ticketId]);
+      // The phrase unlocks the vault key (the CLI keeps only the session).
+      const shown = await cli(account, ['support', 'show', ticketId], { SEALPOST_PHRASE: phrase });
       assert.match(shown, new RegExp(`Subject: ${SUBJECT}`));
       for (const text of [QUESTION, ANSWER, THANKS]) assert.ok(shown.includes(text), `${text} in:\n${shown}`);
     });
