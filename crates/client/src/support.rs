@@ -497,3 +497,160 @@ impl Client {
             .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The sealing above, as a fixture the TypeScript SDK reproduces
+    //! (`web/packages/sdk/test/support.test.ts`): `tests/data/support.json`.
+    //! `SEALPOST_WRITE_FIXTURES=1` writes it anew; otherwise it must match.
+
+    use std::path::PathBuf;
+
+    use sealpost_seal::{PublicKey, RecoveryPhrase};
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn fixture_path() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/support.json")
+    }
+
+    /// The protocol vectors' phrase: its keys are checked there.
+    fn phrase() -> String {
+        let path =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../seal/tests/data/vectors.json");
+        let vectors: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        vectors["phrase"].as_str().unwrap().to_owned()
+    }
+
+    /// A box sealed with a fixed ephemeral secret and nonce, with them.
+    fn fixed_box(byte: u8, recipient: &[u8; 32], context: &str, plain: &[u8]) -> Value {
+        let ephemeral = [byte; 32];
+        let nonce = [byte.wrapping_add(100); 12];
+        let sealed = SealedBox::seal_with(ephemeral, nonce, recipient, context, plain);
+        json!({
+            "ephemeralSecret": b64::encode(&ephemeral),
+            "nonce": b64::encode(&nonce),
+            "box": serde_json::to_value(&sealed).unwrap(),
+        })
+    }
+
+    fn fixture() -> Value {
+        let phrase = phrase();
+        let keys = RecoveryPhrase::parse(&phrase).unwrap().keys();
+        let support_secret = StaticSecret::from([0x5a; 32]);
+        let staff_key = PublicKey::from(&support_secret).to_bytes();
+        let account_key = keys.vault_public_key();
+        let ticket_id = TicketId::from_trusted("tkt_fixture0support00001".to_owned());
+        let message_id = TicketMessageId::from_trusted("tkm_fixture0message01".to_owned());
+        let reply_id = TicketMessageId::from_trusted("tkm_fixture0message02".to_owned());
+        // Quotes, a backslash, control characters, non-ASCII and an emoji:
+        // both JSON writers must agree on every byte.
+        let header = TicketHeader::new(
+            "billing",
+            "high",
+            "Refund \"twice\" \\ for März ✓ 🧾 \u{1}\t",
+        );
+        let text = "Hello,\nI was charged twice</p>\u{7f}\u{2028} ünïcödé — 🙏\r\n";
+        let reply = "Refunded. Anything else?";
+        let header_plain = to_json(&header);
+        let text_plain = to_json(&MessageText {
+            text: text.to_owned(),
+        });
+        let reply_plain = to_json(&MessageText {
+            text: reply.to_owned(),
+        });
+        let header_context = context::support_header(ticket_id.as_str());
+        let text_context = context::support_message(ticket_id.as_str(), message_id.as_str());
+        let reply_context = context::support_message(ticket_id.as_str(), reply_id.as_str());
+        let binding = support_binding(
+            &keys.vault_secret(),
+            &staff_key,
+            &keys.account_id(),
+            ticket_id.as_str(),
+            &staff_key,
+        );
+        json!({
+            "about": "Support sealing by the Rust SDK (crates/client/src/support.rs), reproduced by \
+                      web/packages/sdk/test/support.test.ts. Written by the Rust test with \
+                      SEALPOST_WRITE_FIXTURES=1; fixed ephemeral secrets and nonces, for tests only.",
+            "phrase": phrase,
+            "accountId": keys.account_id(),
+            "vaultPublicKey": b64::encode(&account_key),
+            "supportSecret": b64::encode(&support_secret.to_bytes()),
+            "staffKey": b64::encode(&staff_key),
+            "ticketId": ticket_id.as_str(),
+            "messageId": message_id.as_str(),
+            "replyId": reply_id.as_str(),
+            "header": serde_json::to_value(&header).unwrap(),
+            "text": text,
+            "reply": reply,
+            "headerPlaintext": String::from_utf8(header_plain.clone()).unwrap(),
+            "textPlaintext": String::from_utf8(text_plain.clone()).unwrap(),
+            "headerContext": header_context,
+            "textContext": text_context,
+            "boxes": {
+                "headerForStaff": fixed_box(1, &staff_key, &header_context, &header_plain),
+                "headerForAccount": fixed_box(2, &account_key, &header_context, &header_plain),
+                "textForStaff": fixed_box(3, &staff_key, &text_context, &text_plain),
+                "textForAccount": fixed_box(4, &account_key, &text_context, &text_plain),
+                "replyForStaff": fixed_box(5, &staff_key, &reply_context, &reply_plain),
+                "replyForAccount": fixed_box(6, &account_key, &reply_context, &reply_plain),
+            },
+            "ticketBinding": b64::encode(&binding),
+            "keyRequest": serde_json::to_value(key_binding(&keys, &staff_key)).unwrap(),
+        })
+    }
+
+    #[test]
+    fn the_shared_support_fixture_matches() {
+        let expected = fixture();
+        if std::env::var("SEALPOST_WRITE_FIXTURES").is_ok_and(|value| value == "1") {
+            let text = serde_json::to_string_pretty(&expected).unwrap() + "\n";
+            std::fs::create_dir_all(fixture_path().parent().unwrap()).unwrap();
+            std::fs::write(fixture_path(), text).unwrap();
+        }
+        let stored: Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture_path()).unwrap()).unwrap();
+        assert_eq!(
+            stored, expected,
+            "tests/data/support.json is stale: SEALPOST_WRITE_FIXTURES=1 writes it anew"
+        );
+    }
+
+    #[test]
+    fn a_sealed_ticket_opens_for_both_sides_and_its_binding_verifies() {
+        let keys = RecoveryPhrase::parse(&phrase()).unwrap().keys();
+        let support_secret = StaticSecret::from([0x5a; 32]);
+        let staff_key = PublicKey::from(&support_secret).to_bytes();
+        let header = TicketHeader::new("technical", "urgent", "It broke");
+        let sealed = seal_new_ticket(&keys, &staff_key, &header, "Since Tuesday");
+        let request = &sealed.request;
+        let boxed = |value: &Value| -> SealedBox { serde_json::from_value(value.clone()).unwrap() };
+        for (secret, copy) in [
+            (&support_secret, &request.header.for_staff),
+            (&keys.vault_secret(), &request.header.for_account),
+        ] {
+            assert_eq!(
+                open_header(secret, &sealed.ticket_id, &boxed(copy)).unwrap(),
+                header
+            );
+        }
+        for (secret, copy) in [
+            (&support_secret, &request.message.for_staff),
+            (&keys.vault_secret(), &request.message.for_account),
+        ] {
+            let text =
+                open_message(secret, &sealed.ticket_id, &sealed.message_id, &boxed(copy)).unwrap();
+            assert_eq!(text, "Since Tuesday");
+        }
+        let binding = b64::decode(request.binding.as_deref().unwrap()).unwrap();
+        assert!(sealpost_seal::verify_support_binding(
+            &support_secret,
+            &keys.vault_public_key(),
+            &keys.account_id(),
+            sealed.ticket_id.as_str(),
+            &binding
+        ));
+    }
+}

@@ -25,6 +25,15 @@
 //! `SEALPOST_STACK_DNS_CONTROL`; one command a line, see
 //! `sealpost_testkit::dns::DnsControl`), and `mxHost`
 //! (`SEALPOST_STACK_MX_HOST`) is the MX own domains must show to be live.
+//! In-app support is on: the stack makes a support key pair, runs the API
+//! with its public key (`SEALPOST_SUPPORT_KEY`, `supportKey`) and writes
+//! the pair as a keyring `sealpost staff` reads (`staffKeyFile`,
+//! `SEALPOST_STACK_STAFF_KEY_FILE`: pass it as `SEALPOST_STAFF_KEY_FILE`),
+//! and, when it starts the API, makes a staff token with every role with
+//! `sealpost-api staff-token create` (`staffToken`,
+//! `SEALPOST_STACK_STAFF_TOKEN`: pass it as `SEALPOST_STAFF_TOKEN`).
+//! `--set SEALPOST_SUPPORT_KEY=...` replaces the key (`staffKeyFile` is
+//! then null: the keyring does not hold it).
 //! It runs until SIGINT or SIGTERM (or, with `--until-stdin-closes`,
 //! until its standard input ends), then stops every process it started and
 //! drops the database.
@@ -297,6 +306,11 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
         .to_string(),
     )?;
 
+    // The support team's key pair, in a keyring `sealpost staff` reads
+    // (`--key-file` / `SEALPOST_STAFF_KEY_FILE`): the API runs with its
+    // public key as `SEALPOST_SUPPORT_KEY`, so in-app support is on.
+    let (stack_support_key, keyring_path) = support_keyring(&work)?;
+
     let moto = if options.s3_blobs {
         Some(MotoServer::start().await)
     } else {
@@ -325,6 +339,7 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
             sealpost_seal::ServerKeys::generate_text(),
         ),
         ("SEALPOST_BILLING_SANDBOX", "true".to_owned()),
+        ("SEALPOST_SUPPORT_KEY", stack_support_key),
         ("SEALPOST_EDGE_RATE", "100000".to_owned()),
         // Browser tests register and send from fresh accounts on loopback.
         ("SEALPOST_REGISTRATIONS_PER_NETWORK", "100000".to_owned()),
@@ -403,6 +418,13 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
     sealpost_store_pg::migrate(&database_url)
         .await
         .map_err(|error| format!("migrating {}: {error}", database.name))?;
+    // A staff token for `sealpost staff` (every role: a test may rotate
+    // the support key), made as an operator makes one.
+    let staff_token = if options.processes.contains(&Process::Api) {
+        Some(make_staff_token(options, &env).await?)
+    } else {
+        None
+    };
     let mut children = Vec::new();
     let mut pids = serde_json::Map::new();
     let mut all_pids = serde_json::Map::new();
@@ -445,6 +467,10 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
                 .and_then(|list| list.split(',').next().map(|d| d.trim().to_owned()))
         })
         .unwrap_or_else(|| "mail.localhost".to_owned());
+    // The keyring holds the key the API runs with unless `--set` replaced it.
+    let support_key = setting("SEALPOST_SUPPORT_KEY").unwrap_or_default();
+    let staff_key_file = support_key_matches(&keyring_path, &support_key)
+        .then(|| keyring_path.display().to_string());
     let address = |process, addr: String| started(process).then_some(addr);
     let ready = serde_json::json!({
         "ready": true,
@@ -465,6 +491,9 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
         "database": database.name,
         "databaseUrl": database_url,
         "s3": moto.as_ref().map(MotoServer::endpoint),
+        "supportKey": support_key,
+        "staffKeyFile": staff_key_file,
+        "staffToken": staff_token,
         "pids": pids,
         "apis": started(Process::Api)
             .then(|| apis.iter().map(|api| format!("http://{api}")).collect::<Vec<_>>()),
@@ -473,7 +502,7 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
         "allPids": all_pids,
     });
     if let Some(path) = &options.env_file {
-        let lines = [
+        let mut lines = vec![
             format!("SEALPOST_API_URL=http://{api}\n"),
             format!("SEALPOST_SMTP_ADDR={smtp}\n"),
             format!("SEALPOST_DNS_ADDR={dns}\n"),
@@ -482,7 +511,14 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
             format!("SEALPOST_STACK_MX_HOST={mx_host}\n"),
             format!("SEALPOST_STACK_RELAY={}\n", relay.addr),
             format!("SEALPOST_STACK_RELAY_DIR={}\n", relay_dir.display()),
+            format!("SEALPOST_STACK_SUPPORT_KEY={support_key}\n"),
         ];
+        if let Some(file) = &staff_key_file {
+            lines.push(format!("SEALPOST_STACK_STAFF_KEY_FILE={file}\n"));
+        }
+        if let Some(token) = &staff_token {
+            lines.push(format!("SEALPOST_STACK_STAFF_TOKEN={token}\n"));
+        }
         std::fs::write(path, lines.concat())
             .map_err(|error| format!("writing {}: {error}", path.display()))?;
     }
@@ -500,6 +536,81 @@ async fn run(options: &Options, database: &StackDatabase) -> Result<(), String> 
     relay_mirror.abort();
     let _ = std::fs::remove_dir_all(&work);
     stopped
+}
+
+/// A new support key pair written as the keyring of `sealpost staff`
+/// (`{"keys": [{publicKey, secretKey, createdAt}]}`, 0600): its public key
+/// (base64url) and the file.
+fn support_keyring(work: &Path) -> Result<(String, PathBuf), String> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+
+    use sealpost_kernel::Clock as _;
+    use sealpost_seal::{PublicKey, StaticSecret, b64, random_bytes};
+
+    let secret = random_bytes::<32>();
+    let public = b64::encode(&PublicKey::from(&StaticSecret::from(secret)).to_bytes());
+    let keyring = serde_json::json!({
+        "keys": [{
+            "publicKey": public,
+            "secretKey": b64::encode(&secret),
+            "createdAt": sealpost_kernel::SystemClock.now().to_string(),
+        }],
+    });
+    let path = work.join("staff-keys.json");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut file| file.write_all(keyring.to_string().as_bytes()))
+        .map_err(|error| format!("writing {}: {error}", path.display()))?;
+    Ok((public, path))
+}
+
+/// Whether the keyring at `file` holds `support_key` (its public key).
+fn support_key_matches(file: &Path, support_key: &str) -> bool {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|keyring| {
+            keyring["keys"]
+                .as_array()
+                .is_some_and(|keys| keys.iter().any(|pair| pair["publicKey"] == support_key))
+        })
+}
+
+/// `sealpost-api staff-token create stack` with every role, on the stack's
+/// database and settings: the token it prints.
+async fn make_staff_token(options: &Options, env: &[(String, String)]) -> Result<String, String> {
+    let path = options.bin_dir.join("sealpost-api");
+    let output = Command::new(&path)
+        .args([
+            "staff-token",
+            "create",
+            "stack",
+            "--roles",
+            "read,reply,moderate,rotate",
+        ])
+        .envs(env.iter().map(|(name, value)| (name, value)))
+        .env_remove("SEALPOST_LOG")
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .await
+        .map_err(|error| format!("running {} staff-token create: {error}", path.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{} staff-token create failed ({})",
+            path.display(),
+            output.status
+        ));
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("token (shown once): "))
+        .map(str::to_owned)
+        .ok_or_else(|| "sealpost-api staff-token create printed no token".to_owned())
 }
 
 fn write(dir: &Path, name: &str, content: &str) -> Result<PathBuf, String> {

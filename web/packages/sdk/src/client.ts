@@ -24,6 +24,17 @@ import {
 } from './profile.js';
 import { AccountKeys } from './keys.js';
 import {
+  sealNewTicket,
+  sealTicketMessage,
+  supportKeyBinding,
+  supportRoutes,
+  type AbuseReport,
+  type SupportOverview,
+  type Ticket,
+  type TicketDetail,
+  type TicketHeader,
+} from './support.js';
+import {
   accountRoutes,
   assignBody,
   claimBody,
@@ -104,6 +115,14 @@ export class ApiError extends Error {
     readonly requestId: string | undefined,
   ) {
     super(`${message} (${code}, HTTP ${status})`);
+  }
+}
+
+/** Support takes no requests now (no support key set, or switched off): nothing was sent. */
+export class SupportUnavailable extends Error {
+  override name = 'SupportUnavailable';
+  constructor() {
+    super('in-app support is unavailable on this service right now; nothing was sent');
   }
 }
 
@@ -539,6 +558,98 @@ export class SealpostClient {
   async listActivity(page: { limit?: number; cursor?: string } = {}): Promise<{ activity: Wire['ActivityEntry'][]; nextCursor: string | null }> {
     const reply = await this.#json<Wire['ActivityPage']>('GET', `/activity${query({ limit: page.limit, cursor: page.cursor })}`);
     return { activity: reply.activity, nextCursor: reply.nextCursor ?? null };
+  }
+
+  // ---- Support and abuse reports (web client's Support area) ------------------------------
+
+  /** `GET /support`: tickets newest first, whether support takes requests (`available`) and its current key. */
+  async support(): Promise<SupportOverview> {
+    return this.#json<SupportOverview>('GET', supportRoutes.overview);
+  }
+
+  /** `POST /support/key`: binds the vault key to the current support key; whether anything changed. */
+  async bindSupportKey(request: Wire['SupportKeyRequest']): Promise<boolean> {
+    return (await this.#json<Wire['SupportKeyReply']>('POST', supportRoutes.key, { body: request })).changed;
+  }
+
+  /** `POST /support/tickets` with a ticket sealed by `sealNewTicket`. */
+  async createTicket(request: Wire['CreateTicketRequest']): Promise<Ticket> {
+    return (await this.#json<Wire['TicketReply']>('POST', supportRoutes.tickets, { body: request })).ticket;
+  }
+
+  /** `GET /support/tickets/:id`: the ticket and its messages, oldest first; marks support's replies read. */
+  async getTicket(id: string): Promise<TicketDetail> {
+    return this.#json<TicketDetail>('GET', supportRoutes.ticket(id));
+  }
+
+  /** `POST /support/tickets/:id/messages` with a message sealed by `sealTicketMessage`. */
+  async addTicketMessage(id: string, request: Wire['TicketMessageRequest']): Promise<Wire['MessageAdded']> {
+    return this.#json<Wire['MessageAdded']>('POST', supportRoutes.messages(id), { body: request });
+  }
+
+  /** `POST /support/tickets/:id/close`: resolves the ticket. */
+  async closeTicket(id: string): Promise<Ticket> {
+    return (await this.#json<Wire['TicketReply']>('POST', supportRoutes.close(id))).ticket;
+  }
+
+  /** `POST /support/tickets/:id/reopen`: opens a resolved ticket again (counts against the 5 open ones). */
+  async reopenTicket(id: string): Promise<Ticket> {
+    return (await this.#json<Wire['TicketReply']>('POST', supportRoutes.reopen(id))).ticket;
+  }
+
+  /**
+   * Opens a sealed ticket as `sealpost support open` does: reads the current
+   * support key, binds the vault key to it (`POST /support/key`), seals the
+   * header and the first message to both keys, and sends it. When support's
+   * key is rotated in between (409 `staff_key_changed`) it reads the new
+   * key and seals everything again, once: `keyChanged` then says so.
+   * Throws `SupportUnavailable` (nothing sent) while support takes no requests.
+   */
+  async openTicket(header: TicketHeader, text: string, keys: AccountKeys | undefined = this.keys): Promise<{ ticket: Ticket; keyChanged: boolean }> {
+    if (keys === undefined) throw new Error('opening a ticket needs the account keys');
+    const send = async (): Promise<Ticket> => {
+      const staffKey = await this.#supportKey();
+      await this.bindSupportKey(supportKeyBinding(keys, staffKey));
+      return this.createTicket(sealNewTicket(keys, staffKey, header, text).request);
+    };
+    const { value, keyChanged } = await this.#onceMoreIfKeyChanged(send);
+    return { ticket: value, keyChanged };
+  }
+
+  /**
+   * Adds a message to one of the account's tickets as `sealpost support
+   * reply` does: sealed to the current support key and to the vault key;
+   * sealed again to a key rotated in between, once (`keyChanged`).
+   */
+  async replyToTicket(id: string, text: string, keys: AccountKeys | undefined = this.keys): Promise<{ added: Wire['MessageAdded']; keyChanged: boolean }> {
+    if (keys === undefined) throw new Error('replying needs the account keys');
+    const { value, keyChanged } = await this.#onceMoreIfKeyChanged(async () => {
+      const staffKey = await this.#supportKey();
+      return this.addTicketMessage(id, sealTicketMessage(staffKey, keys.vaultPublicKey(), id, text));
+    });
+    return { added: value, keyChanged };
+  }
+
+  /** `POST /abuse/reports` (no account needed): answers the same whether the address or message exists. */
+  async reportAbuse(report: AbuseReport): Promise<void> {
+    await this.#send('POST', supportRoutes.abuseReports, { body: report, auth: false });
+  }
+
+  /** The support key to seal to now, or `SupportUnavailable`. */
+  async #supportKey(): Promise<Uint8Array> {
+    const overview = await this.support();
+    if (!overview.available || overview.staffKey == null) throw new SupportUnavailable();
+    return b64decodeN(overview.staffKey, 32, 'staffKey');
+  }
+
+  /** `send`, and once more when support's key changed meanwhile (409 `staff_key_changed`): it reads the key again. */
+  async #onceMoreIfKeyChanged<T>(send: () => Promise<T>): Promise<{ value: T; keyChanged: boolean }> {
+    try {
+      return { value: await send(), keyChanged: false };
+    } catch (e) {
+      if (!(e instanceof ApiError && e.code === 'staff_key_changed')) throw e;
+    }
+    return { value: await send(), keyChanged: true };
   }
 
   // ---- Plumbing ------------------------------------------------------------------------

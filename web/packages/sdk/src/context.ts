@@ -28,3 +28,10 @@ export const teamGrantContext = (
   addressId: string,
   epoch: number,
 ): string => `service/v1/team-grant:${ownerId}:${memberId}:${addressId}:${epoch}`;
+
+/** Support ticket header: `service/v1/support-header:<ticketId>`. */
+export const supportHeaderContext = (ticketId: string): string => `service/v1/support-header:${ticketId}`;
+
+/** Support ticket message: `service/v1/support-message:<ticketId>:<messageId>`. */
+export const supportMessageContext = (ticketId: string, messageId: string): string =>
+  `service/v1/support-message:${ticketId}:${messageId}`;

@@ -22,6 +22,7 @@ export * from './webhook.js';
 export * from './client.js';
 export * from './events.js';
 export * from './profile.js';
+export * from './support.js';
 export type {
   Account,
   Address,

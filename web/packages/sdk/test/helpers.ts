@@ -17,3 +17,5 @@ export function readJson<T = unknown>(relativeToWeb: string): T {
 export const VECTORS_PATH = '../crates/seal/tests/data/vectors.json';
 /** The codes fixture shared with the CLI's Rust test. */
 export const CODES_PATH = '../bins/cli/tests/data/codes.json';
+/** The support sealing fixture the Rust SDK writes and checks (crates/client/src/support.rs). */
+export const SUPPORT_FIXTURE_PATH = '../crates/client/tests/data/support.json';

@@ -6,6 +6,7 @@ import {
 import { useCallback, useEffect, useState } from 'preact/hooks';
 
 import { BASE_URL, describe } from './util';
+import { AbuseReportForm } from './AbuseReport';
 import { AccountView } from './AccountView';
 import { DeviceSession, PairDevice, type PairedDevice } from './Device';
 import { forgetDevice, loadDevice } from './deviceStore';
@@ -128,7 +129,7 @@ export function App() {
 
 // ---- Create an account or sign in ---------------------------------------------------
 
-type Step = 'choose' | 'show' | 'confirm' | 'signin';
+type Step = 'choose' | 'show' | 'confirm' | 'signin' | 'abuse';
 
 function Welcome({ onReady, onPair }: { onReady: (s: Unlocked) => void; onPair: () => void }) {
   const [step, setStep] = useState<Step>('choose');
@@ -291,6 +292,19 @@ function Welcome({ onReady, onPair }: { onReady: (s: Unlocked) => void; onPair: 
     );
   }
 
+  if (step === 'abuse') {
+    return (
+      <main class="card">
+        <AbuseReportForm client={new SealpostClient({ baseUrl: BASE_URL })} heading="h1" />
+        <div class="row">
+          <button type="button" onClick={() => setStep('choose')}>
+            Back
+          </button>
+        </div>
+      </main>
+    );
+  }
+
   return (
     <main class="card">
       <h1>End-to-end encrypted disposable email</h1>
@@ -313,6 +327,13 @@ function Welcome({ onReady, onPair }: { onReady: (s: Unlocked) => void; onPair: 
           Pair this browser as a device
         </button>
       </div>
+      <p class="muted small">
+        Got spam or phishing from an address of this service?{' '}
+        <button type="button" class="inline-link" onClick={() => setStep('abuse')}>
+          Report abuse
+        </button>{' '}
+        (no account needed).
+      </p>
     </main>
   );
 }

@@ -32,7 +32,7 @@ export const ERROR_MESSAGES: Record<ErrorCode | 'http_error', string> = {
   already_member: 'That person is already in your team.',
   team_limit_reached: 'Your team is full for your plan. Remove a member, or choose a bigger plan.',
   epoch_conflict: 'The address keys changed meanwhile. Reload the page and try again.',
-  staff_key_changed: 'The support key changed. Reload the page and send your request again.',
+  staff_key_changed: "The support team's key changed while this was being sealed (and again when the page sealed it anew with the new key), so nothing was sent. Send it again.",
   too_many_open: 'You have five support requests open. Close one before opening another.',
   too_many_tickets: 'You keep twenty support requests already. Delete an old one first.',
   ticket_closed: 'This support request is closed. Open a new one.',

@@ -264,3 +264,15 @@ export async function eventually<T>(what: string, f: () => Promise<T | undefined
     await new Promise((r) => setTimeout(r, 500));
   }
 }
+
+// ---- Support (the staff side, with the stack's keyring and token) ----------------------
+
+/** The stack's support keyring (`SEALPOST_STACK_STAFF_KEY_FILE`) and staff token (`SEALPOST_STACK_STAFF_TOKEN`). */
+export const STAFF_KEY_FILE = process.env['SEALPOST_STACK_STAFF_KEY_FILE'];
+export const STAFF_TOKEN = process.env['SEALPOST_STACK_STAFF_TOKEN'];
+
+/** Runs `sealpost staff ...` as the support team: the stack's keyring and staff token. */
+export function staffCli(configDir: string, args: string[]): Promise<string> {
+  assert.ok(STAFF_KEY_FILE && STAFF_TOKEN, 'SEALPOST_STACK_STAFF_KEY_FILE and SEALPOST_STACK_STAFF_TOKEN are not set: start the stack with sealpost-stack --env FILE and source it');
+  return cli(configDir, ['staff', ...args], { SEALPOST_STAFF_KEY_FILE: STAFF_KEY_FILE, SEALPOST_STAFF_TOKEN: STAFF_TOKEN });
+}

@@ -11,6 +11,7 @@ import { Devices } from './Devices';
 import { Domains } from './Domains';
 import { Mailbox } from './Mail';
 import { Settings } from './Settings';
+import { Support } from './Support';
 import { Webhooks } from './Webhooks';
 
 export interface Area {
@@ -30,4 +31,5 @@ export const AREAS: Area[] = [
   { id: 'api-keys', title: 'API keys', View: ApiKeys },
   { id: 'activity', title: 'Activity', View: Activity },
   { id: 'settings', title: 'Notifications and sessions', View: Settings },
+  { id: 'support', title: 'Support', View: Support },
 ];
