@@ -5,7 +5,7 @@ use reqwest::Method;
 use sealpost_kernel::{PaymentId, PlanId};
 pub use sealpost_wire::{
     AddressUsage, AllowedUsage, Checkout, CountUsage, GatedUsage, Money, Pause, Payment,
-    PaymentStatus, PlanLimits, PlanOffer, PlanRef, Provider, ProviderId, SentUsage, Subscription,
+    PaymentPage, PaymentStatus, PlanLimits, PlanOffer, PlanRef, Provider, ProviderId, SentUsage, Subscription,
     Usage, WindowUsage,
 };
 use sealpost_wire::{
@@ -13,6 +13,7 @@ use sealpost_wire::{
     SubscriptionReply,
 };
 
+use crate::types::PageParams;
 use crate::{Client, Result};
 
 impl Client {
@@ -68,6 +69,13 @@ impl Client {
             .json(self.authed(Method::POST, "/billing/portal"))
             .await?;
         Ok(portal.url)
+    }
+
+    /// `GET /billing/payments`: one page of the account's payments, newest
+    /// first (checkouts in any state and card renewals).
+    pub async fn payments(&self, page: &PageParams) -> Result<PaymentPage> {
+        let path = format!("/billing/payments{}", page.query());
+        self.json(self.authed(Method::GET, &path)).await
     }
 
     /// `GET /billing/payments/{id}`.

@@ -22,6 +22,7 @@ export * from './webhook.js';
 export * from './client.js';
 export * from './events.js';
 export * from './profile.js';
+export * from './teams.js';
 export type {
   Account,
   Address,
@@ -49,6 +50,13 @@ export type {
   OwnDomain,
   Checkout,
   Delivery,
+  GrantAccess,
+  GrantToSend,
+  Membership,
+  SharedAddress,
+  Team,
+  TeamGrant,
+  TeamMember,
   DeliveryStatus,
   PairingLookup,
   Payment,

@@ -11,6 +11,7 @@ import { Devices } from './Devices';
 import { Domains } from './Domains';
 import { Mailbox } from './Mail';
 import { Settings } from './Settings';
+import { Teams } from './Teams';
 import { Webhooks } from './Webhooks';
 
 export interface Area {
@@ -26,6 +27,7 @@ export const AREAS: Area[] = [
   { id: 'devices', title: 'Devices', View: Devices },
   { id: 'domains', title: 'Own domains', View: Domains },
   { id: 'billing', title: 'Plan and billing', View: Billing },
+  { id: 'teams', title: 'Teams', View: Teams },
   { id: 'webhooks', title: 'Webhooks', View: Webhooks },
   { id: 'api-keys', title: 'API keys', View: ApiKeys },
   { id: 'activity', title: 'Activity', View: Activity },
