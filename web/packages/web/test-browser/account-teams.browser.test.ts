@@ -3,7 +3,8 @@
 // and shows its join code; the owner, on Fleet after a sandbox checkout,
 // adds the member from that code once the six words match, shares an
 // address (sealed in the owner's page to the member's pinned key), and the
-// member sees it and reads its mail, opened with the keys granted. Then the
+// member sees it and reads its mail, opened with the keys granted, in the
+// Teams area and in Mail. Then the
 // owner takes it back and the member leaves the team.
 //
 // Needs SEALPOST_API_URL and SEALPOST_SMTP_ADDR (a stack with the sandbox
@@ -106,6 +107,14 @@ test('teams: an owner on Fleet adds a member, shares an address, the member read
       await mail.getByText('The deploy key rotates on Friday.').waitFor({ timeout: 15_000 });
       problems.push(...(await accessibilityProblems(mp, 'teams, member')));
       await screenshot(mp, 'acct-14-teams-member');
+    });
+
+    await t.test('the Mail area lists the shared address and opens its mail too', async () => {
+      await mp.getByTestId('nav-mail').click();
+      const list = mp.getByTestId('shared-addresses');
+      await list.getByText(address.email).click();
+      await mp.locator('section.messages').getByText('Team note').click();
+      await mp.locator('section.reader').getByText('The deploy key rotates on Friday.').waitFor({ timeout: 15_000 });
     });
 
     await t.test('the owner takes it back; the member leaves the team', async () => {
