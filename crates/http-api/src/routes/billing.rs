@@ -98,8 +98,7 @@ pub async fn portal(
 /// states only: the card is the provider's and never here.
 #[utoipa::path(get, path = "/billing/payments", operation_id = "list_payments", tag = "billing", security(("bearer" = [])),
     params(PageQuery),
-    responses((status = 200, body = wire::PaymentPage),
-        (status = 400, body = wire::ErrorBody, description = "invalid_field: limit (1 to 200) or a cursor not handed out here")))]
+    responses((status = 200, body = wire::PaymentPage)))]
 pub async fn list_payments(
     state: Data<AppState>,
     caller: Authenticated,

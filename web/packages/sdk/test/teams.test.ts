@@ -125,3 +125,62 @@ test('shared secrets: grants open shared mail, other addresses fall back to the 
   const broken = sharedSecrets(owner, memberships);
   assert.equal(broken.size, 0);
 });
+
+/** A fake API answering the team calls, recording what it was sent. */
+function teamApi(member: { memberId: string; publicKey: string; pin: SealedBox }) {
+  const calls: Array<{ method: string; path: string; body: unknown }> = [];
+  const fetch = async (url: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const u = new URL(String(url));
+    const method = init?.method ?? 'GET';
+    const body = init?.body === undefined ? undefined : JSON.parse(String(init.body));
+    calls.push({ method, path: u.pathname + u.search, body });
+    const json = (status: number, value: unknown) => new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json' } });
+    const wireMember = { ...member, joinedAt: '2026-11-28T00:00:00.000Z', grants: [] as unknown[] };
+    if (method === 'POST' && u.pathname === '/team/members') {
+      const b = body as { memberId: string; publicKey: string; pin: SealedBox };
+      return json(201, { member: { ...wireMember, memberId: b.memberId, publicKey: b.publicKey, pin: b.pin } });
+    }
+    if (method === 'POST' && u.pathname === `/team/members/${member.memberId}/grants`) {
+      const grants = (body as { grants: Array<{ inboxId: string; epoch: number; access: string }> }).grants;
+      return json(200, { member: { ...wireMember, grants: grants.map((g) => ({ inboxId: g.inboxId, epoch: g.epoch, access: g.access })) } });
+    }
+    if (method === 'GET' && u.pathname === '/billing/payments') return json(200, { payments: [], nextCursor: null });
+    return json(404, { error: { code: 'not_found', message: 'no' } });
+  };
+  return { calls, fetch: fetch as typeof globalThis.fetch };
+}
+
+test('client: adding pins the key to the vault; sharing seals every epoch to the pinned key', async () => {
+  const { SealpostClient } = await import('../src/index.js');
+  const [owner, member] = [await ownerP, await memberP];
+  const api = teamApi({ memberId: f.memberId, publicKey: f.memberPublicKey, pin: f.pin });
+  const client = new SealpostClient({ baseUrl: 'http://api.test', token: 'ses_x', keys: owner, fetch: api.fetch });
+
+  const added = await client.addTeamMember(parseJoinCode(f.joinCode));
+  const sent = api.calls[0]?.body as { memberId: string; publicKey: string; pin: SealedBox };
+  assert.equal(sent.memberId, f.memberId);
+  assert.equal(sent.publicKey, f.memberPublicKey);
+  assert.deepEqual(openBox(sent.pin, owner.vaultSecret(), ''), member.authPublicKey());
+  assert.equal(added.memberId, f.memberId);
+
+  const shared = await client.shareAddress(added, { id: f.inboxId, keyEpoch: 1 }, 'send');
+  const grants = (api.calls[1]?.body as { grants: Array<{ inboxId: string; epoch: number; access: string; sealed: SealedBox }> }).grants;
+  assert.deepEqual(grants.map((g) => [g.inboxId, g.epoch, g.access]), [[f.inboxId, 0, 'send'], [f.inboxId, 1, 'send']]);
+  for (const g of grants) {
+    const keys = openGrant(member, f.ownerId, g.inboxId, g.epoch, g.sealed);
+    assert.deepEqual(keys.addressSecret, owner.addressSecret(f.inboxId, g.epoch));
+  }
+  assert.deepEqual(shared.grants, [
+    { addressId: f.inboxId, epoch: 0, access: 'send' },
+    { addressId: f.inboxId, epoch: 1, access: 'send' },
+  ]);
+
+  // A key the service shows differently from the pinned one: nothing is sent.
+  const other = await AccountKeys.fromPhrase(generatePhrase());
+  const before = api.calls.length;
+  await assert.rejects(client.shareAddress({ ...added, publicKey: b64encode(other.authPublicKey()) }, { id: f.inboxId, keyEpoch: 0 }, 'read'), /not the key you added/);
+  assert.equal(api.calls.length, before);
+
+  assert.deepEqual(await client.listPayments({ limit: 5, cursor: 'abc' }), { payments: [], nextCursor: null });
+  assert.equal(api.calls.at(-1)?.path, '/billing/payments?limit=5&cursor=abc');
+});
