@@ -141,6 +141,8 @@ export function Billing({ session }: { session: Unlocked }) {
   const [payments, setPayments] = useState<Payment[]>([]);
   const [paymentsCursor, setPaymentsCursor] = useState<string | null>(null);
   const [paymentsLoaded, setPaymentsLoaded] = useState(false);
+  /** The payments started in this page: followed until they settle (older pending ones are not). */
+  const [started, setStarted] = useState<string[]>([]);
   const [checkoutUrl, setCheckoutUrl] = useState<string | null>(null);
   const [error, setError] = useState('');
   const [notice, setNotice] = useState('');
@@ -183,8 +185,8 @@ export function Billing({ session }: { session: Unlocked }) {
     );
   }, [client, refresh]);
 
-  // Pending payments are checked every 3 seconds until they settle; a paid one changes the plan.
-  const pending = payments.filter((p) => p.status === 'pending').map((p) => p.id);
+  // Payments started here are checked every 3 seconds until they settle; a paid one changes the plan.
+  const pending = payments.filter((p) => p.status === 'pending' && started.includes(p.id)).map((p) => p.id);
   const pendingKey = pending.join(',');
   useEffect(() => {
     if (pendingKey === '') return undefined;
@@ -219,6 +221,7 @@ export function Billing({ session }: { session: Unlocked }) {
         const sold = plan.id as 'operator' | 'scale' | 'fleet';
         const checkout = await client.checkout(sold, provider as Provider['id']);
         setPayments((prev) => [checkout.payment, ...prev]);
+        setStarted((prev) => [...prev, checkout.payment.id]);
         setCheckoutUrl(checkout.url);
         window.open(checkout.url, '_blank', 'noopener,noreferrer');
       } else {
