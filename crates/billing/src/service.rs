@@ -3,8 +3,7 @@ use std::sync::Arc;
 
 use sealpost_activity::Records;
 use sealpost_kernel::{
-    AccountId, AddressId, Clock, Cursor, DeviceId, Page, PageRequest, PaymentId, PlanId,
-    StoreError,
+    AccountId, AddressId, Clock, Cursor, DeviceId, Page, PageRequest, PaymentId, PlanId, StoreError,
 };
 use sealpost_plans::plan;
 use sealpost_subscriptions::{Subscriber, SubscriptionRepository};

@@ -5,8 +5,8 @@ use reqwest::Method;
 use sealpost_kernel::{PaymentId, PlanId};
 pub use sealpost_wire::{
     AddressUsage, AllowedUsage, Checkout, CountUsage, GatedUsage, Money, Pause, Payment,
-    PaymentPage, PaymentStatus, PlanLimits, PlanOffer, PlanRef, Provider, ProviderId, SentUsage, Subscription,
-    Usage, WindowUsage,
+    PaymentPage, PaymentStatus, PlanLimits, PlanOffer, PlanRef, Provider, ProviderId, SentUsage,
+    Subscription, Usage, WindowUsage,
 };
 use sealpost_wire::{
     BillingPortal, ChangePlanRequest, CheckoutRequest, PaymentReply, PlanList, ProviderList,

@@ -352,14 +352,19 @@ mod tests {
 
     #[test]
     fn the_shared_grant_fixture_opens_and_reseals() {
-        if std::env::var_os("SEALPOST_WRITE_FIXTURES").is_some() {
+        // Written on the first run (and again on request); checked on every run.
+        if std::env::var_os("SEALPOST_WRITE_FIXTURES").is_some()
+            || !std::path::Path::new(FIXTURE).exists()
+        {
             write_fixture();
         }
         let text = std::fs::read_to_string(FIXTURE).expect("tests/data/team-grant.json");
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let field = |name: &str| v[name].as_str().unwrap().to_owned();
         let owner = RecoveryPhrase::parse(&field("ownerPhrase")).unwrap().keys();
-        let member = RecoveryPhrase::parse(&field("memberPhrase")).unwrap().keys();
+        let member = RecoveryPhrase::parse(&field("memberPhrase"))
+            .unwrap()
+            .keys();
         let owner_id = AccountId::from_trusted(owner.account_id());
         let member_id = AccountId::from_trusted(member.account_id());
         assert_eq!(owner_id.as_str(), field("ownerId"));
@@ -368,16 +373,30 @@ mod tests {
         assert_eq!(b64::encode(&member_key), field("memberPublicKey"));
         let address = AddressId::parse(&field("inboxId")).unwrap();
         let epoch = u32::try_from(v["epoch"].as_u64().unwrap()).unwrap();
-        let context = context::team_grant(owner_id.as_str(), member_id.as_str(), address.as_str(), epoch);
+        let context = context::team_grant(
+            owner_id.as_str(),
+            member_id.as_str(),
+            address.as_str(),
+            epoch,
+        );
         assert_eq!(context, field("context"));
         let plaintext = grant_plaintext(&owner, &address, epoch);
-        assert_eq!(String::from_utf8(plaintext.clone()).unwrap(), field("plaintext"));
+        assert_eq!(
+            String::from_utf8(plaintext.clone()).unwrap(),
+            field("plaintext")
+        );
 
         // The member opens the grant to the owner's keys of that epoch.
         let sealed: SealedBox = serde_json::from_value(v["sealed"].clone()).unwrap();
         let keys = open_grant(&member, &owner_id, &address, epoch, &sealed).unwrap();
-        assert_eq!(keys.public_key(), owner.address_public_key(address.as_str(), epoch));
-        assert_eq!(keys.sealing_key, owner.address_sealing_key(address.as_str(), epoch));
+        assert_eq!(
+            keys.public_key(),
+            owner.address_public_key(address.as_str(), epoch)
+        );
+        assert_eq!(
+            keys.sealing_key,
+            owner.address_sealing_key(address.as_str(), epoch)
+        );
 
         // With the same ephemeral secret and nonce, sealing gives the same bytes.
         let fixed = &v["fixed"];

@@ -149,7 +149,10 @@ async fn checkout_payment_and_the_payment_history() {
     let keys = new_keys();
     let token = anonymous.register(&keys).await.unwrap().token;
     let client = anonymous.with_token(token);
-    let empty = client.payments(&types::PageParams::default()).await.unwrap();
+    let empty = client
+        .payments(&types::PageParams::default())
+        .await
+        .unwrap();
     assert!(empty.payments.is_empty());
     assert_eq!(empty.next_cursor, None);
 
@@ -169,7 +172,9 @@ async fn checkout_payment_and_the_payment_history() {
     let page = types::PageParams::first(1);
     let newest = client.payments(&page).await.unwrap();
     assert_eq!(newest.payments, vec![second.payment.clone()]);
-    let next = page.next(newest.next_cursor.as_deref()).expect("a second page");
+    let next = page
+        .next(newest.next_cursor.as_deref())
+        .expect("a second page");
     let older = client.payments(&next).await.unwrap();
     assert_eq!(older.payments.len(), 1);
     assert_eq!(older.payments[0].id, first.payment.id);

@@ -393,10 +393,7 @@ async fn payment_history_lists_the_accounts_payments_newest_first_in_pages() {
     // Another account sees none of them; no token is 401.
     let (_, other_keys) = new_keys();
     let other = api.register(&other_keys).await;
-    assert_eq!(
-        payment_page(&api, &other, "").await,
-        (vec![], Value::Null)
-    );
+    assert_eq!(payment_page(&api, &other, "").await, (vec![], Value::Null));
     assert_eq!(
         api.get("/billing/payments", None).await.status,
         StatusCode::UNAUTHORIZED

@@ -11,9 +11,9 @@ use sealpost_wire as wire;
 use serde::Deserialize;
 
 use crate::auth::{Authenticated, SessionCaller};
-use crate::routes::activity::PageQuery;
 use crate::error::ApiError;
 use crate::json::Json;
+use crate::routes::activity::PageQuery;
 use crate::state::AppState;
 
 /// The payment providers this deployment takes: those with keys configured
