@@ -1,6 +1,8 @@
 use async_trait::async_trait;
 use sealpost_activity::Records;
-use sealpost_kernel::{AccountId, AddressId, DeviceId, PaymentId, PlanId, StoreError, Timestamp};
+use sealpost_kernel::{
+    AccountId, AddressId, DeviceId, PageRequest, PaymentId, PlanId, StoreError, Timestamp,
+};
 
 use crate::{Payment, PaymentStatus, ProviderId};
 
@@ -231,6 +233,13 @@ pub trait BillingRepository: Send + Sync {
         account: &AccountId,
         id: &PaymentId,
     ) -> Result<Option<Payment>, StoreError>;
+    /// The account's payments newest first (`(created_at, id)` descending),
+    /// after `page.after`, up to `page.fetch_limit()` rows.
+    async fn payments_page(
+        &self,
+        account: &AccountId,
+        page: &PageRequest,
+    ) -> Result<Vec<Payment>, StoreError>;
     async fn payment_by_reference(
         &self,
         provider: ProviderId,

@@ -2,7 +2,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use sealpost_activity::Records;
-use sealpost_kernel::{AccountId, AddressId, Clock, DeviceId, PaymentId, PlanId, StoreError};
+use sealpost_kernel::{
+    AccountId, AddressId, Clock, Cursor, DeviceId, Page, PageRequest, PaymentId, PlanId, StoreError,
+};
 use sealpost_plans::plan;
 use sealpost_subscriptions::{Subscriber, SubscriptionRepository};
 
@@ -187,6 +189,21 @@ impl Billing {
             .payment(account, id)
             .await?
             .ok_or(BillingError::NotFound)
+    }
+
+    /// The account's payments, newest first, one page (`GET
+    /// /billing/payments`): checkouts started here and renewals the card
+    /// provider charged, whatever their state.
+    pub async fn payments(
+        &self,
+        account: &AccountId,
+        request: &PageRequest,
+    ) -> Result<Page<Payment>, BillingError> {
+        let rows = self.repo.payments_page(account, request).await?;
+        Ok(Page::from_rows(rows, request, |payment| Cursor {
+            at: payment.created_at,
+            id: payment.id.to_string(),
+        }))
     }
 
     /// A sandbox payment by id, for the sandbox checkout page; not found

@@ -5,14 +5,15 @@ use reqwest::Method;
 use sealpost_kernel::{PaymentId, PlanId};
 pub use sealpost_wire::{
     AddressUsage, AllowedUsage, Checkout, CountUsage, GatedUsage, Money, Pause, Payment,
-    PaymentStatus, PlanLimits, PlanOffer, PlanRef, Provider, ProviderId, SentUsage, Subscription,
-    Usage, WindowUsage,
+    PaymentPage, PaymentStatus, PlanLimits, PlanOffer, PlanRef, Provider, ProviderId, SentUsage,
+    Subscription, Usage, WindowUsage,
 };
 use sealpost_wire::{
     BillingPortal, ChangePlanRequest, CheckoutRequest, PaymentReply, PlanList, ProviderList,
     SubscriptionReply,
 };
 
+use crate::types::PageParams;
 use crate::{Client, Result};
 
 impl Client {
@@ -68,6 +69,13 @@ impl Client {
             .json(self.authed(Method::POST, "/billing/portal"))
             .await?;
         Ok(portal.url)
+    }
+
+    /// `GET /billing/payments`: one page of the account's payments, newest
+    /// first (checkouts in any state and card renewals).
+    pub async fn payments(&self, page: &PageParams) -> Result<PaymentPage> {
+        let path = format!("/billing/payments{}", page.query());
+        self.json(self.authed(Method::GET, &path)).await
     }
 
     /// `GET /billing/payments/{id}`.

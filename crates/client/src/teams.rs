@@ -291,6 +291,142 @@ mod tests {
         );
     }
 
+    const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/team-grant.json");
+
+    /// Writes `tests/data/team-grant.json` (run with
+    /// `SEALPOST_WRITE_FIXTURES=1`): a grant and a pin sealed here, which
+    /// the TypeScript SDK opens and reseals byte for byte
+    /// (web/packages/sdk/test/teams.test.ts).
+    fn write_fixture() {
+        let owner = RecoveryPhrase::generate();
+        let member = RecoveryPhrase::generate();
+        let (owner_keys, member_keys) = (owner.keys(), member.keys());
+        let member_id = AccountId::from_trusted(member_keys.account_id());
+        let member_key = member_keys.auth_public_key();
+        let address = AddressId::parse("ibx_teamfixture01").unwrap();
+        let epoch = 1;
+        let grant = seal_grant(&owner_keys, &member_id, &member_key, &address, epoch);
+        let context = context::team_grant(
+            &owner_keys.account_id(),
+            member_id.as_str(),
+            address.as_str(),
+            epoch,
+        );
+        let plaintext = grant_plaintext(&owner_keys, &address, epoch);
+        let (ephemeral, nonce) = ([7u8; 32], [9u8; 12]);
+        let fixed = SealedBox::seal_with(ephemeral, nonce, &member_key, &context, &plaintext);
+        let fixture = serde_json::json!({
+            "about": "Written by sealpost-client's teams tests (SEALPOST_WRITE_FIXTURES=1); read by them and by web/packages/sdk/test/teams.test.ts.",
+            "ownerPhrase": owner.words().as_str(),
+            "memberPhrase": member.words().as_str(),
+            "ownerId": owner_keys.account_id(),
+            "memberId": member_id.as_str(),
+            "memberPublicKey": b64::encode(&member_key),
+            "inboxId": address.as_str(),
+            "epoch": epoch,
+            "context": context,
+            "plaintext": String::from_utf8(plaintext).unwrap(),
+            "sealed": grant,
+            "fixed": {
+                "ephemeralSecretHex": "07".repeat(32),
+                "nonceHex": "09".repeat(12),
+                "box": fixed,
+            },
+            "pin": seal_pin(&owner_keys, &member_key),
+            "joinCode": JoinCode::for_keys(&member_keys).to_string(),
+            "fingerprint": fingerprint(&member_key),
+        });
+        let text = serde_json::to_string_pretty(&fixture).unwrap() + "\n";
+        std::fs::create_dir_all(std::path::Path::new(FIXTURE).parent().unwrap()).unwrap();
+        std::fs::write(FIXTURE, text).unwrap();
+    }
+
+    /// The JSON a grant box holds.
+    fn grant_plaintext(owner: &AccountKeys, address: &AddressId, epoch: u32) -> Vec<u8> {
+        serde_json::to_vec(&GrantKeys {
+            address_key: b64::encode(&owner.address_secret(address.as_str(), epoch).to_bytes()),
+            sealing_key: b64::encode(&owner.address_sealing_key(address.as_str(), epoch)),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_shared_grant_fixture_opens_and_reseals() {
+        // Written on the first run (and again on request); checked on every run.
+        if std::env::var_os("SEALPOST_WRITE_FIXTURES").is_some()
+            || !std::path::Path::new(FIXTURE).exists()
+        {
+            write_fixture();
+        }
+        let text = std::fs::read_to_string(FIXTURE).expect("tests/data/team-grant.json");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let field = |name: &str| v[name].as_str().unwrap().to_owned();
+        let owner = RecoveryPhrase::parse(&field("ownerPhrase")).unwrap().keys();
+        let member = RecoveryPhrase::parse(&field("memberPhrase"))
+            .unwrap()
+            .keys();
+        let owner_id = AccountId::from_trusted(owner.account_id());
+        let member_id = AccountId::from_trusted(member.account_id());
+        assert_eq!(owner_id.as_str(), field("ownerId"));
+        assert_eq!(member_id.as_str(), field("memberId"));
+        let member_key = member.auth_public_key();
+        assert_eq!(b64::encode(&member_key), field("memberPublicKey"));
+        let address = AddressId::parse(&field("inboxId")).unwrap();
+        let epoch = u32::try_from(v["epoch"].as_u64().unwrap()).unwrap();
+        let context = context::team_grant(
+            owner_id.as_str(),
+            member_id.as_str(),
+            address.as_str(),
+            epoch,
+        );
+        assert_eq!(context, field("context"));
+        let plaintext = grant_plaintext(&owner, &address, epoch);
+        assert_eq!(
+            String::from_utf8(plaintext.clone()).unwrap(),
+            field("plaintext")
+        );
+
+        // The member opens the grant to the owner's keys of that epoch.
+        let sealed: SealedBox = serde_json::from_value(v["sealed"].clone()).unwrap();
+        let keys = open_grant(&member, &owner_id, &address, epoch, &sealed).unwrap();
+        assert_eq!(
+            keys.public_key(),
+            owner.address_public_key(address.as_str(), epoch)
+        );
+        assert_eq!(
+            keys.sealing_key,
+            owner.address_sealing_key(address.as_str(), epoch)
+        );
+
+        // With the same ephemeral secret and nonce, sealing gives the same bytes.
+        let fixed = &v["fixed"];
+        let hex = |name: &str| {
+            data_encoding::HEXLOWER
+                .decode(fixed[name].as_str().unwrap().as_bytes())
+                .unwrap()
+        };
+        let resealed = SealedBox::seal_with(
+            hex("ephemeralSecretHex").try_into().unwrap(),
+            hex("nonceHex").try_into().unwrap(),
+            &member_key,
+            &context,
+            &plaintext,
+        );
+        assert_eq!(serde_json::to_value(&resealed).unwrap(), fixed["box"]);
+
+        // The pin opens with the owner's vault key to the member's key.
+        let pin: SealedBox = serde_json::from_value(v["pin"].clone()).unwrap();
+        assert_eq!(
+            pin.open(&owner.vault_secret(), "").unwrap().as_slice(),
+            member_key.as_slice()
+        );
+
+        // The join code and its six words.
+        let code = JoinCode::parse(&field("joinCode")).unwrap();
+        assert_eq!(code, JoinCode::for_keys(&member));
+        assert_eq!(code.fingerprint(), field("fingerprint"));
+    }
+
     #[test]
     fn a_grant_opens_for_its_member_only() {
         let owner = RecoveryPhrase::generate().keys();

@@ -141,3 +141,58 @@ async fn unreachable_service_is_a_transport_error() {
     assert!(matches!(err, ClientError::Transport(_)), "{err:?}");
     assert_eq!(err.code(), "transport");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn checkout_payment_and_the_payment_history() {
+    let app = TestApp::spawn().await;
+    let anonymous = Client::new(&app.base_url).unwrap();
+    let keys = new_keys();
+    let token = anonymous.register(&keys).await.unwrap().token;
+    let client = anonymous.with_token(token);
+    let empty = client
+        .payments(&types::PageParams::default())
+        .await
+        .unwrap();
+    assert!(empty.payments.is_empty());
+    assert_eq!(empty.next_cursor, None);
+
+    let first = client.checkout(PlanId::Operator, "sandbox").await.unwrap();
+    // Paid on the sandbox's page, as a browser posts its form.
+    let paid = reqwest::Client::new()
+        .post(&first.url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("outcome=paid")
+        .send()
+        .await
+        .unwrap();
+    assert!(paid.status().is_success());
+    app.clock.advance(chrono::TimeDelta::minutes(1));
+    let second = client.checkout(PlanId::Scale, "sandbox").await.unwrap();
+
+    let page = types::PageParams::first(1);
+    let newest = client.payments(&page).await.unwrap();
+    assert_eq!(newest.payments, vec![second.payment.clone()]);
+    let next = page
+        .next(newest.next_cursor.as_deref())
+        .expect("a second page");
+    let older = client.payments(&next).await.unwrap();
+    assert_eq!(older.payments.len(), 1);
+    assert_eq!(older.payments[0].id, first.payment.id);
+    assert_eq!(older.payments[0].status.as_str(), "paid");
+    assert_eq!(older.next_cursor, None);
+    assert_eq!(
+        client.payment(&first.payment.id).await.unwrap(),
+        older.payments[0]
+    );
+    assert_api(
+        client
+            .payments(&types::PageParams {
+                limit: Some(0),
+                cursor: None,
+            })
+            .await,
+        400,
+        "invalid_field",
+    );
+    app.stop().await;
+}

@@ -133,6 +133,7 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(web::resource("/billing/providers").get(billing::providers))
         .service(web::resource("/billing/checkout").post(billing::checkout))
         .service(web::resource("/billing/portal").post(billing::portal))
+        .service(web::resource("/billing/payments").get(billing::list_payments))
         .service(web::resource("/billing/payments/{id}").get(billing::get_payment))
         .service(web::resource("/billing/notices/{provider}").post(billing::notice))
         .service(

@@ -44,6 +44,7 @@ use crate::routes::{
         billing::providers,
         billing::checkout,
         billing::portal,
+        billing::list_payments,
         billing::get_payment,
         billing::notice,
         devices::open_pairing,

@@ -14,7 +14,8 @@ use sealpost_billing::{
 };
 use sealpost_devices::WriteOutcome;
 use sealpost_kernel::{
-    AccountId, AddressId, DeviceId, MessageId, PaymentId, PlanId, StoreError, Timestamp,
+    AccountId, AddressId, DeviceId, MessageId, PageRequest, PaymentId, PlanId, StoreError,
+    Timestamp,
 };
 
 use crate::addresses::delete_address;
@@ -457,6 +458,30 @@ impl BillingRepository for PgStore {
             .optional()
             .map_err(db_error)?;
         row.map(into_payment).transpose()
+    }
+
+    async fn payments_page(
+        &self,
+        account: &AccountId,
+        page: &PageRequest,
+    ) -> Result<Vec<Payment>, StoreError> {
+        let mut conn = self.conn().await?;
+        let mut query = payments::table
+            .filter(payments::account_id.eq(account.as_str()))
+            .select(PAYMENT_COLUMNS)
+            .order((payments::created_at.desc(), payments::id.desc()))
+            .limit(page.fetch_limit())
+            .into_boxed();
+        if let Some(after) = &page.after {
+            let at = after.at.as_datetime();
+            query = query.filter(
+                payments::created_at.lt(at).or(payments::created_at
+                    .eq(at)
+                    .and(payments::id.lt(after.id.clone()))),
+            );
+        }
+        let rows: Vec<PaymentRow> = query.load(&mut conn).await.map_err(db_error)?;
+        rows.into_iter().map(into_payment).collect()
     }
 
     async fn payment_by_reference(

@@ -6,6 +6,7 @@
 //! | `GET /billing/providers` | | [`ProviderList`] |
 //! | `POST /billing/checkout` | [`CheckoutRequest`] | [`Checkout`] |
 //! | `POST /billing/portal` | | [`BillingPortal`] |
+//! | `GET /billing/payments` | | [`PaymentPage`] |
 //! | `GET /billing/payments/{id}` | | [`PaymentReply`] |
 //! | `POST /billing/notices/{provider}` | the provider's own | [`NoticeReceived`] |
 
@@ -107,6 +108,16 @@ pub struct Checkout {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PaymentReply {
     pub payment: Payment,
+}
+
+/// `GET /billing/payments`: the account's payments, newest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentPage {
+    pub payments: Vec<Payment>,
+    /// The cursor of the next page; null on the last.
+    pub next_cursor: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

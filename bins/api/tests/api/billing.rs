@@ -290,6 +290,117 @@ async fn checkout_refuses_what_it_cannot_sell_and_payments_are_the_owners_alone(
     api.app.stop().await;
 }
 
+/// The ids and states of one page of `GET /billing/payments`, and its cursor.
+async fn payment_page(api: &Api, owner: &SignedIn, query: &str) -> (Vec<(String, String)>, Value) {
+    let reply = api
+        .get(&format!("/billing/payments{query}"), Some(&owner.token))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let listed = reply.body["payments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|payment| {
+            (
+                payment["id"].as_str().unwrap().to_owned(),
+                payment["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (listed, reply.body["nextCursor"].clone())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn payment_history_lists_the_accounts_payments_newest_first_in_pages() {
+    let api = Api::spawn().await;
+    let (_, keys) = new_keys();
+    let owner = api.register(&keys).await;
+    assert_eq!(
+        payment_page(&api, &owner, "").await,
+        (vec![], Value::Null),
+        "no payment yet"
+    );
+
+    // Paid, then failed, then still pending, a minute apart.
+    let paid = buy(&api, &owner, "operator").await;
+    api.app.clock.advance(TimeDelta::minutes(1));
+    let failing = checkout(&api, &owner, "scale", "sandbox").await;
+    let failed = failing.body["payment"]["id"].as_str().unwrap().to_owned();
+    let (status, _) = sandbox_form(failing.body["url"].as_str().unwrap(), "failed").await;
+    assert_eq!(status, StatusCode::OK);
+    api.app.clock.advance(TimeDelta::minutes(1));
+    let started = checkout(&api, &owner, "scale", "sandbox").await;
+    let pending = started.body["payment"]["id"].as_str().unwrap().to_owned();
+
+    let (all, next) = payment_page(&api, &owner, "").await;
+    assert_eq!(
+        all,
+        vec![
+            (pending.clone(), "pending".to_owned()),
+            (failed.clone(), "failed".to_owned()),
+            (paid.clone(), "paid".to_owned()),
+        ]
+    );
+    assert!(next.is_null());
+
+    // Each entry is the payment object of `GET /billing/payments/:id`: no
+    // provider reference, nothing of the card.
+    let listed = api.get("/billing/payments", Some(&owner.token)).await;
+    let one = api
+        .get(&format!("/billing/payments/{pending}"), Some(&owner.token))
+        .await;
+    assert_eq!(listed.body["payments"][0], one.body["payment"]);
+    let mut fields: Vec<&str> = listed.body["payments"][0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        [
+            "amount",
+            "createdAt",
+            "currency",
+            "id",
+            "planId",
+            "provider",
+            "settledAt",
+            "status",
+            "url"
+        ]
+    );
+
+    // Pages of two: the cursor leads to the rest, the last page has none.
+    let (first, cursor) = payment_page(&api, &owner, "?limit=2").await;
+    assert_eq!(first.len(), 2);
+    assert_eq!(first[0].0, pending);
+    let cursor = cursor.as_str().expect("a next cursor").to_owned();
+    let (rest, end) = payment_page(&api, &owner, &format!("?limit=2&cursor={cursor}")).await;
+    assert_eq!(rest, vec![(paid.clone(), "paid".to_owned())]);
+    assert!(end.is_null());
+
+    // A limit out of range or a cursor not handed out: 400 naming the field.
+    for query in ["?limit=0", "?limit=201", "?limit=x", "?cursor=nonsense"] {
+        let refused = api
+            .get(&format!("/billing/payments{query}"), Some(&owner.token))
+            .await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{query}");
+        assert_eq!(refused.code(), "invalid_field", "{query}");
+    }
+
+    // Another account sees none of them; no token is 401.
+    let (_, other_keys) = new_keys();
+    let other = api.register(&other_keys).await;
+    assert_eq!(payment_page(&api, &other, "").await, (vec![], Value::Null));
+    assert_eq!(
+        api.get("/billing/payments", None).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    api.app.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lapse_pauses_holds_mail_and_paying_releases_it_in_order_with_events() {
     let mut api = Api::spawn().await;

@@ -3,16 +3,17 @@
 //! notices, and the sandbox checkout page.
 
 use actix_web::http::header::ContentType;
-use actix_web::web::{Bytes, Data, Form, Path};
+use actix_web::web::{Bytes, Data, Form, Path, Query};
 use actix_web::{HttpRequest, HttpResponse};
 use sealpost_billing::{NoticeOutcome, Payment, ProviderId, SandboxProvider, Settled};
-use sealpost_kernel::{PaymentId, PlanId};
+use sealpost_kernel::{PageLimits, PaymentId, PlanId};
 use sealpost_wire as wire;
 use serde::Deserialize;
 
 use crate::auth::{Authenticated, SessionCaller};
 use crate::error::ApiError;
 use crate::json::Json;
+use crate::routes::activity::PageQuery;
 use crate::state::AppState;
 
 /// The payment providers this deployment takes: those with keys configured
@@ -90,6 +91,25 @@ pub async fn portal(
 ) -> Result<HttpResponse, ApiError> {
     let url = state.billing.portal(&caller.account).await?;
     Ok(HttpResponse::Ok().json(wire::BillingPortal { url }))
+}
+
+/// The account's payments, newest first: checkouts started (whatever their
+/// state) and renewals the card provider charged. Ids, plans, amounts and
+/// states only: the card is the provider's and never here.
+#[utoipa::path(get, path = "/billing/payments", operation_id = "list_payments", tag = "billing", security(("bearer" = [])),
+    params(PageQuery),
+    responses((status = 200, body = wire::PaymentPage)))]
+pub async fn list_payments(
+    state: Data<AppState>,
+    caller: Authenticated,
+    query: Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let request = query.request(PageLimits::STANDARD)?;
+    let page = state.billing.payments(caller.account(), &request).await?;
+    Ok(HttpResponse::Ok().json(wire::PaymentPage {
+        payments: page.items.into_iter().map(payment_body).collect(),
+        next_cursor: page.next_cursor,
+    }))
 }
 
 /// One of the account's payments. The plan changes when it is paid.

@@ -23,6 +23,7 @@ import {
   type DeviceProfile,
 } from './profile.js';
 import { AccountKeys } from './keys.js';
+import { pinnedKey, sealGrant, sealPin, type JoinCode } from './teams.js';
 import {
   sealNewTicket,
   sealTicketMessage,
@@ -36,7 +37,17 @@ import {
 } from './support.js';
 import {
   accountRoutes,
+  addMemberBody,
   assignBody,
+  grantsBody,
+  toMembership,
+  toTeam,
+  toTeamMember,
+  type GrantAccess,
+  type GrantToSend,
+  type Membership,
+  type Team,
+  type TeamMember,
   claimBody,
   toPairingLookup,
   type ApiKey,
@@ -816,6 +827,12 @@ export class SealpostClient {
     return this.#json<Wire['Checkout']>('POST', accountRoutes.checkout, { body });
   }
 
+  /** `GET /billing/payments`: one page of the account's payments, newest first (checkouts in any state and card renewals). */
+  async listPayments(page: { limit?: number; cursor?: string } = {}): Promise<{ payments: Payment[]; nextCursor: string | null }> {
+    const reply = await this.#json<Wire['PaymentPage']>('GET', accountRoutes.payments(page));
+    return { payments: reply.payments, nextCursor: reply.nextCursor ?? null };
+  }
+
   /** `GET /billing/payments/:id`: one payment and its status. */
   async payment(id: string): Promise<Payment> {
     return (await this.#json<Wire['PaymentReply']>('GET', accountRoutes.payment(id))).payment;
@@ -888,6 +905,71 @@ export class SealpostClient {
   /** Revokes an API key: its token stops working at once. */
   async revokeApiKey(id: string): Promise<void> {
     await this.#send('DELETE', accountRoutes.apiKey(id));
+  }
+
+  // ---- Teams (session only; the owner's side from Fleet up, memberships on every plan) ----
+
+  /** `GET /team`: the members, oldest first, and the plan's limit (402 `plan_capability_required` below Fleet). */
+  async team(): Promise<Team> {
+    return toTeam(await this.#json<Wire['Team']>('GET', accountRoutes.team));
+  }
+
+  /**
+   * `POST /team/members`: adds the account of a join code (see
+   * `parseJoinCode`), its key pinned in the owner's vault. Show
+   * `teamKeyFingerprint(code.publicKey)` first: both people compare the six words.
+   */
+  async addTeamMember(code: JoinCode, keys: AccountKeys | undefined = this.keys): Promise<TeamMember> {
+    if (keys === undefined) throw new SealError("adding a member needs the account's keys");
+    const body = addMemberBody(code.accountId, code.publicKey, sealPin(keys, code.publicKey));
+    return toTeamMember((await this.#json<Wire['TeamMemberReply']>('POST', accountRoutes.teamMembers, { body })).member);
+  }
+
+  /** `DELETE /team/members/:memberId`: the member and everything shared with it. */
+  async removeTeamMember(memberId: string): Promise<void> {
+    await this.#send('DELETE', accountRoutes.teamMember(memberId));
+  }
+
+  /** `POST /team/members/:memberId/grants`: 1 to 500 grants already sealed, all or nothing. */
+  async grant(memberId: string, grants: GrantToSend[]): Promise<TeamMember> {
+    const body = grantsBody(grants);
+    return toTeamMember((await this.#json<Wire['TeamMemberReply']>('POST', accountRoutes.teamGrants(memberId), { body })).member);
+  }
+
+  /**
+   * Shares an address with a member at every key epoch up to the address's
+   * `keyEpoch`, sealed here to the member's key as the owner pinned it (a key
+   * the service shows differently is refused before anything is sent, as
+   * the CLI's `team grant` does).
+   */
+  async shareAddress(
+    member: TeamMember,
+    address: { id: string; keyEpoch: number },
+    access: GrantAccess,
+    keys: AccountKeys | undefined = this.keys,
+  ): Promise<TeamMember> {
+    if (keys === undefined) throw new SealError("sharing an address needs the account's keys");
+    const memberKey = pinnedKey(keys, member);
+    const grants: GrantToSend[] = [];
+    for (let epoch = 0; epoch <= address.keyEpoch; epoch++) {
+      grants.push({ addressId: address.id, epoch, access, sealed: sealGrant(keys, member.memberId, memberKey, address.id, epoch) });
+    }
+    return this.grant(member.memberId, grants);
+  }
+
+  /** `DELETE /team/members/:memberId/grants/:inboxId`: takes an address back from a member. */
+  async revokeGrant(memberId: string, addressId: string): Promise<void> {
+    await this.#send('DELETE', accountRoutes.teamGrant(memberId, addressId));
+  }
+
+  /** `GET /memberships`: the teams this account is in, with what each owner shared (any plan). */
+  async memberships(): Promise<Membership[]> {
+    return (await this.#json<Wire['MembershipList']>('GET', accountRoutes.memberships)).memberships.map(toMembership);
+  }
+
+  /** `DELETE /memberships/:ownerId`: leaves a team (its grants are dropped). */
+  async leaveTeam(ownerId: string): Promise<void> {
+    await this.#send('DELETE', accountRoutes.membership(ownerId));
   }
 
   /** `GET /domains/custom`: the account's own domains with their setup step. */

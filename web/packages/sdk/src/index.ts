@@ -23,6 +23,7 @@ export * from './client.js';
 export * from './events.js';
 export * from './profile.js';
 export * from './support.js';
+export * from './teams.js';
 export type {
   Account,
   Address,
@@ -50,6 +51,13 @@ export type {
   OwnDomain,
   Checkout,
   Delivery,
+  GrantAccess,
+  GrantToSend,
+  Membership,
+  SharedAddress,
+  Team,
+  TeamGrant,
+  TeamMember,
   DeliveryStatus,
   PairingLookup,
   Payment,

@@ -339,4 +339,109 @@ export const accountRoutes = {
   webhookDeliveries: (id: string, page: { limit?: number; cursor?: string; status?: DeliveryStatus }) =>
     `/webhook-endpoints/${seg(id)}/deliveries${query({ limit: page.limit, cursor: page.cursor, status: page.status })}`,
   webhookRedeliver: (id: string, deliveryId: string) => `/webhook-endpoints/${seg(id)}/deliveries/${seg(deliveryId)}/redeliver`,
+  payments: (page: { limit?: number; cursor?: string }) => `/billing/payments${query({ limit: page.limit, cursor: page.cursor })}`,
+  team: '/team',
+  teamMembers: '/team/members',
+  teamMember: (memberId: string) => `/team/members/${seg(memberId)}`,
+  teamGrants: (memberId: string) => `/team/members/${seg(memberId)}/grants`,
+  teamGrant: (memberId: string, addressId: string) => `/team/members/${seg(memberId)}/grants/${seg(addressId)}`,
+  memberships: '/memberships',
+  membership: (ownerId: string) => `/memberships/${seg(ownerId)}`,
 } as const;
+
+// ---- Teams ------------------------------------------------------------------
+
+/** `read`: list and read its mail; `send`: also send, move, star and delete. */
+export type GrantAccess = Wire['GrantAccessName'];
+
+/** One address at one key epoch held by a member, as the owner sees it. */
+export interface TeamGrant {
+  /** Wire: `inboxId`. */
+  addressId: string;
+  epoch: number;
+  access: GrantAccess;
+}
+
+/** A member of the caller's team. */
+export interface TeamMember {
+  memberId: string;
+  /** The member's sign-in key (base64url): grants are sealed to it. */
+  publicKey: string;
+  /** That key sealed to the owner's vault key when it was added (see `pinnedKey`). */
+  pin: SealedBox;
+  joinedAt: string;
+  grants: TeamGrant[];
+}
+
+export interface Team {
+  members: TeamMember[];
+  /** The plan's team-member limit (Fleet 25, Enterprise 100). */
+  limit: number;
+}
+
+/** An address an owner shared with the caller, with the grants sealed to the caller by epoch. */
+export interface SharedAddress {
+  /** Wire: `inboxId`. */
+  addressId: string;
+  email: string;
+  keyEpoch: number;
+  access: GrantAccess;
+  grants: Array<{ epoch: number; sealed: SealedBox }>;
+}
+
+/** A team the caller is in. */
+export interface Membership {
+  ownerId: string;
+  joinedAt: string;
+  /** False while the owner's plan has no teams: nothing shared is reachable then. */
+  active: boolean;
+  addresses: SharedAddress[];
+}
+
+/** One grant to send: the keys of `addressId` at `epoch`, sealed to the member. */
+export interface GrantToSend {
+  addressId: string;
+  epoch: number;
+  access: GrantAccess;
+  sealed: SealedBox;
+}
+
+const access = (text: string): GrantAccess => (text === 'send' ? 'send' : 'read');
+
+export const toTeamMember = (w: Wire['TeamMember']): TeamMember => ({
+  memberId: w.memberId,
+  publicKey: w.publicKey,
+  pin: w.pin as unknown as SealedBox,
+  joinedAt: w.joinedAt,
+  grants: w.grants.map((g) => ({ addressId: g.inboxId, epoch: g.epoch, access: access(g.access) })),
+});
+
+export const toTeam = (w: Wire['Team']): Team => ({ members: w.members.map(toTeamMember), limit: w.limit });
+
+export const toMembership = (w: Wire['Membership']): Membership => ({
+  ownerId: w.ownerId,
+  joinedAt: w.joinedAt,
+  active: w.active,
+  addresses: w.addresses.map((a) => ({
+    addressId: a.inboxId,
+    email: a.emailAddress,
+    keyEpoch: a.keyEpoch,
+    access: access(a.access),
+    grants: a.grants.map((g) => ({ epoch: g.epoch, sealed: g.sealed as unknown as SealedBox })),
+  })),
+});
+
+export const addMemberBody = (memberId: string, publicKey: Uint8Array, pin: SealedBox): Wire['AddMemberRequest'] => ({
+  memberId,
+  publicKey: b64encode(publicKey),
+  pin: pin as unknown as Wire['SealedBoxJson'],
+});
+
+export const grantsBody = (grants: GrantToSend[]): Wire['GrantsRequest'] => ({
+  grants: grants.map((g) => ({
+    inboxId: g.addressId,
+    epoch: g.epoch,
+    access: g.access,
+    sealed: g.sealed as unknown as Wire['SealedBoxJson'],
+  })),
+});

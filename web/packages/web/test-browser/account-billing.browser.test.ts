@@ -1,7 +1,8 @@
 // The plan and billing area against a running stack: usage bars of the Free
 // plan, the plans side by side, an upgrade paid in the stack's sandbox
 // checkout (the API's own page, a form POST with outcome=paid), and the page
-// following the payment until the plan and its limits change.
+// following the payment until the plan and its limits change; then the
+// payment history as the service lists it, and `renewing`.
 //
 // Needs SEALPOST_API_URL, SEALPOST_SMTP_ADDR and the CLI (the account is made
 // with `sealpost init`); skipped without them, except under CI=true.
@@ -67,6 +68,25 @@ test('plan and billing area: usage bars, plans, a sandbox checkout paid, the lim
       assert.match((await page.getByRole('status').first().textContent()) ?? '', /paid: the plan changed/);
       problems.push(...(await accessibilityProblems(page, 'plan and billing after checkout')));
       await shoot(page, 'acct-04-billing-paid');
+    });
+
+    await t.test('the payment history, read from the service, and whether the plan renews by itself', async () => {
+      // Away and back: the area reads the history again (GET /billing/payments).
+      await page.getByTestId('nav-mail').click();
+      await page.getByTestId('nav-billing').click();
+      await page.getByTestId('current-plan').filter({ hasText: 'Operator' }).waitFor({ timeout: 15_000 });
+      const rows = page.locator('table.payments tbody tr');
+      await rows.first().waitFor({ timeout: 15_000 });
+      assert.equal(await rows.count(), 1);
+      const row = (await rows.first().textContent()) ?? '';
+      assert.match(row, /pay_/);
+      assert.match(row, /Operator/);
+      assert.match(row, /sandbox \(test\)/);
+      assert.match((await rows.first().getByTestId('payment-status').textContent()) ?? '', /paid/);
+      // A sandbox payment buys one period: it does not renew by itself (`renewing: false`).
+      assert.match((await page.getByTestId('renewing').textContent()) ?? '', /does not renew by itself/);
+      problems.push(...(await accessibilityProblems(page, 'payment history')));
+      await shoot(page, 'acct-13-billing-history');
     });
 
     await t.test('no serious or critical accessibility violation on the billing screens', () => {

@@ -243,6 +243,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/billing/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's payments, newest first: checkouts started (whatever their
+         *     state) and renewals the card provider charged. Ids, plans, amounts and
+         *     states only: the card is the provider's and never here.
+         */
+        get: operations["list_payments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/billing/payments/{id}": {
         parameters: {
             query?: never;
@@ -2360,6 +2381,12 @@ export interface components {
             url: string;
         };
         PaymentId: string;
+        /** @description `GET /billing/payments`: the account's payments, newest first. */
+        PaymentPage: {
+            /** @description The cursor of the next page; null on the last. */
+            nextCursor?: string | null;
+            payments: components["schemas"]["Payment"][];
+        };
         PaymentReply: {
             payment: components["schemas"]["Payment"];
         };
@@ -3575,6 +3602,33 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+        };
+    };
+    list_payments: {
+        parameters: {
+            query?: {
+                /** @description Page size; default and maximum depend on the list (`docs/api.md`). */
+                limit?: number;
+                /** @description `nextCursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentPage"];
+                };
+            };
+            400: components["responses"]["BadQuery"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
         };
     };
     get_payment: {

@@ -1,7 +1,8 @@
 // The plan and billing area: usage against the plan's limits as bars, the
 // subscription (balance, renewal, a scheduled change, what a pause holds and
 // until when), the plans side by side, checkout with a provider the service
-// takes, and the payments started here with their status.
+// takes, and the payment history (newest first, a page at a time), pending
+// payments followed until they settle.
 import type { Payment, Plan, PlanId, Provider, Subscription, Usage } from '@sealpost/sdk';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 
@@ -12,6 +13,9 @@ import { Feedback } from './shared';
 const money = (cents: number, currency: string): string => `${(cents / 100).toFixed(2)} ${currency.toUpperCase()}`;
 const day = (at: string): string => new Date(at).toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
 const count = (n: number): string => n.toLocaleString('en-US');
+/** Payments read a page at a time. */
+const PAYMENTS_PAGE = 20;
+const PROVIDER_WORDS: Record<string, string> = { stripe: 'card', btcpay: 'crypto', sandbox: 'sandbox (test)' };
 
 /** One used-of-limit line: a bar when there is a number to fill, else words. */
 function Bar({ label, used, limit, note }: { label: string; used: number; limit: number | null | undefined; note?: string }) {
@@ -59,8 +63,6 @@ function UsageBars({ usage }: { usage: Usage }) {
 
 function SubscriptionPanel({ sub, plans }: { sub: Subscription; plans: Plan[] }) {
   const planName = (id: PlanId | null | undefined) => plans.find((p) => p.id === id)?.name ?? id ?? '';
-  // `renewing` is shown only when the service answers it (store renewal).
-  const renewing = (sub as unknown as Record<string, unknown>)['renewing'];
   const pause = sub.pause ?? null;
   return (
     <section aria-labelledby="sub-title">
@@ -76,10 +78,12 @@ function SubscriptionPanel({ sub, plans }: { sub: Subscription; plans: Plan[] })
             <dd>{day(sub.renewsAt)}</dd>
           </>
         )}
-        {typeof renewing === 'boolean' && (
+        {sub.planId !== 'free' && (
           <>
             <dt>Renewal</dt>
-            <dd data-testid="renewing">{renewing ? 'renews automatically' : 'will not renew'}</dd>
+            <dd data-testid="renewing">
+              {sub.renewing ? 'renews automatically by card' : sub.planId === 'enterprise' ? 'by contract' : 'does not renew by itself: pay again before the date above'}
+            </dd>
           </>
         )}
         {sub.pendingPlanId != null && (
@@ -135,6 +139,10 @@ export function Billing({ session }: { session: Unlocked }) {
   const [providers, setProviders] = useState<Provider[]>([]);
   const [provider, setProvider] = useState('');
   const [payments, setPayments] = useState<Payment[]>([]);
+  const [paymentsCursor, setPaymentsCursor] = useState<string | null>(null);
+  const [paymentsLoaded, setPaymentsLoaded] = useState(false);
+  /** The payments started in this page: followed until they settle (older pending ones are not). */
+  const [started, setStarted] = useState<string[]>([]);
   const [checkoutUrl, setCheckoutUrl] = useState<string | null>(null);
   const [error, setError] = useState('');
   const [notice, setNotice] = useState('');
@@ -142,13 +150,28 @@ export function Billing({ session }: { session: Unlocked }) {
 
   const refresh = useCallback(async () => {
     try {
-      const [u, s] = await Promise.all([client.usage(), client.subscription()]);
+      const [u, s, history] = await Promise.all([client.usage(), client.subscription(), client.listPayments({ limit: PAYMENTS_PAGE })]);
       setUsage(u);
       setSub(s);
+      // The newest page again (older pages are read again with the button).
+      setPayments(history.payments);
+      setPaymentsCursor(history.nextCursor);
+      setPaymentsLoaded(true);
     } catch (e) {
       setError(describe(e));
     }
   }, [client]);
+
+  const morePayments = async () => {
+    if (paymentsCursor === null) return;
+    try {
+      const next = await client.listPayments({ limit: PAYMENTS_PAGE, cursor: paymentsCursor });
+      setPayments((prev) => [...prev, ...next.payments.filter((p) => !prev.some((x) => x.id === p.id))]);
+      setPaymentsCursor(next.nextCursor);
+    } catch (e) {
+      setError(describe(e));
+    }
+  };
 
   useEffect(() => {
     void refresh();
@@ -162,8 +185,8 @@ export function Billing({ session }: { session: Unlocked }) {
     );
   }, [client, refresh]);
 
-  // Pending payments are checked every 3 seconds until they settle; a paid one changes the plan.
-  const pending = payments.filter((p) => p.status === 'pending').map((p) => p.id);
+  // Payments started here are checked every 3 seconds until they settle; a paid one changes the plan.
+  const pending = payments.filter((p) => p.status === 'pending' && started.includes(p.id)).map((p) => p.id);
   const pendingKey = pending.join(',');
   useEffect(() => {
     if (pendingKey === '') return undefined;
@@ -198,6 +221,7 @@ export function Billing({ session }: { session: Unlocked }) {
         const sold = plan.id as 'operator' | 'scale' | 'fleet';
         const checkout = await client.checkout(sold, provider as Provider['id']);
         setPayments((prev) => [checkout.payment, ...prev]);
+        setStarted((prev) => [...prev, checkout.payment.id]);
         setCheckoutUrl(checkout.url);
         window.open(checkout.url, '_blank', 'noopener,noreferrer');
       } else {
@@ -304,10 +328,13 @@ export function Billing({ session }: { session: Unlocked }) {
       )}
 
       <section aria-labelledby="payments-title">
-        <h2 id="payments-title">Payments</h2>
-        <p class="muted small">Payments started in this page since it was opened (the service lists no payment history yet).</p>
-        {payments.length === 0 ? (
-          <p class="muted">None.</p>
+        <h2 id="payments-title">Payment history</h2>
+        <p class="muted small">
+          Every checkout started, newest first, and the renewals charged by card. The card itself stays with the payment provider: this service never holds
+          it.
+        </p>
+        {!paymentsLoaded ? null : payments.length === 0 ? (
+          <p class="muted">No payments yet.</p>
         ) : (
           <table class="payments">
             <thead>
@@ -316,6 +343,7 @@ export function Billing({ session }: { session: Unlocked }) {
                 <th scope="col">Plan</th>
                 <th scope="col">Amount</th>
                 <th scope="col">Started</th>
+                <th scope="col">Paid with</th>
                 <th scope="col">Status</th>
               </tr>
             </thead>
@@ -328,11 +356,20 @@ export function Billing({ session }: { session: Unlocked }) {
                   <td>{plans.find((x) => x.id === p.planId)?.name ?? p.planId}</td>
                   <td>{money(p.amount, p.currency)}</td>
                   <td>{new Date(p.createdAt).toLocaleString()}</td>
-                  <td class={`pay-${p.status}`}>{p.status}</td>
+                  <td>{PROVIDER_WORDS[p.provider] ?? p.provider}</td>
+                  <td class={`pay-${p.status}`} data-testid="payment-status">
+                    {p.status}
+                    {p.settledAt != null && <span class="muted small"> {day(p.settledAt)}</span>}
+                  </td>
                 </tr>
               ))}
             </tbody>
           </table>
+        )}
+        {paymentsCursor !== null && (
+          <button type="button" class="small" onClick={() => void morePayments()}>
+            Show older payments
+          </button>
         )}
       </section>
     </main>

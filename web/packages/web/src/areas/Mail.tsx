@@ -4,7 +4,9 @@ import {
   ApiError,
   openLabel,
   sealLabel,
+  sharedSecrets,
   type Address,
+  type Membership,
   type Domain,
   type FolderCounts,
   type Message,
@@ -29,6 +31,8 @@ interface Counts {
 export function Mailbox({ session }: { session: Unlocked }) {
   const { client, keys } = session;
   const [addresses, setAddresses] = useState<Address[]>([]);
+  /** The teams this account is in: their addresses are listed as shared, their grants open the mail. */
+  const [memberships, setMemberships] = useState<Membership[]>([]);
   const [counts, setCounts] = useState<Record<string, Counts>>({});
   const [domains, setDomains] = useState<Domain[]>([]);
   const [usage, setUsage] = useState<Usage | null>(null);
@@ -46,14 +50,15 @@ export function Mailbox({ session }: { session: Unlocked }) {
   const readerRef = useRef<HTMLElement>(null);
 
   const refreshCounts = useCallback(
-    async (list: Address[]) => {
+    async (list: Array<{ id: string }>) => {
       const entries = await Promise.all(
         list.map(async (a) => {
           const f = await client.folderCounts(a.id);
           return [a.id, { total: f.inbox.total, unread: f.inbox.unread }] as const;
         }),
       );
-      setCounts(Object.fromEntries(entries));
+      // Merged: a refresh of the own addresses keeps the shared ones' counts.
+      setCounts((prev) => ({ ...prev, ...Object.fromEntries(entries) }));
     },
     [client],
   );
@@ -65,10 +70,11 @@ export function Mailbox({ session }: { session: Unlocked }) {
 
   const refresh = useCallback(async () => {
     try {
-      const list = await client.listAddresses();
+      const [list, teams] = await Promise.all([client.listAddresses(), client.memberships()]);
       setAddresses(list);
+      setMemberships(teams);
       setUsage(await client.usage());
-      await refreshCounts(list);
+      await refreshCounts([...list, ...sharedOf(teams)]);
     } catch (e) {
       setError(describe(e));
     }
@@ -134,7 +140,9 @@ export function Mailbox({ session }: { session: Unlocked }) {
     if (openId !== null && messages.length > 0 && !messages.some((m) => m.id === openId)) setOpenId(null);
   }, [messages]);
 
-  const secrets = useMemo(() => accountSecrets(keys), [keys]);
+  // The account's own keys, and for shared addresses the keys their owners granted.
+  const secrets = useMemo(() => sharedSecrets(keys, memberships, accountSecrets(keys)), [keys, memberships]);
+  const shared = useMemo(() => sharedOf(memberships), [memberships]);
   const opened = useOpened(messages, secrets, LIST_FETCHED);
 
   const label = (a: Address): string => {
@@ -169,7 +177,7 @@ export function Mailbox({ session }: { session: Unlocked }) {
     return messages.filter((m) => hits.has(m.id));
   }, [messages, opened, search]);
 
-  const emailOf = (id: string): string | null => addresses.find((a) => a.id === id)?.email ?? null;
+  const emailOf = (id: string): string | null => addresses.find((a) => a.id === id)?.email ?? shared.find((a) => a.id === id)?.email ?? null;
 
   const openMail = (m: Message) => {
     setOpenId(m.id);
@@ -232,6 +240,24 @@ export function Mailbox({ session }: { session: Unlocked }) {
             </li>
           ))}
         </ul>
+        {shared.length > 0 && (
+          <>
+            <h3 class="small">Shared with you</h3>
+            <ul data-testid="shared-addresses">
+              {shared.map((a) => (
+                <li key={a.id} class={a.id === selected ? 'selected' : ''}>
+                  <button type="button" class="link" aria-pressed={a.id === selected} onClick={() => setSelected(a.id)}>
+                    <span class="email">{a.email}</span>
+                    <span class="label">{a.access === 'send' ? 'shared: read and send' : 'shared: read'}</span>
+                    <span class="count">
+                      {counts[a.id]?.unread ?? 0} unread / {counts[a.id]?.total ?? 0}
+                    </span>
+                  </button>
+                </li>
+              ))}
+            </ul>
+          </>
+        )}
         <NewAddressForm
           domains={domains}
           onCreate={(fields) =>
@@ -311,7 +337,7 @@ export function Mailbox({ session }: { session: Unlocked }) {
             </button>
           </p>
         )}
-        {addresses.length === 0 ? (
+        {addresses.length === 0 && shared.length === 0 ? (
           <p class="muted">Create an address to receive and send mail.</p>
         ) : messages.length === 0 ? (
           <p class="muted">{folder === 'inbox' ? 'No mail yet. New mail shows up here as it arrives.' : `Nothing in ${FOLDER_TITLES[folder]}.`}</p>
@@ -596,4 +622,9 @@ function Compose({
       </div>
     </form>
   );
+}
+
+/** The addresses shared with this account by active teams. */
+function sharedOf(memberships: Membership[]): Array<{ id: string; email: string; access: 'read' | 'send' }> {
+  return memberships.filter((m) => m.active).flatMap((m) => m.addresses.map((a) => ({ id: a.addressId, email: a.email, access: a.access })));
 }

@@ -12,6 +12,7 @@ import { Domains } from './Domains';
 import { Mailbox } from './Mail';
 import { Settings } from './Settings';
 import { Support } from './Support';
+import { Teams } from './Teams';
 import { Webhooks } from './Webhooks';
 
 export interface Area {
@@ -27,6 +28,7 @@ export const AREAS: Area[] = [
   { id: 'devices', title: 'Devices', View: Devices },
   { id: 'domains', title: 'Own domains', View: Domains },
   { id: 'billing', title: 'Plan and billing', View: Billing },
+  { id: 'teams', title: 'Teams', View: Teams },
   { id: 'webhooks', title: 'Webhooks', View: Webhooks },
   { id: 'api-keys', title: 'API keys', View: ApiKeys },
   { id: 'activity', title: 'Activity', View: Activity },
