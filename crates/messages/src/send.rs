@@ -25,7 +25,7 @@ use crate::content::{MessageContent, display_name};
 use crate::folders::Folder;
 use crate::store::{Message, Reader};
 
-/// Recipients of one message (`to`).
+/// Recipients of one message (`to` and `cc` together).
 pub const MAX_RECIPIENTS: usize = 50;
 /// Characters of the subject (RFC 5322's line limit, before encoding).
 pub const MAX_SUBJECT_CHARS: usize = 998;
@@ -49,6 +49,8 @@ pub struct SendRequest {
     pub from_name: Option<String>,
     /// Each an address or `Name <address>`.
     pub to: Vec<String>,
+    /// Copies, as `to`; at most [`MAX_RECIPIENTS`] with `to`.
+    pub cc: Vec<String>,
     pub subject: String,
     pub text: String,
     pub html: Option<String>,
@@ -86,6 +88,8 @@ impl MailAddress {
 pub struct OutgoingMail {
     pub from: MailAddress,
     pub to: Vec<MailAddress>,
+    /// Never also in `to`.
+    pub cc: Vec<MailAddress>,
     pub subject: String,
     pub text: String,
     pub html: Option<String>,
@@ -302,6 +306,36 @@ struct Checked {
     from: String,
     from_name: Option<String>,
     to: Vec<MailAddress>,
+    cc: Vec<MailAddress>,
+}
+
+impl Checked {
+    /// Recipients the relay is given: each counts as one send.
+    fn recipients(&self) -> u64 {
+        (self.to.len() + self.cc.len()) as u64
+    }
+}
+
+/// Parses `texts` (the request's `field`) into `into`, skipping an address
+/// already there: the same address twice, in `to` or `cc`, is sent (and
+/// counted) once, where it first stands.
+fn add_recipients(
+    field: &str,
+    texts: &[String],
+    seen: &[MailAddress],
+    into: &mut Vec<MailAddress>,
+) -> Result<(), SendError> {
+    for (index, text) in texts.iter().enumerate() {
+        let recipient = parse_recipient(&format!("{field}[{index}]"), text)?;
+        let known = |list: &[MailAddress]| {
+            list.iter()
+                .any(|other| other.address.eq_ignore_ascii_case(&recipient.address))
+        };
+        if !known(seen) && !known(into) {
+            into.push(recipient);
+        }
+    }
+    Ok(())
 }
 
 fn check(request: &SendRequest) -> Result<Checked, SendError> {
@@ -322,17 +356,16 @@ fn check(request: &SendRequest) -> Result<Checked, SendError> {
             format!("at most {MAX_RECIPIENTS} recipients"),
         ));
     }
-    let mut to: Vec<MailAddress> = Vec::with_capacity(request.to.len());
-    for (index, text) in request.to.iter().enumerate() {
-        let recipient = parse_recipient(&format!("to[{index}]"), text)?;
-        // The same address twice is sent (and counted) once.
-        if !to
-            .iter()
-            .any(|seen| seen.address.eq_ignore_ascii_case(&recipient.address))
-        {
-            to.push(recipient);
-        }
+    if request.to.len() + request.cc.len() > MAX_RECIPIENTS {
+        return Err(invalid(
+            "cc",
+            format!("at most {MAX_RECIPIENTS} recipients in to and cc together"),
+        ));
     }
+    let mut to: Vec<MailAddress> = Vec::with_capacity(request.to.len());
+    add_recipients("to", &request.to, &[], &mut to)?;
+    let mut cc: Vec<MailAddress> = Vec::with_capacity(request.cc.len());
+    add_recipients("cc", &request.cc, &to, &mut cc)?;
     check_header_text("subject", &request.subject, MAX_SUBJECT_CHARS)?;
     if request.text.len() > MAX_BODY_BYTES {
         return Err(invalid("text", format!("at most {MAX_BODY_BYTES} bytes")));
@@ -348,6 +381,7 @@ fn check(request: &SendRequest) -> Result<Checked, SendError> {
         from,
         from_name,
         to,
+        cc,
     })
 }
 
@@ -449,7 +483,7 @@ impl Outbox {
         let windows = SendWindows::at(now);
         let limits = plan(sender.plan);
         let day = limits.day_send_limit(sender.account_created_at, now, self.first_day_sends);
-        let count = checked.to.len() as u64;
+        let count = checked.recipients();
         match self
             .repo
             .reserve_sends(
@@ -490,6 +524,7 @@ impl Outbox {
             message_id_header: format!("<{token}@{}>", from.domain()),
             from,
             to: checked.to,
+            cc: checked.cc,
             subject: request.subject.clone(),
             text: request.text.clone(),
             html: request.html.clone(),
@@ -552,7 +587,7 @@ fn sent_copy(
     let content = MessageContent {
         from: Some(mail.from.render()),
         to: mail.to.iter().map(MailAddress::render).collect(),
-        cc: Vec::new(),
+        cc: mail.cc.iter().map(MailAddress::render).collect(),
         reply_to: None,
         subject: Some(mail.subject.clone()),
         date: Some(

@@ -10,8 +10,8 @@
 //!
 //! Signing is mail-auth's DKIM signer on *ring*, over the bytes lettre
 //! formatted, so every header is there to sign ([`SIGNED_HEADERS`]:
-//! `Content-Type` too, and `From`, `To` and `Subject` once more than they
-//! occur, so a second one added later breaks the signature); the
+//! `Content-Type` too, and `From`, `To`, `Cc` and `Subject` once more than
+//! they occur, so a second one added later breaks the signature); the
 //! `DKIM-Signature` header is put in front and those bytes are submitted.
 //! The `rsa` crate only makes own domains' key pairs ([`RsaDkimKeyMaker`]).
 //!
@@ -42,13 +42,14 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use sealpost_messages::send::{MailAddress, MailRelay, OutgoingMail, RelayError, Submitted};
 
-/// The headers a DKIM signature covers (`h=`), in this order. `From`, `To`
-/// and `Subject` are listed twice: a message has one of each, and the
-/// second entry signs the absence of another (RFC 6376, 5.4.2), so a
-/// `Subject:` added after signing fails verification.
-pub const SIGNED_HEADERS: [&str; 10] = [
+/// The headers a DKIM signature covers (`h=`), in this order. `From`, `To`,
+/// `Cc` and `Subject` are listed twice: a message has at most one of each,
+/// and the second entry signs the absence of another (RFC 6376, 5.4.2), so
+/// a `Subject:` or `Cc:` added after signing fails verification.
+pub const SIGNED_HEADERS: [&str; 12] = [
     "From",
     "To",
+    "Cc",
     "Subject",
     "Date",
     "Message-ID",
@@ -56,6 +57,7 @@ pub const SIGNED_HEADERS: [&str; 10] = [
     "Content-Type",
     "From",
     "To",
+    "Cc",
     "Subject",
 ];
 
@@ -203,6 +205,10 @@ fn build(mail: &OutgoingMail) -> Result<Message, RelayError> {
     for to in &mail.to {
         builder = builder.to(mailbox(to)?);
     }
+    // lettre's envelope takes its recipients from To and Cc alike.
+    for cc in &mail.cc {
+        builder = builder.cc(mailbox(cc)?);
+    }
     let built = match &mail.html {
         Some(html) => builder.multipart(MultiPart::alternative_plain_html(
             mail.text.clone(),
@@ -320,6 +326,10 @@ mod tests {
                 name: None,
                 address: "bob@example.com".into(),
             }],
+            cc: vec![MailAddress {
+                name: Some("Carol".into()),
+                address: "carol@example.org".into(),
+            }],
             subject: "Grüße, code 123456".into(),
             text: "code 123456".into(),
             html: html.map(str::to_owned),
@@ -348,6 +358,13 @@ mod tests {
             "{plain}"
         );
         assert!(!plain.contains("Zoë"), "no raw UTF-8 in headers: {plain}");
+        assert!(
+            plain.contains("Cc: Carol <carol@example.org>\r\n"),
+            "{plain}"
+        );
+        let envelope = build(&mail(None)).unwrap().envelope().clone();
+        let recipients: Vec<String> = envelope.to().iter().map(ToString::to_string).collect();
+        assert_eq!(recipients, ["bob@example.com", "carol@example.org"]);
 
         let both =
             String::from_utf8(build(&mail(Some("<p>code</p>"))).unwrap().formatted()).unwrap();
@@ -467,6 +484,8 @@ mod dkim_tests {
                     name: Some("Bob".into()),
                     address: "bob@example.com".into(),
                 }],
+                // No Cc: its entries in h= sign that there is none.
+                cc: Vec::new(),
                 subject: "Grüße, code 123456".into(),
                 text: "code 123456\n.leading dot".into(),
                 html: html.map(str::to_owned),
@@ -520,6 +539,10 @@ mod dkim_tests {
                     name: None,
                     address: "bob@example.com".into(),
                 }],
+                cc: vec![MailAddress {
+                    name: None,
+                    address: "carol@example.org".into(),
+                }],
                 subject: "Your code".into(),
                 text: "code 123456".into(),
                 html: html.map(str::to_owned),
@@ -533,7 +556,7 @@ mod dkim_tests {
             let signed = signed_headers(&text);
             let count = |name: &str| signed.iter().filter(|signed| *signed == name).count();
             assert_eq!(count("content-type"), 1, "h={signed:?}");
-            for name in ["from", "to", "subject"] {
+            for name in ["from", "to", "cc", "subject"] {
                 // Once for the header, once more for the one not there.
                 assert_eq!(count(name), 2, "{name} over-signed: h={signed:?}");
             }

@@ -18,6 +18,11 @@ pub struct SendMailRequest {
     /// address twice is sent once.
     #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 50))]
     pub to: Vec<String>,
+    /// Copies, each as in `to`; with `to` at most 50 recipients. An address
+    /// already in `to`, or twice here, is copied once. Absent: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(max_items = 49))]
+    pub cc: Vec<String>,
     /// Up to 998 characters, no control characters.
     pub subject: String,
     /// The plain-text body, up to 512 KiB.

@@ -270,6 +270,71 @@ async fn sent_mail_reaches_the_relay_dkim_signed_and_is_kept_sealed_in_sent() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn copies_reach_the_relay_in_cc_count_as_sends_and_stay_in_the_sent_copy() {
+    let s = sending(Behaviour::Accept).await;
+    let reply = s
+        .send(json!({
+            "from": s.address,
+            "to": ["bob@example.com"],
+            "cc": ["Dave Example <dave@example.net>", "BOB@example.com", "dave@EXAMPLE.net"],
+            "subject": "Copies",
+            "text": "hello",
+        }))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let message_id = reply.body["messageId"].as_str().unwrap().to_owned();
+
+    // One message, its envelope to both; Dave in Cc once, Bob not copied.
+    let relayed = s.relay.received();
+    assert_eq!(relayed.len(), 1);
+    assert_eq!(
+        relayed[0].recipients,
+        ["bob@example.com", "dave@example.net"]
+    );
+    let parsed = MessageParser::default().parse(&relayed[0].data).unwrap();
+    let cc: Vec<(Option<&str>, Option<&str>)> = parsed
+        .cc()
+        .unwrap()
+        .iter()
+        .map(|addr| (addr.name(), addr.address()))
+        .collect();
+    assert_eq!(cc, [(Some("Dave Example"), Some("dave@example.net"))]);
+    assert!(dkim_verifies(&relayed[0].data).await);
+    assert_eq!(s.sent_usage().await, (2, 2), "one send per recipient");
+
+    let copy = &s.sent_folder().await[0];
+    let sealed: sealpost_seal::SealedBox = serde_json::from_value(copy["content"].clone()).unwrap();
+    let plain = sealed
+        .open(
+            &s.keys.address_secret("ibx_send01", 0),
+            &context::message("ibx_send01", &message_id),
+        )
+        .unwrap();
+    let content: Value = serde_json::from_slice(&plain).unwrap();
+    assert_eq!(content["cc"], json!(["Dave Example <dave@example.net>"]));
+
+    // More than 50 in to and cc together: refused, nothing sent.
+    let many: Vec<String> = (0..50).map(|n| format!("c{n}@example.com")).collect();
+    let refused = s
+        .send(json!({
+            "from": s.address, "to": ["bob@example.com"], "cc": many,
+            "subject": "Too many", "text": "hello",
+        }))
+        .await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
+    assert_eq!(refused.body["error"]["code"], "invalid_field");
+    assert!(
+        refused.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("cc:"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(s.relay.received().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn only_sessions_send_and_only_from_their_own_live_addresses() {
     let s = sending(Behaviour::Accept).await;
     let device = s.api.pair(&s.owner.token, "wkr_phone01").await;

@@ -59,9 +59,12 @@ pub enum MailCommand {
         #[arg(long, value_name = "NAME")]
         from_name: Option<String>,
         /// A recipient: `address` or `Name <address>`; repeat for more (up
-        /// to 50).
+        /// to 50 with --cc).
         #[arg(long, required = true, value_name = "ADDRESS")]
         to: Vec<String>,
+        /// A copy to: as --to; repeat for more.
+        #[arg(long, value_name = "ADDRESS")]
+        cc: Vec<String>,
         #[arg(long)]
         subject: String,
         /// The text body.

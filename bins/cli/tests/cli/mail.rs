@@ -304,6 +304,8 @@ async fn mail_sent_with_the_cli_arrives_signed_and_is_filed_starred_and_trashed(
             "Bob Example <bob@example.com>",
             "--to",
             "carol@example.org",
+            "--cc",
+            "dave@example.net",
             "--subject",
             "Order 1234 confirmed",
             "--text-file",
@@ -315,13 +317,16 @@ async fn mail_sent_with_the_cli_arrives_signed_and_is_filed_starred_and_trashed(
     assert!(out.starts_with("Sent."), "{out}");
     let message_id = word_starting(&out, "msg_");
 
-    // At the relay: both recipients, DKIM-signed for the shared domain.
+    // At the relay: both recipients and the copy, DKIM-signed for the
+    // shared domain.
     let relayed = relay.received();
     assert_eq!(relayed.len(), 1);
     assert_eq!(
         relayed[0].recipients,
-        ["bob@example.com", "carol@example.org"]
+        ["bob@example.com", "carol@example.org", "dave@example.net"]
     );
+    let raw = String::from_utf8_lossy(&relayed[0].data);
+    assert!(raw.contains("\r\nCc: dave@example.net\r\n"), "{raw}");
     assert!(dkim_verifies(&relayed[0].data).await, "DKIM signature");
 
     // The Sent copy, opened on this machine.

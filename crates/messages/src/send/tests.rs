@@ -40,6 +40,7 @@ fn request() -> SendRequest {
             "carol@example.org".into(),
             "BOB@example.com".into(),
         ],
+        cc: Vec::new(),
         subject: "Your code".into(),
         text: "code 123456".into(),
         html: Some("<p>code 123456</p>".into()),
@@ -141,6 +142,27 @@ async fn bad_input_names_its_field_and_sends_nothing() {
                 ..request()
             },
             "to[0]",
+        ),
+        (
+            SendRequest {
+                to: vec!["ok@example.com".into()],
+                cc: (1..MAX_RECIPIENTS)
+                    .map(|n| format!("c{n}@example.com"))
+                    .chain(["one-too-many@example.com".to_owned()])
+                    .collect(),
+                ..request()
+            },
+            "cc",
+        ),
+        (
+            SendRequest {
+                cc: vec![
+                    "dave@example.com".into(),
+                    "dave\r\nBcc: x@example.com".into(),
+                ],
+                ..request()
+            },
+            "cc[1]",
         ),
         (
             SendRequest {
@@ -467,4 +489,61 @@ async fn an_agent_sending_from_an_address_not_its_own_is_not_your_address() {
         matches!(result, Err(SendError::NotYourAddress)),
         "{result:?}"
     );
+}
+
+#[tokio::test]
+async fn copies_go_out_once_each_and_count_as_sends() {
+    let mut repo = MockSendRepository::new();
+    repo.expect_sender()
+        .returning(|_, _| Ok(Some(sender(true, false))));
+    // Bob and Carol in `to`, Dave in `cc` once: three recipients, three sends.
+    repo.expect_reserve_sends()
+        .withf(|_, _, count, _, _| *count == 3)
+        .times(1)
+        .returning(|_, _, _, _, _| Ok(Reservation::Reserved));
+    let submitted = Arc::new(Mutex::new(None));
+    let seen = submitted.clone();
+    let mut relay = MockMailRelay::new();
+    relay.expect_submit().times(1).returning(move |mail| {
+        *seen.lock().unwrap() = Some(mail.clone());
+        Ok(Submitted { size_bytes: 900 })
+    });
+    let committed = Arc::new(Mutex::new(None));
+    let slot = committed.clone();
+    repo.expect_commit_sent().times(1).returning(move |sent| {
+        *slot.lock().unwrap() = Some(sent);
+        Ok(())
+    });
+    let with_copies = SendRequest {
+        cc: vec![
+            "Dave <dave@example.net>".into(),
+            "carol@EXAMPLE.org".into(),
+            "DAVE@example.net".into(),
+        ],
+        ..request()
+    };
+    outbox(repo, Some(relay))
+        .send(&account(), VIA_APP, &with_copies)
+        .await
+        .unwrap();
+
+    let mail = submitted.lock().unwrap().take().unwrap();
+    assert_eq!(
+        mail.cc,
+        vec![MailAddress {
+            name: Some("Dave".into()),
+            address: "dave@example.net".into()
+        }],
+        "an address already in to, or twice in cc, is not copied again"
+    );
+    let copy = committed.lock().unwrap().take().unwrap().message.unwrap();
+    let plain = copy
+        .content
+        .open(
+            &keys().address_secret("ibx_shop01", 0),
+            &context::message("ibx_shop01", copy.id.as_str()),
+        )
+        .unwrap();
+    let content: serde_json::Value = serde_json::from_slice(&plain).unwrap();
+    assert_eq!(content["cc"], json!(["Dave <dave@example.net>"]));
 }

@@ -509,9 +509,18 @@ export class SealpostClient {
    * `send_failed` when the relay refused it (nothing counted),
    * `rate_limited` past the plan's sends, `invalid_field` naming the field.
    */
-  async sendMail(mail: { from: string; fromName?: string; to: string[]; subject: string; text: string; html?: string }): Promise<{ messageId: string | null }> {
+  async sendMail(mail: {
+    from: string;
+    fromName?: string;
+    to: string[];
+    cc?: string[];
+    subject: string;
+    text: string;
+    html?: string;
+  }): Promise<{ messageId: string | null }> {
     const body: Wire['SendMailRequest'] = { from: mail.from, to: mail.to, subject: mail.subject, text: mail.text };
     if (mail.fromName !== undefined) body.fromName = mail.fromName;
+    if (mail.cc !== undefined && mail.cc.length > 0) body.cc = mail.cc;
     if (mail.html !== undefined) body.html = mail.html;
     const sent = await this.#json<Wire['SentMail']>('POST', '/messages/send', { body });
     return { messageId: sent.messageId ?? null };

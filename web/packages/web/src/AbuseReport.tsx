@@ -3,6 +3,7 @@
 import type { AbuseReport, SealpostClient } from '@sealpost/sdk';
 import { useState } from 'preact/hooks';
 
+import { Feedback } from './areas/shared';
 import { ABUSE_CONTACT_MAX, ABUSE_DETAILS_MAX, ABUSE_REASONS, abuseReportBody, type AbuseForm } from './supportLogic';
 import { describe } from './util';
 
@@ -52,16 +53,7 @@ export function AbuseReportForm({ client, heading = 'h2' }: { client: SealpostCl
         An address of this service sent you spam, phishing or worse? Tell the service's staff. No account is needed; the report holds only what you type
         here.
       </p>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Feedback error={error} notice={notice} />
       <fieldset>
         <legend>What do you report?</legend>
         <label class="check">

@@ -187,6 +187,12 @@ export function Reader({
             <dd>{opened.to.join(', ')}</dd>
           </>
         )}
+        {opened.cc.length > 0 && (
+          <>
+            <dt>Cc</dt>
+            <dd>{opened.cc.join(', ')}</dd>
+          </>
+        )}
         <dt>{message.outgoing ? 'Sent' : 'Received'}</dt>
         <dd>{new Date(message.receivedAt).toLocaleString()}</dd>
         <dt>Size</dt>

@@ -48,11 +48,13 @@ export function parseRecipients(text: string): string[] {
 export const SEND_LIMITS = { recipients: 50, subjectChars: 998, bodyBytes: 512 * 1024 } as const;
 
 /** What is wrong with a mail before it is sent (empty when nothing is). */
-export function checkMail(mail: { to: string[]; subject: string; text: string }): string[] {
+export function checkMail(mail: { to: string[]; cc?: string[]; subject: string; text: string }): string[] {
   const problems: string[] = [];
+  const everyone = [...mail.to, ...(mail.cc ?? [])];
   if (mail.to.length === 0) problems.push('Add at least one recipient.');
-  if (mail.to.length > SEND_LIMITS.recipients) problems.push(`A mail goes to at most ${SEND_LIMITS.recipients} recipients; this one has ${mail.to.length}.`);
-  for (const r of mail.to) {
+  if (everyone.length > SEND_LIMITS.recipients)
+    problems.push(`A mail goes to at most ${SEND_LIMITS.recipients} recipients, To and Cc together; this one has ${everyone.length}.`);
+  for (const r of everyone) {
     const address = /<([^<>]*)>\s*$/.exec(r)?.[1] ?? r;
     if (!/^[^\s@<>]+@[^\s@<>[\]]+\.[^\s@<>[\]]+$/.test(address)) problems.push(`"${r}" is not an email address (name@example.com).`);
   }

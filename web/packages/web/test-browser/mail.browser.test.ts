@@ -26,15 +26,17 @@ test('mail: send from an address, the Sent copy, the relay, reply, limits in wor
     assert.match((await problems.textContent()) ?? '', /"not-an-address" is not an email address.*"friend@\[10\.0\.0\.1\]" is not an email address/);
 
     await page.getByLabel('To', { exact: true }).fill('Friend <friend@example.org>, other@example.net');
+    await page.getByLabel('Cc', { exact: true }).fill('Copy <copy@example.com>');
     await page.getByLabel('Subject', { exact: true }).fill(subject);
     await page.getByLabel('Text', { exact: true }).fill('Hello from the web client.\nSecond line.');
     await screenshot(page, '08-compose');
     await page.getByRole('button', { name: 'Send' }).click();
     await page.getByText('Sent. The copy is in Sent.').waitFor({ timeout: 30_000 });
 
-    // The relay got it, for both recipients, from the address.
+    // The relay got it, for the recipients and the copy, from the address.
     const relayed = await relayedMail((m) => m.raw.includes(subject));
-    assert.deepEqual([...relayed.recipients].sort(), ['friend@example.org', 'other@example.net']);
+    assert.deepEqual([...relayed.recipients].sort(), ['copy@example.com', 'friend@example.org', 'other@example.net']);
+    assert.match(relayed.raw, /\r\nCc: Copy <copy@example\.com>\r\n/);
     assert.equal(relayed.mailFrom.toLowerCase(), address.email.toLowerCase());
     assert.match(relayed.raw, /Hello from the web client\./);
 
@@ -46,6 +48,7 @@ test('mail: send from an address, the Sent copy, the relay, reply, limits in wor
     await page.getByRole('heading', { name: subject }).waitFor();
     assert.match((await page.locator('pre.body').textContent()) ?? '', /Hello from the web client\.\nSecond line\./);
     assert.match((await page.locator('dl.headers').textContent()) ?? '', /Sent/);
+    assert.match((await page.locator('dl.headers').textContent()) ?? '', /CcCopy <copy@example\.com>/);
     await screenshot(page, '09-sent-copy');
     const sent = await client.listMail({ folder: 'sent', addressId: address.id });
     assert.equal(sent.messages.length, 1);

@@ -25,6 +25,10 @@ test('recipients and the limits checked before sending', () => {
   assert.match(checkMail({ to: ['nobody'], subject: '', text: '' })[0]!, /not an email address/);
   assert.match(checkMail({ to: ['a@[1.2.3.4]'], subject: '', text: '' })[0]!, /not an email address/);
   assert.match(checkMail({ to: Array.from({ length: 51 }, (_, i) => `a${i}@x.com`), subject: '', text: '' })[0]!, /at most 50/);
+  const copies = Array.from({ length: 50 }, (_, i) => `c${i}@x.com`);
+  assert.match(checkMail({ to: ['a@x.com'], cc: copies, subject: '', text: '' })[0]!, /at most 50 recipients, To and Cc together; this one has 51/);
+  assert.match(checkMail({ to: ['a@x.com'], cc: ['not-an-address'], subject: '', text: '' })[0]!, /"not-an-address" is not an email address/);
+  assert.deepEqual(checkMail({ to: ['a@x.com'], cc: ['C <c@x.com>'], subject: 'Hi', text: 'x' }), []);
   assert.match(checkMail({ to: ['a@x.com'], subject: 'a\nBcc: x', text: '' })[0]!, /line breaks/);
   assert.match(checkMail({ to: ['a@x.com'], subject: 'x'.repeat(999), text: '' })[0]!, /998/);
   assert.match(checkMail({ to: ['a@x.com'], subject: '', text: 'é'.repeat(300 * 1024) })[0]!, /512 KiB/);

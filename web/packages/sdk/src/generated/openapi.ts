@@ -2574,6 +2574,11 @@ export interface components {
         /** @description Mail to send from one of the account's addresses. */
         SendMailRequest: {
             /**
+             * @description Copies, each as in `to`; with `to` at most 50 recipients. An address
+             *     already in `to`, or twice here, is copied once. Absent: none.
+             */
+            cc?: string[];
+            /**
              * @description One of the account's addresses (the email address).
              * @example shop.x7kq2m@mail.example
              */
@@ -4551,7 +4556,7 @@ export interface operations {
                     "application/json": components["schemas"]["SentMail"];
                 };
             };
-            /** @description invalid_json or invalid_field: the body is not JSON or a field has the wrong type; invalid_field: a malformed address, too many recipients, control characters in a header, an oversize body */
+            /** @description invalid_json or invalid_field: the body is not JSON or a field has the wrong type; invalid_field: a malformed address, too many recipients (to and cc together), control characters in a header, an oversize body */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -195,7 +195,7 @@ export function Mailbox({ session }: { session: Unlocked }) {
   const compose = (start: Partial<Draft> = {}) => {
     const from = start.from ?? emailOf(selected ?? '') ?? addresses[0]?.email ?? '';
     setNotice('');
-    setDraft({ from, to: '', subject: '', text: '', ...start });
+    setDraft({ from, to: '', cc: '', subject: '', text: '', ...start });
     // The form takes the focus at its first empty field (To; the text for a reply).
     setTimeout(() => readerRef.current?.querySelector<HTMLElement>(start.to ? 'textarea' : 'input')?.focus(), 0);
   };
@@ -363,7 +363,13 @@ export function Mailbox({ session }: { session: Unlocked }) {
             onCancel={() => setDraft(null)}
             onSend={async (d) => {
               const from = addresses.find((a) => a.email === d.from);
-              const sent = await client.sendMail({ from: d.from, to: parseRecipients(d.to), subject: d.subject, text: d.text });
+              const sent = await client.sendMail({
+                from: d.from,
+                to: parseRecipients(d.to),
+                cc: parseRecipients(d.cc),
+                subject: d.subject,
+                text: d.text,
+              });
               setDraft(null);
               setNotice(sent.messageId !== null ? 'Sent. The copy is in Sent.' : 'Sent. No copy was kept: the address has no key.');
               if (from !== undefined) setSelected(from.id);
@@ -507,6 +513,7 @@ const FOLDER_TITLES: Record<FolderName, string> = { inbox: 'Inbox', sent: 'Sent'
 interface Draft {
   from: string;
   to: string;
+  cc: string;
   subject: string;
   text: string;
 }
@@ -566,7 +573,7 @@ function Compose({
       aria-label="Write a mail"
       onSubmit={(e) => {
         e.preventDefault();
-        const found = checkMail({ to: parseRecipients(draft.to), subject: draft.subject, text: draft.text });
+        const found = checkMail({ to: parseRecipients(draft.to), cc: parseRecipients(draft.cc), subject: draft.subject, text: draft.text });
         setProblems(found);
         if (found.length > 0) return;
         setBusy(true);
@@ -595,6 +602,10 @@ function Compose({
         <input value={draft.to} onInput={set('to')} placeholder="name@example.com, another@example.org" autocomplete="off" />
       </label>
       <label>
+        Cc
+        <input value={draft.cc} onInput={set('cc')} placeholder="Copies, as To" autocomplete="off" />
+      </label>
+      <label>
         Subject
         <input value={draft.subject} onInput={set('subject')} />
       </label>
@@ -603,7 +614,7 @@ function Compose({
         <textarea rows={12} value={draft.text} onInput={set('text')} />
       </label>
       <p class="muted small">
-        Up to 50 recipients. The service signs the mail and hands it to its outgoing server; a copy sealed to the sending address stays in Sent.
+        Up to 50 recipients, To and Cc together. The service signs the mail and hands it to its outgoing server; a copy sealed to the sending address stays in Sent.
       </p>
       {problems.length > 0 && (
         <ul class="error" role="alert">
