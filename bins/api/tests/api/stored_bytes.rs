@@ -37,7 +37,8 @@ async fn stored_usage(api: &Api, owner: &SignedIn) -> (u64, u64) {
 }
 
 /// What the account holds as the API serves it: each message's content box
-/// as compact JSON plus its sealed attachments as downloaded.
+/// in its binary layout (as stored) plus its sealed attachments as
+/// downloaded.
 async fn served_bytes(api: &Api, owner: &SignedIn) -> u64 {
     let mut total = 0;
     for folder in ["inbox", "trash"] {
@@ -46,7 +47,9 @@ async fn served_bytes(api: &Api, owner: &SignedIn) -> u64 {
             .await;
         assert_eq!(page.status, StatusCode::OK, "{}", page.body);
         for message in page.body["messages"].as_array().unwrap() {
-            total += serde_json::to_string(&message["content"]).unwrap().len() as u64;
+            let sealed: sealpost_seal::SealedBox =
+                serde_json::from_value(message["content"].clone()).unwrap();
+            total += sealed.to_binary().unwrap().len() as u64;
             let id = message["id"].as_str().unwrap();
             for index in 0.. {
                 let blob = reqwest::Client::new()

@@ -71,8 +71,8 @@ async fn usage_matches_the_counters_after_a_scripted_sequence() {
         .await;
     assert_eq!(webhook.status, StatusCode::CREATED, "{}", webhook.body);
 
-    // What the two messages take sealed: their content boxes as served
-    // (neither has an attachment).
+    // What the two messages take sealed: their content boxes as served, in
+    // the binary layout they are stored in (neither has an attachment).
     let listed = api
         .get("/inboxes/ibx_usage01/messages", Some(&owner.token))
         .await;
@@ -80,7 +80,11 @@ async fn usage_matches_the_counters_after_a_scripted_sequence() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|message| serde_json::to_string(&message["content"]).unwrap().len())
+        .map(|message| {
+            let sealed: sealpost_seal::SealedBox =
+                serde_json::from_value(message["content"].clone()).unwrap();
+            sealed.to_binary().unwrap().len()
+        })
         .sum();
 
     // The account was created at 12:00:00 on the test clock.
