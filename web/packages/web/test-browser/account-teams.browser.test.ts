@@ -53,6 +53,8 @@ test('teams: an owner on Fleet adds a member, shares an address, the member read
       joinCode = ((await mp.getByTestId('join-code').textContent()) ?? '').trim();
       assert.equal(joinCode, `service-team-1.${member.keys.accountId}.${Buffer.from(member.keys.authPublicKey()).toString('base64url')}`);
       assert.equal(await mp.getByTestId('join-fingerprint').textContent(), words);
+      // The plans' sizes come from GET /plans, which may answer after the area shows.
+      await mp.getByTestId('no-teams').getByText(/Fleet \(25 members\)/).waitFor();
       const note = (await mp.getByTestId('no-teams').textContent()) ?? '';
       assert.match(note, /Fleet \(25 members\)/);
       assert.match(note, /Enterprise/);
