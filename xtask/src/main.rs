@@ -321,12 +321,19 @@ fn run_tests(runtime: &Runtime, extra: &[String]) -> Result<ExitStatus> {
 /// launcher, the CLI, the developer tools), debug. Always the whole
 /// workspace: cargo resolves features for the packages a command names, so
 /// `-p` builds of a few packages would compile many dependencies a second
-/// time, with other features, beside the test build's.
+/// time, with other features, beside the test build's. Once per xtask run:
+/// a task that runs several tools (`test` asks devtools twice before the
+/// tests) reuses the first build's outcome.
 fn build_workspace_bins(root: &Path) -> Result<ExitStatus> {
-    cargo(root)
+    static BUILT: std::sync::OnceLock<ExitStatus> = std::sync::OnceLock::new();
+    if let Some(built) = BUILT.get() {
+        return Ok(*built);
+    }
+    let built = cargo(root)
         .args(["build", "--workspace", "--bins"])
         .status()
-        .context("running cargo build")
+        .context("running cargo build")?;
+    Ok(*BUILT.get_or_init(|| built))
 }
 
 fn stack(runtime: &Runtime) -> Result<ExitCode> {

@@ -36,7 +36,10 @@
 //! messages are left out of every insert, so they cannot fail the batch),
 //! activity and events, the messages with the batch's commit number, their
 //! attachments, one upsert of the received counters summed per shard, one
-//! `pg_notify`, and `COMMIT`. Any failure fails the whole batch, and every
+//! `pg_notify`, and `COMMIT`. Statements that need no answer from one
+//! another are sent together (pipelined): the in-flight row's end with the
+//! owners' locks, and then every insert, the counters and the notify, so a
+//! batch takes five round trips to PostgreSQL, not eleven. Any failure fails the whole batch, and every
 //! message of it gets the error: its client is told to try again, none is
 //! told it was stored; its number is taken out of flight at once.
 
@@ -51,6 +54,7 @@ use diesel::sql_types::{
     Array, BigInt, Bool, Bytea, Integer, Nullable, SmallInt, Text, Timestamptz,
 };
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use futures_util::future::{try_join, try_join4};
 use sealpost_activity::Records;
 use sealpost_kernel::StoreError;
 use sealpost_messages::store::{Commit, Message, NewMessage, RECEIVED_COUNTER};
@@ -62,7 +66,7 @@ use crate::records::{box_to_stored, write_numbered_records};
 use crate::{PgStore, db_error};
 
 /// Batches in flight at once, each on its own pooled connection.
-pub(crate) const COMMITTERS: usize = 4;
+pub(crate) const COMMITTERS: usize = 2;
 /// Most messages in one transaction.
 pub(crate) const MAX_BATCH: usize = 64;
 /// Most sealed content in one transaction (ciphertext bytes). A batch holds
@@ -262,8 +266,11 @@ impl PgStore {
         let shard = self.batcher.next_shard();
         let committed = conn
             .transaction(async |conn| {
-                end_in_flight(conn, number).await?;
-                let mut outcomes = lock_owners(conn, news).await?;
+                // Statements that do not wait on each other's answers are
+                // sent together (pipelined): one round trip for each group.
+                let conn: &AsyncPgConnection = conn;
+                let ((), mut outcomes) =
+                    try_join(end_in_flight(conn, number), lock_owners(conn, news)).await?;
                 claim_pending_blobs(conn, news, &mut outcomes).await?;
                 let stored: Vec<&NewMessage> = news
                     .iter()
@@ -278,15 +285,19 @@ impl PgStore {
                 for new in &stored {
                     records.extend(new.records.clone());
                 }
-                write_numbered_records(conn, &records, number).await?;
                 let rows: Vec<(&Message, bool, u64)> = stored
                     .iter()
                     .map(|new| (&new.message, new.held, sealed_attachment_bytes(new)))
                     .collect();
-                insert_messages(conn, &rows, CommitNumber::Taken(number), shard).await?;
+                try_join4(
+                    write_numbered_records(conn, &records, number),
+                    insert_messages(conn, &rows, CommitNumber::Taken(number), shard),
+                    add_received(conn, &stored, shard),
+                    notify_new_mail(conn, &stored),
+                )
+                .await?;
+                // After the messages: their rows must exist for its foreign key.
                 insert_attachments(conn, &stored).await?;
-                add_received(conn, &stored, shard).await?;
-                notify_new_mail(conn, &stored).await?;
                 Ok::<_, diesel::result::Error>(outcomes)
             })
             .await;
@@ -325,13 +336,13 @@ pub(crate) async fn take_commit_number(
 /// rows). A row already gone was reclaimed as abandoned, and readers may be
 /// past it: the batch fails and its senders try again.
 pub(crate) async fn end_in_flight(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     number: i64,
 ) -> Result<(), diesel::result::Error> {
     let ended = diesel::sql_query("DELETE FROM commit_in_flight WHERE seq = $1")
         .bind::<BigInt, _>(number)
         .prepared()
-        .execute(conn)
+        .execute(&mut conn)
         .await?;
     if ended == 1 {
         Ok(())
@@ -378,7 +389,7 @@ struct BlobKey {
 /// alone. The lock keeps recovery from taking a row over between the look
 /// and the delete.
 async fn claim_pending_blobs(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     news: &[NewMessage],
     outcomes: &mut [Commit],
 ) -> Result<(), diesel::result::Error> {
@@ -406,7 +417,7 @@ async fn claim_pending_blobs(
     .bind::<Array<Text>, _>(&keys)
     .bind::<Array<Text>, _>(&owners)
     .prepared()
-    .load::<BlobKey>(conn)
+    .load::<BlobKey>(&mut conn)
     .await?
     .into_iter()
     .map(|row| row.blob_key)
@@ -426,7 +437,7 @@ async fn claim_pending_blobs(
         diesel::sql_query("DELETE FROM pending_blobs WHERE blob_key = ANY($1)")
             .bind::<Array<Text>, _>(&cleared)
             .prepared()
-            .execute(conn)
+            .execute(&mut conn)
             .await?;
     }
     Ok(())
@@ -463,7 +474,7 @@ struct Owner {
 /// is `RecipientChanged`; either writes nothing, while the rest of the
 /// batch goes on. Its pending blobs are left for its delivery to delete.
 async fn lock_owners(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     news: &[NewMessage],
 ) -> Result<Vec<Commit>, diesel::result::Error> {
     let accounts: BTreeSet<&str> = news
@@ -487,7 +498,7 @@ async fn lock_owners(
     .bind::<Array<Text>, _>(accounts.into_iter().collect::<Vec<_>>())
     .bind::<Array<Text>, _>(addresses.into_iter().collect::<Vec<_>>())
     .prepared()
-    .load::<OwnerRow>(conn)
+    .load::<OwnerRow>(&mut conn)
     .await?
     .into_iter()
     .map(|row| {
@@ -543,9 +554,11 @@ fn sealed_attachment_bytes(new: &NewMessage) -> u64 {
 /// or a Sent copy as a batch of one. Each row records what it takes in
 /// storage (its content box's bytes and its sealed attachments), and the
 /// accounts' stored-bytes counters grow by as much, in the same
-/// transaction ([`add_stored_bytes`]), on `shard` (see [`COUNTER_SHARDS`]).
+/// transaction ([`add_stored_bytes`], sent beside the insert), on `shard`
+/// (see [`COUNTER_SHARDS`]). Takes the connection shared, so that a caller
+/// can send its other statements beside these (pipelined).
 pub(crate) async fn insert_messages(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     stored: &[(&Message, bool, u64)],
     number: CommitNumber,
     shard: i16,
@@ -589,7 +602,7 @@ pub(crate) async fn insert_messages(
         CommitNumber::Taken(seq) => seq,
         CommitNumber::None => 0,
     };
-    diesel::sql_query(
+    let insert = diesel::sql_query(
         "INSERT INTO messages (id, account_id, inbox_id, received_at, size_bytes, key_epoch, \
              content, held, read, folder, starred, outgoing, commit_seq, stored_bytes) \
          SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.size_bytes, m.key_epoch, \
@@ -615,15 +628,16 @@ pub(crate) async fn insert_messages(
     .bind::<Array<BigInt>, _>(&stored_bytes)
     .bind::<BigInt, _>(seq)
     .prepared()
-    .execute(conn)
-    .await?;
-    add_stored_bytes(conn, messages().zip(stored_bytes), shard).await
+    .execute(&mut conn);
+    let counters = add_stored_bytes(conn, messages().zip(stored_bytes.iter().copied()), shard);
+    try_join(insert, counters).await?;
+    Ok(())
 }
 
 /// One upsert for the rows just inserted: each account's stored bytes grow
 /// by theirs, on `shard`, in key order.
 async fn add_stored_bytes(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     inserted: impl Iterator<Item = (&Message, i64)>,
     shard: i16,
 ) -> Result<(), diesel::result::Error> {
@@ -642,13 +656,13 @@ async fn add_stored_bytes(
     .bind::<SmallInt, _>(shard)
     .bind::<Array<BigInt>, _>(bytes)
     .prepared()
-    .execute(conn)
+    .execute(&mut conn)
     .await?;
     Ok(())
 }
 
 async fn insert_attachments(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     stored: &[&NewMessage],
 ) -> Result<(), diesel::result::Error> {
     let mut messages: Vec<&str> = Vec::new();
@@ -675,7 +689,7 @@ async fn insert_attachments(
     .bind::<Array<Nullable<Text>>, _>(keys)
     .bind::<Array<BigInt>, _>(sizes)
     .prepared()
-    .execute(conn)
+    .execute(&mut conn)
     .await?;
     Ok(())
 }
@@ -683,7 +697,7 @@ async fn insert_attachments(
 /// One upsert for the batch: the received counters summed per account and
 /// window, on `shard`.
 async fn add_received(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     stored: &[&NewMessage],
     shard: i16,
 ) -> Result<(), diesel::result::Error> {
@@ -715,14 +729,14 @@ async fn add_received(
     .bind::<Array<Timestamptz>, _>(windows)
     .bind::<Array<BigInt>, _>(counts)
     .prepared()
-    .execute(conn)
+    .execute(&mut conn)
     .await?;
     Ok(())
 }
 
 /// Delivered at commit: waiters on these addresses wake up.
 async fn notify_new_mail(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     stored: &[&NewMessage],
 ) -> Result<(), diesel::result::Error> {
     let woken: BTreeSet<&str> = stored
@@ -738,7 +752,7 @@ async fn notify_new_mail(
         .bind::<Text, _>(MAIL_CHANNEL)
         .bind::<Array<Text>, _>(payloads)
         .prepared()
-        .execute(conn)
+        .execute(&mut conn)
         .await?;
     Ok(())
 }
@@ -747,7 +761,6 @@ async fn notify_new_mail(
 mod tests {
     use std::time::Duration;
 
-    use chrono::TimeDelta;
     use diesel::{ExpressionMethods, QueryDsl};
     use sealpost_kernel::{AccountId, AddressId, MessageId, Timestamp};
     use sealpost_messages::folders::Folder;
@@ -755,47 +768,16 @@ mod tests {
     use sealpost_seal::SealedBox;
 
     use super::*;
-    use crate::schema::{accounts, addresses, commit_in_flight, messages};
-    use crate::test_db::{database_url, drop_database, fresh_store};
+    use crate::schema::{addresses, commit_in_flight, messages};
+    use crate::test_db::{
+        TEST_ACCOUNT, TEST_ADDRESS, database_url, drop_database, store_with_address, test_instant,
+    };
 
-    const ACCOUNT: &str = "acct_batches1";
-    const ADDRESS: &str = "ibx_batches1";
+    const ACCOUNT: &str = TEST_ACCOUNT;
+    const ADDRESS: &str = TEST_ADDRESS;
 
     fn at(seconds: i64) -> Timestamp {
-        Timestamp::from_datetime(
-            DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(20_000) + TimeDelta::seconds(seconds),
-        )
-    }
-
-    /// A store whose database holds one account with one address.
-    async fn store_with_address(database: &str) -> PgStore {
-        let store = fresh_store(database).await;
-        let mut conn = store.conn().await.unwrap();
-        diesel::insert_into(accounts::table)
-            .values((
-                accounts::id.eq(ACCOUNT),
-                accounts::auth_public_key.eq(vec![0_u8; 32]),
-                accounts::auth_verifier_hash.eq(vec![0_u8; 32]),
-                accounts::created_at.eq(at(0).as_datetime()),
-            ))
-            .execute(&mut conn)
-            .await
-            .unwrap();
-        diesel::insert_into(addresses::table)
-            .values((
-                addresses::id.eq(ADDRESS),
-                addresses::account_id.eq(ACCOUNT),
-                addresses::email_address.eq("batches@mail.localhost"),
-                addresses::domain.eq("mail.localhost"),
-                addresses::retention_days.eq(30_i16),
-                addresses::public_key.eq(Some(vec![7_u8; 32])),
-                addresses::created_at.eq(at(0).as_datetime()),
-            ))
-            .execute(&mut conn)
-            .await
-            .unwrap();
-        drop(conn);
-        store
+        test_instant(seconds)
     }
 
     fn new_message(received_at: Timestamp) -> NewMessage {
@@ -1431,7 +1413,7 @@ mod tests {
             .execute(&mut abandoned)
             .await
             .unwrap();
-        assert!(end_in_flight(&mut abandoned, lost).await.is_err());
+        assert!(end_in_flight(&abandoned, lost).await.is_err());
         drop((abandoned, conn));
         drop(store);
         drop_database(DATABASE).await;

@@ -115,29 +115,57 @@ mod tests {
     }
 
     /// The mailbox's reads hold the retention cutoff (`messages::
-    /// retention_cutoff`): built statements holding it are cached like any
-    /// other, not prepared per call as with a `dsl::sql` fragment.
+    /// retention_cutoff`): read through the store, each of them is cached
+    /// like any other statement, not prepared per call as with a
+    /// `dsl::sql` fragment (which would leave nothing in
+    /// `pg_prepared_statements`).
     #[tokio::test(flavor = "multi_thread")]
-    async fn a_built_query_holding_the_retention_cutoff_stays_prepared() {
-        use diesel::QueryDsl;
+    async fn the_mailbox_reads_holding_the_retention_cutoff_stay_prepared() {
+        use sealpost_kernel::{AccountId, AddressId, MessageId, PageRequest};
+        use sealpost_messages::store::{MessageRepository, Reader};
 
-        use crate::messages::retention_cutoff;
-        use crate::schema::addresses;
+        use crate::PgStore;
+        use crate::test_db::{
+            TEST_ACCOUNT, TEST_ADDRESS, database_url, store_with_address, test_instant,
+        };
 
-        let store = fresh_store("prepared_cutoff").await;
-        let mut conn = store.conn().await.unwrap();
-        for day in 1..=3 {
-            let now = chrono::DateTime::from_timestamp(day * 86_400, 0).unwrap();
-            let cutoffs: Vec<chrono::DateTime<chrono::Utc>> = addresses::table
-                .select(retention_cutoff(now.into()))
-                .load(&mut conn)
-                .await
-                .unwrap();
-            assert!(cutoffs.is_empty(), "a fresh database has no addresses");
+        const DATABASE: &str = "prepared_cutoff";
+        drop(store_with_address(DATABASE).await);
+        // One connection: every read below runs on the one inspected after.
+        let store = PgStore::connect(&database_url(DATABASE), 1).unwrap();
+        let reader = Reader {
+            account: AccountId::from_trusted(TEST_ACCOUNT.to_owned()),
+            device: None,
+        };
+        let address = AddressId::from_trusted(TEST_ADDRESS.to_owned());
+        let page = PageRequest {
+            limit: 50,
+            after: None,
+        };
+        let mut kept = Vec::new();
+        for day in 1..=2 {
+            let now = test_instant(day * 86_400);
+            let listed = store.page(&reader, &address, now, &page).await.unwrap();
+            assert!(listed.is_empty(), "the address has no mail");
+            let unknown = MessageId::from_trusted("msg_none".to_owned());
+            assert!(
+                store
+                    .message(&reader, &unknown, now)
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
+            let mut conn = store.conn().await.unwrap();
+            kept.push((
+                prepared_with(&mut conn, "make_interval").await,
+                prepared_with(&mut conn, "\"received_at\" DESC").await,
+            ));
         }
-        assert_eq!(prepared_with(&mut conn, "make_interval").await, 1);
-        drop(conn);
+        // The address's cutoff and the message (both holding the cutoff's
+        // text), and the page (bound to the cutoff read first), each
+        // prepared on the first day and reused on the second.
+        assert_eq!(kept, vec![(2, 1), (2, 1)]);
         drop(store);
-        drop_database("prepared_cutoff").await;
+        drop_database(DATABASE).await;
     }
 }

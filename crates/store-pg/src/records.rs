@@ -22,10 +22,25 @@ pub(crate) async fn write_records(
 /// `write_records` for a change with a commit number (a group commit's
 /// batch): its events take the number of its messages, so a reader of the
 /// events in commit order meets them in the same order as the mail.
+///
+/// Takes the connection shared: its two inserts are sent together
+/// (pipelined), and a caller may send its own statements beside them.
 pub(crate) async fn write_numbered_records(
-    conn: &mut AsyncPgConnection,
+    conn: &AsyncPgConnection,
     records: &Records,
     commit_seq: i64,
+) -> Result<(), diesel::result::Error> {
+    futures_util::future::try_join(
+        insert_activity(conn, records),
+        insert_outbox(conn, records, commit_seq),
+    )
+    .await?;
+    Ok(())
+}
+
+async fn insert_activity(
+    mut conn: &AsyncPgConnection,
+    records: &Records,
 ) -> Result<(), diesel::result::Error> {
     // One statement of fixed text per table, rows as arrays: prepared once
     // per connection (`prepared.rs`), where a multi-row VALUES list would
@@ -56,9 +71,17 @@ pub(crate) async fn write_numbered_records(
         .bind::<Array<Nullable<Text>>, _>(devices)
         .bind::<Array<Timestamptz>, _>(at)
         .prepared()
-        .execute(conn)
+        .execute(&mut conn)
         .await?;
     }
+    Ok(())
+}
+
+async fn insert_outbox(
+    mut conn: &AsyncPgConnection,
+    records: &Records,
+    commit_seq: i64,
+) -> Result<(), diesel::result::Error> {
     // Events, then notices (push-only outbox entries, born fanned out so
     // webhooks skip them), in one insert.
     let outbox = records
@@ -114,7 +137,7 @@ pub(crate) async fn write_numbered_records(
         .bind::<Array<Bool>, _>(fanned_out)
         .bind::<BigInt, _>(commit_seq)
         .prepared()
-        .execute(conn)
+        .execute(&mut conn)
         .await?;
     }
     Ok(())

@@ -1,7 +1,13 @@
 //! Databases of the store's own tests, on the server `sealpost-testkit` uses.
 
+use chrono::{DateTime, TimeDelta, Utc};
+use diesel::ExpressionMethods;
+use diesel_async::RunQueryDsl;
+use sealpost_kernel::Timestamp;
+
 use crate::PgStore;
 use crate::database::{create_database_if_missing, migrate};
+use crate::schema::{accounts, addresses};
 use crate::test_server::server_url;
 
 pub(crate) async fn drop_database(name: &str) {
@@ -21,4 +27,49 @@ pub(crate) async fn fresh_store(name: &str) -> PgStore {
     create_database_if_missing(&url).await.unwrap();
     migrate(&url).await.unwrap();
     PgStore::connect(&url, 8).unwrap()
+}
+
+/// The account of [`store_with_address`].
+pub(crate) const TEST_ACCOUNT: &str = "acct_batches1";
+/// The address of [`store_with_address`], `batches@mail.localhost`.
+pub(crate) const TEST_ADDRESS: &str = "ibx_batches1";
+
+/// `seconds` after the instant [`store_with_address`] creates its rows at.
+pub(crate) fn test_instant(seconds: i64) -> Timestamp {
+    Timestamp::from_datetime(
+        DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(20_000) + TimeDelta::seconds(seconds),
+    )
+}
+
+/// A fresh store whose database holds one account ([`TEST_ACCOUNT`]) with
+/// one address ([`TEST_ADDRESS`]) that takes mail.
+pub(crate) async fn store_with_address(database: &str) -> PgStore {
+    let store = fresh_store(database).await;
+    let mut conn = store.conn().await.unwrap();
+    let created = test_instant(0).as_datetime();
+    diesel::insert_into(accounts::table)
+        .values((
+            accounts::id.eq(TEST_ACCOUNT),
+            accounts::auth_public_key.eq(vec![0_u8; 32]),
+            accounts::auth_verifier_hash.eq(vec![0_u8; 32]),
+            accounts::created_at.eq(created),
+        ))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    diesel::insert_into(addresses::table)
+        .values((
+            addresses::id.eq(TEST_ADDRESS),
+            addresses::account_id.eq(TEST_ACCOUNT),
+            addresses::email_address.eq("batches@mail.localhost"),
+            addresses::domain.eq("mail.localhost"),
+            addresses::retention_days.eq(30_i16),
+            addresses::public_key.eq(Some(vec![7_u8; 32])),
+            addresses::created_at.eq(created),
+        ))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    drop(conn);
+    store
 }

@@ -75,12 +75,16 @@ fn rows_into_messages(rows: Vec<MessageRow>) -> Result<Vec<Message>, StoreError>
 /// The retention window, the one place it is spelled: an address keeps
 /// its mail while it arrived after the instant minus the address's
 /// `retention_days`. This is the SQL that follows the instant in the
-/// cutoff, over the `addresses` row named `addresses`. The builder form
-/// ([`retention_cutoff`]) is a literal of this same text around the bound
-/// instant, so the builder's statements and the raw ones
-/// ([`retained_sql`]) cannot drift apart.
+/// cutoff, over the `addresses` row named between its two halves. The
+/// builder form ([`retention_cutoff`]) writes these same halves around the
+/// bound instant, so the builder's statements and the raw ones
+/// ([`retained_sql`]) cannot drift apart. Constants: the builder writes
+/// them on every mailbox read.
+const MINUS_RETENTION: [&str; 2] = [" - make_interval(days => ", ".retention_days::int)"];
+
 fn minus_retention(addresses: &str) -> String {
-    format!(" - make_interval(days => {addresses}.retention_days::int)")
+    let [head, tail] = MINUS_RETENTION;
+    format!("{head}{addresses}{tail}")
 }
 
 /// The retention cutoff at `now` of the address in the query (mail received
@@ -114,7 +118,10 @@ impl<QS> SelectableExpression<QS> for RetentionCutoff {}
 impl QueryFragment<Pg> for RetentionCutoff {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         out.push_bind_param::<Timestamptz, _>(&self.now)?;
-        out.push_sql(&minus_retention("addresses"));
+        let [head, tail] = MINUS_RETENTION;
+        out.push_sql(head);
+        out.push_sql("addresses");
+        out.push_sql(tail);
         Ok(())
     }
 }
