@@ -2,6 +2,7 @@
 //! the service's shape check.
 
 use ring::aead::{AES_256_GCM, Aad, Algorithm, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
+use ring::rand::SystemRandom;
 use serde::{Deserialize, Serialize};
 use x25519_dalek::{PublicKey, StaticSecret};
 
@@ -61,6 +62,41 @@ fn fixed<const N: usize>(bytes: &[u8], field: &str) -> Result<[u8; N], SealError
         .map_err(|_| SealError::InvalidBox(format!("{field} must be {N} bytes")))
 }
 
+/// A version 2 box of `plaintext`, its key derived from the X25519 shared
+/// secret of the ephemeral key `epk` and `recipient_public`.
+///
+/// # Panics
+/// If the plaintext exceeds ChaCha20-Poly1305's limit (about 256 GiB).
+fn seal_to_shared(
+    shared: &[u8; 32],
+    epk: [u8; EPK_LEN],
+    nonce: [u8; NONCE_LEN],
+    recipient_public: &[u8; 32],
+    context: &str,
+    plaintext: &[u8],
+) -> SealedBox {
+    let mut c = plaintext.to_vec();
+    let sealed = box_key(2, shared, &epk, recipient_public).and_then(|key| {
+        key.seal_in_place_separate_tag(
+            Nonce::assume_unique_for_key(nonce),
+            Aad::from(context.as_bytes()),
+            &mut c,
+        )
+        .map_err(|_| SealError::InvalidBox("plaintext too long".to_owned()))
+    });
+    let tag = match sealed {
+        Ok(tag) => tag,
+        Err(e) => panic!("sealing failed: {e}"),
+    };
+    SealedBox {
+        v: 2,
+        epk: epk.to_vec(),
+        n: nonce.to_vec(),
+        c,
+        t: tag.as_ref().to_vec(),
+    }
+}
+
 impl SealedBox {
     /// Seals `plaintext` to `recipient_public` as a version 2 box with a
     /// fresh ephemeral key and nonce; `context` is the associated data.
@@ -70,13 +106,41 @@ impl SealedBox {
     /// ChaCha20-Poly1305's limit (about 256 GiB).
     #[must_use]
     pub fn seal(recipient_public: &[u8; 32], context: &str, plaintext: &[u8]) -> SealedBox {
-        Self::seal_with(
-            random_bytes::<32>(),
-            random_bytes::<NONCE_LEN>(),
-            recipient_public,
-            context,
-            plaintext,
-        )
+        use ring::agreement::{EphemeralPrivateKey, UnparsedPublicKey, X25519, agree_ephemeral};
+
+        let nonce = random_bytes::<NONCE_LEN>();
+        // ring's X25519 is the same function as x25519-dalek's (RFC 7748),
+        // in assembly on x86-64: about half the cost, and it was the
+        // ingest's largest own cost (docs/benchmarks.md). It takes no given
+        // secret, so `seal_with` (the test vectors) keeps x25519-dalek.
+        let Ok(ephemeral) = EphemeralPrivateKey::generate(&X25519, &SystemRandom::new()) else {
+            panic!("the system random number generator failed");
+        };
+        let epk = ephemeral
+            .compute_public_key()
+            .ok()
+            .and_then(|public| <[u8; EPK_LEN]>::try_from(public.as_ref()).ok());
+        let Some(epk) = epk else {
+            panic!("an X25519 public key is {EPK_LEN} bytes");
+        };
+        let peer = UnparsedPublicKey::new(&X25519, recipient_public);
+        let sealed = agree_ephemeral(ephemeral, &peer, |shared| {
+            <&[u8; 32]>::try_from(shared).ok().map(|shared| {
+                seal_to_shared(shared, epk, nonce, recipient_public, context, plaintext)
+            })
+        });
+        match sealed {
+            Ok(Some(sealed)) => sealed,
+            // ring refuses a public key of small order (its shared secret
+            // is all zeros); x25519-dalek seals to it as it always has.
+            _ => Self::seal_with(
+                random_bytes::<32>(),
+                nonce,
+                recipient_public,
+                context,
+                plaintext,
+            ),
+        }
     }
 
     /// [`Self::seal`] with a given ephemeral secret and nonce: deterministic,
@@ -95,26 +159,14 @@ impl SealedBox {
         let ephemeral = StaticSecret::from(ephemeral_secret);
         let epk = PublicKey::from(&ephemeral).to_bytes();
         let shared = ephemeral.diffie_hellman(&PublicKey::from(*recipient_public));
-        let mut c = plaintext.to_vec();
-        let sealed = box_key(2, shared.as_bytes(), &epk, recipient_public).and_then(|key| {
-            key.seal_in_place_separate_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(context.as_bytes()),
-                &mut c,
-            )
-            .map_err(|_| SealError::InvalidBox("plaintext too long".to_owned()))
-        });
-        let tag = match sealed {
-            Ok(tag) => tag,
-            Err(e) => panic!("sealing failed: {e}"),
-        };
-        SealedBox {
-            v: 2,
-            epk: epk.to_vec(),
-            n: nonce.to_vec(),
-            c,
-            t: tag.as_ref().to_vec(),
-        }
+        seal_to_shared(
+            shared.as_bytes(),
+            epk,
+            nonce,
+            recipient_public,
+            context,
+            plaintext,
+        )
     }
 
     /// Opens a version 1 or 2 box with the recipient's secret; `context`
@@ -301,6 +353,30 @@ mod tests {
         assert_eq!(sealed.open(&secret, CONTEXT).unwrap(), b"hello");
         // Two seals of the same plaintext differ (fresh key and nonce).
         assert_ne!(sealed, SealedBox::seal(&public, CONTEXT, b"hello"));
+    }
+
+    /// `seal` (ring's X25519) and `seal_with` (x25519-dalek's) agree: a
+    /// box from either opens with the recipient's secret (x25519-dalek's
+    /// shared secret from ring's ephemeral key); the test vectors pin
+    /// `seal_with` byte for byte.
+    #[test]
+    fn ring_and_dalek_seal_alike() {
+        let (secret, public) = recipient();
+        for _ in 0..16 {
+            let sealed = SealedBox::seal(&public, CONTEXT, b"hello");
+            assert_eq!(sealed.open(&secret, CONTEXT).unwrap(), b"hello");
+        }
+        let given = SealedBox::seal_with([9; 32], [1; 12], &public, CONTEXT, b"hello");
+        assert_eq!(given.open(&secret, CONTEXT).unwrap(), b"hello");
+    }
+
+    /// A public key of small order: ring refuses it, and sealing falls back
+    /// to x25519-dalek rather than fail the delivery.
+    #[test]
+    fn a_small_order_key_still_seals() {
+        let sealed = SealedBox::seal(&[0; 32], CONTEXT, b"hello");
+        assert_eq!(sealed.v, 2);
+        assert_eq!(sealed.c.len(), 5);
     }
 
     #[test]
