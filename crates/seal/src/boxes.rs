@@ -2,7 +2,6 @@
 //! the service's shape check.
 
 use ring::aead::{AES_256_GCM, Aad, Algorithm, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
-use ring::rand::SystemRandom;
 use serde::{Deserialize, Serialize};
 use x25519_dalek::{PublicKey, StaticSecret};
 
@@ -62,41 +61,6 @@ fn fixed<const N: usize>(bytes: &[u8], field: &str) -> Result<[u8; N], SealError
         .map_err(|_| SealError::InvalidBox(format!("{field} must be {N} bytes")))
 }
 
-/// A version 2 box of `plaintext`, its key derived from the X25519 shared
-/// secret of the ephemeral key `epk` and `recipient_public`.
-///
-/// # Panics
-/// If the plaintext exceeds ChaCha20-Poly1305's limit (about 256 GiB).
-fn seal_to_shared(
-    shared: &[u8; 32],
-    epk: [u8; EPK_LEN],
-    nonce: [u8; NONCE_LEN],
-    recipient_public: &[u8; 32],
-    context: &str,
-    plaintext: &[u8],
-) -> SealedBox {
-    let mut c = plaintext.to_vec();
-    let sealed = box_key(2, shared, &epk, recipient_public).and_then(|key| {
-        key.seal_in_place_separate_tag(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(context.as_bytes()),
-            &mut c,
-        )
-        .map_err(|_| SealError::InvalidBox("plaintext too long".to_owned()))
-    });
-    let tag = match sealed {
-        Ok(tag) => tag,
-        Err(e) => panic!("sealing failed: {e}"),
-    };
-    SealedBox {
-        v: 2,
-        epk: epk.to_vec(),
-        n: nonce.to_vec(),
-        c,
-        t: tag.as_ref().to_vec(),
-    }
-}
-
 impl SealedBox {
     /// Seals `plaintext` to `recipient_public` as a version 2 box with a
     /// fresh ephemeral key and nonce; `context` is the associated data.
@@ -106,41 +70,13 @@ impl SealedBox {
     /// ChaCha20-Poly1305's limit (about 256 GiB).
     #[must_use]
     pub fn seal(recipient_public: &[u8; 32], context: &str, plaintext: &[u8]) -> SealedBox {
-        use ring::agreement::{EphemeralPrivateKey, UnparsedPublicKey, X25519, agree_ephemeral};
-
-        let nonce = random_bytes::<NONCE_LEN>();
-        // ring's X25519 is the same function as x25519-dalek's (RFC 7748),
-        // in assembly on x86-64: about half the cost, and it was the
-        // ingest's largest own cost (docs/benchmarks.md). It takes no given
-        // secret, so `seal_with` (the test vectors) keeps x25519-dalek.
-        let Ok(ephemeral) = EphemeralPrivateKey::generate(&X25519, &SystemRandom::new()) else {
-            panic!("the system random number generator failed");
-        };
-        let epk = ephemeral
-            .compute_public_key()
-            .ok()
-            .and_then(|public| <[u8; EPK_LEN]>::try_from(public.as_ref()).ok());
-        let Some(epk) = epk else {
-            panic!("an X25519 public key is {EPK_LEN} bytes");
-        };
-        let peer = UnparsedPublicKey::new(&X25519, recipient_public);
-        let sealed = agree_ephemeral(ephemeral, &peer, |shared| {
-            <&[u8; 32]>::try_from(shared).ok().map(|shared| {
-                seal_to_shared(shared, epk, nonce, recipient_public, context, plaintext)
-            })
-        });
-        match sealed {
-            Ok(Some(sealed)) => sealed,
-            // ring refuses a public key of small order (its shared secret
-            // is all zeros); x25519-dalek seals to it as it always has.
-            _ => Self::seal_with(
-                random_bytes::<32>(),
-                nonce,
-                recipient_public,
-                context,
-                plaintext,
-            ),
-        }
+        Self::seal_with(
+            random_bytes::<32>(),
+            random_bytes::<NONCE_LEN>(),
+            recipient_public,
+            context,
+            plaintext,
+        )
     }
 
     /// [`Self::seal`] with a given ephemeral secret and nonce: deterministic,
@@ -159,14 +95,26 @@ impl SealedBox {
         let ephemeral = StaticSecret::from(ephemeral_secret);
         let epk = PublicKey::from(&ephemeral).to_bytes();
         let shared = ephemeral.diffie_hellman(&PublicKey::from(*recipient_public));
-        seal_to_shared(
-            shared.as_bytes(),
-            epk,
-            nonce,
-            recipient_public,
-            context,
-            plaintext,
-        )
+        let mut c = plaintext.to_vec();
+        let sealed = box_key(2, shared.as_bytes(), &epk, recipient_public).and_then(|key| {
+            key.seal_in_place_separate_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(context.as_bytes()),
+                &mut c,
+            )
+            .map_err(|_| SealError::InvalidBox("plaintext too long".to_owned()))
+        });
+        let tag = match sealed {
+            Ok(tag) => tag,
+            Err(e) => panic!("sealing failed: {e}"),
+        };
+        SealedBox {
+            v: 2,
+            epk: epk.to_vec(),
+            n: nonce.to_vec(),
+            c,
+            t: tag.as_ref().to_vec(),
+        }
     }
 
     /// Opens a version 1 or 2 box with the recipient's secret; `context`
@@ -203,6 +151,14 @@ impl SealedBox {
         if self.v != 2 {
             return Err(SealError::UnsupportedVersion(self.v));
         }
+        self.to_binary_any_version()
+    }
+
+    /// The binary layout for a box of any version: version 1 boxes (read
+    /// only) have the same field lengths. For storing boxes at rest, where
+    /// old boxes stay readable; the protocol's binary box is
+    /// [`Self::to_binary`], version 2 only.
+    pub fn to_binary_any_version(&self) -> Result<Vec<u8>, SealError> {
         let epk: [u8; EPK_LEN] = fixed(&self.epk, "epk")?;
         let nonce: [u8; NONCE_LEN] = fixed(&self.n, "n")?;
         let tag: [u8; TAG_LEN] = fixed(&self.t, "t")?;
@@ -217,12 +173,18 @@ impl SealedBox {
 
     /// Parses the binary layout; the version byte must be 2.
     pub fn from_binary(bytes: &[u8]) -> Result<SealedBox, SealError> {
+        match bytes.first() {
+            Some(&version) if version != 2 => Err(SealError::UnsupportedVersion(version)),
+            _ => Self::from_binary_any_version(bytes),
+        }
+    }
+
+    /// Parses what [`Self::to_binary_any_version`] wrote, whatever its
+    /// version byte.
+    pub fn from_binary_any_version(bytes: &[u8]) -> Result<SealedBox, SealError> {
         let Some((&version, rest)) = bytes.split_first() else {
             return Err(SealError::InvalidBox("empty binary box".to_owned()));
         };
-        if version != 2 {
-            return Err(SealError::UnsupportedVersion(version));
-        }
         if bytes.len() < BINARY_HEADER_LEN {
             return Err(SealError::InvalidBox(format!(
                 "binary box shorter than {BINARY_HEADER_LEN} bytes"
@@ -247,15 +209,10 @@ impl SealedBox {
 /// As [`SealedBox::seal`].
 #[must_use]
 pub fn seal_binary(recipient_public: &[u8; 32], context: &str, plaintext: &[u8]) -> Vec<u8> {
-    let sealed = SealedBox::seal(recipient_public, context, plaintext);
-    // A freshly sealed box is version 2 with fields of the right lengths.
-    let mut out = Vec::with_capacity(BINARY_HEADER_LEN + sealed.c.len());
-    out.push(sealed.v);
-    out.extend_from_slice(&sealed.epk);
-    out.extend_from_slice(&sealed.n);
-    out.extend_from_slice(&sealed.t);
-    out.extend_from_slice(&sealed.c);
-    out
+    match SealedBox::seal(recipient_public, context, plaintext).to_binary() {
+        Ok(binary) => binary,
+        Err(e) => panic!("a freshly sealed box is version 2 with fields of the right lengths: {e}"),
+    }
 }
 
 /// Opens a box in the binary layout.
@@ -353,30 +310,6 @@ mod tests {
         assert_eq!(sealed.open(&secret, CONTEXT).unwrap(), b"hello");
         // Two seals of the same plaintext differ (fresh key and nonce).
         assert_ne!(sealed, SealedBox::seal(&public, CONTEXT, b"hello"));
-    }
-
-    /// `seal` (ring's X25519) and `seal_with` (x25519-dalek's) agree: a
-    /// box from either opens with the recipient's secret (x25519-dalek's
-    /// shared secret from ring's ephemeral key); the test vectors pin
-    /// `seal_with` byte for byte.
-    #[test]
-    fn ring_and_dalek_seal_alike() {
-        let (secret, public) = recipient();
-        for _ in 0..16 {
-            let sealed = SealedBox::seal(&public, CONTEXT, b"hello");
-            assert_eq!(sealed.open(&secret, CONTEXT).unwrap(), b"hello");
-        }
-        let given = SealedBox::seal_with([9; 32], [1; 12], &public, CONTEXT, b"hello");
-        assert_eq!(given.open(&secret, CONTEXT).unwrap(), b"hello");
-    }
-
-    /// A public key of small order: ring refuses it, and sealing falls back
-    /// to x25519-dalek rather than fail the delivery.
-    #[test]
-    fn a_small_order_key_still_seals() {
-        let sealed = SealedBox::seal(&[0; 32], CONTEXT, b"hello");
-        assert_eq!(sealed.v, 2);
-        assert_eq!(sealed.c.len(), 5);
     }
 
     #[test]

@@ -3,8 +3,13 @@
 //! WAL flush for all of them, with up to [`COMMITTERS`] such transactions
 //! in flight at once.
 //!
-//! A caller queues its message and, when one of [`COMMITTERS`] slots is
-//! free, spawns a committer task; then it only waits for its answer. The
+//! A caller queues its message and spawns a committer task when none is
+//! running, or when more is queued than the running ones take in their
+//! next batches (a full [`MAX_BATCH`] each), up to [`COMMITTERS`]; then it
+//! only waits for its answer. One committer whose batches grow while it
+//! commits costs less a message than several with small batches (each
+//! batch's statements, round trips and WAL flush are a fixed cost:
+//! docs/benchmarks.md); more join only when one cannot keep up. The
 //! commit runs in that task, never in the caller's future, so a caller
 //! dropped mid-commit (a closed SMTP session, a cancelled HTTP request)
 //! cannot cancel a transaction that other callers wait on. A committer
@@ -66,7 +71,7 @@ use crate::records::{box_to_stored, write_numbered_records};
 use crate::{PgStore, db_error};
 
 /// Batches in flight at once, each on its own pooled connection.
-pub(crate) const COMMITTERS: usize = 2;
+pub(crate) const COMMITTERS: usize = 4;
 /// Most messages in one transaction.
 pub(crate) const MAX_BATCH: usize = 64;
 /// Most sealed content in one transaction (ciphertext bytes). A batch holds
@@ -74,7 +79,7 @@ pub(crate) const MAX_BATCH: usize = 64;
 /// COMMIT: large mail makes smaller batches, so the batches in flight stay
 /// within a few times this, however large the messages. A message larger
 /// than this is a batch of its own.
-pub(crate) const MAX_BATCH_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_BATCH_BYTES: usize = 1024 * 1024;
 
 /// Takes the next commit number with the commit clock's row lock held
 /// until the transaction ends: for held mail released inside a settlement
@@ -177,6 +182,16 @@ impl Batcher {
         (self.next_shard.fetch_add(1, Ordering::Relaxed) % COUNTER_SHARDS) as i16
     }
 
+    /// Whether a caller that has just queued, leaving `queued` messages,
+    /// should start a committer: none is running, or the running ones
+    /// would leave some of the queue for a later batch. A committer that is
+    /// finishing looks at the queue again after giving its slot back, so a
+    /// message queued meanwhile is never left without one.
+    fn wants_committer(&self, queued: usize) -> bool {
+        let running = COMMITTERS.saturating_sub(self.committers.available_permits());
+        running == 0 || queued > running.saturating_mul(MAX_BATCH)
+    }
+
     fn free_slot(&self) -> Option<OwnedSemaphorePermit> {
         Arc::clone(&self.committers).try_acquire_owned().ok()
     }
@@ -201,8 +216,14 @@ impl PgStore {
     /// Commits one message, in a batch with those committed at the same time.
     pub(crate) async fn group_commit(&self, new: NewMessage) -> Result<Commit, StoreError> {
         let (answer, answered) = oneshot::channel();
-        self.batcher.queue().push((new, answer));
-        if let Some(slot) = self.batcher.free_slot() {
+        let queued = {
+            let mut queue = self.batcher.queue();
+            queue.push((new, answer));
+            queue.len()
+        };
+        if self.batcher.wants_committer(queued)
+            && let Some(slot) = self.batcher.free_slot()
+        {
             tokio::spawn(self.clone().commit_queued(slot));
         }
         answered.await.unwrap_or_else(|_| {
@@ -849,11 +870,11 @@ mod tests {
             })
             .collect::<Vec<_>>()
         };
-        let mib = 1024 * 1024;
-        queue(&[mib; 10]);
+        let quarter = MAX_BATCH_BYTES / 4;
+        queue(&[quarter; 10]);
         assert_eq!(batch_sizes(), [4, 4, 2]);
         // Larger than the bound: a batch of its own, never stuck.
-        queue(&[10, 5 * mib, 10]);
+        queue(&[10, 5 * MAX_BATCH_BYTES, 10]);
         assert_eq!(batch_sizes(), [1, 1, 1]);
         queue(&[10; MAX_BATCH + 1]);
         assert_eq!(batch_sizes(), [MAX_BATCH, 1]);
@@ -950,8 +971,9 @@ mod tests {
                 tokio::spawn(async move { store.commit(new).await })
             })
             .collect();
-        // Every committer stopped at the clock; the others queue behind them.
-        until_waiting_on_locks(&store, DATABASE, COMMITTERS as i64).await;
+        // The committer stopped at the clock; the others queue behind it
+        // (fewer than a batch: no second committer starts).
+        until_waiting_on_locks(&store, DATABASE, 1).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
         release_commit_clock(clock).await;
         for commit in commits {
@@ -960,11 +982,42 @@ mod tests {
         assert_eq!(stored_ids(&store).await, expected);
         let batches = distinct_commit_numbers(&store).await;
         assert!(
-            batches <= 2 * COMMITTERS as i64,
+            batches <= 2,
             "{MESSAGES} messages in {batches} transactions"
         );
         let received = received_in_window(&store).await;
         assert_eq!(received, MESSAGES as u64);
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+
+    /// More is queued than the running committer's next batch takes: more
+    /// committers start, up to COMMITTERS, and every message is stored.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn committers_join_when_the_queue_outgrows_a_batch() {
+        const DATABASE: &str = "sealpost_store_pg_group_commit_join";
+        const MESSAGES: usize = 3 * MAX_BATCH;
+        let store = store_with_address(DATABASE).await;
+        let clock = hold_commit_clock(DATABASE).await;
+        let commits: Vec<_> = (0..MESSAGES)
+            .map(|n| {
+                let store = store.clone();
+                let new = new_message(at(n as i64));
+                tokio::spawn(async move { store.commit(new).await })
+            })
+            .collect();
+        // A second committer (at least) stopped at the clock beside the first.
+        until_waiting_on_locks(&store, DATABASE, 2).await;
+        release_commit_clock(clock).await;
+        for commit in commits {
+            assert_eq!(commit.await.unwrap().unwrap(), Commit::Done);
+        }
+        assert_eq!(stored_ids(&store).await.len(), MESSAGES);
+        let batches = distinct_commit_numbers(&store).await;
+        assert!(
+            batches < MESSAGES as i64 / 8,
+            "{MESSAGES} messages in {batches} transactions"
+        );
         drop(store);
         drop_database(DATABASE).await;
     }

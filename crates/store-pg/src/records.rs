@@ -7,7 +7,7 @@ use diesel::sql_types::{Array, BigInt, Bool, Jsonb, Nullable, Text, Timestamptz}
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use sealpost_activity::Records;
 use sealpost_kernel::{StoreError, Timestamp};
-use sealpost_seal::{BINARY_HEADER_LEN, SealedBox, sha256};
+use sealpost_seal::{SealedBox, sha256};
 
 use crate::prepared::PrepareOnce;
 use crate::schema::retired_ids;
@@ -188,52 +188,19 @@ pub(crate) fn box_from_json(value: serde_json::Value) -> Result<SealedBox, Store
     serde_json::from_value(value).map_err(StoreError::failed)
 }
 
-/// Field lengths of a stored box: ephemeral key, nonce, tag.
-const STORED_BOX_FIELDS: [usize; 3] = [32, 12, 16];
-
 /// A message's sealed content as stored (`messages.content`, bytea): the
 /// binary box layout, version || epk || n || t || c, which for version 2 is
 /// exactly the binary box of docs/protocol.md; version 1 boxes (read only)
-/// have the same field lengths. `None` for a box whose fixed fields have
-/// other lengths, which no sealing produces.
+/// have the same field lengths (the seal crate writes and reads the layout
+/// for either). `None` for a box whose fixed fields have other lengths,
+/// which no sealing produces.
 pub(crate) fn box_to_stored(sealed: &SealedBox) -> Option<Vec<u8>> {
-    let fields = [&sealed.epk, &sealed.n, &sealed.t];
-    if fields
-        .iter()
-        .zip(STORED_BOX_FIELDS)
-        .any(|(field, len)| field.len() != len)
-    {
-        return None;
-    }
-    let mut stored = Vec::with_capacity(BINARY_HEADER_LEN + sealed.c.len());
-    stored.push(sealed.v);
-    for field in fields {
-        stored.extend_from_slice(field);
-    }
-    stored.extend_from_slice(&sealed.c);
-    Some(stored)
+    sealed.to_binary_any_version().ok()
 }
 
 /// The box [`box_to_stored`] wrote.
 pub(crate) fn box_from_stored(stored: &[u8]) -> Result<SealedBox, StoreError> {
-    let Some((&v, rest)) = stored.split_first() else {
-        return Err(StoreError::Failed("an empty stored box".into()));
-    };
-    if stored.len() < BINARY_HEADER_LEN {
-        return Err(StoreError::Failed(
-            "a stored box shorter than its header".into(),
-        ));
-    }
-    let (epk, rest) = rest.split_at(STORED_BOX_FIELDS[0]);
-    let (n, rest) = rest.split_at(STORED_BOX_FIELDS[1]);
-    let (t, c) = rest.split_at(STORED_BOX_FIELDS[2]);
-    Ok(SealedBox {
-        v,
-        epk: epk.to_vec(),
-        n: n.to_vec(),
-        c: c.to_vec(),
-        t: t.to_vec(),
-    })
+    SealedBox::from_binary_any_version(stored).map_err(StoreError::failed)
 }
 
 /// The `stored_bytes` shard deletions subtract from. Inserts add to shards
@@ -331,6 +298,8 @@ pub(crate) async fn lock_account_plan(
 
 #[cfg(test)]
 mod tests {
+    use sealpost_seal::BINARY_HEADER_LEN;
+
     use super::*;
 
     fn sealed(v: u8, ciphertext: &[u8]) -> SealedBox {
