@@ -44,8 +44,8 @@
 //! `pg_notify`, and `COMMIT`. Statements that need no answer from one
 //! another are sent together (pipelined): the in-flight row's end with the
 //! owners' locks, and then every insert, the counters and the notify, so a
-//! batch takes five round trips to PostgreSQL, not eleven. Any failure fails the whole batch, and every
-//! message of it gets the error: its client is told to try again, none is
+//! batch takes five round trips to PostgreSQL, not eleven. Any failure
+//! fails the whole batch, and every message of it gets the error: its client is told to try again, none is
 //! told it was stored; its number is taken out of flight at once.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -791,15 +791,9 @@ mod tests {
     use super::*;
     use crate::schema::{addresses, commit_in_flight, messages};
     use crate::test_db::{
-        TEST_ACCOUNT, TEST_ADDRESS, database_url, drop_database, store_with_address, test_instant,
+        TEST_ACCOUNT as ACCOUNT, TEST_ADDRESS as ADDRESS, database_url, drop_database,
+        store_with_address, test_instant as at,
     };
-
-    const ACCOUNT: &str = TEST_ACCOUNT;
-    const ADDRESS: &str = TEST_ADDRESS;
-
-    fn at(seconds: i64) -> Timestamp {
-        test_instant(seconds)
-    }
 
     fn new_message(received_at: Timestamp) -> NewMessage {
         NewMessage {
@@ -851,6 +845,24 @@ mod tests {
                 .iter()
                 .all(|shard| (0..COUNTER_SHARDS as i16).contains(shard))
         );
+    }
+
+    /// A caller starts a committer when none runs, or when the queue holds
+    /// more than the running ones take in their next batches; not while
+    /// the running one will take everything queued.
+    #[test]
+    fn a_committer_starts_only_when_none_runs_or_the_queue_outgrows_them() {
+        let batcher = Batcher::default();
+        assert!(batcher.wants_committer(1), "none runs");
+        let first = batcher.free_slot().unwrap();
+        assert!(!batcher.wants_committer(2));
+        assert!(!batcher.wants_committer(MAX_BATCH));
+        assert!(batcher.wants_committer(MAX_BATCH + 1));
+        let second = batcher.free_slot().unwrap();
+        assert!(!batcher.wants_committer(2 * MAX_BATCH));
+        assert!(batcher.wants_committer(2 * MAX_BATCH + 1));
+        drop((first, second));
+        assert!(batcher.wants_committer(1), "none runs again");
     }
 
     #[test]

@@ -83,6 +83,19 @@ impl Sending {
             .await;
         listed.body["messages"].as_array().unwrap().clone()
     }
+
+    /// A Sent copy's content, opened with the address's key.
+    fn open_sent_copy(&self, copy: &Value) -> Value {
+        let sealed: sealpost_seal::SealedBox =
+            serde_json::from_value(copy["content"].clone()).unwrap();
+        let plain = sealed
+            .open(
+                &self.keys.address_secret("ibx_send01", 0),
+                &context::message("ibx_send01", copy["id"].as_str().unwrap()),
+            )
+            .unwrap();
+        serde_json::from_slice(&plain).unwrap()
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -206,14 +219,7 @@ async fn sent_mail_reaches_the_relay_dkim_signed_and_is_kept_sealed_in_sent() {
         size.abs_diff(mail.data.len() as u64) <= 2,
         "the size as submitted: {size}"
     );
-    let sealed: sealpost_seal::SealedBox = serde_json::from_value(copy["content"].clone()).unwrap();
-    let plain = sealed
-        .open(
-            &s.keys.address_secret("ibx_send01", 0),
-            &context::message("ibx_send01", &message_id),
-        )
-        .unwrap();
-    let content: Value = serde_json::from_slice(&plain).unwrap();
+    let content = s.open_sent_copy(copy);
     assert_eq!(content["from"], format!("Zoë's Shop <{}>", s.address));
     assert_eq!(
         content["to"],
@@ -303,14 +309,8 @@ async fn copies_reach_the_relay_in_cc_count_as_sends_and_stay_in_the_sent_copy()
     assert_eq!(s.sent_usage().await, (2, 2), "one send per recipient");
 
     let copy = &s.sent_folder().await[0];
-    let sealed: sealpost_seal::SealedBox = serde_json::from_value(copy["content"].clone()).unwrap();
-    let plain = sealed
-        .open(
-            &s.keys.address_secret("ibx_send01", 0),
-            &context::message("ibx_send01", &message_id),
-        )
-        .unwrap();
-    let content: Value = serde_json::from_slice(&plain).unwrap();
+    assert_eq!(copy["id"], message_id.as_str());
+    let content = s.open_sent_copy(copy);
     assert_eq!(content["cc"], json!(["Dave Example <dave@example.net>"]));
 
     // More than 50 in to and cc together: refused, nothing sent.

@@ -58,6 +58,56 @@ fn outbox(repo: MockSendRepository, relay: Option<MockMailRelay>) -> Outbox {
     )
 }
 
+/// What an accepted send gave: its answer, the mail the relay was handed
+/// and the Sent copy committed.
+struct Accepted {
+    sent: Sent,
+    mail: OutgoingMail,
+    copy: SentCopy,
+}
+
+/// Sends `request` with `repo` (its sender and reservation expected by the
+/// caller), a relay that accepts the mail as `size_bytes` once, and a
+/// commit of the Sent copy once.
+async fn send_accepted(
+    mut repo: MockSendRepository,
+    request: &SendRequest,
+    size_bytes: u64,
+) -> Accepted {
+    let submitted = Arc::new(Mutex::new(None));
+    let seen = submitted.clone();
+    let mut relay = MockMailRelay::new();
+    relay.expect_submit().times(1).returning(move |mail| {
+        *seen.lock().unwrap() = Some(mail.clone());
+        Ok(Submitted { size_bytes })
+    });
+    let committed = Arc::new(Mutex::new(None));
+    let slot = committed.clone();
+    repo.expect_commit_sent().times(1).returning(move |sent| {
+        *slot.lock().unwrap() = Some(sent);
+        Ok(())
+    });
+    let sent = outbox(repo, Some(relay))
+        .send(&account(), VIA_APP, request)
+        .await
+        .unwrap();
+    let mail = submitted.lock().unwrap().take().unwrap();
+    let copy = committed.lock().unwrap().take().unwrap();
+    Accepted { sent, mail, copy }
+}
+
+/// A Sent copy's content, opened with the address's key.
+fn opened(copy: &Message) -> serde_json::Value {
+    let plain = copy
+        .content
+        .open(
+            &keys().address_secret("ibx_shop01", 0),
+            &context::message("ibx_shop01", copy.id.as_str()),
+        )
+        .unwrap();
+    serde_json::from_slice(&plain).unwrap()
+}
+
 /// A repository that refuses every call: for requests that must stop early.
 fn untouched() -> MockSendRepository {
     let mut repo = MockSendRepository::new();
@@ -342,25 +392,12 @@ async fn an_accepted_message_is_kept_sealed_in_sent_with_its_records() {
         .returning(|_, _| Ok(Some(sender(true, false))));
     repo.expect_reserve_sends()
         .returning(|_, _, _, _, _| Ok(Reservation::Reserved));
-    let submitted = Arc::new(Mutex::new(None));
-    let seen = submitted.clone();
-    let mut relay = MockMailRelay::new();
-    relay.expect_submit().times(1).returning(move |mail| {
-        *seen.lock().unwrap() = Some(mail.clone());
-        Ok(Submitted { size_bytes: 777 })
-    });
-    let committed = Arc::new(Mutex::new(None));
-    let slot = committed.clone();
-    repo.expect_commit_sent().times(1).returning(move |sent| {
-        *slot.lock().unwrap() = Some(sent);
-        Ok(())
-    });
-    let sent = outbox(repo, Some(relay))
-        .send(&account(), VIA_APP, &request())
-        .await
-        .unwrap();
+    let Accepted {
+        sent,
+        mail,
+        copy: copy_committed,
+    } = send_accepted(repo, &request(), 777).await;
 
-    let mail = submitted.lock().unwrap().take().unwrap();
     assert_eq!(mail.from.address, "shop.abcdef@mail.localhost");
     assert_eq!(mail.from.name.as_deref(), Some("Shop, Inc."));
     assert_eq!(
@@ -379,7 +416,6 @@ async fn an_accepted_message_is_kept_sealed_in_sent_with_its_records() {
     );
     assert!(mail.message_id_header.ends_with("@mail.localhost>"));
 
-    let copy_committed = committed.lock().unwrap().take().unwrap();
     let copy = copy_committed.message.unwrap();
     assert_eq!(sent.message_id.as_ref(), Some(&copy.id));
     assert!(sent.unrecorded.is_none());
@@ -387,16 +423,8 @@ async fn an_accepted_message_is_kept_sealed_in_sent_with_its_records() {
         (copy.folder, copy.read, copy.outgoing, copy.size_bytes),
         (Folder::Sent, true, true, 777)
     );
-    let plain = copy
-        .content
-        .open(
-            &keys().address_secret("ibx_shop01", 0),
-            &context::message("ibx_shop01", copy.id.as_str()),
-        )
-        .unwrap();
-    let content: serde_json::Value = serde_json::from_slice(&plain).unwrap();
     assert_eq!(
-        content,
+        opened(&copy),
         json!({
             "from": "\"Shop, Inc.\" <shop.abcdef@mail.localhost>",
             "to": ["Bob <bob@example.com>", "carol@example.org"],
@@ -501,19 +529,6 @@ async fn copies_go_out_once_each_and_count_as_sends() {
         .withf(|_, _, count, _, _| *count == 3)
         .times(1)
         .returning(|_, _, _, _, _| Ok(Reservation::Reserved));
-    let submitted = Arc::new(Mutex::new(None));
-    let seen = submitted.clone();
-    let mut relay = MockMailRelay::new();
-    relay.expect_submit().times(1).returning(move |mail| {
-        *seen.lock().unwrap() = Some(mail.clone());
-        Ok(Submitted { size_bytes: 900 })
-    });
-    let committed = Arc::new(Mutex::new(None));
-    let slot = committed.clone();
-    repo.expect_commit_sent().times(1).returning(move |sent| {
-        *slot.lock().unwrap() = Some(sent);
-        Ok(())
-    });
     let with_copies = SendRequest {
         cc: vec![
             "Dave <dave@example.net>".into(),
@@ -522,12 +537,8 @@ async fn copies_go_out_once_each_and_count_as_sends() {
         ],
         ..request()
     };
-    outbox(repo, Some(relay))
-        .send(&account(), VIA_APP, &with_copies)
-        .await
-        .unwrap();
+    let Accepted { mail, copy, .. } = send_accepted(repo, &with_copies, 900).await;
 
-    let mail = submitted.lock().unwrap().take().unwrap();
     assert_eq!(
         mail.cc,
         vec![MailAddress {
@@ -536,14 +547,6 @@ async fn copies_go_out_once_each_and_count_as_sends() {
         }],
         "an address already in to, or twice in cc, is not copied again"
     );
-    let copy = committed.lock().unwrap().take().unwrap().message.unwrap();
-    let plain = copy
-        .content
-        .open(
-            &keys().address_secret("ibx_shop01", 0),
-            &context::message("ibx_shop01", copy.id.as_str()),
-        )
-        .unwrap();
-    let content: serde_json::Value = serde_json::from_slice(&plain).unwrap();
+    let content = opened(&copy.message.unwrap());
     assert_eq!(content["cc"], json!(["Dave <dave@example.net>"]));
 }
