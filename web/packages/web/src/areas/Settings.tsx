@@ -152,8 +152,11 @@ export function Settings({ session }: { session: Unlocked }) {
             onClick={() =>
               void act(async () => {
                 const n = await client.signOutOtherSessions();
+                // The list and the notice change together: the notice never
+                // stands beside sessions it says are gone.
+                const left = await client.listSessions();
+                setSessions(left);
                 setNotice(`Signed out ${n} other session${n === 1 ? '' : 's'}. This browser stays signed in.`);
-                setSessions(await client.listSessions());
               })
             }
           >
