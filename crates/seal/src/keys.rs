@@ -196,6 +196,30 @@ impl AccountKeys {
     }
 }
 
+/// A peer's X25519 public key from base64url, as the service accepts one to
+/// seal to or to sign in with: 32 bytes that are not a low-order point.
+/// X25519 with a low-order point gives the same all-zero secret whatever the
+/// other side's key, so a box sealed to it would open for anyone.
+///
+/// # Errors
+/// [`SealError::InvalidBase64`] or [`SealError::WrongLength`] for text that
+/// is not 32 bytes; [`SealError::InvalidKey`] for a low-order point.
+pub fn parse_public_key(text: &str) -> Result<[u8; 32], SealError> {
+    let key = crate::b64::decode_32(text)?;
+    // Any clamped scalar is a multiple of the cofactor 8, so its product
+    // with a point of order dividing 8 is the identity, which X25519 writes
+    // as all zeros; every other point gives a contributory result.
+    let probe = StaticSecret::from([0x5a; 32]);
+    if probe
+        .diffie_hellman(&PublicKey::from(key))
+        .was_contributory()
+    {
+        Ok(key)
+    } else {
+        Err(SealError::InvalidKey)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,5 +307,44 @@ mod tests {
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || ('2'..='7').contains(&c))
         );
+    }
+
+    #[test]
+    fn a_public_key_is_refused_when_it_is_a_low_order_point() {
+        // The canonical encodings of the points of order 1, 2, 4 and 8
+        // (u = 0, 1, p - 1, and the two of order 8), and p itself.
+        let low_order: [[u8; 32]; 5] = [
+            [0; 32],
+            {
+                let mut one = [0; 32];
+                one[0] = 1;
+                one
+            },
+            hex32("ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f"),
+            hex32("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800"),
+            hex32("5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157"),
+        ];
+        for key in low_order {
+            assert_eq!(
+                parse_public_key(&crate::b64::encode(&key)),
+                Err(SealError::InvalidKey),
+                "{key:02x?}"
+            );
+        }
+        let account = RecoveryPhrase::parse(VECTOR).unwrap().keys();
+        let real = account.auth_public_key();
+        assert_eq!(parse_public_key(&crate::b64::encode(&real)), Ok(real));
+        assert_eq!(
+            parse_public_key("AAAA"),
+            Err(SealError::WrongLength {
+                expected: 32,
+                actual: 3
+            })
+        );
+    }
+
+    fn hex32(text: &str) -> [u8; 32] {
+        let bytes = data_encoding::HEXLOWER.decode(text.as_bytes()).unwrap();
+        bytes.try_into().unwrap()
     }
 }

@@ -37,7 +37,7 @@ pub use boxes::{BINARY_HEADER_LEN, BoxShapeError, SealedBox, check_box, open_bin
 pub use error::SealError;
 pub use fingerprint::team_fingerprint;
 pub use handshake::{ChallengeKeypair, handshake_proof, verify_handshake_proof};
-pub use keys::{AccountKeys, RecoveryPhrase};
+pub use keys::{AccountKeys, RecoveryPhrase, parse_public_key};
 pub use primitives::{random_bytes, random_token, sha256};
 pub use support::{
     KEY_REQUEST, support_binding, support_key_challenge, support_key_proof, verify_support_binding,

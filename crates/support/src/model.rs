@@ -26,9 +26,10 @@ string_enum! {
 pub struct PublicKey(pub [u8; 32]);
 
 impl PublicKey {
-    /// 32 bytes in base64url without padding; anything else is `None`.
+    /// 32 bytes in base64url without padding that are not a low-order
+    /// X25519 point; anything else is `None`.
     pub fn parse(text: &str) -> Option<PublicKey> {
-        b64::decode_32(text).ok().map(PublicKey)
+        sealpost_seal::parse_public_key(text).ok().map(PublicKey)
     }
 
     pub fn to_text(&self) -> String {

@@ -146,6 +146,11 @@ async fn field_errors_have_their_codes() {
             json!({ "id": "ibx_abcd", "domain": "mail.localhost", "publicKey": "AAAA" }),
             "invalid_key",
         ),
+        // A low-order point: every box sealed to it would open for anyone.
+        (
+            json!({ "id": "ibx_abcd", "domain": "mail.localhost", "publicKey": sealpost_seal::b64::encode(&[0; 32]) }),
+            "invalid_key",
+        ),
         (
             json!({ "id": "ibx_abcd", "domain": "mail.localhost", "meta": { "v": 3 } }),
             "invalid_box",

@@ -57,7 +57,7 @@ pub async fn register(
     let account_id = parse_account_id(&body.account_id)?;
     let auth_verifier = b64::decode_32(&body.auth_verifier)
         .map_err(|_| ApiError::invalid_field("authVerifier", "expected 32 bytes in base64url"))?;
-    let auth_public_key = b64::decode_32(&body.auth_public_key)
+    let auth_public_key = sealpost_seal::parse_public_key(&body.auth_public_key)
         .map_err(|_| ApiError::invalid_key("authPublicKey"))?;
     let signed_in = state
         .accounts

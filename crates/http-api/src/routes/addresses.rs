@@ -5,7 +5,6 @@ use actix_web::HttpResponse;
 use actix_web::web::{Data, Path};
 use sealpost_addresses::{Address, NewAddress};
 use sealpost_kernel::{AccountId, AddressId, DeviceId, PlanId};
-use sealpost_seal::b64;
 use sealpost_wire as wire;
 
 use crate::auth::{Authenticated, SessionCaller};
@@ -101,7 +100,9 @@ pub async fn create(
     let public_key = body
         .public_key
         .as_deref()
-        .map(|key| b64::decode_32(key).map_err(|_| ApiError::invalid_key("publicKey")))
+        .map(|key| {
+            sealpost_seal::parse_public_key(key).map_err(|_| ApiError::invalid_key("publicKey"))
+        })
         .transpose()?;
     let plan = plan_of(&state, &caller.account).await?;
     let address = state

@@ -5,7 +5,6 @@ use actix_web::web::{Data, Path, Query};
 use actix_web::{HttpRequest, HttpResponse};
 use sealpost_devices::{Device, DeviceKind, Platform};
 use sealpost_kernel::{DeviceId, PageLimits, PairingSessionId};
-use sealpost_seal::b64;
 use sealpost_wire as wire;
 
 use crate::auth::{Authenticated, SessionCaller};
@@ -68,8 +67,8 @@ pub async fn open_pairing(
             .parse()
             .map_err(|_| ApiError::invalid_field("kind", "device or agent"))?,
     };
-    let public_key =
-        b64::decode_32(&body.public_key).map_err(|_| ApiError::invalid_key("publicKey"))?;
+    let public_key = sealpost_seal::parse_public_key(&body.public_key)
+        .map_err(|_| ApiError::invalid_key("publicKey"))?;
     let opened = state
         .devices
         .open_pairing(

@@ -158,8 +158,8 @@ pub async fn add_member(
 ) -> Result<HttpResponse, ApiError> {
     let member = AccountId::parse(&body.member_id)
         .map_err(|error| ApiError::invalid_id("memberId", error))?;
-    let public_key =
-        b64::decode_32(&body.public_key).map_err(|_| ApiError::invalid_key("publicKey"))?;
+    let public_key = sealpost_seal::parse_public_key(&body.public_key)
+        .map_err(|_| ApiError::invalid_key("publicKey"))?;
     let pin = check_box_field("pin", &body.pin, GRANT_BOX_LIMIT)?;
     // The body's shape first (400), then the plan (402), as everywhere.
     state.teams.limit(&caller.account).await?;
@@ -278,7 +278,8 @@ pub async fn rotate(
     Json(body): Json<wire::RotateRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let epoch = epoch_of(body.epoch, "epoch")?;
-    b64::decode_32(&body.public_key).map_err(|_| ApiError::invalid_key("publicKey"))?;
+    sealpost_seal::parse_public_key(&body.public_key)
+        .map_err(|_| ApiError::invalid_key("publicKey"))?;
     for (n, grant) in body.grants.iter().enumerate() {
         AccountId::parse(&grant.member_id)
             .map_err(|error| ApiError::invalid_id(&format!("grants[{n}].memberId"), error))?;
