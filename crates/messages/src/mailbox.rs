@@ -83,11 +83,11 @@ impl Mailbox {
         address: &AddressId,
         request: &PageRequest,
     ) -> Result<Page<Message>, MailError> {
-        self.check_address(reader, address).await?;
         let rows = self
             .repo
             .page(reader, address, self.clock.now(), request)
-            .await?;
+            .await?
+            .ok_or(MailError::NotFound)?;
         Ok(Page::from_rows(rows, request, |message| Cursor {
             at: message.received_at,
             id: message.id.to_string(),
@@ -101,11 +101,10 @@ impl Mailbox {
         address: &AddressId,
         after: &WaitFrom,
     ) -> Result<Vec<Arrived>, MailError> {
-        self.check_address(reader, address).await?;
-        Ok(self
-            .repo
+        self.repo
             .newer_than(reader, address, self.clock.now(), after.clone(), 50)
-            .await?)
+            .await?
+            .ok_or(MailError::NotFound)
     }
 
     /// A wait's starting point for mail that commits from now on.
@@ -532,6 +531,32 @@ mod tests {
             mailbox
                 .folder_counts(&reader(), filter.address.clone())
                 .await,
+            Err(MailError::NotFound)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_page_or_a_wait_on_an_address_the_reader_may_not_read_is_not_found() {
+        // The page's and the wait's own statements check the reader: no
+        // separate check runs first.
+        let mut repo = MockMessageRepository::new();
+        repo.expect_can_read_address().never();
+        repo.expect_page().times(1).returning(|_, _, _, _| Ok(None));
+        repo.expect_newer_than()
+            .times(1)
+            .returning(|_, _, _, _, _| Ok(None));
+        let mailbox = mailbox(repo, MockBlobStore::new());
+        let address = AddressId::parse("ibx_other1").unwrap();
+        let request = PageRequest {
+            limit: 50,
+            after: None,
+        };
+        assert!(matches!(
+            mailbox.list(&reader(), &address, &request).await,
+            Err(MailError::NotFound)
+        ));
+        assert!(matches!(
+            mailbox.newer(&reader(), &address, &WaitFrom::Start).await,
             Err(MailError::NotFound)
         ));
     }

@@ -184,18 +184,22 @@ pub trait MessageRepository: Send + Sync {
         reader: &Reader,
         address: &AddressId,
     ) -> Result<bool, StoreError>;
-    /// Newest first, listed (not held) and within retention at `now`.
+    /// Newest first, listed (not held) and within retention at `now`;
+    /// `None` when the reader may not read the address (the same check as
+    /// [`MessageRepository::can_read_address`], made with the page's own
+    /// retention cutoff rather than in a statement of its own).
     async fn page(
         &self,
         reader: &Reader,
         address: &AddressId,
         now: Timestamp,
         page: &PageRequest,
-    ) -> Result<Vec<Message>, StoreError>;
+    ) -> Result<Option<Vec<Message>>, StoreError>;
     /// Listed mail of the address (sent copies aside) that became visible
-    /// after `after`, in commit order, up to `limit`. Commit order, not
-    /// `received_at`: a message whose delivery began earlier but committed
-    /// later still sorts after what a waiter has already seen.
+    /// after `after`, in commit order, up to `limit`; `None` when the reader
+    /// may not read the address, as for [`MessageRepository::page`]. Commit
+    /// order, not `received_at`: a message whose delivery began earlier but
+    /// committed later still sorts after what a waiter has already seen.
     async fn newer_than(
         &self,
         reader: &Reader,
@@ -203,7 +207,7 @@ pub trait MessageRepository: Send + Sync {
         now: Timestamp,
         after: WaitFrom,
         limit: i64,
-    ) -> Result<Vec<Arrived>, StoreError>;
+    ) -> Result<Option<Vec<Arrived>>, StoreError>;
     /// The commit position of everything visible now: whatever commits
     /// later sorts after it.
     async fn commit_position(&self) -> Result<CommitCursor, StoreError>;

@@ -343,6 +343,7 @@ mod tests {
             .page(reader, &address_id, now, &page)
             .await
             .unwrap()
+            .unwrap_or_default()
             .iter()
             .any(|paged| paged.id == *message);
         assert_eq!(

@@ -1220,6 +1220,7 @@ mod tests {
                     .newer_than(&reader, &address, now, after, 50)
                     .await
                     .unwrap()
+                    .expect("the account reads its own address")
             }
         };
         let started_first = new_message(at(10));
@@ -1309,6 +1310,7 @@ mod tests {
             )
             .await
             .unwrap()
+            .expect("the account reads its own address")
             .into_iter()
             .map(|arrived| arrived.message.id)
             .collect()
@@ -1521,7 +1523,8 @@ mod tests {
                                 50,
                             )
                             .await
-                            .unwrap();
+                            .unwrap()
+                            .expect("the account reads its own address");
                         for message in &arrived {
                             if let WaitFrom::Committed(cursor) = &after {
                                 assert!(

@@ -145,7 +145,11 @@ mod tests {
         let mut kept = Vec::new();
         for day in 1..=2 {
             let now = test_instant(day * 86_400);
-            let listed = store.page(&reader, &address, now, &page).await.unwrap();
+            let listed = store
+                .page(&reader, &address, now, &page)
+                .await
+                .unwrap()
+                .expect("the account reads its own address");
             assert!(listed.is_empty(), "the address has no mail");
             let unknown = MessageId::from_trusted("msg_none".to_owned());
             assert!(

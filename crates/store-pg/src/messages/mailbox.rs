@@ -81,9 +81,9 @@ pub(super) async fn page(
     address: &AddressId,
     now: Timestamp,
     page: &PageRequest,
-) -> Result<Vec<Message>, StoreError> {
+) -> Result<Option<Vec<Message>>, StoreError> {
     let Some(cutoff) = readable_cutoff(store, reader, address, now).await? else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
     let mut conn = store.conn().await?;
     let mut query = messages::table
@@ -97,7 +97,7 @@ pub(super) async fn page(
     if let Some(after) = &page.after {
         query = query.filter(older_than(after.at.as_datetime(), &after.id));
     }
-    rows_into_messages(query.load(&mut conn).await.map_err(db_error)?)
+    rows_into_messages(query.load(&mut conn).await.map_err(db_error)?).map(Some)
 }
 
 pub(super) async fn newer_than(
@@ -107,9 +107,9 @@ pub(super) async fn newer_than(
     now: Timestamp,
     after: WaitFrom,
     limit: i64,
-) -> Result<Vec<Arrived>, StoreError> {
+) -> Result<Option<Vec<Arrived>>, StoreError> {
     let Some(cutoff) = readable_cutoff(store, reader, address, now).await? else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
     let mut conn = store.conn().await?;
     // A list cursor names a message the reader has seen, and with it all
@@ -180,7 +180,8 @@ pub(super) async fn newer_than(
                 message,
             })
         })
-        .collect()
+        .collect::<Result<_, _>>()
+        .map(Some)
 }
 
 pub(super) async fn commit_position(store: &PgStore) -> Result<CommitCursor, StoreError> {

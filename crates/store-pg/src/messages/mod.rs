@@ -235,7 +235,7 @@ impl MessageRepository for PgStore {
         address: &AddressId,
         now: Timestamp,
         page: &PageRequest,
-    ) -> Result<Vec<Message>, StoreError> {
+    ) -> Result<Option<Vec<Message>>, StoreError> {
         mailbox::page(self, reader, address, now, page).await
     }
 
@@ -246,7 +246,7 @@ impl MessageRepository for PgStore {
         now: Timestamp,
         after: WaitFrom,
         limit: i64,
-    ) -> Result<Vec<Arrived>, StoreError> {
+    ) -> Result<Option<Vec<Arrived>>, StoreError> {
         mailbox::newer_than(self, reader, address, now, after, limit).await
     }
 
