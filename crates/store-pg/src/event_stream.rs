@@ -65,7 +65,9 @@ fn unsigned(value: i64) -> Result<u64, StoreError> {
 impl EventStreamRepository for PgStore {
     async fn stream_head(&self) -> Result<StreamPosition, StoreError> {
         let mut conn = self.conn().await?;
+        // Formatted from constants: the text never varies, so it is kept prepared.
         let Head { head } = diesel::sql_query(format!("SELECT {COMMITTED_UP_TO} AS head"))
+            .prepared()
             .get_result(&mut conn)
             .await
             .map_err(db_error)?;
@@ -101,6 +103,7 @@ impl EventStreamRepository for PgStore {
         .bind::<BigInt, _>(number(after.seq))
         .bind::<Nullable<Text>, _>(device.as_ref().map(DeviceId::as_str))
         .bind::<BigInt, _>(limit)
+        .prepared()
         .load(&mut conn)
         .await
         .map_err(db_error)?;

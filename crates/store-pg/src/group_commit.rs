@@ -106,6 +106,32 @@ pub(crate) const COMMITTED_UP_TO: &str = "(SELECT coalesce(\
        (SELECT min(seq) - 1 FROM commit_in_flight), \
        (SELECT seq FROM commit_clock)))";
 
+/// [`COMMITTED_UP_TO`] as an expression of the query builder. Not a
+/// `dsl::sql` fragment: diesel never caches a statement holding one, so a
+/// wait's every look was parsed and planned anew; this text is fixed, so
+/// the statements holding it stay prepared per connection.
+#[derive(Debug, Clone, Copy, diesel::query_builder::QueryId, diesel::expression::ValidGrouping)]
+pub(crate) struct CommittedUpTo;
+
+impl diesel::Expression for CommittedUpTo {
+    type SqlType = BigInt;
+}
+
+// A scalar subquery over tables of its own: it appears on any query.
+impl<QS> diesel::AppearsOnTable<QS> for CommittedUpTo {}
+
+impl<QS> diesel::SelectableExpression<QS> for CommittedUpTo {}
+
+impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for CommittedUpTo {
+    fn walk_ast<'b>(
+        &'b self,
+        mut out: diesel::query_builder::AstPass<'_, 'b, diesel::pg::Pg>,
+    ) -> diesel::QueryResult<()> {
+        out.push_sql(COMMITTED_UP_TO);
+        Ok(())
+    }
+}
+
 /// How many rows (`shard`s) an account's delivery counters (`received` in
 /// `usage_counters`, and `stored_bytes`) are spread over. A transaction
 /// that adds to a counter row holds its lock until COMMIT, so each batch

@@ -172,4 +172,71 @@ mod tests {
         drop(store);
         drop_database(DATABASE).await;
     }
+
+    /// `held` and `outgoing` are written as `NOT held` in the statement, not
+    /// compared with a bound `false`: a generic plan (what a prepared
+    /// statement runs on after its first five executions) can then use the
+    /// partial indexes (`WHERE NOT held`), so PostgreSQL does not fall back
+    /// to planning the page and the wait afresh on every execution.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_page_and_the_wait_run_on_generic_plans() {
+        use sealpost_kernel::{AccountId, AddressId, PageRequest};
+        use sealpost_messages::store::{MessageRepository, Reader, WaitFrom};
+
+        use crate::PgStore;
+        use crate::test_db::{
+            TEST_ACCOUNT, TEST_ADDRESS, database_url, store_with_address, test_instant,
+        };
+
+        #[derive(diesel::QueryableByName)]
+        struct Plans {
+            #[diesel(sql_type = BigInt)]
+            generic_plans: i64,
+            #[diesel(sql_type = BigInt)]
+            custom_plans: i64,
+        }
+
+        const DATABASE: &str = "prepared_generic";
+        drop(store_with_address(DATABASE).await);
+        let store = PgStore::connect(&database_url(DATABASE), 1).unwrap();
+        let reader = Reader {
+            account: AccountId::from_trusted(TEST_ACCOUNT.to_owned()),
+            device: None,
+        };
+        let address = AddressId::from_trusted(TEST_ADDRESS.to_owned());
+        let page = PageRequest {
+            limit: 50,
+            after: None,
+        };
+        let now = test_instant(86_400);
+        for _ in 0..10 {
+            let listed = store.page(&reader, &address, now, &page).await.unwrap();
+            assert_eq!(listed.map(|page| page.len()), Some(0));
+            let arrived = store
+                .newer_than(&reader, &address, now, WaitFrom::Start, 50)
+                .await
+                .unwrap();
+            assert_eq!(arrived.map(|arrived| arrived.len()), Some(0));
+        }
+        let mut conn = store.conn().await.unwrap();
+        for marker in ["\"received_at\" DESC", "\"commit_seq\" ASC"] {
+            let plans: Plans = diesel::sql_query(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements \
+                 WHERE statement LIKE '%' || $1 || '%' AND statement NOT LIKE '%pg_prepared_statements%'",
+            )
+            .bind::<Text, _>(marker)
+            .get_result(&mut conn)
+            .await
+            .unwrap();
+            assert!(
+                plans.generic_plans >= 5 && plans.custom_plans <= 5,
+                "{marker}: {} generic plans, {} custom",
+                plans.generic_plans,
+                plans.custom_plans
+            );
+        }
+        drop(conn);
+        drop(store);
+        drop_database(DATABASE).await;
+    }
 }

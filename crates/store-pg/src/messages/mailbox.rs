@@ -3,7 +3,7 @@
 //! and the expiry of mail past retention with its blobs.
 
 use chrono::{DateTime, Utc};
-use diesel::dsl::sql;
+use diesel::dsl::not;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Text, Timestamptz};
 use diesel_async::{AsyncConnection, RunQueryDsl};
@@ -18,7 +18,7 @@ use super::{
     MessageRow, retained_sql, retention_cutoff, rows_into_messages, visible, visible_by_address,
 };
 use crate::access::{Caller, may_use};
-use crate::group_commit::COMMITTED_UP_TO;
+use crate::group_commit::CommittedUpTo;
 use crate::prepared::PrepareOnce;
 use crate::records::{DeletedMessages, delete_messages_of, delete_messages_sql};
 use crate::schema::{addresses, attachments, blob_garbage, messages};
@@ -88,7 +88,7 @@ pub(super) async fn page(
     let mut conn = store.conn().await?;
     let mut query = messages::table
         .filter(messages::address_id.eq(address.as_str()))
-        .filter(messages::held.eq(false))
+        .filter(not(messages::held))
         .filter(messages::received_at.gt(cutoff))
         .select(MessageRow::as_select())
         .order((messages::received_at.desc(), messages::id.desc()))
@@ -136,12 +136,12 @@ pub(super) async fn newer_than(
     };
     let mut query = messages::table
         .filter(messages::address_id.eq(address.as_str()))
-        .filter(messages::held.eq(false))
+        .filter(not(messages::held))
         .filter(messages::received_at.gt(cutoff))
         // Waits are for mail arriving: sent copies do not count.
-        .filter(messages::outgoing.eq(false))
+        .filter(not(messages::outgoing))
         // Only below what is still in flight: nothing can appear there later.
-        .filter(messages::commit_seq.le(sql::<BigInt>(COMMITTED_UP_TO)))
+        .filter(messages::commit_seq.le(CommittedUpTo))
         .select((MessageRow::as_select(), messages::commit_seq))
         .order((messages::commit_seq.asc(), messages::id.asc()))
         .limit(limit)
@@ -186,7 +186,7 @@ pub(super) async fn newer_than(
 
 pub(super) async fn commit_position(store: &PgStore) -> Result<CommitCursor, StoreError> {
     let mut conn = store.conn().await?;
-    let seq: i64 = diesel::select(sql::<BigInt>(COMMITTED_UP_TO))
+    let seq: i64 = diesel::select(CommittedUpTo)
         .get_result(&mut conn)
         .await
         .map_err(db_error)?;

@@ -10,6 +10,7 @@ mod recovery;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use diesel::dsl::not;
 use diesel::expression::{
     AppearsOnTable, BoxableExpression, Expression, SelectableExpression, ValidGrouping,
 };
@@ -157,8 +158,7 @@ where
         + ValidGrouping<(), IsAggregate = diesel::expression::is_aggregate::No>,
 {
     Box::new(
-        messages::held
-            .eq(false)
+        not(messages::held)
             .and(retained(now))
             .and(may_use(caller, needed)),
     )
