@@ -114,25 +114,24 @@ mod tests {
         drop_database("prepared_once").await;
     }
 
-    /// The mailbox's reads hold the retention cutoff (`messages::
-    /// retention_cutoff`): read through the store, each of them is cached
-    /// like any other statement, not prepared per call as with a
-    /// `dsl::sql` fragment (which would leave nothing in
-    /// `pg_prepared_statements`).
-    #[tokio::test(flavor = "multi_thread")]
-    async fn the_mailbox_reads_holding_the_retention_cutoff_stay_prepared() {
-        use sealpost_kernel::{AccountId, AddressId, MessageId, PageRequest};
-        use sealpost_messages::store::{MessageRepository, Reader};
+    /// A fresh database with the test address, read by its owner through a
+    /// store of one connection (so every read runs on the connection a test
+    /// inspects after), and a first page of 50.
+    async fn one_connection_reader(
+        database: &str,
+    ) -> (
+        crate::PgStore,
+        sealpost_messages::store::Reader,
+        sealpost_kernel::AddressId,
+        sealpost_kernel::PageRequest,
+    ) {
+        use sealpost_kernel::{AccountId, AddressId, PageRequest};
+        use sealpost_messages::store::Reader;
 
-        use crate::PgStore;
-        use crate::test_db::{
-            TEST_ACCOUNT, TEST_ADDRESS, database_url, store_with_address, test_instant,
-        };
+        use crate::test_db::{TEST_ACCOUNT, TEST_ADDRESS, database_url, store_with_address};
 
-        const DATABASE: &str = "prepared_cutoff";
-        drop(store_with_address(DATABASE).await);
-        // One connection: every read below runs on the one inspected after.
-        let store = PgStore::connect(&database_url(DATABASE), 1).unwrap();
+        drop(store_with_address(database).await);
+        let store = crate::PgStore::connect(&database_url(database), 1).unwrap();
         let reader = Reader {
             account: AccountId::from_trusted(TEST_ACCOUNT.to_owned()),
             device: None,
@@ -142,6 +141,23 @@ mod tests {
             limit: 50,
             after: None,
         };
+        (store, reader, address, page)
+    }
+
+    /// The mailbox's reads hold the retention cutoff (`messages::
+    /// retention_cutoff`): read through the store, each of them is cached
+    /// like any other statement, not prepared per call as with a
+    /// `dsl::sql` fragment (which would leave nothing in
+    /// `pg_prepared_statements`).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_mailbox_reads_holding_the_retention_cutoff_stay_prepared() {
+        use sealpost_kernel::MessageId;
+        use sealpost_messages::store::MessageRepository;
+
+        use crate::test_db::test_instant;
+
+        const DATABASE: &str = "prepared_cutoff";
+        let (store, reader, address, page) = one_connection_reader(DATABASE).await;
         let mut kept = Vec::new();
         for day in 1..=2 {
             let now = test_instant(day * 86_400);
@@ -180,13 +196,9 @@ mod tests {
     /// to planning the page and the wait afresh on every execution.
     #[tokio::test(flavor = "multi_thread")]
     async fn the_page_and_the_wait_run_on_generic_plans() {
-        use sealpost_kernel::{AccountId, AddressId, PageRequest};
-        use sealpost_messages::store::{MessageRepository, Reader, WaitFrom};
+        use sealpost_messages::store::{MessageRepository, WaitFrom};
 
-        use crate::PgStore;
-        use crate::test_db::{
-            TEST_ACCOUNT, TEST_ADDRESS, database_url, store_with_address, test_instant,
-        };
+        use crate::test_db::test_instant;
 
         #[derive(diesel::QueryableByName)]
         struct Plans {
@@ -197,17 +209,7 @@ mod tests {
         }
 
         const DATABASE: &str = "prepared_generic";
-        drop(store_with_address(DATABASE).await);
-        let store = PgStore::connect(&database_url(DATABASE), 1).unwrap();
-        let reader = Reader {
-            account: AccountId::from_trusted(TEST_ACCOUNT.to_owned()),
-            device: None,
-        };
-        let address = AddressId::from_trusted(TEST_ADDRESS.to_owned());
-        let page = PageRequest {
-            limit: 50,
-            after: None,
-        };
+        let (store, reader, address, page) = one_connection_reader(DATABASE).await;
         let now = test_instant(86_400);
         for _ in 0..10 {
             let listed = store.page(&reader, &address, now, &page).await.unwrap();
