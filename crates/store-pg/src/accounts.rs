@@ -378,6 +378,7 @@ impl AccountRepository for PgStore {
             }
             crate::api_keys::retire_all(conn, account, at).await?;
             delete_messages_of(conn, "m.account_id = $1", account.as_str(), Some(at)).await?;
+            crate::billing_cards::stop_renewal_on_erasure(conn, account, at).await?;
             // Everything the account owns hangs off `accounts` with ON DELETE CASCADE:
             // devices, credentials, addresses, activity, events, pairing claims.
             diesel::delete(accounts::table.find(account.as_str()))

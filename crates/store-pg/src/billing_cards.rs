@@ -121,6 +121,37 @@ pub(crate) async fn start_subscription(
     Ok(())
 }
 
+/// In an erasure's transaction, before the account row goes: a card
+/// subscription that still renews would go on charging for an account that
+/// no longer exists, so it is recorded to be stopped at the provider as a
+/// replaced one is (the sweep tells the provider until it confirms). The
+/// row keeps no account id once the account is gone (`ON DELETE SET NULL`).
+pub(crate) async fn stop_renewal_on_erasure(
+    conn: &mut AsyncPgConnection,
+    account: &AccountId,
+    at: Timestamp,
+) -> Result<(), diesel::result::Error> {
+    let renewing: Option<Option<String>> = accounts::table
+        .find(account.as_str())
+        .filter(accounts::renewing)
+        .select(accounts::card_subscription_id)
+        .first(conn)
+        .await
+        .optional()?;
+    if let Some(Some(subscription)) = renewing {
+        diesel::insert_into(superseded_card_subscriptions::table)
+            .values((
+                superseded_card_subscriptions::subscription_id.eq(subscription),
+                superseded_card_subscriptions::account_id.eq(account.as_str()),
+                superseded_card_subscriptions::superseded_at.eq(at.as_datetime()),
+            ))
+            .on_conflict_do_nothing()
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
+}
+
 pub(crate) async fn set_card_plan(
     store: &PgStore,
     change: CardPlanChange,

@@ -25,7 +25,7 @@ diesel::table! {
 diesel::table! {
     superseded_card_subscriptions (subscription_id) {
         subscription_id -> Text,
-        account_id -> Text,
+        account_id -> Nullable<Text>,
         superseded_at -> Timestamptz,
     }
 }

@@ -364,6 +364,15 @@ async fn payments_that_cannot_renew_say_so_and_have_no_portal() {
 /// Superseded subscriptions still to be stopped at the provider (an
 /// operator's query).
 async fn superseded(api: &Api) -> Vec<String> {
+    superseded_where(api, "true").await
+}
+
+/// Those of them whose account was erased: no account id is kept.
+async fn superseded_without_account(api: &Api) -> Vec<String> {
+    superseded_where(api, "account_id IS NULL").await
+}
+
+async fn superseded_where(api: &Api, condition: &str) -> Vec<String> {
     use diesel_async::RunQueryDsl;
     #[derive(diesel::QueryableByName)]
     struct Row {
@@ -371,9 +380,10 @@ async fn superseded(api: &Api) -> Vec<String> {
         subscription_id: String,
     }
     let mut conn = api.app.db.connect().await;
-    let rows: Vec<Row> = diesel::sql_query(
-        "SELECT subscription_id FROM superseded_card_subscriptions ORDER BY subscription_id",
-    )
+    let rows: Vec<Row> = diesel::sql_query(format!(
+        "SELECT subscription_id FROM superseded_card_subscriptions WHERE {condition} \
+         ORDER BY subscription_id"
+    ))
     .load(&mut conn)
     .await
     .unwrap();
@@ -468,6 +478,55 @@ async fn a_replaced_subscription_stripe_could_not_be_told_about_is_stopped_by_th
     api.sweeps().run_once().await;
     assert_eq!(stripe.subscription_updates().len(), 1, "stopped once");
     assert_eq!(subscription(&api, &owner).await["renewing"], true);
+    api.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn erasing_an_account_stops_its_card_renewal_at_once_or_by_the_sweep() {
+    let (api, stripe) = with_stripe().await;
+    let (_, first_keys) = new_keys();
+    let (_, second_keys) = new_keys();
+    let first = api.register(&first_keys).await;
+    let second = api.register(&second_keys).await;
+    let first_subscription = subscribe(&api, &stripe, &first, "scale").await;
+    let second_subscription = subscribe(&api, &stripe, &second, "scale").await;
+
+    // Stripe up: the erasure stops the renewal at once.
+    let erased = api.delete("/accounts/me", Some(&first.token)).await;
+    assert_eq!(erased.status, StatusCode::NO_CONTENT, "{}", erased.body);
+    assert_eq!(
+        stripe.subscription_updates(),
+        vec![(
+            first_subscription.id.clone(),
+            "cancel_at_period_end=true".to_owned()
+        )]
+    );
+    assert_eq!(superseded(&api).await, Vec::<String>::new());
+
+    // Stripe down: the account goes all the same; its subscription is kept
+    // to be stopped, with no account id, until the sweep reaches Stripe.
+    stripe.set_unavailable(true);
+    let erased = api.delete("/accounts/me", Some(&second.token)).await;
+    assert_eq!(erased.status, StatusCode::NO_CONTENT, "{}", erased.body);
+    assert!(!stripe.subscriptions()[1].cancel_at_period_end);
+    assert_eq!(
+        superseded_without_account(&api).await,
+        vec![second_subscription.id.clone()]
+    );
+    stripe.set_unavailable(false);
+    api.app.clock.advance(TimeDelta::hours(1));
+    api.sweeps().run_once().await;
+    assert!(stripe.subscriptions()[1].cancel_at_period_end);
+    assert_eq!(superseded(&api).await, Vec::<String>::new());
+
+    // At the period's end both end, charging nothing; their notices, for
+    // accounts that are gone, are accepted.
+    api.app.clock.advance(TimeDelta::days(31));
+    stripe.bill_due().await;
+    assert_all_accepted(&stripe);
+    let kept = stripe.subscriptions();
+    let ended: Vec<&str> = kept.iter().map(|kept| kept.status.as_str()).collect();
+    assert_eq!(ended, ["canceled", "canceled"]);
     api.app.stop().await;
 }
 

@@ -200,5 +200,15 @@ pub async fn erase(state: Data<AppState>, caller: SessionCaller) -> Result<HttpR
     if let Err(error) = state.mailbox.collect_garbage().await {
         tracing::warn!(%error, "blob clean-up deferred to the sweep");
     }
+    // A card subscription that still renewed was queued to be stopped with
+    // the erasure; the provider is told now (the hourly sweep retries).
+    match state.billing.stop_superseded_subscriptions().await {
+        Ok(report) if report.failed.is_empty() => {}
+        Ok(report) => tracing::warn!(
+            failed = report.failed.len(),
+            "stopping card renewals deferred to the sweep"
+        ),
+        Err(error) => tracing::warn!(%error, "stopping card renewals deferred to the sweep"),
+    }
     Ok(HttpResponse::NoContent().finish())
 }
