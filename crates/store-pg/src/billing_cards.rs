@@ -108,16 +108,28 @@ pub(crate) async fn start_subscription(
         .execute(conn)
         .await?;
     if let Some(superseded) = &started.supersedes {
-        diesel::insert_into(superseded_card_subscriptions::table)
-            .values((
-                superseded_card_subscriptions::subscription_id.eq(superseded.as_str()),
-                superseded_card_subscriptions::account_id.eq(account.as_str()),
-                superseded_card_subscriptions::superseded_at.eq(at.as_datetime()),
-            ))
-            .on_conflict_do_nothing()
-            .execute(conn)
-            .await?;
+        to_be_stopped(conn, superseded, account, at).await?;
     }
+    Ok(())
+}
+
+/// Records `subscription` to be stopped at the provider (the sweep tells it
+/// until it confirms).
+async fn to_be_stopped(
+    conn: &mut AsyncPgConnection,
+    subscription: &str,
+    account: &AccountId,
+    at: Timestamp,
+) -> Result<(), diesel::result::Error> {
+    diesel::insert_into(superseded_card_subscriptions::table)
+        .values((
+            superseded_card_subscriptions::subscription_id.eq(subscription),
+            superseded_card_subscriptions::account_id.eq(account.as_str()),
+            superseded_card_subscriptions::superseded_at.eq(at.as_datetime()),
+        ))
+        .on_conflict_do_nothing()
+        .execute(conn)
+        .await?;
     Ok(())
 }
 
@@ -139,15 +151,7 @@ pub(crate) async fn stop_renewal_on_erasure(
         .await
         .optional()?;
     if let Some(Some(subscription)) = renewing {
-        diesel::insert_into(superseded_card_subscriptions::table)
-            .values((
-                superseded_card_subscriptions::subscription_id.eq(subscription),
-                superseded_card_subscriptions::account_id.eq(account.as_str()),
-                superseded_card_subscriptions::superseded_at.eq(at.as_datetime()),
-            ))
-            .on_conflict_do_nothing()
-            .execute(conn)
-            .await?;
+        to_be_stopped(conn, &subscription, account, at).await?;
     }
     Ok(())
 }
