@@ -311,8 +311,8 @@ mod tests {
 
     #[test]
     fn a_public_key_is_refused_when_it_is_a_low_order_point() {
-        // The canonical encodings of the points of order 1, 2, 4 and 8
-        // (u = 0, 1, p - 1, and the two of order 8), and p itself.
+        // The canonical encodings of the low-order points: u = 0, 1, p - 1
+        // and the two of order 8.
         let low_order: [[u8; 32]; 5] = [
             [0; 32],
             {
