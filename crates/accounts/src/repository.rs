@@ -93,8 +93,11 @@ pub trait AccountRepository: Send + Sync {
     /// Records the key's last use, to the hour.
     async fn touch_api_key(&self, id: &ApiKeyId, hour: Timestamp) -> Result<(), StoreError>;
 
-    /// Erases the account and everything in it, and remembers the id as used.
-    async fn erase(&self, account: &AccountId, at: Timestamp) -> Result<(), StoreError>;
+    /// Erases the account and everything in it, and remembers the id as
+    /// used. Returns the card subscription that still renewed, if any: it
+    /// was queued in the same transaction to be stopped at the provider.
+    async fn erase(&self, account: &AccountId, at: Timestamp)
+    -> Result<Option<String>, StoreError>;
 
     /// Removes challenges that expired before `now`, sessions that expired
     /// before `sessions_before` and registrations counted before

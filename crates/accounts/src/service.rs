@@ -268,7 +268,9 @@ impl Accounts {
     }
 
     /// `DELETE /accounts/me`: erases at once.
-    pub async fn erase(&self, caller: &Caller) -> Result<(), AccountError> {
+    /// Returns the card subscription that still renewed (queued to be
+    /// stopped at the provider with the erasure), for the caller to stop now.
+    pub async fn erase(&self, caller: &Caller) -> Result<Option<String>, AccountError> {
         caller.session()?;
         self.repo
             .erase(caller.account(), self.clock.now())

@@ -424,10 +424,10 @@ impl Billing {
         Ok(())
     }
 
-    /// Stops a card subscription a later card checkout replaced: renewal
-    /// off at the provider (it ends with the period it was paid for), then
-    /// forgotten.
-    async fn stop_superseded(&self, subscription: &str) -> Result<(), BillingError> {
+    /// Stops a card subscription queued to be stopped (a later card
+    /// checkout replaced it, or its account was erased): renewal off at the
+    /// provider (it ends with the period it was paid for), then forgotten.
+    pub async fn stop_superseded(&self, subscription: &str) -> Result<(), BillingError> {
         let provider = self.configured(ProviderId::Stripe)?;
         provider
             .set_renewal(subscription, false)
@@ -436,9 +436,9 @@ impl Billing {
                 provider: ProviderId::Stripe,
                 reason: match error {
                     ProviderError::Unreachable(_) => {
-                        "it cannot be reached to stop a replaced subscription"
+                        "it cannot be reached to stop a subscription renewing"
                     }
-                    ProviderError::Refused(_) => "it refused to stop a replaced subscription",
+                    ProviderError::Refused(_) => "it refused to stop a subscription renewing",
                 },
             })?;
         self.repo.superseded_stopped(subscription).await?;

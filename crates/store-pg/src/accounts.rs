@@ -352,7 +352,11 @@ impl AccountRepository for PgStore {
         Ok(deleted as u64)
     }
 
-    async fn erase(&self, account: &AccountId, at: Timestamp) -> Result<(), StoreError> {
+    async fn erase(
+        &self,
+        account: &AccountId,
+        at: Timestamp,
+    ) -> Result<Option<String>, StoreError> {
         let mut conn = self.conn().await?;
         let id_hash = sha256(account.as_str().as_bytes());
         conn.transaction(async |conn| {
@@ -378,7 +382,7 @@ impl AccountRepository for PgStore {
             }
             crate::api_keys::retire_all(conn, account, at).await?;
             delete_messages_of(conn, "m.account_id = $1", account.as_str(), Some(at)).await?;
-            crate::billing_cards::stop_renewal_on_erasure(conn, account, at).await?;
+            let renewing = crate::billing_cards::stop_renewal_on_erasure(conn, account, at).await?;
             // Everything the account owns hangs off `accounts` with ON DELETE CASCADE:
             // devices, credentials, addresses, activity, events, pairing claims.
             diesel::delete(accounts::table.find(account.as_str()))
@@ -397,7 +401,7 @@ impl AccountRepository for PgStore {
                 .on_conflict_do_nothing()
                 .execute(conn)
                 .await?;
-            Ok::<_, diesel::result::Error>(())
+            Ok::<_, diesel::result::Error>(renewing)
         })
         .await
         .map_err(db_error)

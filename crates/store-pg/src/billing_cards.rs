@@ -138,11 +138,12 @@ async fn to_be_stopped(
 /// no longer exists, so it is recorded to be stopped at the provider as a
 /// replaced one is (the sweep tells the provider until it confirms). The
 /// row keeps no account id once the account is gone (`ON DELETE SET NULL`).
+/// Returns the subscription queued, if any.
 pub(crate) async fn stop_renewal_on_erasure(
     conn: &mut AsyncPgConnection,
     account: &AccountId,
     at: Timestamp,
-) -> Result<(), diesel::result::Error> {
+) -> Result<Option<String>, diesel::result::Error> {
     let renewing: Option<Option<String>> = accounts::table
         .find(account.as_str())
         .filter(accounts::renewing)
@@ -150,10 +151,11 @@ pub(crate) async fn stop_renewal_on_erasure(
         .first(conn)
         .await
         .optional()?;
-    if let Some(Some(subscription)) = renewing {
-        to_be_stopped(conn, &subscription, account, at).await?;
-    }
-    Ok(())
+    let Some(Some(subscription)) = renewing else {
+        return Ok(None);
+    };
+    to_be_stopped(conn, &subscription, account, at).await?;
+    Ok(Some(subscription))
 }
 
 pub(crate) async fn set_card_plan(

@@ -1029,6 +1029,44 @@ mod tests {
         drop_database(DATABASE).await;
     }
 
+    /// Bytes in the messages table's TOAST relation (its heap, not its index).
+    async fn out_of_line_bytes(store: &PgStore) -> i64 {
+        #[derive(QueryableByName)]
+        struct Size {
+            #[diesel(sql_type = BigInt)]
+            bytes: i64,
+        }
+        let mut conn = store.conn().await.unwrap();
+        let Size { bytes } = diesel::sql_query(
+            "SELECT pg_relation_size(reltoastrelid) AS bytes FROM pg_class \
+             WHERE relname = 'messages' AND relkind = 'r'",
+        )
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+        bytes
+    }
+
+    /// Mail of a few KB stays in its row (no TOAST chunks to write on
+    /// delivery nor to look up on every read); larger content still goes
+    /// out of line, so a page of rows stays a page.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_few_kb_of_content_stays_in_the_row_and_more_goes_out_of_line() {
+        const DATABASE: &str = "sealpost_store_pg_group_commit_inline";
+        let store = store_with_address(DATABASE).await;
+        for bytes in [100, 2_000, 4_096, 7_000] {
+            assert_eq!(store.commit(message_of(bytes)).await.unwrap(), Commit::Done);
+        }
+        assert_eq!(out_of_line_bytes(&store).await, 0);
+        assert_eq!(
+            store.commit(message_of(20_000)).await.unwrap(),
+            Commit::Done
+        );
+        assert!(out_of_line_bytes(&store).await > 0);
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+
     /// More is queued than the running committer's next batch takes: more
     /// committers start, up to COMMITTERS, and every message is stored.
     #[tokio::test(flavor = "multi_thread")]

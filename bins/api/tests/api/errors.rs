@@ -65,6 +65,71 @@ async fn bodies_that_are_not_json_or_have_bad_fields() {
     api.register(&keys).await;
 }
 
+/// X25519 with a low-order point gives an all-zero secret whatever the
+/// other key: a box sealed to such a key opens for anyone, and a handshake
+/// with it proves nothing. Every endpoint that takes a public key refuses
+/// one (the all-zero point here; the seal crate's tests hold the others).
+#[tokio::test(flavor = "multi_thread")]
+async fn every_endpoint_taking_a_public_key_refuses_a_low_order_point() {
+    let api = Api::spawn().await;
+    let low_order = sealpost_seal::b64::encode(&[0u8; 32]);
+    let (_, keys) = new_keys();
+    let registration = api
+        .post(
+            "/accounts",
+            None,
+            json!({
+                "accountId": keys.account_id(),
+                "authVerifier": sealpost_seal::b64::encode(&keys.auth_verifier()),
+                "authPublicKey": low_order,
+            }),
+        )
+        .await;
+    assert_eq!(registration.code(), "invalid_key", "{}", registration.body);
+    // Nothing was stored by the refused registration: the id is still free.
+    let owner = api.register(&keys).await;
+
+    let pairing = api
+        .post(
+            "/workers/pairing-session",
+            None,
+            json!({ "platform": "android", "deviceName": "Phone", "publicKey": low_order }),
+        )
+        .await;
+    assert_eq!(pairing.code(), "invalid_key", "{}", pairing.body);
+
+    let (_, member_keys) = new_keys();
+    let pin = sealpost_seal::SealedBox::seal(&member_keys.auth_public_key(), "pin", b"1234");
+    let add_member = api
+        .post(
+            "/team/members",
+            Some(&owner.token),
+            json!({ "memberId": member_keys.account_id(), "publicKey": low_order, "pin": pin }),
+        )
+        .await;
+    assert_eq!(add_member.code(), "invalid_key", "{}", add_member.body);
+
+    let rotation = api
+        .post(
+            "/inboxes/ibx_abcd/rotate",
+            Some(&owner.token),
+            json!({ "epoch": 1, "publicKey": low_order, "grants": [] }),
+        )
+        .await;
+    assert_eq!(rotation.code(), "invalid_key", "{}", rotation.body);
+    for refused in [&registration, &pairing, &add_member, &rotation] {
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
+        assert!(
+            refused.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("ublicKey"),
+            "the message names the field: {}",
+            refused.body
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_oversized_body_is_too_large() {
     let api = Api::spawn().await;

@@ -195,20 +195,17 @@ pub async fn revoke_session(
     (status = 403, body = wire::ErrorBody, description = "session_required"),
 ))]
 pub async fn erase(state: Data<AppState>, caller: SessionCaller) -> Result<HttpResponse, ApiError> {
-    state.accounts.erase(&caller.caller).await?;
+    let renewing = state.accounts.erase(&caller.caller).await?;
     // The rows are gone; their sealed blobs follow now (the hourly sweep retries failures).
     if let Err(error) = state.mailbox.collect_garbage().await {
         tracing::warn!(%error, "blob clean-up deferred to the sweep");
     }
     // A card subscription that still renewed was queued to be stopped with
     // the erasure; the provider is told now (the hourly sweep retries).
-    match state.billing.stop_superseded_subscriptions().await {
-        Ok(report) if report.failed.is_empty() => {}
-        Ok(report) => tracing::warn!(
-            failed = report.failed.len(),
-            "stopping card renewals deferred to the sweep"
-        ),
-        Err(error) => tracing::warn!(%error, "stopping card renewals deferred to the sweep"),
+    if let Some(subscription) = renewing
+        && let Err(error) = state.billing.stop_superseded(&subscription).await
+    {
+        tracing::warn!(%error, "stopping the card renewal deferred to the sweep");
     }
     Ok(HttpResponse::NoContent().finish())
 }

@@ -1,0 +1,1 @@
+CREATE INDEX events_account ON events (account_id, created_at);

@@ -1,0 +1,1 @@
+ALTER TABLE messages RESET (toast_tuple_target);
