@@ -51,6 +51,11 @@ enum StaffToken {
     List,
 }
 
+/// mimalloc: glibc's malloc and free took a tenth of the API's CPU
+/// serving pages of mail (docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();

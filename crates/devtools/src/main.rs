@@ -95,6 +95,11 @@ enum Bench {
     Api,
 }
 
+/// The allocator `sealpost-api` runs on: `bench api` serves the API from
+/// this process, so its figures are the allocator's too.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli.task) {
