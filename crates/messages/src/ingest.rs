@@ -355,11 +355,14 @@ impl Ingest {
         let public_key = recipient.public_key.ok_or(IngestError::NoKey)?;
         let now = self.clock.now();
         let id = MessageId::generate();
-        let sealed = SealedBox::seal(
+        // A low-order key (the API refuses them; one stored before it did
+        // would give a box anyone can open) is no key.
+        let sealed = SealedBox::try_seal(
             &public_key,
             &context::message(recipient.address.as_str(), id.as_str()),
             &content,
-        );
+        )
+        .map_err(|_| IngestError::NoKey)?;
 
         let keys: Vec<String> = attachments
             .iter()
@@ -1147,6 +1150,26 @@ mod tests {
             matches!(result, Err(IngestError::Structure(MimeLimit::HeaderFields))),
             "{result:?}"
         );
+    }
+
+    /// An address stored with a low-order key (before the API refused
+    /// them) would get boxes anyone can open: its mail is refused as mail
+    /// for an address without a key, and nothing is written.
+    #[tokio::test]
+    async fn mail_for_an_address_with_a_low_order_key_is_refused_unwritten() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient().returning(|_| {
+            Ok(Some(RecipientRecord {
+                public_key: Some([0; 32]),
+                ..recipient(false, true)
+            }))
+        });
+        repo.expect_register_pending_blobs().never();
+        repo.expect_commit().never();
+        let result = ingest(repo, MockBlobStore::new())
+            .deliver(&["shop@mail.localhost".into()], RAW)
+            .await;
+        assert!(matches!(result, Err(IngestError::NoKey)), "{result:?}");
     }
 
     #[test]

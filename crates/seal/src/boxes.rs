@@ -79,6 +79,35 @@ impl SealedBox {
         )
     }
 
+    /// [`Self::seal`], refusing a recipient key of low order: X25519 with
+    /// one gives an all-zero secret whatever the ephemeral key, so the box
+    /// would open for anyone. It costs nothing more: the check reads the
+    /// shared secret the seal computes anyway.
+    ///
+    /// # Errors
+    /// [`SealError::InvalidKey`] for a low-order recipient key.
+    ///
+    /// # Panics
+    /// As [`Self::seal`].
+    pub fn try_seal(
+        recipient_public: &[u8; 32],
+        context: &str,
+        plaintext: &[u8],
+    ) -> Result<SealedBox, SealError> {
+        let (sealed, contributory) = Self::seal_reporting(
+            random_bytes::<32>(),
+            random_bytes::<NONCE_LEN>(),
+            recipient_public,
+            context,
+            plaintext,
+        );
+        if contributory {
+            Ok(sealed)
+        } else {
+            Err(SealError::InvalidKey)
+        }
+    }
+
     /// [`Self::seal`] with a given ephemeral secret and nonce: deterministic,
     /// for test vectors only. Never reuse an ephemeral secret.
     ///
@@ -92,6 +121,25 @@ impl SealedBox {
         context: &str,
         plaintext: &[u8],
     ) -> SealedBox {
+        Self::seal_reporting(
+            ephemeral_secret,
+            nonce,
+            recipient_public,
+            context,
+            plaintext,
+        )
+        .0
+    }
+
+    /// The box, and whether the shared secret was contributory (false for
+    /// a low-order recipient key).
+    fn seal_reporting(
+        ephemeral_secret: [u8; 32],
+        nonce: [u8; 12],
+        recipient_public: &[u8; 32],
+        context: &str,
+        plaintext: &[u8],
+    ) -> (SealedBox, bool) {
         let ephemeral = StaticSecret::from(ephemeral_secret);
         let epk = PublicKey::from(&ephemeral).to_bytes();
         let shared = ephemeral.diffie_hellman(&PublicKey::from(*recipient_public));
@@ -108,13 +156,14 @@ impl SealedBox {
             Ok(tag) => tag,
             Err(e) => panic!("sealing failed: {e}"),
         };
-        SealedBox {
+        let sealed = SealedBox {
             v: 2,
             epk: epk.to_vec(),
             n: nonce.to_vec(),
             c,
             t: tag.as_ref().to_vec(),
-        }
+        };
+        (sealed, shared.was_contributory())
     }
 
     /// Opens a version 1 or 2 box with the recipient's secret; `context`
@@ -291,6 +340,20 @@ mod tests {
     use serde_json::json;
 
     const CONTEXT: &str = "service/v1/message:ibx_a:msg_b";
+
+    #[test]
+    fn try_seal_refuses_a_low_order_key_and_seals_to_any_other() {
+        for key in crate::keys::LOW_ORDER_POINTS {
+            assert_eq!(
+                SealedBox::try_seal(&key, CONTEXT, b"hello").map(|_| ()),
+                Err(SealError::InvalidKey),
+                "{key:02x?}"
+            );
+        }
+        let (secret, public) = recipient();
+        let sealed = SealedBox::try_seal(&public, CONTEXT, b"hello").unwrap();
+        assert_eq!(sealed.open(&secret, CONTEXT).unwrap(), b"hello");
+    }
 
     fn recipient() -> (StaticSecret, [u8; 32]) {
         let secret = StaticSecret::from(random_bytes::<32>());

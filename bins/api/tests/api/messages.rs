@@ -234,6 +234,47 @@ async fn rcpt_refuses_keyless_addresses_and_accounts_over_their_allowance() {
     assert!(inbound.headers.get("retry-after").is_some());
 }
 
+/// An address stored with a low-order key (before the API refused them)
+/// would get boxes anyone can open: the ingest refuses its mail at the end
+/// of DATA, over SMTP and through `POST /messages` alike, and stores none.
+#[tokio::test(flavor = "multi_thread")]
+async fn mail_for_an_address_with_a_low_order_key_is_refused_and_not_stored() {
+    let (mut api, owner, _, address) = mailbox().await;
+    {
+        use diesel_async::RunQueryDsl;
+        let mut conn = api.app.db.connect().await;
+        diesel::sql_query("UPDATE addresses SET public_key = $1 WHERE id = 'ibx_mail01'")
+            .bind::<diesel::sql_types::Bytea, _>(vec![0u8; 32])
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    let smtp = api.app.spawn_smtp().await;
+    let (mut client, _) = SmtpClient::connect(smtp).await;
+    client.command("EHLO client.example").await;
+    client.command("MAIL FROM:<sender@example.com>").await;
+    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 250);
+    assert_eq!(client.data(&mail(&address, "MARKER-low-order")).await, 550);
+
+    let inbound = api
+        .post(
+            "/messages",
+            Some(&owner.token),
+            json!({ "inboxId": "ibx_mail01", "raw": b64::encode(b"Subject: x\r\n\r\nhi") }),
+        )
+        .await;
+    assert_eq!(
+        (inbound.status, inbound.code()),
+        (StatusCode::BAD_REQUEST, "invalid_key"),
+        "{}",
+        inbound.body
+    );
+    let listed = api
+        .get("/inboxes/ibx_mail01/messages", Some(&owner.token))
+        .await;
+    assert_eq!(listed.body["messages"], json!([]));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_suspended_account_s_mail_is_refused_at_rcpt_and_through_the_api() {
     let (mut api, owner, _, address) = mailbox().await;
