@@ -223,12 +223,13 @@ async fn first_message(app: &TestApp) -> Result<String> {
 }
 
 /// The statements `GET /inboxes/:id/messages` runs, as `sealpost-store-pg`
-/// writes them (`bearer`, `readable_cutoff` for a session, `page`), with
-/// the values of this run's session and address bound as parameters.
+/// writes them (`bearer`, then `readable_cutoff` for a session and `page`
+/// pipelined: sent together, one round trip), with the values of this
+/// run's session, address and instant bound as parameters.
 struct PageQueries {
     token_hash_hex: String,
     account: String,
-    cutoff: String,
+    now: String,
 }
 
 impl PageQueries {
@@ -239,21 +240,27 @@ impl PageQueries {
             .into_iter()
             .map(|plan| format!("'{}'", plan.as_str()))
             .collect();
+        let readable = format!(
+            "FROM addresses a WHERE a.id = :inbox \
+AND (a.account_id = :account OR EXISTS (SELECT g.owner_id FROM team_grants g \
+WHERE g.member_id = :account AND g.inbox_id = a.id AND g.owner_id = a.account_id \
+AND g.owner_id = ANY (SELECT o.id FROM accounts o WHERE o.plan_id IN ({}))))",
+            team_plans.join(", ")
+        );
+        let cutoff = ":now::timestamptz - make_interval(days => a.retention_days::int)";
         format!(
             "\
 SELECT s.id, s.account_id, s.token_hash, s.created_at, s.expires_at, su.account_id \
 FROM sessions s LEFT JOIN account_suspensions su ON su.account_id = s.account_id \
 WHERE s.token_hash = :token_hash::bytea LIMIT 1;
-SELECT a.retention_days FROM addresses a WHERE a.id = :inbox \
-AND (a.account_id = :account OR EXISTS (SELECT g.owner_id FROM team_grants g \
-WHERE g.member_id = :account AND g.inbox_id = a.id AND g.owner_id = a.account_id \
-AND g.owner_id = ANY (SELECT o.id FROM accounts o WHERE o.plan_id IN ({})))) LIMIT 1;
+\\startpipeline
+SELECT {cutoff} {readable} LIMIT 1;
 SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.read, m.size_bytes, m.key_epoch, m.content, \
 m.folder, m.starred, m.outgoing FROM messages m \
-WHERE m.inbox_id = :inbox AND m.held = false AND m.received_at > :cutoff::timestamptz \
+WHERE m.inbox_id = :inbox AND NOT m.held AND m.received_at > (SELECT {cutoff} {readable}) \
 ORDER BY m.received_at DESC, m.id DESC LIMIT 51;
-",
-            team_plans.join(", ")
+\\endpipeline
+"
         )
     }
 
@@ -264,28 +271,21 @@ ORDER BY m.received_at DESC, m.id DESC LIMIT 51;
             token_hash_hex: String,
             #[diesel(sql_type = diesel::sql_types::Text)]
             account: String,
-            #[diesel(sql_type = diesel::sql_types::Text)]
-            cutoff: String,
         }
         let mut conn = app.db.connect().await;
-        // The cutoff the service computes from the test clock's now.
-        let now = app.clock.now().to_string();
         let row: Row = diesel::sql_query(
-            "SELECT encode(s.token_hash, 'hex') AS token_hash_hex, s.account_id AS account, \
-             ($2::timestamptz - make_interval(days => a.retention_days))::text AS cutoff \
-             FROM sessions s JOIN addresses a ON a.account_id = s.account_id \
-             WHERE s.token_hash = sha256(convert_to($1, 'UTF8')) AND a.id = $3",
+            "SELECT encode(s.token_hash, 'hex') AS token_hash_hex, s.account_id AS account \
+             FROM sessions s WHERE s.token_hash = sha256(convert_to($1, 'UTF8'))",
         )
         .bind::<diesel::sql_types::Text, _>(token)
-        .bind::<diesel::sql_types::Text, _>(now)
-        .bind::<diesel::sql_types::Text, _>(ADDRESS)
         .get_result(&mut conn)
         .await
-        .context("reading the bench session and address")?;
+        .context("reading the bench session")?;
         Ok(Self {
             token_hash_hex: row.token_hash_hex,
             account: row.account,
-            cutoff: row.cutoff,
+            // The instant the service reads the cutoff at: the test clock's now.
+            now: app.clock.now().to_string(),
         })
     }
 
@@ -312,7 +312,7 @@ ORDER BY m.received_at DESC, m.id DESC LIMIT 51;
             .arg(format!("--define=token_hash=\\x{}", self.token_hash_hex))
             .arg(format!("--define=account={}", self.account))
             .arg(format!("--define=inbox={ADDRESS}"))
-            .arg(format!("--define=cutoff={}", self.cutoff))
+            .arg(format!("--define=now={}", self.now))
             .arg(database_url)
             .output()
             .context("running pgbench")?;

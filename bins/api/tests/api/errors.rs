@@ -4,6 +4,18 @@ use serde_json::json;
 
 use crate::support::{Api, new_keys};
 
+/// A registration of `keys` that gives `auth_public_key` as its key.
+fn registration_with(
+    keys: &sealpost_seal::AccountKeys,
+    auth_public_key: &str,
+) -> serde_json::Value {
+    json!({
+        "accountId": keys.account_id(),
+        "authVerifier": sealpost_seal::b64::encode(&keys.auth_verifier()),
+        "authPublicKey": auth_public_key,
+    })
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bodies_that_are_not_json_or_have_bad_fields() {
     let api = Api::spawn().await;
@@ -50,15 +62,7 @@ async fn bodies_that_are_not_json_or_have_bad_fields() {
 
     let (_, keys) = new_keys();
     let bad_key = api
-        .post(
-            "/accounts",
-            None,
-            json!({
-                "accountId": keys.account_id(),
-                "authVerifier": sealpost_seal::b64::encode(&keys.auth_verifier()),
-                "authPublicKey": "c2hvcnQ",
-            }),
-        )
+        .post("/accounts", None, registration_with(&keys, "c2hvcnQ"))
         .await;
     assert_eq!(bad_key.code(), "invalid_key");
     // Nothing was stored by the refused registration: the id is still free.
@@ -75,15 +79,7 @@ async fn every_endpoint_taking_a_public_key_refuses_a_low_order_point() {
     let low_order = sealpost_seal::b64::encode(&[0u8; 32]);
     let (_, keys) = new_keys();
     let registration = api
-        .post(
-            "/accounts",
-            None,
-            json!({
-                "accountId": keys.account_id(),
-                "authVerifier": sealpost_seal::b64::encode(&keys.auth_verifier()),
-                "authPublicKey": low_order,
-            }),
-        )
+        .post("/accounts", None, registration_with(&keys, &low_order))
         .await;
     assert_eq!(registration.code(), "invalid_key", "{}", registration.body);
     // Nothing was stored by the refused registration: the id is still free.

@@ -17,6 +17,16 @@ async fn mailbox() -> (Api, SignedIn, AccountKeys, String) {
     (api, owner, keys, address)
 }
 
+/// `POST /messages`: a small message into `mailbox()`'s address.
+async fn post_to_mailbox(api: &Api, owner: &SignedIn) -> crate::support::Reply {
+    api.post(
+        "/messages",
+        Some(&owner.token),
+        json!({ "inboxId": "ibx_mail01", "raw": b64::encode(b"Subject: x\r\n\r\nhi") }),
+    )
+    .await
+}
+
 fn mail(to: &str, marker: &str) -> String {
     format!(
         "From: Sender <sender@example.com>\r\nTo: {to}\r\nSubject: Code {marker}\r\nMIME-Version: 1.0\r\n\
@@ -220,13 +230,7 @@ async fn rcpt_refuses_keyless_addresses_and_accounts_over_their_allowance() {
         .unwrap();
     }
     assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 452);
-    let inbound = api
-        .post(
-            "/messages",
-            Some(&owner.token),
-            json!({ "inboxId": "ibx_mail01", "raw": b64::encode(b"Subject: x\r\n\r\nhi") }),
-        )
-        .await;
+    let inbound = post_to_mailbox(&api, &owner).await;
     assert_eq!(
         (inbound.status, inbound.code()),
         (StatusCode::TOO_MANY_REQUESTS, "rate_limited")
@@ -256,13 +260,7 @@ async fn mail_for_an_address_with_a_low_order_key_is_refused_and_not_stored() {
     assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 250);
     assert_eq!(client.data(&mail(&address, "MARKER-low-order")).await, 550);
 
-    let inbound = api
-        .post(
-            "/messages",
-            Some(&owner.token),
-            json!({ "inboxId": "ibx_mail01", "raw": b64::encode(b"Subject: x\r\n\r\nhi") }),
-        )
-        .await;
+    let inbound = post_to_mailbox(&api, &owner).await;
     assert_eq!(
         (inbound.status, inbound.code()),
         (StatusCode::BAD_REQUEST, "invalid_key"),
@@ -297,13 +295,7 @@ async fn a_suspended_account_s_mail_is_refused_at_rcpt_and_through_the_api() {
         "{}",
         client.last_reply
     );
-    let inbound = api
-        .post(
-            "/messages",
-            Some(&owner.token),
-            json!({ "inboxId": "ibx_mail01", "raw": b64::encode(b"Subject: x\r\n\r\nhi") }),
-        )
-        .await;
+    let inbound = post_to_mailbox(&api, &owner).await;
     assert_eq!(
         (inbound.status, inbound.code()),
         (StatusCode::FORBIDDEN, "account_suspended")

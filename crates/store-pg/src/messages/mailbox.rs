@@ -4,9 +4,11 @@
 
 use chrono::{DateTime, Utc};
 use diesel::dsl::not;
+use diesel::expression::BoxableExpression;
+use diesel::pg::Pg;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Text, Timestamptz};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use sealpost_kernel::{
     AccountId, AddressId, CommitCursor, MessageId, PageRequest, StoreError, Timestamp,
 };
@@ -54,15 +56,44 @@ async fn readable_cutoff(
     address: &AddressId,
     now: Timestamp,
 ) -> Result<Option<DateTime<Utc>>, StoreError> {
-    let mut conn = store.conn().await?;
-    addresses::table
-        .filter(addresses::id.eq(address.as_str()))
-        .filter(may_use(Caller::reader(reader), Access::Read))
+    let conn = store.conn().await?;
+    readable_cutoff_on(&conn, reader, address, now)
+        .await
+        .map_err(db_error)
+}
+
+/// [`readable_cutoff`] on a connection the caller holds (`&`: it can be
+/// sent pipelined with another statement on it).
+async fn readable_cutoff_on(
+    mut conn: &AsyncPgConnection,
+    reader: &Reader,
+    address: &AddressId,
+    now: Timestamp,
+) -> Result<Option<DateTime<Utc>>, diesel::result::Error> {
+    readable_address::<addresses::table>(reader, address)
         .select(retention_cutoff(now))
         .first(&mut conn)
         .await
         .optional()
-        .map_err(db_error)
+}
+
+/// The address, when the reader may read it; its rule over the query
+/// source `QS` (the addresses alone, or in a subquery of a statement over
+/// `messages`, the two together).
+fn readable_address<'a, QS: 'a>(
+    reader: &'a Reader,
+    address: &'a AddressId,
+) -> diesel::dsl::Filter<
+    diesel::dsl::Filter<addresses::table, diesel::dsl::Eq<addresses::id, &'a str>>,
+    crate::access::Rule<'a, QS>,
+>
+where
+    crate::access::on_device<'a>: BoxableExpression<QS, Pg, SqlType = Bool> + 'a,
+    crate::access::owned_or_granted<'a>: BoxableExpression<QS, Pg, SqlType = Bool> + 'a,
+{
+    addresses::table
+        .filter(addresses::id.eq(address.as_str()))
+        .filter(may_use(Caller::reader(reader), Access::Read))
 }
 
 pub(super) async fn can_read_address(
@@ -75,6 +106,11 @@ pub(super) async fn can_read_address(
         .is_some())
 }
 
+/// A page of one address's mail. The access check and the page go to
+/// PostgreSQL together (pipelined: one round trip): the page reads its
+/// retention cutoff from the address under the same access rule, so it is
+/// empty for an address the reader may not read, and the check tells an
+/// empty page from such an address.
 pub(super) async fn page(
     store: &PgStore,
     reader: &Reader,
@@ -82,14 +118,17 @@ pub(super) async fn page(
     now: Timestamp,
     page: &PageRequest,
 ) -> Result<Option<Vec<Message>>, StoreError> {
-    let Some(cutoff) = readable_cutoff(store, reader, address, now).await? else {
-        return Ok(None);
-    };
-    let mut conn = store.conn().await?;
+    let conn = store.conn().await?;
+    let mut conn: &AsyncPgConnection = &conn;
+    // The rule's query source is inferred: the subquery's own row and the
+    // statement's (`addresses` with `messages`).
+    let cutoff = readable_address(reader, address)
+        .select(retention_cutoff(now))
+        .single_value();
     let mut query = messages::table
         .filter(messages::address_id.eq(address.as_str()))
         .filter(not(messages::held))
-        .filter(messages::received_at.gt(cutoff))
+        .filter(messages::received_at.nullable().gt(cutoff))
         .select(MessageRow::as_select())
         .order((messages::received_at.desc(), messages::id.desc()))
         .limit(page.fetch_limit())
@@ -97,7 +136,16 @@ pub(super) async fn page(
     if let Some(after) = &page.after {
         query = query.filter(older_than(after.at.as_datetime(), &after.id));
     }
-    rows_into_messages(query.load(&mut conn).await.map_err(db_error)?).map(Some)
+    let (readable, rows) = futures_util::future::try_join(
+        readable_cutoff_on(conn, reader, address, now),
+        query.load(&mut conn),
+    )
+    .await
+    .map_err(db_error)?;
+    match readable {
+        Some(_) => rows_into_messages(rows).map(Some),
+        None => Ok(None),
+    }
 }
 
 pub(super) async fn newer_than(
