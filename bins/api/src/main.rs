@@ -51,8 +51,8 @@ enum StaffToken {
     List,
 }
 
-/// mimalloc: glibc's malloc and free took a tenth of the API's CPU
-/// serving pages of mail (docs/benchmarks.md).
+/// mimalloc: glibc's malloc and free led the API's own functions in its
+/// profile serving pages of mail (docs/benchmarks.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -458,7 +458,7 @@ impl From<IngestError> for ApiError {
             IngestError::DomainRefused => Self::new(ErrorCode::PlanRequired, error.to_string()),
             IngestError::NoKey => Self::new(
                 ErrorCode::InvalidKey,
-                "the address has no publicKey, so it refuses mail",
+                "the address has no usable publicKey, so it refuses mail",
             ),
             IngestError::Suspended => Self::new(ErrorCode::AccountSuspended, error.to_string()),
             // Changed twice while it was delivered: nothing stored, try again.

@@ -542,7 +542,7 @@ impl Outbox {
 
         let copy = sender
             .public_key
-            .map(|key| sent_copy(&sender, &key, &mail, submitted, self.clock.now()));
+            .and_then(|key| sent_copy(&sender, &key, &mail, submitted, self.clock.now()));
         let copy_id = copy.as_ref().map(|message| message.id.clone());
         let mut records = Records::new();
         records.mail_sent(
@@ -575,14 +575,16 @@ impl Outbox {
 }
 
 /// The Sent copy: message content JSON (docs/protocol.md) sealed to the
-/// address's key like received mail, already read, in `sent`.
+/// address's key like received mail, already read, in `sent`. None for a
+/// low-order key (stored before the API refused them): a box anyone could
+/// open is no copy, as for an address without a key.
 fn sent_copy(
     sender: &SenderRecord,
     public_key: &[u8; 32],
     mail: &OutgoingMail,
     submitted: Submitted,
     at: Timestamp,
-) -> Message {
+) -> Option<Message> {
     let id = MessageId::generate();
     let content = MessageContent {
         from: Some(mail.from.render()),
@@ -600,12 +602,13 @@ fn sent_copy(
         html: mail.html.clone(),
         attachments: Vec::new(),
     };
-    let sealed = SealedBox::seal(
+    let sealed = SealedBox::try_seal(
         public_key,
         &context::message(sender.address.as_str(), id.as_str()),
         &content.to_json(),
-    );
-    Message {
+    )
+    .ok()?;
+    Some(Message {
         id,
         account: sender.account.clone(),
         address: sender.address.clone(),
@@ -617,7 +620,7 @@ fn sent_copy(
         folder: Folder::Sent,
         starred: false,
         outgoing: true,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -186,8 +186,8 @@ pub trait MessageRepository: Send + Sync {
     ) -> Result<bool, StoreError>;
     /// Newest first, listed (not held) and within retention at `now`;
     /// `None` when the reader may not read the address (the same check as
-    /// [`MessageRepository::can_read_address`], made with the page's own
-    /// retention cutoff rather than in a statement of its own).
+    /// [`MessageRepository::can_read_address`], made by the store with the
+    /// page's read, not by a call before it).
     async fn page(
         &self,
         reader: &Reader,

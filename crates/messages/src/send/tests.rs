@@ -447,28 +447,37 @@ async fn an_accepted_message_is_kept_sealed_in_sent_with_its_records() {
     );
 }
 
+/// Without a key, or with a low-order one (stored before the API refused
+/// them: a box sealed to it opens for anyone), the mail goes out and no
+/// Sent copy is kept.
 #[tokio::test]
-async fn an_address_without_a_key_sends_but_keeps_no_copy() {
-    let mut repo = MockSendRepository::new();
-    repo.expect_sender()
-        .returning(|_, _| Ok(Some(sender(false, false))));
-    repo.expect_reserve_sends()
-        .returning(|_, _, _, _, _| Ok(Reservation::Reserved));
-    repo.expect_commit_sent()
-        .withf(|sent| {
-            sent.message.is_none() && sent.records.events[0].payload["messageId"].is_null()
-        })
-        .times(1)
-        .returning(|_| Ok(()));
-    let mut relay = MockMailRelay::new();
-    relay
-        .expect_submit()
-        .returning(|_| Ok(Submitted { size_bytes: 1 }));
-    let sent = outbox(repo, Some(relay))
-        .send(&account(), VIA_APP, &request())
-        .await
-        .unwrap();
-    assert!(sent.message_id.is_none());
+async fn an_address_without_a_usable_key_sends_but_keeps_no_copy() {
+    let low_order = SenderRecord {
+        public_key: Some([0; 32]),
+        ..sender(true, false)
+    };
+    for record in [sender(false, false), low_order] {
+        let mut repo = MockSendRepository::new();
+        repo.expect_sender()
+            .returning(move |_, _| Ok(Some(record.clone())));
+        repo.expect_reserve_sends()
+            .returning(|_, _, _, _, _| Ok(Reservation::Reserved));
+        repo.expect_commit_sent()
+            .withf(|sent| {
+                sent.message.is_none() && sent.records.events[0].payload["messageId"].is_null()
+            })
+            .times(1)
+            .returning(|_| Ok(()));
+        let mut relay = MockMailRelay::new();
+        relay
+            .expect_submit()
+            .returning(|_| Ok(Submitted { size_bytes: 1 }));
+        let sent = outbox(repo, Some(relay))
+            .send(&account(), VIA_APP, &request())
+            .await
+            .unwrap();
+        assert!(sent.message_id.is_none());
+    }
 }
 
 #[tokio::test]

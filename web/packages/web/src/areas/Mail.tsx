@@ -14,7 +14,7 @@ import {
   type Usage,
 } from '@sealpost/sdk';
 import { Fragment } from 'preact';
-import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 
 import { saveAttachment } from '../attachments';
 import { mergeMessages } from '../logic';
@@ -48,6 +48,20 @@ export function Mailbox({ session }: { session: Unlocked }) {
   const [draft, setDraft] = useState<Draft | null>(null);
   const [notice, setNotice] = useState('');
   const readerRef = useRef<HTMLElement>(null);
+  // A focus to give once the next render is in the page (the opened message,
+  // the compose form): given in that commit, so nothing can see the new
+  // content before the focus is on it, as a timer could let it.
+  const focusAfterRender = useRef<(() => void) | null>(null);
+  const [, setFocusRequest] = useState(0);
+  useLayoutEffect(() => {
+    const give = focusAfterRender.current;
+    focusAfterRender.current = null;
+    give?.();
+  });
+  const focusSoon = (give: () => void) => {
+    focusAfterRender.current = give;
+    setFocusRequest((n) => n + 1);
+  };
 
   const refreshCounts = useCallback(
     async (list: Array<{ id: string }>) => {
@@ -182,7 +196,7 @@ export function Mailbox({ session }: { session: Unlocked }) {
   const openMail = (m: Message) => {
     setOpenId(m.id);
     // The reader takes the focus: keyboard and screen-reader users land on it, a phone scrolls to it.
-    setTimeout(() => readerRef.current?.focus(), 0);
+    focusSoon(() => readerRef.current?.focus());
     if (!m.read) {
       void act(async () => {
         await client.markRead(m.id, true);
@@ -197,7 +211,7 @@ export function Mailbox({ session }: { session: Unlocked }) {
     setNotice('');
     setDraft({ from, to: '', cc: '', subject: '', text: '', ...start });
     // The form takes the focus at its first empty field (To; the text for a reply).
-    setTimeout(() => readerRef.current?.querySelector<HTMLElement>(start.to ? 'textarea' : 'input')?.focus(), 0);
+    focusSoon(() => readerRef.current?.querySelector<HTMLElement>(start.to ? 'textarea' : 'input')?.focus());
   };
 
   return (
