@@ -204,6 +204,19 @@ async fn rotating_the_support_key_needs_the_current_key_s_proof() {
             "{what} changed nothing"
         );
     }
+    // A low-order new key (a ticket sealed to it would open for anyone) is
+    // refused with a proof that would otherwise hold.
+    let low_order = b64::encode(&[0u8; 32]);
+    let reply = api
+        .post(
+            "/staff/support-key",
+            Some(&token),
+            json!({ "staffKey": low_order, "nonce": challenge.nonce, "proof": proof_by(&current.secret, &low_order) }),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.body);
+    assert_eq!(reply.body["error"]["code"], "invalid_key");
+    assert_eq!(key_in_force().await, json!(b64::encode(&current.public)));
     // The right proof, once its challenge is older than five minutes.
     api.app
         .clock

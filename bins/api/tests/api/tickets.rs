@@ -536,6 +536,11 @@ async fn bad_input_gets_its_code_and_stores_nothing() {
             StatusCode::BAD_REQUEST,
             "invalid_key",
         ),
+        (
+            with(&good, "/staffKey", json!(b64::encode(&[0u8; 32]))),
+            StatusCode::BAD_REQUEST,
+            "invalid_key",
+        ),
         // A low-order point: a box sealed to it opens for anyone.
         (
             with(&good, "/accountKey", json!(b64::encode(&[0u8; 32]))),
