@@ -975,19 +975,24 @@ mod tests {
             .unwrap()
     }
 
-    async fn distinct_commit_numbers(store: &PgStore) -> i64 {
+    /// The one bigint `sql` selects, named `value`.
+    async fn bigint_of(store: &PgStore, sql: &str) -> i64 {
         #[derive(QueryableByName)]
-        struct Numbers {
+        struct Value {
             #[diesel(sql_type = BigInt)]
-            numbers: i64,
+            value: i64,
         }
         let mut conn = store.conn().await.unwrap();
-        let Numbers { numbers } =
-            diesel::sql_query("SELECT count(DISTINCT commit_seq) AS numbers FROM messages")
-                .get_result(&mut conn)
-                .await
-                .unwrap();
-        numbers
+        let Value { value } = diesel::sql_query(sql).get_result(&mut conn).await.unwrap();
+        value
+    }
+
+    async fn distinct_commit_numbers(store: &PgStore) -> i64 {
+        bigint_of(
+            store,
+            "SELECT count(DISTINCT commit_seq) AS value FROM messages",
+        )
+        .await
     }
 
     /// Commits that arrive while others are in flight are written in shared
@@ -1031,20 +1036,12 @@ mod tests {
 
     /// Bytes in the messages table's TOAST relation (its heap, not its index).
     async fn out_of_line_bytes(store: &PgStore) -> i64 {
-        #[derive(QueryableByName)]
-        struct Size {
-            #[diesel(sql_type = BigInt)]
-            bytes: i64,
-        }
-        let mut conn = store.conn().await.unwrap();
-        let Size { bytes } = diesel::sql_query(
-            "SELECT pg_relation_size(reltoastrelid) AS bytes FROM pg_class \
+        bigint_of(
+            store,
+            "SELECT pg_relation_size(reltoastrelid) AS value FROM pg_class \
              WHERE relname = 'messages' AND relkind = 'r'",
         )
-        .get_result(&mut conn)
         .await
-        .unwrap();
-        bytes
     }
 
     /// Mail of a few KB stays in its row (no TOAST chunks to write on

@@ -462,21 +462,10 @@ async fn an_address_without_a_usable_key_sends_but_keeps_no_copy() {
             .returning(move |_, _| Ok(Some(record.clone())));
         repo.expect_reserve_sends()
             .returning(|_, _, _, _, _| Ok(Reservation::Reserved));
-        repo.expect_commit_sent()
-            .withf(|sent| {
-                sent.message.is_none() && sent.records.events[0].payload["messageId"].is_null()
-            })
-            .times(1)
-            .returning(|_| Ok(()));
-        let mut relay = MockMailRelay::new();
-        relay
-            .expect_submit()
-            .returning(|_| Ok(Submitted { size_bytes: 1 }));
-        let sent = outbox(repo, Some(relay))
-            .send(&account(), VIA_APP, &request())
-            .await
-            .unwrap();
-        assert!(sent.message_id.is_none());
+        let accepted = send_accepted(repo, &request(), 1).await;
+        assert!(accepted.copy.message.is_none());
+        assert!(accepted.copy.records.events[0].payload["messageId"].is_null());
+        assert!(accepted.sent.message_id.is_none());
     }
 }
 

@@ -60,6 +60,7 @@ export function Mailbox({ session }: { session: Unlocked }) {
   });
   const focusSoon = (give: () => void) => {
     focusAfterRender.current = give;
+    // A render even when the state set beside it is unchanged (the open message opened again).
     setFocusRequest((n) => n + 1);
   };
 
