@@ -30,7 +30,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use diesel_async::RunQueryDsl;
 use sealpost_client::Client;
-use sealpost_kernel::Clock;
+use sealpost_kernel::{AccountId, AddressId, Clock, PageRequest};
+use sealpost_messages::store::Reader;
 use sealpost_seal::{AccountKeys, b64};
 use sealpost_testkit::TestApp;
 use serde_json::json;
@@ -222,71 +223,84 @@ async fn first_message(app: &TestApp) -> Result<String> {
     Ok(row.id)
 }
 
-/// The statements `GET /inboxes/:id/messages` runs, as `sealpost-store-pg`
-/// writes them (`bearer`, then `readable_cutoff` for a session and `page`
-/// pipelined: sent together, one round trip), with the values of this
-/// run's session, address and instant bound as parameters.
+/// The statements `GET /inboxes/:id/messages` sends, taken from
+/// `sealpost-store-pg` itself (its `debug_query` text: the store's own SQL
+/// with this run's session, address and instant as parameters), so the
+/// reference cannot drift from the API's queries: the session's bearer,
+/// then the access check and the page pipelined (one round trip).
 struct PageQueries {
-    token_hash_hex: String,
-    account: String,
-    now: String,
+    script: String,
+    /// pgbench's `--define`s: each statement's parameters, by name.
+    values: Vec<(String, String)>,
 }
 
 impl PageQueries {
-    /// The script; the plans whose owners' grants count come from
-    /// `sealpost_teams`, as the store's SQL takes them.
-    fn script() -> String {
-        let team_plans: Vec<String> = sealpost_teams::plans_with_teams()
-            .into_iter()
-            .map(|plan| format!("'{}'", plan.as_str()))
-            .collect();
-        let readable = format!(
-            "FROM addresses a WHERE a.id = :inbox \
-AND (a.account_id = :account OR EXISTS (SELECT g.owner_id FROM team_grants g \
-WHERE g.member_id = :account AND g.inbox_id = a.id AND g.owner_id = a.account_id \
-AND g.owner_id = ANY (SELECT o.id FROM accounts o WHERE o.plan_id IN ({}))))",
-            team_plans.join(", ")
-        );
-        let cutoff = ":now::timestamptz - make_interval(days => a.retention_days::int)";
-        format!(
-            "\
-SELECT s.id, s.account_id, s.token_hash, s.created_at, s.expires_at, su.account_id \
-FROM sessions s LEFT JOIN account_suspensions su ON su.account_id = s.account_id \
-WHERE s.token_hash = :token_hash::bytea LIMIT 1;
-\\startpipeline
-SELECT {cutoff} {readable} LIMIT 1;
-SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.read, m.size_bytes, m.key_epoch, m.content, \
-m.folder, m.starred, m.outgoing FROM messages m \
-WHERE m.inbox_id = :inbox AND NOT m.held AND m.received_at > (SELECT {cutoff} {readable}) \
-ORDER BY m.received_at DESC, m.id DESC LIMIT 51;
-\\endpipeline
-"
-        )
-    }
-
     async fn of(app: &TestApp, token: &str) -> Result<Self> {
+        #[derive(diesel::QueryableByName)]
+        struct Count {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            n: i64,
+        }
         #[derive(diesel::QueryableByName)]
         struct Row {
             #[diesel(sql_type = diesel::sql_types::Text)]
-            token_hash_hex: String,
-            #[diesel(sql_type = diesel::sql_types::Text)]
             account: String,
         }
+        let token_hash = sealpost_seal::sha256(token.as_bytes());
         let mut conn = app.db.connect().await;
         let row: Row = diesel::sql_query(
-            "SELECT encode(s.token_hash, 'hex') AS token_hash_hex, s.account_id AS account \
-             FROM sessions s WHERE s.token_hash = sha256(convert_to($1, 'UTF8'))",
+            "SELECT s.account_id AS account FROM sessions s WHERE s.token_hash = $1",
         )
-        .bind::<diesel::sql_types::Text, _>(token)
+        .bind::<diesel::sql_types::Bytea, _>(token_hash.as_slice())
         .get_result(&mut conn)
         .await
         .context("reading the bench session")?;
-        Ok(Self {
-            token_hash_hex: row.token_hash_hex,
-            account: row.account,
-            // The instant the service reads the cutoff at: the test clock's now.
-            now: app.clock.now().to_string(),
-        })
+        let reader = Reader {
+            account: AccountId::from_trusted(row.account),
+            device: None,
+        };
+        let page = PageRequest {
+            limit: u32::try_from(MESSAGES)?,
+            after: None,
+        };
+        // The instant the service reads the cutoff at: the test clock's now.
+        let statements = sealpost_store_pg::statements::page_statements(
+            &token_hash,
+            &reader,
+            &AddressId::from_trusted(ADDRESS.to_owned()),
+            app.clock.now(),
+            &page,
+        );
+        let mut values = Vec::new();
+        let mut lines = Vec::new();
+        // Each statement's rows, read once with its values inlined: the
+        // reference must do the page's work (one session, one readable
+        // address, every message), not fail to match and run cheaper.
+        for (name, debug, rows) in [
+            ("bearer", &statements.bearer, 1),
+            ("check", &statements.check, 1),
+            ("page", &statements.page, MESSAGES),
+        ] {
+            let (line, named) = pgbench_statement(debug, name)?;
+            let counted: Count = diesel::sql_query(format!(
+                "SELECT count(*) AS n FROM ({}) AS statement",
+                inline_values(&line, &named)
+            ))
+            .get_result(&mut conn)
+            .await
+            .with_context(|| format!("running the reference's {name} statement once"))?;
+            ensure!(
+                counted.n == i64::try_from(rows)?,
+                "the reference's {name} statement reads {} rows, not {rows}: {line}",
+                counted.n
+            );
+            lines.push(line);
+            values.extend(named);
+        }
+        let [bearer, check, page] =
+            <[String; 3]>::try_from(lines).map_err(|_| anyhow!("three statements expected"))?;
+        let script = format!("{bearer};\n\\startpipeline\n{check};\n{page};\n\\endpipeline\n");
+        Ok(Self { script, values })
     }
 
     /// Transactions a second (one transaction: the three statements) that
@@ -301,18 +315,19 @@ ORDER BY m.received_at DESC, m.id DESC LIMIT 51;
     ) -> Result<f64> {
         let script =
             std::env::temp_dir().join(format!("sealpost-bench-api-{}.sql", std::process::id()));
-        std::fs::write(&script, Self::script()).context("writing the pgbench script")?;
+        std::fs::write(&script, &self.script).context("writing the pgbench script")?;
         let output = Command::new(pgbench)
+            .args(
+                self.values
+                    .iter()
+                    .map(|(name, value)| format!("--define={name}={value}")),
+            )
             .arg("--no-vacuum")
             .arg(format!("--protocol={protocol}"))
             .arg(format!("--client={clients}"))
             .arg("--jobs=2")
             .arg(format!("--time={LOAD_SECONDS}"))
             .arg(format!("--file={}", script.display()))
-            .arg(format!("--define=token_hash=\\x{}", self.token_hash_hex))
-            .arg(format!("--define=account={}", self.account))
-            .arg(format!("--define=inbox={ADDRESS}"))
-            .arg(format!("--define=now={}", self.now))
             .arg(database_url)
             .output()
             .context("running pgbench")?;
@@ -663,6 +678,153 @@ fn print_table(all: &[Figures]) {
     }
 }
 
+/// One statement of diesel's `debug_query` text (`SQL -- binds: [...]`) as
+/// a pgbench script line: each `$n` becomes the variable `{name}_n`, cast
+/// to the type its value has (diesel sends each parameter's type; pgbench
+/// sends none), and its value is returned for `--define`.
+fn pgbench_statement(debug: &str, name: &str) -> Result<(String, Vec<(String, String)>)> {
+    let (sql, binds) = debug
+        .rsplit_once(" -- binds: ")
+        .ok_or_else(|| anyhow!("no binds in {debug}"))?;
+    let values = split_debug_list(binds)?
+        .into_iter()
+        .map(|value| pgbench_value(&value))
+        .collect::<Result<Vec<_>>>()?;
+    let mut script = String::with_capacity(sql.len());
+    let mut rest = sql;
+    while let Some(dollar) = rest.find('$') {
+        script.push_str(&rest[..dollar]);
+        let digits = rest[dollar + 1..]
+            .find(|c: char| !c.is_ascii_digit())
+            .map_or(rest.len() - dollar - 1, |end| end);
+        let number: usize = rest[dollar + 1..dollar + 1 + digits]
+            .parse()
+            .with_context(|| format!("a `$` not a parameter in {sql}"))?;
+        let (_, cast) = values
+            .get(number.wrapping_sub(1))
+            .ok_or_else(|| anyhow!("${number} has no value in {debug}"))?;
+        script.push_str(&format!(":{name}_{number}::{cast}"));
+        rest = &rest[dollar + 1 + digits..];
+    }
+    script.push_str(rest);
+    let named = values
+        .into_iter()
+        .enumerate()
+        .map(|(index, (value, _))| (format!("{name}_{}", index + 1), value))
+        .collect();
+    Ok((script, named))
+}
+
+/// A pgbench line with its variables' values written in as SQL literals
+/// (`:page_1::text` to `'ibx_a'::text`), the longest names first so that
+/// `page_1` never takes the start of `page_10`.
+fn inline_values(line: &str, values: &[(String, String)]) -> String {
+    let mut by_length: Vec<&(String, String)> = values.iter().collect();
+    by_length.sort_by_key(|(name, _)| std::cmp::Reverse(name.len()));
+    by_length
+        .into_iter()
+        .fold(line.to_owned(), |sql, (name, value)| {
+            sql.replace(
+                &format!(":{name}"),
+                &format!("'{}'", value.replace('\'', "''")),
+            )
+        })
+}
+
+/// A parameter's `Debug` text as PostgreSQL's text form, with its type:
+/// bytes (`[1, 2]`) as `bytea` hex, strings as `text`, lists of strings as
+/// a `text[]` literal, integers as `int8`, instants as `timestamptz`.
+fn pgbench_value(debug: &str) -> Result<(String, &'static str)> {
+    if debug.starts_with('[') {
+        let items = split_debug_list(debug)?;
+        if !items.is_empty() && items.iter().all(|item| item.starts_with('"')) {
+            let quoted = items
+                .iter()
+                .map(|item| {
+                    let text = debug_string(item)?;
+                    Ok(format!(
+                        "\"{}\"",
+                        text.replace('\\', "\\\\").replace('"', "\\\"")
+                    ))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            return Ok((format!("{{{}}}", quoted.join(",")), "text[]"));
+        }
+        let hex = items
+            .iter()
+            .map(|item| item.parse::<u8>().map(|byte| format!("{byte:02x}")))
+            .collect::<Result<String, _>>()
+            .with_context(|| format!("neither bytes nor strings: {debug}"))?;
+        return Ok((format!("\\x{hex}"), "bytea"));
+    }
+    if debug.starts_with('"') {
+        return Ok((debug_string(debug)?, "text"));
+    }
+    if debug.parse::<i64>().is_ok() {
+        return Ok((debug.to_owned(), "int8"));
+    }
+    if debug.parse::<chrono::DateTime<chrono::Utc>>().is_ok() {
+        return Ok((debug.to_owned(), "timestamptz"));
+    }
+    bail!("a parameter of a kind the bench does not know: {debug}")
+}
+
+/// The items of a `Debug` list (`[a, "b, c", [1, 2]]`), split at its own
+/// commas: not inside a string or a nested list.
+fn split_debug_list(debug: &str) -> Result<Vec<String>> {
+    let inner = debug
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+        .ok_or_else(|| anyhow!("not a list: {debug}"))?;
+    let mut items = Vec::new();
+    let (mut depth, mut in_string, mut escaped) = (0_usize, false, false);
+    let mut start = 0;
+    for (at, c) in inner.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_string => escaped = true,
+            '"' => in_string = !in_string,
+            '[' if !in_string => depth += 1,
+            ']' if !in_string => depth = depth.saturating_sub(1),
+            ',' if !in_string && depth == 0 => {
+                items.push(inner[start..at].trim().to_owned());
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    ensure!(
+        !in_string && depth == 0,
+        "an unclosed list or string: {debug}"
+    );
+    let last = inner[start..].trim();
+    if !last.is_empty() {
+        items.push(last.to_owned());
+    }
+    Ok(items)
+}
+
+/// A string's `Debug` text (`"a\"b"`) as the string.
+fn debug_string(debug: &str) -> Result<String> {
+    let inner = debug
+        .strip_prefix('"')
+        .and_then(|rest| rest.strip_suffix('"'))
+        .ok_or_else(|| anyhow!("not a string: {debug}"))?;
+    let mut text = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some(escaped @ ('"' | '\\' | '\'')) => text.push(escaped),
+                other => bail!("an escape the bench does not read ({other:?}) in {debug}"),
+            }
+        } else {
+            text.push(c);
+        }
+    }
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -700,5 +862,53 @@ Transfer/sec:      5.00MB
         assert!((wrk_duration_ms("1.02s").unwrap() - 1020.0).abs() < 1e-9);
         assert!((wrk_duration_ms("2.00m").unwrap() - 120_000.0).abs() < 1e-9);
         assert!(wrk_duration_ms("12").is_err());
+    }
+
+    #[test]
+    fn a_debug_query_becomes_a_pgbench_statement_with_typed_variables() {
+        let debug = "SELECT \"a\".\"id\" FROM \"a\" WHERE \"a\".\"id\" = $1 AND \"a\".\"hash\" = $2 \
+                     AND \"a\".\"kind\" = ANY($3) AND $4 - \"a\".\"days\" < now() LIMIT $5 OFFSET $10 \
+                     -- binds: [\"ibx_a,b\", [0, 171, 255], [\"read\", \"se\\\"nd\"], \
+                     2026-11-28T21:00:00.5Z, 51, 1, 2, 3, 4, 5]";
+        let (sql, values) = pgbench_statement(debug, "page").unwrap();
+        assert_eq!(
+            sql,
+            "SELECT \"a\".\"id\" FROM \"a\" WHERE \"a\".\"id\" = :page_1::text AND \
+             \"a\".\"hash\" = :page_2::bytea AND \"a\".\"kind\" = ANY(:page_3::text[]) AND \
+             :page_4::timestamptz - \"a\".\"days\" < now() LIMIT :page_5::int8 OFFSET :page_10::int8"
+        );
+        let value = |name: &str| {
+            values
+                .iter()
+                .find(|(named, _)| named == name)
+                .map(|(_, value)| value.as_str())
+        };
+        assert_eq!(values.len(), 10);
+        assert_eq!(value("page_1"), Some("ibx_a,b"));
+        assert_eq!(value("page_2"), Some("\\x00abff"));
+        assert_eq!(value("page_3"), Some("{\"read\",\"se\\\"nd\"}"));
+        assert_eq!(value("page_4"), Some("2026-11-28T21:00:00.5Z"));
+        assert_eq!(value("page_5"), Some("51"));
+        assert_eq!(value("page_10"), Some("5"));
+    }
+
+    #[test]
+    fn a_parameter_the_bench_cannot_read_is_an_error_not_a_guess() {
+        assert!(pgbench_statement("SELECT $1 -- binds: [Some(1)]", "s").is_err());
+        assert!(pgbench_statement("SELECT $2 -- binds: [1]", "s").is_err());
+        assert!(pgbench_statement("SELECT 1", "s").is_err());
+        assert!(split_debug_list("[\"open]").is_err());
+    }
+
+    #[test]
+    fn inlined_values_are_quoted_literals_and_never_a_shorter_name_s() {
+        let values = [
+            ("s_1".to_owned(), "it's".to_owned()),
+            ("s_10".to_owned(), "ten".to_owned()),
+        ];
+        assert_eq!(
+            inline_values("SELECT :s_1::text, :s_10::text", &values),
+            "SELECT 'it''s'::text, 'ten'::text"
+        );
     }
 }

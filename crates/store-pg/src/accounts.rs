@@ -230,17 +230,8 @@ impl AccountRepository for PgStore {
         let mut conn = self.conn().await?;
         // The suspension comes with the token row (a left join), so an
         // authenticated request costs one query per credential kind.
-        let session: Option<(SessionRow, Option<String>)> = sessions::table
-            .left_join(
-                account_suspensions::table
-                    .on(account_suspensions::account_id.eq(sessions::account_id)),
-            )
-            .filter(sessions::token_hash.eq(token_hash.as_slice()))
-            .select((
-                SessionRow::as_select(),
-                account_suspensions::account_id.nullable(),
-            ))
-            .first(&mut conn)
+        let session: Option<(SessionRow, Option<String>)> = session_bearer(&token_hash)
+            .get_result(&mut conn)
             .await
             .optional()
             .map_err(db_error)?;
@@ -436,4 +427,26 @@ impl AccountRepository for PgStore {
         .map_err(db_error)?;
         Ok((challenges + sessions) as u64)
     }
+}
+
+/// The session a token hash names, with its account's suspension (a left
+/// join): the first statement of every request signed in with a session.
+#[diesel::dsl::auto_type(no_type_alias)]
+fn session_bearer<'a>(token_hash: &'a [u8; 32]) -> _ {
+    let hash: &'a [u8] = token_hash.as_slice();
+    let row: diesel::dsl::AsSelect<SessionRow, diesel::pg::Pg> = SessionRow::as_select();
+    let suspension: diesel::dsl::Nullable<account_suspensions::account_id> =
+        account_suspensions::account_id.nullable();
+    sessions::table
+        .left_join(
+            account_suspensions::table.on(account_suspensions::account_id.eq(sessions::account_id)),
+        )
+        .filter(sessions::token_hash.eq(hash))
+        .select((row, suspension))
+        .limit(1_i64)
+}
+
+/// The SQL of [`session_bearer`], as diesel's `debug_query` writes it.
+pub(crate) fn session_bearer_sql(token_hash: &[u8; 32]) -> String {
+    diesel::debug_query::<diesel::pg::Pg, _>(&session_bearer(token_hash)).to_string()
 }

@@ -30,6 +30,7 @@ mod records;
 mod schema;
 mod sending;
 mod staff;
+pub mod statements;
 mod subscriptions;
 mod support;
 mod teams;

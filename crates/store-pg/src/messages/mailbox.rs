@@ -70,12 +70,31 @@ async fn readable_cutoff_on(
     address: &AddressId,
     now: Timestamp,
 ) -> Result<Option<DateTime<Utc>>, diesel::result::Error> {
-    readable_address::<addresses::table>(reader, address)
-        .select(retention_cutoff(now))
-        .first(&mut conn)
+    readable_cutoff_query(reader, address, now)
+        .get_result(&mut conn)
         .await
         .optional()
 }
+
+/// The statement of [`readable_cutoff_on`].
+type ReadableCutoff<'a> = diesel::dsl::Limit<
+    diesel::dsl::Select<ReadableAddress<'a, addresses::table>, super::RetentionCutoff>,
+>;
+
+fn readable_cutoff_query<'a>(
+    reader: &'a Reader,
+    address: &'a AddressId,
+    now: Timestamp,
+) -> ReadableCutoff<'a> {
+    readable_address::<addresses::table>(reader, address)
+        .select(retention_cutoff(now))
+        .limit(1)
+}
+
+type ReadableAddress<'a, QS> = diesel::dsl::Filter<
+    diesel::dsl::Filter<addresses::table, diesel::dsl::Eq<addresses::id, &'a str>>,
+    crate::access::Rule<'a, QS>,
+>;
 
 /// The address, when the reader may read it; its rule over the query
 /// source `QS` (the addresses alone, or in a subquery of a statement over
@@ -83,10 +102,7 @@ async fn readable_cutoff_on(
 fn readable_address<'a, QS: 'a>(
     reader: &'a Reader,
     address: &'a AddressId,
-) -> diesel::dsl::Filter<
-    diesel::dsl::Filter<addresses::table, diesel::dsl::Eq<addresses::id, &'a str>>,
-    crate::access::Rule<'a, QS>,
->
+) -> ReadableAddress<'a, QS>
 where
     crate::access::on_device<'a>: BoxableExpression<QS, Pg, SqlType = Bool> + 'a,
     crate::access::owned_or_granted<'a>: BoxableExpression<QS, Pg, SqlType = Bool> + 'a,
@@ -120,6 +136,25 @@ pub(super) async fn page(
 ) -> Result<Option<Vec<Message>>, StoreError> {
     let conn = store.conn().await?;
     let mut conn: &AsyncPgConnection = &conn;
+    let (readable, rows) = futures_util::future::try_join(
+        readable_cutoff_on(conn, reader, address, now),
+        page_query(reader, address, now, page).load(&mut conn),
+    )
+    .await
+    .map_err(db_error)?;
+    match readable {
+        Some(_) => rows_into_messages(rows).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The statement of [`page`] after its access check.
+fn page_query<'a>(
+    reader: &'a Reader,
+    address: &'a AddressId,
+    now: Timestamp,
+    page: &'a PageRequest,
+) -> messages::BoxedQuery<'a, Pg, diesel::dsl::SqlTypeOf<diesel::dsl::AsSelect<MessageRow, Pg>>> {
     // The rule's query source is inferred: the subquery's own row and the
     // statement's (`addresses` with `messages`).
     let cutoff = readable_address(reader, address)
@@ -136,16 +171,21 @@ pub(super) async fn page(
     if let Some(after) = &page.after {
         query = query.filter(older_than(after.at.as_datetime(), &after.id));
     }
-    let (readable, rows) = futures_util::future::try_join(
-        readable_cutoff_on(conn, reader, address, now),
-        query.load(&mut conn),
-    )
-    .await
-    .map_err(db_error)?;
-    match readable {
-        Some(_) => rows_into_messages(rows).map(Some),
-        None => Ok(None),
-    }
+    query
+}
+
+/// The SQL [`page`] sends, as diesel's `debug_query` writes it (the text,
+/// then `-- binds: [...]`): the access check, then the page.
+pub(crate) fn page_sql(
+    reader: &Reader,
+    address: &AddressId,
+    now: Timestamp,
+    page: &PageRequest,
+) -> [String; 2] {
+    [
+        diesel::debug_query::<Pg, _>(&readable_cutoff_query(reader, address, now)).to_string(),
+        diesel::debug_query::<Pg, _>(&page_query(reader, address, now, page)).to_string(),
+    ]
 }
 
 pub(super) async fn newer_than(

@@ -8,6 +8,8 @@ mod ingest;
 mod mailbox;
 mod recovery;
 
+pub(crate) use mailbox::page_sql;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use diesel::dsl::not;
