@@ -339,7 +339,7 @@ async fn notices_about_a_subscription_not_kept_here_are_acknowledged() {
     // stopping any more.
     parts
         .repo
-        .expect_superseded_stopped()
+        .expect_queued_subscription_stopped()
         .withf(|subscription| subscription == "sub_1")
         .times(1)
         .returning(|_| Ok(false));
@@ -490,7 +490,7 @@ async fn second_checkout(reachable: bool, forgotten: usize) -> Settlement {
         });
     parts
         .repo
-        .expect_superseded_stopped()
+        .expect_queued_subscription_stopped()
         .withf(|subscription| subscription == "sub_1")
         .times(forgotten)
         .returning(|_| Ok(true));
@@ -574,7 +574,7 @@ async fn the_sweep_stops_replaced_subscriptions_until_the_provider_confirms() {
     let mut parts = mocks(paid(PlanId::Fleet, true));
     parts
         .repo
-        .expect_superseded_subscriptions()
+        .expect_subscriptions_to_stop()
         .times(1)
         .returning(|_| Ok(vec!["sub_1".into(), "sub_3".into()]));
     parts
@@ -592,12 +592,12 @@ async fn the_sweep_stops_replaced_subscriptions_until_the_provider_confirms() {
     // Only the one the provider stopped is forgotten.
     parts
         .repo
-        .expect_superseded_stopped()
+        .expect_queued_subscription_stopped()
         .withf(|subscription| subscription == "sub_1")
         .times(1)
         .returning(|_| Ok(true));
     let report = billing(parts, at(END))
-        .stop_superseded_subscriptions()
+        .stop_queued_subscriptions()
         .await
         .unwrap();
     assert_eq!(report.stopped, 1);

@@ -267,10 +267,10 @@ pub trait BillingRepository: Send + Sync {
     async fn set_card_plan(&self, change: CardPlanChange) -> Result<Applied, StoreError>;
     /// Card subscriptions replaced by a later card checkout while still
     /// renewing, not yet stopped at the provider, oldest first, up to `limit`.
-    async fn superseded_subscriptions(&self, limit: i64) -> Result<Vec<String>, StoreError>;
-    /// The provider confirmed that the superseded `subscription` no longer
+    async fn subscriptions_to_stop(&self, limit: i64) -> Result<Vec<String>, StoreError>;
+    /// The provider confirmed that the queued `subscription` no longer
     /// renews: forgotten. False when it was not (or no longer) recorded.
-    async fn superseded_stopped(&self, subscription: &str) -> Result<bool, StoreError>;
+    async fn queued_subscription_stopped(&self, subscription: &str) -> Result<bool, StoreError>;
     /// Accounts on a paid plan whose period ended at or before `now`, not
     /// paused, up to `limit`.
     async fn lapsed_accounts(

@@ -23,9 +23,9 @@ pub struct LapseSweep {
     pub failed: Vec<(AccountId, BillingError)>,
 }
 
-/// What a pass over superseded card subscriptions did.
+/// What a pass over the card subscriptions queued to be stopped did.
 #[derive(Debug, Default)]
-pub struct SupersededSweep {
+pub struct StopQueueSweep {
     /// Stopped at the provider now: forgotten.
     pub stopped: usize,
     /// Still renewing at the provider (tried again at the next sweep).
@@ -312,7 +312,9 @@ impl Billing {
                 // A subscription a later checkout replaced: the provider
                 // says it no longer renews, so the sweep need not stop it.
                 if let (false, Some(subscription)) = (renewing, &notice.subscription) {
-                    self.repo.superseded_stopped(&subscription.id).await?;
+                    self.repo
+                        .queued_subscription_stopped(&subscription.id)
+                        .await?;
                 }
                 return Ok(Settled::UnknownReference);
             };
@@ -427,7 +429,7 @@ impl Billing {
     /// Stops a card subscription queued to be stopped (a later card
     /// checkout replaced it, or its account was erased): renewal off at the
     /// provider (it ends with the period it was paid for), then forgotten.
-    pub async fn stop_superseded(&self, subscription: &str) -> Result<(), BillingError> {
+    pub async fn stop_queued_subscription(&self, subscription: &str) -> Result<(), BillingError> {
         let provider = self.configured(ProviderId::Stripe)?;
         provider
             .set_renewal(subscription, false)
@@ -441,17 +443,17 @@ impl Billing {
                     ProviderError::Refused(_) => "it refused to stop a subscription renewing",
                 },
             })?;
-        self.repo.superseded_stopped(subscription).await?;
+        self.repo.queued_subscription_stopped(subscription).await?;
         Ok(())
     }
 
     /// Tries again to stop the card subscriptions later card checkouts
     /// replaced while they renewed, where the provider could not be told at
     /// the time. One that fails stays for the next sweep.
-    pub async fn stop_superseded_subscriptions(&self) -> Result<SupersededSweep, BillingError> {
-        let mut report = SupersededSweep::default();
-        for subscription in self.repo.superseded_subscriptions(LAPSE_BATCH).await? {
-            match self.stop_superseded(&subscription).await {
+    pub async fn stop_queued_subscriptions(&self) -> Result<StopQueueSweep, BillingError> {
+        let mut report = StopQueueSweep::default();
+        for subscription in self.repo.subscriptions_to_stop(LAPSE_BATCH).await? {
+            match self.stop_queued_subscription(&subscription).await {
                 Ok(()) => report.stopped += 1,
                 Err(error) => report.failed.push((subscription, error)),
             }
@@ -529,7 +531,7 @@ impl Billing {
                 if let Some(superseded) = supersedes {
                     // Recorded with the settlement: when the provider cannot
                     // be told now, the sweep tells it later.
-                    let _ = self.stop_superseded(&superseded).await;
+                    let _ = self.stop_queued_subscription(&superseded).await;
                 }
                 return Ok(Settled::Changed(Payment {
                     status: to,

@@ -112,7 +112,7 @@ impl Sweeps {
             }
             Err(error) => tracing::warn!(%error, "billing lapse sweep failed"),
         }
-        match self.billing.stop_superseded_subscriptions().await {
+        match self.billing.stop_queued_subscriptions().await {
             Ok(report) => {
                 for (subscription, error) in &report.failed {
                     tracing::warn!(%subscription, %error, "stopping a replaced card subscription failed");

@@ -435,12 +435,12 @@ impl BillingRepository for PgStore {
         crate::billing_cards::set_card_plan(self, change).await
     }
 
-    async fn superseded_subscriptions(&self, limit: i64) -> Result<Vec<String>, StoreError> {
-        crate::billing_cards::superseded_subscriptions(self, limit).await
+    async fn subscriptions_to_stop(&self, limit: i64) -> Result<Vec<String>, StoreError> {
+        crate::billing_cards::subscriptions_to_stop(self, limit).await
     }
 
-    async fn superseded_stopped(&self, subscription: &str) -> Result<bool, StoreError> {
-        crate::billing_cards::superseded_stopped(self, subscription).await
+    async fn queued_subscription_stopped(&self, subscription: &str) -> Result<bool, StoreError> {
+        crate::billing_cards::queued_subscription_stopped(self, subscription).await
     }
 
     async fn payment(

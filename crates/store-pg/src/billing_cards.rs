@@ -3,7 +3,7 @@
 //! `card_plan_id`, `renewing`), started by a paid card checkout and turned
 //! off or on by the provider's notices; and the subscriptions a later card
 //! checkout replaced while they renewed, until the provider stopped them
-//! (`superseded_card_subscriptions`).
+//! (`card_subscriptions_to_stop`).
 
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
@@ -12,7 +12,7 @@ use sealpost_kernel::{AccountId, PlanId, StoreError, Timestamp};
 
 use crate::billing::{LockedAccount, lock_account};
 use crate::records::write_records;
-use crate::schema::{accounts, superseded_card_subscriptions};
+use crate::schema::{accounts, card_subscriptions_to_stop};
 use crate::{PgStore, db_error};
 
 type CardRow = (String, Option<String>, Option<String>, Option<String>, bool);
@@ -121,11 +121,11 @@ async fn to_be_stopped(
     account: &AccountId,
     at: Timestamp,
 ) -> Result<(), diesel::result::Error> {
-    diesel::insert_into(superseded_card_subscriptions::table)
+    diesel::insert_into(card_subscriptions_to_stop::table)
         .values((
-            superseded_card_subscriptions::subscription_id.eq(subscription),
-            superseded_card_subscriptions::account_id.eq(account.as_str()),
-            superseded_card_subscriptions::superseded_at.eq(at.as_datetime()),
+            card_subscriptions_to_stop::subscription_id.eq(subscription),
+            card_subscriptions_to_stop::account_id.eq(account.as_str()),
+            card_subscriptions_to_stop::queued_at.eq(at.as_datetime()),
         ))
         .on_conflict_do_nothing()
         .execute(conn)
@@ -176,29 +176,29 @@ pub(crate) async fn set_card_plan(
     })
 }
 
-pub(crate) async fn superseded_subscriptions(
+pub(crate) async fn subscriptions_to_stop(
     store: &PgStore,
     limit: i64,
 ) -> Result<Vec<String>, StoreError> {
     let mut conn = store.conn().await?;
-    superseded_card_subscriptions::table
+    card_subscriptions_to_stop::table
         .order((
-            superseded_card_subscriptions::superseded_at,
-            superseded_card_subscriptions::subscription_id,
+            card_subscriptions_to_stop::queued_at,
+            card_subscriptions_to_stop::subscription_id,
         ))
-        .select(superseded_card_subscriptions::subscription_id)
+        .select(card_subscriptions_to_stop::subscription_id)
         .limit(limit)
         .load(&mut conn)
         .await
         .map_err(db_error)
 }
 
-pub(crate) async fn superseded_stopped(
+pub(crate) async fn queued_subscription_stopped(
     store: &PgStore,
     subscription: &str,
 ) -> Result<bool, StoreError> {
     let mut conn = store.conn().await?;
-    let deleted = diesel::delete(superseded_card_subscriptions::table.find(subscription))
+    let deleted = diesel::delete(card_subscriptions_to_stop::table.find(subscription))
         .execute(&mut conn)
         .await
         .map_err(db_error)?;

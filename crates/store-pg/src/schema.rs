@@ -23,10 +23,10 @@ diesel::table! {
 }
 
 diesel::table! {
-    superseded_card_subscriptions (subscription_id) {
+    card_subscriptions_to_stop (subscription_id) {
         subscription_id -> Text,
         account_id -> Nullable<Text>,
-        superseded_at -> Timestamptz,
+        queued_at -> Timestamptz,
     }
 }
 

@@ -361,18 +361,18 @@ async fn payments_that_cannot_renew_say_so_and_have_no_portal() {
     api.app.stop().await;
 }
 
-/// Superseded subscriptions still to be stopped at the provider (an
+/// Subscriptions queued to be stopped at the provider (an
 /// operator's query).
-async fn superseded(api: &Api) -> Vec<String> {
-    superseded_where(api, "true").await
+async fn queued_to_stop(api: &Api) -> Vec<String> {
+    queued_to_stop_where(api, "true").await
 }
 
 /// Those of them whose account was erased: no account id is kept.
-async fn superseded_without_account(api: &Api) -> Vec<String> {
-    superseded_where(api, "account_id IS NULL").await
+async fn queued_to_stop_without_account(api: &Api) -> Vec<String> {
+    queued_to_stop_where(api, "account_id IS NULL").await
 }
 
-async fn superseded_where(api: &Api, condition: &str) -> Vec<String> {
+async fn queued_to_stop_where(api: &Api, condition: &str) -> Vec<String> {
     use diesel_async::RunQueryDsl;
     #[derive(diesel::QueryableByName)]
     struct Row {
@@ -381,7 +381,7 @@ async fn superseded_where(api: &Api, condition: &str) -> Vec<String> {
     }
     let mut conn = api.app.db.connect().await;
     let rows: Vec<Row> = diesel::sql_query(format!(
-        "SELECT subscription_id FROM superseded_card_subscriptions WHERE {condition} \
+        "SELECT subscription_id FROM card_subscriptions_to_stop WHERE {condition} \
          ORDER BY subscription_id"
     ))
     .load(&mut conn)
@@ -413,7 +413,7 @@ async fn a_second_card_checkout_stops_the_subscription_it_replaces() {
         stripe.subscription_updates(),
         vec![(first.id.clone(), "cancel_at_period_end=true".to_owned())]
     );
-    assert_eq!(superseded(&api).await, Vec::<String>::new());
+    assert_eq!(queued_to_stop(&api).await, Vec::<String>::new());
     let record = subscription(&api, &owner).await;
     assert_eq!(record["planId"], "fleet");
     assert_eq!(record["renewing"], true);
@@ -460,12 +460,12 @@ async fn a_replaced_subscription_stripe_could_not_be_told_about_is_stopped_by_th
     assert_eq!(record["planId"], "fleet");
     assert_eq!(record["renewing"], true);
     assert!(!stripe.subscriptions()[0].cancel_at_period_end);
-    assert_eq!(superseded(&api).await, vec![first.id.clone()]);
+    assert_eq!(queued_to_stop(&api).await, vec![first.id.clone()]);
 
     // Still down at the next sweep: tried, kept.
     api.sweeps().run_once().await;
     assert!(!stripe.subscriptions()[0].cancel_at_period_end);
-    assert_eq!(superseded(&api).await, vec![first.id.clone()]);
+    assert_eq!(queued_to_stop(&api).await, vec![first.id.clone()]);
 
     // Back: the sweep stops it, and it is forgotten.
     stripe.set_unavailable(false);
@@ -474,7 +474,7 @@ async fn a_replaced_subscription_stripe_could_not_be_told_about_is_stopped_by_th
     assert_all_accepted(&stripe);
     assert!(stripe.subscriptions()[0].cancel_at_period_end);
     assert!(!stripe.subscriptions()[1].cancel_at_period_end);
-    assert_eq!(superseded(&api).await, Vec::<String>::new());
+    assert_eq!(queued_to_stop(&api).await, Vec::<String>::new());
     api.sweeps().run_once().await;
     assert_eq!(stripe.subscription_updates().len(), 1, "stopped once");
     assert_eq!(subscription(&api, &owner).await["renewing"], true);
@@ -498,7 +498,7 @@ async fn erasing_an_account_stops_its_card_renewal_at_once_or_by_the_sweep() {
     assert_eq!(erased.status, StatusCode::NO_CONTENT, "{}", erased.body);
     assert!(!stripe.subscriptions()[1].cancel_at_period_end);
     assert_eq!(
-        superseded_without_account(&api).await,
+        queued_to_stop_without_account(&api).await,
         vec![second_subscription.id.clone()]
     );
 
@@ -514,12 +514,15 @@ async fn erasing_an_account_stops_its_card_renewal_at_once_or_by_the_sweep() {
             "cancel_at_period_end=true".to_owned()
         )]
     );
-    assert_eq!(superseded(&api).await, vec![second_subscription.id.clone()]);
+    assert_eq!(
+        queued_to_stop(&api).await,
+        vec![second_subscription.id.clone()]
+    );
 
     api.app.clock.advance(TimeDelta::hours(1));
     api.sweeps().run_once().await;
     assert!(stripe.subscriptions()[1].cancel_at_period_end);
-    assert_eq!(superseded(&api).await, Vec::<String>::new());
+    assert_eq!(queued_to_stop(&api).await, Vec::<String>::new());
 
     // At the period's end both end, charging nothing; their notices, for
     // accounts that are gone, are accepted.

@@ -203,7 +203,7 @@ pub async fn erase(state: Data<AppState>, caller: SessionCaller) -> Result<HttpR
     // A card subscription that still renewed was queued to be stopped with
     // the erasure; the provider is told now (the hourly sweep retries).
     if let Some(subscription) = renewing
-        && let Err(error) = state.billing.stop_superseded(&subscription).await
+        && let Err(error) = state.billing.stop_queued_subscription(&subscription).await
     {
         tracing::warn!(%error, "stopping the card renewal deferred to the sweep");
     }

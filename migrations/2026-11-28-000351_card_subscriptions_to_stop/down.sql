@@ -1,0 +1,7 @@
+ALTER TABLE card_subscriptions_to_stop
+    RENAME CONSTRAINT card_subscriptions_to_stop_account_id_fkey
+    TO superseded_card_subscriptions_account_id_fkey;
+ALTER INDEX card_subscriptions_to_stop_account RENAME TO superseded_card_subscriptions_account;
+ALTER INDEX card_subscriptions_to_stop_pkey RENAME TO superseded_card_subscriptions_pkey;
+ALTER TABLE card_subscriptions_to_stop RENAME COLUMN queued_at TO superseded_at;
+ALTER TABLE card_subscriptions_to_stop RENAME TO superseded_card_subscriptions;
