@@ -280,9 +280,7 @@ impl Ingest {
             if record.suspended {
                 return Err(IngestError::Suspended);
             }
-            if record.public_key.is_none() {
-                return Err(IngestError::NoKey);
-            }
+            // A key gone since RCPT: `seal_and_commit` refuses it (`NoKey`).
             match self.seal_and_commit(&record, parsed, size, via).await {
                 Err(IngestError::RecipientChanged) if !read_again => {
                     read_again = true;
@@ -350,9 +348,9 @@ impl Ingest {
         via: Via,
     ) -> Result<MessageId, IngestError> {
         // Sealed per recipient: each address has its own key.
+        let public_key = recipient.public_key.ok_or(IngestError::NoKey)?;
         let content = parsed.content.to_json();
         let attachments = &parsed.attachments;
-        let public_key = recipient.public_key.ok_or(IngestError::NoKey)?;
         let now = self.clock.now();
         let id = MessageId::generate();
         // A low-order key (the API refuses them; one stored before it did

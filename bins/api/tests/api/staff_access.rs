@@ -170,23 +170,30 @@ async fn rotating_the_support_key_needs_the_current_key_s_proof() {
             new_key,
         ))
     };
+    let rotation = |staff_key: &str, nonce: &str, proof: String| json!({ "staffKey": staff_key, "nonce": nonce, "proof": proof });
+    let nonce = challenge.nonce.as_str();
     let stranger = SupportKeys::generate();
     let refused: [(&str, Value); 4] = [
-        (
-            "no proof",
-            json!({ "staffKey": new_text, "nonce": challenge.nonce, "proof": "" }),
-        ),
+        ("no proof", rotation(&new_text, nonce, String::new())),
         (
             "a proof by another key",
-            json!({ "staffKey": new_text, "nonce": challenge.nonce, "proof": proof_by(&stranger.secret, &new_text) }),
+            rotation(&new_text, nonce, proof_by(&stranger.secret, &new_text)),
         ),
         (
             "a proof over another new key",
-            json!({ "staffKey": new_text, "nonce": challenge.nonce, "proof": proof_by(&current.secret, &b64::encode(&stranger.public)) }),
+            rotation(
+                &new_text,
+                nonce,
+                proof_by(&current.secret, &b64::encode(&stranger.public)),
+            ),
         ),
         (
             "a nonce never issued",
-            json!({ "staffKey": new_text, "nonce": b64::encode(&[0; 24]), "proof": proof_by(&current.secret, &new_text) }),
+            rotation(
+                &new_text,
+                &b64::encode(&[0; 24]),
+                proof_by(&current.secret, &new_text),
+            ),
         ),
     ];
     for (what, body) in refused {
@@ -211,7 +218,7 @@ async fn rotating_the_support_key_needs_the_current_key_s_proof() {
         .post(
             "/staff/support-key",
             Some(&token),
-            json!({ "staffKey": low_order, "nonce": challenge.nonce, "proof": proof_by(&current.secret, &low_order) }),
+            rotation(&low_order, nonce, proof_by(&current.secret, &low_order)),
         )
         .await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.body);
@@ -225,7 +232,7 @@ async fn rotating_the_support_key_needs_the_current_key_s_proof() {
         .post(
             "/staff/support-key",
             Some(&token),
-            json!({ "staffKey": new_text, "nonce": challenge.nonce, "proof": proof_by(&current.secret, &new_text) }),
+            rotation(&new_text, nonce, proof_by(&current.secret, &new_text)),
         )
         .await;
     assert_eq!(late.status, StatusCode::BAD_REQUEST, "{}", late.body);
