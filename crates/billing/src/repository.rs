@@ -86,7 +86,7 @@ pub struct SubscriptionStart {
     /// The plan it renews.
     pub plan: PlanId,
     /// The account's earlier subscription, still renewing, that this one
-    /// replaces: recorded as superseded in the same transaction, to be
+    /// replaces: queued to be stopped in the same transaction, to be
     /// stopped at the provider (now, or by the sweep until it is). Guard:
     /// the account's stored subscription and `renewing` still say so
     /// (`None`: no other subscription renews).
@@ -265,8 +265,9 @@ pub trait BillingRepository: Send + Sync {
     /// Sets the plan the account's card subscription renews when it is
     /// still that subscription.
     async fn set_card_plan(&self, change: CardPlanChange) -> Result<Applied, StoreError>;
-    /// Card subscriptions replaced by a later card checkout while still
-    /// renewing, not yet stopped at the provider, oldest first, up to `limit`.
+    /// Card subscriptions queued to be stopped (replaced by a later card
+    /// checkout while still renewing, or their account erased), not yet
+    /// stopped at the provider, oldest first, up to `limit`.
     async fn subscriptions_to_stop(&self, limit: i64) -> Result<Vec<String>, StoreError>;
     /// The provider confirmed that the queued `subscription` no longer
     /// renews: forgotten. False when it was not (or no longer) recorded.

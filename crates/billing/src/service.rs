@@ -447,9 +447,10 @@ impl Billing {
         Ok(())
     }
 
-    /// Tries again to stop the card subscriptions later card checkouts
-    /// replaced while they renewed, where the provider could not be told at
-    /// the time. One that fails stays for the next sweep.
+    /// Tries again to stop the card subscriptions queued to be stopped
+    /// (replaced by a later card checkout while they renewed, or their
+    /// account erased) where the provider could not be told at the time.
+    /// One that fails stays for the next sweep.
     pub async fn stop_queued_subscriptions(&self) -> Result<StopQueueSweep, BillingError> {
         let mut report = StopQueueSweep::default();
         for subscription in self.repo.subscriptions_to_stop(LAPSE_BATCH).await? {

@@ -11,7 +11,7 @@
 //!   for `LOAD_SECONDS` each at 32 and at 8 keep-alive connections.
 //! - In the same run `pgbench` runs, at the same 32 connections, the three
 //!   statements one page request costs (the session, the address's
-//!   ownership, the page), so the page's rate is also given as a ratio to
+//!   access check, the page), so the page's rate is also given as a ratio to
 //!   what PostgreSQL itself gives for its queries.
 //! - Sign-in (challenge, then the proof) needs the client's keys for every
 //!   answer, so our own client drives it: `SIGN_INS` sign-ins from
@@ -696,12 +696,13 @@ fn pgbench_statement(debug: &str, name: &str) -> Result<(String, Vec<(String, St
         script.push_str(&rest[..dollar]);
         let digits = rest[dollar + 1..]
             .find(|c: char| !c.is_ascii_digit())
-            .map_or(rest.len() - dollar - 1, |end| end);
+            .unwrap_or(rest.len() - dollar - 1);
         let number: usize = rest[dollar + 1..dollar + 1 + digits]
             .parse()
             .with_context(|| format!("a `$` not a parameter in {sql}"))?;
-        let (_, cast) = values
-            .get(number.wrapping_sub(1))
+        let (_, cast) = number
+            .checked_sub(1)
+            .and_then(|index| values.get(index))
             .ok_or_else(|| anyhow!("${number} has no value in {debug}"))?;
         script.push_str(&format!(":{name}_{number}::{cast}"));
         rest = &rest[dollar + 1 + digits..];
@@ -716,28 +717,46 @@ fn pgbench_statement(debug: &str, name: &str) -> Result<(String, Vec<(String, St
 }
 
 /// A pgbench line with its variables' values written in as SQL literals
-/// (`:page_1::text` to `'ibx_a'::text`), the longest names first so that
-/// `page_1` never takes the start of `page_10`.
+/// (`:page_1::text` to `'ibx_a'::text`), in one pass: a value is never read
+/// again for names, and `page_1` never takes the start of `page_10`.
 fn inline_values(line: &str, values: &[(String, String)]) -> String {
-    let mut by_length: Vec<&(String, String)> = values.iter().collect();
-    by_length.sort_by_key(|(name, _)| std::cmp::Reverse(name.len()));
-    by_length
-        .into_iter()
-        .fold(line.to_owned(), |sql, (name, value)| {
-            sql.replace(
-                &format!(":{name}"),
-                &format!("'{}'", value.replace('\'', "''")),
-            )
-        })
+    let mut sql = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(colon) = rest.find(':') {
+        sql.push_str(&rest[..colon]);
+        let after = &rest[colon + 1..];
+        let name_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        match values.iter().find(|(name, _)| name == &after[..name_len]) {
+            Some((_, value)) => {
+                sql.push_str(&format!("'{}'", value.replace('\'', "''")));
+                rest = &after[name_len..];
+            }
+            None => {
+                sql.push(':');
+                rest = after;
+            }
+        }
+    }
+    sql.push_str(rest);
+    sql
 }
 
 /// A parameter's `Debug` text as PostgreSQL's text form, with its type:
 /// bytes (`[1, 2]`) as `bytea` hex, strings as `text`, lists of strings as
-/// a `text[]` literal, integers as `int8`, instants as `timestamptz`.
+/// a `text[]` literal, integers as `int8` (every integer these statements
+/// bind is a `BigInt`; an `Integer` would fail loudly in PostgreSQL), instants
+/// as `timestamptz`. Anything else (an empty list, `None`, a boolean) is an
+/// error: the bench learns a new kind before it guesses one.
 fn pgbench_value(debug: &str) -> Result<(String, &'static str)> {
     if debug.starts_with('[') {
         let items = split_debug_list(debug)?;
-        if !items.is_empty() && items.iter().all(|item| item.starts_with('"')) {
+        ensure!(
+            !items.is_empty(),
+            "an empty list has no type to read: {debug}"
+        );
+        if items.iter().all(|item| item.starts_with('"')) {
             let quoted = items
                 .iter()
                 .map(|item| {
@@ -898,17 +917,19 @@ Transfer/sec:      5.00MB
         assert!(pgbench_statement("SELECT $2 -- binds: [1]", "s").is_err());
         assert!(pgbench_statement("SELECT 1", "s").is_err());
         assert!(split_debug_list("[\"open]").is_err());
+        assert!(pgbench_statement("SELECT $1 -- binds: [[]]", "s").is_err());
+        assert!(pgbench_statement("SELECT $0 -- binds: [1]", "s").is_err());
     }
 
     #[test]
-    fn inlined_values_are_quoted_literals_and_never_a_shorter_name_s() {
+    fn inlined_values_are_quoted_literals_matched_by_whole_names() {
         let values = [
-            ("s_1".to_owned(), "it's".to_owned()),
+            ("s_1".to_owned(), "it's :s_10".to_owned()),
             ("s_10".to_owned(), "ten".to_owned()),
         ];
         assert_eq!(
-            inline_values("SELECT :s_1::text, :s_10::text", &values),
-            "SELECT 'it''s'::text, 'ten'::text"
+            inline_values("SELECT :s_1::text, :s_10::text, :other", &values),
+            "SELECT 'it''s :s_10'::text, 'ten'::text, :other"
         );
     }
 }

@@ -28,18 +28,21 @@ pub use state::{AppState, HealthProbe};
 
 /// Starts serving on an already bound listener (port 0 in tests): HTTPS
 /// only when `tls` is given (`SEALPOST_TLS_CERT` / `SEALPOST_TLS_KEY`),
-/// else plain HTTP for a TLS-terminating proxy in front.
+/// else plain HTTP for a TLS-terminating proxy in front. `on_worker_start`
+/// runs on each worker's thread as it builds its application.
 pub fn serve(
     listener: std::net::TcpListener,
     state: AppState,
     http_threads: usize,
     tls: Option<rustls::ServerConfig>,
+    on_worker_start: fn(),
 ) -> std::io::Result<Server> {
     // The middlewares read these alone, not the whole state.
     let trusted_proxies = Data::new(state.trusted_proxies.clone());
     let limiter = Data::from(state.limiter.clone());
     let state = Data::new(state);
     let server = HttpServer::new(move || {
+        on_worker_start();
         App::new()
             .app_data(state.clone())
             .app_data(trusted_proxies.clone())
@@ -75,10 +78,12 @@ pub fn serve(
 /// macros, whose resources let other methods fall through to a template
 /// path (`PATCH /inboxes/allocation` to `PATCH /inboxes/{id}`). A resource
 /// takes every method of its path, so a literal path comes before a
-/// template that would match it. Paths sharing a first segment are in one
-/// scope: actix tries resources in order, and every template it tries is a
-/// regex run (three times a request: routing, the log span and the metrics
-/// read the route); a scope's fixed prefix skips the others' at once.
+/// template that would match it. An area's paths (a first segment with
+/// several) are in one scope, and the docs' and the web client's catch-all
+/// templates come last: actix tries resources in order, and every template
+/// it tries is a regex run (three times a request: routing, the log span
+/// and the metrics label read the route); a scope's fixed prefix skips the
+/// other areas' templates at once.
 fn routes(config: &mut web::ServiceConfig) {
     use routes::{
         abuse, accounts, activity, addresses, api_keys, billing, devices, domains, events, folders,
@@ -86,18 +91,6 @@ fn routes(config: &mut web::ServiceConfig) {
     };
     config
         .service(web::resource("/").get(index))
-        .service(web::resource("/docs").get(|| async {
-            HttpResponse::PermanentRedirect()
-                .insert_header((actix_web::http::header::LOCATION, "/docs/"))
-                .finish()
-        }))
-        .service(
-            utoipa_swagger_ui::SwaggerUi::new("/docs/{_:.*}")
-                .config(utoipa_swagger_ui::Config::from("/openapi.json")),
-        )
-        // The Swagger UI's service takes GET only and lets other methods by.
-        .service(web::resource("/docs/{_:.*}").default_service(web::to(fallback::get_only)))
-        .configure(web_app::routes)
         .service(web::resource("/healthz").get(health::healthz))
         .service(web::resource("/readyz").get(health::readyz))
         .service(web::resource("/openapi.json").get(|| async {
@@ -133,8 +126,11 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(web::resource("/plans").get(plans::list))
         .service(web::resource("/usage").get(plans::usage))
         .service(web::resource("/overview").get(plans::overview))
-        .service(web::resource("/subscription").get(plans::get_subscription))
-        .service(web::resource("/subscription/plan").post(plans::change_plan))
+        .service(
+            web::scope("/subscription")
+                .service(web::resource("").get(plans::get_subscription))
+                .service(web::resource("/plan").post(plans::change_plan)),
+        )
         .service(
             web::scope("/billing")
                 .service(web::resource("/providers").get(billing::providers))
@@ -274,8 +270,11 @@ fn routes(config: &mut web::ServiceConfig) {
                     web::resource("/members/{member_id}/grants/{inbox_id}").delete(teams::revoke),
                 ),
         )
-        .service(web::resource("/memberships").get(teams::memberships))
-        .service(web::resource("/memberships/{owner_id}").delete(teams::leave))
+        .service(
+            web::scope("/memberships")
+                .service(web::resource("").get(teams::memberships))
+                .service(web::resource("/{owner_id}").delete(teams::leave)),
+        )
         .service(
             web::scope("/support")
                 .service(web::resource("").get(support::overview))
@@ -305,7 +304,21 @@ fn routes(config: &mut web::ServiceConfig) {
                 .service(web::resource("/abuse-reports").get(staff::abuse_reports))
                 .service(web::resource("/abuse-reports/{id}/resolve").post(staff::resolve_report))
                 .service(web::resource("/audit").get(staff::audit)),
-        );
+        )
+        // Last: their templates (`{_:.*}`, `{path:.*}`) take any path under
+        // their prefix, and are regex runs for every request tried on them.
+        .service(web::resource("/docs").get(|| async {
+            HttpResponse::PermanentRedirect()
+                .insert_header((actix_web::http::header::LOCATION, "/docs/"))
+                .finish()
+        }))
+        .service(
+            utoipa_swagger_ui::SwaggerUi::new("/docs/{_:.*}")
+                .config(utoipa_swagger_ui::Config::from("/openapi.json")),
+        )
+        // The Swagger UI's service takes GET only and lets other methods by.
+        .service(web::resource("/docs/{_:.*}").default_service(web::to(fallback::get_only)))
+        .configure(web_app::routes);
 }
 
 /// Health probes and the web client's static files (`/app/`): exempt from

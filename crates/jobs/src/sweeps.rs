@@ -115,14 +115,16 @@ impl Sweeps {
         match self.billing.stop_queued_subscriptions().await {
             Ok(report) => {
                 for (subscription, error) in &report.failed {
-                    tracing::warn!(%subscription, %error, "stopping a replaced card subscription failed");
+                    tracing::warn!(%subscription, %error, "stopping a card subscription queued to stop failed");
                 }
                 tracing::info!(
                     stopped = report.stopped,
-                    "stopped card subscriptions later checkouts replaced"
+                    "stopped card subscriptions queued to stop (replaced, or their account erased)"
                 );
             }
-            Err(error) => tracing::warn!(%error, "stopping replaced card subscriptions failed"),
+            Err(error) => {
+                tracing::warn!(%error, "stopping card subscriptions queued to stop failed")
+            }
         }
         match self.billing.remind_renewals().await {
             Ok(reminded) => tracing::info!(reminded, "reminded paid periods ending soon"),

@@ -1,8 +1,9 @@
 //! Plans that renew by card (docs/api.md, Billing): the card subscription
 //! kept on the account row (`card_subscription_id`, `card_customer_id`,
 //! `card_plan_id`, `renewing`), started by a paid card checkout and turned
-//! off or on by the provider's notices; and the subscriptions a later card
-//! checkout replaced while they renewed, until the provider stopped them
+//! off or on by the provider's notices; and the subscriptions queued to be
+//! stopped (a later card checkout replaced them while they renewed, or
+//! their account was erased) until the provider stopped them
 //! (`card_subscriptions_to_stop`).
 
 use diesel::prelude::*;
