@@ -114,12 +114,12 @@ pub async fn start(
         .await
         .context("migrating the database")?;
     tracing::info!(applied, "database migrated");
-    let http_workers = if listener.is_some() {
+    let http_threads = if listener.is_some() {
         options.http_threads
     } else {
         0
     };
-    let services = Services::with_http_workers(config, clock, http_workers).await?;
+    let services = Services::with_http_threads(config, clock, http_threads).await?;
     list_addresses_under_reserved_names(&services, config).await;
     // Webhook secrets still in the clear (rows from before they were sealed)
     // or sealed under an older server key are sealed under the current one.
