@@ -189,6 +189,43 @@ mod tests {
         drop_database(DATABASE).await;
     }
 
+    /// `statements::page_statements`, the reference `bench api` runs in
+    /// pgbench, is what the page request sends: each of its statements'
+    /// text is one the session lookup and the page prepared on the
+    /// connection, word for word.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_bench_s_page_statements_are_the_ones_the_page_request_prepares() {
+        use sealpost_accounts::AccountRepository;
+        use sealpost_messages::store::MessageRepository;
+
+        use crate::test_db::test_instant;
+
+        const DATABASE: &str = "prepared_page_statements";
+        let (store, reader, address, page) = one_connection_reader(DATABASE).await;
+        let now = test_instant(86_400);
+        let token_hash = [7; 32];
+        assert!(store.bearer(token_hash).await.unwrap().is_none());
+        let listed = store.page(&reader, &address, now, &page).await.unwrap();
+        assert_eq!(listed.map(|page| page.len()), Some(0));
+        let statements =
+            crate::statements::page_statements(&token_hash, &reader, &address, now, &page);
+        let mut conn = store.conn().await.unwrap();
+        for debug in [statements.bearer, statements.check, statements.page] {
+            let (sql, _binds) = debug.rsplit_once(" -- binds: ").unwrap();
+            let prepared: Count = diesel::sql_query(
+                "SELECT count(*) AS count FROM pg_prepared_statements WHERE statement = $1",
+            )
+            .bind::<Text, _>(sql)
+            .get_result(&mut conn)
+            .await
+            .unwrap();
+            assert_eq!(prepared.count, 1, "not prepared by the request: {sql}");
+        }
+        drop(conn);
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+
     /// `held` and `outgoing` are written as `NOT held` in the statement, not
     /// compared with a bound `false`: a generic plan (what a prepared
     /// statement runs on after its first five executions) can then use the

@@ -171,6 +171,7 @@ async fn rotating_the_support_key_needs_the_current_key_s_proof() {
         ))
     };
     let rotation = |staff_key: &str, nonce: &str, proof: String| json!({ "staffKey": staff_key, "nonce": nonce, "proof": proof });
+    let rotate = async |body: Value| api.post("/staff/support-key", Some(&token), body).await;
     let nonce = challenge.nonce.as_str();
     let stranger = SupportKeys::generate();
     let refused: [(&str, Value); 4] = [
@@ -197,7 +198,7 @@ async fn rotating_the_support_key_needs_the_current_key_s_proof() {
         ),
     ];
     for (what, body) in refused {
-        let reply = api.post("/staff/support-key", Some(&token), body).await;
+        let reply = rotate(body).await;
         assert_eq!(
             reply.status,
             StatusCode::BAD_REQUEST,
@@ -214,13 +215,12 @@ async fn rotating_the_support_key_needs_the_current_key_s_proof() {
     // A low-order new key (a ticket sealed to it would open for anyone) is
     // refused with a proof that would otherwise hold.
     let low_order = b64::encode(&[0u8; 32]);
-    let reply = api
-        .post(
-            "/staff/support-key",
-            Some(&token),
-            rotation(&low_order, nonce, proof_by(&current.secret, &low_order)),
-        )
-        .await;
+    let reply = rotate(rotation(
+        &low_order,
+        nonce,
+        proof_by(&current.secret, &low_order),
+    ))
+    .await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.body);
     assert_eq!(reply.body["error"]["code"], "invalid_key");
     assert_eq!(key_in_force().await, json!(b64::encode(&current.public)));
@@ -228,13 +228,12 @@ async fn rotating_the_support_key_needs_the_current_key_s_proof() {
     api.app
         .clock
         .advance(TimeDelta::minutes(5) + TimeDelta::seconds(1));
-    let late = api
-        .post(
-            "/staff/support-key",
-            Some(&token),
-            rotation(&new_text, nonce, proof_by(&current.secret, &new_text)),
-        )
-        .await;
+    let late = rotate(rotation(
+        &new_text,
+        nonce,
+        proof_by(&current.secret, &new_text),
+    ))
+    .await;
     assert_eq!(late.status, StatusCode::BAD_REQUEST, "{}", late.body);
 
     // A fresh challenge and the current key's proof: rotated, and audited.
