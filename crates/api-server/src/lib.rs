@@ -114,7 +114,12 @@ pub async fn start(
         .await
         .context("migrating the database")?;
     tracing::info!(applied, "database migrated");
-    let services = Services::from_config(config, clock).await?;
+    let http_threads = if listener.is_some() {
+        options.http_threads
+    } else {
+        0
+    };
+    let services = Services::with_http_threads(config, clock, http_threads).await?;
     list_addresses_under_reserved_names(&services, config).await;
     // Webhook secrets still in the clear (rows from before they were sealed)
     // or sealed under an older server key are sealed under the current one.
@@ -217,7 +222,13 @@ fn serve_http(
     let addr = listener.local_addr().context("reading the bound address")?;
     let tls = config.tls.as_ref().map(server_tls).transpose()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let server = sealpost_http_api::serve(listener, state, http_threads, tls)?;
+    let server = sealpost_http_api::serve(
+        listener,
+        state,
+        http_threads,
+        tls,
+        sealpost_store_pg::bind_thread_to_a_shard,
+    )?;
     let handle = server.handle();
     let serving = tokio::spawn(server);
     // Per process, whoever runs the sweeps: the limiter lives in memory.

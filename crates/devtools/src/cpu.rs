@@ -50,6 +50,22 @@ pub(crate) fn postmaster_of(data_directory: &Path) -> Option<u32> {
         .ok()
 }
 
+/// CPU time the hypervisor gave to others while this machine's processors
+/// wanted it (`steal` in `/proc/stat`, all processors together): on a
+/// shared virtual machine, a stall no process of ours caused shows here.
+pub(crate) fn stolen() -> Option<Duration> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    stolen_in(&stat)
+}
+
+/// The steal column of `/proc/stat`'s first line (`cpu  user nice system
+/// idle iowait irq softirq steal ...`).
+fn stolen_in(stat: &str) -> Option<Duration> {
+    let total = stat.lines().next()?.strip_prefix("cpu ")?;
+    let steal = total.split_whitespace().nth(7)?.parse().ok()?;
+    Some(ticks(steal))
+}
+
 /// The fields of `/proc/<pid>/stat` the sums need, in clock ticks.
 struct ProcStat {
     parent: u32,
@@ -98,6 +114,17 @@ fn ticks(count: u64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steal_is_the_eighth_figure_of_the_first_line() {
+        let stat = "cpu  245086 0 45788 109811 1268 0 11525 176 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n";
+        assert_eq!(stolen_in(stat), Some(ticks(176)));
+        assert_eq!(stolen_in("cpu0 1 2 3 4 5 6 7 8\n"), None);
+        assert!(
+            stolen().is_some(),
+            "this machine's /proc/stat has a steal column"
+        );
+    }
 
     #[test]
     fn the_parent_field_is_read() {

@@ -28,18 +28,21 @@ pub use state::{AppState, HealthProbe};
 
 /// Starts serving on an already bound listener (port 0 in tests): HTTPS
 /// only when `tls` is given (`SEALPOST_TLS_CERT` / `SEALPOST_TLS_KEY`),
-/// else plain HTTP for a TLS-terminating proxy in front.
+/// else plain HTTP for a TLS-terminating proxy in front. `on_thread_start`
+/// runs on each worker's thread as it builds its application.
 pub fn serve(
     listener: std::net::TcpListener,
     state: AppState,
     http_threads: usize,
     tls: Option<rustls::ServerConfig>,
+    on_thread_start: fn(),
 ) -> std::io::Result<Server> {
     // The middlewares read these alone, not the whole state.
     let trusted_proxies = Data::new(state.trusted_proxies.clone());
     let limiter = Data::from(state.limiter.clone());
     let state = Data::new(state);
     let server = HttpServer::new(move || {
+        on_thread_start();
         App::new()
             .app_data(state.clone())
             .app_data(trusted_proxies.clone())

@@ -84,8 +84,23 @@ impl Services {
     /// # Errors
     /// Also when `SEALPOST_SERVER_KEY` is unset ([`server_keys`]).
     pub async fn from_config(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Services> {
+        Self::with_http_threads(config, clock, 0).await
+    }
+
+    /// [`Services::from_config`] for a process with `http_threads` HTTP
+    /// workers: the store's connections are split into a pool per worker
+    /// (each worker binds itself with
+    /// [`sealpost_store_pg::bind_thread_to_a_shard`]) and one for the rest.
+    ///
+    /// # Errors
+    /// As [`Services::from_config`].
+    pub async fn with_http_threads(
+        config: &Config,
+        clock: Arc<dyn Clock>,
+        http_threads: usize,
+    ) -> anyhow::Result<Services> {
         let keys = server_keys(config)?;
-        let store = PgStore::connect(config.database_url.expose(), POOL_SIZE)
+        let store = PgStore::connect_sharded(config.database_url.expose(), POOL_SIZE, http_threads)
             .context("connecting to the database")?;
         store.ping().await.context("reaching the database")?;
         let blobs = blob_store(config).await?;
