@@ -361,6 +361,10 @@ async fn limit_by_ip(
 /// headers or the forwarded-for address.
 struct RequestSpan;
 
+/// The request's route template, matched once (actix tries the templates
+/// again on every call) as the span starts, for `log_request`'s labels.
+struct RouteTemplate(Option<String>);
+
 impl RootSpanBuilder for RequestSpan {
     fn on_request_start(request: &ServiceRequest) -> tracing::Span {
         let client = client_ip::ClientIp::of(request.request());
@@ -369,16 +373,16 @@ impl RootSpanBuilder for RequestSpan {
             .get::<RequestId>()
             .map(ToString::to_string)
             .unwrap_or_default();
-        let route = request
-            .match_pattern()
-            .unwrap_or_else(|| "(no route)".to_owned());
-        tracing::info_span!(
+        let route = request.match_pattern();
+        let span = tracing::info_span!(
             "request",
             request_id = %request_id,
             http.method = %request.method(),
-            http.route = %route,
+            http.route = %route.as_deref().unwrap_or("(no route)"),
             client_ip = %client.0,
-        )
+        );
+        request.extensions_mut().insert(RouteTemplate(route));
+        span
     }
 
     fn on_request_end<B: MessageBody>(
@@ -397,8 +401,9 @@ async fn log_request(
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let probe = is_probe(req.path());
     // The route template, never the path: ids and names stay out of labels.
-    let route = req
-        .match_pattern()
+    let matched = req.extensions_mut().remove::<RouteTemplate>();
+    let route = matched
+        .map_or_else(|| req.match_pattern(), |template| template.0)
         .unwrap_or_else(|| "unmatched".to_owned());
     let method = metric_method(req.method());
     let started = std::time::Instant::now();

@@ -105,6 +105,9 @@ async fn every_endpoint_taking_a_public_key_refuses_a_low_order_point() {
         .await;
     assert_eq!(add_member.code(), "invalid_key", "{}", add_member.body);
 
+    // On a live address of the owner's, which keeps its key.
+    let address = api.create_address(&owner.token, "ibx_abcd").await;
+    assert_eq!(address["keyEpoch"], 0);
     let rotation = api
         .post(
             "/inboxes/ibx_abcd/rotate",
@@ -113,6 +116,11 @@ async fn every_endpoint_taking_a_public_key_refuses_a_low_order_point() {
         )
         .await;
     assert_eq!(rotation.code(), "invalid_key", "{}", rotation.body);
+    let listed = api.get("/inboxes", Some(&owner.token)).await;
+    let kept = &listed.body["inboxes"][0];
+    assert_eq!(kept["id"], "ibx_abcd", "{}", listed.body);
+    assert_eq!(kept["keyEpoch"], 0, "{}", listed.body);
+    assert_eq!(kept["publicKey"], address["publicKey"]);
     for (refused, field) in [
         (&registration, "authPublicKey: "),
         (&pairing, "publicKey: "),
