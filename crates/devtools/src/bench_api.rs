@@ -161,7 +161,7 @@ async fn throughput(app: &TestApp, wrk: &Wrk, pgbench: &Path) -> Result<Vec<Figu
             all.push(wrk.load(label, &url, connections, LOAD_SECONDS, &[&bearer])?);
         }
     }
-    let queries = PageQueries::of(app, &token).await?;
+    let queries = PageQueries::of(app, &keys, &token).await?;
     let pg = queries.pgbench(pgbench, &app.db.url, HIGH, "prepared")?;
     // The same statements parsed and planned every time: what they cost
     // the server when the client does not keep them prepared.
@@ -249,28 +249,18 @@ struct PageQueries {
 }
 
 impl PageQueries {
-    async fn of(app: &TestApp, token: &str) -> Result<Self> {
+    async fn of(app: &TestApp, keys: &AccountKeys, token: &str) -> Result<Self> {
         #[derive(diesel::QueryableByName)]
         struct Count {
             #[diesel(sql_type = diesel::sql_types::BigInt)]
             n: i64,
         }
-        #[derive(diesel::QueryableByName)]
-        struct Row {
-            #[diesel(sql_type = diesel::sql_types::Text)]
-            account: String,
-        }
         let token_hash = sealpost_seal::sha256(token.as_bytes());
         let mut conn = app.db.connect().await;
-        let row: Row = diesel::sql_query(
-            "SELECT s.account_id AS account FROM sessions s WHERE s.token_hash = $1",
-        )
-        .bind::<diesel::sql_types::Bytea, _>(token_hash.as_slice())
-        .get_result(&mut conn)
-        .await
-        .context("reading the bench session")?;
+        // The session's account: the one the keys name (the bearer
+        // statement's run below checks the session is there).
         let reader = Reader {
-            account: AccountId::from_trusted(row.account),
+            account: AccountId::from_trusted(keys.account_id()),
             device: None,
         };
         let page = PageRequest {
