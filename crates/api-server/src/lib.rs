@@ -222,13 +222,10 @@ fn serve_http(
     let addr = listener.local_addr().context("reading the bound address")?;
     let tls = config.tls.as_ref().map(server_tls).transpose()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let server = sealpost_http_api::serve(
-        listener,
-        state,
-        http_threads,
-        tls,
-        sealpost_store_pg::bind_thread_to_a_shard,
-    )?;
+    let server = sealpost_http_api::serve(listener, state, http_threads, tls, {
+        let store = services.store.clone();
+        move || store.bind_this_thread()
+    })?;
     let handle = server.handle();
     let serving = tokio::spawn(server);
     // Per process, whoever runs the sweeps: the limiter lives in memory.

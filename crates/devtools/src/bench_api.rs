@@ -257,8 +257,9 @@ impl PageQueries {
         }
         let token_hash = sealpost_seal::sha256(token.as_bytes());
         let mut conn = app.db.connect().await;
-        // The session's account: the one the keys name (the bearer
-        // statement's run below checks the session is there).
+        // The session's account: the one the keys name, registered with
+        // it. The runs below check that the session is there and that this
+        // account reads the address.
         let reader = Reader {
             account: AccountId::from_trusted(keys.account_id()),
             device: None,

@@ -120,10 +120,12 @@ mod tests {
         let stat = "cpu  245086 0 45788 109811 1268 0 11525 176 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n";
         assert_eq!(stolen_in(stat), Some(ticks(176)));
         assert_eq!(stolen_in("cpu0 1 2 3 4 5 6 7 8\n"), None);
-        assert!(
-            stolen().is_some(),
-            "this machine's /proc/stat has a steal column"
-        );
+        if cfg!(target_os = "linux") {
+            assert!(
+                stolen().is_some(),
+                "this machine's /proc/stat has a steal column"
+            );
+        }
     }
 
     #[test]

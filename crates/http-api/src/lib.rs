@@ -29,13 +29,13 @@ pub use state::{AppState, HealthProbe};
 /// Starts serving on an already bound listener (port 0 in tests): HTTPS
 /// only when `tls` is given (`SEALPOST_TLS_CERT` / `SEALPOST_TLS_KEY`),
 /// else plain HTTP for a TLS-terminating proxy in front. `on_thread_start`
-/// runs on each worker's thread as it builds its application.
+/// runs on each HTTP thread as it builds its application.
 pub fn serve(
     listener: std::net::TcpListener,
     state: AppState,
     http_threads: usize,
     tls: Option<rustls::ServerConfig>,
-    on_thread_start: fn(),
+    on_thread_start: impl Fn() + Clone + Send + 'static,
 ) -> std::io::Result<Server> {
     // The middlewares read these alone, not the whole state.
     let trusted_proxies = Data::new(state.trusted_proxies.clone());
@@ -81,9 +81,9 @@ pub fn serve(
 /// template that would match it. An area's paths (a first segment with
 /// several) are in one scope, and the docs' and the web client's catch-all
 /// templates come last: actix tries resources in order, and every template
-/// it tries is a regex run (three times a request: routing, the log span
-/// and the metrics label read the route); a scope's fixed prefix skips the
-/// other areas' templates at once.
+/// it tries is a regex run (twice a request: routing, and the route
+/// template the log span and the metrics label share); a scope's fixed
+/// prefix skips the other areas' templates at once.
 fn routes(config: &mut web::ServiceConfig) {
     use routes::{
         abuse, accounts, activity, addresses, api_keys, billing, devices, domains, events, folders,

@@ -58,19 +58,15 @@ pub use messages::InstanceLock;
 pub use notify::MailNotifier;
 
 thread_local! {
-    /// The shard of a thread bound by [`bind_thread_to_a_shard`].
-    static THREAD_SHARD: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+    /// The pool (an index into [`PgStore`]'s pools) of a thread bound by
+    /// [`PgStore::bind_this_thread`].
+    static THREAD_POOL: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
 }
 
-static NEXT_SHARD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Binds the calling thread to the next shard of every [`PgStore`] made by
-/// [`PgStore::connect_sharded`] (shards taken in turn); called once by each
-/// HTTP worker as it starts.
-pub fn bind_thread_to_a_shard() {
-    let shard = NEXT_SHARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    THREAD_SHARD.with(|cell| cell.set(Some(shard)));
-}
+/// The fewest connections a pool of its own is worth: below it, an HTTP
+/// thread would queue its requests behind a few slow ones while other
+/// threads' connections sit idle, so the threads share one pool instead.
+const MIN_THREAD_POOL: usize = 4;
 
 /// How long a request waits for a pooled connection before the store reports
 /// itself unavailable (503) instead of queueing without bound.
@@ -78,9 +74,11 @@ const POOL_WAIT: Duration = Duration::from_secs(5);
 
 #[derive(Clone)]
 pub struct PgStore {
-    /// The pool of threads not bound to a shard, then one pool per shard
-    /// ([`bind_thread_to_a_shard`]).
+    /// The pool of threads not bound to one, then one pool per HTTP thread
+    /// ([`PgStore::bind_this_thread`]).
     pools: std::sync::Arc<[Pool<AsyncPgConnection>]>,
+    /// The threads bound so far, which takes the pools in turn.
+    bound_threads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// Message commits waiting to be written together (group_commit.rs).
     batcher: std::sync::Arc<group_commit::Batcher>,
 }
@@ -92,19 +90,21 @@ impl PgStore {
     /// is on another host and `sslmode` is below `verify-full`
     /// ([`PgConnector::weak_tls`]).
     pub fn connect(database_url: &str, max_connections: usize) -> Result<Self, StoreError> {
-        Self::connect_sharded(database_url, max_connections, 0)
+        Self::connect_per_http_thread(database_url, max_connections, 0)
     }
 
-    /// [`PgStore::connect`], the connections split between the threads not
-    /// bound to a shard and `shards` pools for threads that are (the API's
-    /// HTTP workers, each bound at its start). A connection's I/O runs as a
-    /// task on the runtime of the thread that opened it; a worker using
-    /// another worker's connection wakes that thread for every statement,
-    /// twice. Bound to its own pool, a worker opens and uses its own.
-    pub fn connect_sharded(
+    /// [`PgStore::connect`], the connections split into a pool for each of
+    /// `http_threads` (each binds itself as it starts,
+    /// [`PgStore::bind_this_thread`]) and one for every other thread, when
+    /// each pool still gets [`MIN_THREAD_POOL`]; else one pool for all, as
+    /// [`PgStore::connect`]. A connection's I/O runs as a task on the
+    /// runtime of the thread that opened it, so an HTTP thread using a
+    /// connection another opened wakes that thread for every statement,
+    /// twice; with a pool of its own it opens and uses its own.
+    pub fn connect_per_http_thread(
         database_url: &str,
         max_connections: usize,
-        shards: usize,
+        http_threads: usize,
     ) -> Result<Self, StoreError> {
         let connector = PgConnector::new(database_url).map_err(StoreError::failed)?;
         if let Some(weak) = connector.weak_tls() {
@@ -116,14 +116,14 @@ impl PgStore {
                  sslmode=verify-full (and sslrootcert) in DATABASE_URL"
             );
         }
-        // Split, but never below two a pool: a worker with one connection
-        // would queue every request behind the one in flight.
-        let pool_size = if shards == 0 {
-            max_connections
+        let split = http_threads + 1;
+        let pool_count = if http_threads > 0 && max_connections / split >= MIN_THREAD_POOL {
+            split
         } else {
-            (max_connections / (shards + 1)).max(2)
+            1
         };
-        let pools = (0..=shards)
+        let pool_size = max_connections / pool_count;
+        let pools = (0..pool_count)
             .map(|_| {
                 let connector = connector.clone();
                 let mut config = ManagerConfig::default();
@@ -151,17 +151,31 @@ impl PgStore {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             pools: pools.into(),
+            bound_threads: std::sync::Arc::default(),
             batcher: std::sync::Arc::default(),
         })
     }
 
-    /// The pool of this thread's shard.
+    /// Binds the calling thread to the next pool of its own (pools taken in
+    /// turn); each HTTP thread calls it once as it starts. Nothing to bind
+    /// when the store keeps one pool for all.
+    pub fn bind_this_thread(&self) {
+        let thread_pools = self.pools.len() - 1;
+        if thread_pools == 0 {
+            return;
+        }
+        let bound = self
+            .bound_threads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        THREAD_POOL.with(|cell| cell.set(Some(1 + bound % thread_pools)));
+    }
+
+    /// The pool of this thread: its own if bound, else the first.
     fn pool(&self) -> &Pool<AsyncPgConnection> {
-        let shards = self.pools.len() - 1;
-        let index = match THREAD_SHARD.with(std::cell::Cell::get) {
-            Some(shard) if shards > 0 => 1 + shard % shards,
-            _ => 0,
-        };
+        let index = THREAD_POOL
+            .with(std::cell::Cell::get)
+            .filter(|index| *index < self.pools.len())
+            .unwrap_or(0);
         &self.pools[index]
     }
 
@@ -249,22 +263,41 @@ mod tests {
         store.pools.iter().map(|pool| pool.status().size).collect()
     }
 
-    /// Each of two threads bound to a shard (as the API's HTTP workers
+    /// Two or three HTTP threads of 16 connections get pools of their own;
+    /// four would get 3 each, so they share one as other threads do.
+    #[test]
+    fn http_threads_share_one_pool_when_their_own_would_be_small() {
+        let sizes = |http_threads| -> Vec<usize> {
+            let url = "postgres://postgres@127.0.0.1:1/unused";
+            PgStore::connect_per_http_thread(url, 16, http_threads)
+                .unwrap()
+                .pools
+                .iter()
+                .map(|pool| pool.status().max_size)
+                .collect()
+        };
+        assert_eq!(sizes(0), [16]);
+        assert_eq!(sizes(2), [5, 5, 5]);
+        assert_eq!(sizes(3), [4, 4, 4, 4]);
+        assert_eq!(sizes(4), [16]);
+    }
+
+    /// Each of two threads bound to the store (as the API's HTTP threads
     /// are) opens its connection in its own pool; a thread not bound uses
     /// the first. The connections are split between the pools.
     #[test]
     fn bound_threads_take_their_connections_from_their_own_pools() {
-        const DATABASE: &str = "sealpost_store_pg_shards";
+        const DATABASE: &str = "sealpost_store_pg_thread_pools";
         // Migrating needs a multi-threaded runtime (`block_in_place`).
         let setup = tokio::runtime::Runtime::new().unwrap();
         setup.block_on(async { drop(fresh_store(DATABASE).await) });
-        let store = PgStore::connect_sharded(&database_url(DATABASE), 6, 2).unwrap();
+        let store = PgStore::connect_per_http_thread(&database_url(DATABASE), 12, 2).unwrap();
         let sizes: Vec<usize> = store
             .pools
             .iter()
             .map(|pool| pool.status().max_size)
             .collect();
-        assert_eq!(sizes, [2, 2, 2]);
+        assert_eq!(sizes, [4, 4, 4]);
 
         let unbound = store.clone();
         std::thread::spawn(move || runtime().block_on(unbound.ping()))
@@ -273,10 +306,10 @@ mod tests {
             .unwrap();
         assert_eq!(opened(&store), [1, 0, 0]);
         for _ in 0..2 {
-            let worker = store.clone();
+            let http_thread = store.clone();
             std::thread::spawn(move || {
-                bind_thread_to_a_shard();
-                runtime().block_on(worker.ping())
+                http_thread.bind_this_thread();
+                runtime().block_on(http_thread.ping())
             })
             .join()
             .unwrap()

@@ -88,9 +88,9 @@ impl Services {
     }
 
     /// [`Services::from_config`] for a process with `http_threads` HTTP
-    /// workers: the store's connections are split into a pool per worker
-    /// (each worker binds itself with
-    /// [`sealpost_store_pg::bind_thread_to_a_shard`]) and one for the rest.
+    /// threads: the store's connections are split into a pool per thread
+    /// (each binds itself with [`PgStore::bind_this_thread`]) and one for
+    /// the rest, when each gets enough ([`PgStore::connect_per_http_thread`]).
     ///
     /// # Errors
     /// As [`Services::from_config`].
@@ -100,8 +100,9 @@ impl Services {
         http_threads: usize,
     ) -> anyhow::Result<Services> {
         let keys = server_keys(config)?;
-        let store = PgStore::connect_sharded(config.database_url.expose(), POOL_SIZE, http_threads)
-            .context("connecting to the database")?;
+        let store =
+            PgStore::connect_per_http_thread(config.database_url.expose(), POOL_SIZE, http_threads)
+                .context("connecting to the database")?;
         store.ping().await.context("reaching the database")?;
         let blobs = blob_store(config).await?;
         let ingest = Ingest::new(
