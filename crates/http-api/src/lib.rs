@@ -401,9 +401,11 @@ async fn log_request(
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let probe = is_probe(req.path());
     // The route template, never the path: ids and names stay out of labels.
-    let matched = req.extensions_mut().remove::<RouteTemplate>();
-    let route = matched
-        .map_or_else(|| req.match_pattern(), |template| template.0)
+    // `RequestSpan` matched it (its middleware wraps this one).
+    let route = req
+        .extensions_mut()
+        .remove::<RouteTemplate>()
+        .and_then(|template| template.0)
         .unwrap_or_else(|| "unmatched".to_owned());
     let method = metric_method(req.method());
     let started = std::time::Instant::now();
