@@ -11,6 +11,7 @@ use sealpost_seal::{SealedBox, context, random_bytes, seal_binary};
 use crate::content::{MimeLimit, ParsedMail, parse_mail_checked};
 use crate::folders::Folder;
 use crate::own_domains::OwnDomainGate;
+use crate::recipients_seen::RecipientsSeen;
 use crate::recovery::BlobRecovery;
 use crate::store::{
     BlobError, BlobStore, Commit, Message, MessageRepository, NewMessage, RecipientRecord,
@@ -109,6 +110,13 @@ pub struct Ingest {
     /// Random per `Ingest`: owns the pending blobs of its deliveries. The
     /// process running it keeps it alive in the store for its lifetime.
     instance: String,
+    /// RCPT's recent answers, shared by the clones.
+    seen: Arc<RecipientsSeen>,
+}
+
+/// An address as the store looks it up.
+fn normalized(address: &str) -> String {
+    address.trim().to_ascii_lowercase()
 }
 
 pub fn blob_key(message: &MessageId, index: u32) -> String {
@@ -135,6 +143,7 @@ impl Ingest {
             domains,
             own_domains: None,
             instance,
+            seen: Arc::default(),
         }
     }
 
@@ -153,15 +162,30 @@ impl Ingest {
 
     /// RCPT: accepted only for a live address on a served domain, with a key,
     /// whose account is under its allowance. An accepted recipient's record
-    /// comes back with the answer, for DATA ([`Recipient::Checked`]).
+    /// comes back with the answer, for DATA ([`Recipient::Checked`]). A
+    /// record this ingest accepted up to a second ago may answer instead of
+    /// a new read, while its account is far from its limits
+    /// ([`crate::recipients_seen`]).
     pub async fn check_recipient(&self, address: &str) -> Result<Checked, StoreError> {
-        let Some(recipient) = self.look_up(address).await? else {
-            return Ok(Checked {
-                check: RecipientCheck::Unknown,
-                record: None,
-            });
+        let address = normalized(address);
+        let recalled = self.seen.recall(&address, self.clock.now());
+        let read_now = recalled.is_none();
+        let recipient = match recalled {
+            Some(record) => record,
+            None => match self.repo.recipient(&address).await? {
+                Some(record) => record,
+                None => {
+                    return Ok(Checked {
+                        check: RecipientCheck::Unknown,
+                        record: None,
+                    });
+                }
+            },
         };
         let check = self.admit(&recipient).await?;
+        if check == RecipientCheck::Accept && read_now {
+            self.seen.remember(&address, &recipient, self.clock.now());
+        }
         Ok(Checked {
             check,
             record: (check == RecipientCheck::Accept).then(|| Box::new(recipient)),
@@ -281,7 +305,16 @@ impl Ingest {
                 return Err(IngestError::Suspended);
             }
             // A key gone since RCPT: `seal_and_commit` refuses it (`NoKey`).
-            match self.seal_and_commit(&record, parsed, size, via).await {
+            let outcome = self.seal_and_commit(&record, parsed, size, via).await;
+            match &outcome {
+                Ok(_) => self.seen.delivered(&record.address, size as u64),
+                // What RCPT remembered of the address is out of date.
+                Err(IngestError::RecipientChanged | IngestError::Unknown | IngestError::NoKey) => {
+                    self.seen.forget(&record.address);
+                }
+                Err(_) => {}
+            }
+            match outcome {
                 Err(IngestError::RecipientChanged) if !read_again => {
                     read_again = true;
                     record = self
@@ -298,9 +331,7 @@ impl Ingest {
 
     /// The recipient record of an address as a client wrote it.
     async fn look_up(&self, address: &str) -> Result<Option<RecipientRecord>, StoreError> {
-        self.repo
-            .recipient(&address.trim().to_ascii_lowercase())
-            .await
+        self.repo.recipient(&normalized(address)).await
     }
 
     /// `POST /messages`: one raw message into one of the account's addresses.
@@ -876,6 +907,95 @@ mod tests {
             .unwrap();
         assert_eq!(checked.check, RecipientCheck::NoKey);
         assert_eq!(checked.record, None);
+    }
+
+    /// Issue 29: under load one address gets many RCPTs a second; a reading
+    /// answers the next ones for a second (`recipients_seen`), then the
+    /// address is read again.
+    #[tokio::test]
+    async fn rcpts_within_a_second_read_the_address_once() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient()
+            .times(2)
+            .returning(|_| Ok(Some(recipient(false, true))));
+        let clock = Arc::new(TestClock::at(
+            Timestamp::parse("2026-11-22T12:00:00Z").unwrap(),
+        ));
+        let ingest = Ingest::new(
+            Arc::new(repo),
+            Arc::new(MockBlobStore::new()),
+            clock.clone(),
+            vec!["mail.localhost".into()],
+        );
+        for address in [
+            "shop@mail.localhost",
+            " SHOP@mail.localhost",
+            "shop@mail.localhost",
+        ] {
+            let checked = ingest.check_recipient(address).await.unwrap();
+            assert_eq!(checked.check, RecipientCheck::Accept);
+            assert_eq!(checked.record, Some(Box::new(recipient(false, true))));
+        }
+        clock.advance(crate::recipients_seen::REUSE_FOR);
+        let checked = ingest.check_recipient("shop@mail.localhost").await.unwrap();
+        assert_eq!(checked.check, RecipientCheck::Accept);
+    }
+
+    /// An unknown address is never remembered: one created a moment after
+    /// a 550 takes mail at the next RCPT.
+    #[tokio::test]
+    async fn an_unknown_address_is_read_at_every_rcpt() {
+        let mut repo = MockMessageRepository::new();
+        let mut sequence = mockall::Sequence::new();
+        repo.expect_recipient()
+            .times(1)
+            .in_sequence(&mut sequence)
+            .returning(|_| Ok(None));
+        repo.expect_recipient()
+            .times(1)
+            .in_sequence(&mut sequence)
+            .returning(|_| Ok(Some(recipient(false, true))));
+        let ingest = ingest(repo, MockBlobStore::new());
+        let first = ingest.check_recipient("shop@mail.localhost").await.unwrap();
+        assert_eq!(first.check, RecipientCheck::Unknown);
+        let second = ingest.check_recipient("shop@mail.localhost").await.unwrap();
+        assert_eq!(second.check, RecipientCheck::Accept);
+    }
+
+    /// A commit that finds the address changed (or gone) makes the next
+    /// RCPT read it again, not answer from the reading the message was
+    /// sealed on.
+    #[tokio::test]
+    async fn a_recipient_the_commit_found_changed_is_read_again_at_the_next_rcpt() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient()
+            .times(2)
+            .returning(|_| Ok(Some(recipient(false, true))));
+        repo.expect_recipient_by_id()
+            .times(1)
+            .returning(|_, _| Ok(Some(recipient(true, true))));
+        let mut sequence = mockall::Sequence::new();
+        repo.expect_commit()
+            .times(1)
+            .in_sequence(&mut sequence)
+            .returning(|_| Ok(Commit::RecipientChanged));
+        repo.expect_commit()
+            .times(1)
+            .in_sequence(&mut sequence)
+            .returning(|new| {
+                assert!(new.held, "sealed again on the paused address's record");
+                Ok(Commit::Done)
+            });
+        let ingest = ingest(repo, MockBlobStore::new());
+        let checked = ingest.check_recipient("shop@mail.localhost").await.unwrap();
+        let parsed = parse_mail_checked(PLAIN).unwrap();
+        let record = checked.record.expect("accepted");
+        ingest
+            .deliver_parsed(&[Recipient::Checked(record)], &parsed, PLAIN.len())
+            .await
+            .unwrap();
+        let again = ingest.check_recipient("shop@mail.localhost").await.unwrap();
+        assert_eq!(again.check, RecipientCheck::Accept);
     }
 
     /// The key changed between RCPT's read and the commit: the commit

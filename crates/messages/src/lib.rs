@@ -11,6 +11,7 @@ pub mod folders;
 pub mod ingest;
 pub mod mailbox;
 pub mod own_domains;
+pub mod recipients_seen;
 pub mod recovery;
 pub mod send;
 pub mod store;

@@ -34,8 +34,10 @@
 //! One batch, in one transaction: the in-flight row ended, the accounts and
 //! addresses written to locked `FOR KEY SHARE` and re-checked (a message
 //! whose address or account was deleted since its RCPT is answered
-//! `Commit::RecipientGone`, one whose account was suspended or whose key
-//! changed `Commit::RecipientChanged`; neither writes anything), the pending rows of every other message's blobs
+//! `Commit::RecipientGone`, one whose account was suspended, whose key
+//! changed or whose address was paused or resumed since
+//! `Commit::RecipientChanged`; neither writes anything), the pending rows
+//! of every other message's blobs
 //! locked and cleared (a message some of whose blobs recovery took over is
 //! answered `Commit::TakenOver` and writes nothing; no savepoints: such
 //! messages are left out of every insert, so they cannot fail the batch),
@@ -502,12 +504,16 @@ struct OwnerRow {
     /// An address's key epoch (`NULL` for accounts).
     #[diesel(sql_type = Nullable<Integer>)]
     key_epoch: Option<i32>,
+    /// An address paused (its mail is held); false for accounts.
+    #[diesel(sql_type = Bool)]
+    paused: bool,
 }
 
 /// What the commit finds of an account or an address.
 struct Owner {
     refuses: bool,
     key_epoch: Option<i32>,
+    paused: bool,
 }
 
 /// Takes now the key-share locks the inserts' foreign keys would take
@@ -517,8 +523,9 @@ struct Owner {
 /// message whose address or account was deleted since (the delete
 /// committed first; a delete that comes later waits for this lock, and
 /// then deletes the message with the address) is `RecipientGone`, one
-/// whose account was suspended, or whose address's key changed or went,
-/// is `RecipientChanged`; either writes nothing, while the rest of the
+/// whose account was suspended, whose address's key changed or went, or
+/// whose address was paused or resumed (the message is held exactly while
+/// its address is paused) is `RecipientChanged`; either writes nothing, while the rest of the
 /// batch goes on. Its pending blobs are left for its delivery to delete.
 async fn lock_owners(
     mut conn: &AsyncPgConnection,
@@ -535,11 +542,12 @@ async fn lock_owners(
     let owners: HashMap<(String, String), Owner> = diesel::sql_query(
         "SELECT 'account' AS kind, a.id, \
                 EXISTS (SELECT 1 FROM account_suspensions s WHERE s.account_id = a.id) AS refuses, \
-                NULL::int AS key_epoch \
+                NULL::int AS key_epoch, false AS paused \
          FROM (SELECT id FROM accounts WHERE id = ANY($1) ORDER BY id FOR KEY SHARE) a \
          UNION ALL \
-         SELECT 'address' AS kind, b.id, b.public_key IS NULL AS refuses, b.key_epoch \
-         FROM (SELECT id, public_key, key_epoch FROM addresses WHERE id = ANY($2) \
+         SELECT 'address' AS kind, b.id, b.public_key IS NULL AS refuses, b.key_epoch, \
+                b.paused_at IS NOT NULL AS paused \
+         FROM (SELECT id, public_key, key_epoch, paused_at FROM addresses WHERE id = ANY($2) \
                  ORDER BY id FOR KEY SHARE) b",
     )
     .bind::<Array<Text>, _>(accounts.into_iter().collect::<Vec<_>>())
@@ -552,6 +560,7 @@ async fn lock_owners(
         let owner = Owner {
             refuses: row.refuses,
             key_epoch: row.key_epoch,
+            paused: row.paused,
         };
         ((row.kind, row.id), owner)
     })
@@ -568,7 +577,11 @@ async fn lock_owners(
                 return Commit::RecipientGone;
             };
             let sealed_epoch = i32::try_from(message.key_epoch).ok();
-            if account.refuses || address.refuses || address.key_epoch != sealed_epoch {
+            if account.refuses
+                || address.refuses
+                || address.key_epoch != sealed_epoch
+                || address.paused != new.held
+            {
                 Commit::RecipientChanged
             } else {
                 Commit::Done
@@ -1219,9 +1232,10 @@ mod tests {
 
     /// RCPT's record goes to the commit unread at DATA, so the commit
     /// re-checks what a record can no longer promise: a message sealed to
-    /// a key epoch the address has left, or to an account suspended since,
-    /// is `RecipientChanged` and writes nothing; the rest of its batch is
-    /// committed.
+    /// a key epoch the address has left, written held or not while the
+    /// address is no longer (or now) paused, or to an account suspended
+    /// since, is `RecipientChanged` and writes nothing; the rest of its
+    /// batch is committed.
     #[tokio::test(flavor = "multi_thread")]
     async fn a_message_sealed_before_its_recipient_changed_is_skipped_in_its_batch() {
         const DATABASE: &str = "sealpost_store_pg_group_commit_changed";
@@ -1236,7 +1250,35 @@ mod tests {
         assert_eq!(outcomes, vec![Commit::Done, Commit::RecipientChanged]);
         assert_eq!(stored_ids(&store).await.len(), 1);
 
+        // Held while the address is not paused, then not held while it is.
+        let mut held = new_message(at(3));
+        held.held = true;
+        assert_eq!(
+            store.commit(held).await.unwrap(),
+            Commit::RecipientChanged,
+            "mail for an address resumed since RCPT is not held"
+        );
         let mut conn = store.conn().await.unwrap();
+        diesel::update(addresses::table.filter(addresses::id.eq(ADDRESS)))
+            .set(addresses::paused_at.eq(Some(chrono::Utc::now())))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.commit(new_message(at(3))).await.unwrap(),
+            Commit::RecipientChanged,
+            "mail for an address paused since RCPT is held, not listed"
+        );
+        let mut held = new_message(at(3));
+        held.held = true;
+        assert_eq!(store.commit(held).await.unwrap(), Commit::Done);
+        assert_eq!(stored_ids(&store).await.len(), 2);
+        diesel::update(addresses::table.filter(addresses::id.eq(ADDRESS)))
+            .set(addresses::paused_at.eq(None::<chrono::DateTime<chrono::Utc>>))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+
         diesel::sql_query(
             "INSERT INTO account_suspensions (account_id, reason, since) \
              VALUES ($1, 'abuse', now())",
@@ -1251,10 +1293,10 @@ mod tests {
             Commit::RecipientChanged,
             "an account suspended since RCPT takes nothing"
         );
-        assert_eq!(stored_ids(&store).await.len(), 1);
+        assert_eq!(stored_ids(&store).await.len(), 2);
         assert_eq!(
             received_in_window(&store).await,
-            1,
+            2,
             "only what was stored is counted"
         );
         drop(store);

@@ -273,6 +273,10 @@ async fn mail_for_an_address_with_a_low_order_key_is_refused_and_not_stored() {
     assert_eq!(listed.body["messages"], json!([]));
 }
 
+/// Suspended, the account's mail is refused: within the second after the
+/// ingest last accepted the address, RCPT may still answer from that
+/// reading, and DATA then refuses it (nothing stored); after it, RCPT
+/// refuses it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_suspended_account_s_mail_is_refused_at_rcpt_and_through_the_api() {
     let (mut api, owner, _, address) = mailbox().await;
@@ -288,6 +292,19 @@ async fn a_suspended_account_s_mail_is_refused_at_rcpt_and_through_the_api() {
         .set_suspended(&owner.account_id, true, "spam run")
         .await
         .unwrap();
+    client.command("MAIL FROM:<sender@example.com>").await;
+    assert_eq!(
+        client.command(&format!("RCPT TO:<{address}>")).await,
+        250,
+        "answered from the reading of a moment ago"
+    );
+    assert_eq!(client.data(&mail(&address, "MARKER-suspended")).await, 550);
+    assert!(
+        client.last_reply.trim_end() == "550 5.7.1 this address does not accept mail",
+        "{}",
+        client.last_reply
+    );
+    api.app.clock.advance(TimeDelta::seconds(1));
     client.command("MAIL FROM:<sender@example.com>").await;
     assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 550);
     assert!(
