@@ -48,12 +48,33 @@ impl Seen {
 /// address created a moment ago takes mail at once.
 #[derive(Default)]
 pub struct RecipientsSeen {
-    by_address: Mutex<HashMap<String, Seen>>,
+    remembered: Mutex<Remembered>,
+}
+
+#[derive(Default)]
+struct Remembered {
+    by_email: HashMap<String, Seen>,
+    /// The email each remembered address is under, for what the commit
+    /// reports by address id.
+    email_of: HashMap<AddressId, String>,
+}
+
+impl Remembered {
+    fn remove(&mut self, email: &str) {
+        if let Some(seen) = self.by_email.remove(email) {
+            self.email_of.remove(&seen.record.address);
+        }
+    }
+
+    fn seen_mut(&mut self, address: &AddressId) -> Option<&mut Seen> {
+        let email = self.email_of.get(address)?;
+        self.by_email.get_mut(email)
+    }
 }
 
 impl RecipientsSeen {
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Seen>> {
-        self.by_address
+    fn remembered(&self) -> std::sync::MutexGuard<'_, Remembered> {
+        self.remembered
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
@@ -62,12 +83,12 @@ impl RecipientsSeen {
     /// may answer this RCPT: used fewer than [`MAX_USES`] times and its
     /// account still far from its limits ([`far_from_limits`]).
     pub fn recall(&self, address: &str, now: Timestamp) -> Option<RecipientRecord> {
-        let mut entries = self.entries();
-        let seen = entries.get_mut(address)?;
+        let mut remembered = self.remembered();
+        let seen = remembered.by_email.get_mut(address)?;
         let usable = seen.fresh(now)
             && far_from_limits(&seen.record, seen.uses + 1, seen.delivered_bytes, now);
         if !usable {
-            entries.remove(address);
+            remembered.remove(address);
             return None;
         }
         seen.uses += 1;
@@ -80,14 +101,20 @@ impl RecipientsSeen {
         if !far_from_limits(record, 1, 0, now) {
             return;
         }
-        let mut entries = self.entries();
-        if entries.len() >= MAX_REMEMBERED {
-            entries.retain(|_, seen| seen.fresh(now));
-            if entries.len() >= MAX_REMEMBERED {
+        let mut remembered = self.remembered();
+        if remembered.by_email.len() >= MAX_REMEMBERED {
+            let Remembered { by_email, email_of } = &mut *remembered;
+            by_email.retain(|_, seen| seen.fresh(now));
+            email_of.retain(|_, email| by_email.contains_key(email));
+            if by_email.len() >= MAX_REMEMBERED {
                 return;
             }
         }
-        entries.insert(
+        remembered.remove(address);
+        remembered
+            .email_of
+            .insert(record.address.clone(), address.to_owned());
+        remembered.by_email.insert(
             address.to_owned(),
             Seen {
                 record: record.clone(),
@@ -101,17 +128,17 @@ impl RecipientsSeen {
     /// Counts `bytes` committed to `address` against its remembered
     /// account's storage.
     pub fn delivered(&self, address: &AddressId, bytes: u64) {
-        for seen in self.entries().values_mut() {
-            if seen.record.address == *address {
-                seen.delivered_bytes = seen.delivered_bytes.saturating_add(bytes);
-            }
+        if let Some(seen) = self.remembered().seen_mut(address) {
+            seen.delivered_bytes = seen.delivered_bytes.saturating_add(bytes);
         }
     }
 
     /// Forgets the address: the commit found it changed or gone.
     pub fn forget(&self, address: &AddressId) {
-        self.entries()
-            .retain(|_, seen| seen.record.address != *address);
+        let mut remembered = self.remembered();
+        if let Some(email) = remembered.email_of.get(address).cloned() {
+            remembered.remove(&email);
+        }
     }
 }
 
@@ -229,28 +256,44 @@ mod tests {
         let seen = RecipientsSeen::default();
         let free = record(PlanId::Free, 0, 0);
         seen.remember("a@sealpost.test", &free, now());
-        seen.remember("A-alias@sealpost.test", &free, now());
+        let other = RecipientRecord {
+            address: AddressId::from_trusted("adr_2".into()),
+            ..free.clone()
+        };
+        seen.remember("b@sealpost.test", &other, now());
         seen.forget(&free.address);
         assert_eq!(seen.recall("a@sealpost.test", now()), None);
-        assert_eq!(seen.recall("A-alias@sealpost.test", now()), None);
+        assert_eq!(seen.recall("b@sealpost.test", now()), Some(other));
     }
 
     #[test]
     fn past_max_remembered_only_fresh_readings_are_kept() {
         let seen = RecipientsSeen::default();
-        let free = record(PlanId::Free, 0, 0);
+        let numbered = |n: usize| RecipientRecord {
+            address: AddressId::from_trusted(format!("adr_{n}")),
+            ..record(PlanId::Free, 0, 0)
+        };
         for n in 0..MAX_REMEMBERED {
-            seen.remember(&format!("old{n}@sealpost.test"), &free, now());
+            seen.remember(&format!("old{n}@sealpost.test"), &numbered(n), now());
         }
         let later = now() + REUSE_FOR;
-        seen.remember("new@sealpost.test", &free, later);
-        assert!(seen.recall("new@sealpost.test", later).is_some());
-        assert_eq!(seen.entries().len(), 1, "the expired readings were dropped");
+        let new = numbered(MAX_REMEMBERED);
+        seen.remember("new@sealpost.test", &new, later);
+        assert_eq!(seen.recall("new@sealpost.test", later), Some(new));
+        let remembered = seen.remembered();
+        assert_eq!(
+            remembered.by_email.len(),
+            1,
+            "the expired readings were dropped"
+        );
+        assert_eq!(remembered.email_of.len(), 1);
+        drop(remembered);
         // Full of fresh readings: a new one is not remembered.
         for n in 1..MAX_REMEMBERED {
-            seen.remember(&format!("fresh{n}@sealpost.test"), &free, later);
+            seen.remember(&format!("fresh{n}@sealpost.test"), &numbered(n), later);
         }
-        seen.remember("one-more@sealpost.test", &free, later);
+        let one_more = numbered(MAX_REMEMBERED + 1);
+        seen.remember("one-more@sealpost.test", &one_more, later);
         assert_eq!(seen.recall("one-more@sealpost.test", later), None);
     }
 }
