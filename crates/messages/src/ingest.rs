@@ -583,15 +583,23 @@ mod tests {
     }
 
     fn ingest(repo: MockMessageRepository, blobs: MockBlobStore) -> Ingest {
+        ingest_and_clock(repo, blobs).0
+    }
+
+    fn ingest_and_clock(
+        repo: MockMessageRepository,
+        blobs: MockBlobStore,
+    ) -> (Ingest, Arc<TestClock>) {
         let clock = Arc::new(TestClock::at(
             Timestamp::parse("2026-11-22T12:00:00Z").unwrap(),
         ));
-        Ingest::new(
+        let ingest = Ingest::new(
             Arc::new(repo),
             Arc::new(blobs),
-            clock,
+            clock.clone(),
             vec!["mail.localhost".into()],
-        )
+        );
+        (ingest, clock)
     }
 
     #[tokio::test]
@@ -918,15 +926,7 @@ mod tests {
         repo.expect_recipient()
             .times(2)
             .returning(|_| Ok(Some(recipient(false, true))));
-        let clock = Arc::new(TestClock::at(
-            Timestamp::parse("2026-11-22T12:00:00Z").unwrap(),
-        ));
-        let ingest = Ingest::new(
-            Arc::new(repo),
-            Arc::new(MockBlobStore::new()),
-            clock.clone(),
-            vec!["mail.localhost".into()],
-        );
+        let (ingest, clock) = ingest_and_clock(repo, MockBlobStore::new());
         for address in [
             "shop@mail.localhost",
             " SHOP@mail.localhost",
