@@ -168,7 +168,9 @@ impl Ingest {
     /// ([`crate::recipients_seen`]).
     pub async fn check_recipient(&self, address: &str) -> Result<Checked, StoreError> {
         let address = normalized(address);
-        let recalled = self.seen.recall(&address, self.clock.now());
+        // Before the read: a reading is as old as the moment it began.
+        let now = self.clock.now();
+        let recalled = self.seen.recall(&address, now);
         let read_now = recalled.is_none();
         let recipient = match recalled {
             Some(record) => record,
@@ -184,7 +186,7 @@ impl Ingest {
         };
         let check = self.admit(&recipient).await?;
         if check == RecipientCheck::Accept && read_now {
-            self.seen.remember(&address, &recipient, self.clock.now());
+            self.seen.remember(&address, &recipient, now);
         }
         Ok(Checked {
             check,
@@ -226,6 +228,28 @@ impl Ingest {
         Ok(RecipientCheck::Accept)
     }
 
+    /// [`Ingest::admit`], its refusals as errors.
+    async fn admitted(&self, recipient: &RecipientRecord) -> Result<(), IngestError> {
+        match self.admit(recipient).await? {
+            RecipientCheck::Accept => Ok(()),
+            RecipientCheck::Unknown => Err(IngestError::Unknown),
+            RecipientCheck::DomainRefused => Err(IngestError::DomainRefused),
+            RecipientCheck::NoKey => Err(IngestError::NoKey),
+            RecipientCheck::Suspended => Err(IngestError::Suspended),
+            RecipientCheck::StorageFull => Err(IngestError::StorageFull(LimitError::StorageFull {
+                limit: plan(recipient.plan).stored_bytes,
+            })),
+            RecipientCheck::OverAllowance => {
+                let now = self.clock.now();
+                let (_, window_end) = received_window(recipient.account_created_at, now);
+                let wait = (window_end - now).num_seconds().max(1) as u64;
+                Err(IngestError::OverAllowance {
+                    retry_after_seconds: wait,
+                })
+            }
+        }
+    }
+
     /// DATA: parses once, then seals and commits one copy per distinct address.
     /// Returns only when every copy is durably committed. Recipients that
     /// stopped qualifying since RCPT are skipped: deleted (before DATA, or
@@ -234,7 +258,10 @@ impl Ingest {
     /// while any copy was stored the message is delivered (the others are
     /// dropped, as mail to a deleted address is); when none was, the error
     /// is the last skipped recipient's: [`IngestError::Unknown`] (deleted),
-    /// [`IngestError::Suspended`] or [`IngestError::NoKey`].
+    /// [`IngestError::Suspended`], [`IngestError::NoKey`], or a refusal of
+    /// the rules read again after the commit found the recipient changed
+    /// ([`IngestError::DomainRefused`], [`IngestError::OverAllowance`],
+    /// [`IngestError::StorageFull`]).
     pub async fn deliver(
         &self,
         recipients: &[String],
@@ -257,7 +284,7 @@ impl Ingest {
         parsed: &ParsedMail,
         size: usize,
     ) -> Result<Vec<MessageId>, IngestError> {
-        let mut seen: Vec<AddressId> = Vec::new();
+        let mut copied: Vec<AddressId> = Vec::new();
         let mut delivered = Vec::new();
         let mut skipped = None;
         for recipient in recipients {
@@ -271,14 +298,19 @@ impl Ingest {
                     }
                 },
             };
-            if seen.contains(&record.address) {
+            if copied.contains(&record.address) {
                 continue;
             }
-            seen.push(record.address.clone());
+            copied.push(record.address.clone());
             match self.deliver_copy(record, parsed, size, Via::Smtp).await {
                 Ok(id) => delivered.push(id),
                 Err(
-                    refusal @ (IngestError::Unknown | IngestError::Suspended | IngestError::NoKey),
+                    refusal @ (IngestError::Unknown
+                    | IngestError::Suspended
+                    | IngestError::NoKey
+                    | IngestError::DomainRefused
+                    | IngestError::OverAllowance { .. }
+                    | IngestError::StorageFull(_)),
                 ) => skipped = Some(refusal),
                 Err(error) => return Err(error),
             }
@@ -290,8 +322,9 @@ impl Ingest {
     }
 
     /// One copy, sealed on `record`: refused if the account was suspended
-    /// or the address lost its key since RCPT; read again once when the
-    /// commit finds it changed ([`Commit::RecipientChanged`]).
+    /// or the address lost its key since RCPT; read again once, and
+    /// admitted again, when the commit finds it changed
+    /// ([`Commit::RecipientChanged`]).
     async fn deliver_copy(
         &self,
         mut record: RecipientRecord,
@@ -322,6 +355,9 @@ impl Ingest {
                         .recipient_by_id(&record.account, &record.address)
                         .await?
                         .ok_or(IngestError::Unknown)?;
+                    // What changed may be the account's plan too (a
+                    // downgrade pauses addresses): every rule, afresh.
+                    self.admitted(&record).await?;
                 }
                 // Deleted after the lookup, before the commit: `Unknown`.
                 outcome => return outcome,
@@ -346,26 +382,7 @@ impl Ingest {
             .recipient_by_id(account, address)
             .await?
             .ok_or(IngestError::Unknown)?;
-        match self.admit(&recipient).await? {
-            RecipientCheck::Accept => {}
-            RecipientCheck::Unknown => return Err(IngestError::Unknown),
-            RecipientCheck::DomainRefused => return Err(IngestError::DomainRefused),
-            RecipientCheck::NoKey => return Err(IngestError::NoKey),
-            RecipientCheck::Suspended => return Err(IngestError::Suspended),
-            RecipientCheck::StorageFull => {
-                return Err(IngestError::StorageFull(LimitError::StorageFull {
-                    limit: plan(recipient.plan).stored_bytes,
-                }));
-            }
-            RecipientCheck::OverAllowance => {
-                let (_, window_end) =
-                    received_window(recipient.account_created_at, self.clock.now());
-                let wait = (window_end - self.clock.now()).num_seconds().max(1) as u64;
-                return Err(IngestError::OverAllowance {
-                    retry_after_seconds: wait,
-                });
-            }
-        }
+        self.admitted(&recipient).await?;
         let parsed = parse_mail_checked(raw)?;
         self.deliver_copy(recipient, &parsed, raw.len(), Via::Api)
             .await
@@ -1033,6 +1050,33 @@ mod tests {
             *epochs.lock().unwrap(),
             vec![0, 1],
             "sealed again to epoch 1"
+        );
+    }
+
+    /// The commit found the recipient changed, and what changed took the
+    /// account over its plan (a downgrade pauses addresses): the record
+    /// read again goes through every rule, and nothing more is committed.
+    #[tokio::test]
+    async fn a_recipient_read_again_after_a_change_is_admitted_again() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient_by_id().times(1).returning(|_, _| {
+            let window = Timestamp::parse("2026-11-01T00:00:00Z").unwrap();
+            Ok(Some(RecipientRecord {
+                latest_received: Some((window, 3_000)),
+                ..recipient(true, true)
+            }))
+        });
+        repo.expect_commit()
+            .times(1)
+            .returning(|_| Ok(Commit::RecipientChanged));
+        let parsed = parse_mail_checked(PLAIN).unwrap();
+        let stale = Box::new(recipient(false, true));
+        let refused = ingest(repo, MockBlobStore::new())
+            .deliver_parsed(&[Recipient::Checked(stale)], &parsed, PLAIN.len())
+            .await;
+        assert!(
+            matches!(refused, Err(IngestError::OverAllowance { .. })),
+            "{refused:?}"
         );
     }
 

@@ -34,10 +34,10 @@
 //! One batch, in one transaction: the in-flight row ended, the accounts and
 //! addresses written to locked `FOR KEY SHARE` and re-checked (a message
 //! whose address or account was deleted since its RCPT is answered
-//! `Commit::RecipientGone`, one whose account was suspended, whose key
-//! changed or whose address was paused or resumed since
-//! `Commit::RecipientChanged`; neither writes anything), the pending rows
-//! of every other message's blobs
+//! `Commit::RecipientGone`; one whose account was suspended, whose key
+//! changed, or whose address was paused or resumed since its RCPT is
+//! answered `Commit::RecipientChanged`; neither writes anything), the
+//! pending rows of every other message's blobs
 //! locked and cleared (a message some of whose blobs recovery took over is
 //! answered `Commit::TakenOver` and writes nothing; no savepoints: such
 //! messages are left out of every insert, so they cannot fail the batch),
@@ -525,8 +525,9 @@ struct Owner {
 /// then deletes the message with the address) is `RecipientGone`, one
 /// whose account was suspended, whose address's key changed or went, or
 /// whose address was paused or resumed (the message is held exactly while
-/// its address is paused) is `RecipientChanged`; either writes nothing, while the rest of the
-/// batch goes on. Its pending blobs are left for its delivery to delete.
+/// its address is paused) is `RecipientChanged`; either writes nothing,
+/// while the rest of the batch goes on. Its pending blobs are left for its
+/// delivery to delete.
 async fn lock_owners(
     mut conn: &AsyncPgConnection,
     news: &[NewMessage],

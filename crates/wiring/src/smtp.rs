@@ -146,8 +146,14 @@ fn delivery_refusal(error: IngestError, bytes: usize) -> DeliveryOutcome {
             tracing::info!("mail refused: its mailboxes were deleted after RCPT");
             DeliveryOutcome::MailboxGone("No such mailbox: the address was deleted".into())
         }
-        IngestError::Suspended | IngestError::NoKey => {
+        IngestError::Suspended | IngestError::NoKey | IngestError::DomainRefused => {
             DeliveryOutcome::RecipientsRefused(RECIPIENT_REFUSED.into())
+        }
+        // Found when the recipient was read again at the commit: for now,
+        // as RCPT would have answered (452 there, 451 after DATA).
+        IngestError::OverAllowance { .. } | IngestError::StorageFull(_) => {
+            tracing::info!("mail refused for now: the account is at a limit of its plan");
+            DeliveryOutcome::TryLater(RECIPIENT_REFUSED.into())
         }
         error => {
             tracing::warn!(%error, "delivery failed; the client will retry");
@@ -367,11 +373,28 @@ mod tests {
         for answer in [&keyless, &suspended, &domain, &over, &full, &failing] {
             assert_eq!(answer.1, RECIPIENT_REFUSED, "{answer:?}");
         }
-        // After RCPT (suspended or keyless since) DATA says the same.
-        for error in [IngestError::Suspended, IngestError::NoKey] {
+        // After RCPT (suspended, keyless or refused since) DATA says the
+        // same, in the same classes.
+        for error in [
+            IngestError::Suspended,
+            IngestError::NoKey,
+            IngestError::DomainRefused,
+        ] {
             assert_eq!(
                 delivery_refusal(error, 10),
                 DeliveryOutcome::RecipientsRefused(RECIPIENT_REFUSED.into())
+            );
+        }
+        let full = sealpost_plans::LimitError::StorageFull { limit: 1 };
+        for error in [
+            IngestError::OverAllowance {
+                retry_after_seconds: 1,
+            },
+            IngestError::StorageFull(full),
+        ] {
+            assert_eq!(
+                delivery_refusal(error, 10),
+                DeliveryOutcome::TryLater(RECIPIENT_REFUSED.into())
             );
         }
         for word in ["suspend", "allowance", "plan", "key", "domain", "quota"] {

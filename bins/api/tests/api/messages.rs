@@ -312,6 +312,35 @@ async fn a_suspended_account_s_mail_is_refused_at_rcpt_and_through_the_api() {
         "{}",
         client.last_reply
     );
+    // RCPT alone: the reading of a moment ago answers within the second
+    // and no longer.
+    staff
+        .set_suspended(&owner.account_id, false, "appeal granted")
+        .await
+        .unwrap();
+    client.command("RSET").await;
+    client.command("MAIL FROM:<sender@example.com>").await;
+    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 250);
+    client.command("RSET").await;
+    staff
+        .set_suspended(&owner.account_id, true, "spam run again")
+        .await
+        .unwrap();
+    client.command("MAIL FROM:<sender@example.com>").await;
+    assert_eq!(
+        client.command(&format!("RCPT TO:<{address}>")).await,
+        250,
+        "within the second"
+    );
+    client.command("RSET").await;
+    api.app.clock.advance(TimeDelta::seconds(1));
+    client.command("MAIL FROM:<sender@example.com>").await;
+    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 550);
+    assert!(
+        client.last_reply.trim_end() == "550 5.7.1 this address does not accept mail",
+        "{}",
+        client.last_reply
+    );
     let inbound = post_to_mailbox(&api, &owner).await;
     assert_eq!(
         (inbound.status, inbound.code()),
