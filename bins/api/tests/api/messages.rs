@@ -273,6 +273,23 @@ async fn mail_for_an_address_with_a_low_order_key_is_refused_and_not_stored() {
     assert_eq!(listed.body["messages"], json!([]));
 }
 
+/// A new transaction on `client` (the last one reset) with one RCPT for
+/// `address`: its reply code.
+async fn rcpt_in_new_transaction(client: &mut SmtpClient, address: &str) -> u16 {
+    client.command("RSET").await;
+    client.command("MAIL FROM:<sender@example.com>").await;
+    client.command(&format!("RCPT TO:<{address}>")).await
+}
+
+/// The last reply was the one refusal of an address that exists.
+fn assert_refused_for_good(client: &SmtpClient) {
+    assert!(
+        client.last_reply.trim_end() == "550 5.7.1 this address does not accept mail",
+        "{}",
+        client.last_reply
+    );
+}
+
 /// Suspended, the account's mail is refused: within the second after the
 /// ingest last accepted the address, RCPT may still answer from that
 /// reading, and DATA then refuses it (nothing stored); after it, RCPT
@@ -284,63 +301,42 @@ async fn a_suspended_account_s_mail_is_refused_at_rcpt_and_through_the_api() {
     let smtp = api.app.spawn_smtp().await;
     let (mut client, _) = SmtpClient::connect(smtp).await;
     client.command("EHLO client.example").await;
-    client.command("MAIL FROM:<sender@example.com>").await;
-    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 250);
-    client.command("RSET").await;
+    assert_eq!(rcpt_in_new_transaction(&mut client, &address).await, 250);
 
     staff
         .set_suspended(&owner.account_id, true, "spam run")
         .await
         .unwrap();
-    client.command("MAIL FROM:<sender@example.com>").await;
     assert_eq!(
-        client.command(&format!("RCPT TO:<{address}>")).await,
+        rcpt_in_new_transaction(&mut client, &address).await,
         250,
         "answered from the reading of a moment ago"
     );
     assert_eq!(client.data(&mail(&address, "MARKER-suspended")).await, 550);
-    assert!(
-        client.last_reply.trim_end() == "550 5.7.1 this address does not accept mail",
-        "{}",
-        client.last_reply
-    );
+    assert_refused_for_good(&client);
     api.app.clock.advance(TimeDelta::seconds(1));
-    client.command("MAIL FROM:<sender@example.com>").await;
-    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 550);
-    assert!(
-        client.last_reply.trim_end() == "550 5.7.1 this address does not accept mail",
-        "{}",
-        client.last_reply
-    );
+    assert_eq!(rcpt_in_new_transaction(&mut client, &address).await, 550);
+    assert_refused_for_good(&client);
+
     // RCPT alone: the reading of a moment ago answers within the second
     // and no longer.
     staff
         .set_suspended(&owner.account_id, false, "appeal granted")
         .await
         .unwrap();
-    client.command("RSET").await;
-    client.command("MAIL FROM:<sender@example.com>").await;
-    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 250);
-    client.command("RSET").await;
+    assert_eq!(rcpt_in_new_transaction(&mut client, &address).await, 250);
     staff
         .set_suspended(&owner.account_id, true, "spam run again")
         .await
         .unwrap();
-    client.command("MAIL FROM:<sender@example.com>").await;
     assert_eq!(
-        client.command(&format!("RCPT TO:<{address}>")).await,
+        rcpt_in_new_transaction(&mut client, &address).await,
         250,
         "within the second"
     );
-    client.command("RSET").await;
     api.app.clock.advance(TimeDelta::seconds(1));
-    client.command("MAIL FROM:<sender@example.com>").await;
-    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 550);
-    assert!(
-        client.last_reply.trim_end() == "550 5.7.1 this address does not accept mail",
-        "{}",
-        client.last_reply
-    );
+    assert_eq!(rcpt_in_new_transaction(&mut client, &address).await, 550);
+    assert_refused_for_good(&client);
     let inbound = post_to_mailbox(&api, &owner).await;
     assert_eq!(
         (inbound.status, inbound.code()),
@@ -351,9 +347,7 @@ async fn a_suspended_account_s_mail_is_refused_at_rcpt_and_through_the_api() {
         .set_suspended(&owner.account_id, false, "appeal granted")
         .await
         .unwrap();
-    client.command("RSET").await;
-    client.command("MAIL FROM:<sender@example.com>").await;
-    assert_eq!(client.command(&format!("RCPT TO:<{address}>")).await, 250);
+    assert_eq!(rcpt_in_new_transaction(&mut client, &address).await, 250);
 }
 
 #[tokio::test(flavor = "multi_thread")]
