@@ -19,15 +19,13 @@ pub struct Zones {
 }
 
 impl Zones {
-    fn new(rows: Vec<DomainZone>) -> Self {
+    /// The zones in `rows`, read by a query begun at `read_at`.
+    fn new(rows: Vec<DomainZone>, read_at: Instant) -> Self {
         let by_apex = rows
             .into_iter()
             .filter_map(|zone| Some((fqdn(&zone.name).ok()?, zone)))
             .collect();
-        Self {
-            by_apex,
-            read_at: Instant::now(),
-        }
+        Self { by_apex, read_at }
     }
 
     /// The zone `name` (lower case, fully qualified) falls in, with its
@@ -92,8 +90,10 @@ impl ZoneCache {
         if self.fresh(&held) {
             return held;
         }
+        // A reading is as old as the moment its query began.
+        let read_at = Instant::now();
         let zones = match self.store.proved_zones().await {
-            Ok(rows) => Arc::new(Zones::new(rows)),
+            Ok(rows) => Arc::new(Zones::new(rows, read_at)),
             Err(error) => {
                 tracing::warn!(%error, "reading the zones failed; serving the last ones read");
                 // Keep the last zones for another life rather than ask a
@@ -129,7 +129,10 @@ mod tests {
 
     #[test]
     fn a_name_falls_in_its_longest_proved_suffix_and_no_other() {
-        let zones = Zones::new(vec![zone("example.com"), zone("mail.example.net")]);
+        let zones = Zones::new(
+            vec![zone("example.com"), zone("mail.example.net")],
+            Instant::now(),
+        );
         let apex = |name: &str| {
             zones
                 .zone_of(&fqdn(name).unwrap())

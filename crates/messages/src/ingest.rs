@@ -170,12 +170,10 @@ impl Ingest {
         let address = normalized(address);
         // Before the read: a reading is as old as the moment it began.
         let now = self.clock.now();
-        let recalled = self.seen.recall(&address, now);
-        let read_now = recalled.is_none();
-        let recipient = match recalled {
-            Some(record) => record,
+        let (recipient, read_now) = match self.seen.recall(&address, now) {
+            Some(record) => (record, false),
             None => match self.repo.recipient(&address).await? {
-                Some(record) => record,
+                Some(record) => (record, true),
                 None => {
                     return Ok(Checked {
                         check: RecipientCheck::Unknown,

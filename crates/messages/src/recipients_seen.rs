@@ -145,22 +145,24 @@ impl RecipientsSeen {
     /// may answer this RCPT: used fewer than [`MAX_USES`] times and its
     /// account still far from its limits ([`far_from_limits`]).
     pub fn recall(&self, address: &str, now: Timestamp) -> Option<RecipientRecord> {
-        let mut remembered = self.remembered();
-        let seen = remembered.by_email.get(address)?;
-        let (rcpts, bytes) = remembered.tally(&seen.record.account);
-        let usable = seen.fresh(now) && far_from_limits(&seen.record, rcpts + 1, bytes, now);
+        let mut guard = self.remembered();
+        let Remembered {
+            by_email,
+            by_account,
+            ..
+        } = &mut *guard;
+        let seen = by_email.get_mut(address)?;
+        // Every remembered reading has its account's tally.
+        let tally = by_account.get_mut(&seen.record.account)?;
+        let usable = seen.fresh(now)
+            && far_from_limits(&seen.record, tally.rcpts + 1, tally.delivered_bytes, now);
         if !usable {
-            remembered.remove(address);
+            guard.remove(address);
             return None;
         }
-        let account = seen.record.account.clone();
-        let seen = remembered.by_email.get_mut(address)?;
         seen.uses += 1;
-        let record = seen.record.clone();
-        if let Some(tally) = remembered.by_account.get_mut(&account) {
-            tally.rcpts += 1;
-        }
-        Some(record)
+        tally.rcpts += 1;
+        Some(seen.record.clone())
     }
 
     /// Remembers `record`, read for `address` from `read_at` on and
