@@ -148,6 +148,10 @@ struct CpuUse {
     postgres: Option<Duration>,
     ingest: Option<Duration>,
     api: Option<Duration>,
+    /// smtp-source, read once it has been waited for.
+    client: Option<Duration>,
+    /// Every process and the kernel.
+    machine: Option<Duration>,
 }
 
 /// The processes whose CPU a workload counts.
@@ -163,6 +167,8 @@ impl Watched {
             postgres: self.postmaster.and_then(cpu::of_postgres),
             ingest: cpu::of_process(self.ingest),
             api: cpu::of_process(self.api),
+            client: cpu::of_reaped_children(),
+            machine: cpu::machine_busy(),
         }
     }
 }
@@ -176,6 +182,8 @@ impl CpuUse {
         self.postgres = spent(self.postgres, before.postgres, after.postgres);
         self.ingest = spent(self.ingest, before.ingest, after.ingest);
         self.api = spent(self.api, before.api, after.api);
+        self.client = spent(self.client, before.client, after.client);
+        self.machine = spent(self.machine, before.machine, after.machine);
     }
 }
 
@@ -185,7 +193,11 @@ struct Report {
     /// Our own client against Sealpost, then against smtp-sink.
     own: Vec<Run>,
     peak_bytes: Option<u64>,
+    /// Over the smtp-source runs against Sealpost.
     cpu: CpuUse,
+    /// Over the smtp-source runs against smtp-sink (smtp-source and the
+    /// machine only).
+    sink_cpu: CpuUse,
     /// One-minute load average before and after the workload: the machine is
     /// shared, and other work running meanwhile shows here.
     load: (String, String),
@@ -317,6 +329,7 @@ fn run_all(
         }
         let mut pairs = Vec::new();
         let mut cpu = CpuUse::default();
+        let mut sink_cpu = CpuUse::default();
         for round in 1..=workload.rounds {
             let before = watched.sample();
             let mut sealpost = postfix.source(
@@ -327,12 +340,14 @@ fn run_all(
             )?;
             cpu.add(&before, &watched.sample());
             sealpost.committed = Some(runtime.block_on(committed(&url, workload.address))?);
+            let before = watched.sample();
             let sink_run = postfix.source(
                 workload,
                 recipient,
                 sink_addr,
                 &format!("smtp-source -> smtp-sink #{round}"),
             )?;
+            sink_cpu.add(&before, &watched.sample());
             pairs.push(Pair {
                 sealpost,
                 sink: sink_run,
@@ -367,6 +382,7 @@ fn run_all(
             own: vec![own, own_sink],
             peak_bytes,
             cpu,
+            sink_cpu,
             load: (load_before, load_average()),
             statements: costs,
         });
@@ -844,6 +860,15 @@ fn print_workload(report: &Report) {
         per_message(report.cpu.postgres),
         per_message(report.cpu.ingest),
         per_message(report.cpu.api)
+    );
+    println!(
+        "{:<28} CPU per message, the whole machine (every process and the kernel): \
+         {} against Sealpost (smtp-source {}), {} against smtp-sink (smtp-source {})",
+        "",
+        per_message(report.cpu.machine),
+        per_message(report.cpu.client),
+        per_message(report.sink_cpu.machine),
+        per_message(report.sink_cpu.client)
     );
     println!(
         "{:<28} load average {} before, {} after",

@@ -50,6 +50,37 @@ pub(crate) fn postmaster_of(data_directory: &Path) -> Option<u32> {
         .ok()
 }
 
+/// CPU time every process of this machine and the kernel have used so far
+/// (`user + nice + system + irq + softirq` in `/proc/stat`, all processors
+/// together): what a run cost the machine as a whole, the client's side
+/// and the loopback between the processes included.
+pub(crate) fn machine_busy() -> Option<Duration> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    busy_in(&stat)
+}
+
+/// CPU time (user + system) of this process's children that it has
+/// waited for so far: after a tool run to its end (`smtp-source`), what
+/// the run cost that tool.
+pub(crate) fn of_reaped_children() -> Option<Duration> {
+    let stat = ProcStat::read(std::process::id())?;
+    Some(ticks(stat.children_user + stat.children_system))
+}
+
+fn busy_in(stat: &str) -> Option<Duration> {
+    let total = stat.lines().next()?.strip_prefix("cpu ")?;
+    let figures: Vec<u64> = total
+        .split_whitespace()
+        .take(7)
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let [user, nice, system, _idle, _iowait, irq, softirq] = figures[..] else {
+        return None;
+    };
+    Some(ticks(user + nice + system + irq + softirq))
+}
+
 /// CPU time the hypervisor gave to others while this machine's processors
 /// wanted it (`steal` in `/proc/stat`, all processors together): on a
 /// shared virtual machine, a stall no process of ours caused shows here.
@@ -125,6 +156,17 @@ mod tests {
                 stolen().is_some(),
                 "this machine's /proc/stat has a steal column"
             );
+        }
+    }
+
+    #[test]
+    fn busy_is_user_nice_system_irq_and_softirq() {
+        let stat = "cpu  245086 3 45788 109811 1268 7 11525 176 0 0\n";
+        assert_eq!(busy_in(stat), Some(ticks(245086 + 3 + 45788 + 7 + 11525)));
+        assert_eq!(busy_in("cpu  1 2 3\n"), None);
+        assert_eq!(busy_in("cpu0 1 2 3 4 5 6 7 8\n"), None);
+        if cfg!(target_os = "linux") {
+            assert!(machine_busy().is_some_and(|busy| busy > Duration::ZERO));
         }
     }
 

@@ -44,9 +44,10 @@
 //! activity and events, the messages with the batch's commit number, their
 //! attachments, one upsert of the received counters summed per shard, one
 //! `pg_notify`, and `COMMIT`. Statements that need no answer from one
-//! another are sent together (pipelined): the in-flight row's end with the
-//! owners' locks, and then every insert, the counters and the notify, so a
-//! batch takes five round trips to PostgreSQL, not eleven. Any failure
+//! another are sent together (pipelined): `BEGIN` with the in-flight row's
+//! end and the owners' locks, and then every insert, the counters and the
+//! notify, so a batch takes four round trips to PostgreSQL (its number,
+//! those two, `COMMIT`), not eleven. Any failure
 //! fails the whole batch, and every message of it gets the error: its client is told to try again, none is
 //! told it was stored; its number is taken out of flight at once.
 
@@ -60,7 +61,7 @@ use diesel::QueryableByName;
 use diesel::sql_types::{
     Array, BigInt, Bool, Bytea, Integer, Nullable, SmallInt, Text, Timestamptz,
 };
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use futures_util::future::{try_join, try_join4};
 use sealpost_activity::Records;
 use sealpost_kernel::StoreError;
@@ -70,6 +71,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use crate::notify::{MAIL_CHANNEL, mail_payloads};
 use crate::prepared::PrepareOnce;
 use crate::records::{box_to_stored, write_numbered_records};
+use diesel_async::pooled_connection::deadpool::Object;
+
 use crate::{PgStore, db_error};
 
 /// Batches in flight at once, each on its own pooled connection.
@@ -313,43 +316,17 @@ impl PgStore {
         }
         let number = take_commit_number(&mut conn).await.map_err(db_error)?;
         let shard = self.batcher.next_shard();
-        let committed = conn
-            .transaction(async |conn| {
-                // Statements that do not wait on each other's answers are
-                // sent together (pipelined): one round trip for each group.
-                let conn: &AsyncPgConnection = conn;
-                let ((), mut outcomes) =
-                    try_join(end_in_flight(conn, number), lock_owners(conn, news)).await?;
-                claim_pending_blobs(conn, news, &mut outcomes).await?;
-                let stored: Vec<&NewMessage> = news
-                    .iter()
-                    .zip(&outcomes)
-                    .filter(|(_, outcome)| **outcome == Commit::Done)
-                    .map(|(new, _)| new)
-                    .collect();
-                if stored.is_empty() {
-                    return Ok(outcomes);
-                }
-                let mut records = Records::new();
-                for new in &stored {
-                    records.extend(new.records.clone());
-                }
-                let rows: Vec<(&Message, bool, u64)> = stored
-                    .iter()
-                    .map(|new| (&new.message, new.held, sealed_attachment_bytes(new)))
-                    .collect();
-                try_join4(
-                    write_numbered_records(conn, &records, number),
-                    insert_messages(conn, &rows, CommitNumber::Taken(number), shard),
-                    add_received(conn, &stored, shard),
-                    notify_new_mail(conn, &stored),
-                )
-                .await?;
-                // After the messages: their rows must exist for its foreign key.
-                insert_attachments(conn, &stored).await?;
-                Ok::<_, diesel::result::Error>(outcomes)
-            })
-            .await;
+        let written = write_batch(&conn, number, news, shard).await;
+        let (committed, rolled_back) = match written {
+            Ok(outcomes) => (finish(&conn, "COMMIT").await.map(|()| outcomes), None),
+            Err(error) => (Err(error), Some(finish(&conn, "ROLLBACK").await)),
+        };
+        if let Some(Err(_)) = rolled_back {
+            // Never back in the pool inside a transaction. Its number is
+            // reclaimed as abandoned.
+            drop(Object::take(conn));
+            return committed.map_err(db_error);
+        }
         if committed.is_err() {
             // Out of flight now rather than when reclaimed: waits stop below
             // it meanwhile. If this fails too, reclaiming deletes it.
@@ -361,6 +338,63 @@ impl PgStore {
         }
         committed.map_err(db_error)
     }
+}
+
+/// The batch's statements, in a transaction left open: `BEGIN` is sent
+/// with the first of them, one round trip for both. diesel-async's
+/// `transaction` awaits `BEGIN` alone; here it is the first future polled,
+/// and tokio-postgres queues a statement on its first poll, so it reaches
+/// PostgreSQL before the statements polled after it (a statement prepared
+/// first is only later). Had it failed, the first statements would have
+/// run on their own: the in-flight row's end and share locks, which
+/// commit nothing under the batch's number, and the batch fails.
+async fn write_batch(
+    conn: &AsyncPgConnection,
+    number: i64,
+    news: &[NewMessage],
+    shard: i16,
+) -> Result<Vec<Commit>, diesel::result::Error> {
+    let mut begin_on = conn;
+    // Statements that do not wait on each other's answers are sent
+    // together (pipelined): one round trip for each group.
+    let ((), ((), mut outcomes)) = try_join(
+        begin_on.batch_execute("BEGIN"),
+        try_join(end_in_flight(conn, number), lock_owners(conn, news)),
+    )
+    .await?;
+    claim_pending_blobs(conn, news, &mut outcomes).await?;
+    let stored: Vec<&NewMessage> = news
+        .iter()
+        .zip(&outcomes)
+        .filter(|(_, outcome)| **outcome == Commit::Done)
+        .map(|(new, _)| new)
+        .collect();
+    if stored.is_empty() {
+        return Ok(outcomes);
+    }
+    let mut records = Records::new();
+    for new in &stored {
+        records.extend(new.records.clone());
+    }
+    let rows: Vec<(&Message, bool, u64)> = stored
+        .iter()
+        .map(|new| (&new.message, new.held, sealed_attachment_bytes(new)))
+        .collect();
+    try_join4(
+        write_numbered_records(conn, &records, number),
+        insert_messages(conn, &rows, CommitNumber::Taken(number), shard),
+        add_received(conn, &stored, shard),
+        notify_new_mail(conn, &stored),
+    )
+    .await?;
+    // After the messages: their rows must exist for its foreign key.
+    insert_attachments(conn, &stored).await?;
+    Ok(outcomes)
+}
+
+/// Ends the batch's transaction with `COMMIT` or `ROLLBACK`.
+async fn finish(mut conn: &AsyncPgConnection, how: &str) -> Result<(), diesel::result::Error> {
+    conn.batch_execute(how).await
 }
 
 #[derive(QueryableByName)]
@@ -828,6 +862,8 @@ mod tests {
     use sealpost_messages::store::{Message, MessageRepository, Reader, WaitFrom};
     use sealpost_seal::SealedBox;
 
+    use diesel_async::AsyncConnection;
+
     use super::*;
     use crate::schema::{addresses, commit_in_flight, messages};
     use crate::test_db::{
@@ -954,15 +990,16 @@ mod tests {
             .unwrap();
     }
 
-    /// Waits until `count` backends of `database` wait on a lock.
-    async fn until_waiting_on_locks(store: &PgStore, database: &str, count: i64) {
+    /// Waits until `count` backends of `database` wait on a lock; asks on
+    /// a connection of its own, so the store's pool is left as it is.
+    async fn until_waiting_on_locks(database: &str, count: i64) {
+        let mut conn = connection_running(database, &[]).await;
         #[derive(QueryableByName)]
         struct Waiting {
             #[diesel(sql_type = BigInt)]
             waiting: i64,
         }
         for _ in 0..200 {
-            let mut conn = store.conn().await.unwrap();
             let Waiting { waiting } = diesel::sql_query(
                 "SELECT count(*) AS waiting FROM pg_stat_activity \
                  WHERE datname = $1 AND wait_event_type = 'Lock'",
@@ -1030,7 +1067,7 @@ mod tests {
             .collect();
         // The committer stopped at the clock; the others queue behind it
         // (fewer than a batch: no second committer starts).
-        until_waiting_on_locks(&store, DATABASE, 1).await;
+        until_waiting_on_locks(DATABASE, 1).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
         release_commit_clock(clock).await;
         for commit in commits {
@@ -1094,7 +1131,7 @@ mod tests {
             })
             .collect();
         // A second committer (at least) stopped at the clock beside the first.
-        until_waiting_on_locks(&store, DATABASE, 2).await;
+        until_waiting_on_locks(DATABASE, 2).await;
         release_commit_clock(clock).await;
         for commit in commits {
             assert_eq!(commit.await.unwrap().unwrap(), Commit::Done);
@@ -1125,7 +1162,7 @@ mod tests {
             tokio::spawn(async move { store.commit(first).await })
         };
         // The first caller's batch is inside its transaction.
-        until_waiting_on_locks(&store, DATABASE, 1).await;
+        until_waiting_on_locks(DATABASE, 1).await;
         let others: Vec<NewMessage> = (1..8).map(|n| new_message(at(n))).collect();
         let other_ids: Vec<String> = others
             .iter()
@@ -1586,6 +1623,86 @@ mod tests {
             .unwrap();
         assert!(end_in_flight(&abandoned, lost).await.is_err());
         drop((abandoned, conn));
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+
+    /// `BEGIN` is sent together with the batch's first statements and
+    /// must reach PostgreSQL before them: while the batch waits at its
+    /// inserts (another transaction holds the counters' table), the end of
+    /// its in-flight row, its first statement, is still uncommitted, so
+    /// waits stop below its number until its COMMIT.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_batch_s_first_statements_run_inside_its_transaction() {
+        const DATABASE: &str = "sealpost_store_pg_batch_begins_first";
+        let store = store_with_address(DATABASE).await;
+        // A batch first, so the connection has its statements prepared:
+        // none of the next batch's waits for a prepare before it is sent.
+        let warm = new_message(at(0));
+        let warm_id = warm.message.id.clone();
+        assert_eq!(store.commit(warm).await.unwrap(), Commit::Done);
+        let mut blocker = connection_running(
+            DATABASE,
+            &["BEGIN", "LOCK TABLE usage_counters IN EXCLUSIVE MODE"],
+        )
+        .await;
+        let new = new_message(at(1));
+        let id = new.message.id.clone();
+        let answer = {
+            let store = store.clone();
+            tokio::spawn(async move { store.commit(new).await })
+        };
+        until_waiting_on_locks(DATABASE, 1).await;
+        let in_flight = "SELECT count(*) AS value FROM commit_in_flight";
+        assert_eq!(
+            bigint_of(&store, in_flight).await,
+            1,
+            "the in-flight row's end is inside the batch's transaction"
+        );
+        diesel::sql_query("COMMIT")
+            .execute(&mut blocker)
+            .await
+            .unwrap();
+        assert_eq!(answer.await.unwrap().unwrap(), Commit::Done);
+        assert_eq!(bigint_of(&store, in_flight).await, 0);
+        assert_eq!(waited_ids(&store, WaitFrom::Start).await, vec![warm_id, id]);
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+
+    /// A batch that fails at its inserts (here a message whose id is
+    /// stored already) is rolled back whole: its message is not stored,
+    /// its number leaves flight at once, and its connection goes back to
+    /// the pool out of any transaction, so the next batch commits and
+    /// waits read on.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_failed_batch_is_rolled_back_and_leaves_no_transaction_open() {
+        const DATABASE: &str = "sealpost_store_pg_failed_batch";
+        let store = store_with_address(DATABASE).await;
+        let first = new_message(at(1));
+        let first_id = first.message.id.clone();
+        assert_eq!(store.commit(first).await.unwrap(), Commit::Done);
+        let mut again = new_message(at(2));
+        again.message.id = first_id.clone();
+        assert!(store.commit(again).await.is_err(), "a duplicate id fails");
+        let in_flight = bigint_of(&store, "SELECT count(*) AS value FROM commit_in_flight").await;
+        assert_eq!(in_flight, 0, "the failed batch's number left flight");
+        let open = bigint_of(
+            &store,
+            &format!(
+                "SELECT count(*) AS value FROM pg_stat_activity \
+                 WHERE datname = '{DATABASE}' AND state LIKE 'idle in transaction%'"
+            ),
+        )
+        .await;
+        assert_eq!(open, 0, "no connection left inside a transaction");
+        let next = new_message(at(3));
+        let next_id = next.message.id.clone();
+        assert_eq!(store.commit(next).await.unwrap(), Commit::Done);
+        assert_eq!(
+            waited_ids(&store, WaitFrom::Start).await,
+            vec![first_id, next_id]
+        );
         drop(store);
         drop_database(DATABASE).await;
     }
