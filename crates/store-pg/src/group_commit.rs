@@ -44,10 +44,11 @@
 //! activity and events, the messages with the batch's commit number, their
 //! attachments, one upsert of the received counters summed per shard, one
 //! `pg_notify`, and `COMMIT`. Statements that need no answer from one
-//! another are sent together (pipelined): `BEGIN` with the in-flight row's
-//! end and the owners' locks, and then every insert, the counters and the
-//! notify, so a batch takes four round trips to PostgreSQL (its number,
-//! those two, `COMMIT`), not eleven. Any failure
+//! another are sent together (pipelined): the number's taking (its own
+//! transaction, the number left in the session for the next statement),
+//! `BEGIN`, the in-flight row's end and the owners' locks; then every
+//! insert, the counters and the notify; so a batch takes three round
+//! trips to PostgreSQL (those two and `COMMIT`), not eleven. Any failure
 //! fails the whole batch, and every message of it gets the error: its client is told to try again, none is
 //! told it was stored; its number is taken out of flight at once.
 
@@ -62,7 +63,7 @@ use diesel::sql_types::{
     Array, BigInt, Bool, Bytea, Integer, Nullable, SmallInt, Text, Timestamptz,
 };
 use diesel_async::{AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
-use futures_util::future::{try_join, try_join4};
+use futures_util::future::{try_join, try_join3, try_join4};
 use sealpost_activity::Records;
 use sealpost_kernel::StoreError;
 use sealpost_messages::store::{Commit, Message, NewMessage, RECEIVED_COUNTER};
@@ -93,16 +94,20 @@ pub(crate) const MAX_BATCH_BYTES: usize = 1024 * 1024;
 pub(crate) const NEXT_COMMIT_SEQ: &str = "UPDATE commit_clock SET seq = seq + 1 RETURNING seq";
 
 /// A batch's number, taken and recorded in flight in one statement, its
-/// own transaction. Asynchronous commit: the clock's row lock is held for
-/// the statement alone, not for a WAL flush; a number lost in a crash was
-/// never in any reader's position (positions stop below what is in flight)
-/// and no batch committed under it (its durable COMMIT would have flushed
-/// this first).
+/// own transaction, and left in the session's `sealpost.batch_number` for the
+/// batch's first statement ([`end_own_in_flight`]) to read: sent in the
+/// simple query protocol, which needs no prepare and so goes out at once,
+/// in the same round trip as the batch's `BEGIN` and first statements.
+/// Asynchronous commit: the clock's row lock is held for the statement
+/// alone, not for a WAL flush; a number lost in a crash was never in any
+/// reader's position (positions stop below what is in flight) and no batch
+/// committed under it (its durable COMMIT would have flushed this first).
 const TAKE_COMMIT_NUMBER: &str = "WITH relaxed AS \
        (SELECT set_config('synchronous_commit', 'off', true)), \
-     clock AS (UPDATE commit_clock SET seq = seq + 1 RETURNING seq) \
-     INSERT INTO commit_in_flight (seq) SELECT clock.seq FROM clock, relaxed \
-     RETURNING seq";
+     clock AS (UPDATE commit_clock SET seq = seq + 1 RETURNING seq), \
+     recorded AS (INSERT INTO commit_in_flight (seq) \
+       SELECT clock.seq FROM clock, relaxed RETURNING seq) \
+     SELECT set_config('sealpost.batch_number', seq::text, false) FROM recorded";
 
 /// How far waits may read: every number below the smallest still in
 /// flight, or every number the clock gave when none is. A scalar subquery,
@@ -314,9 +319,8 @@ impl PgStore {
                 .await
                 .map_err(db_error)?;
         }
-        let number = take_commit_number(&mut conn).await.map_err(db_error)?;
         let shard = self.batcher.next_shard();
-        let written = write_batch(&conn, number, news, shard).await;
+        let written = write_batch(&conn, news, shard).await;
         let (committed, rolled_back) = match written {
             Ok(outcomes) => (finish(&conn, "COMMIT").await.map(|()| outcomes), None),
             Err(error) => (Err(error), Some(finish(&conn, "ROLLBACK").await)),
@@ -330,36 +334,38 @@ impl PgStore {
         if committed.is_err() {
             // Out of flight now rather than when reclaimed: waits stop below
             // it meanwhile. If this fails too, reclaiming deletes it.
-            let _ = diesel::sql_query("DELETE FROM commit_in_flight WHERE seq = $1")
-                .bind::<BigInt, _>(number)
-                .prepared()
-                .execute(&mut conn)
-                .await;
+            let _ = diesel::sql_query(
+                "DELETE FROM commit_in_flight WHERE seq = \
+                 current_setting('sealpost.batch_number', true)::bigint",
+            )
+            .prepared()
+            .execute(&mut conn)
+            .await;
         }
         committed.map_err(db_error)
     }
 }
 
-/// The batch's statements, in a transaction left open: `BEGIN` is sent
-/// with the first of them, one round trip for both. diesel-async's
-/// `transaction` awaits `BEGIN` alone; here it is the first future polled,
-/// and tokio-postgres queues a statement on its first poll, so it reaches
-/// PostgreSQL before the statements polled after it (a statement prepared
-/// first is only later). Had it failed, the first statements would have
-/// run on their own: the in-flight row's end and share locks, which
-/// commit nothing under the batch's number, and the batch fails.
+/// The batch's statements, in a transaction left open. Its first round
+/// trip sends its number's taking (a transaction of its own), `BEGIN`,
+/// the in-flight row's end and the owners' locks together: tokio-postgres
+/// queues a statement on its first poll, and those are polled in that
+/// order; the first two, in the simple query protocol, need no prepare,
+/// so nothing sent after them reaches PostgreSQL before them (a statement
+/// prepared first is only later). diesel-async's `transaction` would await
+/// `BEGIN` alone. Had the number or `BEGIN` failed, the others fail or run
+/// on their own, commit nothing under a number, and the batch fails.
 async fn write_batch(
     conn: &AsyncPgConnection,
-    number: i64,
     news: &[NewMessage],
     shard: i16,
 ) -> Result<Vec<Commit>, diesel::result::Error> {
-    let mut begin_on = conn;
     // Statements that do not wait on each other's answers are sent
     // together (pipelined): one round trip for each group.
-    let ((), ((), mut outcomes)) = try_join(
-        begin_on.batch_execute("BEGIN"),
-        try_join(end_in_flight(conn, number), lock_owners(conn, news)),
+    let ((), (), (number, mut outcomes)) = try_join3(
+        take_commit_number(conn),
+        begin(conn),
+        try_join(end_own_in_flight(conn), lock_owners(conn, news)),
     )
     .await?;
     claim_pending_blobs(conn, news, &mut outcomes).await?;
@@ -392,6 +398,10 @@ async fn write_batch(
     Ok(outcomes)
 }
 
+async fn begin(mut conn: &AsyncPgConnection) -> Result<(), diesel::result::Error> {
+    conn.batch_execute("BEGIN").await
+}
+
 /// Ends the batch's transaction with `COMMIT` or `ROLLBACK`.
 async fn finish(mut conn: &AsyncPgConnection, how: &str) -> Result<(), diesel::result::Error> {
     conn.batch_execute(how).await
@@ -403,36 +413,33 @@ struct Seq {
     seq: i64,
 }
 
-/// The batch's number, recorded in flight (see [`TAKE_COMMIT_NUMBER`]).
+/// Takes a number and records it in flight (see [`TAKE_COMMIT_NUMBER`]).
 pub(crate) async fn take_commit_number(
-    conn: &mut AsyncPgConnection,
-) -> Result<i64, diesel::result::Error> {
-    let Seq { seq } = diesel::sql_query(TAKE_COMMIT_NUMBER)
-        .prepared()
-        .get_result(conn)
-        .await?;
-    Ok(seq)
+    mut conn: &AsyncPgConnection,
+) -> Result<(), diesel::result::Error> {
+    conn.batch_execute(TAKE_COMMIT_NUMBER).await
 }
 
-/// The batch transaction's first statement: deletes its number's in-flight
-/// row and so holds that row's lock until COMMIT (reclaiming skips locked
-/// rows). A row already gone was reclaimed as abandoned, and readers may be
-/// past it: the batch fails and its senders try again.
-pub(crate) async fn end_in_flight(
+/// The batch transaction's first statement: deletes the in-flight row of
+/// the number this session took last and so holds that row's lock until
+/// COMMIT (reclaiming skips locked rows); the number. A row already gone
+/// was reclaimed as abandoned, and readers may be past it: the batch fails
+/// and its senders try again.
+pub(crate) async fn end_own_in_flight(
     mut conn: &AsyncPgConnection,
-    number: i64,
-) -> Result<(), diesel::result::Error> {
-    let ended = diesel::sql_query("DELETE FROM commit_in_flight WHERE seq = $1")
-        .bind::<BigInt, _>(number)
-        .prepared()
-        .execute(&mut conn)
-        .await?;
-    if ended == 1 {
-        Ok(())
-    } else {
-        Err(diesel::result::Error::QueryBuilderError(
-            format!("commit number {number} was reclaimed before its batch began").into(),
-        ))
+) -> Result<i64, diesel::result::Error> {
+    let ended: Vec<Seq> = diesel::sql_query(
+        "DELETE FROM commit_in_flight WHERE seq = \
+         current_setting('sealpost.batch_number', true)::bigint RETURNING seq",
+    )
+    .prepared()
+    .load(&mut conn)
+    .await?;
+    match ended.as_slice() {
+        [Seq { seq }] => Ok(*seq),
+        _ => Err(diesel::result::Error::QueryBuilderError(
+            "this batch's commit number was reclaimed before its batch began".into(),
+        )),
     }
 }
 
@@ -1489,9 +1496,21 @@ mod tests {
     /// transaction, its message inserted but not committed.
     async fn batch_in_flight(database: &str, new: &NewMessage) -> (AsyncPgConnection, i64) {
         let mut conn = connection_running(database, &[]).await;
-        let number = take_commit_number(&mut conn).await.unwrap();
+        let number = take_number(&conn).await;
         begin_batch(&mut conn, number, new).await;
         (conn, number)
+    }
+
+    /// Takes a number on `conn` as a batch does; the number.
+    async fn take_number(conn: &AsyncPgConnection) -> i64 {
+        take_commit_number(conn).await.unwrap();
+        let mut conn = conn;
+        let Seq { seq } =
+            diesel::sql_query("SELECT current_setting('sealpost.batch_number')::bigint AS seq")
+                .get_result(&mut conn)
+                .await
+                .unwrap();
+        seq
     }
 
     /// The batch transaction of `number`, begun on `conn`, its message
@@ -1501,7 +1520,7 @@ mod tests {
             .execute(&mut *conn)
             .await
             .unwrap();
-        end_in_flight(conn, number).await.unwrap();
+        assert_eq!(end_own_in_flight(conn).await.unwrap(), number);
         insert_messages(
             conn,
             &[(&new.message, false, 0)],
@@ -1581,10 +1600,10 @@ mod tests {
         const DATABASE: &str = "sealpost_store_pg_wait_abandoned";
         let store = store_with_address(DATABASE).await;
         let mut abandoned = connection_running(DATABASE, &[]).await;
-        let lost = take_commit_number(&mut abandoned).await.unwrap();
+        let lost = take_number(&abandoned).await;
         let running = new_message(at(1));
         let mut open = connection_running(DATABASE, &[]).await;
-        let number = take_commit_number(&mut open).await.unwrap();
+        let number = take_number(&open).await;
         let mut conn = store.conn().await.unwrap();
         diesel::sql_query("UPDATE commit_in_flight SET registered_at = now() - interval '1 hour'")
             .execute(&mut conn)
@@ -1621,16 +1640,17 @@ mod tests {
             .execute(&mut abandoned)
             .await
             .unwrap();
-        assert!(end_in_flight(&abandoned, lost).await.is_err());
+        assert!(end_own_in_flight(&abandoned).await.is_err());
         drop((abandoned, conn));
         drop(store);
         drop_database(DATABASE).await;
     }
 
-    /// `BEGIN` is sent together with the batch's first statements and
-    /// must reach PostgreSQL before them: while the batch waits at its
-    /// inserts (another transaction holds the counters' table), the end of
-    /// its in-flight row, its first statement, is still uncommitted, so
+    /// The batch's number, `BEGIN` and its first statements are sent
+    /// together and must run in that order: while the batch waits at its
+    /// inserts (another transaction holds the counters' table), its number
+    /// is in flight, committed by its own transaction, and the in-flight
+    /// row's end, the batch's first statement, is still uncommitted, so
     /// waits stop below its number until its COMMIT.
     #[tokio::test(flavor = "multi_thread")]
     async fn a_batch_s_first_statements_run_inside_its_transaction() {
