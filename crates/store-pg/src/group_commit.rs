@@ -398,8 +398,16 @@ async fn write_batch(
     Ok(outcomes)
 }
 
+/// Begins the batch's transaction, its statements planned generically:
+/// PostgreSQL's default chose a custom plan for [`LOCK_OWNERS`] on every
+/// batch (its generic estimate, ten array elements, costs more than one),
+/// and planning it cost seven times its running (docs/benchmarks.md). Its
+/// generic plan reads the three tables' primary keys (test
+/// `the_generic_plan_of_the_owners_lock_reads_primary_keys`); the inserts'
+/// plans were generic already.
 async fn begin(mut conn: &AsyncPgConnection) -> Result<(), diesel::result::Error> {
-    conn.batch_execute("BEGIN").await
+    conn.batch_execute("BEGIN; SET LOCAL plan_cache_mode = force_generic_plan")
+        .await
 }
 
 /// Ends the batch's transaction with `COMMIT` or `ROLLBACK`.
@@ -569,6 +577,18 @@ struct Owner {
 /// its address is paused) is `RecipientChanged`; either writes nothing,
 /// while the rest of the batch goes on. Its pending blobs are left for its
 /// delivery to delete.
+/// The batch's accounts (`$1`) and addresses (`$2`), locked `FOR KEY
+/// SHARE` in id order, with what the commit re-checks.
+const LOCK_OWNERS: &str = "SELECT 'account' AS kind, a.id, \
+        EXISTS (SELECT 1 FROM account_suspensions s WHERE s.account_id = a.id) AS refuses, \
+        NULL::int AS key_epoch, false AS paused \
+     FROM (SELECT id FROM accounts WHERE id = ANY($1) ORDER BY id FOR KEY SHARE) a \
+     UNION ALL \
+     SELECT 'address' AS kind, b.id, b.public_key IS NULL AS refuses, b.key_epoch, \
+        b.paused_at IS NOT NULL AS paused \
+     FROM (SELECT id, public_key, key_epoch, paused_at FROM addresses WHERE id = ANY($2) \
+         ORDER BY id FOR KEY SHARE) b";
+
 async fn lock_owners(
     mut conn: &AsyncPgConnection,
     news: &[NewMessage],
@@ -581,32 +601,22 @@ async fn lock_owners(
         .iter()
         .map(|new| new.message.address.as_str())
         .collect();
-    let owners: HashMap<(String, String), Owner> = diesel::sql_query(
-        "SELECT 'account' AS kind, a.id, \
-                EXISTS (SELECT 1 FROM account_suspensions s WHERE s.account_id = a.id) AS refuses, \
-                NULL::int AS key_epoch, false AS paused \
-         FROM (SELECT id FROM accounts WHERE id = ANY($1) ORDER BY id FOR KEY SHARE) a \
-         UNION ALL \
-         SELECT 'address' AS kind, b.id, b.public_key IS NULL AS refuses, b.key_epoch, \
-                b.paused_at IS NOT NULL AS paused \
-         FROM (SELECT id, public_key, key_epoch, paused_at FROM addresses WHERE id = ANY($2) \
-                 ORDER BY id FOR KEY SHARE) b",
-    )
-    .bind::<Array<Text>, _>(accounts.into_iter().collect::<Vec<_>>())
-    .bind::<Array<Text>, _>(addresses.into_iter().collect::<Vec<_>>())
-    .prepared()
-    .load::<OwnerRow>(&mut conn)
-    .await?
-    .into_iter()
-    .map(|row| {
-        let owner = Owner {
-            refuses: row.refuses,
-            key_epoch: row.key_epoch,
-            paused: row.paused,
-        };
-        ((row.kind, row.id), owner)
-    })
-    .collect();
+    let owners: HashMap<(String, String), Owner> = diesel::sql_query(LOCK_OWNERS)
+        .bind::<Array<Text>, _>(accounts.into_iter().collect::<Vec<_>>())
+        .bind::<Array<Text>, _>(addresses.into_iter().collect::<Vec<_>>())
+        .prepared()
+        .load::<OwnerRow>(&mut conn)
+        .await?
+        .into_iter()
+        .map(|row| {
+            let owner = Owner {
+                refuses: row.refuses,
+                key_epoch: row.key_epoch,
+                paused: row.paused,
+            };
+            ((row.kind, row.id), owner)
+        })
+        .collect();
     let find = |kind: &str, id: &str| owners.get(&(kind.to_owned(), id.to_owned()));
     Ok(news
         .iter()
@@ -874,7 +884,7 @@ mod tests {
     use super::*;
     use crate::schema::{addresses, commit_in_flight, messages};
     use crate::test_db::{
-        TEST_ACCOUNT as ACCOUNT, TEST_ADDRESS as ADDRESS, database_url, drop_database,
+        TEST_ACCOUNT as ACCOUNT, TEST_ADDRESS as ADDRESS, database_url, drop_database, fresh_store,
         store_with_address, test_instant as at,
     };
 
@@ -1686,6 +1696,68 @@ mod tests {
         assert_eq!(answer.await.unwrap().unwrap(), Commit::Done);
         assert_eq!(bigint_of(&store, in_flight).await, 0);
         assert_eq!(waited_ids(&store, WaitFrom::Start).await, vec![warm_id, id]);
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+
+    #[derive(QueryableByName)]
+    struct PlanLine {
+        #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
+        line: String,
+    }
+
+    /// The batch plans its statements generically ([`begin`]): the owners'
+    /// lock's generic plan must read each table by its primary key, the
+    /// suspensions too once they are many, never scan accounts or
+    /// addresses.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_generic_plan_of_the_owners_lock_reads_primary_keys() {
+        const DATABASE: &str = "sealpost_store_pg_owners_plan";
+        let store = fresh_store(DATABASE).await;
+        let mut conn = store.conn().await.unwrap();
+        for statement in [
+            "INSERT INTO accounts (id, auth_public_key, auth_verifier_hash, created_at) \
+             SELECT 'acc_' || g, decode(repeat('00', 32), 'hex'), \
+                    decode(repeat('00', 32), 'hex'), now() \
+             FROM generate_series(1, 20000) AS g",
+            "INSERT INTO addresses (id, account_id, email_address, domain, retention_days, \
+                                    public_key, created_at) \
+             SELECT 'adr_' || g, 'acc_' || g, 'a' || g || '@mail.localhost', 'mail.localhost', \
+                    30, decode(repeat('07', 32), 'hex'), now() \
+             FROM generate_series(1, 20000) AS g",
+            "INSERT INTO account_suspensions (account_id, reason, since) \
+             SELECT 'acc_' || g, 'abuse', now() FROM generate_series(1, 5000) AS g",
+            "ANALYZE accounts",
+            "ANALYZE addresses",
+            "ANALYZE account_suspensions",
+            "SET plan_cache_mode = force_generic_plan",
+        ] {
+            diesel::sql_query(statement)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        diesel::sql_query(format!("PREPARE owners(text[], text[]) AS {LOCK_OWNERS}"))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        let plan: Vec<String> = diesel::sql_query("EXPLAIN EXECUTE owners('{acc_1}', '{adr_1}')")
+            .load::<PlanLine>(&mut conn)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|row| row.line)
+            .collect();
+        let plan = plan.join("\n");
+        for index in [
+            "accounts_pkey",
+            "addresses_pkey",
+            "account_suspensions_pkey",
+        ] {
+            assert!(plan.contains(index), "{index} not read:\n{plan}");
+        }
+        assert!(!plan.contains("Seq Scan"), "a table scanned:\n{plan}");
+        drop(conn);
         drop(store);
         drop_database(DATABASE).await;
     }
