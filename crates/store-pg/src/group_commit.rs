@@ -885,7 +885,7 @@ mod tests {
     use crate::schema::{addresses, commit_in_flight, messages};
     use crate::test_db::{
         TEST_ACCOUNT as ACCOUNT, TEST_ADDRESS as ADDRESS, database_url, drop_database, fresh_store,
-        store_with_address, test_instant as at,
+        generic_plan, run_all, store_with_address, test_instant as at,
     };
 
     fn new_message(received_at: Timestamp) -> NewMessage {
@@ -1700,12 +1700,6 @@ mod tests {
         drop_database(DATABASE).await;
     }
 
-    #[derive(QueryableByName)]
-    struct PlanLine {
-        #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
-        line: String,
-    }
-
     /// The batch plans its statements generically ([`begin`]): the owners'
     /// lock's generic plan must read each table by its primary key, the
     /// suspensions too once they are many, never scan accounts or
@@ -1715,40 +1709,27 @@ mod tests {
         const DATABASE: &str = "sealpost_store_pg_owners_plan";
         let store = fresh_store(DATABASE).await;
         let mut conn = store.conn().await.unwrap();
-        for statement in [
-            "INSERT INTO accounts (id, auth_public_key, auth_verifier_hash, created_at) \
-             SELECT 'acc_' || g, decode(repeat('00', 32), 'hex'), \
-                    decode(repeat('00', 32), 'hex'), now() \
-             FROM generate_series(1, 20000) AS g",
-            "INSERT INTO addresses (id, account_id, email_address, domain, retention_days, \
-                                    public_key, created_at) \
-             SELECT 'adr_' || g, 'acc_' || g, 'a' || g || '@mail.localhost', 'mail.localhost', \
-                    30, decode(repeat('07', 32), 'hex'), now() \
-             FROM generate_series(1, 20000) AS g",
-            "INSERT INTO account_suspensions (account_id, reason, since) \
-             SELECT 'acc_' || g, 'abuse', now() FROM generate_series(1, 5000) AS g",
-            "ANALYZE accounts",
-            "ANALYZE addresses",
-            "ANALYZE account_suspensions",
-            "SET plan_cache_mode = force_generic_plan",
-        ] {
-            diesel::sql_query(statement)
-                .execute(&mut conn)
-                .await
-                .unwrap();
-        }
-        diesel::sql_query(format!("PREPARE owners(text[], text[]) AS {LOCK_OWNERS}"))
-            .execute(&mut conn)
-            .await
-            .unwrap();
-        let plan: Vec<String> = diesel::sql_query("EXPLAIN EXECUTE owners('{acc_1}', '{adr_1}')")
-            .load::<PlanLine>(&mut conn)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|row| row.line)
-            .collect();
-        let plan = plan.join("\n");
+        run_all(
+            &mut conn,
+            &[
+                "INSERT INTO accounts (id, auth_public_key, auth_verifier_hash, created_at) \
+                 SELECT 'acc_' || g, decode(repeat('00', 32), 'hex'), \
+                        decode(repeat('00', 32), 'hex'), now() \
+                 FROM generate_series(1, 20000) AS g",
+                "INSERT INTO addresses (id, account_id, email_address, domain, retention_days, \
+                                        public_key, created_at) \
+                 SELECT 'adr_' || g, 'acc_' || g, 'a' || g || '@mail.localhost', \
+                        'mail.localhost', 30, decode(repeat('07', 32), 'hex'), now() \
+                 FROM generate_series(1, 20000) AS g",
+                "INSERT INTO account_suspensions (account_id, reason, since) \
+                 SELECT 'acc_' || g, 'abuse', now() FROM generate_series(1, 5000) AS g",
+                "ANALYZE accounts",
+                "ANALYZE addresses",
+                "ANALYZE account_suspensions",
+            ],
+        )
+        .await;
+        let plan = generic_plan(&mut conn, LOCK_OWNERS, "'{acc_1}', '{adr_1}'").await;
         for index in [
             "accounts_pkey",
             "addresses_pkey",

@@ -69,17 +69,8 @@ fn claim_query(
 
 #[cfg(test)]
 mod tests {
-    use diesel::QueryableByName;
-    use diesel::sql_types::Text;
-
     use super::*;
-    use crate::test_db::{drop_database, fresh_store};
-
-    #[derive(QueryableByName)]
-    struct PlanLine {
-        #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
-        line: String,
-    }
+    use crate::test_db::{drop_database, fresh_store, generic_plan, run_all};
 
     /// Consumers run the claim as a prepared statement, which PostgreSQL
     /// plans generically after a few runs: its plan, with most of a large
@@ -90,22 +81,20 @@ mod tests {
         const DATABASE: &str = "sealpost_store_pg_outbox_plan";
         let store = fresh_store(DATABASE).await;
         let mut conn = store.conn().await.unwrap();
-        for statement in [
-            "INSERT INTO accounts (id, auth_public_key, auth_verifier_hash, created_at) \
-             VALUES ('acct_outbox1', decode(repeat('00', 32), 'hex'), \
-                     decode(repeat('00', 32), 'hex'), now())",
-            "INSERT INTO events (id, account_id, type, payload, created_at, fanned_out, pushed) \
-             SELECT 'evt_' || g, 'acct_outbox1', 'message.received', '{}', now(), \
-                    g <= 19990, g <= 19990 \
-             FROM generate_series(1, 20000) AS g",
-            "ANALYZE events",
-            "SET plan_cache_mode = force_generic_plan",
-        ] {
-            diesel::sql_query(statement)
-                .execute(&mut conn)
-                .await
-                .unwrap();
-        }
+        run_all(
+            &mut conn,
+            &[
+                "INSERT INTO accounts (id, auth_public_key, auth_verifier_hash, created_at) \
+                 VALUES ('acct_outbox1', decode(repeat('00', 32), 'hex'), \
+                         decode(repeat('00', 32), 'hex'), now())",
+                "INSERT INTO events (id, account_id, type, payload, created_at, fanned_out, pushed) \
+                 SELECT 'evt_' || g, 'acct_outbox1', 'message.received', '{}', now(), \
+                        g <= 19990, g <= 19990 \
+                 FROM generate_series(1, 20000) AS g",
+                "ANALYZE events",
+            ],
+        )
+        .await;
         for (consumer, index) in [
             (OutboxConsumer::Webhooks, "events_to_fan_out"),
             (OutboxConsumer::Push, "events_to_push"),
@@ -113,27 +102,11 @@ mod tests {
             let query = diesel::debug_query::<Pg, _>(&claim_query(consumer, 100)).to_string();
             let (sql, binds) = query.split_once(" -- binds: ").unwrap();
             let arguments = binds.trim_start_matches('[').trim_end_matches(']');
-            diesel::sql_query(format!("PREPARE claim AS {sql}"))
-                .execute(&mut conn)
-                .await
-                .unwrap();
-            let plan: Vec<String> =
-                diesel::sql_query(format!("EXPLAIN EXECUTE claim({arguments})"))
-                    .load::<PlanLine>(&mut conn)
-                    .await
-                    .unwrap()
-                    .into_iter()
-                    .map(|row| row.line)
-                    .collect();
-            let plan = plan.join("\n");
+            let plan = generic_plan(&mut conn, sql, arguments).await;
             assert!(
                 plan.contains(index),
                 "{consumer:?}'s claim does not read {index}:\n{plan}"
             );
-            diesel::sql_query("DEALLOCATE claim")
-                .execute(&mut conn)
-                .await
-                .unwrap();
         }
         drop(conn);
         drop(store);

@@ -1,8 +1,9 @@
 //! Databases of the store's own tests, on the server `sealpost-testkit` uses.
 
 use chrono::{DateTime, TimeDelta, Utc};
-use diesel::ExpressionMethods;
-use diesel_async::RunQueryDsl;
+use diesel::sql_types::Text;
+use diesel::{ExpressionMethods, QueryableByName};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use sealpost_kernel::Timestamp;
 
 use crate::PgStore;
@@ -27,6 +28,49 @@ pub(crate) async fn fresh_store(name: &str) -> PgStore {
     create_database_if_missing(&url).await.unwrap();
     migrate(&url).await.unwrap();
     PgStore::connect(&url, 8).unwrap()
+}
+
+/// Runs each of `statements` on `conn`.
+pub(crate) async fn run_all(conn: &mut AsyncPgConnection, statements: &[&str]) {
+    for statement in statements {
+        diesel::sql_query(*statement)
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+    }
+}
+
+#[derive(QueryableByName)]
+struct PlanLine {
+    #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
+    line: String,
+}
+
+/// The plan PostgreSQL keeps for `statement` once it plans it generically,
+/// as a prepared statement does (forced here, not left to its choice), run
+/// with `arguments` (SQL literals, comma-separated): `EXPLAIN`'s lines.
+pub(crate) async fn generic_plan(
+    conn: &mut AsyncPgConnection,
+    statement: &str,
+    arguments: &str,
+) -> String {
+    run_all(
+        conn,
+        &[
+            "SET plan_cache_mode = force_generic_plan",
+            &format!("PREPARE probed AS {statement}"),
+        ],
+    )
+    .await;
+    let plan: Vec<String> = diesel::sql_query(format!("EXPLAIN EXECUTE probed({arguments})"))
+        .load::<PlanLine>(&mut *conn)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| row.line)
+        .collect();
+    run_all(conn, &["DEALLOCATE probed", "RESET plan_cache_mode"]).await;
+    plan.join("\n")
 }
 
 /// The account of [`store_with_address`].
