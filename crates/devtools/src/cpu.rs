@@ -67,20 +67,6 @@ pub(crate) fn of_reaped_children() -> Option<Duration> {
     Some(ticks(stat.children_user + stat.children_system))
 }
 
-fn busy_in(stat: &str) -> Option<Duration> {
-    let total = stat.lines().next()?.strip_prefix("cpu ")?;
-    let figures: Vec<u64> = total
-        .split_whitespace()
-        .take(7)
-        .map(str::parse)
-        .collect::<Result<_, _>>()
-        .ok()?;
-    let [user, nice, system, _idle, _iowait, irq, softirq] = figures[..] else {
-        return None;
-    };
-    Some(ticks(user + nice + system + irq + softirq))
-}
-
 /// CPU time the hypervisor gave to others while this machine's processors
 /// wanted it (`steal` in `/proc/stat`, all processors together): on a
 /// shared virtual machine, a stall no process of ours caused shows here.
@@ -89,12 +75,28 @@ pub(crate) fn stolen() -> Option<Duration> {
     stolen_in(&stat)
 }
 
-/// The steal column of `/proc/stat`'s first line (`cpu  user nice system
-/// idle iowait irq softirq steal ...`).
-fn stolen_in(stat: &str) -> Option<Duration> {
+/// The first eight figures of `/proc/stat`'s first line, all processors
+/// together, in clock ticks: `user nice system idle iowait irq softirq
+/// steal`.
+fn machine_ticks(stat: &str) -> Option<[u64; 8]> {
     let total = stat.lines().next()?.strip_prefix("cpu ")?;
-    let steal = total.split_whitespace().nth(7)?.parse().ok()?;
+    let figures: Vec<u64> = total
+        .split_whitespace()
+        .take(8)
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
+    figures.try_into().ok()
+}
+
+fn stolen_in(stat: &str) -> Option<Duration> {
+    let [.., steal] = machine_ticks(stat)?;
     Some(ticks(steal))
+}
+
+fn busy_in(stat: &str) -> Option<Duration> {
+    let [user, nice, system, _idle, _iowait, irq, softirq, _steal] = machine_ticks(stat)?;
+    Some(ticks(user + nice + system + irq + softirq))
 }
 
 /// The fields of `/proc/<pid>/stat` the sums need, in clock ticks.

@@ -62,6 +62,7 @@ use diesel::QueryableByName;
 use diesel::sql_types::{
     Array, BigInt, Bool, Bytea, Integer, Nullable, SmallInt, Text, Timestamptz,
 };
+use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::{AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use futures_util::future::{try_join, try_join3, try_join4};
 use sealpost_activity::Records;
@@ -72,8 +73,6 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use crate::notify::{MAIL_CHANNEL, mail_payloads};
 use crate::prepared::PrepareOnce;
 use crate::records::{box_to_stored, write_numbered_records};
-use diesel_async::pooled_connection::deadpool::Object;
-
 use crate::{PgStore, db_error};
 
 /// Batches in flight at once, each on its own pooled connection.
@@ -333,14 +332,9 @@ impl PgStore {
         }
         if committed.is_err() {
             // Out of flight now rather than when reclaimed: waits stop below
-            // it meanwhile. If this fails too, reclaiming deletes it.
-            let _ = diesel::sql_query(
-                "DELETE FROM commit_in_flight WHERE seq = \
-                 current_setting('sealpost.batch_number', true)::bigint",
-            )
-            .prepared()
-            .execute(&mut conn)
-            .await;
+            // it meanwhile (already gone if the batch ended it). If this
+            // fails too, reclaiming deletes it.
+            let _ = end_own_in_flight(&conn).await;
         }
         committed.map_err(db_error)
     }
@@ -402,9 +396,10 @@ async fn write_batch(
 /// PostgreSQL's default chose a custom plan for [`LOCK_OWNERS`] on every
 /// batch (its generic estimate, ten array elements, costs more than one),
 /// and planning it cost seven times its running (docs/benchmarks.md). Its
-/// generic plan reads the three tables' primary keys (test
-/// `the_generic_plan_of_the_owners_lock_reads_primary_keys`); the inserts'
-/// plans were generic already.
+/// generic plan reads the three tables' primary keys; the inserts' plans
+/// were generic already (tests
+/// `the_generic_plan_of_the_owners_lock_reads_primary_keys` and
+/// `batches_never_custom_plan_the_owners_lock`).
 async fn begin(mut conn: &AsyncPgConnection) -> Result<(), diesel::result::Error> {
     conn.batch_execute("BEGIN; SET LOCAL plan_cache_mode = force_generic_plan")
         .await
@@ -565,18 +560,6 @@ struct Owner {
     paused: bool,
 }
 
-/// Takes now the key-share locks the inserts' foreign keys would take
-/// under the commit clock (see the module comment), and answers which
-/// messages can be written. The delivery sealed each message on a record
-/// read earlier (at RCPT, or at DATA), and several ingests may run: a
-/// message whose address or account was deleted since (the delete
-/// committed first; a delete that comes later waits for this lock, and
-/// then deletes the message with the address) is `RecipientGone`, one
-/// whose account was suspended, whose address's key changed or went, or
-/// whose address was paused or resumed (the message is held exactly while
-/// its address is paused) is `RecipientChanged`; either writes nothing,
-/// while the rest of the batch goes on. Its pending blobs are left for its
-/// delivery to delete.
 /// The batch's accounts (`$1`) and addresses (`$2`), locked `FOR KEY
 /// SHARE` in id order, with what the commit re-checks.
 const LOCK_OWNERS: &str = "SELECT 'account' AS kind, a.id, \
@@ -589,6 +572,18 @@ const LOCK_OWNERS: &str = "SELECT 'account' AS kind, a.id, \
      FROM (SELECT id, public_key, key_epoch, paused_at FROM addresses WHERE id = ANY($2) \
          ORDER BY id FOR KEY SHARE) b";
 
+/// Takes now the key-share locks the inserts' foreign keys would take
+/// under the commit clock (see the module comment), and answers which
+/// messages can be written. The delivery sealed each message on a record
+/// read earlier (at RCPT, or at DATA), and several ingests may run: a
+/// message whose address or account was deleted since (the delete
+/// committed first; a delete that comes later waits for this lock, and
+/// then deletes the message with the address) is `RecipientGone`, one
+/// whose account was suspended, whose address's key changed or went, or
+/// whose address was paused or resumed (the message is held exactly while
+/// its address is paused) is `RecipientChanged`; either writes nothing,
+/// while the rest of the batch goes on. Its pending blobs are left for its
+/// delivery to delete.
 async fn lock_owners(
     mut conn: &AsyncPgConnection,
     news: &[NewMessage],
@@ -874,12 +869,11 @@ mod tests {
     use std::time::Duration;
 
     use diesel::{ExpressionMethods, QueryDsl};
+    use diesel_async::AsyncConnection;
     use sealpost_kernel::{AccountId, AddressId, MessageId, Timestamp};
     use sealpost_messages::folders::Folder;
     use sealpost_messages::store::{Message, MessageRepository, Reader, WaitFrom};
     use sealpost_seal::SealedBox;
-
-    use diesel_async::AsyncConnection;
 
     use super::*;
     use crate::schema::{addresses, commit_in_flight, messages};
@@ -988,16 +982,11 @@ mod tests {
     /// A connection of the test's own, holding the commit clock's row lock
     /// in an open transaction: every batch stops at its messages' insert.
     async fn hold_commit_clock(database: &str) -> AsyncPgConnection {
-        let mut conn = AsyncPgConnection::establish(&database_url(database))
-            .await
-            .unwrap();
-        for statement in ["BEGIN", "SELECT seq FROM commit_clock FOR UPDATE"] {
-            diesel::sql_query(statement)
-                .execute(&mut conn)
-                .await
-                .unwrap();
-        }
-        conn
+        connection_running(
+            database,
+            &["BEGIN", "SELECT seq FROM commit_clock FOR UPDATE"],
+        )
+        .await
     }
 
     async fn release_commit_clock(mut conn: AsyncPgConnection) {
@@ -1489,12 +1478,7 @@ mod tests {
         let mut conn = AsyncPgConnection::establish(&database_url(database))
             .await
             .unwrap();
-        for statement in statements {
-            diesel::sql_query(*statement)
-                .execute(&mut conn)
-                .await
-                .unwrap();
-        }
+        run_all(&mut conn, statements).await;
         conn
     }
 
@@ -1739,6 +1723,33 @@ mod tests {
         }
         assert!(!plan.contains("Seq Scan"), "a table scanned:\n{plan}");
         drop(conn);
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+
+    /// The batch's transaction plans its statements generically
+    /// ([`begin`]): after more batches than PostgreSQL's default tries
+    /// custom plans for (five), the owners' lock on the batches' connection
+    /// was never custom-planned.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn batches_never_custom_plan_the_owners_lock() {
+        const DATABASE: &str = "sealpost_store_pg_batches_plan_generically";
+        let store = store_with_address(DATABASE).await;
+        for n in 0..8 {
+            assert_eq!(
+                store.commit(new_message(at(n))).await.unwrap(),
+                Commit::Done
+            );
+        }
+        // One batch at a time: the pool holds the one connection they ran on.
+        let plans = |column: &str| {
+            format!(
+                "SELECT coalesce(sum({column}), -1)::bigint AS value FROM pg_prepared_statements \
+                 WHERE statement LIKE '%FOR KEY SHARE%'"
+            )
+        };
+        assert!(bigint_of(&store, &plans("generic_plans")).await >= 8);
+        assert_eq!(bigint_of(&store, &plans("custom_plans")).await, 0);
         drop(store);
         drop_database(DATABASE).await;
     }
