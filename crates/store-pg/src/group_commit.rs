@@ -64,7 +64,7 @@ use diesel::sql_types::{
 };
 use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::{AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
-use futures_util::future::{try_join, try_join3, try_join4};
+use futures_util::future::{try_join, try_join3, try_join5};
 use sealpost_activity::Records;
 use sealpost_kernel::StoreError;
 use sealpost_messages::store::{Commit, Message, NewMessage, RECEIVED_COUNTER};
@@ -319,43 +319,51 @@ impl PgStore {
                 .map_err(db_error)?;
         }
         let shard = self.batcher.next_shard();
-        let written = write_batch(&conn, news, shard).await;
-        let (committed, rolled_back) = match written {
-            Ok(outcomes) => (finish(&conn, "COMMIT").await.map(|()| outcomes), None),
-            Err(error) => (Err(error), Some(finish(&conn, "ROLLBACK").await)),
+        let error = match write_and_commit(&conn, news, shard).await {
+            Ok(outcomes) => return Ok(outcomes),
+            Err(error) => error,
         };
-        if let Some(Err(_)) = rolled_back {
+        // A statement failed (the transaction is open, or was ended by the
+        // COMMIT sent behind it: PostgreSQL rolls an aborted transaction
+        // back at COMMIT) or COMMIT did: ROLLBACK either way (only a
+        // warning when none is open).
+        if rollback(&conn).await.is_err() {
             // Never back in the pool inside a transaction. Its number is
             // reclaimed as abandoned.
             drop(Object::take(conn));
-            return committed.map_err(db_error);
+            return Err(db_error(error));
         }
-        if committed.is_err() {
-            // Out of flight now rather than when reclaimed: waits stop below
-            // it meanwhile (already gone if the batch ended it). If this
-            // fails too, reclaiming deletes it.
-            let _ = end_own_in_flight(&conn).await;
-        }
-        committed.map_err(db_error)
+        // Out of flight now rather than when reclaimed: waits stop below it
+        // meanwhile (already gone if the batch ended it). If this fails
+        // too, reclaiming deletes it.
+        let _ = end_own_in_flight(&conn).await;
+        Err(db_error(error))
     }
 }
 
-/// The batch's statements, in a transaction left open. Its first round
-/// trip sends its number's taking (a transaction of its own), `BEGIN`,
-/// the in-flight row's end and the owners' locks together: tokio-postgres
-/// queues a statement on its first poll, and those are polled in that
-/// order; the first two, in the simple query protocol, need no prepare,
-/// so nothing sent after them reaches PostgreSQL before them (a statement
-/// prepared first is only later). diesel-async's `transaction` would await
-/// `BEGIN` alone. Had the number or `BEGIN` failed, the others fail or run
-/// on their own, commit nothing under a number, and the batch fails.
-async fn write_batch(
+/// The batch's statements in one transaction, committed. Statements that
+/// do not wait on each other's answers are sent together (pipelined): two
+/// round trips a batch, three with pending blobs to claim.
+///
+/// The first sends its number's taking (a transaction of its own),
+/// `BEGIN`, the in-flight row's end and the owners' locks together:
+/// tokio-postgres queues a statement on its first poll, and those are
+/// polled in that order; the first two, in the simple query protocol, need
+/// no prepare, so nothing sent after them reaches PostgreSQL before them
+/// (a statement prepared first is only later). diesel-async's
+/// `transaction` would await `BEGIN` alone. Had the number or `BEGIN`
+/// failed, the others fail or run on their own, commit nothing under a
+/// number, and the batch fails.
+///
+/// The last sends every insert and then `COMMIT` (see [`commit`] for why
+/// it cannot overtake them). PostgreSQL runs them in the order sent, so
+/// the attachments' foreign key finds their messages; if one fails, the
+/// transaction is aborted and the `COMMIT` behind it rolls it back.
+async fn write_and_commit(
     conn: &AsyncPgConnection,
     news: &[NewMessage],
     shard: i16,
 ) -> Result<Vec<Commit>, diesel::result::Error> {
-    // Statements that do not wait on each other's answers are sent
-    // together (pipelined): one round trip for each group.
     let ((), (), (number, mut outcomes)) = try_join3(
         take_commit_number(conn),
         begin(conn),
@@ -370,6 +378,7 @@ async fn write_batch(
         .map(|(new, _)| new)
         .collect();
     if stored.is_empty() {
+        commit(conn).await?;
         return Ok(outcomes);
     }
     let mut records = Records::new();
@@ -380,15 +389,17 @@ async fn write_batch(
         .iter()
         .map(|new| (&new.message, new.held, sealed_attachment_bytes(new)))
         .collect();
-    try_join4(
-        write_numbered_records(conn, &records, number),
-        insert_messages(conn, &rows, CommitNumber::Taken(number), shard),
-        add_received(conn, &stored, shard),
-        notify_new_mail(conn, &stored),
+    try_join(
+        try_join5(
+            write_numbered_records(conn, &records, number),
+            insert_messages(conn, &rows, CommitNumber::Taken(number), shard),
+            add_received(conn, &stored, shard),
+            notify_new_mail(conn, &stored),
+            insert_attachments(conn, &stored),
+        ),
+        commit(conn),
     )
     .await?;
-    // After the messages: their rows must exist for its foreign key.
-    insert_attachments(conn, &stored).await?;
     Ok(outcomes)
 }
 
@@ -405,9 +416,27 @@ async fn begin(mut conn: &AsyncPgConnection) -> Result<(), diesel::result::Error
         .await
 }
 
-/// Ends the batch's transaction with `COMMIT` or `ROLLBACK`.
-async fn finish(mut conn: &AsyncPgConnection, how: &str) -> Result<(), diesel::result::Error> {
-    conn.batch_execute(how).await
+/// Commits the batch's transaction, sent behind its inserts without
+/// waiting for their answers. It must reach PostgreSQL after them, and a
+/// statement diesel-async has not yet prepared on this connection is sent
+/// only after its prepare's round trip; a simple-protocol `COMMIT` would
+/// overtake it and the insert would then run outside the transaction. So
+/// `COMMIT` goes the way the inserts go: a statement through the
+/// connection's statement cache, whose lock (tokio's, granted in request
+/// order) each statement holds through its prepare and gives up only just
+/// before it sends itself; `COMMIT`, polled last, asks for it last and so
+/// is sent last, prepared or not (test
+/// `a_batch_failing_at_its_last_insert_commits_nothing`).
+async fn commit(mut conn: &AsyncPgConnection) -> Result<(), diesel::result::Error> {
+    diesel::sql_query("COMMIT")
+        .prepared()
+        .execute(&mut conn)
+        .await?;
+    Ok(())
+}
+
+async fn rollback(mut conn: &AsyncPgConnection) -> Result<(), diesel::result::Error> {
+    conn.batch_execute("ROLLBACK").await
 }
 
 #[derive(QueryableByName)]
@@ -1787,6 +1816,60 @@ mod tests {
             waited_ids(&store, WaitFrom::Start).await,
             vec![first_id, next_id]
         );
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+
+    /// A batch whose last insert (its attachments') fails commits nothing,
+    /// on a connection that has prepared none of the batch's statements and
+    /// on one that has prepared them all: `COMMIT`, sent behind the inserts
+    /// without waiting for them, never reaches PostgreSQL before one of
+    /// them. Had it overtaken an insert still being prepared, the message,
+    /// its received count and its stored bytes would have been committed,
+    /// and the attachments' insert run on its own.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_batch_failing_at_its_last_insert_commits_nothing() {
+        const DATABASE: &str = "sealpost_store_pg_failed_last_insert";
+        drop(store_with_address(DATABASE).await);
+        // One connection: every batch runs on the first one's.
+        let store = PgStore::connect(&database_url(DATABASE), 1).unwrap();
+        let attachment = |index| sealpost_messages::store::StoredAttachment {
+            index,
+            blob_key: None,
+            size_bytes: 5,
+        };
+        let failing = || {
+            let mut new = new_message(at(1));
+            // The same index twice: the attachments' primary key refuses.
+            new.attachments = vec![attachment(0), attachment(0)];
+            new
+        };
+        let stored_bytes = || {
+            bigint_of(
+                &store,
+                "SELECT coalesce(sum(bytes), 0)::bigint AS value FROM stored_bytes",
+            )
+        };
+        let in_flight = || bigint_of(&store, "SELECT count(*) AS value FROM commit_in_flight");
+
+        assert!(store.commit(failing()).await.is_err(), "unprepared");
+        assert_eq!(stored_ids(&store).await, Vec::<String>::new());
+        assert_eq!(received_in_window(&store).await, 0);
+        assert_eq!(stored_bytes().await, 0);
+        assert_eq!(in_flight().await, 0);
+
+        let mut stored = new_message(at(2));
+        stored.attachments = vec![attachment(0), attachment(1)];
+        let stored_id = stored.message.id.as_str().to_owned();
+        assert_eq!(store.commit(stored).await.unwrap(), Commit::Done);
+        let bytes = stored_bytes().await;
+        assert!(bytes > 0);
+
+        assert!(store.commit(failing()).await.is_err(), "prepared");
+        assert_eq!(stored_ids(&store).await, vec![stored_id]);
+        assert_eq!(received_in_window(&store).await, 1);
+        assert_eq!(stored_bytes().await, bytes);
+        assert_eq!(in_flight().await, 0);
         drop(store);
         drop_database(DATABASE).await;
     }
