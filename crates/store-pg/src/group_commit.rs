@@ -41,16 +41,21 @@
 //! locked and cleared (a message some of whose blobs recovery took over is
 //! answered `Commit::TakenOver` and writes nothing; no savepoints: such
 //! messages are left out of every insert, so they cannot fail the batch),
-//! activity and events, the messages with the batch's commit number, their
-//! attachments, one upsert of the received counters summed per shard, one
-//! `pg_notify`, and `COMMIT`. Statements that need no answer from one
-//! another are sent together (pipelined): the number's taking (its own
-//! transaction, the number left in the session for the next statement),
-//! `BEGIN`, the in-flight row's end and the owners' locks; then every
-//! insert, the counters and the notify; so a batch takes three round
-//! trips to PostgreSQL (those two and `COMMIT`), not eleven. Any failure
-//! fails the whole batch, and every message of it gets the error: its client is told to try again, none is
-//! told it was stored; its number is taken out of flight at once.
+//! activity and events (one statement), the messages with the batch's
+//! commit number and the accounts' stored bytes (one), the received
+//! counters summed per shard and the `pg_notify` (one), the attachments,
+//! and `COMMIT`. Statements that need no answer from one another are sent
+//! together (pipelined): the number's taking (its own transaction, the
+//! number left in the session for the next statement), `BEGIN`, the
+//! in-flight row's end and the owners' locks; then every insert and
+//! `COMMIT`; so a batch takes two round trips to PostgreSQL, not one a
+//! statement (ten).
+//! Every statement, `BEGIN` and `COMMIT` included, is prepared once per
+//! connection and goes through its statement cache, so they reach
+//! PostgreSQL in the order they are polled (see [`commit`]). Any failure
+//! fails the whole batch, and every message of it gets the error: its
+//! client is told to try again, none is told it was stored; its number is
+//! taken out of flight at once.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -64,7 +69,7 @@ use diesel::sql_types::{
 };
 use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::{AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
-use futures_util::future::{try_join, try_join3, try_join5};
+use futures_util::future::{try_join, try_join3, try_join4};
 use sealpost_activity::Records;
 use sealpost_kernel::StoreError;
 use sealpost_messages::store::{Commit, Message, NewMessage, RECEIVED_COUNTER};
@@ -94,10 +99,9 @@ pub(crate) const NEXT_COMMIT_SEQ: &str = "UPDATE commit_clock SET seq = seq + 1 
 
 /// A batch's number, taken and recorded in flight in one statement, its
 /// own transaction, and left in the session's `sealpost.batch_number` for the
-/// batch's first statement ([`end_own_in_flight`]) to read: sent in the
-/// simple query protocol, which needs no prepare and so goes out at once,
-/// in the same round trip as the batch's `BEGIN` and first statements.
-/// Asynchronous commit: the clock's row lock is held for the statement
+/// batch's first statement ([`end_own_in_flight`]) to read: so it needs no
+/// answer before them and goes in the same round trip as the batch's
+/// `BEGIN` and first statements. Asynchronous commit: the clock's row lock is held for the statement
 /// alone, not for a WAL flush; a number lost in a crash was never in any
 /// reader's position (positions stop below what is in flight) and no batch
 /// committed under it (its durable COMMIT would have flushed this first).
@@ -346,19 +350,15 @@ impl PgStore {
 /// round trips a batch, three with pending blobs to claim.
 ///
 /// The first sends its number's taking (a transaction of its own),
-/// `BEGIN`, the in-flight row's end and the owners' locks together:
-/// tokio-postgres queues a statement on its first poll, and those are
-/// polled in that order; the first two, in the simple query protocol, need
-/// no prepare, so nothing sent after them reaches PostgreSQL before them
-/// (a statement prepared first is only later). diesel-async's
-/// `transaction` would await `BEGIN` alone. Had the number or `BEGIN`
-/// failed, the others fail or run on their own, commit nothing under a
-/// number, and the batch fails.
-///
-/// The last sends every insert and then `COMMIT` (see [`commit`] for why
-/// it cannot overtake them). PostgreSQL runs them in the order sent, so
-/// the attachments' foreign key finds their messages; if one fails, the
-/// transaction is aborted and the `COMMIT` behind it rolls it back.
+/// `BEGIN`, the in-flight row's end and the owners' locks together; the
+/// last every insert and then `COMMIT`. They reach PostgreSQL in the order
+/// they are polled here, prepared or not (see [`commit`]), and PostgreSQL
+/// runs them in that order: the number is committed before `BEGIN`, the
+/// attachments' foreign key finds their messages, and an insert that fails
+/// aborts the transaction, which the `COMMIT` behind it rolls back.
+/// diesel-async's `transaction` would await `BEGIN` alone. Had the number
+/// or `BEGIN` failed, the others fail or run on their own, commit nothing
+/// under a number, and the batch fails.
 async fn write_and_commit(
     conn: &AsyncPgConnection,
     news: &[NewMessage],
@@ -390,11 +390,10 @@ async fn write_and_commit(
         .map(|new| (&new.message, new.held, sealed_attachment_bytes(new)))
         .collect();
     try_join(
-        try_join5(
+        try_join4(
             write_numbered_records(conn, &records, number),
             insert_messages(conn, &rows, CommitNumber::Taken(number), shard),
-            add_received(conn, &stored, shard),
-            notify_new_mail(conn, &stored),
+            count_received_and_notify(conn, &stored, shard),
             insert_attachments(conn, &stored),
         ),
         commit(conn),
@@ -410,23 +409,34 @@ async fn write_and_commit(
 /// generic plan reads the three tables' primary keys; the inserts' plans
 /// were generic already (tests
 /// `the_generic_plan_of_the_owners_lock_reads_primary_keys` and
-/// `batches_never_custom_plan_the_owners_lock`).
+/// `batches_never_custom_plan_the_owners_lock`). Both statements prepared,
+/// like every other of the batch (see [`commit`]).
 async fn begin(mut conn: &AsyncPgConnection) -> Result<(), diesel::result::Error> {
-    conn.batch_execute("BEGIN; SET LOCAL plan_cache_mode = force_generic_plan")
-        .await
+    let begin = diesel::sql_query("BEGIN").prepared().execute(&mut conn);
+    let generic = diesel::sql_query("SET LOCAL plan_cache_mode = force_generic_plan")
+        .prepared()
+        .execute(&mut conn);
+    try_join(begin, generic).await?;
+    Ok(())
 }
 
 /// Commits the batch's transaction, sent behind its inserts without
-/// waiting for their answers. It must reach PostgreSQL after them, and a
-/// statement diesel-async has not yet prepared on this connection is sent
-/// only after its prepare's round trip; a simple-protocol `COMMIT` would
-/// overtake it and the insert would then run outside the transaction. So
-/// `COMMIT` goes the way the inserts go: a statement through the
-/// connection's statement cache, whose lock (tokio's, granted in request
-/// order) each statement holds through its prepare and gives up only just
-/// before it sends itself; `COMMIT`, polled last, asks for it last and so
-/// is sent last, prepared or not (test
-/// `a_batch_failing_at_its_last_insert_commits_nothing`).
+/// waiting for their answers.
+///
+/// Why the batch's statements reach PostgreSQL in the order they are
+/// polled: a statement diesel-async has not yet prepared on a connection
+/// is sent only after its prepare's round trip, so a statement in the
+/// simple query protocol (no prepare) polled after it would overtake it;
+/// a `COMMIT` that overtook an insert would leave the insert to run
+/// outside the transaction. So every statement of the batch, `BEGIN` and
+/// `COMMIT` included, goes through the connection's statement cache,
+/// whose lock (tokio's, granted in request order) each statement takes
+/// when first polled, holds through its prepare if it needs one, and gives
+/// up only as it sends itself: they are sent in the order they asked for
+/// the lock, prepared or not (tests
+/// `a_batch_failing_at_its_last_insert_commits_nothing`, and
+/// `a_batch_s_first_statements_run_inside_its_transaction` for the
+/// number, `BEGIN` and the first statements).
 async fn commit(mut conn: &AsyncPgConnection) -> Result<(), diesel::result::Error> {
     diesel::sql_query("COMMIT")
         .prepared()
@@ -449,7 +459,11 @@ struct Seq {
 pub(crate) async fn take_commit_number(
     mut conn: &AsyncPgConnection,
 ) -> Result<(), diesel::result::Error> {
-    conn.batch_execute(TAKE_COMMIT_NUMBER).await
+    diesel::sql_query(TAKE_COMMIT_NUMBER)
+        .prepared()
+        .execute(&mut conn)
+        .await?;
+    Ok(())
 }
 
 /// The batch transaction's first statement: deletes the in-flight row of
@@ -689,10 +703,11 @@ fn sealed_attachment_bytes(new: &NewMessage) -> u64 {
 /// sealed attachments take), all in one statement: a group commit's batch,
 /// or a Sent copy as a batch of one. Each row records what it takes in
 /// storage (its content box's bytes and its sealed attachments), and the
-/// accounts' stored-bytes counters grow by as much, in the same
-/// transaction ([`add_stored_bytes`], sent beside the insert), on `shard`
-/// (see [`COUNTER_SHARDS`]). Takes the connection shared, so that a caller
-/// can send its other statements beside these (pipelined).
+/// accounts' stored-bytes counters grow by as much, in the same statement
+/// (the insert a data-modifying `WITH`; the counters' upsert its main
+/// statement, each account's sum once, in key order), on `shard` (see
+/// [`COUNTER_SHARDS`]). Takes the connection shared, so that a caller can
+/// send its other statements beside it (pipelined).
 pub(crate) async fn insert_messages(
     mut conn: &AsyncPgConnection,
     stored: &[(&Message, bool, u64)],
@@ -738,16 +753,26 @@ pub(crate) async fn insert_messages(
         CommitNumber::Taken(seq) => seq,
         CommitNumber::None => 0,
     };
-    let insert = diesel::sql_query(
-        "INSERT INTO messages (id, account_id, inbox_id, received_at, size_bytes, key_epoch, \
-             content, held, read, folder, starred, outgoing, commit_seq, stored_bytes) \
-         SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.size_bytes, m.key_epoch, \
-             m.content, m.held, m.read, m.folder, m.starred, m.outgoing, $14, m.stored_bytes \
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::bigint[], \
-             $6::int[], $7::bytea[], $8::bool[], $9::bool[], $10::text[], $11::bool[], \
-             $12::bool[], $13::bigint[]) \
-           AS m(id, account_id, inbox_id, received_at, size_bytes, key_epoch, content, held, \
-             read, folder, starred, outgoing, stored_bytes)",
+    let mut counters: BTreeMap<&str, i64> = BTreeMap::new();
+    for (message, bytes) in messages().zip(&stored_bytes) {
+        *counters.entry(message.account.as_str()).or_default() += bytes;
+    }
+    let (counted_accounts, counted_bytes): (Vec<&str>, Vec<i64>) = counters.into_iter().unzip();
+    diesel::sql_query(
+        "WITH inserted AS ( \
+             INSERT INTO messages (id, account_id, inbox_id, received_at, size_bytes, key_epoch, \
+                 content, held, read, folder, starred, outgoing, commit_seq, stored_bytes) \
+             SELECT m.id, m.account_id, m.inbox_id, m.received_at, m.size_bytes, m.key_epoch, \
+                 m.content, m.held, m.read, m.folder, m.starred, m.outgoing, $14, m.stored_bytes \
+             FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::bigint[], \
+                 $6::int[], $7::bytea[], $8::bool[], $9::bool[], $10::text[], $11::bool[], \
+                 $12::bool[], $13::bigint[]) \
+               AS m(id, account_id, inbox_id, received_at, size_bytes, key_epoch, content, held, \
+                 read, folder, starred, outgoing, stored_bytes)) \
+         INSERT INTO stored_bytes (account_id, shard, bytes) \
+         SELECT a.account_id, $15, a.bytes FROM unnest($16::text[], $17::bigint[]) \
+           AS a(account_id, bytes) \
+         ON CONFLICT (account_id, shard) DO UPDATE SET bytes = stored_bytes.bytes + EXCLUDED.bytes",
     )
     .bind::<Array<Text>, _>(ids)
     .bind::<Array<Text>, _>(accounts)
@@ -763,34 +788,9 @@ pub(crate) async fn insert_messages(
     .bind::<Array<Bool>, _>(outgoing)
     .bind::<Array<BigInt>, _>(&stored_bytes)
     .bind::<BigInt, _>(seq)
-    .prepared()
-    .execute(&mut conn);
-    let counters = add_stored_bytes(conn, messages().zip(stored_bytes.iter().copied()), shard);
-    try_join(insert, counters).await?;
-    Ok(())
-}
-
-/// One upsert for the rows just inserted: each account's stored bytes grow
-/// by theirs, on `shard`, in key order.
-async fn add_stored_bytes(
-    mut conn: &AsyncPgConnection,
-    inserted: impl Iterator<Item = (&Message, i64)>,
-    shard: i16,
-) -> Result<(), diesel::result::Error> {
-    let mut counters: BTreeMap<&str, i64> = BTreeMap::new();
-    for (message, bytes) in inserted {
-        *counters.entry(message.account.as_str()).or_default() += bytes;
-    }
-    let (accounts, bytes): (Vec<&str>, Vec<i64>) = counters.into_iter().unzip();
-    diesel::sql_query(
-        "INSERT INTO stored_bytes (account_id, shard, bytes) \
-         SELECT a.account_id, $2, a.bytes FROM unnest($1::text[], $3::bigint[]) \
-           AS a(account_id, bytes) \
-         ON CONFLICT (account_id, shard) DO UPDATE SET bytes = stored_bytes.bytes + EXCLUDED.bytes",
-    )
-    .bind::<Array<Text>, _>(accounts)
     .bind::<SmallInt, _>(shard)
-    .bind::<Array<BigInt>, _>(bytes)
+    .bind::<Array<Text>, _>(counted_accounts)
+    .bind::<Array<BigInt>, _>(counted_bytes)
     .prepared()
     .execute(&mut conn)
     .await?;
@@ -830,9 +830,11 @@ async fn insert_attachments(
     Ok(())
 }
 
-/// One upsert for the batch: the received counters summed per account and
-/// window, on `shard`.
-async fn add_received(
+/// The batch's received counters (summed per account and window, one
+/// upsert on `shard`) and its wake-ups (`pg_notify` for each address with
+/// delivered mail, sent at commit), in one statement: the upsert a
+/// data-modifying `WITH`.
+async fn count_received_and_notify(
     mut conn: &AsyncPgConnection,
     stored: &[&NewMessage],
     shard: i16,
@@ -851,45 +853,31 @@ async fn add_received(
         windows.push(window);
         counts.push(count);
     }
+    let woken: BTreeSet<&str> = stored
+        .iter()
+        .filter(|new| !new.held && !new.message.outgoing)
+        .map(|new| new.message.address.as_str())
+        .collect();
     diesel::sql_query(
-        "INSERT INTO usage_counters (account_id, counter, window_start, shard, used) \
-         SELECT c.account_id, $1, c.window_start, $2, c.used \
-         FROM unnest($3::text[], $4::timestamptz[], $5::bigint[]) \
-           AS c(account_id, window_start, used) \
-         ON CONFLICT (account_id, counter, window_start, shard) \
-         DO UPDATE SET used = usage_counters.used + EXCLUDED.used",
+        "WITH counted AS ( \
+             INSERT INTO usage_counters (account_id, counter, window_start, shard, used) \
+             SELECT c.account_id, $1, c.window_start, $2, c.used \
+             FROM unnest($3::text[], $4::timestamptz[], $5::bigint[]) \
+               AS c(account_id, window_start, used) \
+             ON CONFLICT (account_id, counter, window_start, shard) \
+             DO UPDATE SET used = usage_counters.used + EXCLUDED.used) \
+         SELECT pg_notify($6, payload) FROM unnest($7::text[]) AS payload",
     )
     .bind::<Text, _>(RECEIVED_COUNTER)
     .bind::<SmallInt, _>(shard)
     .bind::<Array<Text>, _>(accounts)
     .bind::<Array<Timestamptz>, _>(windows)
     .bind::<Array<BigInt>, _>(counts)
+    .bind::<Text, _>(MAIL_CHANNEL)
+    .bind::<Array<Text>, _>(mail_payloads(woken))
     .prepared()
     .execute(&mut conn)
     .await?;
-    Ok(())
-}
-
-/// Delivered at commit: waiters on these addresses wake up.
-async fn notify_new_mail(
-    mut conn: &AsyncPgConnection,
-    stored: &[&NewMessage],
-) -> Result<(), diesel::result::Error> {
-    let woken: BTreeSet<&str> = stored
-        .iter()
-        .filter(|new| !new.held && !new.message.outgoing)
-        .map(|new| new.message.address.as_str())
-        .collect();
-    let payloads = mail_payloads(woken);
-    if payloads.is_empty() {
-        return Ok(());
-    }
-    diesel::sql_query("SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload")
-        .bind::<Text, _>(MAIL_CHANNEL)
-        .bind::<Array<Text>, _>(payloads)
-        .prepared()
-        .execute(&mut conn)
-        .await?;
     Ok(())
 }
 
@@ -1674,42 +1662,45 @@ mod tests {
     /// inserts (another transaction holds the counters' table), its number
     /// is in flight, committed by its own transaction, and the in-flight
     /// row's end, the batch's first statement, is still uncommitted, so
-    /// waits stop below its number until its COMMIT.
+    /// waits stop below its number until its COMMIT. On a connection that
+    /// has prepared none of the batch's statements (each then waits for its
+    /// prepare before it is sent) and on one that has prepared them all.
     #[tokio::test(flavor = "multi_thread")]
     async fn a_batch_s_first_statements_run_inside_its_transaction() {
         const DATABASE: &str = "sealpost_store_pg_batch_begins_first";
-        let store = store_with_address(DATABASE).await;
-        // A batch first, so the connection has its statements prepared:
-        // none of the next batch's waits for a prepare before it is sent.
-        let warm = new_message(at(0));
-        let warm_id = warm.message.id.clone();
-        assert_eq!(store.commit(warm).await.unwrap(), Commit::Done);
-        let mut blocker = connection_running(
-            DATABASE,
-            &["BEGIN", "LOCK TABLE usage_counters IN EXCLUSIVE MODE"],
-        )
-        .await;
-        let new = new_message(at(1));
-        let id = new.message.id.clone();
-        let answer = {
-            let store = store.clone();
-            tokio::spawn(async move { store.commit(new).await })
-        };
-        until_waiting_on_locks(DATABASE, 1).await;
+        let observer = store_with_address(DATABASE).await;
+        // One connection: the second batch runs on the first one's.
+        let store = PgStore::connect(&database_url(DATABASE), 1).unwrap();
         let in_flight = "SELECT count(*) AS value FROM commit_in_flight";
-        assert_eq!(
-            bigint_of(&store, in_flight).await,
-            1,
-            "the in-flight row's end is inside the batch's transaction"
-        );
-        diesel::sql_query("COMMIT")
-            .execute(&mut blocker)
-            .await
-            .unwrap();
-        assert_eq!(answer.await.unwrap().unwrap(), Commit::Done);
-        assert_eq!(bigint_of(&store, in_flight).await, 0);
-        assert_eq!(waited_ids(&store, WaitFrom::Start).await, vec![warm_id, id]);
-        drop(store);
+        let mut ids = Vec::new();
+        for connection in ["unprepared", "prepared"] {
+            let mut blocker = connection_running(
+                DATABASE,
+                &["BEGIN", "LOCK TABLE usage_counters IN EXCLUSIVE MODE"],
+            )
+            .await;
+            let new = new_message(at(ids.len() as i64));
+            ids.push(new.message.id.clone());
+            let answer = {
+                let store = store.clone();
+                tokio::spawn(async move { store.commit(new).await })
+            };
+            until_waiting_on_locks(DATABASE, 1).await;
+            assert_eq!(
+                bigint_of(&observer, in_flight).await,
+                1,
+                "{connection}: the number is committed before BEGIN, the in-flight row's \
+                 end inside the batch's transaction"
+            );
+            diesel::sql_query("COMMIT")
+                .execute(&mut blocker)
+                .await
+                .unwrap();
+            assert_eq!(answer.await.unwrap().unwrap(), Commit::Done);
+            assert_eq!(bigint_of(&observer, in_flight).await, 0);
+        }
+        assert_eq!(waited_ids(&observer, WaitFrom::Start).await, ids);
+        drop((store, observer));
         drop_database(DATABASE).await;
     }
 

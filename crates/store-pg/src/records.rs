@@ -23,67 +23,36 @@ pub(crate) async fn write_records(
 /// batch): its events take the number of its messages, so a reader of the
 /// events in commit order meets them in the same order as the mail.
 ///
-/// Takes the connection shared: its two inserts are sent together
-/// (pipelined), and a caller may send its own statements beside them.
+/// One statement for both tables (the activity's insert a data-modifying
+/// `WITH`), its text fixed and its rows as arrays: prepared once per
+/// connection (`prepared.rs`), where a multi-row VALUES list would be new
+/// text, parsed and planned, for every row count; and one statement fewer
+/// to bind, run and answer on every change. Takes the connection shared,
+/// so a caller may send its own statements beside it (pipelined).
 pub(crate) async fn write_numbered_records(
-    conn: &AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     records: &Records,
     commit_seq: i64,
 ) -> Result<(), diesel::result::Error> {
-    futures_util::future::try_join(
-        insert_activity(conn, records),
-        insert_outbox(conn, records, commit_seq),
-    )
-    .await?;
-    Ok(())
-}
-
-async fn insert_activity(
-    mut conn: &AsyncPgConnection,
-    records: &Records,
-) -> Result<(), diesel::result::Error> {
-    // One statement of fixed text per table, rows as arrays: prepared once
-    // per connection (`prepared.rs`), where a multi-row VALUES list would
-    // be new text, parsed and planned, for every row count.
-    if !records.activity.is_empty() {
-        let entries = &records.activity;
-        let ids: Vec<&str> = entries.iter().map(|entry| entry.id.as_str()).collect();
-        let accounts: Vec<&str> = entries.iter().map(|entry| entry.account.as_str()).collect();
-        let kinds: Vec<&str> = entries.iter().map(|entry| entry.kind.as_str()).collect();
-        let addresses: Vec<Option<&str>> = entries
-            .iter()
-            .map(|entry| entry.address.as_ref().map(|id| id.as_str()))
-            .collect();
-        let devices: Vec<Option<&str>> = entries
-            .iter()
-            .map(|entry| entry.device.as_ref().map(|id| id.as_str()))
-            .collect();
-        let at: Vec<DateTime<Utc>> = entries.iter().map(|entry| entry.at.as_datetime()).collect();
-        diesel::sql_query(
-            "INSERT INTO activity (id, account_id, kind, inbox_id, worker_id, created_at) \
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
-                 $6::timestamptz[])",
-        )
-        .bind::<Array<Text>, _>(ids)
-        .bind::<Array<Text>, _>(accounts)
-        .bind::<Array<Text>, _>(kinds)
-        .bind::<Array<Nullable<Text>>, _>(addresses)
-        .bind::<Array<Nullable<Text>>, _>(devices)
-        .bind::<Array<Timestamptz>, _>(at)
-        .prepared()
-        .execute(&mut conn)
-        .await?;
+    if records.activity.is_empty() && records.events.is_empty() && records.notices.is_empty() {
+        return Ok(());
     }
-    Ok(())
-}
-
-async fn insert_outbox(
-    mut conn: &AsyncPgConnection,
-    records: &Records,
-    commit_seq: i64,
-) -> Result<(), diesel::result::Error> {
+    let entries = &records.activity;
+    let activity_ids: Vec<&str> = entries.iter().map(|entry| entry.id.as_str()).collect();
+    let activity_accounts: Vec<&str> = entries.iter().map(|entry| entry.account.as_str()).collect();
+    let activity_kinds: Vec<&str> = entries.iter().map(|entry| entry.kind.as_str()).collect();
+    let activity_addresses: Vec<Option<&str>> = entries
+        .iter()
+        .map(|entry| entry.address.as_ref().map(|id| id.as_str()))
+        .collect();
+    let activity_devices: Vec<Option<&str>> = entries
+        .iter()
+        .map(|entry| entry.device.as_ref().map(|id| id.as_str()))
+        .collect();
+    let activity_at: Vec<DateTime<Utc>> =
+        entries.iter().map(|entry| entry.at.as_datetime()).collect();
     // Events, then notices (push-only outbox entries, born fanned out so
-    // webhooks skip them), in one insert.
+    // webhooks skip them).
     let outbox = records
         .events
         .iter()
@@ -121,25 +90,32 @@ async fn insert_outbox(
         at.push(when.as_datetime());
         fanned_out.push(notice);
     }
-    if !ids.is_empty() {
-        diesel::sql_query(
-            "INSERT INTO events (id, account_id, type, payload, created_at, fanned_out, \
-                 commit_seq) \
-             SELECT e.id, e.account_id, e.event_type, e.payload, e.created_at, e.fanned_out, $7 \
-             FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], \
-                 $6::bool[]) AS e(id, account_id, event_type, payload, created_at, fanned_out)",
-        )
-        .bind::<Array<Text>, _>(ids)
-        .bind::<Array<Text>, _>(accounts)
-        .bind::<Array<Text>, _>(kinds)
-        .bind::<Array<Jsonb>, _>(payloads)
-        .bind::<Array<Timestamptz>, _>(at)
-        .bind::<Array<Bool>, _>(fanned_out)
-        .bind::<BigInt, _>(commit_seq)
-        .prepared()
-        .execute(&mut conn)
-        .await?;
-    }
+    diesel::sql_query(
+        "WITH activity_entries AS ( \
+             INSERT INTO activity (id, account_id, kind, inbox_id, worker_id, created_at) \
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
+                 $6::timestamptz[])) \
+         INSERT INTO events (id, account_id, type, payload, created_at, fanned_out, commit_seq) \
+         SELECT e.id, e.account_id, e.event_type, e.payload, e.created_at, e.fanned_out, $13 \
+         FROM unnest($7::text[], $8::text[], $9::text[], $10::jsonb[], $11::timestamptz[], \
+             $12::bool[]) AS e(id, account_id, event_type, payload, created_at, fanned_out)",
+    )
+    .bind::<Array<Text>, _>(activity_ids)
+    .bind::<Array<Text>, _>(activity_accounts)
+    .bind::<Array<Text>, _>(activity_kinds)
+    .bind::<Array<Nullable<Text>>, _>(activity_addresses)
+    .bind::<Array<Nullable<Text>>, _>(activity_devices)
+    .bind::<Array<Timestamptz>, _>(activity_at)
+    .bind::<Array<Text>, _>(ids)
+    .bind::<Array<Text>, _>(accounts)
+    .bind::<Array<Text>, _>(kinds)
+    .bind::<Array<Jsonb>, _>(payloads)
+    .bind::<Array<Timestamptz>, _>(at)
+    .bind::<Array<Bool>, _>(fanned_out)
+    .bind::<BigInt, _>(commit_seq)
+    .prepared()
+    .execute(&mut conn)
+    .await?;
     Ok(())
 }
 
