@@ -288,6 +288,103 @@ mod tests {
         }
     }
 
+    /// Activity, events and notices go in one statement: each table gets
+    /// exactly its rows whichever of them a change has (none, one kind,
+    /// all three); events and notices take the change's commit number,
+    /// notices born fanned out (webhooks skip them).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn records_of_every_shape_are_written_in_one_statement() {
+        use sealpost_activity::{ActivityKind, Notice};
+        use sealpost_kernel::{AccountId, AddressId, DeviceId, SessionId};
+
+        use crate::test_db::{
+            TEST_ACCOUNT, TEST_ADDRESS, drop_database, store_with_address, test_instant,
+        };
+
+        #[derive(QueryableByName, Debug, PartialEq)]
+        struct Row {
+            #[diesel(sql_type = Text)]
+            kind: String,
+            #[diesel(sql_type = Bool)]
+            fanned_out: bool,
+            #[diesel(sql_type = BigInt)]
+            commit_seq: i64,
+        }
+
+        const DATABASE: &str = "sealpost_store_pg_records_shapes";
+        let store = store_with_address(DATABASE).await;
+        let conn = store.conn().await.unwrap();
+        let account = AccountId::from_trusted(TEST_ACCOUNT.to_owned());
+        let address = AddressId::from_trusted(TEST_ADDRESS.to_owned());
+        let at = test_instant(0);
+        let signed_in = || Records::notice(Notice::signed_in(&account, &SessionId::generate(), at));
+
+        write_numbered_records(&conn, &Records::new(), 1)
+            .await
+            .unwrap();
+        let mut activity_only = Records::new();
+        activity_only.domain(&account, ActivityKind::DomainVerified, at);
+        write_numbered_records(&conn, &activity_only, 2)
+            .await
+            .unwrap();
+        let mut events_only = Records::new();
+        events_only.device_connected(&account, &DeviceId::from_trusted("wkr_records".into()), at);
+        write_numbered_records(&conn, &events_only, 3)
+            .await
+            .unwrap();
+        write_numbered_records(&conn, &signed_in(), 4)
+            .await
+            .unwrap();
+        let mut all = Records::new();
+        all.address_created(&account, &address, at);
+        all.extend(signed_in());
+        write_numbered_records(&conn, &all, 5).await.unwrap();
+
+        let mut conn = conn;
+        let activity: Vec<Row> = diesel::sql_query(
+            "SELECT kind, false AS fanned_out, 0::bigint AS commit_seq FROM activity ORDER BY kind",
+        )
+        .load(&mut conn)
+        .await
+        .unwrap();
+        let events: Vec<Row> = diesel::sql_query(
+            "SELECT type AS kind, fanned_out, commit_seq FROM events \
+             WHERE account_id = $1 ORDER BY seq",
+        )
+        .bind::<Text, _>(TEST_ACCOUNT)
+        .load(&mut conn)
+        .await
+        .unwrap();
+        let row = |kind: &str, fanned_out: bool, commit_seq: i64| Row {
+            kind: kind.to_owned(),
+            fanned_out,
+            commit_seq,
+        };
+        assert_eq!(
+            activity,
+            [
+                row("domain.verified", false, 0),
+                row("inbox.created", false, 0)
+            ]
+        );
+        let signed_in_kind = Notice::signed_in(&account, &SessionId::generate(), at)
+            .kind
+            .as_str()
+            .to_owned();
+        assert_eq!(
+            events,
+            [
+                row("worker.connected", false, 3),
+                row(&signed_in_kind, true, 4),
+                row("inbox.created", false, 5),
+                row(&signed_in_kind, true, 5),
+            ]
+        );
+        drop(conn);
+        drop(store);
+        drop_database(DATABASE).await;
+    }
+
     #[test]
     fn a_stored_version_2_box_is_the_binary_box_and_reads_back() {
         let original = SealedBox::seal(&[9; 32], "service/v1/message:a:b", b"hello");
