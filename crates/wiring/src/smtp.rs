@@ -22,6 +22,13 @@ use tokio::task::JoinHandle;
 
 use crate::Services;
 
+/// Messages up to this size are parsed on the session's worker: that takes
+/// tens of microseconds, less than handing the worker's other tasks to
+/// another thread (`block_in_place`) costs, and the seal that follows runs
+/// on the worker anyway (docs/benchmarks.md, 2026-11-29 noon: the ingest's
+/// CPU a message fell from about 0.30 to 0.27 ms at 4 KB).
+const INLINE_PARSE_MAX_BYTES: usize = 64 * 1024;
+
 /// The ingest as the SMTP session sees it.
 pub struct SealingDelivery {
     ingest: Ingest,
@@ -58,9 +65,14 @@ impl Delivery for SealingDelivery {
         // Parsing a large message takes a while: not on a worker that other
         // sessions wait for, and no more at once than there are cores.
         // The semaphore is never closed; were it, parse anyway rather than refuse mail.
-        let slot = self.parse_slots.acquire().await.ok();
-        let parsed = off_the_runtime(|| parse_mail_checked(data));
-        drop(slot);
+        let parsed = if data.len() <= INLINE_PARSE_MAX_BYTES {
+            parse_mail_checked(data)
+        } else {
+            let slot = self.parse_slots.acquire().await.ok();
+            let parsed = off_the_runtime(|| parse_mail_checked(data));
+            drop(slot);
+            parsed
+        };
         let delivered = match parsed {
             Ok(parsed) => {
                 self.ingest
