@@ -98,13 +98,14 @@ pub(crate) const MAX_BATCH_BYTES: usize = 1024 * 1024;
 pub(crate) const NEXT_COMMIT_SEQ: &str = "UPDATE commit_clock SET seq = seq + 1 RETURNING seq";
 
 /// A batch's number, taken and recorded in flight in one statement, its
-/// own transaction, and left in the session's `sealpost.batch_number` for the
-/// batch's first statement ([`end_own_in_flight`]) to read: so it needs no
-/// answer before them and goes in the same round trip as the batch's
-/// `BEGIN` and first statements. Asynchronous commit: the clock's row lock is held for the statement
-/// alone, not for a WAL flush; a number lost in a crash was never in any
-/// reader's position (positions stop below what is in flight) and no batch
-/// committed under it (its durable COMMIT would have flushed this first).
+/// own transaction, and left in the session's `sealpost.batch_number` for
+/// the batch's first statement ([`end_own_in_flight`]) to read: so the
+/// batch needs no answer from it and sends it in the same round trip as
+/// its `BEGIN` and first statements. Asynchronous commit: the clock's row
+/// lock is held for the statement alone, not for a WAL flush; a number
+/// lost in a crash was never in any reader's position (positions stop
+/// below what is in flight) and no batch committed under it (its durable
+/// COMMIT would have flushed this first).
 const TAKE_COMMIT_NUMBER: &str = "WITH relaxed AS \
        (SELECT set_config('synchronous_commit', 'off', true)), \
      clock AS (UPDATE commit_clock SET seq = seq + 1 RETURNING seq), \
