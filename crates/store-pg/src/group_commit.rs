@@ -412,12 +412,12 @@ async fn write_and_commit(
 /// `the_generic_plan_of_the_owners_lock_reads_primary_keys` and
 /// `batches_never_custom_plan_the_owners_lock`). Both statements prepared,
 /// like every other of the batch (see [`commit`]).
-async fn begin(mut conn: &AsyncPgConnection) -> Result<(), diesel::result::Error> {
-    let begin = diesel::sql_query("BEGIN").prepared().execute(&mut conn);
-    let generic = diesel::sql_query("SET LOCAL plan_cache_mode = force_generic_plan")
-        .prepared()
-        .execute(&mut conn);
-    try_join(begin, generic).await?;
+async fn begin(conn: &AsyncPgConnection) -> Result<(), diesel::result::Error> {
+    try_join(
+        run_prepared(conn, "BEGIN"),
+        run_prepared(conn, "SET LOCAL plan_cache_mode = force_generic_plan"),
+    )
+    .await?;
     Ok(())
 }
 
@@ -438,14 +438,23 @@ async fn begin(mut conn: &AsyncPgConnection) -> Result<(), diesel::result::Error
 /// `a_batch_failing_at_its_last_insert_commits_nothing`, and
 /// `a_batch_s_first_statements_run_inside_its_transaction` for the
 /// number, `BEGIN` and the first statements).
-async fn commit(mut conn: &AsyncPgConnection) -> Result<(), diesel::result::Error> {
-    diesel::sql_query("COMMIT")
-        .prepared()
-        .execute(&mut conn)
-        .await?;
+async fn commit(conn: &AsyncPgConnection) -> Result<(), diesel::result::Error> {
+    run_prepared(conn, "COMMIT").await
+}
+
+/// Runs `sql`, a statement without parameters or rows to read, through the
+/// connection's statement cache (see [`commit`] for why not in the simple
+/// query protocol).
+async fn run_prepared(
+    mut conn: &AsyncPgConnection,
+    sql: &'static str,
+) -> Result<(), diesel::result::Error> {
+    diesel::sql_query(sql).prepared().execute(&mut conn).await?;
     Ok(())
 }
 
+/// Awaited alone after everything else of the batch: the simple query
+/// protocol will do.
 async fn rollback(mut conn: &AsyncPgConnection) -> Result<(), diesel::result::Error> {
     conn.batch_execute("ROLLBACK").await
 }
@@ -458,13 +467,9 @@ struct Seq {
 
 /// Takes a number and records it in flight (see [`TAKE_COMMIT_NUMBER`]).
 pub(crate) async fn take_commit_number(
-    mut conn: &AsyncPgConnection,
+    conn: &AsyncPgConnection,
 ) -> Result<(), diesel::result::Error> {
-    diesel::sql_query(TAKE_COMMIT_NUMBER)
-        .prepared()
-        .execute(&mut conn)
-        .await?;
-    Ok(())
+    run_prepared(conn, TAKE_COMMIT_NUMBER).await
 }
 
 /// The batch transaction's first statement: deletes the in-flight row of

@@ -15,6 +15,14 @@
 //! SQL text is fixed (a `&'static str`, or a query builder expression whose
 //! shape never varies): every distinct text is kept for the connection's
 //! lifetime.
+//!
+//! Statements sent together on a shared connection (pipelined) reach
+//! PostgreSQL in the order they are first polled only if each goes through
+//! the statement cache: its lock, granted in request order, is held through
+//! a statement's prepare and let go as the statement is sent. A statement
+//! in the simple query protocol (`batch_execute`) takes no such turn and
+//! overtakes one still being prepared; where the order matters (the group
+//! commit's `BEGIN` and `COMMIT`), send it prepared too.
 
 use diesel::pg::Pg;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};

@@ -68,10 +68,8 @@ impl Delivery for SealingDelivery {
         let parsed = if data.len() <= INLINE_PARSE_MAX_BYTES {
             parse_mail_checked(data)
         } else {
-            let slot = self.parse_slots.acquire().await.ok();
-            let parsed = off_the_runtime(|| parse_mail_checked(data));
-            drop(slot);
-            parsed
+            let _slot = self.parse_slots.acquire().await.ok();
+            off_the_runtime(|| parse_mail_checked(data))
         };
         let delivered = match parsed {
             Ok(parsed) => {
