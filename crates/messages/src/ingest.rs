@@ -6,13 +6,14 @@ use std::sync::Arc;
 use sealpost_activity::Records;
 use sealpost_kernel::{AccountId, AddressId, Clock, MessageId, StoreError, Timestamp};
 use sealpost_plans::{LimitError, plan, received_window};
-use sealpost_seal::{SealedBox, context, random_bytes, seal_binary};
+use sealpost_seal::{SealedBox, SealingKey, context, random_bytes, seal_binary_to};
 
 use crate::content::{MimeLimit, ParsedMail, parse_mail_checked};
 use crate::folders::Folder;
 use crate::own_domains::OwnDomainGate;
 use crate::recipients_seen::RecipientsSeen;
 use crate::recovery::BlobRecovery;
+use crate::sealing_keys::SealingKeys;
 use crate::store::{
     BlobError, BlobStore, Commit, Message, MessageRepository, NewMessage, RecipientRecord,
     StoredAttachment,
@@ -112,6 +113,8 @@ pub struct Ingest {
     instance: String,
     /// RCPT's recent answers, shared by the clones.
     seen: Arc<RecipientsSeen>,
+    /// The keys sealed to most, with their tables; shared by the clones.
+    sealing_keys: Arc<SealingKeys>,
 }
 
 /// An address as the store looks it up.
@@ -144,6 +147,7 @@ impl Ingest {
             own_domains: None,
             instance,
             seen: Arc::default(),
+            sealing_keys: Arc::default(),
         }
     }
 
@@ -395,14 +399,15 @@ impl Ingest {
     ) -> Result<MessageId, IngestError> {
         // Sealed per recipient: each address has its own key.
         let public_key = recipient.public_key.ok_or(IngestError::NoKey)?;
+        let sealing_key = self.sealing_keys.get(&public_key);
         let content = parsed.content.to_json();
         let attachments = &parsed.attachments;
         let now = self.clock.now();
         let id = MessageId::generate();
         // A low-order key (the API refuses them; one stored before it did
         // would give a box anyone can open) is no key.
-        let sealed = SealedBox::try_seal(
-            &public_key,
+        let sealed = SealedBox::try_seal_to(
+            &sealing_key,
             &context::message(recipient.address.as_str(), id.as_str()),
             &content,
         )
@@ -419,7 +424,7 @@ impl Ingest {
                 .await?;
         }
         let committed = self
-            .write_and_commit(recipient, parsed, &id, &public_key, sealed, size, via, now)
+            .write_and_commit(recipient, parsed, &id, &sealing_key, sealed, size, via, now)
             .await;
         match committed {
             Ok(Commit::Done) => Ok(id),
@@ -463,7 +468,7 @@ impl Ingest {
         recipient: &RecipientRecord,
         parsed: &ParsedMail,
         id: &MessageId,
-        public_key: &[u8; 32],
+        sealing_key: &SealingKey,
         sealed: SealedBox,
         size: usize,
         via: Via,
@@ -486,8 +491,8 @@ impl Ingest {
                 continue;
             };
             let key = blob_key(id, part.index);
-            let ciphertext = seal_binary(
-                public_key,
+            let ciphertext = seal_binary_to(
+                sealing_key,
                 &context::attachment(id.as_str(), part.index),
                 bytes,
             );

@@ -13,6 +13,7 @@ pub mod mailbox;
 pub mod own_domains;
 pub mod recipients_seen;
 pub mod recovery;
+pub mod sealing_keys;
 pub mod send;
 pub mod store;
 

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use x25519_dalek::{PublicKey, StaticSecret};
 
 use crate::primitives::{hkdf32, random_bytes};
+use crate::sealing_key::SealingKey;
 use crate::{SealError, b64};
 
 const EPK_LEN: usize = 32;
@@ -70,13 +71,14 @@ impl SealedBox {
     /// ChaCha20-Poly1305's limit (about 256 GiB).
     #[must_use]
     pub fn seal(recipient_public: &[u8; 32], context: &str, plaintext: &[u8]) -> SealedBox {
-        Self::seal_with(
+        Self::seal_reporting(
             random_bytes::<32>(),
             random_bytes::<NONCE_LEN>(),
-            recipient_public,
+            &SealingKey::plain(*recipient_public),
             context,
             plaintext,
         )
+        .0
     }
 
     /// [`Self::seal`], refusing a recipient key of low order: X25519 with
@@ -94,10 +96,26 @@ impl SealedBox {
         context: &str,
         plaintext: &[u8],
     ) -> Result<SealedBox, SealError> {
+        Self::try_seal_to(&SealingKey::plain(*recipient_public), context, plaintext)
+    }
+
+    /// [`Self::try_seal`] to a [`SealingKey`] (one with its multiples
+    /// precomputed seals quicker; the box is the same either way).
+    ///
+    /// # Errors
+    /// [`SealError::InvalidKey`] for a low-order recipient key.
+    ///
+    /// # Panics
+    /// As [`Self::seal`].
+    pub fn try_seal_to(
+        recipient: &SealingKey,
+        context: &str,
+        plaintext: &[u8],
+    ) -> Result<SealedBox, SealError> {
         let (sealed, contributory) = Self::seal_reporting(
             random_bytes::<32>(),
             random_bytes::<NONCE_LEN>(),
-            recipient_public,
+            recipient,
             context,
             plaintext,
         );
@@ -124,7 +142,7 @@ impl SealedBox {
         Self::seal_reporting(
             ephemeral_secret,
             nonce,
-            recipient_public,
+            &SealingKey::plain(*recipient_public),
             context,
             plaintext,
         )
@@ -136,15 +154,14 @@ impl SealedBox {
     fn seal_reporting(
         ephemeral_secret: [u8; 32],
         nonce: [u8; 12],
-        recipient_public: &[u8; 32],
+        recipient: &SealingKey,
         context: &str,
         plaintext: &[u8],
     ) -> (SealedBox, bool) {
-        let ephemeral = StaticSecret::from(ephemeral_secret);
-        let epk = PublicKey::from(&ephemeral).to_bytes();
-        let shared = ephemeral.diffie_hellman(&PublicKey::from(*recipient_public));
+        let epk = PublicKey::from(&StaticSecret::from(ephemeral_secret)).to_bytes();
+        let shared = recipient.shared_secret(ephemeral_secret);
         let mut c = plaintext.to_vec();
-        let sealed = box_key(2, shared.as_bytes(), &epk, recipient_public).and_then(|key| {
+        let sealed = box_key(2, &shared, &epk, recipient.public()).and_then(|key| {
             key.seal_in_place_separate_tag(
                 Nonce::assume_unique_for_key(nonce),
                 Aad::from(context.as_bytes()),
@@ -163,7 +180,9 @@ impl SealedBox {
             c,
             t: tag.as_ref().to_vec(),
         };
-        (sealed, shared.was_contributory())
+        // What x25519-dalek's `was_contributory` checks: a low-order key
+        // gives the all-zero secret whatever the ephemeral key.
+        (sealed, *shared != [0u8; 32])
     }
 
     /// Opens a version 1 or 2 box with the recipient's secret; `context`
@@ -258,7 +277,23 @@ impl SealedBox {
 /// As [`SealedBox::seal`].
 #[must_use]
 pub fn seal_binary(recipient_public: &[u8; 32], context: &str, plaintext: &[u8]) -> Vec<u8> {
-    match SealedBox::seal(recipient_public, context, plaintext).to_binary() {
+    seal_binary_to(&SealingKey::plain(*recipient_public), context, plaintext)
+}
+
+/// [`seal_binary`] to a [`SealingKey`].
+///
+/// # Panics
+/// As [`SealedBox::seal`].
+#[must_use]
+pub fn seal_binary_to(recipient: &SealingKey, context: &str, plaintext: &[u8]) -> Vec<u8> {
+    let (sealed, _) = SealedBox::seal_reporting(
+        random_bytes::<32>(),
+        random_bytes::<NONCE_LEN>(),
+        recipient,
+        context,
+        plaintext,
+    );
+    match sealed.to_binary() {
         Ok(binary) => binary,
         Err(e) => panic!("a freshly sealed box is version 2 with fields of the right lengths: {e}"),
     }

@@ -30,15 +30,20 @@ mod fingerprint;
 mod handshake;
 mod keys;
 mod primitives;
+mod sealing_key;
 mod support;
 
 pub use at_rest::{AtRestError, ServerKeys};
-pub use boxes::{BINARY_HEADER_LEN, BoxShapeError, SealedBox, check_box, open_binary, seal_binary};
+pub use boxes::{
+    BINARY_HEADER_LEN, BoxShapeError, SealedBox, check_box, open_binary, seal_binary,
+    seal_binary_to,
+};
 pub use error::SealError;
 pub use fingerprint::team_fingerprint;
 pub use handshake::{ChallengeKeypair, handshake_proof, verify_handshake_proof};
 pub use keys::{AccountKeys, RecoveryPhrase, parse_public_key};
 pub use primitives::{random_bytes, random_token, sha256};
+pub use sealing_key::SealingKey;
 pub use support::{
     KEY_REQUEST, support_binding, support_key_challenge, support_key_proof, verify_support_binding,
     verify_support_key_proof,
