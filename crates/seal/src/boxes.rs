@@ -158,8 +158,7 @@ impl SealedBox {
         context: &str,
         plaintext: &[u8],
     ) -> (SealedBox, bool) {
-        let epk = PublicKey::from(&StaticSecret::from(ephemeral_secret)).to_bytes();
-        let shared = recipient.shared_secret(ephemeral_secret);
+        let (epk, shared) = recipient.ephemeral_and_shared(ephemeral_secret);
         let mut c = plaintext.to_vec();
         let sealed = box_key(2, &shared, &epk, recipient.public()).and_then(|key| {
             key.seal_in_place_separate_tag(

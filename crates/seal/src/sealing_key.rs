@@ -18,11 +18,11 @@
 //! of a point on the curve's twist has no Edwards point: such a key keeps
 //! the ladder (test `the_table_gives_x25519_s_secret_for_every_kind_of_key`).
 
-use curve25519_dalek::edwards::EdwardsBasepointTable;
+use curve25519_dalek::edwards::{EdwardsBasepointTable, EdwardsPoint};
 use curve25519_dalek::montgomery::MontgomeryPoint;
 use curve25519_dalek::traits::BasepointTable;
 use x25519_dalek::{PublicKey, StaticSecret};
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
 /// A recipient's X25519 public key as sealing uses it.
 pub struct SealingKey {
@@ -63,20 +63,38 @@ impl SealingKey {
         &self.public
     }
 
-    /// X25519(`ephemeral_secret`, the key).
-    pub(crate) fn shared_secret(&self, ephemeral_secret: [u8; 32]) -> Zeroizing<[u8; 32]> {
+    /// The ephemeral public key of `ephemeral_secret` and X25519 of it with
+    /// this key: with a table, both as Edwards points first, mapped back
+    /// together (one field inversion for the two).
+    pub(crate) fn ephemeral_and_shared(
+        &self,
+        ephemeral_secret: [u8; 32],
+    ) -> ([u8; 32], Zeroizing<[u8; 32]>) {
         match &self.multiples {
-            Some(multiples) => Zeroizing::new(
-                multiples
-                    .mul_base_clamped(ephemeral_secret)
-                    .to_montgomery()
-                    .to_bytes(),
-            ),
-            None => Zeroizing::new(
-                StaticSecret::from(ephemeral_secret)
-                    .diffie_hellman(&PublicKey::from(self.public))
-                    .to_bytes(),
-            ),
+            Some(multiples) => {
+                let mut points = [
+                    EdwardsPoint::mul_base_clamped(ephemeral_secret),
+                    multiples.mul_base_clamped(ephemeral_secret),
+                ];
+                let mut us = EdwardsPoint::to_montgomery_batch(&points);
+                let pair = match us.as_slice() {
+                    [ephemeral, shared] => {
+                        (ephemeral.to_bytes(), Zeroizing::new(shared.to_bytes()))
+                    }
+                    _ => unreachable!("two points in, two out"),
+                };
+                points.zeroize();
+                us.zeroize();
+                pair
+            }
+            None => {
+                let secret = StaticSecret::from(ephemeral_secret);
+                let shared = secret.diffie_hellman(&PublicKey::from(self.public));
+                (
+                    PublicKey::from(&secret).to_bytes(),
+                    Zeroizing::new(shared.to_bytes()),
+                )
+            }
         }
     }
 }
@@ -138,11 +156,17 @@ mod tests {
             }
             for _ in 0..4 {
                 let secret = random_bytes::<32>();
+                let (ephemeral, shared) = key.ephemeral_and_shared(secret);
+                let public_text = crate::b64::encode(&public);
+                assert_eq!(*shared, ladder(secret, public), "key {public_text}");
                 assert_eq!(
-                    *key.shared_secret(secret),
-                    ladder(secret, public),
-                    "key {}",
-                    crate::b64::encode(&public)
+                    ephemeral,
+                    ladder(secret, x25519_dalek::X25519_BASEPOINT_BYTES),
+                    "key {public_text}"
+                );
+                assert_eq!(
+                    (ephemeral, shared),
+                    SealingKey::plain(public).ephemeral_and_shared(secret)
                 );
             }
         }
@@ -155,7 +179,14 @@ mod tests {
     fn a_small_order_key_gives_the_all_zero_secret_through_the_table() {
         for torsion in EIGHT_TORSION {
             let key = SealingKey::precomputed(torsion.to_montgomery().to_bytes());
-            assert_eq!(*key.shared_secret(random_bytes::<32>()), [0u8; 32]);
+            let secret = random_bytes::<32>();
+            let (ephemeral, shared) = key.ephemeral_and_shared(secret);
+            assert_eq!(*shared, [0u8; 32]);
+            // The batch's inversion of the zero leaves the other right.
+            assert_eq!(
+                ephemeral,
+                x25519_dalek::x25519(secret, x25519_dalek::X25519_BASEPOINT_BYTES)
+            );
         }
     }
 }

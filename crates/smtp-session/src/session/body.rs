@@ -162,20 +162,17 @@ fn log_spool_failure(error: &io::Error) {
 fn long_line(bytes: &[u8], line_len: &mut usize) -> bool {
     // Octets before the LF, CR included: 999 for a full-length line.
     const LIMIT: usize = MAX_TEXT_LINE;
-    let mut segments = bytes.split(|&b| b == b'\n');
-    if let Some(first) = segments.next() {
-        *line_len = line_len.saturating_add(first.len());
-        if *line_len > LIMIT {
+    // memchr: a message's every byte passes here.
+    let mut line_start = 0;
+    for line_end in memchr::memchr_iter(b'\n', bytes) {
+        if line_len.saturating_add(line_end - line_start) > LIMIT {
             return true;
         }
+        *line_len = 0;
+        line_start = line_end + 1;
     }
-    for segment in segments {
-        *line_len = segment.len();
-        if *line_len > LIMIT {
-            return true;
-        }
-    }
-    false
+    *line_len = line_len.saturating_add(bytes.len() - line_start);
+    *line_len > LIMIT
 }
 
 #[cfg(test)]
@@ -193,5 +190,20 @@ mod tests {
         assert!(!long_line(&[b'a'; 998], &mut len));
         assert!(!long_line(b"\r\n", &mut len));
         assert!(!long_line(b"short\r\n.", &mut len));
+        assert_eq!(len, 1);
+
+        // A full-length line after a long one, in the same chunk and across.
+        let mut len = 0;
+        let mut chunk = vec![b'b'; 997];
+        chunk.extend_from_slice(b"\r\n");
+        chunk.extend_from_slice(&[b'c'; 999]);
+        assert!(!long_line(&chunk, &mut len));
+        assert!(!long_line(b"c", &mut len));
+        assert!(long_line(b"c", &mut len));
+        let mut len = 0;
+        assert!(!long_line(&[b'd'; 1000], &mut len));
+        let mut len = 0;
+        assert!(long_line(&[b'd'; 1001], &mut len));
+        assert!(!long_line(b"", &mut { 0 }));
     }
 }
