@@ -896,6 +896,63 @@ mod tests {
         assert_eq!(opened, b"ATTACHED");
     }
 
+    /// An address sealed to often is sealed to through its key's table
+    /// (`SealingKeys`), content and attachments alike, and its boxes open
+    /// with the address's secret as before.
+    #[tokio::test]
+    async fn mail_for_a_busy_address_is_sealed_through_its_key_s_table() {
+        let mut repo = MockMessageRepository::new();
+        repo.expect_recipient()
+            .returning(|_| Ok(Some(recipient(false, true))));
+        repo.expect_register_pending_blobs()
+            .returning(|_, _, _| Ok(()));
+        let committed = Arc::new(Mutex::new(None));
+        let slot = committed.clone();
+        repo.expect_commit().returning(move |message| {
+            *slot.lock().unwrap() = Some(message);
+            Ok(Commit::Done)
+        });
+        let written = Arc::new(Mutex::new(None));
+        let blob_slot = written.clone();
+        let mut blobs = MockBlobStore::new();
+        blobs.expect_put().returning(move |_, bytes| {
+            *blob_slot.lock().unwrap() = Some(bytes);
+            Ok(())
+        });
+        let ingest = ingest(repo, blobs);
+        for delivery in 1..=crate::sealing_keys::PRECOMPUTE_AFTER {
+            assert_eq!(
+                ingest.sealing_keys.tables(),
+                0,
+                "a table before seal {delivery}"
+            );
+            ingest
+                .deliver(&["shop@mail.localhost".into()], RAW)
+                .await
+                .unwrap();
+        }
+        assert_eq!(ingest.sealing_keys.tables(), 1);
+        // This one through the table.
+        ingest
+            .deliver(&["shop@mail.localhost".into()], RAW)
+            .await
+            .unwrap();
+
+        let message = committed.lock().unwrap().take().unwrap();
+        let secret = keys().address_secret("ibx_shop01", 0);
+        let id = message.message.id.as_str();
+        let plaintext = message
+            .message
+            .content
+            .open(&secret, &context::message("ibx_shop01", id))
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&plaintext).unwrap();
+        assert_eq!(json["subject"], "Your code");
+        let ciphertext = written.lock().unwrap().take().unwrap();
+        let opened = open_binary(&secret, &context::attachment(id, 0), &ciphertext).unwrap();
+        assert_eq!(opened, b"ATTACHED");
+    }
+
     const PLAIN: &[u8] =
         b"From: a@example.com\r\nTo: shop@mail.localhost\r\nSubject: Hi\r\n\r\ncode 123456\r\n";
 

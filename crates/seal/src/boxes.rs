@@ -71,14 +71,7 @@ impl SealedBox {
     /// ChaCha20-Poly1305's limit (about 256 GiB).
     #[must_use]
     pub fn seal(recipient_public: &[u8; 32], context: &str, plaintext: &[u8]) -> SealedBox {
-        Self::seal_reporting(
-            random_bytes::<32>(),
-            random_bytes::<NONCE_LEN>(),
-            &SealingKey::plain(*recipient_public),
-            context,
-            plaintext,
-        )
-        .0
+        Self::seal_fresh(&SealingKey::plain(*recipient_public), context, plaintext).0
     }
 
     /// [`Self::seal`], refusing a recipient key of low order: X25519 with
@@ -112,13 +105,7 @@ impl SealedBox {
         context: &str,
         plaintext: &[u8],
     ) -> Result<SealedBox, SealError> {
-        let (sealed, contributory) = Self::seal_reporting(
-            random_bytes::<32>(),
-            random_bytes::<NONCE_LEN>(),
-            recipient,
-            context,
-            plaintext,
-        );
+        let (sealed, contributory) = Self::seal_fresh(recipient, context, plaintext);
         if contributory {
             Ok(sealed)
         } else {
@@ -147,6 +134,17 @@ impl SealedBox {
             plaintext,
         )
         .0
+    }
+
+    /// [`Self::seal_reporting`] with a fresh ephemeral secret and nonce.
+    fn seal_fresh(recipient: &SealingKey, context: &str, plaintext: &[u8]) -> (SealedBox, bool) {
+        Self::seal_reporting(
+            random_bytes::<32>(),
+            random_bytes::<NONCE_LEN>(),
+            recipient,
+            context,
+            plaintext,
+        )
     }
 
     /// The box, and whether the shared secret was contributory (false for
@@ -285,13 +283,7 @@ pub fn seal_binary(recipient_public: &[u8; 32], context: &str, plaintext: &[u8])
 /// As [`SealedBox::seal`].
 #[must_use]
 pub fn seal_binary_to(recipient: &SealingKey, context: &str, plaintext: &[u8]) -> Vec<u8> {
-    let (sealed, _) = SealedBox::seal_reporting(
-        random_bytes::<32>(),
-        random_bytes::<NONCE_LEN>(),
-        recipient,
-        context,
-        plaintext,
-    );
+    let (sealed, _) = SealedBox::seal_fresh(recipient, context, plaintext);
     match sealed.to_binary() {
         Ok(binary) => binary,
         Err(e) => panic!("a freshly sealed box is version 2 with fields of the right lengths: {e}"),
